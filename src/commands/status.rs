@@ -1,0 +1,36 @@
+use crate::lock;
+use crate::store::{now_ms, RedisLock};
+use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RLOCK.STATUS key [owner]`: a flat array of field/value pairs,
+/// `locked`, `ttl_ms`, `holders`, `held`, `hold_count`. The last two are
+/// nil when no owner is given.
+pub fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    let owner = args.next();
+    args.done()?;
+
+    let key = RedisLock::open_readonly(ctx, &name);
+    let status = lock::status(&key, owner.as_ref(), now_ms())?;
+    let (held, hold_count) = match status.owner_hold_count {
+        Some(count) => (RedisValue::Integer(i64::from(count > 0)), RedisValue::Integer(count)),
+        None => (RedisValue::Null, RedisValue::Null),
+    };
+    Ok(RedisValue::Array(vec![
+        field("locked"),
+        RedisValue::Integer(i64::from(status.locked)),
+        field("ttl_ms"),
+        RedisValue::Integer(status.pttl_ms),
+        field("holders"),
+        RedisValue::Integer(status.holders),
+        field("held"),
+        held,
+        field("hold_count"),
+        hold_count,
+    ]))
+}
+
+fn field(name: &str) -> RedisValue {
+    RedisValue::BulkString(name.to_owned())
+}

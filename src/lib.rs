@@ -1,0 +1,71 @@
+//! rlock: Redisson's reentrant lock as native Redis commands.
+//!
+//! `lock` holds the protocol rules (pure, unit-tested), `store` the lock key
+//! in Redis (key API, replication, notifications), `commands` the handlers.
+
+// Pure logic: unit-tested without Redis.
+mod error;
+mod lease;
+mod lock;
+
+// Redis glue: left out of unit-test builds, whose binaries cannot run the
+// module's allocator; the integration tests cover it.
+#[cfg(not(test))]
+mod commands;
+#[cfg(not(test))]
+mod config;
+#[cfg(not(test))]
+mod stats;
+#[cfg(not(test))]
+mod store;
+
+#[cfg(not(test))]
+mod module {
+    use crate::{commands, config, lease, store};
+    use redis_module::configuration::ConfigurationFlags;
+    use redis_module::{redis_module, Context, RedisString, Status};
+
+    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+        if let Some(name) = store::missing_api() {
+            ctx.log_warning(&format!("rlock needs {name}, which this server does not export"));
+            return Status::Err;
+        }
+        Status::Ok
+    }
+
+    // Registered through the `commands:` list: the `#[command]` attribute
+    // needs RedisModule_SetCommandACLCategories, which Redis 7.0 lacks.
+    // Key positions: the lock key is argument 1 of every command.
+    redis_module! {
+        name: "rlock",
+        version: 1,
+        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        data_types: [],
+        init: init,
+        commands: [
+            ["rlock.acquire", commands::acquire, "write deny-oom fast", 1, 1, 1, ""],
+            ["rlock.renew", commands::renew, "write fast", 1, 1, 1, ""],
+            ["rlock.release", commands::release, "write fast", 1, 1, 1, ""],
+            // Not "fast": it checks every field before deleting a hash.
+            ["rlock.forcerelease", commands::force_release, "write", 1, 1, 1, ""],
+            ["rlock.status", commands::status, "readonly fast", 1, 1, 1, ""],
+        ],
+        configurations: [
+            i64: [
+                [
+                    "default-lease-ms",
+                    &config::DEFAULT_LEASE_MS,
+                    config::DEFAULT_LEASE_MS_VALUE,
+                    1,
+                    lease::MAX_LEASE_MS,
+                    ConfigurationFlags::DEFAULT,
+                    None
+                ],
+            ],
+            string: [],
+            bool: [],
+            enum: [],
+            module_args_as_configuration: true,
+        ]
+    }
+}

@@ -1,0 +1,246 @@
+//! Redisson's reentrant-lock protocol as a pure state machine.
+//!
+//! Each operation reads and writes the lock only through [`LockStore`] and
+//! takes the clock as an argument, so the rules can be unit-tested without
+//! Redis. The Redis side (`store.rs`) turns every write into the key-API
+//! call, its replication and its keyspace notification.
+
+use crate::error::LockError;
+
+/// Prefix of Redisson's release channel.
+const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel:";
+
+/// The message Redisson publishes when a lock is fully released.
+pub const UNLOCK_MESSAGE: &[u8] = b"0";
+
+/// What the lock key currently holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Missing,
+    Hash,
+    Other,
+}
+
+/// The storage a lock lives in: a hash of `owner -> hold count` with an
+/// absolute expiry. Times are Unix milliseconds.
+pub trait LockStore {
+    /// How an owner id is passed to the store.
+    type Owner: ?Sized;
+
+    fn kind(&self) -> KeyKind;
+    /// The owner's hold count; `None` when the owner has no field.
+    /// Fails with [`LockError::NotALock`] when the field is not an integer.
+    fn hold_count(&self, owner: &Self::Owner) -> Result<Option<i64>, LockError>;
+    /// True when every field's value is an integer: the hash is a lock.
+    fn holds_only_counts(&self) -> bool;
+    /// Number of fields in the hash.
+    fn holder_count(&self) -> i64;
+    /// Absolute expiry; `None` when the key has none.
+    fn expire_at(&self) -> Option<i64>;
+
+    /// Sets the owner's count to `new_count`, which the caller computed as
+    /// the old count plus `by` (so it can be replicated as HINCRBY by).
+    fn increment(&mut self, owner: &Self::Owner, by: i64, new_count: i64);
+    fn set_expire_at(&mut self, at_ms: i64);
+    fn delete(&mut self);
+    /// Publishes [`UNLOCK_MESSAGE`] on the lock's release channel.
+    fn publish_release(&mut self);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquire {
+    /// The key did not exist; the owner now holds it once.
+    Acquired,
+    /// The owner already held it; its count went up to `count`.
+    Reentered { count: i64 },
+    /// Someone else holds it; `pttl_ms` is the key's PTTL (-1: no expiry).
+    Contended { pttl_ms: i64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renew {
+    Renewed,
+    NotHeld,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    NotHeld,
+    /// One reentry level released; `count` levels remain.
+    Decremented { count: i64 },
+    /// The key was deleted and the release published.
+    Released,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForceRelease {
+    Released,
+    NotLocked,
+}
+
+/// Everything Redisson's isLocked, isHeldByThread, getHoldCount and
+/// remainTimeToLive report, read at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    pub locked: bool,
+    /// PTTL semantics: -2 when not locked, -1 when there is no expiry.
+    pub pttl_ms: i64,
+    pub holders: i64,
+    /// The asked-about owner's hold count (0 when it holds nothing);
+    /// `None` when no owner was given.
+    pub owner_hold_count: Option<i64>,
+}
+
+/// Redisson's acquire: take a free lock or re-enter an owned one, and set
+/// the lease; otherwise report how long the current lease has left.
+pub fn acquire<S: LockStore>(
+    store: &mut S,
+    owner: &S::Owner,
+    lease_ms: i64,
+    now_ms: i64,
+) -> Result<Acquire, LockError> {
+    let outcome = match store.kind() {
+        KeyKind::Other => return Err(LockError::WrongType),
+        KeyKind::Missing => {
+            store.increment(owner, 1, 1);
+            Acquire::Acquired
+        }
+        KeyKind::Hash => match store.hold_count(owner)? {
+            None => return Ok(Acquire::Contended { pttl_ms: pttl(store, now_ms) }),
+            Some(count) => {
+                let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
+                store.increment(owner, 1, count);
+                Acquire::Reentered { count }
+            }
+        },
+    };
+    store.set_expire_at(now_ms + lease_ms);
+    Ok(outcome)
+}
+
+/// Redisson's watchdog renewal: reset the lease if `owner` holds the lock.
+pub fn renew<S: LockStore>(
+    store: &mut S,
+    owner: &S::Owner,
+    lease_ms: i64,
+    now_ms: i64,
+) -> Result<Renew, LockError> {
+    if held_count(store, owner)?.is_none() {
+        return Ok(Renew::NotHeld);
+    }
+    store.set_expire_at(now_ms + lease_ms);
+    Ok(Renew::Renewed)
+}
+
+/// Redisson's unlock: drop one reentry level; on the last one delete the
+/// key and publish the release.
+pub fn release<S: LockStore>(
+    store: &mut S,
+    owner: &S::Owner,
+    lease_ms: i64,
+    now_ms: i64,
+) -> Result<Release, LockError> {
+    let Some(count) = held_count(store, owner)? else {
+        return Ok(Release::NotHeld);
+    };
+    let count = count.checked_sub(1).ok_or(LockError::HoldCountOverflow)?;
+    // The script decrements before it deletes; doing the same keeps the
+    // keyspace notifications identical (hincrby, then del).
+    store.increment(owner, -1, count);
+    if count > 0 {
+        store.set_expire_at(now_ms + lease_ms);
+        return Ok(Release::Decremented { count });
+    }
+    store.delete();
+    store.publish_release();
+    Ok(Release::Released)
+}
+
+/// Redisson's forceUnlock: delete the lock whoever holds it. Unlike a bare
+/// DEL, it refuses to delete a key that is not a lock.
+pub fn force_release<S: LockStore>(store: &mut S) -> Result<ForceRelease, LockError> {
+    match store.kind() {
+        KeyKind::Missing => Ok(ForceRelease::NotLocked),
+        KeyKind::Other => Err(LockError::WrongType),
+        KeyKind::Hash if !store.holds_only_counts() => Err(LockError::NotALock),
+        KeyKind::Hash => {
+            store.delete();
+            store.publish_release();
+            Ok(ForceRelease::Released)
+        }
+    }
+}
+
+/// Reads the lock's state, and `owner`'s share of it when given.
+pub fn status<S: LockStore>(
+    store: &S,
+    owner: Option<&S::Owner>,
+    now_ms: i64,
+) -> Result<Status, LockError> {
+    let owner_hold_count = match owner {
+        Some(owner) => Some(held_count(store, owner)?.unwrap_or(0)),
+        None => None,
+    };
+    if store.kind() == KeyKind::Other {
+        return Err(LockError::WrongType);
+    }
+    Ok(Status {
+        locked: store.kind() == KeyKind::Hash,
+        pttl_ms: pttl(store, now_ms),
+        holders: store.holder_count(),
+        owner_hold_count,
+    })
+}
+
+/// Redisson's release channel for a lock name: the name goes inside a hash
+/// tag unless it already contains one.
+pub fn release_channel(name: &[u8]) -> Vec<u8> {
+    let mut channel = Vec::with_capacity(CHANNEL_PREFIX.len() + name.len() + 2);
+    channel.extend_from_slice(CHANNEL_PREFIX);
+    if name.contains(&b'{') {
+        channel.extend_from_slice(name);
+    } else {
+        channel.push(b'{');
+        channel.extend_from_slice(name);
+        channel.push(b'}');
+    }
+    channel
+}
+
+/// Parses a stored hold count the way HINCRBY does: canonical base-10
+/// integers only ("7", "-3"; not "+7", "07", " 7" or "7.0").
+pub fn parse_hold_count(value: &[u8]) -> Result<i64, LockError> {
+    let count: i64 = std::str::from_utf8(value)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or(LockError::NotALock)?;
+    if count.to_string().as_bytes() == value {
+        Ok(count)
+    } else {
+        Err(LockError::NotALock)
+    }
+}
+
+/// The owner's hold count, checking the key type first.
+fn held_count<S: LockStore>(store: &S, owner: &S::Owner) -> Result<Option<i64>, LockError> {
+    match store.kind() {
+        KeyKind::Missing => Ok(None),
+        KeyKind::Other => Err(LockError::WrongType),
+        KeyKind::Hash => store.hold_count(owner),
+    }
+}
+
+/// PTTL as Redis reports it: -2 missing, -1 no expiry, else the remaining
+/// milliseconds, never negative.
+fn pttl<S: LockStore>(store: &S, now_ms: i64) -> i64 {
+    if store.kind() == KeyKind::Missing {
+        return -2;
+    }
+    match store.expire_at() {
+        None => -1,
+        Some(at_ms) => (at_ms - now_ms).max(0),
+    }
+}
+
+#[cfg(test)]
+mod tests;

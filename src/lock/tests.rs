@@ -1,0 +1,389 @@
+//! Table-driven tests of the protocol rules over an in-memory store.
+
+use super::*;
+use std::collections::BTreeMap;
+
+const NOW: i64 = 1_000_000;
+const LEASE: i64 = 30_000;
+
+/// An in-memory lock key that records every write as the command Redis
+/// would replicate.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct MemoryStore {
+    /// `None`: the key is missing. `Some(None)`: a non-hash key.
+    hash: Option<Option<BTreeMap<Vec<u8>, Vec<u8>>>>,
+    expire_at: Option<i64>,
+    effects: Vec<String>,
+}
+
+impl MemoryStore {
+    fn missing() -> Self {
+        Self::default()
+    }
+
+    fn string_key() -> Self {
+        Self { hash: Some(None), expire_at: None, effects: vec![] }
+    }
+
+    fn hash(fields: &[(&str, &str)], expire_at: Option<i64>) -> Self {
+        let map = fields
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
+        Self { hash: Some(Some(map)), expire_at, effects: vec![] }
+    }
+
+    fn fields(&self) -> Option<&BTreeMap<Vec<u8>, Vec<u8>>> {
+        self.hash.as_ref().and_then(Option::as_ref)
+    }
+
+    fn fields_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Vec<u8>> {
+        self.hash.get_or_insert_with(|| Some(BTreeMap::new())).get_or_insert_with(BTreeMap::new)
+    }
+}
+
+impl LockStore for MemoryStore {
+    type Owner = [u8];
+
+    fn kind(&self) -> KeyKind {
+        match &self.hash {
+            None => KeyKind::Missing,
+            Some(Some(_)) => KeyKind::Hash,
+            Some(None) => KeyKind::Other,
+        }
+    }
+
+    fn hold_count(&self, owner: &[u8]) -> Result<Option<i64>, LockError> {
+        self.fields()
+            .and_then(|f| f.get(owner))
+            .map(|v| parse_hold_count(v))
+            .transpose()
+    }
+
+    fn holds_only_counts(&self) -> bool {
+        self.fields().is_some_and(|f| f.values().all(|v| parse_hold_count(v).is_ok()))
+    }
+
+    fn holder_count(&self) -> i64 {
+        self.fields().map_or(0, |f| f.len() as i64)
+    }
+
+    fn expire_at(&self) -> Option<i64> {
+        self.expire_at
+    }
+
+    fn increment(&mut self, owner: &[u8], by: i64, new_count: i64) {
+        self.fields_mut().insert(owner.to_vec(), new_count.to_string().into_bytes());
+        self.effects.push(format!("HINCRBY {} {by}", String::from_utf8_lossy(owner)));
+    }
+
+    fn set_expire_at(&mut self, at_ms: i64) {
+        self.expire_at = Some(at_ms);
+        self.effects.push(format!("PEXPIREAT {at_ms}"));
+    }
+
+    fn delete(&mut self) {
+        self.hash = None;
+        self.expire_at = None;
+        self.effects.push("DEL".into());
+    }
+
+    fn publish_release(&mut self) {
+        self.effects.push(format!("PUBLISH {}", String::from_utf8_lossy(UNLOCK_MESSAGE)));
+    }
+}
+
+/// One row: a starting key, an operation, and what must follow.
+struct Case {
+    name: &'static str,
+    before: MemoryStore,
+    op: Op,
+    reply: Result<String, LockError>,
+    effects: &'static [&'static str],
+    /// Fields after the operation (ignored when the key is missing or not a hash).
+    after_fields: &'static [(&'static str, &'static str)],
+}
+
+enum Op {
+    Acquire(&'static str),
+    Renew(&'static str),
+    Release(&'static str),
+    Force,
+    Status(Option<&'static str>),
+}
+
+fn run(store: &mut MemoryStore, op: &Op) -> Result<String, LockError> {
+    Ok(match *op {
+        Op::Acquire(o) => format!("{:?}", acquire(store, o.as_bytes(), LEASE, NOW)?),
+        Op::Renew(o) => format!("{:?}", renew(store, o.as_bytes(), LEASE, NOW)?),
+        Op::Release(o) => format!("{:?}", release(store, o.as_bytes(), LEASE, NOW)?),
+        Op::Force => format!("{:?}", force_release(store)?),
+        Op::Status(o) => format!("{:?}", status(store, o.map(str::as_bytes), NOW)?),
+    })
+}
+
+/// A lock held by `owner` `count` times, with `ttl` ms of lease left.
+fn held(owner: &str, count: &str, ttl: i64) -> MemoryStore {
+    MemoryStore::hash(&[(owner, count)], Some(NOW + ttl))
+}
+
+fn cases() -> Vec<Case> {
+    const EXPIRE: &str = "PEXPIREAT 1030000";
+    vec![
+        Case {
+            name: "acquire a free lock",
+            before: MemoryStore::missing(),
+            op: Op::Acquire("a"),
+            reply: Ok("Acquired".into()),
+            effects: &["HINCRBY a 1", EXPIRE],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "re-enter an owned lock",
+            before: held("a", "1", 500),
+            op: Op::Acquire("a"),
+            reply: Ok("Reentered { count: 2 }".into()),
+            effects: &["HINCRBY a 1", EXPIRE],
+            after_fields: &[("a", "2")],
+        },
+        Case {
+            name: "contend for a held lock",
+            before: held("a", "1", 500),
+            op: Op::Acquire("b"),
+            reply: Ok("Contended { pttl_ms: 500 }".into()),
+            effects: &[],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "contend for a lock with no expiry",
+            before: MemoryStore::hash(&[("a", "1")], None),
+            op: Op::Acquire("b"),
+            reply: Ok("Contended { pttl_ms: -1 }".into()),
+            effects: &[],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "acquire on a string key",
+            before: MemoryStore::string_key(),
+            op: Op::Acquire("a"),
+            reply: Err(LockError::WrongType),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "re-enter a hash whose count is not an integer",
+            before: MemoryStore::hash(&[("a", "x")], None),
+            op: Op::Acquire("a"),
+            reply: Err(LockError::NotALock),
+            effects: &[],
+            after_fields: &[("a", "x")],
+        },
+        Case {
+            name: "re-enter at the largest count",
+            before: MemoryStore::hash(&[("a", "9223372036854775807")], None),
+            op: Op::Acquire("a"),
+            reply: Err(LockError::HoldCountOverflow),
+            effects: &[],
+            after_fields: &[("a", "9223372036854775807")],
+        },
+        Case {
+            name: "renew an owned lock",
+            before: held("a", "3", 5),
+            op: Op::Renew("a"),
+            reply: Ok("Renewed".into()),
+            effects: &[EXPIRE],
+            after_fields: &[("a", "3")],
+        },
+        Case {
+            name: "renew someone else's lock",
+            before: held("a", "1", 5),
+            op: Op::Renew("b"),
+            reply: Ok("NotHeld".into()),
+            effects: &[],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "renew never creates a key",
+            before: MemoryStore::missing(),
+            op: Op::Renew("a"),
+            reply: Ok("NotHeld".into()),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "renew on a string key",
+            before: MemoryStore::string_key(),
+            op: Op::Renew("a"),
+            reply: Err(LockError::WrongType),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "release one reentry level",
+            before: held("a", "2", 5),
+            op: Op::Release("a"),
+            reply: Ok("Decremented { count: 1 }".into()),
+            effects: &["HINCRBY a -1", EXPIRE],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "release the last level",
+            before: held("a", "1", 5),
+            op: Op::Release("a"),
+            reply: Ok("Released".into()),
+            effects: &["HINCRBY a -1", "DEL", "PUBLISH 0"],
+            after_fields: &[],
+        },
+        Case {
+            name: "release a lock held by someone else",
+            before: held("a", "1", 5),
+            op: Op::Release("b"),
+            reply: Ok("NotHeld".into()),
+            effects: &[],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "release a missing lock",
+            before: MemoryStore::missing(),
+            op: Op::Release("a"),
+            reply: Ok("NotHeld".into()),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "release with a non-integer count",
+            before: MemoryStore::hash(&[("a", "1.5")], None),
+            op: Op::Release("a"),
+            reply: Err(LockError::NotALock),
+            effects: &[],
+            after_fields: &[("a", "1.5")],
+        },
+        Case {
+            name: "force-release a held lock",
+            before: held("a", "4", 5),
+            op: Op::Force,
+            reply: Ok("Released".into()),
+            effects: &["DEL", "PUBLISH 0"],
+            after_fields: &[],
+        },
+        Case {
+            name: "force-release a missing lock",
+            before: MemoryStore::missing(),
+            op: Op::Force,
+            reply: Ok("NotLocked".into()),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "force-release never deletes a string",
+            before: MemoryStore::string_key(),
+            op: Op::Force,
+            reply: Err(LockError::WrongType),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "force-release never deletes a hash that is not a lock",
+            before: MemoryStore::hash(&[("a", "1"), ("name", "bob")], None),
+            op: Op::Force,
+            reply: Err(LockError::NotALock),
+            effects: &[],
+            after_fields: &[("a", "1"), ("name", "bob")],
+        },
+        Case {
+            name: "status of a held lock for its owner",
+            before: held("a", "2", 700),
+            op: Op::Status(Some("a")),
+            reply: Ok("Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(2) }".into()),
+            effects: &[],
+            after_fields: &[("a", "2")],
+        },
+        Case {
+            name: "status of a held lock for another owner",
+            before: held("a", "2", 700),
+            op: Op::Status(Some("b")),
+            reply: Ok("Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(0) }".into()),
+            effects: &[],
+            after_fields: &[("a", "2")],
+        },
+        Case {
+            name: "status of a missing lock",
+            before: MemoryStore::missing(),
+            op: Op::Status(None),
+            reply: Ok("Status { locked: false, pttl_ms: -2, holders: 0, owner_hold_count: None }".into()),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "status of an expiry in the past reads 0, never negative",
+            before: held("a", "1", -20),
+            op: Op::Status(None),
+            reply: Ok("Status { locked: true, pttl_ms: 0, holders: 1, owner_hold_count: None }".into()),
+            effects: &[],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "status on a string key",
+            before: MemoryStore::string_key(),
+            op: Op::Status(Some("a")),
+            reply: Err(LockError::WrongType),
+            effects: &[],
+            after_fields: &[],
+        },
+    ]
+}
+
+#[test]
+fn operations_follow_the_protocol_table() {
+    for case in cases() {
+        let mut store = case.before.clone();
+        let reply = run(&mut store, &case.op);
+        assert_eq!(reply, case.reply, "{}: reply", case.name);
+        assert_eq!(store.effects, case.effects, "{}: effects", case.name);
+        let expected: BTreeMap<Vec<u8>, Vec<u8>> = case
+            .after_fields
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
+        let empty = BTreeMap::new();
+        assert_eq!(store.fields().unwrap_or(&empty), &expected, "{}: fields", case.name);
+        if case.reply.is_err() {
+            assert_eq!(store, case.before, "{}: an error must leave the key alone", case.name);
+        }
+    }
+}
+
+#[test]
+fn release_channel_follows_the_hash_tag_rule() {
+    let cases: &[(&[u8], &[u8])] = &[
+        (b"resource:x", b"redisson_lock__channel:{resource:x}"),
+        (b"{user}:lock", b"redisson_lock__channel:{user}:lock"),
+        (b"", b"redisson_lock__channel:{}"),
+        (b"a{b", b"redisson_lock__channel:a{b"),
+        (b"\x00\xff", b"redisson_lock__channel:{\x00\xff}"),
+    ];
+    for (name, channel) in cases {
+        assert_eq!(release_channel(name), channel.to_vec());
+    }
+}
+
+#[test]
+fn hold_counts_parse_like_hincrby() {
+    let cases: &[(&[u8], Result<i64, LockError>)] = &[
+        (b"1", Ok(1)),
+        (b"0", Ok(0)),
+        (b"-3", Ok(-3)),
+        (b"9223372036854775807", Ok(i64::MAX)),
+        (b"9223372036854775808", Err(LockError::NotALock)),
+        (b"+1", Err(LockError::NotALock)),
+        (b"01", Err(LockError::NotALock)),
+        (b"-0", Err(LockError::NotALock)),
+        (b" 1", Err(LockError::NotALock)),
+        (b"1.0", Err(LockError::NotALock)),
+        (b"", Err(LockError::NotALock)),
+        (b"\xff", Err(LockError::NotALock)),
+    ];
+    for (value, expected) in cases {
+        assert_eq!(parse_hold_count(value), *expected, "{:?}", String::from_utf8_lossy(value));
+    }
+}

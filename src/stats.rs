@@ -1,0 +1,77 @@
+//! Counters shown in the `INFO rlock` section.
+
+use crate::lock::{Acquire, ForceRelease, Release, Renew};
+use linkme::distributed_slice;
+use redis_module::server_events::INFO_COMMAND_HANDLER_LIST;
+use redis_module::{InfoContext, RedisResult};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static ACQUIRED: AtomicU64 = AtomicU64::new(0);
+static REENTERED: AtomicU64 = AtomicU64::new(0);
+static CONTENDED: AtomicU64 = AtomicU64::new(0);
+static RELEASED: AtomicU64 = AtomicU64::new(0);
+static RELEASED_REENTRY: AtomicU64 = AtomicU64::new(0);
+static RELEASE_NOT_HELD: AtomicU64 = AtomicU64::new(0);
+static FORCE_RELEASED: AtomicU64 = AtomicU64::new(0);
+static RENEWED: AtomicU64 = AtomicU64::new(0);
+static RENEW_MISSED: AtomicU64 = AtomicU64::new(0);
+
+/// INFO field names (Redis prefixes them with `rlock_`), in display order.
+const FIELDS: [(&str, &AtomicU64); 9] = [
+    ("acquired", &ACQUIRED),
+    ("reentered", &REENTERED),
+    ("contended", &CONTENDED),
+    ("released", &RELEASED),
+    ("released_reentry", &RELEASED_REENTRY),
+    ("release_not_held", &RELEASE_NOT_HELD),
+    ("force_released", &FORCE_RELEASED),
+    ("renewed", &RENEWED),
+    ("renew_missed", &RENEW_MISSED),
+];
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn record_acquire(outcome: Acquire) {
+    bump(match outcome {
+        Acquire::Acquired => &ACQUIRED,
+        Acquire::Reentered { .. } => &REENTERED,
+        Acquire::Contended { .. } => &CONTENDED,
+    });
+}
+
+pub fn record_renew(outcome: Renew) {
+    bump(match outcome {
+        Renew::Renewed => &RENEWED,
+        Renew::NotHeld => &RENEW_MISSED,
+    });
+}
+
+pub fn record_release(outcome: Release) {
+    bump(match outcome {
+        Release::Released => &RELEASED,
+        Release::Decremented { .. } => &RELEASED_REENTRY,
+        Release::NotHeld => &RELEASE_NOT_HELD,
+    });
+}
+
+pub fn record_force_release(outcome: ForceRelease) {
+    if outcome == ForceRelease::Released {
+        bump(&FORCE_RELEASED);
+    }
+}
+
+// The section builder always adds a section name, which Redis would turn
+// into `rlock_<name>`; the plain calls give a section named `rlock`.
+#[allow(deprecated)]
+fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
+    ctx.add_info_section(None);
+    for (name, counter) in FIELDS {
+        ctx.add_info_field_long_long(name, counter.load(Ordering::Relaxed) as i64);
+    }
+    Ok(())
+}
+
+#[distributed_slice(INFO_COMMAND_HANDLER_LIST)]
+static RLOCK_INFO: fn(&InfoContext, bool) -> RedisResult<()> = add_info;
