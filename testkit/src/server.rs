@@ -1,0 +1,212 @@
+//! Real `redis-server` processes for tests: OS-assigned ports, bounded
+//! readiness, the server log on failure, killed on drop (also on panic).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+const PORT_ATTEMPTS: usize = 5;
+
+/// The rlock module built in debug mode, building it on first use so that
+/// a plain `cargo test` never runs against a stale `.so`. `RLOCK_MODULE`
+/// names another build (the benchmarks use the release one).
+pub fn module_path() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Ok(path) = std::env::var("RLOCK_MODULE") {
+            return PathBuf::from(path);
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "rlock", "--lib"])
+            .current_dir(&root)
+            .status()
+            .expect("run cargo to build the module");
+        assert!(status.success(), "building the rlock module failed");
+        let target = std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), PathBuf::from);
+        target.join("debug").join(format!("librlock.{}", std::env::consts::DLL_EXTENSION))
+    })
+}
+
+/// How to start a server.
+#[derive(Clone, Debug)]
+pub struct ServerBuilder {
+    module: bool,
+    module_args: Vec<String>,
+    config: Vec<(String, String)>,
+}
+
+impl ServerBuilder {
+    /// A plain redis-server, as a replica or an old node would be.
+    pub fn without_module(mut self) -> Self {
+        self.module = false;
+        self
+    }
+
+    /// An argument after the module path on the `loadmodule` line.
+    pub fn module_arg(mut self, arg: &str) -> Self {
+        self.module_args.push(arg.to_owned());
+        self
+    }
+
+    /// A `--name value` server option.
+    pub fn config(mut self, name: &str, value: &str) -> Self {
+        self.config.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn start(self) -> Server {
+        let dir = tempfile::Builder::new().prefix("rlock-redis-").tempdir().expect("temp dir");
+        let mut server = Server { builder: self, dir, port: 0, child: None };
+        server.spawn_on_free_port();
+        server
+    }
+}
+
+/// A running redis-server with its own directory (AOF, RDB and log).
+pub struct Server {
+    builder: ServerBuilder,
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Server {
+    /// A server with the module loaded.
+    pub fn start() -> Self {
+        Self::builder().start()
+    }
+
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder { module: true, module_args: vec![], config: vec![] }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("client")
+    }
+
+    pub fn connection(&self) -> redis::Connection {
+        self.client().get_connection().unwrap_or_else(|e| panic!("connect: {e}\n{}", self.log()))
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// The process id, for signals (SIGSTOP, SIGKILL) in fault tests.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL, as a crash would: no shutdown, no final save.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server and starts it again on the same port and directory,
+    /// so that it reloads its AOF or RDB.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn().unwrap_or_else(|log| panic!("restart failed:\n{log}"));
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    fn spawn_on_free_port(&mut self) {
+        for _ in 0..PORT_ATTEMPTS {
+            self.port = free_port();
+            match self.spawn() {
+                Ok(()) => return,
+                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) => panic!("redis-server did not start:\n{log}"),
+            }
+        }
+        panic!("no free port after {PORT_ATTEMPTS} attempts");
+    }
+
+    /// Starts the process and waits until it answers PING; on failure the
+    /// error is the server log.
+    fn spawn(&mut self) -> Result<(), String> {
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(self.log_path())
+            .args(["--save", "", "--daemonize", "no"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if self.builder.module {
+            command.arg("--loadmodule").arg(module_path()).args(&self.builder.module_args);
+        }
+        for (name, value) in &self.builder.config {
+            command.arg(format!("--{name}")).arg(value);
+        }
+        self.child = Some(command.spawn().map_err(|e| format!("spawn redis-server: {e}"))?);
+        self.wait_ready()
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let client = self.client();
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    self.child = None;
+                    return Err(format!("redis-server exited with {status}\n{}", self.log()));
+                }
+            }
+            let ready = client
+                .get_connection_with_timeout(Duration::from_millis(200))
+                .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con));
+            match ready {
+                Ok(_) => return Ok(()),
+                // Still loading its AOF or RDB: keep polling.
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => {
+                    self.kill();
+                    return Err(format!("not ready after {READY_TIMEOUT:?}: {e}\n{}", self.log()));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- redis-server log (port {}) ---\n{}", self.port, self.log());
+        }
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("an OS-assigned port")
+}
