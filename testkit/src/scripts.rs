@@ -2,7 +2,7 @@
 //! `shared/docs/redisson-lock-protocol.md`): the reference the RLOCK
 //! commands are checked against, and the "Java service" in interop tests.
 
-use redis::{ConnectionLike, RedisResult, Script, Value};
+use redis::{Cmd, ConnectionLike, RedisResult, Script};
 
 /// The message Redisson publishes on release.
 pub const UNLOCK_MESSAGE: &str = "0";
@@ -20,8 +20,8 @@ pub fn release_channel(name: &[u8]) -> Vec<u8> {
     channel
 }
 
-/// The four scripts, loaded once per connection on first use (EVALSHA,
-/// falling back to EVAL).
+/// The four scripts. [`RedissonScripts::load`] them once per server, then
+/// each method gives the EVALSHA command, to query or pipeline.
 pub struct RedissonScripts {
     acquire: Script,
     renew: Script,
@@ -41,35 +41,39 @@ impl Default for RedissonScripts {
 }
 
 impl RedissonScripts {
-    /// nil when acquired or re-entered, else the holder's PTTL.
-    pub fn acquire(&self, con: &mut dyn ConnectionLike, name: &[u8], owner: &[u8], lease_ms: i64) -> RedisResult<Value> {
-        self.acquire.key(name).arg(lease_ms).arg(owner).invoke(con)
+    /// SCRIPT LOAD all four.
+    pub fn load(&self, con: &mut dyn ConnectionLike) -> RedisResult<()> {
+        for script in [&self.acquire, &self.renew, &self.release, &self.force_release] {
+            script.prepare_invoke().load(con)?;
+        }
+        Ok(())
     }
 
-    /// 1 when renewed, 0 when not held.
-    pub fn renew(&self, con: &mut dyn ConnectionLike, name: &[u8], owner: &[u8], lease_ms: i64) -> RedisResult<Value> {
-        self.renew.key(name).arg(lease_ms).arg(owner).invoke(con)
+    /// Replies nil when acquired or re-entered, else the holder's PTTL.
+    pub fn acquire(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
+        evalsha(&self.acquire, &[name], &[&lease_ms.to_string().into_bytes(), owner])
     }
 
-    /// nil when not held, 0 when one level released, 1 when fully released.
-    pub fn release(&self, con: &mut dyn ConnectionLike, name: &[u8], owner: &[u8], lease_ms: i64) -> RedisResult<Value> {
-        self.release
-            .key(name)
-            .key(release_channel(name))
-            .arg(UNLOCK_MESSAGE)
-            .arg(lease_ms)
-            .arg(owner)
-            .invoke(con)
+    /// Replies 1 when renewed, 0 when not held.
+    pub fn renew(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
+        evalsha(&self.renew, &[name], &[&lease_ms.to_string().into_bytes(), owner])
     }
 
-    /// 1 when a key was deleted, else 0.
-    pub fn force_release(&self, con: &mut dyn ConnectionLike, name: &[u8]) -> RedisResult<Value> {
-        self.force_release.key(name).key(release_channel(name)).arg(UNLOCK_MESSAGE).invoke(con)
+    /// Replies nil when not held, 0 when one level was released, 1 when
+    /// fully released.
+    pub fn release(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
+        let lease = lease_ms.to_string().into_bytes();
+        evalsha(&self.release, &[name, &release_channel(name)], &[UNLOCK_MESSAGE.as_bytes(), &lease, owner])
     }
 
-    /// The scripts' sources, for callers that send EVAL/EVALSHA themselves
-    /// (pipelines, benchmarks): acquire, renew, release, force-release.
-    pub fn scripts(&self) -> [&Script; 4] {
-        [&self.acquire, &self.renew, &self.release, &self.force_release]
+    /// Replies 1 when a key was deleted, else 0.
+    pub fn force_release(&self, name: &[u8]) -> Cmd {
+        evalsha(&self.force_release, &[name, &release_channel(name)], &[UNLOCK_MESSAGE.as_bytes()])
     }
+}
+
+fn evalsha(script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(keys.len()).arg(keys).arg(args);
+    cmd
 }

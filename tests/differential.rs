@@ -1,0 +1,256 @@
+//! Differential property test: thousands of random operation sequences run
+//! against Redisson-protocol Lua scripts and against the RLOCK commands, on
+//! twin keys (`s:<name>` for the scripts, `c:<name>` for the commands).
+//! Replies, HGETALL, PTTL (within a few ms) and the release messages must
+//! match at every step, with leases short enough to expire mid-sequence.
+
+use redis::{Connection, Value};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use testkit::{release_channel, RedissonScripts, Rng, Server};
+
+const SEQUENCES: usize = 1000;
+const STEPS: usize = 12;
+/// Allowed PTTL difference between twins: they are written microseconds
+/// apart, but PTTL is read at millisecond resolution.
+const PTTL_TOLERANCE_MS: i64 = 5;
+/// No operation runs this close to a twin's expiry, where one twin could
+/// be expired and the other not.
+const EXPIRY_GUARD: Duration = Duration::from_millis(4);
+
+const NAMES: [&[u8]; 3] = [b"orders", b"{user:7}lock", b"bin\x00\xff\r\n"];
+const OWNERS: [&[u8]; 3] = [b"a1b2:1", b"a1b2:2", b"\x00\xfe:3"];
+
+fn twin(prefix: &[u8], name: &[u8]) -> Vec<u8> {
+    [prefix, name].concat()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Acquire,
+    Renew,
+    Release,
+    ForceRelease,
+    Status,
+}
+
+fn random_op(rng: &mut Rng) -> Op {
+    match rng.below(100) {
+        0..=44 => Op::Acquire,
+        45..=59 => Op::Renew,
+        60..=89 => Op::Release,
+        90..=94 => Op::ForceRelease,
+        _ => Op::Status,
+    }
+}
+
+fn random_lease(rng: &mut Rng) -> i64 {
+    if rng.chance(25) {
+        3 + rng.below(12) as i64
+    } else {
+        60_000
+    }
+}
+
+/// Integer replies are PTTLs (for acquire) or small codes; either way they
+/// must agree within the tolerance, and nil only with nil.
+fn assert_replies_match(script: &Value, command: &Value, context: &str) {
+    match (script, command) {
+        (Value::Int(s), Value::Int(c)) if *s >= 0 && *c >= 0 => {
+            assert!((s - c).abs() <= PTTL_TOLERANCE_MS, "{context}: script replied {s}, command {c}")
+        }
+        _ => assert_eq!(script, command, "{context}: replies differ"),
+    }
+}
+
+fn assert_pttls_match(script: i64, command: i64, context: &str) {
+    if script < 0 || command < 0 {
+        assert_eq!(script, command, "{context}: PTTL differs");
+    } else {
+        assert!((script - command).abs() <= PTTL_TOLERANCE_MS, "{context}: PTTL script {script}, command {command}");
+    }
+}
+
+/// Runs one operation on both twins in one MULTI, with the state reads.
+fn step(con: &mut Connection, scripts: &RedissonScripts, op: Op, name: &[u8], owner: &[u8], lease: i64) -> Vec<Value> {
+    let (s, c) = (twin(b"s:", name), twin(b"c:", name));
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    match op {
+        Op::Acquire => pipe.add_command(scripts.acquire(&s, owner, lease)).cmd("RLOCK.ACQUIRE").arg(&c).arg(owner).arg(lease),
+        Op::Renew => pipe.add_command(scripts.renew(&s, owner, lease)).cmd("RLOCK.RENEW").arg(&c).arg(owner).arg(lease),
+        Op::Release => pipe.add_command(scripts.release(&s, owner, lease)).cmd("RLOCK.RELEASE").arg(&c).arg(owner).arg(lease),
+        Op::ForceRelease => pipe.add_command(scripts.force_release(&s)).cmd("RLOCK.FORCERELEASE").arg(&c),
+        // Redisson's inspection calls on the script twin, STATUS on the other.
+        Op::Status => pipe
+            .cmd("EXISTS").arg(&s)
+            .cmd("HEXISTS").arg(&s).arg(owner)
+            .cmd("HGET").arg(&s).arg(owner)
+            .cmd("HLEN").arg(&s)
+            .cmd("RLOCK.STATUS").arg(&c).arg(owner),
+    };
+    pipe.cmd("HGETALL").arg(&s).cmd("HGETALL").arg(&c).cmd("PTTL").arg(&s).cmd("PTTL").arg(&c);
+    pipe.query(con).unwrap_or_else(|e| panic!("{op:?} on {:?}: {e}", String::from_utf8_lossy(name)))
+}
+
+fn check_status(replies: &[Value], context: &str) {
+    let int = |v: &Value| match v {
+        Value::Int(i) => *i,
+        Value::Nil => 0,
+        Value::BulkString(b) => String::from_utf8_lossy(b).parse().unwrap_or(-99),
+        other => panic!("{context}: unexpected {other:?}"),
+    };
+    let Value::Array(status) = &replies[4] else { panic!("{context}: STATUS reply {:?}", replies[4]) };
+    let status: HashMap<String, i64> = status
+        .chunks(2)
+        .map(|p| (redis::from_redis_value::<String>(p[0].clone()).unwrap(), int(&p[1])))
+        .collect();
+    assert_eq!(status["locked"], int(&replies[0]), "{context}: isLocked");
+    assert_eq!(status["held"], int(&replies[1]), "{context}: isHeldByThread");
+    assert_eq!(status["hold_count"], int(&replies[2]), "{context}: getHoldCount");
+    assert_eq!(status["holders"], int(&replies[3]), "{context}: holders");
+}
+
+#[test]
+fn commands_match_the_redisson_scripts_on_random_sequences() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let scripts = RedissonScripts::default();
+    scripts.load(&mut con).unwrap();
+    let mut listener = server.connection();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.psubscribe("redisson_lock__channel:*").unwrap();
+    pubsub.subscribe("differential:done").unwrap();
+
+    let mut rng = Rng::from_env("differential");
+    let mut expiries: HashMap<&[u8], Instant> = HashMap::new();
+    let mut expired_mid_sequence = 0;
+    for sequence in 0..SEQUENCES {
+        for name in NAMES {
+            let _: () = redis::cmd("DEL").arg(twin(b"s:", name)).arg(twin(b"c:", name)).query(&mut con).unwrap();
+        }
+        expiries.clear();
+        for step_index in 0..STEPS {
+            let name = *rng.pick(&NAMES);
+            let owner = *rng.pick(&OWNERS);
+            let op = random_op(&mut rng);
+            let lease = random_lease(&mut rng);
+            if rng.chance(1) {
+                std::thread::sleep(Duration::from_millis(10 + rng.below(20)));
+            } else if rng.chance(10) {
+                std::thread::sleep(Duration::from_millis(rng.below(4)));
+            }
+            if let Some(expiry) = expiries.remove(name) {
+                let now = Instant::now();
+                if now + EXPIRY_GUARD > expiry && now < expiry + EXPIRY_GUARD {
+                    std::thread::sleep(expiry + EXPIRY_GUARD - now);
+                }
+                expired_mid_sequence += usize::from(Instant::now() > expiry);
+            }
+
+            let started = Instant::now();
+            let replies = step(&mut con, &scripts, op, name, owner, lease);
+            let context = format!(
+                "sequence {sequence} step {step_index}: {op:?} {:?} by {:?} lease {lease}",
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(owner)
+            );
+            let n = replies.len();
+            match op {
+                Op::Status => check_status(&replies, &context),
+                _ => assert_replies_match(&replies[0], &replies[1], &context),
+            }
+            let (s_fields, c_fields): (HashMap<Vec<u8>, Vec<u8>>, HashMap<Vec<u8>, Vec<u8>>) = (
+                redis::from_redis_value(replies[n - 4].clone()).unwrap(),
+                redis::from_redis_value(replies[n - 3].clone()).unwrap(),
+            );
+            assert_eq!(s_fields, c_fields, "{context}: HGETALL differs");
+            let (s_pttl, c_pttl): (i64, i64) =
+                (redis::from_redis_value(replies[n - 2].clone()).unwrap(), redis::from_redis_value(replies[n - 1].clone()).unwrap());
+            assert_pttls_match(s_pttl, c_pttl, &context);
+
+            if s_pttl >= 0 {
+                expiries.insert(name, started + Duration::from_millis(s_pttl as u64));
+            }
+        }
+    }
+
+    let _: () = redis::cmd("PUBLISH").arg("differential:done").arg("").query(&mut con).unwrap();
+    let (mut from_scripts, mut from_commands) = (vec![], vec![]);
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    loop {
+        let message = pubsub.get_message().expect("release messages");
+        let channel: Vec<u8> = message.get_channel().unwrap();
+        if channel == b"differential:done" {
+            break;
+        }
+        let payload: Vec<u8> = message.get_payload().unwrap();
+        for name in NAMES {
+            if channel == release_channel(&twin(b"s:", name)) {
+                from_scripts.push((name, payload.clone()));
+            } else if channel == release_channel(&twin(b"c:", name)) {
+                from_commands.push((name, payload.clone()));
+            }
+        }
+    }
+    assert!(!from_scripts.is_empty(), "the sequences released locks");
+    assert_eq!(from_scripts, from_commands, "release messages differ");
+    assert!(expired_mid_sequence > 100, "leases should expire mid-sequence, saw {expired_mid_sequence}");
+    eprintln!(
+        "differential: {} steps, {} release messages each, {expired_mid_sequence} mid-sequence expiries",
+        SEQUENCES * STEPS,
+        from_scripts.len()
+    );
+}
+
+/// The keyspace notifications of every command match the script's: the
+/// same events, in the same order, for the same outcomes.
+#[test]
+fn keyspace_notifications_match_the_scripts() {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    let scripts = RedissonScripts::default();
+    scripts.load(&mut con).unwrap();
+    let mut listener = server.connection();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.psubscribe("__keyspace@0__:*").unwrap();
+    pubsub.subscribe("notifications:done").unwrap();
+
+    let steps: [(Op, &[u8]); 9] = [
+        (Op::Acquire, b"me"),
+        (Op::Acquire, b"me"),
+        (Op::Acquire, b"other"), // contended: no event
+        (Op::Renew, b"me"),
+        (Op::Release, b"me"),
+        (Op::Release, b"me"),
+        (Op::Release, b"me"), // not held: no event
+        (Op::Acquire, b"other"),
+        (Op::ForceRelease, b"other"),
+    ];
+    for (op, owner) in steps {
+        let _ = step(&mut con, &scripts, op, b"lock", owner, 10_000);
+    }
+    let _: () = redis::cmd("PUBLISH").arg("notifications:done").arg("").query(&mut con).unwrap();
+
+    let (mut from_scripts, mut from_commands) = (vec![], vec![]);
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    loop {
+        let message = pubsub.get_message().expect("notifications");
+        let channel = message.get_channel_name().to_owned();
+        if channel == "notifications:done" {
+            break;
+        }
+        let event: String = message.get_payload().unwrap();
+        match channel.as_str() {
+            "__keyspace@0__:s:lock" => from_scripts.push(event),
+            "__keyspace@0__:c:lock" => from_commands.push(event),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        from_scripts,
+        ["hincrby", "expire", "hincrby", "expire", "expire", "hincrby", "expire", "hincrby", "del", "hincrby", "expire", "del"],
+        "the scripts' own events, as a sanity check"
+    );
+    assert_eq!(from_commands, from_scripts);
+}
