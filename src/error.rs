@@ -23,15 +23,11 @@ impl LockError {
     /// The reply text, starting with its error code.
     pub const fn message(self) -> &'static str {
         match self {
-            Self::WrongType => {
-                "WRONGTYPE Operation against a key holding the wrong kind of value"
-            }
+            Self::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             Self::NotALock => "ERR key is a hash but not a lock: a hold count is not an integer",
             Self::HoldCountOverflow => "ERR hold count would overflow",
             Self::LeaseNotPositiveInteger => "ERR lease_ms must be a positive integer",
-            Self::LeaseTooLong => {
-                "ERR lease_ms is above the maximum of 31536000000 (365 days)"
-            }
+            Self::LeaseTooLong => "ERR lease_ms is above the maximum of 31536000000 (365 days)",
         }
     }
 }

@@ -67,7 +67,9 @@ pub enum Renew {
 pub enum Release {
     NotHeld,
     /// One reentry level released; `count` levels remain.
-    Decremented { count: i64 },
+    Decremented {
+        count: i64,
+    },
     /// The key was deleted and the release published.
     Released,
 }
@@ -106,7 +108,11 @@ pub fn acquire<S: LockStore>(
             Acquire::Acquired
         }
         KeyKind::Hash => match store.hold_count(owner)? {
-            None => return Ok(Acquire::Contended { pttl_ms: pttl(store, now_ms) }),
+            None => {
+                return Ok(Acquire::Contended {
+                    pttl_ms: pttl(store, now_ms),
+                })
+            }
             Some(count) => {
                 let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
                 store.increment(owner, 1, count);

@@ -35,12 +35,23 @@ pub fn missing_api() -> Option<&'static str> {
         }};
     }
     first_missing!(
-        RedisModule_Milliseconds, RedisModule_OpenKey, RedisModule_CloseKey,
-        RedisModule_KeyType, RedisModule_HashGet, RedisModule_HashSet,
-        RedisModule_FreeString, RedisModule_ValueLength, RedisModule_GetAbsExpire,
-        RedisModule_SetAbsExpire, RedisModule_DeleteKey, RedisModule_PublishMessage,
-        RedisModule_Replicate, RedisModule_NotifyKeyspaceEvent, RedisModule_ScanKey,
-        RedisModule_ScanCursorCreate, RedisModule_ScanCursorDestroy
+        RedisModule_Milliseconds,
+        RedisModule_OpenKey,
+        RedisModule_CloseKey,
+        RedisModule_KeyType,
+        RedisModule_HashGet,
+        RedisModule_HashSet,
+        RedisModule_FreeString,
+        RedisModule_ValueLength,
+        RedisModule_GetAbsExpire,
+        RedisModule_SetAbsExpire,
+        RedisModule_DeleteKey,
+        RedisModule_PublishMessage,
+        RedisModule_Replicate,
+        RedisModule_NotifyKeyspaceEvent,
+        RedisModule_ScanKey,
+        RedisModule_ScanCursorCreate,
+        RedisModule_ScanCursorDestroy
     )
 }
 
@@ -97,8 +108,8 @@ impl LockStore for RedisLock<'_> {
     fn kind(&self) -> KeyKind {
         let key_type = unsafe { api!(RedisModule_KeyType)(self.key) } as isize;
         match key_type {
-            t if t == raw::REDISMODULE_KEYTYPE_EMPTY as isize => KeyKind::Missing,
-            t if t == raw::REDISMODULE_KEYTYPE_HASH as isize => KeyKind::Hash,
+            raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Missing,
+            raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
             _ => KeyKind::Other,
         }
     }
@@ -165,7 +176,10 @@ impl LockStore for RedisLock<'_> {
             );
         }
         let by = by.to_string();
-        self.replicate("HINCRBY", &[self.name.as_slice(), owner.as_slice(), by.as_bytes()]);
+        self.replicate(
+            "HINCRBY",
+            &[self.name.as_slice(), owner.as_slice(), by.as_bytes()],
+        );
         self.notify(NotifyEvent::HASH, "hincrby");
     }
 
@@ -184,10 +198,16 @@ impl LockStore for RedisLock<'_> {
 
     fn publish_release(&mut self) {
         let channel = release_channel(self.name.as_slice());
-        let (channel_string, message) =
-            (self.create_string(&channel), self.create_string(UNLOCK_MESSAGE));
+        let (channel_string, message) = (
+            self.create_string(&channel),
+            self.create_string(UNLOCK_MESSAGE),
+        );
         unsafe {
-            api!(RedisModule_PublishMessage)(self.ctx.get_raw(), channel_string.inner, message.inner)
+            api!(RedisModule_PublishMessage)(
+                self.ctx.get_raw(),
+                channel_string.inner,
+                message.inner,
+            )
         };
         self.replicate("PUBLISH", &[&channel, UNLOCK_MESSAGE]);
     }

@@ -22,7 +22,11 @@ impl MemoryStore {
     }
 
     fn string_key() -> Self {
-        Self { hash: Some(None), expire_at: None, effects: vec![] }
+        Self {
+            hash: Some(None),
+            expire_at: None,
+            effects: vec![],
+        }
     }
 
     fn hash(fields: &[(&str, &str)], expire_at: Option<i64>) -> Self {
@@ -30,7 +34,11 @@ impl MemoryStore {
             .iter()
             .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
             .collect();
-        Self { hash: Some(Some(map)), expire_at, effects: vec![] }
+        Self {
+            hash: Some(Some(map)),
+            expire_at,
+            effects: vec![],
+        }
     }
 
     fn fields(&self) -> Option<&BTreeMap<Vec<u8>, Vec<u8>>> {
@@ -38,7 +46,9 @@ impl MemoryStore {
     }
 
     fn fields_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Vec<u8>> {
-        self.hash.get_or_insert_with(|| Some(BTreeMap::new())).get_or_insert_with(BTreeMap::new)
+        self.hash
+            .get_or_insert_with(|| Some(BTreeMap::new()))
+            .get_or_insert_with(BTreeMap::new)
     }
 }
 
@@ -61,7 +71,8 @@ impl LockStore for MemoryStore {
     }
 
     fn holds_only_counts(&self) -> bool {
-        self.fields().is_some_and(|f| f.values().all(|v| parse_hold_count(v).is_ok()))
+        self.fields()
+            .is_some_and(|f| f.values().all(|v| parse_hold_count(v).is_ok()))
     }
 
     fn holder_count(&self) -> i64 {
@@ -73,8 +84,10 @@ impl LockStore for MemoryStore {
     }
 
     fn increment(&mut self, owner: &[u8], by: i64, new_count: i64) {
-        self.fields_mut().insert(owner.to_vec(), new_count.to_string().into_bytes());
-        self.effects.push(format!("HINCRBY {} {by}", String::from_utf8_lossy(owner)));
+        self.fields_mut()
+            .insert(owner.to_vec(), new_count.to_string().into_bytes());
+        self.effects
+            .push(format!("HINCRBY {} {by}", String::from_utf8_lossy(owner)));
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
@@ -89,7 +102,10 @@ impl LockStore for MemoryStore {
     }
 
     fn publish_release(&mut self) {
-        self.effects.push(format!("PUBLISH {}", String::from_utf8_lossy(UNLOCK_MESSAGE)));
+        self.effects.push(format!(
+            "PUBLISH {}",
+            String::from_utf8_lossy(UNLOCK_MESSAGE)
+        ));
     }
 }
 
@@ -294,7 +310,10 @@ fn cases() -> Vec<Case> {
             name: "status of a held lock for its owner",
             before: held("a", "2", 700),
             op: Op::Status(Some("a")),
-            reply: Ok("Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(2) }".into()),
+            reply: Ok(
+                "Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(2) }"
+                    .into(),
+            ),
             effects: &[],
             after_fields: &[("a", "2")],
         },
@@ -302,7 +321,10 @@ fn cases() -> Vec<Case> {
             name: "status of a held lock for another owner",
             before: held("a", "2", 700),
             op: Op::Status(Some("b")),
-            reply: Ok("Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(0) }".into()),
+            reply: Ok(
+                "Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(0) }"
+                    .into(),
+            ),
             effects: &[],
             after_fields: &[("a", "2")],
         },
@@ -310,7 +332,9 @@ fn cases() -> Vec<Case> {
             name: "status of a missing lock",
             before: MemoryStore::missing(),
             op: Op::Status(None),
-            reply: Ok("Status { locked: false, pttl_ms: -2, holders: 0, owner_hold_count: None }".into()),
+            reply: Ok(
+                "Status { locked: false, pttl_ms: -2, holders: 0, owner_hold_count: None }".into(),
+            ),
             effects: &[],
             after_fields: &[],
         },
@@ -318,7 +342,9 @@ fn cases() -> Vec<Case> {
             name: "status of an expiry in the past reads 0, never negative",
             before: held("a", "1", -20),
             op: Op::Status(None),
-            reply: Ok("Status { locked: true, pttl_ms: 0, holders: 1, owner_hold_count: None }".into()),
+            reply: Ok(
+                "Status { locked: true, pttl_ms: 0, holders: 1, owner_hold_count: None }".into(),
+            ),
             effects: &[],
             after_fields: &[("a", "1")],
         },
@@ -346,9 +372,18 @@ fn operations_follow_the_protocol_table() {
             .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
             .collect();
         let empty = BTreeMap::new();
-        assert_eq!(store.fields().unwrap_or(&empty), &expected, "{}: fields", case.name);
+        assert_eq!(
+            store.fields().unwrap_or(&empty),
+            &expected,
+            "{}: fields",
+            case.name
+        );
         if case.reply.is_err() {
-            assert_eq!(store, case.before, "{}: an error must leave the key alone", case.name);
+            assert_eq!(
+                store, case.before,
+                "{}: an error must leave the key alone",
+                case.name
+            );
         }
     }
 }
@@ -384,6 +419,11 @@ fn hold_counts_parse_like_hincrby() {
         (b"\xff", Err(LockError::NotALock)),
     ];
     for (value, expected) in cases {
-        assert_eq!(parse_hold_count(value), *expected, "{:?}", String::from_utf8_lossy(value));
+        assert_eq!(
+            parse_hold_count(value),
+            *expected,
+            "{:?}",
+            String::from_utf8_lossy(value)
+        );
     }
 }

@@ -1,0 +1,167 @@
+//! Replication and persistence: the commands propagate their effects
+//! (HINCRBY, PEXPIREAT with the absolute expiry, DEL, PUBLISH), so a replica
+//! without the module and an AOF replay end up with the same fields and the
+//! same absolute expiry.
+
+use redis::{Commands, Connection};
+use std::collections::HashMap;
+use std::time::Duration;
+use testkit::{eventually, Server};
+
+type Snapshot = HashMap<Vec<u8>, (HashMap<Vec<u8>, Vec<u8>>, i64)>;
+
+/// HGETALL and PEXPIRETIME (absolute, ms) of each key.
+fn snapshot(con: &mut Connection, keys: &[&[u8]]) -> Snapshot {
+    keys.iter()
+        .map(|key| {
+            let fields: HashMap<Vec<u8>, Vec<u8>> = con.hgetall(*key).unwrap();
+            let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(*key).query(con).unwrap();
+            (key.to_vec(), (fields, expire_at))
+        })
+        .collect()
+}
+
+fn run(con: &mut Connection, args: &[&[u8]]) {
+    let _: redis::Value = redis::cmd(std::str::from_utf8(args[0]).unwrap())
+        .arg(&args[1..])
+        .query(con)
+        .unwrap();
+}
+
+/// A mix of every write: acquire, reentry, renew, partial and full
+/// release, force release, on plain, hash-tagged and binary names.
+fn write_locks(con: &mut Connection) {
+    for args in [
+        &[b"RLOCK.ACQUIRE".as_slice(), b"held", b"uuid:1", b"600000"][..],
+        &[b"RLOCK.ACQUIRE", b"held", b"uuid:1", b"500000"],
+        &[b"RLOCK.ACQUIRE", b"reentered", b"uuid:2", b"400000"],
+        &[b"RLOCK.ACQUIRE", b"reentered", b"uuid:2", b"400000"],
+        &[b"RLOCK.ACQUIRE", b"reentered", b"uuid:2", b"400000"],
+        &[b"RLOCK.RELEASE", b"reentered", b"uuid:2", b"300000"],
+        &[b"RLOCK.ACQUIRE", b"{tag}renewed", b"uuid:3", b"1000"],
+        &[b"RLOCK.RENEW", b"{tag}renewed", b"uuid:3", b"700000"],
+        &[
+            b"RLOCK.ACQUIRE",
+            b"bin\x00\xff",
+            b"\x00owner\xff",
+            b"800000",
+        ],
+        &[b"RLOCK.ACQUIRE", b"released", b"uuid:4", b"600000"],
+        &[b"RLOCK.RELEASE", b"released", b"uuid:4"],
+        &[b"RLOCK.ACQUIRE", b"forced", b"uuid:5", b"600000"],
+        &[b"RLOCK.FORCERELEASE", b"forced"],
+    ] {
+        run(con, args);
+    }
+}
+
+const KEYS: [&[u8]; 6] = [
+    b"held",
+    b"reentered",
+    b"{tag}renewed",
+    b"bin\x00\xff",
+    b"released",
+    b"forced",
+];
+
+fn assert_expected_layout(snapshot: &Snapshot) {
+    let fields = |key: &[u8]| snapshot[key].0.clone();
+    assert_eq!(
+        fields(b"held"),
+        HashMap::from([(b"uuid:1".to_vec(), b"2".to_vec())])
+    );
+    assert_eq!(
+        fields(b"reentered"),
+        HashMap::from([(b"uuid:2".to_vec(), b"2".to_vec())])
+    );
+    assert_eq!(
+        fields(b"bin\x00\xff"),
+        HashMap::from([(b"\x00owner\xff".to_vec(), b"1".to_vec())])
+    );
+    assert!(fields(b"released").is_empty() && fields(b"forced").is_empty());
+    assert_eq!(snapshot[b"released".as_slice()].1, -2);
+    for key in [
+        b"held".as_slice(),
+        b"reentered",
+        b"{tag}renewed",
+        b"bin\x00\xff",
+    ] {
+        assert!(snapshot[key].1 > 0, "{key:?} has an absolute expiry");
+    }
+}
+
+#[test]
+fn a_replica_without_the_module_mirrors_fields_and_absolute_expiry() {
+    let master = Server::start();
+    let replica = Server::builder().without_module().start();
+    let mut replica_con = replica.connection();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port())
+        .query(&mut replica_con)
+        .unwrap();
+    eventually("the replica link", Duration::from_secs(20), || {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut replica_con)
+            .unwrap();
+        info.contains("master_link_status:up")
+    });
+
+    let mut con = master.connection();
+    write_locks(&mut con);
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    assert_eq!(acked, 1, "the replica acknowledged");
+
+    let on_master = snapshot(&mut con, &KEYS);
+    assert_expected_layout(&on_master);
+    assert_eq!(
+        snapshot(&mut replica_con, &KEYS),
+        on_master,
+        "the replica differs"
+    );
+    assert!(
+        !replica.log().contains("CRITICAL"),
+        "the replica refused part of the stream:\n{}",
+        replica.log()
+    );
+}
+
+#[test]
+fn an_aof_restart_keeps_the_remaining_lease() {
+    let mut server = Server::builder()
+        .config("appendonly", "yes")
+        .config("appendfsync", "always")
+        .start();
+    let mut con = server.connection();
+    write_locks(&mut con);
+    let before = snapshot(&mut con, &KEYS);
+    assert_expected_layout(&before);
+
+    // With a relative TTL in the AOF, every lease would restart from the
+    // moment of loading, later than before.
+    server.restart();
+    assert_eq!(
+        snapshot(&mut server.connection(), &KEYS),
+        before,
+        "after an AOF replay with the module"
+    );
+
+    server.restart_without_module();
+    assert_eq!(
+        snapshot(&mut server.connection(), &KEYS),
+        before,
+        "after an AOF replay without the module"
+    );
+
+    let mut aof = Vec::new();
+    for entry in std::fs::read_dir(server.dir().join("appendonlydir")).unwrap() {
+        aof.extend(std::fs::read(entry.unwrap().path()).unwrap());
+    }
+    let aof = String::from_utf8_lossy(&aof);
+    assert!(aof.contains("PEXPIREAT"), "the AOF holds absolute expiries");
+    assert!(
+        !aof.contains("RLOCK") && !aof.to_uppercase().contains("\r\nPEXPIRE\r\n"),
+        "no module command, no relative TTL:\n{aof}"
+    );
+}
