@@ -2,9 +2,7 @@
 
 use crate::error::LockError;
 
-/// Longest lease a command accepts: a year. Anything longer is almost
-/// certainly a unit mistake (seconds or microseconds for milliseconds).
-pub const MAX_LEASE_MS: i64 = 365 * 24 * 60 * 60 * 1000;
+pub use rlock_protocol::MAX_LEASE_MS;
 
 /// Parses `lease_ms`: base-10 digits only (no sign, no fraction, no
 /// exponent), from 1 to [`MAX_LEASE_MS`].

@@ -57,7 +57,7 @@ mod module {
                 [
                     "default-lease-ms",
                     &config::DEFAULT_LEASE_MS,
-                    config::DEFAULT_LEASE_MS_VALUE,
+                    rlock_protocol::DEFAULT_LEASE_MS,
                     1,
                     lease::MAX_LEASE_MS,
                     ConfigurationFlags::DEFAULT,

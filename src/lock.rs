@@ -7,12 +7,6 @@
 
 use crate::error::LockError;
 
-/// Prefix of Redisson's release channel.
-const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel:";
-
-/// The message Redisson publishes when a lock is fully released.
-pub const UNLOCK_MESSAGE: &[u8] = b"0";
-
 /// What the lock key currently holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyKind {
@@ -43,7 +37,7 @@ pub trait LockStore {
     fn increment(&mut self, owner: &Self::Owner, by: i64, new_count: i64);
     fn set_expire_at(&mut self, at_ms: i64);
     fn delete(&mut self);
-    /// Publishes [`UNLOCK_MESSAGE`] on the lock's release channel.
+    /// Publishes Redisson's unlock message on the lock's release channel.
     fn publish_release(&mut self);
 }
 
@@ -196,21 +190,6 @@ pub fn status<S: LockStore>(
         holders: store.holder_count(),
         owner_hold_count,
     })
-}
-
-/// Redisson's release channel for a lock name: the name goes inside a hash
-/// tag unless it already contains one.
-pub fn release_channel(name: &[u8]) -> Vec<u8> {
-    let mut channel = Vec::with_capacity(CHANNEL_PREFIX.len() + name.len() + 2);
-    channel.extend_from_slice(CHANNEL_PREFIX);
-    if name.contains(&b'{') {
-        channel.extend_from_slice(name);
-    } else {
-        channel.push(b'{');
-        channel.extend_from_slice(name);
-        channel.push(b'}');
-    }
-    channel
 }
 
 /// Parses a stored hold count the way HINCRBY does: canonical base-10

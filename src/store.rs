@@ -6,7 +6,8 @@
 //! command would send.
 
 use crate::error::LockError;
-use crate::lock::{parse_hold_count, release_channel, KeyKind, LockStore, UNLOCK_MESSAGE};
+use crate::lock::{parse_hold_count, KeyKind, LockStore};
+use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use std::os::raw::{c_int, c_void};
 use std::ptr;

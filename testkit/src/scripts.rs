@@ -4,21 +4,10 @@
 
 use redis::{Cmd, ConnectionLike, RedisResult, Script};
 
-/// The message Redisson publishes on release.
-pub const UNLOCK_MESSAGE: &str = "0";
+pub use rlock_protocol::release_channel;
 
-/// Redisson's release channel: the name goes in a hash tag unless it has one.
-pub fn release_channel(name: &[u8]) -> Vec<u8> {
-    let mut channel = b"redisson_lock__channel:".to_vec();
-    if name.contains(&b'{') {
-        channel.extend_from_slice(name);
-    } else {
-        channel.push(b'{');
-        channel.extend_from_slice(name);
-        channel.push(b'}');
-    }
-    channel
-}
+/// The message Redisson publishes on release.
+pub const UNLOCK_MESSAGE: &[u8] = rlock_protocol::UNLOCK_MESSAGE;
 
 /// The four scripts. [`RedissonScripts::load`] them once per server, then
 /// each method gives the EVALSHA command, to query or pipeline.
@@ -79,7 +68,7 @@ impl RedissonScripts {
         evalsha(
             &self.release,
             &[name, &release_channel(name)],
-            &[UNLOCK_MESSAGE.as_bytes(), &lease, owner],
+            &[UNLOCK_MESSAGE, &lease, owner],
         )
     }
 
@@ -88,7 +77,7 @@ impl RedissonScripts {
         evalsha(
             &self.force_release,
             &[name, &release_channel(name)],
-            &[UNLOCK_MESSAGE.as_bytes()],
+            &[UNLOCK_MESSAGE],
         )
     }
 }
