@@ -7,8 +7,8 @@
 
 use crate::error::LockError;
 use crate::lock::{parse_hold_count, KeyKind, LockStore};
-use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
+use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 use std::os::raw::{c_int, c_void};
 use std::ptr;
 

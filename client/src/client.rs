@@ -1,0 +1,182 @@
+use crate::error::Result;
+use crate::lock::Lock;
+use crate::subscriptions::Subscriptions;
+use crate::watchdog::Watchdog;
+use redis::aio::ConnectionManager;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, OnceCell};
+use uuid::Uuid;
+
+/// Client settings. Start from [`ClientOptions::default`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// The lease of locks taken without an explicit one, renewed every
+    /// third of it while held (Redisson's `lockWatchdogTimeout`). Default 30 s.
+    pub watchdog_timeout: Duration,
+    /// How transient failures (connection loss, failover) are retried.
+    pub retry: RetryOptions,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            watchdog_timeout: Duration::from_secs(30),
+            retry: RetryOptions::default(),
+        }
+    }
+}
+
+impl ClientOptions {
+    pub fn with_watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.watchdog_timeout = timeout;
+        self
+    }
+
+    pub fn with_retry(mut self, retry: RetryOptions) -> Self {
+        self.retry = retry;
+        self
+    }
+}
+
+/// Retries of transient failures.
+///
+/// Acquire attempts and reads are retried `attempts` times, `delay` apart;
+/// releases are never retried (a repeated release could drop another
+/// reentry level). The watchdog retries every `delay` until the lease
+/// would be gone, then reports the lock lost.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RetryOptions {
+    pub attempts: u32,
+    pub delay: Duration,
+}
+
+impl Default for RetryOptions {
+    fn default() -> Self {
+        Self {
+            attempts: 3,
+            delay: Duration::from_millis(100),
+        }
+    }
+}
+
+impl RetryOptions {
+    pub fn new(attempts: u32, delay: Duration) -> Self {
+        Self { attempts, delay }
+    }
+}
+
+/// A connection to a Redis server with the rlock module, and the source of
+/// [`Lock`] handles.
+///
+/// Cloning is cheap and shares everything: the connection, the pub/sub
+/// connection, the watchdog and the client id. When the last clone is
+/// dropped the watchdog stops, and locks still held are reported lost.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+    _running: Arc<Running>,
+}
+
+/// What locks and guards use; it outlives [`Client`] handles.
+pub(crate) struct Shared {
+    pub id: Uuid,
+    pub connection: ConnectionManager,
+    redis: redis::Client,
+    pub options: ClientOptions,
+    next_owner: AtomicU64,
+    pub watchdog: Watchdog,
+    subscriptions: OnceCell<Subscriptions>,
+    closed: watch::Receiver<bool>,
+}
+
+/// Dropped with the last [`Client`]: stops the background tasks.
+struct Running(watch::Sender<bool>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
+}
+
+impl Client {
+    /// Connects to `url` (`redis://host:port/db`) with default options.
+    pub async fn open(url: &str) -> Result<Self> {
+        Self::connect(redis::Client::open(url)?, ClientOptions::default()).await
+    }
+
+    /// Connects with a redis-rs client and options.
+    pub async fn connect(redis: redis::Client, options: ClientOptions) -> Result<Self> {
+        let connection = ConnectionManager::new(redis.clone()).await?;
+        Ok(Self::with_connection(redis, connection, options))
+    }
+
+    /// Uses an existing redis-rs connection for commands. `redis` opens the
+    /// pub/sub connection when a lock first has to wait.
+    ///
+    /// Must be called within a Tokio runtime: it starts the watchdog task.
+    pub fn with_connection(
+        redis: redis::Client,
+        connection: ConnectionManager,
+        options: ClientOptions,
+    ) -> Self {
+        let (running, closed) = watch::channel(false);
+        let period = options.watchdog_timeout / 3;
+        let watchdog = Watchdog::start(
+            connection.clone(),
+            period,
+            options.retry.delay,
+            closed.clone(),
+        );
+        let shared = Shared {
+            id: Uuid::new_v4(),
+            connection,
+            redis,
+            options,
+            next_owner: AtomicU64::new(1),
+            watchdog,
+            subscriptions: OnceCell::new(),
+            closed,
+        };
+        Self {
+            shared: Arc::new(shared),
+            _running: Arc::new(Running(running)),
+        }
+    }
+
+    /// This client's id: the first part of its owner ids.
+    pub fn id(&self) -> Uuid {
+        self.shared.id
+    }
+
+    /// A new handle on the lock `name`, with its own owner id
+    /// `<client id>:<n>`. Reentrant through this handle (and its clones).
+    pub fn lock(&self, name: impl AsRef<[u8]>) -> Lock {
+        let n = self.shared.next_owner.fetch_add(1, Ordering::Relaxed);
+        self.lock_with_owner(name, format!("{}:{n}", self.shared.id))
+    }
+
+    /// A handle on the lock `name` with an explicit owner id: two handles
+    /// with the same owner are the same holder (for hand-off between tasks,
+    /// or to act for a Redisson thread `<uuid>:<thread id>`).
+    pub fn lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> Lock {
+        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+    }
+}
+
+impl Shared {
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// The pub/sub connection, opened on first use.
+    pub async fn subscriptions(&self) -> Result<&Subscriptions> {
+        Ok(self
+            .subscriptions
+            .get_or_try_init(|| Subscriptions::connect(&self.redis))
+            .await?)
+    }
+}

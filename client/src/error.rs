@@ -1,0 +1,63 @@
+use thiserror::Error;
+
+/// Errors of lock operations.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server does not know the RLOCK commands.
+    #[error("rlock module not loaded: the Redis server does not know the RLOCK commands (load it with `loadmodule /path/to/librlock.so`)")]
+    ModuleNotLoaded,
+    /// The lock is not held by this owner: it expired, was force-released
+    /// or deleted, or was never taken.
+    #[error("lock is not held by this owner (expired, force-released, or never taken)")]
+    NotOwner,
+    /// The lease is zero or longer than the module accepts.
+    #[error("invalid lease {0:?}: must be from 1 ms to 365 days")]
+    InvalidLease(std::time::Duration),
+    /// Every [`Client`](crate::Client) handle was dropped.
+    #[error("the rlock client was closed")]
+    ClientClosed,
+    /// The server replied something the protocol does not allow.
+    #[error("unexpected reply from the server: {0}")]
+    UnexpectedReply(String),
+    /// A Redis error: connection, I/O or server.
+    #[error(transparent)]
+    Redis(redis::RedisError),
+}
+
+/// Result of lock operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<redis::RedisError> for Error {
+    fn from(err: redis::RedisError) -> Self {
+        let unknown_command = err.code() == Some("ERR")
+            && err.detail().is_some_and(|detail| {
+                detail.starts_with("unknown command") && detail.contains("RLOCK.")
+            });
+        if unknown_command {
+            Error::ModuleNotLoaded
+        } else {
+            Error::Redis(err)
+        }
+    }
+}
+
+impl Error {
+    /// True for failures that may pass: connection loss, timeouts, a server
+    /// that is loading or failing over. Retried within the retry options.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Redis(err) => {
+                err.is_io_error()
+                    || err.is_timeout()
+                    || err.is_connection_dropped()
+                    || err.is_connection_refusal()
+                    || matches!(
+                        err.code(),
+                        Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY")
+                    )
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Async Rust client for rlock, the Redis module that implements Redisson's reentrant lock as native commands.
+//!
+//! ```no_run
+//! # async fn example() -> rlock_client::Result<()> {
+//! let client = rlock_client::Client::open("redis://127.0.0.1:6379/").await?;
+//! let lock = client.lock("orders:42");
+//! let guard = lock.lock().await?; // waits; the watchdog renews the lease
+//! tokio::select! {
+//!     _ = guard.lost() => { /* the lock is gone: stop */ }
+//!     _ = async { /* the critical section */ } => {}
+//! }
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - Locks are Redisson-compatible: Java services on Redisson and Rust
+//!   services on this crate exclude each other on the same key.
+//! - Waiting follows Redisson: a shared, reference-counted subscription to
+//!   the lock's release channel per client, woken by the release message
+//!   or at the holder's PTTL, whichever is first. No busy polling.
+//! - One watchdog task per client renews every watchdog lock in one
+//!   pipelined round trip per period (a third of the watchdog timeout).
+//! - [`Guard::lost`] tells the holder when its lock is gone.
+
+mod client;
+mod error;
+mod guard;
+mod lock;
+mod protocol;
+mod subscriptions;
+mod watchdog;
+
+pub use client::{Client, ClientOptions, RetryOptions};
+pub use error::{Error, Result};
+pub use guard::Guard;
+pub use lock::Lock;
+pub use protocol::{release_channel, MAX_LEASE};
