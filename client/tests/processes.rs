@@ -1,0 +1,166 @@
+//! Locks across OS processes. The workers are this test binary, started
+//! again with `RLOCK_WORKER` set, running only the `worker` test.
+
+use redis::AsyncCommands;
+use rlock_client::{Client, ClientOptions};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use testkit::Server;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const PROCESSES: usize = 2;
+const TASKS: usize = 8;
+const UPDATES_PER_TASK: usize = 150;
+const HOLDER_WATCHDOG: Duration = Duration::from_millis(1500);
+/// What the holder prints once it holds the lock. libtest may print on the
+/// same line first, so it is matched anywhere in a line.
+const LOCKED_MARKER: &str = "rlock-holder-locked";
+
+fn start_worker(role: &str, url: &str) -> Child {
+    Command::new(std::env::current_exe().expect("test binary"))
+        .args(["worker", "--exact", "--nocapture", "--test-threads", "1"])
+        .env("RLOCK_WORKER", role)
+        .env("RLOCK_URL", url)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start a worker process")
+}
+
+/// Worker entry point; a no-op in the normal test run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker() {
+    let (Ok(role), Ok(url)) = (std::env::var("RLOCK_WORKER"), std::env::var("RLOCK_URL")) else {
+        return;
+    };
+    match role.as_str() {
+        "counter" => count_under_the_lock(&url).await,
+        "holder" => hold_until_killed(&url).await,
+        other => panic!("unknown worker role {other}"),
+    }
+}
+
+/// TASKS tasks, each doing UPDATES_PER_TASK non-atomic GET-then-SET
+/// increments of one counter under the lock.
+async fn count_under_the_lock(url: &str) {
+    let client = Client::open(url).await.unwrap();
+    let redis = redis::Client::open(url).unwrap();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let lock = client.lock("counter-lock");
+            let redis = redis.clone();
+            tokio::spawn(async move {
+                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                for _ in 0..UPDATES_PER_TASK {
+                    let guard = lock.lock().await.unwrap();
+                    let inside: i64 = con.incr("inside", 1).await.unwrap();
+                    assert_eq!(inside, 1, "two holders at once");
+                    let counter: i64 = con
+                        .get::<_, Option<i64>>("counter")
+                        .await
+                        .unwrap()
+                        .unwrap_or(0);
+                    tokio::task::yield_now().await;
+                    let _: () = con.set("counter", counter + 1).await.unwrap();
+                    let _: i64 = con.decr("inside", 1).await.unwrap();
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+async fn hold_until_killed(url: &str) {
+    let options = ClientOptions::default().with_watchdog_timeout(HOLDER_WATCHDOG);
+    let client = Client::connect(redis::Client::open(url).unwrap(), options)
+        .await
+        .unwrap();
+    let _guard = client.lock("killed-holder").lock().await.unwrap();
+    println!("{LOCKED_MARKER}");
+    std::future::pending::<()>().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_exclusion_across_processes_loses_no_update() {
+    let server = Server::start();
+    let mut workers: Vec<Child> = (0..PROCESSES)
+        .map(|_| start_worker("counter", &server.url()))
+        .collect();
+    for worker in &mut workers {
+        let status = tokio::time::timeout(Duration::from_secs(120), worker.wait())
+            .await
+            .expect("worker finished")
+            .unwrap();
+        assert!(status.success(), "a worker failed: {status}");
+    }
+    let mut con = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let counter: i64 = con.get("counter").await.unwrap();
+    assert_eq!(
+        counter,
+        (PROCESSES * TASKS * UPDATES_PER_TASK) as i64,
+        "updates were lost"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
+    let server = Server::start();
+    let mut holder = start_worker("holder", &server.url());
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match lines.next_line().await.unwrap() {
+                Some(line) if line.contains(LOCKED_MARKER) => return,
+                Some(_) => continue,
+                None => panic!("the holder exited before locking"),
+            }
+        }
+    })
+    .await
+    .expect("the holder locked");
+    // Let the watchdog renew at least once before the crash.
+    tokio::time::sleep(HOLDER_WATCHDOG).await;
+
+    holder.start_kill().unwrap();
+    holder.wait().await.unwrap();
+    let mut con = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let left_ms: i64 = con.pttl("killed-holder").await.unwrap();
+    let measured_from = Instant::now();
+    assert!(
+        left_ms > 0,
+        "still held right after the kill (PTTL {left_ms})"
+    );
+
+    let client = Client::open(&server.url()).await.unwrap();
+    let lock = client.lock("killed-holder");
+    assert!(
+        lock.try_lock(Duration::ZERO, None).await.unwrap().is_none(),
+        "taken before the lease ended"
+    );
+    let guard = tokio::time::timeout(Duration::from_secs(30), lock.lock())
+        .await
+        .expect("acquired")
+        .unwrap();
+    let waited = measured_from.elapsed();
+    assert!(
+        waited + Duration::from_millis(2) >= Duration::from_millis(left_ms as u64),
+        "acquired after {waited:?}, lease had {left_ms} ms"
+    );
+    assert!(
+        waited < Duration::from_millis(left_ms as u64) + Duration::from_secs(5),
+        "waited {waited:?} for a {left_ms} ms lease"
+    );
+    guard.unlock().await.unwrap();
+}
