@@ -126,7 +126,7 @@ impl Watchdog {
                 _ = tokio::time::sleep(next) => {}
                 _ = closed.wait_for(|closed| *closed) => break,
             }
-            next = if self.round(&mut connection).await {
+            next = if self.round(&mut connection, period).await {
                 period
             } else {
                 retry_delay.min(period)
@@ -139,7 +139,7 @@ impl Watchdog {
     }
 
     /// One round trip for every tracked lock. False when it failed.
-    async fn round(&self, connection: &mut ConnectionManager) -> bool {
+    async fn round(&self, connection: &mut ConnectionManager, period: Duration) -> bool {
         let batch: Vec<(LockId, u64, Renewal, i64)> = self
             .lock()
             .iter()
@@ -161,12 +161,13 @@ impl Watchdog {
                 });
             }
             let sent_at = Instant::now();
-            match pipe
+            // A server that hangs must not hang the watchdog: give up when
+            // the next round is due, so overdue leases are still noticed.
+            let replies = pipe
                 .ignore_errors()
-                .query_async::<Vec<redis::RedisResult<redis::Value>>>(connection)
-                .await
-            {
-                Ok(replies) if replies.len() == batch.len() => {
+                .query_async::<Vec<redis::RedisResult<redis::Value>>>(connection);
+            match tokio::time::timeout(period, replies).await {
+                Ok(Ok(replies)) if replies.len() == batch.len() => {
                     self.apply(&batch, replies, sent_at);
                     true
                 }

@@ -380,3 +380,27 @@ async fn leases_outside_the_modules_bounds_are_refused_locally() {
         ));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_failing_until_the_lease_ends_reports_the_lock_lost() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("unreachable");
+    let guard = lock.lock().await.unwrap();
+
+    server.pause();
+    let paused = Instant::now();
+    let lost = tokio::time::timeout(PATIENCE, guard.lost()).await;
+    let after = paused.elapsed();
+    server.resume();
+    lost.expect("lost while the server hangs");
+    assert!(
+        after <= WATCHDOG + Duration::from_millis(500),
+        "reported {after:?} after the pause"
+    );
+    assert!(after >= WATCHDOG / 3, "reported too early: {after:?}");
+    assert!(matches!(
+        guard.unlock().await,
+        Err(Error::NotOwner) | Err(Error::Redis(_))
+    ));
+}

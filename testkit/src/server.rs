@@ -131,6 +131,25 @@ impl Server {
         self.child.as_ref().map(Child::id)
     }
 
+    /// SIGSTOP: the server hangs, as under a long pause, until [`Server::resume`].
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`Server::pause`].
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.pid().expect("a running server").to_string();
+        let status = Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// SIGKILL, as a crash would: no shutdown, no final save.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
