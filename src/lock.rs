@@ -36,6 +36,10 @@ pub trait LockStore {
     /// the old count plus `by` (so it can be replicated as HINCRBY by).
     fn increment(&mut self, owner: &Self::Owner, by: i64, new_count: i64);
     fn set_expire_at(&mut self, at_ms: i64);
+    /// The owner's last hold ends: the key is deleted. (Redisson's script
+    /// decrements the count to 0 first; a store may mirror that in its
+    /// notifications, but need not write or replicate it.)
+    fn remove_last_hold(&mut self, owner: &Self::Owner);
     fn delete(&mut self);
     /// Publishes Redisson's unlock message on the lock's release channel.
     fn publish_release(&mut self);
@@ -144,14 +148,12 @@ pub fn release<S: LockStore>(
         return Ok(Release::NotHeld);
     };
     let count = count.checked_sub(1).ok_or(LockError::HoldCountOverflow)?;
-    // The script decrements before it deletes; doing the same keeps the
-    // keyspace notifications identical (hincrby, then del).
-    store.increment(owner, -1, count);
     if count > 0 {
+        store.increment(owner, -1, count);
         store.set_expire_at(now_ms + lease_ms);
         return Ok(Release::Decremented { count });
     }
-    store.delete();
+    store.remove_last_hold(owner);
     store.publish_release();
     Ok(Release::Released)
 }
@@ -193,17 +195,28 @@ pub fn status<S: LockStore>(
 }
 
 /// Parses a stored hold count the way HINCRBY does: canonical base-10
-/// integers only ("7", "-3"; not "+7", "07", " 7" or "7.0").
+/// integers only ("7", "-3"; not "+7", "07", "-0", " 7" or "7.0").
 pub fn parse_hold_count(value: &[u8]) -> Result<i64, LockError> {
-    let count: i64 = std::str::from_utf8(value)
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .ok_or(LockError::NotALock)?;
-    if count.to_string().as_bytes() == value {
-        Ok(count)
-    } else {
-        Err(LockError::NotALock)
+    let (negative, digits) = match value {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, value),
+    };
+    let canonical = match digits {
+        [b'0'] => !negative,
+        [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    if !canonical {
+        return Err(LockError::NotALock);
     }
+    // Accumulated as a negative number, so that i64::MIN fits.
+    digits
+        .iter()
+        .try_fold(0i64, |n, digit| {
+            n.checked_mul(10)?.checked_sub(i64::from(digit - b'0'))
+        })
+        .and_then(|n| if negative { Some(n) } else { n.checked_neg() })
+        .ok_or(LockError::NotALock)
 }
 
 /// The owner's hold count, checking the key type first.

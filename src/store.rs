@@ -3,14 +3,17 @@
 //! Key-API writes are neither replicated nor announced by Redis, so every
 //! write here also replicates its effect (with an absolute expiry, never a
 //! relative TTL) and sends the keyspace notification that Redis's own
-//! command would send.
+//! command would send. This is the hot path: arguments go to the module
+//! API as they came (no copies), names are static C strings.
 
 use crate::error::LockError;
 use crate::lock::{parse_hold_count, KeyKind, LockStore};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
-use std::os::raw::{c_int, c_void};
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// A module API function pointer (read it inside `unsafe`). [`missing_api`] refuses to load the
 /// module unless every one used here is present, so the `None` arm cannot
@@ -84,17 +87,27 @@ impl<'a> RedisLock<'a> {
         Self { ctx, name, key }
     }
 
-    fn replicate(&self, command: &str, args: &[&[u8]]) {
-        self.ctx.replicate(command, args);
+    /// Sends the keyspace notification Redis's own command would send.
+    fn notify(&self, class: NotifyEvent, event: &CStr) {
+        unsafe {
+            api!(RedisModule_NotifyKeyspaceEvent)(
+                self.ctx.get_raw(),
+                class.bits(),
+                event.as_ptr(),
+                self.name.inner,
+            )
+        };
     }
+}
 
-    fn notify(&self, class: NotifyEvent, event: &str) {
-        self.ctx.notify_keyspace_event(class, event, self.name);
-    }
-
-    fn create_string(&self, bytes: &[u8]) -> RedisString {
-        RedisString::create_from_slice(self.ctx.get_raw(), bytes)
-    }
+/// Replicates one command to replicas and the AOF (wrapped in MULTI/EXEC
+/// with the command's other effects). `format` follows RM_Replicate:
+/// `s` a RedisModuleString, `l` a long long, `c` a C string; a trailing
+/// `A` leaves the AOF out.
+macro_rules! replicate {
+    ($lock:expr, $command:literal, $format:literal $(, $arg:expr)*) => {
+        unsafe { api!(RedisModule_Replicate)($lock.ctx.get_raw(), $command.as_ptr(), $format.as_ptr() $(, $arg)*) }
+    };
 }
 
 impl Drop for RedisLock<'_> {
@@ -166,50 +179,82 @@ impl LockStore for RedisLock<'_> {
     }
 
     fn increment(&mut self, owner: &RedisString, by: i64, new_count: i64) {
-        let value = self.create_string(new_count.to_string().as_bytes());
+        let ctx = self.ctx.get_raw();
         unsafe {
+            let value = api!(RedisModule_CreateStringFromLongLong)(ctx, new_count);
             api!(RedisModule_HashSet)(
                 self.key,
                 raw::REDISMODULE_HASH_NONE as c_int,
                 owner.inner,
-                value.inner,
+                value,
                 ptr::null_mut::<c_void>(),
             );
+            api!(RedisModule_FreeString)(ctx, value);
         }
-        let by = by.to_string();
-        self.replicate(
-            "HINCRBY",
-            &[self.name.as_slice(), owner.as_slice(), by.as_bytes()],
+        replicate!(
+            self,
+            c"HINCRBY",
+            c"ssl",
+            self.name.inner,
+            owner.inner,
+            by as c_longlong
         );
-        self.notify(NotifyEvent::HASH, "hincrby");
+        self.notify(NotifyEvent::HASH, c"hincrby");
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
         unsafe { api!(RedisModule_SetAbsExpire)(self.key, at_ms) };
-        let at = at_ms.to_string();
-        self.replicate("PEXPIREAT", &[self.name.as_slice(), at.as_bytes()]);
-        self.notify(NotifyEvent::GENERIC, "expire");
+        replicate!(
+            self,
+            c"PEXPIREAT",
+            c"sl",
+            self.name.inner,
+            at_ms as c_longlong
+        );
+        self.notify(NotifyEvent::GENERIC, c"expire");
+    }
+
+    fn remove_last_hold(&mut self, _owner: &RedisString) {
+        // The script's HINCRBY to 0 is announced, but neither written nor
+        // replicated: the DEL that follows makes it moot.
+        self.notify(NotifyEvent::HASH, c"hincrby");
+        self.delete();
     }
 
     fn delete(&mut self) {
         unsafe { api!(RedisModule_DeleteKey)(self.key) };
-        self.replicate("DEL", &[self.name.as_slice()]);
-        self.notify(NotifyEvent::GENERIC, "del");
+        replicate!(self, c"DEL", c"s", self.name.inner);
+        self.notify(NotifyEvent::GENERIC, c"del");
     }
 
     fn publish_release(&mut self) {
-        let channel = release_channel(self.name.as_slice());
-        let (channel_string, message) = (
-            self.create_string(&channel),
-            self.create_string(UNLOCK_MESSAGE),
+        let channel = RedisString::create_from_slice(
+            self.ctx.get_raw(),
+            &release_channel(self.name.as_slice()),
         );
-        unsafe {
-            api!(RedisModule_PublishMessage)(
-                self.ctx.get_raw(),
-                channel_string.inner,
-                message.inner,
+        let message = unlock_message();
+        unsafe { api!(RedisModule_PublishMessage)(self.ctx.get_raw(), channel.inner, message) };
+        // Like Redis's own PUBLISH: to replicas (whose subscribers may wait
+        // on this lock), not to the AOF, where it would mean nothing.
+        replicate!(self, c"PUBLISH", c"ssA", channel.inner, message);
+    }
+}
+
+/// The unlock message as a module string, created once: it is published
+/// on every full release.
+fn unlock_message() -> *mut raw::RedisModuleString {
+    static MESSAGE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+    let mut message = MESSAGE.load(Ordering::Relaxed);
+    if message.is_null() {
+        // No context: the string is never freed.
+        message = unsafe {
+            api!(RedisModule_CreateString)(
+                ptr::null_mut(),
+                UNLOCK_MESSAGE.as_ptr().cast(),
+                UNLOCK_MESSAGE.len(),
             )
         };
-        self.replicate("PUBLISH", &[&channel, UNLOCK_MESSAGE]);
+        MESSAGE.store(message, Ordering::Relaxed);
     }
+    message
 }

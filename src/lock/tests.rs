@@ -95,6 +95,15 @@ impl LockStore for MemoryStore {
         self.effects.push(format!("PEXPIREAT {at_ms}"));
     }
 
+    fn remove_last_hold(&mut self, owner: &[u8]) {
+        self.hash = None;
+        self.expire_at = None;
+        self.effects.push(format!(
+            "DEL after the last hold of {}",
+            String::from_utf8_lossy(owner)
+        ));
+    }
+
     fn delete(&mut self) {
         self.hash = None;
         self.expire_at = None;
@@ -244,7 +253,7 @@ fn cases() -> Vec<Case> {
             before: held("a", "1", 5),
             op: Op::Release("a"),
             reply: Ok("Released".into()),
-            effects: &["HINCRBY a -1", "DEL", "PUBLISH"],
+            effects: &["DEL after the last hold of a", "PUBLISH"],
             after_fields: &[],
         },
         Case {
@@ -393,6 +402,10 @@ fn hold_counts_parse_like_hincrby() {
         (b"-3", Ok(-3)),
         (b"9223372036854775807", Ok(i64::MAX)),
         (b"9223372036854775808", Err(LockError::NotALock)),
+        (b"-9223372036854775808", Ok(i64::MIN)),
+        (b"-9223372036854775809", Err(LockError::NotALock)),
+        (b"-", Err(LockError::NotALock)),
+        (b"1-", Err(LockError::NotALock)),
         (b"+1", Err(LockError::NotALock)),
         (b"01", Err(LockError::NotALock)),
         (b"-0", Err(LockError::NotALock)),
