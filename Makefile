@@ -8,7 +8,7 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test lint clean
+.PHONY: all deps build run test bench lint clean
 
 all: build
 
@@ -40,6 +40,12 @@ run: build
 test: deps
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
+
+# Release builds, servers of its own (AOF off, then on), a markdown report
+# on stdout, saved as BENCHMARKS.md. Takes about two minutes.
+bench: deps
+	$(CARGO) build --release -p rlock -p rlock-bench
+	RLOCK_MODULE=$(abspath target/release/librlock.so) target/release/rlock-bench | tee BENCHMARKS.md
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -50,12 +50,7 @@ mod tests {
             (b"\xff", Err(LockError::LeaseNotPositiveInteger)),
         ];
         for (input, expected) in cases {
-            assert_eq!(
-                parse_lease_ms(input),
-                *expected,
-                "input {:?}",
-                String::from_utf8_lossy(input)
-            );
+            assert_eq!(parse_lease_ms(input), *expected, "input {:?}", String::from_utf8_lossy(input));
         }
     }
 }

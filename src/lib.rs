@@ -27,9 +27,7 @@ mod module {
 
     fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         if let Some(name) = store::missing_api() {
-            ctx.log_warning(&format!(
-                "rlock needs {name}, which this server does not export"
-            ));
+            ctx.log_warning(&format!("rlock needs {name}, which this server does not export"));
             return Status::Err;
         }
         Status::Ok

@@ -106,11 +106,7 @@ pub fn acquire<S: LockStore>(
             Acquire::Acquired
         }
         KeyKind::Hash => match store.hold_count(owner)? {
-            None => {
-                return Ok(Acquire::Contended {
-                    pttl_ms: pttl(store, now_ms),
-                })
-            }
+            None => return Ok(Acquire::Contended { pttl_ms: pttl(store, now_ms) }),
             Some(count) => {
                 let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
                 store.increment(owner, 1, count);
@@ -123,12 +119,7 @@ pub fn acquire<S: LockStore>(
 }
 
 /// Redisson's watchdog renewal: reset the lease if `owner` holds the lock.
-pub fn renew<S: LockStore>(
-    store: &mut S,
-    owner: &S::Owner,
-    lease_ms: i64,
-    now_ms: i64,
-) -> Result<Renew, LockError> {
+pub fn renew<S: LockStore>(store: &mut S, owner: &S::Owner, lease_ms: i64, now_ms: i64) -> Result<Renew, LockError> {
     if held_count(store, owner)?.is_none() {
         return Ok(Renew::NotHeld);
     }
@@ -174,11 +165,7 @@ pub fn force_release<S: LockStore>(store: &mut S) -> Result<ForceRelease, LockEr
 }
 
 /// Reads the lock's state, and `owner`'s share of it when given.
-pub fn status<S: LockStore>(
-    store: &S,
-    owner: Option<&S::Owner>,
-    now_ms: i64,
-) -> Result<Status, LockError> {
+pub fn status<S: LockStore>(store: &S, owner: Option<&S::Owner>, now_ms: i64) -> Result<Status, LockError> {
     let owner_hold_count = match owner {
         Some(owner) => Some(held_count(store, owner)?.unwrap_or(0)),
         None => None,
@@ -212,9 +199,7 @@ pub fn parse_hold_count(value: &[u8]) -> Result<i64, LockError> {
     // Accumulated as a negative number, so that i64::MIN fits.
     digits
         .iter()
-        .try_fold(0i64, |n, digit| {
-            n.checked_mul(10)?.checked_sub(i64::from(digit - b'0'))
-        })
+        .try_fold(0i64, |n, digit| n.checked_mul(10)?.checked_sub(i64::from(digit - b'0')))
         .and_then(|n| if negative { Some(n) } else { n.checked_neg() })
         .ok_or(LockError::NotALock)
 }

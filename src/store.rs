@@ -90,12 +90,7 @@ impl<'a> RedisLock<'a> {
     /// Sends the keyspace notification Redis's own command would send.
     fn notify(&self, class: NotifyEvent, event: &CStr) {
         unsafe {
-            api!(RedisModule_NotifyKeyspaceEvent)(
-                self.ctx.get_raw(),
-                class.bits(),
-                event.as_ptr(),
-                self.name.inner,
-            )
+            api!(RedisModule_NotifyKeyspaceEvent)(self.ctx.get_raw(), class.bits(), event.as_ptr(), self.name.inner)
         };
     }
 }
@@ -191,26 +186,13 @@ impl LockStore for RedisLock<'_> {
             );
             api!(RedisModule_FreeString)(ctx, value);
         }
-        replicate!(
-            self,
-            c"HINCRBY",
-            c"ssl",
-            self.name.inner,
-            owner.inner,
-            by as c_longlong
-        );
+        replicate!(self, c"HINCRBY", c"ssl", self.name.inner, owner.inner, by as c_longlong);
         self.notify(NotifyEvent::HASH, c"hincrby");
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
         unsafe { api!(RedisModule_SetAbsExpire)(self.key, at_ms) };
-        replicate!(
-            self,
-            c"PEXPIREAT",
-            c"sl",
-            self.name.inner,
-            at_ms as c_longlong
-        );
+        replicate!(self, c"PEXPIREAT", c"sl", self.name.inner, at_ms as c_longlong);
         self.notify(NotifyEvent::GENERIC, c"expire");
     }
 
@@ -228,10 +210,7 @@ impl LockStore for RedisLock<'_> {
     }
 
     fn publish_release(&mut self) {
-        let channel = RedisString::create_from_slice(
-            self.ctx.get_raw(),
-            &release_channel(self.name.as_slice()),
-        );
+        let channel = RedisString::create_from_slice(self.ctx.get_raw(), &release_channel(self.name.as_slice()));
         let message = unlock_message();
         unsafe { api!(RedisModule_PublishMessage)(self.ctx.get_raw(), channel.inner, message) };
         // Like Redis's own PUBLISH: to replicas (whose subscribers may wait
@@ -248,11 +227,7 @@ fn unlock_message() -> *mut raw::RedisModuleString {
     if message.is_null() {
         // No context: the string is never freed.
         message = unsafe {
-            api!(RedisModule_CreateString)(
-                ptr::null_mut(),
-                UNLOCK_MESSAGE.as_ptr().cast(),
-                UNLOCK_MESSAGE.len(),
-            )
+            api!(RedisModule_CreateString)(ptr::null_mut(), UNLOCK_MESSAGE.as_ptr().cast(), UNLOCK_MESSAGE.len())
         };
         MESSAGE.store(message, Ordering::Relaxed);
     }

@@ -18,18 +18,12 @@ fn pttl(con: &mut Connection, key: &[u8]) -> i64 {
 }
 
 fn dump(con: &mut Connection, key: &[u8]) -> (Option<Vec<u8>>, i64) {
-    (
-        redis::cmd("DUMP").arg(key).query(con).expect("DUMP"),
-        pttl(con, key),
-    )
+    (redis::cmd("DUMP").arg(key).query(con).expect("DUMP"), pttl(con, key))
 }
 
 fn assert_pttl_near(con: &mut Connection, key: &[u8], lease_ms: i64) {
     let left = pttl(con, key);
-    assert!(
-        lease_ms - 1000 < left && left <= lease_ms,
-        "PTTL {left}, expected about {lease_ms}"
-    );
+    assert!(lease_ms - 1000 < left && left <= lease_ms, "PTTL {left}, expected about {lease_ms}");
 }
 
 #[test]
@@ -37,61 +31,29 @@ fn acquire_reenter_contend_and_release_keep_redissons_layout() {
     let server = Server::start();
     let mut con = server.connection();
 
-    assert_eq!(
-        rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a:1", b"10000"]).unwrap(),
-        Value::Nil
-    );
-    assert_eq!(
-        fields(&mut con, b"res"),
-        HashMap::from([(b"a:1".to_vec(), b"1".to_vec())])
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a:1", b"10000"]).unwrap(), Value::Nil);
+    assert_eq!(fields(&mut con, b"res"), HashMap::from([(b"a:1".to_vec(), b"1".to_vec())]));
     assert_pttl_near(&mut con, b"res", 10_000);
     let key_type: String = redis::cmd("TYPE").arg("res").query(&mut con).unwrap();
     assert_eq!(key_type, "hash");
 
-    assert_eq!(
-        rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a:1", b"20000"]).unwrap(),
-        Value::Nil
-    );
-    assert_eq!(
-        fields(&mut con, b"res"),
-        HashMap::from([(b"a:1".to_vec(), b"2".to_vec())])
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a:1", b"20000"]).unwrap(), Value::Nil);
+    assert_eq!(fields(&mut con, b"res"), HashMap::from([(b"a:1".to_vec(), b"2".to_vec())]));
     assert_pttl_near(&mut con, b"res", 20_000);
 
-    let Value::Int(ttl) = rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"b:1", b"5000"]).unwrap()
-    else {
+    let Value::Int(ttl) = rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"b:1", b"5000"]).unwrap() else {
         panic!("contended acquire must reply the PTTL");
     };
     assert!(19_000 < ttl && ttl <= 20_000, "PTTL reply {ttl}");
-    assert_eq!(
-        fields(&mut con, b"res").len(),
-        1,
-        "a contended acquire writes nothing"
-    );
+    assert_eq!(fields(&mut con, b"res").len(), 1, "a contended acquire writes nothing");
 
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"b:1"]).unwrap(),
-        Value::Nil
-    );
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"a:1", b"7000"]).unwrap(),
-        Value::Int(0)
-    );
-    assert_eq!(
-        fields(&mut con, b"res"),
-        HashMap::from([(b"a:1".to_vec(), b"1".to_vec())])
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"b:1"]).unwrap(), Value::Nil);
+    assert_eq!(rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"a:1", b"7000"]).unwrap(), Value::Int(0));
+    assert_eq!(fields(&mut con, b"res"), HashMap::from([(b"a:1".to_vec(), b"1".to_vec())]));
     assert_pttl_near(&mut con, b"res", 7000);
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"a:1"]).unwrap(),
-        Value::Int(1)
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"a:1"]).unwrap(), Value::Int(1));
     assert_eq!(pttl(&mut con, b"res"), -2, "full release deletes the key");
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"a:1"]).unwrap(),
-        Value::Nil
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.RELEASE", &[b"res", b"a:1"]).unwrap(), Value::Nil);
 }
 
 #[test]
@@ -99,49 +61,28 @@ fn renew_resets_the_lease_only_for_the_holder_and_never_creates_a_key() {
     let server = Server::start();
     let mut con = server.connection();
 
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RENEW", &[b"res", b"a", b"9000"]).unwrap(),
-        Value::Int(0)
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.RENEW", &[b"res", b"a", b"9000"]).unwrap(), Value::Int(0));
     assert_eq!(pttl(&mut con, b"res"), -2);
 
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a", b"1000"]).unwrap();
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RENEW", &[b"res", b"b", b"9000"]).unwrap(),
-        Value::Int(0)
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.RENEW", &[b"res", b"b", b"9000"]).unwrap(), Value::Int(0));
     assert!(pttl(&mut con, b"res") <= 1000);
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RENEW", &[b"res", b"a", b"9000"]).unwrap(),
-        Value::Int(1)
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.RENEW", &[b"res", b"a", b"9000"]).unwrap(), Value::Int(1));
     assert_pttl_near(&mut con, b"res", 9000);
-    assert_eq!(
-        fields(&mut con, b"res"),
-        HashMap::from([(b"a".to_vec(), b"1".to_vec())])
-    );
+    assert_eq!(fields(&mut con, b"res"), HashMap::from([(b"a".to_vec(), b"1".to_vec())]));
 }
 
 #[test]
 fn lease_defaults_to_the_configured_value() {
-    let server = Server::builder()
-        .module_arg("default-lease-ms")
-        .module_arg("5000")
-        .start();
+    let server = Server::builder().module_arg("default-lease-ms").module_arg("5000").start();
     let mut con = server.connection();
-    let configured: Vec<String> = redis::cmd("CONFIG")
-        .arg(&["GET", "rlock.default-lease-ms"])
-        .query(&mut con)
-        .unwrap();
+    let configured: Vec<String> = redis::cmd("CONFIG").arg(&["GET", "rlock.default-lease-ms"]).query(&mut con).unwrap();
     assert_eq!(configured, ["rlock.default-lease-ms", "5000"]);
 
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a"]).unwrap();
     assert_pttl_near(&mut con, b"res", 5000);
 
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "rlock.default-lease-ms", "60000"])
-        .query(&mut con)
-        .unwrap();
+    let _: () = redis::cmd("CONFIG").arg(&["SET", "rlock.default-lease-ms", "60000"]).query(&mut con).unwrap();
     rlock(&mut con, "RLOCK.RENEW", &[b"res", b"a"]).unwrap();
     assert_pttl_near(&mut con, b"res", 60_000);
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a"]).unwrap();
@@ -149,18 +90,10 @@ fn lease_defaults_to_the_configured_value() {
     assert_pttl_near(&mut con, b"res", 60_000);
 
     for bad in ["0", "-1", "abc", "31536000001"] {
-        let result: RedisResult<()> = redis::cmd("CONFIG")
-            .arg(&["SET", "rlock.default-lease-ms", bad])
-            .query(&mut con);
-        assert!(
-            result.is_err(),
-            "CONFIG SET rlock.default-lease-ms {bad} must fail"
-        );
+        let result: RedisResult<()> = redis::cmd("CONFIG").arg(&["SET", "rlock.default-lease-ms", bad]).query(&mut con);
+        assert!(result.is_err(), "CONFIG SET rlock.default-lease-ms {bad} must fail");
     }
-    let configured: Vec<String> = redis::cmd("CONFIG")
-        .arg(&["GET", "rlock.default-lease-ms"])
-        .query(&mut con)
-        .unwrap();
+    let configured: Vec<String> = redis::cmd("CONFIG").arg(&["GET", "rlock.default-lease-ms"]).query(&mut con).unwrap();
     assert_eq!(configured[1], "60000");
 }
 
@@ -189,34 +122,20 @@ fn full_releases_publish_on_redissons_channel() {
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"{tag}name", b"a"]).unwrap();
     rlock(&mut con, "RLOCK.RELEASE", &[b"{tag}name", b"a"]).unwrap();
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"forced", b"a"]).unwrap();
-    assert_eq!(
-        rlock(&mut con, "RLOCK.FORCERELEASE", &[b"forced"]).unwrap(),
-        Value::Int(1)
-    );
-    assert_eq!(
-        rlock(&mut con, "RLOCK.FORCERELEASE", &[b"forced"]).unwrap(),
-        Value::Int(0)
-    );
+    assert_eq!(rlock(&mut con, "RLOCK.FORCERELEASE", &[b"forced"]).unwrap(), Value::Int(1));
+    assert_eq!(rlock(&mut con, "RLOCK.FORCERELEASE", &[b"forced"]).unwrap(), Value::Int(0));
 
-    pubsub
-        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
+    pubsub.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
     let mut received = vec![];
     for _ in 0..3 {
         let message = pubsub.get_message().expect("a release message");
-        received.push((
-            message.get_channel_name().to_owned(),
-            message.get_payload::<String>().unwrap(),
-        ));
+        received.push((message.get_channel_name().to_owned(), message.get_payload::<String>().unwrap()));
     }
     assert_eq!(
         received,
         [
             ("redisson_lock__channel:{plain}".to_owned(), "0".to_owned()),
-            (
-                "redisson_lock__channel:{tag}name".to_owned(),
-                "0".to_owned()
-            ),
+            ("redisson_lock__channel:{tag}name".to_owned(), "0".to_owned()),
             ("redisson_lock__channel:{forced}".to_owned(), "0".to_owned()),
         ],
         "exactly one message per full release, none for a partial one or a missing lock"
@@ -234,9 +153,7 @@ fn status_reports_everything_redisson_can_ask() {
         values
             .chunks(2)
             .map(|pair| match &pair[0] {
-                Value::BulkString(name) => {
-                    (String::from_utf8(name.clone()).unwrap(), pair[1].clone())
-                }
+                Value::BulkString(name) => (String::from_utf8(name.clone()).unwrap(), pair[1].clone()),
                 other => panic!("field name {other:?}"),
             })
             .collect()
@@ -256,27 +173,15 @@ fn status_reports_everything_redisson_can_ask() {
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a", b"10000"]).unwrap();
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a", b"10000"]).unwrap();
     let held = pairs(status(&mut con, &[b"res", b"a"]));
-    let Value::Int(ttl) = held[1].1 else {
-        panic!("ttl_ms {:?}", held[1])
-    };
+    let Value::Int(ttl) = held[1].1 else { panic!("ttl_ms {:?}", held[1]) };
     assert!(9000 < ttl && ttl <= 10_000);
     assert_eq!(held[0], entry("locked", Value::Int(1)));
     assert_eq!(
         held[2..],
-        [
-            entry("holders", Value::Int(1)),
-            entry("held", Value::Int(1)),
-            entry("hold_count", Value::Int(2))
-        ]
+        [entry("holders", Value::Int(1)), entry("held", Value::Int(1)), entry("hold_count", Value::Int(2))]
     );
     let other = pairs(status(&mut con, &[b"res", b"b"]));
-    assert_eq!(
-        other[3..],
-        [
-            entry("held", Value::Int(0)),
-            entry("hold_count", Value::Int(0))
-        ]
-    );
+    assert_eq!(other[3..], [entry("held", Value::Int(0)), entry("hold_count", Value::Int(0))]);
 }
 
 #[test]
@@ -289,34 +194,14 @@ fn keys_and_owners_are_binary_safe() {
     let mut pubsub = subscriber.as_pubsub();
     pubsub.subscribe(release_channel(key)).unwrap();
 
-    assert_eq!(
-        rlock(&mut con, "RLOCK.ACQUIRE", &[key, owner]).unwrap(),
-        Value::Nil
-    );
-    assert_eq!(
-        fields(&mut con, key),
-        HashMap::from([(owner.to_vec(), b"1".to_vec())])
-    );
-    assert!(matches!(
-        rlock(&mut con, "RLOCK.ACQUIRE", &[key, b"\x00owner\xfe\r\n:8"]).unwrap(),
-        Value::Int(_)
-    ));
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RENEW", &[key, owner]).unwrap(),
-        Value::Int(1)
-    );
-    assert_eq!(
-        rlock(&mut con, "RLOCK.RELEASE", &[key, owner]).unwrap(),
-        Value::Int(1)
-    );
-    pubsub
-        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
+    assert_eq!(rlock(&mut con, "RLOCK.ACQUIRE", &[key, owner]).unwrap(), Value::Nil);
+    assert_eq!(fields(&mut con, key), HashMap::from([(owner.to_vec(), b"1".to_vec())]));
+    assert!(matches!(rlock(&mut con, "RLOCK.ACQUIRE", &[key, b"\x00owner\xfe\r\n:8"]).unwrap(), Value::Int(_)));
+    assert_eq!(rlock(&mut con, "RLOCK.RENEW", &[key, owner]).unwrap(), Value::Int(1));
+    assert_eq!(rlock(&mut con, "RLOCK.RELEASE", &[key, owner]).unwrap(), Value::Int(1));
+    pubsub.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
     let message = pubsub.get_message().unwrap();
-    assert_eq!(
-        message.get_channel::<Vec<u8>>().unwrap(),
-        b"redisson_lock__channel:lock\x00\xff\r\n{x"
-    );
+    assert_eq!(message.get_channel::<Vec<u8>>().unwrap(), b"redisson_lock__channel:lock\x00\xff\r\n{x");
 }
 
 /// Every bad input gets its error reply and leaves every key as it was.
@@ -328,13 +213,8 @@ fn bad_input_is_refused_without_touching_anything() {
     let _: () = con.rpush("list", "v").unwrap();
     let _: () = con.sadd("set", "v").unwrap();
     let _: () = con.zadd("zset", "v", 1).unwrap();
-    let _: () = redis::cmd("XADD")
-        .arg(&["stream", "*", "f", "v"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = con
-        .hset_multiple("user", &[("name", "bob"), ("a", "1")])
-        .unwrap();
+    let _: () = redis::cmd("XADD").arg(&["stream", "*", "f", "v"]).query(&mut con).unwrap();
+    let _: () = con.hset_multiple("user", &[("name", "bob"), ("a", "1")]).unwrap();
     let _: () = con.hset("badcount", "a", "1.5").unwrap();
     let _: () = con.hset("maxcount", "a", "9223372036854775807").unwrap();
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"held", b"a", b"60000"]).unwrap();
@@ -360,10 +240,7 @@ fn bad_input_is_refused_without_touching_anything() {
             (vec![c, b"held", b"a", b"1e3"], NOT_POSITIVE),
             (vec![c, b"held", b"a", b""], NOT_POSITIVE),
             (vec![c, b"held", b"a", b" 100"], NOT_POSITIVE),
-            (
-                vec![c, b"held", b"a", b"99999999999999999999999999"],
-                TOO_LONG,
-            ),
+            (vec![c, b"held", b"a", b"99999999999999999999999999"], TOO_LONG),
             (vec![c, b"held", b"a", b"31536000001"], TOO_LONG),
             (vec![c, b"fresh", b"a", b"0"], NOT_POSITIVE),
             (vec![c, b"badcount", b"a"], NOT_A_LOCK),
@@ -373,10 +250,7 @@ fn bad_input_is_refused_without_touching_anything() {
         }
     }
     cases.extend([
-        (
-            vec![b"RLOCK.ACQUIRE".as_slice(), b"maxcount", b"a"],
-            OVERFLOW,
-        ),
+        (vec![b"RLOCK.ACQUIRE".as_slice(), b"maxcount", b"a"], OVERFLOW),
         (vec![b"RLOCK.FORCERELEASE"], ARITY),
         (vec![b"RLOCK.FORCERELEASE", b"held", b"extra"], ARITY),
         (vec![b"RLOCK.FORCERELEASE", b"user"], NOT_A_LOCK),
@@ -390,24 +264,11 @@ fn bad_input_is_refused_without_touching_anything() {
         cases.push((vec![b"RLOCK.STATUS", other.as_bytes()], WRONGTYPE));
     }
 
-    let keys: [&[u8]; 11] = [
-        b"string",
-        b"list",
-        b"set",
-        b"zset",
-        b"stream",
-        b"user",
-        b"badcount",
-        b"maxcount",
-        b"held",
-        b"fresh",
-        b"a",
-    ];
+    let keys: [&[u8]; 11] =
+        [b"string", b"list", b"set", b"zset", b"stream", b"user", b"badcount", b"maxcount", b"held", b"fresh", b"a"];
     let before: Vec<_> = keys.iter().map(|k| dump(&mut con, k)).collect();
     for (args, expected) in &cases {
-        let reply = redis::cmd(std::str::from_utf8(args[0]).unwrap())
-            .arg(&args[1..])
-            .query::<Value>(&mut con);
+        let reply = redis::cmd(std::str::from_utf8(args[0]).unwrap()).arg(&args[1..]).query::<Value>(&mut con);
         let text = error_text(reply);
         assert!(
             text.contains(expected),
@@ -423,19 +284,11 @@ fn bad_input_is_refused_without_touching_anything() {
                 String::from_utf8_lossy(&args.concat()),
                 String::from_utf8_lossy(key)
             );
-            assert!(
-                (was.1 - now.1).abs() < 1000,
-                "{:?} changed the TTL of {:?}",
-                args,
-                String::from_utf8_lossy(key)
-            );
+            assert!((was.1 - now.1).abs() < 1000, "{:?} changed the TTL of {:?}", args, String::from_utf8_lossy(key));
         }
     }
     let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
-    assert!(
-        info.contains("rlock_acquired:1\r\n"),
-        "errors are not counted as outcomes:\n{info}"
-    );
+    assert!(info.contains("rlock_acquired:1\r\n"), "errors are not counted as outcomes:\n{info}");
 }
 
 #[test]
@@ -443,38 +296,20 @@ fn command_metadata_gives_key_positions_and_flags() {
     let server = Server::start();
     let mut con = server.connection();
     let commands: [(&str, &[&str], &[&str]); 5] = [
-        (
-            "RLOCK.ACQUIRE",
-            &["k", "owner", "1000"],
-            &["write", "denyoom", "fast"],
-        ),
+        ("RLOCK.ACQUIRE", &["k", "owner", "1000"], &["write", "denyoom", "fast"]),
         ("RLOCK.RENEW", &["k", "owner"], &["write", "fast"]),
         ("RLOCK.RELEASE", &["k", "owner", "1000"], &["write", "fast"]),
         ("RLOCK.FORCERELEASE", &["k"], &["write"]),
         ("RLOCK.STATUS", &["k", "owner"], &["readonly", "fast"]),
     ];
     for (name, args, flags) in commands {
-        let keys: Vec<String> = redis::cmd("COMMAND")
-            .arg("GETKEYS")
-            .arg(name)
-            .arg(args)
-            .query(&mut con)
-            .unwrap();
+        let keys: Vec<String> = redis::cmd("COMMAND").arg("GETKEYS").arg(name).arg(args).query(&mut con).unwrap();
         assert_eq!(keys, ["k"], "{name}");
-        let info: Vec<Vec<Value>> = redis::cmd("COMMAND")
-            .arg("INFO")
-            .arg(name)
-            .query(&mut con)
-            .unwrap();
-        let [entry] = info.as_slice() else {
-            panic!("COMMAND INFO {name}: {info:?}")
-        };
+        let info: Vec<Vec<Value>> = redis::cmd("COMMAND").arg("INFO").arg(name).query(&mut con).unwrap();
+        let [entry] = info.as_slice() else { panic!("COMMAND INFO {name}: {info:?}") };
         let reported: Vec<String> = redis::from_redis_value(entry[2].clone()).unwrap();
         for flag in flags {
-            assert!(
-                reported.iter().any(|f| f == flag),
-                "{name} lacks flag {flag}: {reported:?}"
-            );
+            assert!(reported.iter().any(|f| f == flag), "{name} lacks flag {flag}: {reported:?}");
         }
         assert_eq!(
             (entry[3].clone(), entry[4].clone(), entry[5].clone()),
@@ -487,25 +322,11 @@ fn command_metadata_gives_key_positions_and_flags() {
 fn acl_key_patterns_apply_to_lock_keys() {
     let server = Server::start();
     let mut admin = server.connection();
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", "svc", "on", ">pw", "~locks:*", "+@all"])
-        .query(&mut admin)
-        .unwrap();
+    let _: () = redis::cmd("ACL").arg(&["SETUSER", "svc", "on", ">pw", "~locks:*", "+@all"]).query(&mut admin).unwrap();
     let mut con = server.connection();
-    let _: () = redis::cmd("AUTH")
-        .arg(&["svc", "pw"])
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(
-        rlock(&mut con, "RLOCK.ACQUIRE", &[b"locks:a", b"o"]).unwrap(),
-        Value::Nil
-    );
-    for command in [
-        "RLOCK.ACQUIRE",
-        "RLOCK.RENEW",
-        "RLOCK.RELEASE",
-        "RLOCK.STATUS",
-    ] {
+    let _: () = redis::cmd("AUTH").arg(&["svc", "pw"]).query(&mut con).unwrap();
+    assert_eq!(rlock(&mut con, "RLOCK.ACQUIRE", &[b"locks:a", b"o"]).unwrap(), Value::Nil);
+    for command in ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE", "RLOCK.STATUS"] {
         let text = error_text(rlock(&mut con, command, &[b"other", b"o"]));
         assert!(text.starts_with("NOPERM"), "{command}: {text}");
     }
@@ -542,10 +363,7 @@ fn info_counts_every_outcome() {
     ];
     assert!(info.contains("# rlock\r\n"), "{info}");
     for (field, count) in expected {
-        assert!(
-            info.contains(&format!("rlock_{field}:{count}\r\n")),
-            "rlock_{field} should be {count}:\n{info}"
-        );
+        assert!(info.contains(&format!("rlock_{field}:{count}\r\n")), "rlock_{field} should be {count}:\n{info}");
     }
 }
 

@@ -57,10 +57,7 @@ fn random_lease(rng: &mut Rng) -> i64 {
 fn assert_replies_match(script: &Value, command: &Value, context: &str) {
     match (script, command) {
         (Value::Int(s), Value::Int(c)) if *s >= 0 && *c >= 0 => {
-            assert!(
-                (s - c).abs() <= PTTL_TOLERANCE_MS,
-                "{context}: script replied {s}, command {c}"
-            )
+            assert!((s - c).abs() <= PTTL_TOLERANCE_MS, "{context}: script replied {s}, command {c}")
         }
         _ => assert_eq!(script, command, "{context}: replies differ"),
     }
@@ -70,48 +67,24 @@ fn assert_pttls_match(script: i64, command: i64, context: &str) {
     if script < 0 || command < 0 {
         assert_eq!(script, command, "{context}: PTTL differs");
     } else {
-        assert!(
-            (script - command).abs() <= PTTL_TOLERANCE_MS,
-            "{context}: PTTL script {script}, command {command}"
-        );
+        assert!((script - command).abs() <= PTTL_TOLERANCE_MS, "{context}: PTTL script {script}, command {command}");
     }
 }
 
 /// Runs one operation on both twins in one MULTI, with the state reads.
-fn step(
-    con: &mut Connection,
-    scripts: &RedissonScripts,
-    op: Op,
-    name: &[u8],
-    owner: &[u8],
-    lease: i64,
-) -> Vec<Value> {
+fn step(con: &mut Connection, scripts: &RedissonScripts, op: Op, name: &[u8], owner: &[u8], lease: i64) -> Vec<Value> {
     let (s, c) = (twin(b"s:", name), twin(b"c:", name));
     let mut pipe = redis::pipe();
     pipe.atomic();
     match op {
-        Op::Acquire => pipe
-            .add_command(scripts.acquire(&s, owner, lease))
-            .cmd("RLOCK.ACQUIRE")
-            .arg(&c)
-            .arg(owner)
-            .arg(lease),
-        Op::Renew => pipe
-            .add_command(scripts.renew(&s, owner, lease))
-            .cmd("RLOCK.RENEW")
-            .arg(&c)
-            .arg(owner)
-            .arg(lease),
-        Op::Release => pipe
-            .add_command(scripts.release(&s, owner, lease))
-            .cmd("RLOCK.RELEASE")
-            .arg(&c)
-            .arg(owner)
-            .arg(lease),
-        Op::ForceRelease => pipe
-            .add_command(scripts.force_release(&s))
-            .cmd("RLOCK.FORCERELEASE")
-            .arg(&c),
+        Op::Acquire => {
+            pipe.add_command(scripts.acquire(&s, owner, lease)).cmd("RLOCK.ACQUIRE").arg(&c).arg(owner).arg(lease)
+        }
+        Op::Renew => pipe.add_command(scripts.renew(&s, owner, lease)).cmd("RLOCK.RENEW").arg(&c).arg(owner).arg(lease),
+        Op::Release => {
+            pipe.add_command(scripts.release(&s, owner, lease)).cmd("RLOCK.RELEASE").arg(&c).arg(owner).arg(lease)
+        }
+        Op::ForceRelease => pipe.add_command(scripts.force_release(&s)).cmd("RLOCK.FORCERELEASE").arg(&c),
         // Redisson's inspection calls on the script twin, STATUS on the other.
         Op::Status => pipe
             .cmd("EXISTS")
@@ -128,16 +101,8 @@ fn step(
             .arg(&c)
             .arg(owner),
     };
-    pipe.cmd("HGETALL")
-        .arg(&s)
-        .cmd("HGETALL")
-        .arg(&c)
-        .cmd("PTTL")
-        .arg(&s)
-        .cmd("PTTL")
-        .arg(&c);
-    pipe.query(con)
-        .unwrap_or_else(|e| panic!("{op:?} on {:?}: {e}", String::from_utf8_lossy(name)))
+    pipe.cmd("HGETALL").arg(&s).cmd("HGETALL").arg(&c).cmd("PTTL").arg(&s).cmd("PTTL").arg(&c);
+    pipe.query(con).unwrap_or_else(|e| panic!("{op:?} on {:?}: {e}", String::from_utf8_lossy(name)))
 }
 
 fn check_status(replies: &[Value], context: &str) {
@@ -147,29 +112,12 @@ fn check_status(replies: &[Value], context: &str) {
         Value::BulkString(b) => String::from_utf8_lossy(b).parse().unwrap_or(-99),
         other => panic!("{context}: unexpected {other:?}"),
     };
-    let Value::Array(status) = &replies[4] else {
-        panic!("{context}: STATUS reply {:?}", replies[4])
-    };
-    let status: HashMap<String, i64> = status
-        .chunks(2)
-        .map(|p| {
-            (
-                redis::from_redis_value::<String>(p[0].clone()).unwrap(),
-                int(&p[1]),
-            )
-        })
-        .collect();
+    let Value::Array(status) = &replies[4] else { panic!("{context}: STATUS reply {:?}", replies[4]) };
+    let status: HashMap<String, i64> =
+        status.chunks(2).map(|p| (redis::from_redis_value::<String>(p[0].clone()).unwrap(), int(&p[1]))).collect();
     assert_eq!(status["locked"], int(&replies[0]), "{context}: isLocked");
-    assert_eq!(
-        status["held"],
-        int(&replies[1]),
-        "{context}: isHeldByThread"
-    );
-    assert_eq!(
-        status["hold_count"],
-        int(&replies[2]),
-        "{context}: getHoldCount"
-    );
+    assert_eq!(status["held"], int(&replies[1]), "{context}: isHeldByThread");
+    assert_eq!(status["hold_count"], int(&replies[2]), "{context}: getHoldCount");
     assert_eq!(status["holders"], int(&replies[3]), "{context}: holders");
 }
 
@@ -189,11 +137,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
     let mut expired_mid_sequence = 0;
     for sequence in 0..SEQUENCES {
         for name in NAMES {
-            let _: () = redis::cmd("DEL")
-                .arg(twin(b"s:", name))
-                .arg(twin(b"c:", name))
-                .query(&mut con)
-                .unwrap();
+            let _: () = redis::cmd("DEL").arg(twin(b"s:", name)).arg(twin(b"c:", name)).query(&mut con).unwrap();
         }
         expiries.clear();
         for step_index in 0..STEPS {
@@ -226,10 +170,8 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
                 Op::Status => check_status(&replies, &context),
                 _ => assert_replies_match(&replies[0], &replies[1], &context),
             }
-            let s_fields: HashMap<Vec<u8>, Vec<u8>> =
-                redis::from_redis_value(replies[n - 4].clone()).unwrap();
-            let c_fields: HashMap<Vec<u8>, Vec<u8>> =
-                redis::from_redis_value(replies[n - 3].clone()).unwrap();
+            let s_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(replies[n - 4].clone()).unwrap();
+            let c_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(replies[n - 3].clone()).unwrap();
             assert_eq!(s_fields, c_fields, "{context}: HGETALL differs");
             let (s_pttl, c_pttl): (i64, i64) = (
                 redis::from_redis_value(replies[n - 2].clone()).unwrap(),
@@ -243,15 +185,9 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
         }
     }
 
-    let _: () = redis::cmd("PUBLISH")
-        .arg("differential:done")
-        .arg("")
-        .query(&mut con)
-        .unwrap();
+    let _: () = redis::cmd("PUBLISH").arg("differential:done").arg("").query(&mut con).unwrap();
     let (mut from_scripts, mut from_commands) = (vec![], vec![]);
-    pubsub
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     loop {
         let message = pubsub.get_message().expect("release messages");
         let channel: Vec<u8> = message.get_channel().unwrap();
@@ -269,10 +205,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
     }
     assert!(!from_scripts.is_empty(), "the sequences released locks");
     assert_eq!(from_scripts, from_commands, "release messages differ");
-    assert!(
-        expired_mid_sequence > 100,
-        "leases should expire mid-sequence, saw {expired_mid_sequence}"
-    );
+    assert!(expired_mid_sequence > 100, "leases should expire mid-sequence, saw {expired_mid_sequence}");
     eprintln!(
         "differential: {} steps, {} release messages each, {expired_mid_sequence} mid-sequence expiries",
         SEQUENCES * STEPS,
@@ -284,9 +217,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
 /// same events, in the same order, for the same outcomes.
 #[test]
 fn keyspace_notifications_match_the_scripts() {
-    let server = Server::builder()
-        .config("notify-keyspace-events", "KEA")
-        .start();
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     let scripts = RedissonScripts::default();
     scripts.load(&mut con).unwrap();
@@ -309,16 +240,10 @@ fn keyspace_notifications_match_the_scripts() {
     for (op, owner) in steps {
         let _ = step(&mut con, &scripts, op, b"lock", owner, 10_000);
     }
-    let _: () = redis::cmd("PUBLISH")
-        .arg("notifications:done")
-        .arg("")
-        .query(&mut con)
-        .unwrap();
+    let _: () = redis::cmd("PUBLISH").arg("notifications:done").arg("").query(&mut con).unwrap();
 
     let (mut from_scripts, mut from_commands) = (vec![], vec![]);
-    pubsub
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     loop {
         let message = pubsub.get_message().expect("notifications");
         let channel = message.get_channel_name().to_owned();
@@ -335,8 +260,8 @@ fn keyspace_notifications_match_the_scripts() {
     assert_eq!(
         from_scripts,
         [
-            "hincrby", "expire", "hincrby", "expire", "expire", "hincrby", "expire", "hincrby",
-            "del", "hincrby", "expire", "del"
+            "hincrby", "expire", "hincrby", "expire", "expire", "hincrby", "expire", "hincrby", "del", "hincrby",
+            "expire", "del"
         ],
         "the scripts' own events, as a sanity check"
     );

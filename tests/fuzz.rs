@@ -7,13 +7,7 @@ use testkit::{Rng, Server};
 
 const CALLS: usize = 20_000;
 const BATCH: usize = 200;
-const COMMANDS: [&str; 5] = [
-    "RLOCK.ACQUIRE",
-    "RLOCK.RENEW",
-    "RLOCK.RELEASE",
-    "RLOCK.FORCERELEASE",
-    "RLOCK.STATUS",
-];
+const COMMANDS: [&str; 5] = ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE", "RLOCK.FORCERELEASE", "RLOCK.STATUS"];
 /// Keys of other people's data; no RLOCK command may change them.
 const VICTIMS: [&str; 4] = ["victim:string", "victim:hash", "victim:list", "victim:zset"];
 
@@ -33,36 +27,15 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
         5 => format!("{}.{}", rng.below(1000), rng.below(1000)).into_bytes(),
         6 => b"".to_vec(),
         7 => rng
-            .pick(&[
-                b"0".as_slice(),
-                b"1",
-                b"30000",
-                b"31536000000",
-                b"31536000001",
-                b"+5",
-                b"1e9",
-                b"0x10",
-            ])
+            .pick(&[b"0".as_slice(), b"1", b"30000", b"31536000000", b"31536000001", b"+5", b"1e9", b"0x10"])
             .to_vec(),
         8 => rng.pick(&VICTIMS).as_bytes().to_vec(),
-        _ => rng
-            .pick(&[
-                b"lock:a".as_slice(),
-                b"lock:{b}",
-                b"owner:1",
-                b"owner:2",
-                b"name",
-                b"age",
-            ])
-            .to_vec(),
+        _ => rng.pick(&[b"lock:a".as_slice(), b"lock:{b}", b"owner:1", b"owner:2", b"name", b"age"]).to_vec(),
     }
 }
 
 fn dump_victims(con: &mut Connection) -> Vec<Option<Vec<u8>>> {
-    VICTIMS
-        .iter()
-        .map(|k| redis::cmd("DUMP").arg(*k).query(con).unwrap())
-        .collect()
+    VICTIMS.iter().map(|k| redis::cmd("DUMP").arg(*k).query(con).unwrap()).collect()
 }
 
 #[test]
@@ -70,9 +43,7 @@ fn random_arguments_never_take_the_server_down() {
     let server = Server::start();
     let mut con = server.connection();
     let _: () = con.set("victim:string", "v").unwrap();
-    let _: () = con
-        .hset_multiple("victim:hash", &[("name", "bob"), ("age", "x")])
-        .unwrap();
+    let _: () = con.hset_multiple("victim:hash", &[("name", "bob"), ("age", "x")]).unwrap();
     let _: () = con.rpush("victim:list", "v").unwrap();
     let _: () = con.zadd("victim:zset", "v", 1).unwrap();
     let victims = dump_victims(&mut con);
@@ -88,26 +59,18 @@ fn random_arguments_never_take_the_server_down() {
             }
         }
         // Errors come back per command; the batch itself must not fail.
-        let results: Vec<redis::RedisResult<Value>> = pipe
-            .ignore_errors()
-            .query(&mut con)
-            .expect("the server answered the batch");
+        let results: Vec<redis::RedisResult<Value>> =
+            pipe.ignore_errors().query(&mut con).expect("the server answered the batch");
         for result in results {
             match result {
                 Ok(_) => replies += 1,
                 Err(_) => errors += 1,
             }
         }
-        let pong: String = redis::cmd("PING")
-            .query(&mut con)
-            .expect("the server is up");
+        let pong: String = redis::cmd("PING").query(&mut con).expect("the server is up");
         assert_eq!(pong, "PONG");
     }
-    assert_eq!(
-        dump_victims(&mut con),
-        victims,
-        "a lock command changed a key that is not a lock"
-    );
+    assert_eq!(dump_victims(&mut con), victims, "a lock command changed a key that is not a lock");
     assert!(
         errors > CALLS / 4 && replies > CALLS / 20,
         "both refusals ({errors}) and replies ({replies}) were exercised"

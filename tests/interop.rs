@@ -21,42 +21,26 @@ impl Side {
     fn acquire(self, scripts: &RedissonScripts, owner: &[u8]) -> Cmd {
         match self {
             Side::Scripts => scripts.acquire(KEY, owner, LEASE_MS),
-            Side::Commands => redis::cmd("RLOCK.ACQUIRE")
-                .arg(KEY)
-                .arg(owner)
-                .arg(LEASE_MS)
-                .clone(),
+            Side::Commands => redis::cmd("RLOCK.ACQUIRE").arg(KEY).arg(owner).arg(LEASE_MS).clone(),
         }
     }
 
     fn release(self, scripts: &RedissonScripts, owner: &[u8]) -> Cmd {
         match self {
             Side::Scripts => scripts.release(KEY, owner, LEASE_MS),
-            Side::Commands => redis::cmd("RLOCK.RELEASE")
-                .arg(KEY)
-                .arg(owner)
-                .arg(LEASE_MS)
-                .clone(),
+            Side::Commands => redis::cmd("RLOCK.RELEASE").arg(KEY).arg(owner).arg(LEASE_MS).clone(),
         }
     }
 }
 
 /// Redisson's waiting: subscribe first, then try; on a PTTL reply wait for
 /// a release message or the PTTL, whichever comes first, and try again.
-fn lock(
-    pubsub: &mut redis::PubSub,
-    side: Side,
-    scripts: &RedissonScripts,
-    con: &mut Connection,
-    owner: &[u8],
-) {
+fn lock(pubsub: &mut redis::PubSub, side: Side, scripts: &RedissonScripts, con: &mut Connection, owner: &[u8]) {
     loop {
         match side.acquire(scripts, owner).query::<Value>(con).unwrap() {
             Value::Nil => return,
             Value::Int(ttl) => {
-                pubsub
-                    .set_read_timeout(Some(Duration::from_millis(ttl.max(1) as u64)))
-                    .unwrap();
+                pubsub.set_read_timeout(Some(Duration::from_millis(ttl.max(1) as u64))).unwrap();
                 let _ = pubsub.get_message();
             }
             other => panic!("acquire replied {other:?}"),
@@ -71,10 +55,7 @@ fn scripts_and_commands_exclude_each_other_on_one_key() {
     scripts.load(&mut server.connection()).unwrap();
 
     std::thread::scope(|scope| {
-        for (side, owner) in [
-            (Side::Scripts, b"java-uuid:1".as_slice()),
-            (Side::Commands, b"rust-uuid:1".as_slice()),
-        ] {
+        for (side, owner) in [(Side::Scripts, b"java-uuid:1".as_slice()), (Side::Commands, b"rust-uuid:1".as_slice())] {
             let (server, scripts) = (&server, &scripts);
             scope.spawn(move || {
                 let mut con = server.connection();
@@ -89,12 +70,7 @@ fn scripts_and_commands_exclude_each_other_on_one_key() {
                     std::thread::yield_now();
                     let _: () = con.set("counter", counter + 1).unwrap();
                     let _: i64 = con.decr("inside", 1).unwrap();
-                    assert_eq!(
-                        side.release(scripts, owner)
-                            .query::<Value>(&mut con)
-                            .unwrap(),
-                        Value::Int(1)
-                    );
+                    assert_eq!(side.release(scripts, owner).query::<Value>(&mut con).unwrap(), Value::Int(1));
                 }
             });
         }
@@ -109,18 +85,9 @@ fn a_release_by_either_side_wakes_the_other() {
     let scripts = RedissonScripts::default();
     scripts.load(&mut server.connection()).unwrap();
 
-    for (holder, waiter) in [
-        (Side::Scripts, Side::Commands),
-        (Side::Commands, Side::Scripts),
-    ] {
+    for (holder, waiter) in [(Side::Scripts, Side::Commands), (Side::Commands, Side::Scripts)] {
         let mut holder_con = server.connection();
-        assert_eq!(
-            holder
-                .acquire(&scripts, b"holder")
-                .query::<Value>(&mut holder_con)
-                .unwrap(),
-            Value::Nil
-        );
+        assert_eq!(holder.acquire(&scripts, b"holder").query::<Value>(&mut holder_con).unwrap(), Value::Nil);
         let (contended, waiting) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
             let waiter_thread = scope.spawn(|| {
@@ -128,47 +95,19 @@ fn a_release_by_either_side_wakes_the_other() {
                 let mut subscriber = server.connection();
                 let mut pubsub = subscriber.as_pubsub();
                 pubsub.subscribe(release_channel(KEY)).unwrap();
-                let reply = waiter
-                    .acquire(&scripts, b"waiter")
-                    .query::<Value>(&mut con)
-                    .unwrap();
-                assert!(
-                    matches!(reply, Value::Int(ttl) if ttl > 5000),
-                    "held: {reply:?}"
-                );
+                let reply = waiter.acquire(&scripts, b"waiter").query::<Value>(&mut con).unwrap();
+                assert!(matches!(reply, Value::Int(ttl) if ttl > 5000), "held: {reply:?}");
                 contended.send(()).unwrap();
                 // Far shorter than the 10 s lease: only the message can wake it.
-                pubsub
-                    .set_read_timeout(Some(Duration::from_secs(5)))
-                    .unwrap();
+                pubsub.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
                 let message = pubsub.get_message().expect("woken by the release message");
                 assert_eq!(message.get_payload::<String>().unwrap(), "0");
-                assert_eq!(
-                    waiter
-                        .acquire(&scripts, b"waiter")
-                        .query::<Value>(&mut con)
-                        .unwrap(),
-                    Value::Nil
-                );
+                assert_eq!(waiter.acquire(&scripts, b"waiter").query::<Value>(&mut con).unwrap(), Value::Nil);
             });
-            waiting
-                .recv_timeout(Duration::from_secs(10))
-                .expect("the waiter was refused");
-            assert_eq!(
-                holder
-                    .release(&scripts, b"holder")
-                    .query::<Value>(&mut holder_con)
-                    .unwrap(),
-                Value::Int(1)
-            );
+            waiting.recv_timeout(Duration::from_secs(10)).expect("the waiter was refused");
+            assert_eq!(holder.release(&scripts, b"holder").query::<Value>(&mut holder_con).unwrap(), Value::Int(1));
             waiter_thread.join().unwrap();
         });
-        assert_eq!(
-            waiter
-                .release(&scripts, b"waiter")
-                .query::<Value>(&mut holder_con)
-                .unwrap(),
-            Value::Int(1)
-        );
+        assert_eq!(waiter.release(&scripts, b"waiter").query::<Value>(&mut holder_con).unwrap(), Value::Int(1));
     }
 }

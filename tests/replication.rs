@@ -22,10 +22,7 @@ fn snapshot(con: &mut Connection, keys: &[&[u8]]) -> Snapshot {
 }
 
 fn run(con: &mut Connection, args: &[&[u8]]) {
-    let _: redis::Value = redis::cmd(std::str::from_utf8(args[0]).unwrap())
-        .arg(&args[1..])
-        .query(con)
-        .unwrap();
+    let _: redis::Value = redis::cmd(std::str::from_utf8(args[0]).unwrap()).arg(&args[1..]).query(con).unwrap();
 }
 
 /// A mix of every write: acquire, reentry, renew, partial and full
@@ -40,12 +37,7 @@ fn write_locks(con: &mut Connection) {
         &[b"RLOCK.RELEASE", b"reentered", b"uuid:2", b"300000"],
         &[b"RLOCK.ACQUIRE", b"{tag}renewed", b"uuid:3", b"1000"],
         &[b"RLOCK.RENEW", b"{tag}renewed", b"uuid:3", b"700000"],
-        &[
-            b"RLOCK.ACQUIRE",
-            b"bin\x00\xff",
-            b"\x00owner\xff",
-            b"800000",
-        ],
+        &[b"RLOCK.ACQUIRE", b"bin\x00\xff", b"\x00owner\xff", b"800000"],
         &[b"RLOCK.ACQUIRE", b"released", b"uuid:4", b"600000"],
         &[b"RLOCK.RELEASE", b"released", b"uuid:4"],
         &[b"RLOCK.ACQUIRE", b"forced", b"uuid:5", b"600000"],
@@ -55,37 +47,16 @@ fn write_locks(con: &mut Connection) {
     }
 }
 
-const KEYS: [&[u8]; 6] = [
-    b"held",
-    b"reentered",
-    b"{tag}renewed",
-    b"bin\x00\xff",
-    b"released",
-    b"forced",
-];
+const KEYS: [&[u8]; 6] = [b"held", b"reentered", b"{tag}renewed", b"bin\x00\xff", b"released", b"forced"];
 
 fn assert_expected_layout(snapshot: &Snapshot) {
     let fields = |key: &[u8]| snapshot[key].0.clone();
-    assert_eq!(
-        fields(b"held"),
-        HashMap::from([(b"uuid:1".to_vec(), b"2".to_vec())])
-    );
-    assert_eq!(
-        fields(b"reentered"),
-        HashMap::from([(b"uuid:2".to_vec(), b"2".to_vec())])
-    );
-    assert_eq!(
-        fields(b"bin\x00\xff"),
-        HashMap::from([(b"\x00owner\xff".to_vec(), b"1".to_vec())])
-    );
+    assert_eq!(fields(b"held"), HashMap::from([(b"uuid:1".to_vec(), b"2".to_vec())]));
+    assert_eq!(fields(b"reentered"), HashMap::from([(b"uuid:2".to_vec(), b"2".to_vec())]));
+    assert_eq!(fields(b"bin\x00\xff"), HashMap::from([(b"\x00owner\xff".to_vec(), b"1".to_vec())]));
     assert!(fields(b"released").is_empty() && fields(b"forced").is_empty());
     assert_eq!(snapshot[b"released".as_slice()].1, -2);
-    for key in [
-        b"held".as_slice(),
-        b"reentered",
-        b"{tag}renewed",
-        b"bin\x00\xff",
-    ] {
+    for key in [b"held".as_slice(), b"reentered", b"{tag}renewed", b"bin\x00\xff"] {
         assert!(snapshot[key].1 > 0, "{key:?} has an absolute expiry");
     }
 }
@@ -95,16 +66,9 @@ fn a_replica_without_the_module_mirrors_fields_and_absolute_expiry() {
     let master = Server::start();
     let replica = Server::builder().without_module().start();
     let mut replica_con = replica.connection();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(master.port())
-        .query(&mut replica_con)
-        .unwrap();
+    let _: () = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()).query(&mut replica_con).unwrap();
     eventually("the replica link", Duration::from_secs(20), || {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query(&mut replica_con)
-            .unwrap();
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut replica_con).unwrap();
         info.contains("master_link_status:up")
     });
 
@@ -115,24 +79,13 @@ fn a_replica_without_the_module_mirrors_fields_and_absolute_expiry() {
 
     let on_master = snapshot(&mut con, &KEYS);
     assert_expected_layout(&on_master);
-    assert_eq!(
-        snapshot(&mut replica_con, &KEYS),
-        on_master,
-        "the replica differs"
-    );
-    assert!(
-        !replica.log().contains("CRITICAL"),
-        "the replica refused part of the stream:\n{}",
-        replica.log()
-    );
+    assert_eq!(snapshot(&mut replica_con, &KEYS), on_master, "the replica differs");
+    assert!(!replica.log().contains("CRITICAL"), "the replica refused part of the stream:\n{}", replica.log());
 }
 
 #[test]
 fn an_aof_restart_keeps_the_remaining_lease() {
-    let mut server = Server::builder()
-        .config("appendonly", "yes")
-        .config("appendfsync", "always")
-        .start();
+    let mut server = Server::builder().config("appendonly", "yes").config("appendfsync", "always").start();
     let mut con = server.connection();
     write_locks(&mut con);
     let before = snapshot(&mut con, &KEYS);
@@ -141,18 +94,10 @@ fn an_aof_restart_keeps_the_remaining_lease() {
     // With a relative TTL in the AOF, every lease would restart from the
     // moment of loading, later than before.
     server.restart();
-    assert_eq!(
-        snapshot(&mut server.connection(), &KEYS),
-        before,
-        "after an AOF replay with the module"
-    );
+    assert_eq!(snapshot(&mut server.connection(), &KEYS), before, "after an AOF replay with the module");
 
     server.restart_without_module();
-    assert_eq!(
-        snapshot(&mut server.connection(), &KEYS),
-        before,
-        "after an AOF replay without the module"
-    );
+    assert_eq!(snapshot(&mut server.connection(), &KEYS), before, "after an AOF replay without the module");
 
     let mut aof = Vec::new();
     for entry in std::fs::read_dir(server.dir().join("appendonlydir")).unwrap() {

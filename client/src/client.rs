@@ -1,7 +1,7 @@
 use crate::error::Result;
 use crate::lock::Lock;
 use crate::subscriptions::Subscriptions;
-use crate::watchdog::Watchdog;
+use crate::watchdog::{Watchdog, WatchdogStats};
 use redis::aio::ConnectionManager;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,10 +22,7 @@ pub struct ClientOptions {
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        Self {
-            watchdog_timeout: Duration::from_secs(30),
-            retry: RetryOptions::default(),
-        }
+        Self { watchdog_timeout: Duration::from_secs(30), retry: RetryOptions::default() }
     }
 }
 
@@ -56,10 +53,7 @@ pub struct RetryOptions {
 
 impl Default for RetryOptions {
     fn default() -> Self {
-        Self {
-            attempts: 3,
-            delay: Duration::from_millis(100),
-        }
+        Self { attempts: 3, delay: Duration::from_millis(100) }
     }
 }
 
@@ -118,19 +112,10 @@ impl Client {
     /// pub/sub connection when a lock first has to wait.
     ///
     /// Must be called within a Tokio runtime: it starts the watchdog task.
-    pub fn with_connection(
-        redis: redis::Client,
-        connection: ConnectionManager,
-        options: ClientOptions,
-    ) -> Self {
+    pub fn with_connection(redis: redis::Client, connection: ConnectionManager, options: ClientOptions) -> Self {
         let (running, closed) = watch::channel(false);
         let period = options.watchdog_timeout / 3;
-        let watchdog = Watchdog::start(
-            connection.clone(),
-            period,
-            options.retry.delay,
-            closed.clone(),
-        );
+        let watchdog = Watchdog::start(connection.clone(), period, options.retry.delay, closed.clone());
         let shared = Shared {
             id: Uuid::new_v4(),
             connection,
@@ -141,10 +126,12 @@ impl Client {
             subscriptions: OnceCell::new(),
             closed,
         };
-        Self {
-            shared: Arc::new(shared),
-            _running: Arc::new(Running(running)),
-        }
+        Self { shared: Arc::new(shared), _running: Arc::new(Running(running)) }
+    }
+
+    /// What the watchdog has done so far: rounds, failures, locks lost.
+    pub fn watchdog_stats(&self) -> WatchdogStats {
+        self.shared.watchdog.stats()
     }
 
     /// This client's id: the first part of its owner ids.
@@ -174,9 +161,6 @@ impl Shared {
 
     /// The pub/sub connection, opened on first use.
     pub async fn subscriptions(&self) -> Result<&Subscriptions> {
-        Ok(self
-            .subscriptions
-            .get_or_try_init(|| Subscriptions::connect(&self.redis))
-            .await?)
+        Ok(self.subscriptions.get_or_try_init(|| Subscriptions::connect(&self.redis)).await?)
     }
 }

@@ -31,9 +31,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Self {
         let unknown_command = err.code() == Some("ERR")
-            && err.detail().is_some_and(|detail| {
-                detail.starts_with("unknown command") && detail.contains("RLOCK.")
-            });
+            && err.detail().is_some_and(|detail| detail.starts_with("unknown command") && detail.contains("RLOCK."));
         if unknown_command {
             Error::ModuleNotLoaded
         } else {
@@ -52,10 +50,7 @@ impl Error {
                     || err.is_timeout()
                     || err.is_connection_dropped()
                     || err.is_connection_refusal()
-                    || matches!(
-                        err.code(),
-                        Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY")
-                    )
+                    || matches!(err.code(), Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY"))
             }
             _ => false,
         }

@@ -23,31 +23,15 @@ pub struct Guard {
 
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard")
-            .field("lock", &self.lock)
-            .field("lost", &self.is_lost())
-            .finish()
+        f.debug_struct("Guard").field("lock", &self.lock).field("lost", &self.is_lost()).finish()
     }
 }
 
 impl Guard {
-    pub(crate) fn new(
-        lock: Lock,
-        lease: Duration,
-        renewal: Renewal,
-        requested_at: Instant,
-    ) -> Self {
-        let lost = lock
-            .shared()
-            .watchdog
-            .hold(lock.id().clone(), lease, renewal, requested_at);
+    pub(crate) fn new(lock: Lock, lease: Duration, renewal: Renewal, requested_at: Instant) -> Self {
+        let lost = lock.shared().watchdog.hold(lock.id().clone(), lease, renewal, requested_at);
         let lease_ms = lease.as_millis() as i64;
-        Self {
-            lock,
-            lease_ms,
-            lost,
-            held: true,
-        }
+        Self { lock, lease_ms, lost, held: true }
     }
 
     /// The lock this guard holds.
@@ -101,17 +85,12 @@ impl Drop for Guard {
 /// Sends RLOCK.RELEASE and updates the watchdog in a task of its own, so
 /// that a cancelled `unlock()` cannot leave the hold half given back.
 /// Releases are never retried: a repeat could drop another reentry level.
-fn release_in_background(
-    lock: &Lock,
-    lease_ms: i64,
-) -> oneshot::Receiver<redis::RedisResult<Option<i64>>> {
+fn release_in_background(lock: &Lock, lease_ms: i64) -> oneshot::Receiver<redis::RedisResult<Option<i64>>> {
     let (reply_tx, reply_rx) = oneshot::channel();
     let lock = lock.clone();
     tokio::spawn(async move {
         let release = protocol::release(lock.name(), lock.owner(), lease_ms);
-        let reply = release
-            .query_async::<Option<i64>>(&mut lock.shared().connection.clone())
-            .await;
+        let reply = release.query_async::<Option<i64>>(&mut lock.shared().connection.clone()).await;
         let watchdog = &lock.shared().watchdog;
         match reply {
             Ok(Some(1)) => watchdog.unhold(lock.id(), true),

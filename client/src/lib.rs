@@ -35,3 +35,4 @@ pub use error::{Error, Result};
 pub use guard::Guard;
 pub use lock::Lock;
 pub use protocol::{release_channel, MAX_LEASE};
+pub use watchdog::WatchdogStats;

@@ -37,14 +37,7 @@ impl std::fmt::Debug for Lock {
 impl Lock {
     pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
         let channel = protocol::release_channel(name).into();
-        Self {
-            shared,
-            id: LockId {
-                name: name.into(),
-                owner: owner.into(),
-            },
-            channel,
-        }
+        Self { shared, id: LockId { name: name.into(), owner: owner.into() }, channel }
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -88,13 +81,8 @@ impl Lock {
     /// Tries for at most `wait`; `None` when the lock stayed taken. With a
     /// `lease` the lock expires after it; without, the watchdog renews it.
     pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<Guard>> {
-        let renewal = if lease.is_some() {
-            Renewal::Fixed
-        } else {
-            Renewal::Watchdog
-        };
-        self.acquire(renewal, lease, Some(Instant::now() + wait))
-            .await
+        let renewal = if lease.is_some() { Renewal::Fixed } else { Renewal::Watchdog };
+        self.acquire(renewal, lease, Some(Instant::now() + wait)).await
     }
 
     /// Deletes the lock whoever holds it (Redisson's `forceUnlock`).
@@ -134,10 +122,7 @@ impl Lock {
     }
 
     async fn status(&self) -> Result<Status> {
-        Status::parse(
-            self.query(protocol::status(&self.id.name, &self.id.owner))
-                .await?,
-        )
+        Status::parse(self.query(protocol::status(&self.id.name, &self.id.owner)).await?)
     }
 
     /// Runs an idempotent command, retrying transient failures.
@@ -145,11 +130,7 @@ impl Lock {
         let retry = &self.shared.options.retry;
         let mut failures = 0;
         loop {
-            match cmd
-                .query_async(&mut self.shared.connection.clone())
-                .await
-                .map_err(Error::from)
-            {
+            match cmd.query_async(&mut self.shared.connection.clone()).await.map_err(Error::from) {
                 Err(err) if err.is_transient() && failures < retry.attempts => {
                     failures += 1;
                     tokio::time::sleep(retry.delay).await;
@@ -232,12 +213,12 @@ impl Lock {
     async fn attempt(&self, lease_ms: i64) -> Result<(Acquired, Instant)> {
         let requested_at = Instant::now();
         let acquire = protocol::acquire(&self.id.name, &self.id.owner, lease_ms);
-        let release = protocol::release(&self.id.name, &self.id.owner, lease_ms);
-        let mut connection = self.shared.connection.clone();
+        let (id, mut connection) = (self.id.clone(), self.shared.connection.clone());
         let (reply_tx, reply_rx) = oneshot::channel();
         tokio::spawn(async move {
             let reply = acquire.query_async::<Option<i64>>(&mut connection).await;
             if let Err(Ok(None)) = reply_tx.send(reply) {
+                let release = protocol::release(&id.name, &id.owner, lease_ms);
                 let _ = release.query_async::<Option<i64>>(&mut connection).await;
             }
         });

@@ -76,8 +76,8 @@ pub struct Status {
 
 impl Status {
     pub fn parse(reply: redis::Value) -> Result<Self> {
-        let pairs: Vec<(String, Option<i64>)> = redis::from_redis_value(reply.clone())
-            .map_err(|_| Error::UnexpectedReply(format!("{reply:?}")))?;
+        let pairs: Vec<(String, Option<i64>)> =
+            redis::from_redis_value(reply.clone()).map_err(|_| Error::UnexpectedReply(format!("{reply:?}")))?;
         let mut status = Status::default();
         for (field, value) in pairs {
             let value = value.unwrap_or(0);
@@ -99,14 +99,8 @@ mod tests {
     #[test]
     fn leases_are_checked() {
         assert_eq!(lease_ms(Duration::from_millis(1500)).unwrap(), 1500);
-        assert!(matches!(
-            lease_ms(Duration::from_micros(999)),
-            Err(Error::InvalidLease(_))
-        ));
-        assert!(matches!(
-            lease_ms(MAX_LEASE + Duration::from_millis(1)),
-            Err(Error::InvalidLease(_))
-        ));
+        assert!(matches!(lease_ms(Duration::from_micros(999)), Err(Error::InvalidLease(_))));
+        assert!(matches!(lease_ms(MAX_LEASE + Duration::from_millis(1)), Err(Error::InvalidLease(_))));
         assert_eq!(lease_ms(MAX_LEASE).unwrap(), 31_536_000_000);
     }
 
@@ -125,13 +119,6 @@ mod tests {
             BulkString(b"hold_count".to_vec()),
             Int(2),
         ]);
-        assert_eq!(
-            Status::parse(reply).unwrap(),
-            Status {
-                locked: true,
-                ttl_ms: 900,
-                hold_count: 2
-            }
-        );
+        assert_eq!(Status::parse(reply).unwrap(), Status { locked: true, ttl_ms: 900, hold_count: 2 });
     }
 }

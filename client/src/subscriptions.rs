@@ -31,10 +31,7 @@ impl Subscriptions {
     /// Opens the pub/sub connection: the client's own address, in RESP3.
     pub async fn connect(client: &redis::Client) -> RedisResult<Self> {
         let info = client.get_connection_info().clone();
-        let settings = info
-            .redis_settings()
-            .clone()
-            .set_protocol(ProtocolVersion::RESP3);
+        let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
         let pubsub_client = redis::Client::open(info.set_redis_settings(settings))?;
         let channels: Arc<Mutex<HashMap<Vec<u8>, Channel>>> = Arc::default();
         let table = channels.clone();
@@ -42,17 +39,9 @@ impl Subscriptions {
             wake_for(&lock(&table), push);
             Ok(())
         };
-        let config = ConnectionManagerConfig::new()
-            .set_push_sender(dispatch)
-            .set_automatic_resubscription();
-        let connection = pubsub_client
-            .get_connection_manager_with_config(config)
-            .await?;
-        Ok(Self {
-            channels,
-            connection,
-            server_ops: Arc::default(),
-        })
+        let config = ConnectionManagerConfig::new().set_push_sender(dispatch).set_automatic_resubscription();
+        let connection = pubsub_client.get_connection_manager_with_config(config).await?;
+        Ok(Self { channels, connection, server_ops: Arc::default() })
     }
 
     /// Joins the channel's subscription, subscribing on the server first if
@@ -71,11 +60,7 @@ impl Subscriptions {
             (entry.wake.subscribe(), entry.subscribed)
         };
         // From here on, dropping the handle gives the reference back.
-        let subscription = Subscription {
-            channel: channel.to_vec(),
-            wake,
-            owner: self.clone(),
-        };
+        let subscription = Subscription { channel: channel.to_vec(), wake, owner: self.clone() };
         if !subscribed {
             self.connection.clone().subscribe(channel).await?;
             if let Some(entry) = lock(&self.channels).get_mut(channel) {

@@ -46,6 +46,28 @@ struct Entry {
 pub(crate) struct Watchdog {
     entries: Arc<Mutex<HashMap<LockId, Entry>>>,
     generations: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct Counters {
+    rounds: AtomicU64,
+    failed_rounds: AtomicU64,
+    lost: AtomicU64,
+}
+
+/// What the client's watchdog has done, for monitoring.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WatchdogStats {
+    /// Locks renewed (watchdog) or checked (fixed lease) each round now.
+    pub locks: usize,
+    /// Rounds with at least one lock: one pipelined round trip each.
+    pub rounds: u64,
+    /// Rounds that failed or timed out.
+    pub failed_rounds: u64,
+    /// Locks reported lost.
+    pub lost: u64,
 }
 
 impl Watchdog {
@@ -57,27 +79,14 @@ impl Watchdog {
         retry_delay: Duration,
         closed: watch::Receiver<bool>,
     ) -> Self {
-        let watchdog = Self {
-            entries: Arc::default(),
-            generations: Arc::default(),
-        };
-        tokio::spawn(
-            watchdog
-                .clone()
-                .run(connection, period, retry_delay, closed),
-        );
+        let watchdog = Self { entries: Arc::default(), generations: Arc::default(), counters: Arc::default() };
+        tokio::spawn(watchdog.clone().run(connection, period, retry_delay, closed));
         watchdog
     }
 
     /// Records one more hold of a lock just acquired by a request sent at
     /// `requested_at`. Returns the lock's lost signal.
-    pub fn hold(
-        &self,
-        id: LockId,
-        lease: Duration,
-        renewal: Renewal,
-        requested_at: Instant,
-    ) -> watch::Receiver<bool> {
+    pub fn hold(&self, id: LockId, lease: Duration, renewal: Renewal, requested_at: Instant) -> watch::Receiver<bool> {
         let mut entries = self.lock();
         let entry = entries.entry(id).or_insert_with(|| Entry {
             generation: self.generations.fetch_add(1, Ordering::Relaxed),
@@ -109,8 +118,23 @@ impl Watchdog {
     /// The server says the lock is not ours: signal every holder.
     pub fn lose(&self, id: &LockId) {
         if let Some(entry) = self.lock().remove(id) {
-            entry.lost.send_replace(true);
+            self.signal_lost(&entry);
         }
+    }
+
+    pub fn stats(&self) -> WatchdogStats {
+        let count = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        WatchdogStats {
+            locks: self.lock().len(),
+            rounds: count(&self.counters.rounds),
+            failed_rounds: count(&self.counters.failed_rounds),
+            lost: count(&self.counters.lost),
+        }
+    }
+
+    fn signal_lost(&self, entry: &Entry) {
+        self.counters.lost.fetch_add(1, Ordering::Relaxed);
+        entry.lost.send_replace(true);
     }
 
     async fn run(
@@ -120,22 +144,23 @@ impl Watchdog {
         retry_delay: Duration,
         mut closed: watch::Receiver<bool>,
     ) {
-        let mut next = period;
+        // A fixed schedule: a round every `period`, however long rounds
+        // take; after a failed round, the next comes after `retry_delay`.
+        let mut next = Instant::now() + period;
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(next) => {}
+                _ = tokio::time::sleep_until(next) => {}
                 _ = closed.wait_for(|closed| *closed) => break,
             }
             next = if self.round(&mut connection, period).await {
-                period
+                (next + period).max(Instant::now())
             } else {
-                retry_delay.min(period)
+                Instant::now() + retry_delay.min(period)
             };
         }
         // Nobody renews from now on: no holder may count on its lock.
-        for (_, entry) in self.lock().drain() {
-            entry.lost.send_replace(true);
-        }
+        let entries: Vec<Entry> = self.lock().drain().map(|(_, entry)| entry).collect();
+        entries.iter().for_each(|entry| self.signal_lost(entry));
     }
 
     /// One round trip for every tracked lock. False when it failed.
@@ -143,15 +168,11 @@ impl Watchdog {
         let batch: Vec<(LockId, u64, Renewal, i64)> = self
             .lock()
             .iter()
-            .map(|(id, e)| {
-                (
-                    id.clone(),
-                    e.generation,
-                    e.renewal,
-                    e.lease.as_millis() as i64,
-                )
-            })
+            .map(|(id, e)| (id.clone(), e.generation, e.renewal, e.lease.as_millis() as i64))
             .collect();
+        if !batch.is_empty() {
+            self.counters.rounds.fetch_add(1, Ordering::Relaxed);
+        }
         let ok = batch.is_empty() || {
             let mut pipe = redis::pipe();
             for (id, _, renewal, lease_ms) in &batch {
@@ -163,9 +184,7 @@ impl Watchdog {
             let sent_at = Instant::now();
             // A server that hangs must not hang the watchdog: give up when
             // the next round is due, so overdue leases are still noticed.
-            let replies = pipe
-                .ignore_errors()
-                .query_async::<Vec<redis::RedisResult<redis::Value>>>(connection);
+            let replies = pipe.ignore_errors().query_async::<Vec<redis::RedisResult<redis::Value>>>(connection);
             match tokio::time::timeout(period, replies).await {
                 Ok(Ok(replies)) if replies.len() == batch.len() => {
                     self.apply(&batch, replies, sent_at);
@@ -174,6 +193,9 @@ impl Watchdog {
                 _ => false,
             }
         };
+        if !ok {
+            self.counters.failed_rounds.fetch_add(1, Ordering::Relaxed);
+        }
         self.expire_overdue();
         ok
     }
@@ -195,15 +217,13 @@ impl Watchdog {
                     true
                 }
                 (Renewal::Watchdog, Ok(redis::Value::Int(0))) => false,
-                (Renewal::Fixed, Ok(reply)) => {
-                    Status::parse(reply).map_or(true, |status| status.hold_count > 0)
-                }
+                (Renewal::Fixed, Ok(reply)) => Status::parse(reply).map_or(true, |status| status.hold_count > 0),
                 // An error reply for this lock alone: try again next round.
                 _ => true,
             };
             if !held {
                 if let Some(entry) = entries.remove(id) {
-                    entry.lost.send_replace(true);
+                    self.signal_lost(&entry);
                 }
             }
         }
@@ -215,7 +235,7 @@ impl Watchdog {
         self.lock().retain(|_, entry| {
             let alive = entry.expires_at > now;
             if !alive {
-                entry.lost.send_replace(true);
+                self.signal_lost(entry);
             }
             alive
         });

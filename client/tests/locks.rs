@@ -11,23 +11,13 @@ const PATIENCE: Duration = Duration::from_secs(10);
 
 async fn client(server: &Server) -> Client {
     let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG);
-    Client::connect(server.client(), options)
-        .await
-        .expect("client")
+    Client::connect(server.client(), options).await.expect("client")
 }
 
 async fn numsub(server: &Server, channel: &[u8]) -> i64 {
-    let mut con = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let (_, count): (Vec<u8>, i64) = redis::cmd("PUBSUB")
-        .arg("NUMSUB")
-        .arg(channel)
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let (_, count): (Vec<u8>, i64) =
+        redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query_async(&mut con).await.unwrap();
     count
 }
 
@@ -70,18 +60,10 @@ async fn handles_have_distinct_owners_unless_given_one() {
     let (a, b) = (client.lock("shared"), client.lock("shared"));
     assert_ne!(a.owner(), b.owner());
     let guard = a.lock().await.unwrap();
-    assert!(b
-        .try_lock(Duration::from_millis(50), None)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(b.try_lock(Duration::from_millis(50), None).await.unwrap().is_none());
 
     let same_owner = client.lock_with_owner("shared", a.owner());
-    let handed_off = same_owner
-        .try_lock(Duration::ZERO, None)
-        .await
-        .unwrap()
-        .expect("same owner re-enters");
+    let handed_off = same_owner.try_lock(Duration::ZERO, None).await.unwrap().expect("same owner re-enters");
     assert_eq!(same_owner.hold_count().await.unwrap(), 2);
     handed_off.unlock().await.unwrap();
     guard.unlock().await.unwrap();
@@ -91,37 +73,15 @@ async fn handles_have_distinct_owners_unless_given_one() {
 async fn try_lock_honours_its_wait_limit() {
     let server = Server::start();
     let client = client(&server).await;
-    let holder = client
-        .lock("busy")
-        .lock_with_lease(Duration::from_secs(30))
-        .await
-        .unwrap();
+    let holder = client.lock("busy").lock_with_lease(Duration::from_secs(30)).await.unwrap();
 
     let started = Instant::now();
-    let attempt = client
-        .lock("busy")
-        .try_lock(Duration::from_millis(300), None)
-        .await
-        .unwrap();
+    let attempt = client.lock("busy").try_lock(Duration::from_millis(300), None).await.unwrap();
     let waited = started.elapsed();
     assert!(attempt.is_none());
-    assert!(
-        waited >= Duration::from_millis(300),
-        "gave up early: {waited:?}"
-    );
-    assert!(
-        waited < Duration::from_secs(3),
-        "overran the wait: {waited:?}"
-    );
-    assert_eq!(
-        client
-            .lock("busy")
-            .try_lock(Duration::ZERO, None)
-            .await
-            .unwrap()
-            .map(|_| ()),
-        None
-    );
+    assert!(waited >= Duration::from_millis(300), "gave up early: {waited:?}");
+    assert!(waited < Duration::from_secs(3), "overran the wait: {waited:?}");
+    assert_eq!(client.lock("busy").try_lock(Duration::ZERO, None).await.unwrap().map(|_| ()), None);
     holder.unlock().await.unwrap();
 }
 
@@ -136,11 +96,7 @@ async fn the_watchdog_keeps_a_lock_for_many_timeouts() {
     let held_since = Instant::now();
     while held_since.elapsed() < WATCHDOG * 4 {
         assert!(
-            other
-                .try_lock(Duration::from_millis(100), None)
-                .await
-                .unwrap()
-                .is_none(),
+            other.try_lock(Duration::from_millis(100), None).await.unwrap().is_none(),
             "taken after {:?}",
             held_since.elapsed()
         );
@@ -148,7 +104,11 @@ async fn the_watchdog_keeps_a_lock_for_many_timeouts() {
     }
     let lease = lock.remaining_lease().await.unwrap().unwrap();
     assert!(lease > WATCHDOG / 3, "renewed lease {lease:?}");
+    let stats = client.watchdog_stats();
+    assert!(stats.rounds >= 9, "a round every third of the timeout: {stats:?}");
+    assert_eq!((stats.locks, stats.lost), (1, 0));
     guard.unlock().await.unwrap();
+    assert_eq!(client.watchdog_stats().locks, 0, "unlock stops renewal");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,13 +116,8 @@ async fn a_fixed_lease_is_not_renewed() {
     let server = Server::start();
     let client = client(&server).await;
     let lock = client.lock("fixed");
-    let guard = lock
-        .lock_with_lease(Duration::from_millis(300))
-        .await
-        .unwrap();
-    tokio::time::timeout(PATIENCE, guard.lost())
-        .await
-        .expect("lost at the end of its lease");
+    let guard = lock.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    tokio::time::timeout(PATIENCE, guard.lost()).await.expect("lost at the end of its lease");
     assert!(!lock.is_locked().await.unwrap());
     assert!(matches!(guard.unlock().await, Err(Error::NotOwner)));
 }
@@ -171,36 +126,17 @@ async fn a_fixed_lease_is_not_renewed() {
 async fn lost_fires_on_force_release_and_on_delete() {
     let server = Server::start();
     let client = client(&server).await;
-    let mut admin = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
 
     let guard = client.lock("forced").lock().await.unwrap();
-    let _: i64 = redis::cmd("RLOCK.FORCERELEASE")
-        .arg("forced")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    tokio::time::timeout(PATIENCE, guard.lost())
-        .await
-        .expect("lost after FORCERELEASE");
+    let _: i64 = redis::cmd("RLOCK.FORCERELEASE").arg("forced").query_async(&mut admin).await.unwrap();
+    tokio::time::timeout(PATIENCE, guard.lost()).await.expect("lost after FORCERELEASE");
     assert!(guard.is_lost());
-    assert!(
-        matches!(guard.unlock().await, Err(Error::NotOwner)),
-        "unlock of a lost lock"
-    );
+    assert!(matches!(guard.unlock().await, Err(Error::NotOwner)), "unlock of a lost lock");
 
-    let guard = client
-        .lock("deleted")
-        .lock_with_lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let guard = client.lock("deleted").lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let _: i64 = admin.del("deleted").await.unwrap();
-    tokio::time::timeout(PATIENCE, guard.lost())
-        .await
-        .expect("lost after DEL");
+    tokio::time::timeout(PATIENCE, guard.lost()).await.expect("lost after DEL");
     assert!(matches!(guard.unlock().await, Err(Error::NotOwner)));
 }
 
@@ -231,9 +167,7 @@ async fn dropping_the_client_stops_renewal() {
     let lock = client.lock("orphan");
     let guard = lock.lock().await.unwrap();
     drop(client);
-    tokio::time::timeout(PATIENCE, guard.lost())
-        .await
-        .expect("lost when the client goes");
+    tokio::time::timeout(PATIENCE, guard.lost()).await.expect("lost when the client goes");
     eventually!("the lease to run out", !lock.is_locked().await.unwrap());
     assert!(matches!(lock.lock().await, Err(Error::ClientClosed)));
 }
@@ -251,10 +185,7 @@ async fn cancelled_waiters_leave_no_subscription_and_no_lock() {
             tokio::spawn(async move { lock.lock().await.map(drop) })
         })
         .collect();
-    eventually!(
-        "the waiters' shared subscription",
-        numsub(&server, &channel).await == 1
-    );
+    eventually!("the waiters' shared subscription", numsub(&server, &channel).await == 1);
     for waiter in &waiters {
         waiter.abort();
     }
@@ -269,21 +200,14 @@ async fn cancelled_waiters_leave_no_subscription_and_no_lock() {
         guard.unwrap().unlock().await.unwrap();
     }
     eventually!("no lock left behind", !late.is_locked().await.unwrap());
-    eventually!(
-        "no subscription left behind",
-        numsub(&server, &channel).await == 0
-    );
+    eventually!("no subscription left behind", numsub(&server, &channel).await == 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_wakes_the_waiter_long_before_the_lease_ends() {
     let server = Server::start();
     let client = client(&server).await;
-    let holder = client
-        .lock("handoff")
-        .lock_with_lease(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = client.lock("handoff").lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let waiter = client.lock("handoff");
     let waiting = tokio::spawn(async move {
         let guard = waiter.lock().await.unwrap();
@@ -292,16 +216,10 @@ async fn a_release_wakes_the_waiter_long_before_the_lease_ends() {
         woke
     });
     let channel = rlock_client::release_channel(b"handoff");
-    eventually!(
-        "the waiter's subscription",
-        numsub(&server, &channel).await == 1
-    );
+    eventually!("the waiter's subscription", numsub(&server, &channel).await == 1);
     let released = Instant::now();
     holder.unlock().await.unwrap();
-    let woke = tokio::time::timeout(PATIENCE, waiting)
-        .await
-        .expect("woken")
-        .unwrap();
+    let woke = tokio::time::timeout(PATIENCE, waiting).await.expect("woken").unwrap();
     assert!(woke.duration_since(released) < Duration::from_secs(5));
 }
 
@@ -312,43 +230,22 @@ async fn redisson_script_holders_are_respected_and_wake_our_waiters() {
     let mut java = server.connection();
     scripts.load(&mut java).unwrap();
     let java_owner = b"5f3c1f2e-java-uuid:52";
-    let reply: redis::Value = scripts
-        .acquire(b"mixed", java_owner, 60_000)
-        .query(&mut java)
-        .unwrap();
+    let reply: redis::Value = scripts.acquire(b"mixed", java_owner, 60_000).query(&mut java).unwrap();
     assert_eq!(reply, redis::Value::Nil);
 
     let client = client(&server).await;
     let lock = client.lock("mixed");
-    assert!(
-        lock.try_lock(Duration::from_millis(200), None)
-            .await
-            .unwrap()
-            .is_none(),
-        "the Java holder is respected"
-    );
+    assert!(lock.try_lock(Duration::from_millis(200), None).await.unwrap().is_none(), "the Java holder is respected");
     assert!(lock.is_locked().await.unwrap() && !lock.is_held().await.unwrap());
 
     let waiting = tokio::spawn(async move { lock.lock().await.unwrap() });
     let channel = rlock_client::release_channel(b"mixed");
-    eventually!(
-        "the waiter's subscription",
-        numsub(&server, &channel).await == 1
-    );
+    eventually!("the waiter's subscription", numsub(&server, &channel).await == 1);
     let released = Instant::now();
-    let reply: redis::Value = scripts
-        .release(b"mixed", java_owner, 60_000)
-        .query(&mut java)
-        .unwrap();
+    let reply: redis::Value = scripts.release(b"mixed", java_owner, 60_000).query(&mut java).unwrap();
     assert_eq!(reply, redis::Value::Int(1));
-    let guard = tokio::time::timeout(PATIENCE, waiting)
-        .await
-        .expect("woken by the script's release")
-        .unwrap();
-    assert!(
-        released.elapsed() < Duration::from_secs(5),
-        "woken by the message, not the 60 s lease"
-    );
+    let guard = tokio::time::timeout(PATIENCE, waiting).await.expect("woken by the script's release").unwrap();
+    assert!(released.elapsed() < Duration::from_secs(5), "woken by the message, not the 60 s lease");
     guard.unlock().await.unwrap();
 }
 
@@ -359,25 +256,15 @@ async fn a_server_without_the_module_gives_a_clear_error() {
     let err = client.lock("x").lock().await.unwrap_err();
     assert!(matches!(err, Error::ModuleNotLoaded), "{err:?}");
     assert!(err.to_string().contains("rlock module not loaded"));
-    assert!(matches!(
-        client.lock("x").is_locked().await,
-        Err(Error::ModuleNotLoaded)
-    ));
+    assert!(matches!(client.lock("x").is_locked().await, Err(Error::ModuleNotLoaded)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_outside_the_modules_bounds_are_refused_locally() {
     let server = Server::start();
     let client = client(&server).await;
-    for lease in [
-        Duration::ZERO,
-        Duration::from_micros(10),
-        rlock_client::MAX_LEASE * 2,
-    ] {
-        assert!(matches!(
-            client.lock("x").lock_with_lease(lease).await,
-            Err(Error::InvalidLease(_))
-        ));
+    for lease in [Duration::ZERO, Duration::from_micros(10), rlock_client::MAX_LEASE * 2] {
+        assert!(matches!(client.lock("x").lock_with_lease(lease).await, Err(Error::InvalidLease(_))));
     }
 }
 
@@ -394,13 +281,7 @@ async fn renewal_failing_until_the_lease_ends_reports_the_lock_lost() {
     let after = paused.elapsed();
     server.resume();
     lost.expect("lost while the server hangs");
-    assert!(
-        after <= WATCHDOG + Duration::from_millis(500),
-        "reported {after:?} after the pause"
-    );
+    assert!(after <= WATCHDOG + Duration::from_millis(500), "reported {after:?} after the pause");
     assert!(after >= WATCHDOG / 3, "reported too early: {after:?}");
-    assert!(matches!(
-        guard.unlock().await,
-        Err(Error::NotOwner) | Err(Error::Redis(_))
-    ));
+    assert!(matches!(guard.unlock().await, Err(Error::NotOwner) | Err(Error::Redis(_))));
 }

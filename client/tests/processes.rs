@@ -56,11 +56,7 @@ async fn count_under_the_lock(url: &str) {
                     let guard = lock.lock().await.unwrap();
                     let inside: i64 = con.incr("inside", 1).await.unwrap();
                     assert_eq!(inside, 1, "two holders at once");
-                    let counter: i64 = con
-                        .get::<_, Option<i64>>("counter")
-                        .await
-                        .unwrap()
-                        .unwrap_or(0);
+                    let counter: i64 = con.get::<_, Option<i64>>("counter").await.unwrap().unwrap_or(0);
                     tokio::task::yield_now().await;
                     let _: () = con.set("counter", counter + 1).await.unwrap();
                     let _: i64 = con.decr("inside", 1).await.unwrap();
@@ -76,9 +72,7 @@ async fn count_under_the_lock(url: &str) {
 
 async fn hold_until_killed(url: &str) {
     let options = ClientOptions::default().with_watchdog_timeout(HOLDER_WATCHDOG);
-    let client = Client::connect(redis::Client::open(url).unwrap(), options)
-        .await
-        .unwrap();
+    let client = Client::connect(redis::Client::open(url).unwrap(), options).await.unwrap();
     let _guard = client.lock("killed-holder").lock().await.unwrap();
     println!("{LOCKED_MARKER}");
     std::future::pending::<()>().await;
@@ -87,27 +81,15 @@ async fn hold_until_killed(url: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_across_processes_loses_no_update() {
     let server = Server::start();
-    let mut workers: Vec<Child> = (0..PROCESSES)
-        .map(|_| start_worker("counter", &server.url()))
-        .collect();
+    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| start_worker("counter", &server.url())).collect();
     for worker in &mut workers {
-        let status = tokio::time::timeout(Duration::from_secs(120), worker.wait())
-            .await
-            .expect("worker finished")
-            .unwrap();
+        let status =
+            tokio::time::timeout(Duration::from_secs(120), worker.wait()).await.expect("worker finished").unwrap();
         assert!(status.success(), "a worker failed: {status}");
     }
-    let mut con = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
     let counter: i64 = con.get("counter").await.unwrap();
-    assert_eq!(
-        counter,
-        (PROCESSES * TASKS * UPDATES_PER_TASK) as i64,
-        "updates were lost"
-    );
+    assert_eq!(counter, (PROCESSES * TASKS * UPDATES_PER_TASK) as i64, "updates were lost");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,28 +113,15 @@ async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
 
     holder.start_kill().unwrap();
     holder.wait().await.unwrap();
-    let mut con = server
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
     let left_ms: i64 = con.pttl("killed-holder").await.unwrap();
     let measured_from = Instant::now();
-    assert!(
-        left_ms > 0,
-        "still held right after the kill (PTTL {left_ms})"
-    );
+    assert!(left_ms > 0, "still held right after the kill (PTTL {left_ms})");
 
     let client = Client::open(&server.url()).await.unwrap();
     let lock = client.lock("killed-holder");
-    assert!(
-        lock.try_lock(Duration::ZERO, None).await.unwrap().is_none(),
-        "taken before the lease ended"
-    );
-    let guard = tokio::time::timeout(Duration::from_secs(30), lock.lock())
-        .await
-        .expect("acquired")
-        .unwrap();
+    assert!(lock.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "taken before the lease ended");
+    let guard = tokio::time::timeout(Duration::from_secs(30), lock.lock()).await.expect("acquired").unwrap();
     let waited = measured_from.elapsed();
     assert!(
         waited + Duration::from_millis(2) >= Duration::from_millis(left_ms as u64),

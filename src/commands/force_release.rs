@@ -12,7 +12,5 @@ pub fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut key = RedisLock::open_writable(ctx, &name);
     let outcome = lock::force_release(&mut key)?;
     stats::record_force_release(outcome);
-    Ok(RedisValue::Integer(i64::from(
-        outcome == ForceRelease::Released,
-    )))
+    Ok(RedisValue::Integer(i64::from(outcome == ForceRelease::Released)))
 }

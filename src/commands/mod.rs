@@ -34,10 +34,6 @@ impl OwnerArgs {
             Some(arg) => lease::parse_lease_ms(arg.as_slice())?,
         };
         args.done()?;
-        Ok(Self {
-            name,
-            owner,
-            lease_ms,
-        })
+        Ok(Self { name, owner, lease_ms })
     }
 }

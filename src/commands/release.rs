@@ -7,11 +7,7 @@ use redis_module::{Context, RedisResult, RedisString, RedisValue};
 /// `RLOCK.RELEASE key owner [lease_ms]`: nil when `owner` does not hold
 /// the lock, 0 when one reentry level was released, 1 when fully released.
 pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let OwnerArgs {
-        name,
-        owner,
-        lease_ms,
-    } = OwnerArgs::parse(args)?;
+    let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
     let mut key = RedisLock::open_writable(ctx, &name);
     let outcome = lock::release(&mut key, &owner, lease_ms, now_ms())?;
     stats::record_release(outcome);

@@ -14,10 +14,7 @@ pub fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let key = RedisLock::open_readonly(ctx, &name);
     let status = lock::status(&key, owner.as_ref(), now_ms())?;
     let (held, hold_count) = match status.owner_hold_count {
-        Some(count) => (
-            RedisValue::Integer(i64::from(count > 0)),
-            RedisValue::Integer(count),
-        ),
+        Some(count) => (RedisValue::Integer(i64::from(count > 0)), RedisValue::Integer(count)),
         None => (RedisValue::Null, RedisValue::Null),
     };
     Ok(RedisValue::Array(vec![

@@ -22,23 +22,12 @@ impl MemoryStore {
     }
 
     fn string_key() -> Self {
-        Self {
-            hash: Some(None),
-            expire_at: None,
-            effects: vec![],
-        }
+        Self { hash: Some(None), expire_at: None, effects: vec![] }
     }
 
     fn hash(fields: &[(&str, &str)], expire_at: Option<i64>) -> Self {
-        let map = fields
-            .iter()
-            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
-            .collect();
-        Self {
-            hash: Some(Some(map)),
-            expire_at,
-            effects: vec![],
-        }
+        let map = fields.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect();
+        Self { hash: Some(Some(map)), expire_at, effects: vec![] }
     }
 
     fn fields(&self) -> Option<&BTreeMap<Vec<u8>, Vec<u8>>> {
@@ -46,9 +35,7 @@ impl MemoryStore {
     }
 
     fn fields_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Vec<u8>> {
-        self.hash
-            .get_or_insert_with(|| Some(BTreeMap::new()))
-            .get_or_insert_with(BTreeMap::new)
+        self.hash.get_or_insert_with(|| Some(BTreeMap::new())).get_or_insert_with(BTreeMap::new)
     }
 }
 
@@ -64,15 +51,11 @@ impl LockStore for MemoryStore {
     }
 
     fn hold_count(&self, owner: &[u8]) -> Result<Option<i64>, LockError> {
-        self.fields()
-            .and_then(|f| f.get(owner))
-            .map(|v| parse_hold_count(v))
-            .transpose()
+        self.fields().and_then(|f| f.get(owner)).map(|v| parse_hold_count(v)).transpose()
     }
 
     fn holds_only_counts(&self) -> bool {
-        self.fields()
-            .is_some_and(|f| f.values().all(|v| parse_hold_count(v).is_ok()))
+        self.fields().is_some_and(|f| f.values().all(|v| parse_hold_count(v).is_ok()))
     }
 
     fn holder_count(&self) -> i64 {
@@ -84,10 +67,8 @@ impl LockStore for MemoryStore {
     }
 
     fn increment(&mut self, owner: &[u8], by: i64, new_count: i64) {
-        self.fields_mut()
-            .insert(owner.to_vec(), new_count.to_string().into_bytes());
-        self.effects
-            .push(format!("HINCRBY {} {by}", String::from_utf8_lossy(owner)));
+        self.fields_mut().insert(owner.to_vec(), new_count.to_string().into_bytes());
+        self.effects.push(format!("HINCRBY {} {by}", String::from_utf8_lossy(owner)));
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
@@ -98,10 +79,7 @@ impl LockStore for MemoryStore {
     fn remove_last_hold(&mut self, owner: &[u8]) {
         self.hash = None;
         self.expire_at = None;
-        self.effects.push(format!(
-            "DEL after the last hold of {}",
-            String::from_utf8_lossy(owner)
-        ));
+        self.effects.push(format!("DEL after the last hold of {}", String::from_utf8_lossy(owner)));
     }
 
     fn delete(&mut self) {
@@ -316,10 +294,7 @@ fn cases() -> Vec<Case> {
             name: "status of a held lock for its owner",
             before: held("a", "2", 700),
             op: Op::Status(Some("a")),
-            reply: Ok(
-                "Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(2) }"
-                    .into(),
-            ),
+            reply: Ok("Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(2) }".into()),
             effects: &[],
             after_fields: &[("a", "2")],
         },
@@ -327,10 +302,7 @@ fn cases() -> Vec<Case> {
             name: "status of a held lock for another owner",
             before: held("a", "2", 700),
             op: Op::Status(Some("b")),
-            reply: Ok(
-                "Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(0) }"
-                    .into(),
-            ),
+            reply: Ok("Status { locked: true, pttl_ms: 700, holders: 1, owner_hold_count: Some(0) }".into()),
             effects: &[],
             after_fields: &[("a", "2")],
         },
@@ -338,9 +310,7 @@ fn cases() -> Vec<Case> {
             name: "status of a missing lock",
             before: MemoryStore::missing(),
             op: Op::Status(None),
-            reply: Ok(
-                "Status { locked: false, pttl_ms: -2, holders: 0, owner_hold_count: None }".into(),
-            ),
+            reply: Ok("Status { locked: false, pttl_ms: -2, holders: 0, owner_hold_count: None }".into()),
             effects: &[],
             after_fields: &[],
         },
@@ -348,9 +318,7 @@ fn cases() -> Vec<Case> {
             name: "status of an expiry in the past reads 0, never negative",
             before: held("a", "1", -20),
             op: Op::Status(None),
-            reply: Ok(
-                "Status { locked: true, pttl_ms: 0, holders: 1, owner_hold_count: None }".into(),
-            ),
+            reply: Ok("Status { locked: true, pttl_ms: 0, holders: 1, owner_hold_count: None }".into()),
             effects: &[],
             after_fields: &[("a", "1")],
         },
@@ -372,24 +340,12 @@ fn operations_follow_the_protocol_table() {
         let reply = run(&mut store, &case.op);
         assert_eq!(reply, case.reply, "{}: reply", case.name);
         assert_eq!(store.effects, case.effects, "{}: effects", case.name);
-        let expected: BTreeMap<Vec<u8>, Vec<u8>> = case
-            .after_fields
-            .iter()
-            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
-            .collect();
+        let expected: BTreeMap<Vec<u8>, Vec<u8>> =
+            case.after_fields.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect();
         let empty = BTreeMap::new();
-        assert_eq!(
-            store.fields().unwrap_or(&empty),
-            &expected,
-            "{}: fields",
-            case.name
-        );
+        assert_eq!(store.fields().unwrap_or(&empty), &expected, "{}: fields", case.name);
         if case.reply.is_err() {
-            assert_eq!(
-                store, case.before,
-                "{}: an error must leave the key alone",
-                case.name
-            );
+            assert_eq!(store, case.before, "{}: an error must leave the key alone", case.name);
         }
     }
 }
@@ -415,11 +371,6 @@ fn hold_counts_parse_like_hincrby() {
         (b"\xff", Err(LockError::NotALock)),
     ];
     for (value, expected) in cases {
-        assert_eq!(
-            parse_hold_count(value),
-            *expected,
-            "{:?}",
-            String::from_utf8_lossy(value)
-        );
+        assert_eq!(parse_hold_count(value), *expected, "{:?}", String::from_utf8_lossy(value));
     }
 }

@@ -25,10 +25,7 @@ pub fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
 pub fn eventually(what: &str, timeout: std::time::Duration, mut check: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + timeout;
     while !check() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
+        assert!(std::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }

@@ -6,14 +6,9 @@ pub struct Rng(u64);
 impl Rng {
     /// Seeded from `RLOCK_SEED`, else from the clock; the seed is printed.
     pub fn from_env(test: &str) -> Self {
-        let seed = std::env::var("RLOCK_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-            });
+        let seed = std::env::var("RLOCK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        });
         eprintln!("{test}: RLOCK_SEED={seed}");
         Self(seed)
     }

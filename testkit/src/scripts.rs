@@ -32,12 +32,7 @@ impl Default for RedissonScripts {
 impl RedissonScripts {
     /// SCRIPT LOAD all four.
     pub fn load(&self, con: &mut dyn ConnectionLike) -> RedisResult<()> {
-        for script in [
-            &self.acquire,
-            &self.renew,
-            &self.release,
-            &self.force_release,
-        ] {
+        for script in [&self.acquire, &self.renew, &self.release, &self.force_release] {
             script.prepare_invoke().load(con)?;
         }
         Ok(())
@@ -45,48 +40,29 @@ impl RedissonScripts {
 
     /// Replies nil when acquired or re-entered, else the holder's PTTL.
     pub fn acquire(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
-        evalsha(
-            &self.acquire,
-            &[name],
-            &[&lease_ms.to_string().into_bytes(), owner],
-        )
+        evalsha(&self.acquire, &[name], &[&lease_ms.to_string().into_bytes(), owner])
     }
 
     /// Replies 1 when renewed, 0 when not held.
     pub fn renew(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
-        evalsha(
-            &self.renew,
-            &[name],
-            &[&lease_ms.to_string().into_bytes(), owner],
-        )
+        evalsha(&self.renew, &[name], &[&lease_ms.to_string().into_bytes(), owner])
     }
 
     /// Replies nil when not held, 0 when one level was released, 1 when
     /// fully released.
     pub fn release(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
         let lease = lease_ms.to_string().into_bytes();
-        evalsha(
-            &self.release,
-            &[name, &release_channel(name)],
-            &[UNLOCK_MESSAGE, &lease, owner],
-        )
+        evalsha(&self.release, &[name, &release_channel(name)], &[UNLOCK_MESSAGE, &lease, owner])
     }
 
     /// Replies 1 when a key was deleted, else 0.
     pub fn force_release(&self, name: &[u8]) -> Cmd {
-        evalsha(
-            &self.force_release,
-            &[name, &release_channel(name)],
-            &[UNLOCK_MESSAGE],
-        )
+        evalsha(&self.force_release, &[name, &release_channel(name)], &[UNLOCK_MESSAGE])
     }
 }
 
 fn evalsha(script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
     let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash())
-        .arg(keys.len())
-        .arg(keys)
-        .arg(args);
+    cmd.arg(script.get_hash()).arg(keys.len()).arg(keys).arg(args);
     cmd
 }

@@ -26,11 +26,8 @@ pub fn module_path() -> &'static Path {
             .status()
             .expect("run cargo to build the module");
         assert!(status.success(), "building the rlock module failed");
-        let target =
-            std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), PathBuf::from);
-        target
-            .join("debug")
-            .join(format!("librlock.{}", std::env::consts::DLL_EXTENSION))
+        let target = std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), PathBuf::from);
+        target.join("debug").join(format!("librlock.{}", std::env::consts::DLL_EXTENSION))
     })
 }
 
@@ -62,16 +59,8 @@ impl ServerBuilder {
     }
 
     pub fn start(self) -> Server {
-        let dir = tempfile::Builder::new()
-            .prefix("rlock-redis-")
-            .tempdir()
-            .expect("temp dir");
-        let mut server = Server {
-            builder: self,
-            dir,
-            port: 0,
-            child: None,
-        };
+        let dir = tempfile::Builder::new().prefix("rlock-redis-").tempdir().expect("temp dir");
+        let mut server = Server { builder: self, dir, port: 0, child: None };
         server.spawn_on_free_port();
         server
     }
@@ -92,11 +81,7 @@ impl Server {
     }
 
     pub fn builder() -> ServerBuilder {
-        ServerBuilder {
-            module: true,
-            module_args: vec![],
-            config: vec![],
-        }
+        ServerBuilder { module: true, module_args: vec![], config: vec![] }
     }
 
     pub fn port(&self) -> u16 {
@@ -112,9 +97,7 @@ impl Server {
     }
 
     pub fn connection(&self) -> redis::Connection {
-        self.client()
-            .get_connection()
-            .unwrap_or_else(|e| panic!("connect: {e}\n{}", self.log()))
+        self.client().get_connection().unwrap_or_else(|e| panic!("connect: {e}\n{}", self.log()))
     }
 
     pub fn dir(&self) -> &Path {
@@ -143,10 +126,7 @@ impl Server {
 
     fn signal(&self, signal: &str) {
         let pid = self.pid().expect("a running server").to_string();
-        let status = Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .expect("run kill");
+        let status = Command::new("kill").args([signal, &pid]).status().expect("run kill");
         assert!(status.success(), "kill {signal} {pid}");
     }
 
@@ -162,8 +142,7 @@ impl Server {
     /// so that it reloads its AOF or RDB.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn()
-            .unwrap_or_else(|log| panic!("restart failed:\n{log}"));
+        self.spawn().unwrap_or_else(|log| panic!("restart failed:\n{log}"));
     }
 
     /// Like [`Server::restart`], but the server comes back without the
@@ -204,19 +183,12 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if self.builder.module {
-            command
-                .arg("--loadmodule")
-                .arg(module_path())
-                .args(&self.builder.module_args);
+            command.arg("--loadmodule").arg(module_path()).args(&self.builder.module_args);
         }
         for (name, value) in &self.builder.config {
             command.arg(format!("--{name}")).arg(value);
         }
-        self.child = Some(
-            command
-                .spawn()
-                .map_err(|e| format!("spawn redis-server: {e}"))?,
-        );
+        self.child = Some(command.spawn().map_err(|e| format!("spawn redis-server: {e}"))?);
         self.wait_ready()
     }
 
@@ -236,15 +208,10 @@ impl Server {
             match ready {
                 Ok(_) => return Ok(()),
                 // Still loading its AOF or RDB: keep polling.
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
                 Err(e) => {
                     self.kill();
-                    return Err(format!(
-                        "not ready after {READY_TIMEOUT:?}: {e}\n{}",
-                        self.log()
-                    ));
+                    return Err(format!("not ready after {READY_TIMEOUT:?}: {e}\n{}", self.log()));
                 }
             }
         }
@@ -254,11 +221,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!(
-                "--- redis-server log (port {}) ---\n{}",
-                self.port,
-                self.log()
-            );
+            eprintln!("--- redis-server log (port {}) ---\n{}", self.port, self.log());
         }
         self.kill();
     }
