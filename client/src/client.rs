@@ -1,5 +1,6 @@
 use crate::error::Result;
 use crate::lock::Lock;
+use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
 use crate::subscriptions::Subscriptions;
 use crate::watchdog::{Watchdog, WatchdogStats};
 use redis::aio::ConnectionManager;
@@ -18,17 +19,28 @@ pub struct ClientOptions {
     pub watchdog_timeout: Duration,
     /// How transient failures (connection loss, failover) are retried.
     pub retry: RetryOptions,
+    /// Whether acquires wait for replicas. Default: all connected ones, 1 s.
+    pub replica_sync: ReplicaSync,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        Self { watchdog_timeout: Duration::from_secs(30), retry: RetryOptions::default() }
+        Self {
+            watchdog_timeout: Duration::from_secs(30),
+            retry: RetryOptions::default(),
+            replica_sync: ReplicaSync::default(),
+        }
     }
 }
 
 impl ClientOptions {
     pub fn with_watchdog_timeout(mut self, timeout: Duration) -> Self {
         self.watchdog_timeout = timeout;
+        self
+    }
+
+    pub fn with_replica_sync(mut self, replica_sync: ReplicaSync) -> Self {
+        self.replica_sync = replica_sync;
         self
     }
 
@@ -84,6 +96,7 @@ pub(crate) struct Shared {
     next_owner: AtomicU64,
     pub watchdog: Watchdog,
     subscriptions: OnceCell<Subscriptions>,
+    replica_sync: ReplicaSyncState,
     closed: watch::Receiver<bool>,
 }
 
@@ -120,6 +133,7 @@ impl Client {
             id: Uuid::new_v4(),
             connection,
             redis,
+            replica_sync: ReplicaSyncState::new(options.replica_sync),
             options,
             next_owner: AtomicU64::new(1),
             watchdog,
@@ -157,6 +171,11 @@ impl Client {
 impl Shared {
     pub fn is_closed(&self) -> bool {
         *self.closed.borrow()
+    }
+
+    /// What the next acquire must do to sync replicas (`None`: nothing).
+    pub async fn replica_sync_plan(&self) -> Result<Option<Plan>> {
+        self.replica_sync.plan(&self.redis, &self.connection).await
     }
 
     /// The pub/sub connection, opened on first use.

@@ -14,6 +14,10 @@ pub enum Error {
     /// The lease is zero or longer than the module accepts.
     #[error("invalid lease {0:?}: must be from 1 ms to 365 days")]
     InvalidLease(std::time::Duration),
+    /// The lock was granted, but fewer replicas than required acknowledged
+    /// it in time; it was released again. Retry, or lower the requirement.
+    #[error("only {acknowledged} of {required} replicas acknowledged the lock in time; it was released again")]
+    ReplicaSync { acknowledged: i64, required: u32 },
     /// Every [`Client`](crate::Client) handle was dropped.
     #[error("the rlock client was closed")]
     ClientClosed,

@@ -27,6 +27,7 @@ mod error;
 mod guard;
 mod lock;
 mod protocol;
+mod replica_sync;
 mod subscriptions;
 mod watchdog;
 
@@ -35,4 +36,5 @@ pub use error::{Error, Result};
 pub use guard::Guard;
 pub use lock::Lock;
 pub use protocol::{release_channel, MAX_LEASE};
+pub use replica_sync::ReplicaSync;
 pub use watchdog::WatchdogStats;

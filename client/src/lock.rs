@@ -2,6 +2,7 @@ use crate::client::Shared;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::protocol::{self, Acquired, Status};
+use crate::replica_sync::Plan;
 use crate::subscriptions::Subscription;
 use crate::watchdog::{LockId, Renewal};
 use std::sync::Arc;
@@ -207,22 +208,49 @@ impl Lock {
         }
     }
 
-    /// One RLOCK.ACQUIRE. It runs in its own task: if the caller is
-    /// cancelled while the request is in flight, the task gives back a lock
-    /// the request took, so a dropped `lock()` future leaves no lock behind.
+    /// One RLOCK.ACQUIRE (with its WAIT, when replicas must be synced). It
+    /// runs in its own task: if the caller is cancelled while the request
+    /// is in flight, the task gives back a lock the request took, so a
+    /// dropped `lock()` future leaves no lock behind.
     async fn attempt(&self, lease_ms: i64) -> Result<(Acquired, Instant)> {
+        let sync = self.shared.replica_sync_plan().await?;
         let requested_at = Instant::now();
         let acquire = protocol::acquire(&self.id.name, &self.id.owner, lease_ms);
         let (id, mut connection) = (self.id.clone(), self.shared.connection.clone());
         let (reply_tx, reply_rx) = oneshot::channel();
         tokio::spawn(async move {
-            let reply = acquire.query_async::<Option<i64>>(&mut connection).await;
-            if let Err(Ok(None)) = reply_tx.send(reply) {
+            let release = |connection: &mut redis::aio::ConnectionManager| {
                 let release = protocol::release(&id.name, &id.owner, lease_ms);
-                let _ = release.query_async::<Option<i64>>(&mut connection).await;
+                let mut connection = connection.clone();
+                async move { release.query_async::<Option<i64>>(&mut connection).await }
+            };
+            let reply = match sync {
+                None => acquire.query_async::<Option<i64>>(&mut connection).await.map_err(Error::from),
+                Some(plan) => match synced_acquire(acquire, plan).await {
+                    Err(Error::ReplicaSync { acknowledged, required }) => {
+                        let _ = release(&mut connection).await;
+                        Err(Error::ReplicaSync { acknowledged, required })
+                    }
+                    reply => reply,
+                },
+            };
+            if let Err(Ok(None)) = reply_tx.send(reply) {
+                let _ = release(&mut connection).await;
             }
         });
         let reply = reply_rx.await.map_err(|_| Error::ClientClosed)??;
         Ok((Acquired::from(reply), requested_at))
     }
+}
+
+/// RLOCK.ACQUIRE and WAIT in one round trip, on the sync connection.
+/// [`Error::ReplicaSync`] when the lock was granted but not acknowledged.
+async fn synced_acquire(acquire: redis::Cmd, mut plan: Plan) -> Result<Option<i64>> {
+    let mut pipe = redis::pipe();
+    pipe.add_command(acquire).cmd("WAIT").arg(plan.required).arg(plan.timeout.as_millis() as u64);
+    let (reply, acknowledged): (Option<i64>, i64) = pipe.query_async(&mut plan.connection).await?;
+    if reply.is_none() && acknowledged < i64::from(plan.required) {
+        return Err(Error::ReplicaSync { acknowledged, required: plan.required });
+    }
+    Ok(reply)
 }

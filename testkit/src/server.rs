@@ -114,6 +114,16 @@ impl Server {
         self.child.as_ref().map(Child::id)
     }
 
+    /// Makes this server a replica of `primary` and waits for the link.
+    pub fn replicate(&self, primary: &Server) {
+        let mut con = self.connection();
+        let _: () = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(primary.port()).query(&mut con).expect("REPLICAOF");
+        crate::eventually("the replication link", READY_TIMEOUT, || {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut con).unwrap_or_default();
+            info.contains("master_link_status:up")
+        });
+    }
+
     /// SIGSTOP: the server hangs, as under a long pause, until [`Server::resume`].
     pub fn pause(&self) {
         self.signal("-STOP");
