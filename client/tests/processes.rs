@@ -16,6 +16,8 @@ const HOLDER_WATCHDOG: Duration = Duration::from_millis(1500);
 /// What the holder prints once it holds the lock. libtest may print on the
 /// same line first, so it is matched anywhere in a line.
 const LOCKED_MARKER: &str = "rlock-holder-locked";
+const LOST_MARKER: &str = "rlock-holder-lost";
+const UNLOCK_MARKER: &str = "rlock-holder-unlock:";
 
 fn start_worker(role: &str, url: &str) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
@@ -37,6 +39,7 @@ async fn worker() {
     match role.as_str() {
         "counter" => count_under_the_lock(&url).await,
         "holder" => hold_until_killed(&url).await,
+        "paused-holder" => hold_and_report_loss(&url).await,
         other => panic!("unknown worker role {other}"),
     }
 }
@@ -78,6 +81,37 @@ async fn hold_until_killed(url: &str) {
     std::future::pending::<()>().await;
 }
 
+/// Holds a lock, then says when it learns the lock is lost and what its
+/// unlock reported.
+async fn hold_and_report_loss(url: &str) {
+    let options = ClientOptions::default().with_watchdog_timeout(HOLDER_WATCHDOG);
+    let client = Client::connect(redis::Client::open(url).unwrap(), options).await.unwrap();
+    let guard = client.lock("paused-holder").lock().await.unwrap();
+    println!("{LOCKED_MARKER}");
+    guard.lost().await;
+    println!("\n{LOST_MARKER}");
+    let unlocked = guard.unlock().await;
+    println!(
+        "\n{UNLOCK_MARKER}{}",
+        if matches!(unlocked, Err(rlock_client::Error::NotOwner)) { "NotOwner" } else { "other" }
+    );
+}
+
+/// Waits for a line of the worker's output that contains `marker`.
+async fn wait_for_line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>, marker: &str) -> String {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match lines.next_line().await.unwrap() {
+                Some(line) if line.contains(marker) => return line,
+                Some(_) => continue,
+                None => panic!("the worker exited before printing {marker}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the worker did not print {marker}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_across_processes_loses_no_update() {
     let server = Server::start();
@@ -97,17 +131,7 @@ async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
     let server = Server::start();
     let mut holder = start_worker("holder", &server.url());
     let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            match lines.next_line().await.unwrap() {
-                Some(line) if line.contains(LOCKED_MARKER) => return,
-                Some(_) => continue,
-                None => panic!("the holder exited before locking"),
-            }
-        }
-    })
-    .await
-    .expect("the holder locked");
+    wait_for_line(&mut lines, LOCKED_MARKER).await;
     // Let the watchdog renew at least once before the crash.
     tokio::time::sleep(HOLDER_WATCHDOG).await;
 
@@ -132,4 +156,32 @@ async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
         "waited {waited:?} for a {left_ms} ms lease"
     );
     guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_paused_beyond_its_lease_loses_the_lock_and_learns_it() {
+    let server = Server::start();
+    let mut holder = start_worker("paused-holder", &server.url());
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    wait_for_line(&mut lines, LOCKED_MARKER).await;
+    let pid = holder.id().expect("running").to_string();
+    let signal = |signal: &str| {
+        let status = std::process::Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success());
+    };
+
+    signal("-STOP");
+    let client = Client::open(&server.url()).await.unwrap();
+    let lock = client.lock("paused-holder");
+    let guard =
+        tokio::time::timeout(Duration::from_secs(30), lock.lock()).await.expect("acquired once the lease ran out");
+    let guard = guard.unwrap();
+    signal("-CONT");
+
+    wait_for_line(&mut lines, LOST_MARKER).await;
+    let unlock = wait_for_line(&mut lines, UNLOCK_MARKER).await;
+    assert!(unlock.ends_with("NotOwner"), "the paused holder's unlock: {unlock}");
+    assert!(lock.is_held().await.unwrap(), "the new holder keeps the lock");
+    guard.unlock().await.unwrap();
+    holder.wait().await.unwrap();
 }
