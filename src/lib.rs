@@ -30,6 +30,7 @@ mod module {
             ctx.log_warning(&format!("rlock needs {name}, which this server does not export"));
             return Status::Err;
         }
+        store::detect_cluster_mode(ctx);
         Status::Ok
     }
 
@@ -67,5 +68,24 @@ mod module {
             enum: [],
             module_args_as_configuration: true,
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every module API function the store calls must be in the load-time
+    /// check, or a server without it would crash at the call instead of
+    /// refusing the module.
+    #[test]
+    fn every_module_api_the_store_calls_is_checked_at_load() {
+        let source = include_str!("store.rs");
+        let (calls, check) = source.split_once("first_missing!(\n").expect("the check list");
+        let checked = check.split(')').next().unwrap_or_default();
+        for call in calls.split("api!(").skip(1).chain(check.split("api!(").skip(1)) {
+            let name = call.split(')').next().unwrap_or_default();
+            if name.starts_with("RedisModule_") {
+                assert!(checked.contains(name), "{name} is called but not checked at load");
+            }
+        }
     }
 }

@@ -13,7 +13,7 @@ use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// A module API function pointer (read it inside `unsafe`). [`missing_api`] refuses to load the
 /// module unless every one used here is present, so the `None` arm cannot
@@ -28,10 +28,10 @@ macro_rules! api {
 }
 
 /// The first module API function this module needs that the server does
-/// not export (all exist since Redis 6.2).
+/// not export (all exist since Redis 7.0).
 pub fn missing_api() -> Option<&'static str> {
     macro_rules! first_missing {
-        ($($name:ident),*) => {{
+        ($($name:ident),* $(,)?) => {{
             $(if unsafe { raw::$name }.is_none() {
                 return Some(stringify!($name));
             })*
@@ -39,23 +39,27 @@ pub fn missing_api() -> Option<&'static str> {
         }};
     }
     first_missing!(
-        RedisModule_Milliseconds,
-        RedisModule_OpenKey,
         RedisModule_CloseKey,
-        RedisModule_KeyType,
+        RedisModule_CreateString,
+        RedisModule_CreateStringFromLongLong,
+        RedisModule_DeleteKey,
+        RedisModule_FreeString,
+        RedisModule_GetAbsExpire,
+        RedisModule_GetContextFlags,
         RedisModule_HashGet,
         RedisModule_HashSet,
-        RedisModule_FreeString,
-        RedisModule_ValueLength,
-        RedisModule_GetAbsExpire,
-        RedisModule_SetAbsExpire,
-        RedisModule_DeleteKey,
-        RedisModule_PublishMessage,
-        RedisModule_Replicate,
+        RedisModule_KeyType,
+        RedisModule_Milliseconds,
         RedisModule_NotifyKeyspaceEvent,
-        RedisModule_ScanKey,
+        RedisModule_OpenKey,
+        RedisModule_PublishMessage,
+        RedisModule_PublishMessageShard,
+        RedisModule_Replicate,
         RedisModule_ScanCursorCreate,
-        RedisModule_ScanCursorDestroy
+        RedisModule_ScanCursorDestroy,
+        RedisModule_ScanKey,
+        RedisModule_SetAbsExpire,
+        RedisModule_ValueLength,
     )
 }
 
@@ -210,13 +214,31 @@ impl LockStore for RedisLock<'_> {
     }
 
     fn publish_release(&mut self) {
-        let channel = RedisString::create_from_slice(self.ctx.get_raw(), &release_channel(self.name.as_slice()));
+        let ctx = self.ctx.get_raw();
+        let channel = RedisString::create_from_slice(ctx, &release_channel(self.name.as_slice()));
         let message = unlock_message();
-        unsafe { api!(RedisModule_PublishMessage)(self.ctx.get_raw(), channel.inner, message) };
-        // Like Redis's own PUBLISH: to replicas (whose subscribers may wait
-        // on this lock), not to the AOF, where it would mean nothing.
-        replicate!(self, c"PUBLISH", c"ssA", channel.inner, message);
+        unsafe { api!(RedisModule_PublishMessage)(ctx, channel.inner, message) };
+        if CLUSTER_MODE.load(Ordering::Relaxed) {
+            // The cluster bus takes the message to every node, replicas
+            // included: replicating it too would deliver it twice. The
+            // sharded copy reaches clients that SSUBSCRIBE on the lock's
+            // shard, without a cluster-wide broadcast.
+            unsafe { api!(RedisModule_PublishMessageShard)(ctx, channel.inner, message) };
+        } else {
+            // Like Redis's own PUBLISH: to replicas (whose subscribers may
+            // wait on this lock), not to the AOF, where it would mean nothing.
+            replicate!(self, c"PUBLISH", c"ssA", channel.inner, message);
+        }
     }
+}
+
+/// Whether the server runs in cluster mode; set once at load.
+static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
+
+/// Records the server's mode. Cluster mode cannot change while it runs.
+pub fn detect_cluster_mode(ctx: &Context) {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
+    CLUSTER_MODE.store(flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0, Ordering::Relaxed);
 }
 
 /// The unlock message as a module string, created once: it is published
