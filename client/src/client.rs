@@ -1,3 +1,4 @@
+use crate::connection::{Connection, Deployment};
 use crate::error::Result;
 use crate::lock::Lock;
 use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
@@ -90,8 +91,8 @@ pub struct Client {
 /// What locks and guards use; it outlives [`Client`] handles.
 pub(crate) struct Shared {
     pub id: Uuid,
-    pub connection: ConnectionManager,
-    redis: redis::Client,
+    pub connection: Connection,
+    deployment: Deployment,
     pub options: ClientOptions,
     next_owner: AtomicU64,
     pub watchdog: Watchdog,
@@ -117,8 +118,23 @@ impl Client {
 
     /// Connects with a redis-rs client and options.
     pub async fn connect(redis: redis::Client, options: ClientOptions) -> Result<Self> {
-        let connection = ConnectionManager::new(redis.clone()).await?;
-        Ok(Self::with_connection(redis, connection, options))
+        let deployment = Deployment::Single(redis);
+        let connection = deployment.connect(None).await?;
+        Ok(Self::start(deployment, connection, options))
+    }
+
+    /// Connects to a Redis Cluster through any of its `nodes`
+    /// (`redis://host:port`). Commands are routed by key slot; waiters
+    /// subscribe to their lock's shard channel (SSUBSCRIBE); the watchdog
+    /// sends one pipeline per primary.
+    pub async fn connect_cluster<T: redis::IntoConnectionInfo>(
+        nodes: impl IntoIterator<Item = T>,
+        options: ClientOptions,
+    ) -> Result<Self> {
+        let nodes = nodes.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;
+        let deployment = Deployment::Cluster(nodes);
+        let connection = deployment.connect(None).await?;
+        Ok(Self::start(deployment, connection, options))
     }
 
     /// Uses an existing redis-rs connection for commands. `redis` opens the
@@ -126,13 +142,17 @@ impl Client {
     ///
     /// Must be called within a Tokio runtime: it starts the watchdog task.
     pub fn with_connection(redis: redis::Client, connection: ConnectionManager, options: ClientOptions) -> Self {
+        Self::start(Deployment::Single(redis), Connection::Single(connection), options)
+    }
+
+    fn start(deployment: Deployment, connection: Connection, options: ClientOptions) -> Self {
         let (running, closed) = watch::channel(false);
         let period = options.watchdog_timeout / 3;
         let watchdog = Watchdog::start(connection.clone(), period, options.retry.delay, closed.clone());
         let shared = Shared {
             id: Uuid::new_v4(),
             connection,
-            redis,
+            deployment,
             replica_sync: ReplicaSyncState::new(options.replica_sync),
             options,
             next_owner: AtomicU64::new(1),
@@ -174,12 +194,12 @@ impl Shared {
     }
 
     /// What the next acquire must do to sync replicas (`None`: nothing).
-    pub async fn replica_sync_plan(&self) -> Result<Option<Plan>> {
-        self.replica_sync.plan(&self.redis, &self.connection).await
+    pub async fn replica_sync_plan(&self, key: &[u8]) -> Result<Option<Plan>> {
+        self.replica_sync.plan(&self.deployment, &self.connection, key).await
     }
 
     /// The pub/sub connection, opened on first use.
     pub async fn subscriptions(&self) -> Result<&Subscriptions> {
-        Ok(self.subscriptions.get_or_try_init(|| Subscriptions::connect(&self.redis)).await?)
+        Ok(self.subscriptions.get_or_try_init(|| Subscriptions::connect(&self.deployment)).await?)
     }
 }

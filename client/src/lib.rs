@@ -23,6 +23,7 @@
 //! - [`Guard::lost`] tells the holder when its lock is gone.
 
 mod client;
+mod connection;
 mod error;
 mod guard;
 mod lock;

@@ -1,4 +1,5 @@
 use crate::client::Shared;
+use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::protocol::{self, Acquired, Status};
@@ -213,13 +214,13 @@ impl Lock {
     /// is in flight, the task gives back a lock the request took, so a
     /// dropped `lock()` future leaves no lock behind.
     async fn attempt(&self, lease_ms: i64) -> Result<(Acquired, Instant)> {
-        let sync = self.shared.replica_sync_plan().await?;
+        let sync = self.shared.replica_sync_plan(&self.id.name).await?;
         let requested_at = Instant::now();
         let acquire = protocol::acquire(&self.id.name, &self.id.owner, lease_ms);
         let (id, mut connection) = (self.id.clone(), self.shared.connection.clone());
         let (reply_tx, reply_rx) = oneshot::channel();
         tokio::spawn(async move {
-            let release = |connection: &mut redis::aio::ConnectionManager| {
+            let release = |connection: &mut Connection| {
                 let release = protocol::release(&id.name, &id.owner, lease_ms);
                 let mut connection = connection.clone();
                 async move { release.query_async::<Option<i64>>(&mut connection).await }

@@ -3,8 +3,9 @@
 //! This narrows (it cannot close) the window in which a failover loses a
 //! lock the old primary granted but had not yet replicated.
 
+use crate::connection::{key_slot, Connection, Deployment};
 use crate::error::Result;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::OnceCell;
@@ -36,7 +37,7 @@ impl Default for ReplicaSync {
 
 /// What one acquire must do: `WAIT required timeout` on `connection`.
 pub(crate) struct Plan {
-    pub connection: ConnectionManager,
+    pub connection: Connection,
     pub required: u32,
     pub timeout: Duration,
 }
@@ -45,50 +46,57 @@ pub(crate) struct ReplicaSyncState {
     mode: ReplicaSync,
     /// `WAIT` blocks its connection, so synced acquires get their own and
     /// never hold up renewals and releases.
-    connection: OnceCell<ConnectionManager>,
-    known_replicas: Mutex<Option<(u32, Instant)>>,
+    connection: OnceCell<Connection>,
+    /// Connected replicas per key slot's primary (one entry on one server).
+    known_replicas: Mutex<HashMap<u16, (u32, Instant)>>,
 }
 
 impl ReplicaSyncState {
     pub fn new(mode: ReplicaSync) -> Self {
-        Self { mode, connection: OnceCell::new(), known_replicas: Mutex::new(None) }
+        Self { mode, connection: OnceCell::new(), known_replicas: Mutex::default() }
     }
 
-    /// The plan for the next acquire; `None` when no `WAIT` is needed.
-    pub async fn plan(&self, redis: &redis::Client, main: &ConnectionManager) -> Result<Option<Plan>> {
+    /// The plan for the next acquire of `key`; `None` when no `WAIT` is needed.
+    pub async fn plan(&self, deployment: &Deployment, main: &Connection, key: &[u8]) -> Result<Option<Plan>> {
         let (required, timeout) = match self.mode {
             ReplicaSync::Off => return Ok(None),
             ReplicaSync::Replicas { count, timeout } => (count, timeout),
-            ReplicaSync::AllReplicas { timeout } => (self.connected_replicas(main).await?, timeout),
+            ReplicaSync::AllReplicas { timeout } => (self.connected_replicas(main, key).await?, timeout),
         };
         if required == 0 {
             return Ok(None);
         }
+        // The WAIT reply may take its whole timeout.
         let connection = self
             .connection
-            .get_or_try_init(|| {
-                // The WAIT reply may take its whole timeout.
-                let config =
-                    ConnectionManagerConfig::new().set_response_timeout(Some(timeout + Duration::from_secs(1)));
-                ConnectionManager::new_with_config(redis.clone(), config)
-            })
+            .get_or_try_init(|| deployment.connect(Some(timeout + Duration::from_secs(1))))
             .await?
             .clone();
         Ok(Some(Plan { connection, required, timeout }))
     }
 
-    async fn connected_replicas(&self, main: &ConnectionManager) -> Result<u32> {
-        let cached = *self.known_replicas.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// Replicas connected to the primary that serves `key`.
+    async fn connected_replicas(&self, main: &Connection, key: &[u8]) -> Result<u32> {
+        let slot = match main {
+            Connection::Single(_) => 0,
+            Connection::Cluster(_) => key_slot(key),
+        };
+        let cached = self.known_replicas.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&slot).copied();
         if let Some((count, _)) = cached.filter(|(_, at)| at.elapsed() < REPLICA_COUNT_TTL) {
             return Ok(count);
         }
-        let info: String = redis::cmd("INFO").arg("replication").query_async(&mut main.clone()).await?;
+        let mut info = redis::cmd("INFO");
+        info.arg("replication");
+        let info: String = main.clone().query_for_key(key, info).await?;
         let count = info
             .lines()
             .find_map(|line| line.strip_prefix("connected_slaves:"))
             .and_then(|count| count.trim().parse().ok())
             .unwrap_or(0);
-        *self.known_replicas.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((count, Instant::now()));
+        self.known_replicas
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(slot, (count, Instant::now()));
         Ok(count)
     }
 }

@@ -3,8 +3,8 @@
 //! unsubscribes. The connection reconnects and resubscribes by itself
 //! (RESP3 push messages through redis-rs's connection manager).
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ProtocolVersion, PushInfo, PushKind, RedisResult, Value};
+use crate::connection::{Deployment, PubSubConnection};
+use redis::{PushInfo, PushKind, RedisResult, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
@@ -12,7 +12,7 @@ use tokio::sync::watch;
 #[derive(Clone)]
 pub(crate) struct Subscriptions {
     channels: Arc<Mutex<HashMap<Vec<u8>, Channel>>>,
-    connection: ConnectionManager,
+    connection: PubSubConnection,
     /// Serialises SUBSCRIBE and UNSUBSCRIBE, so that the server's view
     /// follows the table's even when waiters come and go concurrently.
     server_ops: Arc<tokio::sync::Mutex<()>>,
@@ -28,19 +28,15 @@ struct Channel {
 }
 
 impl Subscriptions {
-    /// Opens the pub/sub connection: the client's own address, in RESP3.
-    pub async fn connect(client: &redis::Client) -> RedisResult<Self> {
-        let info = client.get_connection_info().clone();
-        let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
-        let pubsub_client = redis::Client::open(info.set_redis_settings(settings))?;
+    /// Opens the pub/sub connection.
+    pub async fn connect(deployment: &Deployment) -> RedisResult<Self> {
         let channels: Arc<Mutex<HashMap<Vec<u8>, Channel>>> = Arc::default();
         let table = channels.clone();
         let dispatch = move |push: PushInfo| -> Result<(), std::convert::Infallible> {
             wake_for(&lock(&table), push);
             Ok(())
         };
-        let config = ConnectionManagerConfig::new().set_push_sender(dispatch).set_automatic_resubscription();
-        let connection = pubsub_client.get_connection_manager_with_config(config).await?;
+        let connection = deployment.connect_pubsub(dispatch).await?;
         Ok(Self { channels, connection, server_ops: Arc::default() })
     }
 
@@ -139,7 +135,7 @@ impl Drop for Subscription {
 fn wake_for(channels: &HashMap<Vec<u8>, Channel>, push: PushInfo) {
     let bump = |wake: &watch::Sender<u64>| wake.send_modify(|n| *n = n.wrapping_add(1));
     match push.kind {
-        PushKind::Message => {
+        PushKind::Message | PushKind::SMessage => {
             if let Some(Value::BulkString(channel)) = push.data.first() {
                 if let Some(entry) = channels.get(channel.as_slice()) {
                     bump(&entry.wake);

@@ -1,11 +1,11 @@
 //! The client's watchdog: one background task that, every period, renews
 //! all of the client's watchdog locks and checks its fixed-lease locks, in
-//! one pipelined round trip. It signals a lock as lost when the server says
-//! it is no longer held, or when renewal kept failing until the lease ran
-//! out.
+//! one pipelined round trip (one per primary in a cluster). It signals a
+//! lock as lost when the server says it is no longer held, or when renewal
+//! kept failing until the lease ran out.
 
+use crate::connection::Connection;
 use crate::protocol::{self, Status};
-use redis::aio::ConnectionManager;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -74,7 +74,7 @@ impl Watchdog {
     /// Starts the task: it renews every `period`, retries failed rounds
     /// every `retry_delay`, and stops when `closed` turns true.
     pub fn start(
-        connection: ConnectionManager,
+        connection: Connection,
         period: Duration,
         retry_delay: Duration,
         closed: watch::Receiver<bool>,
@@ -139,7 +139,7 @@ impl Watchdog {
 
     async fn run(
         self,
-        mut connection: ConnectionManager,
+        mut connection: Connection,
         period: Duration,
         retry_delay: Duration,
         mut closed: watch::Receiver<bool>,
@@ -164,7 +164,7 @@ impl Watchdog {
     }
 
     /// One round trip for every tracked lock. False when it failed.
-    async fn round(&self, connection: &mut ConnectionManager, period: Duration) -> bool {
+    async fn round(&self, connection: &mut Connection, period: Duration) -> bool {
         let batch: Vec<(LockId, u64, Renewal, i64)> = self
             .lock()
             .iter()
@@ -174,18 +174,20 @@ impl Watchdog {
             self.counters.rounds.fetch_add(1, Ordering::Relaxed);
         }
         let ok = batch.is_empty() || {
-            let mut pipe = redis::pipe();
-            for (id, _, renewal, lease_ms) in &batch {
-                pipe.add_command(match renewal {
-                    Renewal::Watchdog => protocol::renew(&id.name, &id.owner, *lease_ms),
-                    Renewal::Fixed => protocol::status(&id.name, &id.owner),
-                });
-            }
+            let commands = batch
+                .iter()
+                .map(|(id, _, renewal, lease_ms)| {
+                    let cmd = match renewal {
+                        Renewal::Watchdog => protocol::renew(&id.name, &id.owner, *lease_ms),
+                        Renewal::Fixed => protocol::status(&id.name, &id.owner),
+                    };
+                    (id.name.to_vec(), cmd)
+                })
+                .collect();
             let sent_at = Instant::now();
             // A server that hangs must not hang the watchdog: give up when
             // the next round is due, so overdue leases are still noticed.
-            let replies = pipe.ignore_errors().query_async::<Vec<redis::RedisResult<redis::Value>>>(connection);
-            match tokio::time::timeout(period, replies).await {
+            match tokio::time::timeout(period, connection.per_node_pipelines(commands)).await {
                 Ok(Ok(replies)) if replies.len() == batch.len() => {
                     self.apply(&batch, replies, sent_at);
                     true

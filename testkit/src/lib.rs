@@ -1,9 +1,11 @@
 //! Test and benchmark support for rlock. Not published.
 
+mod cluster;
 mod rng;
 mod scripts;
 mod server;
 
+pub use cluster::Cluster;
 pub use rng::Rng;
 pub use scripts::{release_channel, RedissonScripts, UNLOCK_MESSAGE};
 pub use server::{module_path, Server, ServerBuilder};

@@ -52,6 +52,15 @@ impl ServerBuilder {
         self
     }
 
+    /// A cluster node. Its bus port is chosen explicitly: the default, the
+    /// port plus 10000, may not exist for an OS-assigned port.
+    pub fn cluster(self) -> Self {
+        self.config("cluster-enabled", "yes")
+            .config("cluster-config-file", "nodes.conf")
+            .config("cluster-node-timeout", "2000")
+            .config("cluster-port", &free_port().to_string())
+    }
+
     /// A `--name value` server option.
     pub fn config(mut self, name: &str, value: &str) -> Self {
         self.config.push((name.to_owned(), value.to_owned()));

@@ -1,0 +1,129 @@
+//! rlock-client on a real Redis Cluster: 3 primaries, 3 replicas, the
+//! module on every node.
+
+use redis::AsyncCommands;
+use rlock_client::{Client, ClientOptions};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use testkit::Cluster;
+
+const TASKS_PER_LOCK: usize = 4;
+const UPDATES_PER_TASK: usize = 25;
+
+async fn client(cluster: &Cluster, options: ClientOptions) -> Client {
+    Client::connect_cluster(cluster.urls(), options).await.expect("cluster client")
+}
+
+/// Lock names, two on each primary.
+fn names_on_every_primary(cluster: &Cluster) -> Vec<String> {
+    let mut per_primary: HashMap<u16, Vec<String>> = HashMap::new();
+    for n in 0.. {
+        let name = format!("lock:{n}");
+        let names = per_primary.entry(cluster.primary_for(name.as_bytes()).port()).or_default();
+        if names.len() < 2 {
+            names.push(name);
+        }
+        if per_primary.len() == 3 && per_primary.values().all(|names| names.len() == 2) {
+            break;
+        }
+    }
+    per_primary.into_values().flatten().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exclusion_and_hand_off_on_locks_over_all_primaries() {
+    let cluster = Cluster::start(3, 1);
+    let client = client(&cluster, ClientOptions::default()).await;
+    let data = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let started = Instant::now();
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for name in names_on_every_primary(&cluster) {
+        for _ in 0..TASKS_PER_LOCK {
+            let lock = client.lock(name.as_str());
+            let mut con = data.get_async_connection().await.unwrap();
+            let counter = format!("counter:{{{name}}}");
+            tasks.spawn(async move {
+                for _ in 0..UPDATES_PER_TASK {
+                    let guard = lock.lock().await.unwrap();
+                    let value: i64 = con.get::<_, Option<i64>>(&counter).await.unwrap().unwrap_or(0);
+                    tokio::task::yield_now().await;
+                    let _: () = con.set(&counter, value + 1).await.unwrap();
+                    guard.unlock().await.unwrap();
+                }
+                counter
+            });
+        }
+    }
+    let mut counters = std::collections::BTreeSet::new();
+    while let Some(counter) = tasks.join_next().await {
+        counters.insert(counter.unwrap());
+    }
+    let mut con = data.get_async_connection().await.unwrap();
+    for counter in counters {
+        let value: i64 = con.get(&counter).await.unwrap();
+        assert_eq!(value, (TASKS_PER_LOCK * UPDATES_PER_TASK) as i64, "{counter} lost updates");
+    }
+    // Waiters woke on release messages: waiting out 30 s leases would take far longer.
+    assert!(started.elapsed() < Duration::from_secs(25), "hand-offs took {:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redissons_plain_channel_reaches_other_nodes() {
+    let cluster = Cluster::start(3, 1);
+    let client = client(&cluster, ClientOptions::default()).await;
+    let primary = cluster.primary_for(b"plain").port();
+    let elsewhere = cluster.nodes.iter().find(|n| n.port() != primary).unwrap();
+    let mut subscriber = elsewhere.connection();
+    let mut pubsub = subscriber.as_pubsub();
+    pubsub.subscribe(rlock_client::release_channel(b"plain")).unwrap();
+
+    client.lock("plain").lock().await.unwrap().unlock().await.unwrap();
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let message = pubsub.get_message().expect("Redisson's release message on another node");
+    assert_eq!(message.get_channel_name(), "redisson_lock__channel:{plain}");
+    assert_eq!(message.get_payload::<String>().unwrap(), "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synced_lock_survives_a_manual_failover() {
+    let cluster = Cluster::start(3, 1);
+    let options = ClientOptions::default().with_watchdog_timeout(Duration::from_secs(3));
+    let client = client(&cluster, options).await;
+    let lock = client.lock("failover");
+    let guard = lock.lock().await.unwrap();
+
+    let replica = cluster.replica_for(b"failover");
+    let _: () = redis::cmd("CLUSTER").arg("FAILOVER").query(&mut replica.connection()).unwrap();
+    testkit::eventually("the replica's promotion", Duration::from_secs(30), || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut replica.connection()).unwrap_or_default();
+        info.contains("role:master")
+    });
+    cluster.wait_until_healthy(6);
+    testkit::eventually("the slot map to name the new primary", Duration::from_secs(30), || {
+        cluster.primary_for(b"failover").port() == replica.port()
+    });
+
+    let other = client_without_sync(&cluster).await;
+    assert!(
+        other.lock("failover").try_lock(Duration::ZERO, None).await.unwrap().is_none(),
+        "still held after failover"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !lock.is_held().await.unwrap_or(false) {
+        assert!(Instant::now() < deadline, "the client did not follow the new primary");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Renewals reach the new primary.
+    let rounds = client.watchdog_stats().rounds;
+    while client.watchdog_stats().rounds < rounds + 2 {
+        assert!(Instant::now() < deadline, "no renewal after failover");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!guard.is_lost());
+    guard.unlock().await.unwrap();
+}
+
+async fn client_without_sync(cluster: &Cluster) -> Client {
+    client(cluster, ClientOptions::default().with_replica_sync(rlock_client::ReplicaSync::Off)).await
+}

@@ -1,0 +1,93 @@
+//! A real Redis Cluster on loopback: every node a [`Server`] with the
+//! module, joined by `redis-cli --cluster create`.
+
+use crate::{eventually, Server};
+use std::process::Command;
+use std::time::Duration;
+
+const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    /// `primaries` primaries with `replicas` replicas each.
+    pub fn start(primaries: usize, replicas: usize) -> Self {
+        let nodes: Vec<Server> = (0..primaries * (1 + replicas)).map(|_| Server::builder().cluster().start()).collect();
+        let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
+        let output = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            output.status.success(),
+            "redis-cli --cluster create failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let cluster = Self { nodes };
+        cluster.wait_until_healthy(primaries * (1 + replicas));
+        cluster
+    }
+
+    /// Every node agrees the cluster is ok and knows every other node, and
+    /// every replica is in sync.
+    pub fn wait_until_healthy(&self, nodes: usize) {
+        for node in &self.nodes {
+            let mut con = node.connection();
+            eventually("a healthy cluster", JOIN_TIMEOUT, || {
+                let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap_or_default();
+                let replication: String = redis::cmd("INFO").arg("replication").query(&mut con).unwrap_or_default();
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{nodes}\r\n"))
+                    && (replication.contains("role:master") || replication.contains("master_link_status:up"))
+            });
+        }
+    }
+
+    /// Seed URLs for a cluster client.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(Server::url).collect()
+    }
+
+    /// The node that serves `key` now (the primary of its slot).
+    pub fn primary_for(&self, key: &[u8]) -> &Server {
+        let mut con = self.nodes[0].connection();
+        let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut con).expect("KEYSLOT");
+        let port = self.slot_owner(slot);
+        self.nodes.iter().find(|n| n.port() == port).expect("the slot's primary is one of ours")
+    }
+
+    /// A replica of the primary serving `key`.
+    pub fn replica_for(&self, key: &[u8]) -> &Server {
+        let primary = self.primary_for(key).port().to_string();
+        self.nodes
+            .iter()
+            .find(|node| {
+                let info: String =
+                    redis::cmd("INFO").arg("replication").query(&mut node.connection()).unwrap_or_default();
+                info.contains(&format!("master_port:{primary}\r\n"))
+            })
+            .expect("a replica of the key's primary")
+    }
+
+    /// The port of the primary that owns `slot`, from CLUSTER SLOTS: each
+    /// entry is `[start, end, [host, port, id, ...], replicas...]`.
+    fn slot_owner(&self, slot: i64) -> u16 {
+        let ranges: Vec<Vec<redis::Value>> =
+            redis::cmd("CLUSTER").arg("SLOTS").query(&mut self.nodes[0].connection()).expect("CLUSTER SLOTS");
+        ranges
+            .iter()
+            .find_map(|range| {
+                let int = |v: &redis::Value| redis::from_redis_value::<i64>(v.clone()).ok();
+                let (start, end) = (int(range.first()?)?, int(range.get(1)?)?);
+                let primary: Vec<redis::Value> = redis::from_redis_value(range.get(2)?.clone()).ok()?;
+                (start <= slot && slot <= end).then(|| int(primary.get(1)?)).flatten()
+            })
+            .and_then(|port| u16::try_from(port).ok())
+            .expect("the slot's owner in CLUSTER SLOTS")
+    }
+}
