@@ -3,6 +3,7 @@
 //! rlock-client's pub/sub waiting against fixed-interval polling.
 
 use crate::report::{ratio, Table};
+use crate::server_info;
 use redis::aio::ConnectionManager;
 use rlock_client::Client;
 use std::sync::{Arc, Mutex};
@@ -114,7 +115,7 @@ async fn measure(server: &Server, waiting: Waiting, waiters: usize) -> Outcome {
         latencies: Mutex::new(vec![]),
         acquisitions: watch::channel(0).0,
     });
-    let counts_before = acquire_calls(server);
+    let counts_before = server_info::command_stat(server, "rlock.acquire", "calls");
     let tasks: Vec<_> = (0..waiters)
         .map(|task| tokio::spawn(waiter(waiting, client.clone(), connection.clone(), task, shared.clone())))
         .collect();
@@ -130,24 +131,14 @@ async fn measure(server: &Server, waiting: Waiting, waiters: usize) -> Outcome {
     let mut latencies = shared.latencies.lock().expect("mutex").clone();
     latencies.sort();
     let percentile = |p: usize| latencies.get(latencies.len() * p / 100).copied().unwrap_or_default();
-    let attempts = acquire_calls(server) - counts_before;
+    let attempts = server_info::command_stat(server, "rlock.acquire", "calls") - counts_before;
     let _: () = redis::cmd("DEL").arg("handoff").query(&mut server.connection()).expect("clean up");
     Outcome {
         p50: percentile(50),
         p99: percentile(99),
         handoffs: latencies.len(),
-        attempts_per_handoff: attempts as f64 / latencies.len().max(1) as f64,
+        attempts_per_handoff: attempts / latencies.len().max(1) as f64,
     }
-}
-
-/// RLOCK.ACQUIRE calls so far.
-fn acquire_calls(server: &Server) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut server.connection()).expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_rlock.acquire:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse().ok())
-        .unwrap_or(0)
 }
 
 fn ms(duration: Duration) -> String {

@@ -8,6 +8,7 @@ mod memory;
 mod raw;
 mod report;
 mod server_cost;
+mod server_info;
 mod watchdog_scale;
 
 use testkit::Server;

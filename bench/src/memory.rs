@@ -2,29 +2,25 @@
 
 use crate::raw::{encode, RawConnection};
 use crate::report::{ratio, Table};
+use crate::server_info;
 use testkit::Server;
 
 const LOCKS: usize = 100_000;
 const BATCH: usize = 1000;
 const OWNER: &[u8] = b"8f2c6e1a-5b7d-4c1e-9a3f-2d4b6c8e0f1a:1";
 
-fn used_memory(server: &Server) -> i64 {
-    let info: String = redis::cmd("INFO").arg("memory").query(&mut server.connection()).expect("INFO");
-    info.lines().find_map(|l| l.strip_prefix("used_memory:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-}
-
 /// Bytes per lock taken with `command(key)`, and MEMORY USAGE of one key.
 fn per_lock(server: &Server, command: impl Fn(&[u8]) -> Vec<u8>) -> (f64, i64) {
     let _: () = redis::cmd("FLUSHALL").query(&mut server.connection()).expect("FLUSHALL");
-    let before = used_memory(server);
+    let before = server_info::field(server, "memory", "used_memory");
     let mut connection = RawConnection::connect(server.port());
     for start in (0..LOCKS).step_by(BATCH) {
         let batch: Vec<u8> = (start..start + BATCH).flat_map(|n| command(format!("lock:{n}").as_bytes())).collect();
         connection.round_trip(&batch, BATCH);
     }
-    let after = used_memory(server);
+    let after = server_info::field(server, "memory", "used_memory");
     let sample: i64 = redis::cmd("MEMORY").arg("USAGE").arg("lock:0").query(&mut server.connection()).expect("MEMORY");
-    ((after - before) as f64 / LOCKS as f64, sample)
+    ((after - before) / LOCKS as f64, sample)
 }
 
 pub fn run(server: &Server) -> Table {

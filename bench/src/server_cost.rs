@@ -4,6 +4,7 @@
 
 use crate::raw::{encode, RawConnection};
 use crate::report::{ratio, Table};
+use crate::server_info;
 use testkit::{RedissonScripts, Server};
 
 const OWNER: &[u8] = b"8f2c6e1a-5b7d-4c1e-9a3f-2d4b6c8e0f1a:1";
@@ -108,19 +109,8 @@ fn measure(
     });
     let elapsed = started.elapsed().as_secs_f64();
     let pairs = (CONNECTIONS * BATCHES * BATCH) as f64;
-    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut admin).unwrap();
-    let usec: f64 = style.commands().iter().map(|name| command_usec(&info, name)).sum();
+    let usec: f64 = style.commands().iter().map(|name| server_info::command_stat(server, name, "usec")).sum();
     Measurement { usec_per_pair: usec / pairs, pairs_per_sec: pairs / elapsed }
-}
-
-/// Total `usec` of one command in `INFO commandstats`.
-fn command_usec(info: &str, name: &str) -> f64 {
-    let prefix = format!("cmdstat_{name}:");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .and_then(|stats| stats.split(',').find_map(|kv| kv.strip_prefix("usec=")))
-        .and_then(|usec| usec.parse().ok())
-        .unwrap_or(0.0)
 }
 
 /// Runs every style on `server` and returns the table.

@@ -3,6 +3,7 @@
 //! per period.
 
 use crate::report::Table;
+use crate::server_info;
 use rlock_client::{Client, ClientOptions};
 use std::time::Duration;
 use testkit::Server;
@@ -23,15 +24,6 @@ fn cpu_time() -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
-fn renew_calls(server: &Server) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut server.connection()).expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_rlock.renew:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse().ok())
-        .unwrap_or(0)
-}
-
 pub async fn run(server: &Server) -> (Table, f64) {
     let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG_TIMEOUT);
     let client = Client::connect(server.client(), options).await.expect("client");
@@ -47,13 +39,15 @@ pub async fn run(server: &Server) -> (Table, f64) {
 
     let period = WATCHDOG_TIMEOUT / 3;
     tokio::time::sleep(period).await;
-    let (stats_before, cpu_before, renews_before) = (client.watchdog_stats(), cpu_time(), renew_calls(server));
+    let (stats_before, cpu_before, renews_before) =
+        (client.watchdog_stats(), cpu_time(), server_info::command_stat(server, "rlock.renew", "calls"));
     tokio::time::sleep(period * PERIODS).await;
-    let (stats_after, cpu_after, renews_after) = (client.watchdog_stats(), cpu_time(), renew_calls(server));
+    let (stats_after, cpu_after, renews_after) =
+        (client.watchdog_stats(), cpu_time(), server_info::command_stat(server, "rlock.renew", "calls"));
 
     let periods = f64::from(PERIODS);
     let rounds = (stats_after.rounds - stats_before.rounds) as f64 / periods;
-    let renewals = (renews_after - renews_before) as f64 / periods;
+    let renewals = (renews_after - renews_before) / periods;
     let cpu_ms = (cpu_after - cpu_before).as_secs_f64() * 1000.0 / periods;
     let mut table = Table::new(&[
         "locks held",

@@ -6,8 +6,8 @@ use rlock_client::{Client, ClientOptions};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use testkit::Server;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
 
 const PROCESSES: usize = 2;
 const TASKS: usize = 8;
@@ -18,6 +18,14 @@ const HOLDER_WATCHDOG: Duration = Duration::from_millis(1500);
 const LOCKED_MARKER: &str = "rlock-holder-locked";
 const LOST_MARKER: &str = "rlock-holder-lost";
 const UNLOCK_MARKER: &str = "rlock-holder-unlock:";
+
+/// A worker in `role` that holds its lock, with its output lines.
+async fn start_holder(role: &str, server: &Server) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut holder = start_worker(role, &server.url());
+    let mut lines = BufReader::new(holder.stdout.take().expect("piped stdout")).lines();
+    wait_for_line(&mut lines, LOCKED_MARKER).await;
+    (holder, lines)
+}
 
 fn start_worker(role: &str, url: &str) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
@@ -98,7 +106,7 @@ async fn hold_and_report_loss(url: &str) {
 }
 
 /// Waits for a line of the worker's output that contains `marker`.
-async fn wait_for_line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>, marker: &str) -> String {
+async fn wait_for_line(lines: &mut Lines<BufReader<ChildStdout>>, marker: &str) -> String {
     tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             match lines.next_line().await.unwrap() {
@@ -129,9 +137,7 @@ async fn mutual_exclusion_across_processes_loses_no_update() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
     let server = Server::start();
-    let mut holder = start_worker("holder", &server.url());
-    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
-    wait_for_line(&mut lines, LOCKED_MARKER).await;
+    let (mut holder, _lines) = start_holder("holder", &server).await;
     // Let the watchdog renew at least once before the crash.
     tokio::time::sleep(HOLDER_WATCHDOG).await;
 
@@ -161,14 +167,9 @@ async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_paused_beyond_its_lease_loses_the_lock_and_learns_it() {
     let server = Server::start();
-    let mut holder = start_worker("paused-holder", &server.url());
-    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
-    wait_for_line(&mut lines, LOCKED_MARKER).await;
-    let pid = holder.id().expect("running").to_string();
-    let signal = |signal: &str| {
-        let status = std::process::Command::new("kill").args([signal, &pid]).status().unwrap();
-        assert!(status.success());
-    };
+    let (mut holder, mut lines) = start_holder("paused-holder", &server).await;
+    let pid = holder.id().expect("running");
+    let signal = |signal: &str| testkit::send_signal(pid, signal);
 
     signal("-STOP");
     let client = Client::open(&server.url()).await.unwrap();

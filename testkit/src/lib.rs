@@ -8,7 +8,7 @@ mod server;
 pub use cluster::Cluster;
 pub use rng::Rng;
 pub use scripts::{release_channel, RedissonScripts, UNLOCK_MESSAGE};
-pub use server::{module_path, Server, ServerBuilder};
+pub use server::{module_path, send_signal, Server, ServerBuilder};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a
 /// panic when the result is not an error.

@@ -144,9 +144,7 @@ impl Server {
     }
 
     fn signal(&self, signal: &str) {
-        let pid = self.pid().expect("a running server").to_string();
-        let status = Command::new("kill").args([signal, &pid]).status().expect("run kill");
-        assert!(status.success(), "kill {signal} {pid}");
+        send_signal(self.pid().expect("a running server"), signal);
     }
 
     /// SIGKILL, as a crash would: no shutdown, no final save.
@@ -244,6 +242,12 @@ impl Drop for Server {
         }
         self.kill();
     }
+}
+
+/// Sends `signal` (as `kill` spells it: `-STOP`, `-CONT`, `-KILL`) to a process.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill").args([signal, &pid.to_string()]).status().expect("run kill");
+    assert!(status.success(), "kill {signal} {pid}");
 }
 
 fn free_port() -> u16 {
