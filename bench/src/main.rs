@@ -93,6 +93,8 @@ const NOTES: &str = "
   effect is a correctness requirement, so on Redis 7.0 the pair stays near 3× cheaper than the
   scripts, about as cheap as `SET NX PX` with a compare-and-delete script, which replicates
   less (no hash, no publish) and has no reentrancy.
+- **Noise.** On this VM, throughput figures vary by about ±5% from run to run (server time
+  less); compare ratios within one report rather than across reports.
 - **End to end.** With one task, a cycle is two round trips either way, and the native commands'
   shorter server time shows. With 64 tasks on this 2-core machine, the client process (sharing
   the cores with the server) is the limit: rlock-client runs each acquire attempt in a task of
