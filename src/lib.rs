@@ -30,6 +30,10 @@ mod module {
             ctx.log_warning(&format!("rlock needs {name}, which this server does not export"));
             return Status::Err;
         }
+        if let Err(err) = commands::register_command_info(ctx) {
+            ctx.log_warning(&format!("rlock: {err}"));
+            return Status::Err;
+        }
         store::detect_cluster_mode(ctx);
         Status::Ok
     }

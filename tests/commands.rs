@@ -291,23 +291,50 @@ fn bad_input_is_refused_without_touching_anything() {
     assert!(info.contains("rlock_acquired:1\r\n"), "errors are not counted as outcomes:\n{info}");
 }
 
+/// The value after `name` in a RESP2 field/value array.
+fn field<'a>(pairs: &'a [Value], name: &str) -> &'a Value {
+    pairs
+        .chunks(2)
+        .find(|pair| redis::from_redis_value::<String>(pair[0].clone()).is_ok_and(|n| n == name))
+        .map(|pair| &pair[1])
+        .unwrap_or_else(|| panic!("no field {name} in {pairs:?}"))
+}
+
 #[test]
-fn command_metadata_gives_key_positions_and_flags() {
+fn command_metadata_gives_key_positions_flags_arity_and_docs() {
     let server = Server::start();
     let mut con = server.connection();
-    let commands: [(&str, &[&str], &[&str]); 5] = [
-        ("RLOCK.ACQUIRE", &["k", "owner", "1000"], &["write", "denyoom", "fast"]),
-        ("RLOCK.RENEW", &["k", "owner"], &["write", "fast"]),
-        ("RLOCK.RELEASE", &["k", "owner", "1000"], &["write", "fast"]),
-        ("RLOCK.FORCERELEASE", &["k"], &["write"]),
-        ("RLOCK.STATUS", &["k", "owner"], &["readonly", "fast"]),
+    // name, sample arguments, flags, arity, key spec flags, documented arguments
+    type Expected<'a> = (&'a str, &'a [&'a str], &'a [&'a str], i64, &'a [&'a str], &'a [&'a str]);
+    let commands: [Expected; 5] = [
+        (
+            "RLOCK.ACQUIRE",
+            &["k", "owner", "1000"],
+            &["write", "denyoom", "fast"],
+            -3,
+            &["RW", "access", "update"],
+            &["key", "owner", "lease_ms"],
+        ),
+        ("RLOCK.RENEW", &["k", "owner"], &["write", "fast"], -3, &["RW", "update"], &["key", "owner", "lease_ms"]),
+        (
+            "RLOCK.RELEASE",
+            &["k", "owner", "1000"],
+            &["write", "fast"],
+            -3,
+            &["RW", "delete"],
+            &["key", "owner", "lease_ms"],
+        ),
+        ("RLOCK.FORCERELEASE", &["k"], &["write"], 2, &["RW", "delete"], &["key"]),
+        ("RLOCK.STATUS", &["k", "owner"], &["readonly", "fast"], -2, &["RO", "access"], &["key", "owner"]),
     ];
-    for (name, args, flags) in commands {
+    let strings = |value: &Value| -> Vec<String> { redis::from_redis_value(value.clone()).unwrap() };
+    for (name, args, flags, arity, key_flags, documented) in commands {
         let keys: Vec<String> = redis::cmd("COMMAND").arg("GETKEYS").arg(name).arg(args).query(&mut con).unwrap();
         assert_eq!(keys, ["k"], "{name}");
         let info: Vec<Vec<Value>> = redis::cmd("COMMAND").arg("INFO").arg(name).query(&mut con).unwrap();
         let [entry] = info.as_slice() else { panic!("COMMAND INFO {name}: {info:?}") };
-        let reported: Vec<String> = redis::from_redis_value(entry[2].clone()).unwrap();
+        assert_eq!(entry[1], Value::Int(arity), "{name} arity");
+        let reported = strings(&entry[2]);
         for flag in flags {
             assert!(reported.iter().any(|f| f == flag), "{name} lacks flag {flag}: {reported:?}");
         }
@@ -315,7 +342,21 @@ fn command_metadata_gives_key_positions_and_flags() {
             (entry[3].clone(), entry[4].clone(), entry[5].clone()),
             (Value::Int(1), Value::Int(1), Value::Int(1))
         );
+        let key_specs: Vec<Vec<Value>> = redis::from_redis_value(entry[8].clone()).unwrap();
+        let [key_spec] = key_specs.as_slice() else { panic!("{name}: one key spec, got {key_specs:?}") };
+        assert_eq!(strings(field(key_spec, "flags")), key_flags, "{name} key spec flags");
+
+        let docs: Vec<Value> = redis::cmd("COMMAND").arg("DOCS").arg(name).query(&mut con).unwrap();
+        let docs: Vec<Value> = redis::from_redis_value(docs[1].clone()).unwrap();
+        let summary: String = redis::from_redis_value(field(&docs, "summary").clone()).unwrap();
+        assert!(!summary.is_empty(), "{name} has a summary");
+        let arguments: Vec<Vec<Value>> = redis::from_redis_value(field(&docs, "arguments").clone()).unwrap();
+        let names: Vec<String> =
+            arguments.iter().map(|a| redis::from_redis_value(field(a, "name").clone()).unwrap()).collect();
+        assert_eq!(names, documented, "{name} documented arguments");
     }
+    let text = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").query::<Value>(&mut con));
+    assert!(text.contains("wrong number of arguments for 'rlock.acquire'"), "{text}");
 }
 
 #[test]
@@ -331,6 +372,17 @@ fn acl_key_patterns_apply_to_lock_keys() {
         assert!(text.starts_with("NOPERM"), "{command}: {text}");
     }
     assert!(error_text(rlock(&mut con, "RLOCK.FORCERELEASE", &[b"other"])).starts_with("NOPERM"));
+
+    // A read-only selector: STATUS is a read, the others write.
+    let _: () =
+        redis::cmd("ACL").arg(&["SETUSER", "watcher", "on", ">pw", "%R~locks:*", "+@all"]).query(&mut admin).unwrap();
+    let mut watcher = server.connection();
+    let _: () = redis::cmd("AUTH").arg(&["watcher", "pw"]).query(&mut watcher).unwrap();
+    assert!(rlock(&mut watcher, "RLOCK.STATUS", &[b"locks:a", b"o"]).is_ok(), "read access suffices for STATUS");
+    for command in ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE"] {
+        let text = error_text(rlock(&mut watcher, command, &[b"locks:a", b"o"]));
+        assert!(text.starts_with("NOPERM"), "{command} needs write access: {text}");
+    }
 }
 
 #[test]

@@ -1,7 +1,11 @@
+use super::info::{CommandInfo, COMMAND_INFO};
 use super::OwnerArgs;
+use super::{LEASE_MS, OWNER};
 use crate::lock::{self, Acquire};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
+use linkme::distributed_slice;
+use redis_module::raw;
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.ACQUIRE key owner [lease_ms]`: nil when acquired or re-entered,
@@ -16,3 +20,12 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Acquire::Contended { pttl_ms } => RedisValue::Integer(pttl_ms),
     })
 }
+
+#[distributed_slice(COMMAND_INFO)]
+static INFO: CommandInfo = CommandInfo {
+    name: c"rlock.acquire",
+    summary: c"Takes the lock for owner, or re-enters it; replies nil when taken, else the holder's PTTL.",
+    arity: -3,
+    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
+    args: &[OWNER, LEASE_MS],
+};

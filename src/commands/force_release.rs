@@ -1,6 +1,9 @@
+use super::info::{CommandInfo, COMMAND_INFO};
 use crate::lock::{self, ForceRelease};
 use crate::stats;
 use crate::store::RedisLock;
+use linkme::distributed_slice;
+use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.FORCERELEASE key`: 1 when a lock was deleted, 0 when there was none.
@@ -14,3 +17,12 @@ pub fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     stats::record_force_release(outcome);
     Ok(RedisValue::Integer(i64::from(outcome == ForceRelease::Released)))
 }
+
+#[distributed_slice(COMMAND_INFO)]
+static INFO: CommandInfo = CommandInfo {
+    name: c"rlock.forcerelease",
+    summary: c"Deletes the lock whoever holds it; replies 1, or 0 when there was none.",
+    arity: 2,
+    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+    args: &[],
+};

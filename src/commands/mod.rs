@@ -3,17 +3,20 @@
 
 mod acquire;
 mod force_release;
+mod info;
 mod release;
 mod renew;
 mod status;
 
 pub use acquire::acquire;
 pub use force_release::force_release;
+pub use info::register as register_command_info;
 pub use release::release;
 pub use renew::renew;
 pub use status::status;
 
 use crate::{config, lease};
+use info::Arg;
 use redis_module::{NextArg, RedisError, RedisString};
 
 /// Arguments of the commands shaped `CMD key owner [lease_ms]`.
@@ -37,3 +40,6 @@ impl OwnerArgs {
         Ok(Self { name, owner, lease_ms })
     }
 }
+
+const OWNER: Arg = Arg { name: c"owner", integer: false, optional: false };
+const LEASE_MS: Arg = Arg { name: c"lease_ms", integer: true, optional: true };

@@ -1,7 +1,11 @@
+use super::info::{CommandInfo, COMMAND_INFO};
 use super::OwnerArgs;
+use super::{LEASE_MS, OWNER};
 use crate::lock::{self, Release};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
+use linkme::distributed_slice;
+use redis_module::raw;
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.RELEASE key owner [lease_ms]`: nil when `owner` does not hold
@@ -17,3 +21,12 @@ pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Release::Released => RedisValue::Integer(1),
     })
 }
+
+#[distributed_slice(COMMAND_INFO)]
+static INFO: CommandInfo = CommandInfo {
+    name: c"rlock.release",
+    summary: c"Releases one hold of owner; replies 1 when released, 0 when still held, nil when not held.",
+    arity: -3,
+    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+    args: &[OWNER, LEASE_MS],
+};

@@ -1,7 +1,11 @@
+use super::info::{CommandInfo, COMMAND_INFO};
 use super::OwnerArgs;
+use super::{LEASE_MS, OWNER};
 use crate::lock::{self, Renew};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
+use linkme::distributed_slice;
+use redis_module::raw;
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.RENEW key owner [lease_ms]`: 1 when `owner` holds the lock and
@@ -13,3 +17,12 @@ pub fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     stats::record_renew(outcome);
     Ok(RedisValue::Integer(i64::from(outcome == Renew::Renewed)))
 }
+
+#[distributed_slice(COMMAND_INFO)]
+static INFO: CommandInfo = CommandInfo {
+    name: c"rlock.renew",
+    summary: c"Resets the lease when owner holds the lock; replies 1, or 0 when it does not.",
+    arity: -3,
+    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+    args: &[OWNER, LEASE_MS],
+};

@@ -1,5 +1,8 @@
+use super::info::{Arg, CommandInfo, COMMAND_INFO};
 use crate::lock;
 use crate::store::{now_ms, RedisLock};
+use linkme::distributed_slice;
+use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.STATUS key [owner]`: a flat array of field/value pairs,
@@ -34,3 +37,12 @@ pub fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn field(name: &str) -> RedisValue {
     RedisValue::BulkString(name.to_owned())
 }
+
+#[distributed_slice(COMMAND_INFO)]
+static INFO: CommandInfo = CommandInfo {
+    name: c"rlock.status",
+    summary: c"Reports locked, ttl_ms, holders, and owner's held and hold_count.",
+    arity: -2,
+    key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+    args: &[Arg { name: c"owner", integer: false, optional: true }],
+};

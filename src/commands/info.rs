@@ -1,0 +1,109 @@
+//! Command documentation and key specs, set with RM_SetCommandInfo (Redis
+//! 7.0): Redis checks the arity, ACL selectors see precise key access
+//! flags (a `%R~` user may call RLOCK.STATUS but not take a lock), and
+//! COMMAND DOCS gives redis-cli its argument hints. Each command's file
+//! adds its entry to [`COMMAND_INFO`].
+
+use linkme::distributed_slice;
+use redis_module::{raw, Context};
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::ptr;
+
+/// What Redis is told about one command. Its key is always argument 1.
+pub struct CommandInfo {
+    pub name: &'static CStr,
+    pub summary: &'static CStr,
+    /// Redis arity, counting the command name; negative means "at least".
+    pub arity: i32,
+    /// `REDISMODULE_CMD_KEY_*` flags of the lock key.
+    pub key_flags: u32,
+    /// The arguments after the key.
+    pub args: &'static [Arg],
+}
+
+pub struct Arg {
+    pub name: &'static CStr,
+    pub integer: bool,
+    pub optional: bool,
+}
+
+#[distributed_slice]
+pub static COMMAND_INFO: [CommandInfo];
+
+const SINCE: &CStr = c"0.1.0";
+const COMPLEXITY: &CStr = c"O(1)";
+
+/// Sets the info of every command in [`COMMAND_INFO`].
+pub fn register(ctx: &Context) -> Result<(), String> {
+    COMMAND_INFO.iter().try_for_each(|info| register_one(ctx, info))
+}
+
+fn register_one(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
+    let name = info.name.to_string_lossy();
+    let (get_command, set_command_info) =
+        match unsafe { (raw::RedisModule_GetCommand, raw::RedisModule_SetCommandInfo) } {
+            (Some(get), Some(set)) => (get, set),
+            _ => return Err("RedisModule_SetCommandInfo is missing (Redis 7.0 or newer is needed)".into()),
+        };
+    let command = unsafe { get_command(ctx.get_raw(), info.name.as_ptr()) };
+    if command.is_null() {
+        return Err(format!("{name} is not registered"));
+    }
+    // Both arrays end with an all-zero entry. Redis copies everything.
+    let mut key_specs = [key_spec(info.key_flags), unsafe { std::mem::zeroed() }];
+    let mut args: Vec<raw::RedisModuleCommandArg> =
+        std::iter::once(argument(c"key", raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY, false))
+            .chain(info.args.iter().map(|arg| {
+                let kind = if arg.integer {
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER
+                } else {
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING
+                };
+                argument(arg.name, kind, arg.optional)
+            }))
+            .chain(std::iter::once(unsafe { std::mem::zeroed() }))
+            .collect();
+    let version = raw::RedisModuleCommandInfoVersion {
+        version: 1,
+        sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+        sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+    };
+    let command_info = raw::RedisModuleCommandInfo {
+        version: &version,
+        summary: info.summary.as_ptr(),
+        complexity: COMPLEXITY.as_ptr(),
+        since: SINCE.as_ptr(),
+        history: ptr::null_mut(),
+        tips: ptr::null(),
+        arity: info.arity as c_int,
+        key_specs: key_specs.as_mut_ptr(),
+        args: args.as_mut_ptr(),
+    };
+    if unsafe { set_command_info(command, &command_info) } == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(format!("RedisModule_SetCommandInfo refused the info of {name}: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// The lock key: argument 1, one key.
+fn key_spec(flags: u32) -> raw::RedisModuleCommandKeySpec {
+    let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
+    spec.flags = u64::from(flags);
+    spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    spec.bs.index.pos = 1;
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+    spec.fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
+    spec
+}
+
+fn argument(name: &'static CStr, kind: raw::RedisModuleCommandArgType, optional: bool) -> raw::RedisModuleCommandArg {
+    let mut arg: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
+    arg.name = name.as_ptr();
+    arg.type_ = kind;
+    arg.key_spec_index = if kind == raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY { 0 } else { -1 };
+    arg.flags = if optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 };
+    arg
+}
