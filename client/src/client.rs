@@ -35,16 +35,19 @@ impl Default for ClientOptions {
 }
 
 impl ClientOptions {
+    /// Sets [`ClientOptions::watchdog_timeout`].
     pub fn with_watchdog_timeout(mut self, timeout: Duration) -> Self {
         self.watchdog_timeout = timeout;
         self
     }
 
+    /// Sets [`ClientOptions::replica_sync`].
     pub fn with_replica_sync(mut self, replica_sync: ReplicaSync) -> Self {
         self.replica_sync = replica_sync;
         self
     }
 
+    /// Sets [`ClientOptions::retry`].
     pub fn with_retry(mut self, retry: RetryOptions) -> Self {
         self.retry = retry;
         self
@@ -60,7 +63,9 @@ impl ClientOptions {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RetryOptions {
+    /// Retries after the first failure. Default 3.
     pub attempts: u32,
+    /// Pause before each retry. Default 100 ms.
     pub delay: Duration,
 }
 
@@ -71,6 +76,7 @@ impl Default for RetryOptions {
 }
 
 impl RetryOptions {
+    /// `attempts` retries, `delay` apart.
     pub fn new(attempts: u32, delay: Duration) -> Self {
         Self { attempts, delay }
     }

@@ -17,7 +17,12 @@ pub enum Error {
     /// The lock was granted, but fewer replicas than required acknowledged
     /// it in time; it was released again. Retry, or lower the requirement.
     #[error("only {acknowledged} of {required} replicas acknowledged the lock in time; it was released again")]
-    ReplicaSync { acknowledged: i64, required: u32 },
+    ReplicaSync {
+        /// Replicas that acknowledged (WAIT's reply).
+        acknowledged: i64,
+        /// Replicas that had to.
+        required: u32,
+    },
     /// Every [`Client`](crate::Client) handle was dropped.
     #[error("the rlock client was closed")]
     ClientClosed,

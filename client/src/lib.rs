@@ -22,6 +22,8 @@
 //!   pipelined round trip per period (a third of the watchdog timeout).
 //! - [`Guard::lost`] tells the holder when its lock is gone.
 
+#![warn(missing_docs)]
+
 mod client;
 mod connection;
 mod error;

@@ -24,9 +24,17 @@ pub enum ReplicaSync {
     /// `WAIT` for every replica connected to the primary (from
     /// `INFO replication`, refreshed at most once a second); no `WAIT`
     /// while there are none.
-    AllReplicas { timeout: Duration },
+    AllReplicas {
+        /// How long `WAIT` may block.
+        timeout: Duration,
+    },
     /// `WAIT` for this many acknowledgements.
-    Replicas { count: u32, timeout: Duration },
+    Replicas {
+        /// Acknowledgements required.
+        count: u32,
+        /// How long `WAIT` may block.
+        timeout: Duration,
+    },
 }
 
 impl Default for ReplicaSync {
