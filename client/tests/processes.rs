@@ -138,12 +138,20 @@ async fn mutual_exclusion_across_processes_loses_no_update() {
 async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
     let server = Server::start();
     let (mut holder, _lines) = start_holder("holder", &server).await;
-    // Let the watchdog renew at least once before the crash.
-    tokio::time::sleep(HOLDER_WATCHDOG).await;
+    // Crash only after the holder's watchdog renewed once: the absolute
+    // expiry moves forward.
+    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut expire_time = redis::cmd("PEXPIRETIME");
+    expire_time.arg("killed-holder");
+    let first: i64 = expire_time.query_async(&mut con).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while expire_time.query_async::<i64>(&mut con).await.unwrap() <= first {
+        assert!(Instant::now() < deadline, "the holder's watchdog never renewed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     holder.start_kill().unwrap();
     holder.wait().await.unwrap();
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
     let left_ms: i64 = con.pttl("killed-holder").await.unwrap();
     let measured_from = Instant::now();
     assert!(left_ms > 0, "still held right after the kill (PTTL {left_ms})");
