@@ -6,6 +6,7 @@
 //! command would send. This is the hot path: arguments go to the module
 //! API as they came (no copies), names are static C strings.
 
+use crate::api::api;
 use crate::error::LockError;
 use crate::lock::{parse_hold_count, KeyKind, LockStore};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
@@ -14,54 +15,6 @@ use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-
-/// A module API function pointer (read it inside `unsafe`). [`missing_api`] refuses to load the
-/// module unless every one used here is present, so the `None` arm cannot
-/// be reached.
-macro_rules! api {
-    ($name:ident) => {
-        match raw::$name {
-            Some(function) => function,
-            None => unreachable!(concat!(stringify!($name), " is checked at load")),
-        }
-    };
-}
-
-/// The first module API function this module needs that the server does
-/// not export (all exist since Redis 7.0).
-pub fn missing_api() -> Option<&'static str> {
-    macro_rules! first_missing {
-        ($($name:ident),* $(,)?) => {{
-            $(if unsafe { raw::$name }.is_none() {
-                return Some(stringify!($name));
-            })*
-            None
-        }};
-    }
-    first_missing!(
-        RedisModule_CloseKey,
-        RedisModule_CreateString,
-        RedisModule_CreateStringFromLongLong,
-        RedisModule_DeleteKey,
-        RedisModule_FreeString,
-        RedisModule_GetAbsExpire,
-        RedisModule_GetContextFlags,
-        RedisModule_HashGet,
-        RedisModule_HashSet,
-        RedisModule_KeyType,
-        RedisModule_Milliseconds,
-        RedisModule_NotifyKeyspaceEvent,
-        RedisModule_OpenKey,
-        RedisModule_PublishMessage,
-        RedisModule_PublishMessageShard,
-        RedisModule_Replicate,
-        RedisModule_ScanCursorCreate,
-        RedisModule_ScanCursorDestroy,
-        RedisModule_ScanKey,
-        RedisModule_SetAbsExpire,
-        RedisModule_ValueLength,
-    )
-}
 
 /// The server's clock in Unix milliseconds, as used for key expiry.
 pub fn now_ms() -> i64 {

@@ -4,6 +4,7 @@
 //! COMMAND DOCS gives redis-cli its argument hints. Each command's file
 //! adds its entry to [`COMMAND_INFO`].
 
+use crate::api::api;
 use linkme::distributed_slice;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
@@ -41,12 +42,7 @@ pub fn register(ctx: &Context) -> Result<(), String> {
 
 fn register_one(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
     let name = info.name.to_string_lossy();
-    let (get_command, set_command_info) =
-        match unsafe { (raw::RedisModule_GetCommand, raw::RedisModule_SetCommandInfo) } {
-            (Some(get), Some(set)) => (get, set),
-            _ => return Err("RedisModule_SetCommandInfo is missing (Redis 7.0 or newer is needed)".into()),
-        };
-    let command = unsafe { get_command(ctx.get_raw(), info.name.as_ptr()) };
+    let command = unsafe { api!(RedisModule_GetCommand)(ctx.get_raw(), info.name.as_ptr()) };
     if command.is_null() {
         return Err(format!("{name} is not registered"));
     }
@@ -81,7 +77,7 @@ fn register_one(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
         key_specs: key_specs.as_mut_ptr(),
         args: args.as_mut_ptr(),
     };
-    if unsafe { set_command_info(command, &command_info) } == raw::REDISMODULE_OK as c_int {
+    if unsafe { api!(RedisModule_SetCommandInfo)(command, &command_info) } == raw::REDISMODULE_OK as c_int {
         Ok(())
     } else {
         Err(format!("RedisModule_SetCommandInfo refused the info of {name}: {}", std::io::Error::last_os_error()))

@@ -1,0 +1,55 @@
+//! Module API functions: the `api!` accessor and the load-time check that
+//! every function the module calls is exported by the server.
+
+use redis_module::raw;
+
+/// A module API function pointer (read it inside `unsafe`). [`missing_api`]
+/// refuses to load the module unless every one used is present, so the
+/// `None` arm cannot be reached.
+macro_rules! api {
+    ($name:ident) => {
+        match redis_module::raw::$name {
+            Some(function) => function,
+            None => unreachable!(concat!(stringify!($name), " is checked at load")),
+        }
+    };
+}
+pub(crate) use api;
+
+/// The first module API function this module needs that the server does
+/// not export (all exist since Redis 7.0).
+pub fn missing_api() -> Option<&'static str> {
+    macro_rules! first_missing {
+        ($($name:ident),* $(,)?) => {{
+            $(if unsafe { raw::$name }.is_none() {
+                return Some(stringify!($name));
+            })*
+            None
+        }};
+    }
+    first_missing!(
+        RedisModule_CloseKey,
+        RedisModule_CreateString,
+        RedisModule_CreateStringFromLongLong,
+        RedisModule_DeleteKey,
+        RedisModule_FreeString,
+        RedisModule_GetAbsExpire,
+        RedisModule_GetCommand,
+        RedisModule_GetContextFlags,
+        RedisModule_HashGet,
+        RedisModule_HashSet,
+        RedisModule_KeyType,
+        RedisModule_Milliseconds,
+        RedisModule_NotifyKeyspaceEvent,
+        RedisModule_OpenKey,
+        RedisModule_PublishMessage,
+        RedisModule_PublishMessageShard,
+        RedisModule_Replicate,
+        RedisModule_SetCommandInfo,
+        RedisModule_ScanCursorCreate,
+        RedisModule_ScanCursorDestroy,
+        RedisModule_ScanKey,
+        RedisModule_SetAbsExpire,
+        RedisModule_ValueLength,
+    )
+}
