@@ -1,6 +1,8 @@
 use crate::connection::{Connection, Deployment};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lock::Lock;
+use crate::lock_state::Registry;
+use crate::protocol;
 use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
 use crate::subscriptions::Subscriptions;
 use crate::watchdog::{Watchdog, WatchdogStats};
@@ -56,10 +58,14 @@ impl ClientOptions {
 
 /// Retries of transient failures.
 ///
-/// Acquire attempts and reads are retried `attempts` times, `delay` apart;
-/// releases are never retried (a repeated release could drop another
-/// reentry level). The watchdog retries every `delay` until the lease
-/// would be gone, then reports the lock lost.
+/// Reads are retried `attempts` times, `delay` apart. An acquire whose
+/// reply was lost is never sent again blindly: the client first reads the
+/// owner's hold count to learn whether it was granted, and only then tries
+/// again (or keeps the grant). Releases carry a request id (Redisson's
+/// unlock latch), so a retried release answers as the first one did and
+/// never drops a second level. A force release is sent again only when
+/// the connection was refused. The watchdog retries every `delay` until
+/// the lease would be gone, then reports the lock lost.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RetryOptions {
@@ -101,7 +107,11 @@ pub(crate) struct Shared {
     deployment: Deployment,
     pub options: ClientOptions,
     next_owner: AtomicU64,
-    pub watchdog: Watchdog,
+    pub registry: Arc<Registry>,
+    watchdog: Watchdog,
+    /// Where background work (acquire attempts, releases) runs, also when
+    /// a guard is dropped outside the runtime.
+    pub runtime: tokio::runtime::Handle,
     subscriptions: OnceCell<Subscriptions>,
     replica_sync: ReplicaSyncState,
     closed: watch::Receiver<bool>,
@@ -124,9 +134,10 @@ impl Client {
 
     /// Connects with a redis-rs client and options.
     pub async fn connect(redis: redis::Client, options: ClientOptions) -> Result<Self> {
+        check(&options)?;
         let deployment = Deployment::Single(redis);
         let connection = deployment.connect(None).await?;
-        Ok(Self::start(deployment, connection, options))
+        Self::start(deployment, connection, options)
     }
 
     /// Connects to a Redis Cluster through any of its `nodes`
@@ -138,23 +149,35 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Self> {
         let nodes = nodes.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;
+        check(&options)?;
         let deployment = Deployment::Cluster(nodes);
         let connection = deployment.connect(None).await?;
-        Ok(Self::start(deployment, connection, options))
+        Self::start(deployment, connection, options)
     }
 
     /// Uses an existing redis-rs connection for commands. `redis` opens the
     /// pub/sub connection when a lock first has to wait.
     ///
     /// Must be called within a Tokio runtime: it starts the watchdog task.
-    pub fn with_connection(redis: redis::Client, connection: ConnectionManager, options: ClientOptions) -> Self {
+    pub fn with_connection(
+        redis: redis::Client,
+        connection: ConnectionManager,
+        options: ClientOptions,
+    ) -> Result<Self> {
+        check(&options)?;
         Self::start(Deployment::Single(redis), Connection::Single(connection), options)
     }
 
-    fn start(deployment: Deployment, connection: Connection, options: ClientOptions) -> Self {
+    fn start(deployment: Deployment, connection: Connection, options: ClientOptions) -> Result<Self> {
         let (running, closed) = watch::channel(false);
-        let period = options.watchdog_timeout / 3;
-        let watchdog = Watchdog::start(connection.clone(), period, options.retry.delay, closed.clone());
+        let registry = Arc::new(Registry::default());
+        let watchdog = Watchdog::start(
+            registry.clone(),
+            connection.clone(),
+            options.watchdog_timeout,
+            options.retry.delay,
+            closed.clone(),
+        );
         let shared = Shared {
             id: Uuid::new_v4(),
             connection,
@@ -162,11 +185,13 @@ impl Client {
             replica_sync: ReplicaSyncState::new(options.replica_sync),
             options,
             next_owner: AtomicU64::new(1),
+            registry,
             watchdog,
+            runtime: tokio::runtime::Handle::current(),
             subscriptions: OnceCell::new(),
             closed,
         };
-        Self { shared: Arc::new(shared), _running: Arc::new(Running(running)) }
+        Ok(Self { shared: Arc::new(shared), _running: Arc::new(Running(running)) })
     }
 
     /// What the watchdog has done so far: rounds, failures, locks lost.
@@ -194,9 +219,21 @@ impl Client {
     }
 }
 
+/// Refuses options the client cannot work with, before connecting.
+fn check(options: &ClientOptions) -> Result<()> {
+    protocol::lease_ms(options.watchdog_timeout)
+        .map(drop)
+        .map_err(|_| Error::InvalidWatchdogTimeout(options.watchdog_timeout))
+}
+
 impl Shared {
     pub fn is_closed(&self) -> bool {
         *self.closed.borrow()
+    }
+
+    /// Turns true when the last [`Client`] handle is dropped.
+    pub fn closed(&self) -> watch::Receiver<bool> {
+        self.closed.clone()
     }
 
     /// What the next acquire must do to sync replicas (`None`: nothing).

@@ -14,6 +14,9 @@ pub enum Error {
     /// The lease is zero or longer than the module accepts.
     #[error("invalid lease {0:?}: must be from 1 ms to 365 days")]
     InvalidLease(std::time::Duration),
+    /// The watchdog timeout is zero or longer than the longest lease.
+    #[error("invalid watchdog timeout {0:?}: must be from 1 ms to 365 days")]
+    InvalidWatchdogTimeout(std::time::Duration),
     /// The lock was granted, but fewer replicas than required acknowledged
     /// it in time; it was released again. Retry, or lower the requirement.
     #[error("only {acknowledged} of {required} replicas acknowledged the lock in time; it was released again")]

@@ -1,7 +1,8 @@
 use crate::error::{Error, Result};
+use crate::holds::{Released, Ticket};
 use crate::lock::Lock;
 use crate::protocol;
-use crate::watchdog::Renewal;
+use crate::release::release;
 use std::future::Future;
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
@@ -10,12 +11,14 @@ use tokio::time::Instant;
 /// Proof of one hold on a lock. Give it back with [`Guard::unlock`].
 ///
 /// Dropping a guard without unlocking stops its renewal and releases the
-/// hold in a background task (without blocking); outside a Tokio runtime
-/// the lock is left to expire with its lease.
+/// hold in a background task (without blocking). A guard whose hold is
+/// lost sends nothing: it can never release a newer hold.
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct Guard {
     lock: Lock,
-    lease_ms: i64,
+    ticket: Ticket,
+    /// The lease this hold was taken for.
+    lease: Duration,
     lost: watch::Receiver<bool>,
     /// False once the hold was given back.
     held: bool,
@@ -28,10 +31,9 @@ impl std::fmt::Debug for Guard {
 }
 
 impl Guard {
-    pub(crate) fn new(lock: Lock, lease: Duration, renewal: Renewal, requested_at: Instant) -> Self {
-        let lost = lock.shared().watchdog.hold(lock.id().clone(), lease, renewal, requested_at);
-        let lease_ms = lease.as_millis() as i64;
-        Self { lock, lease_ms, lost, held: true }
+    pub(crate) fn new(lock: Lock, ticket: Ticket, lease: Duration) -> Self {
+        let lost = lock.state().lost_signal(&ticket);
+        Self { lock, ticket, lease, lost, held: true }
     }
 
     /// The lock this guard holds.
@@ -39,16 +41,14 @@ impl Guard {
         &self.lock
     }
 
-    /// Releases this hold. [`Error::NotOwner`] when the lock was lost
-    /// meanwhile (expired, force-released or deleted).
+    /// Releases this hold. [`Error::NotOwner`] when the hold was lost
+    /// meanwhile (expired, force-released or deleted): then nothing is
+    /// sent. A connection error means the release may or may not have
+    /// happened; the hold is forgotten and expires with its lease at the
+    /// latest.
     pub async fn unlock(mut self) -> Result<()> {
         self.held = false;
-        match release_in_background(&self.lock, self.lease_ms).await {
-            Ok(Ok(Some(_))) => Ok(()),
-            Ok(Ok(None)) => Err(Error::NotOwner),
-            Ok(Err(err)) => Err(err.into()),
-            Err(_) => Err(Error::ClientClosed),
-        }
+        give_back(self.lock.clone(), self.ticket, self.lease).await.unwrap_or(Err(Error::ClientClosed))
     }
 
     /// True once the lock is known to be lost.
@@ -63,7 +63,7 @@ impl Guard {
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut lost = self.lost.clone();
         async move {
-            // An error means the watchdog forgot the lock: not held either.
+            // A closed signal means the holds' incarnation ended: lost too.
             let _ = lost.wait_for(|lost| *lost).await;
         }
     }
@@ -71,33 +71,47 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if !self.held {
-            return;
-        }
-        if tokio::runtime::Handle::try_current().is_ok() {
-            drop(release_in_background(&self.lock, self.lease_ms));
-        } else {
-            self.lock.shared().watchdog.unhold(self.lock.id(), false);
+        if self.held && !self.is_lost() {
+            drop(give_back(self.lock.clone(), self.ticket, self.lease));
         }
     }
 }
 
-/// Sends RLOCK.RELEASE and updates the watchdog in a task of its own, so
-/// that a cancelled `unlock()` cannot leave the hold half given back.
-/// Releases are never retried: a repeat could drop another reentry level.
-fn release_in_background(lock: &Lock, lease_ms: i64) -> oneshot::Receiver<redis::RedisResult<Option<i64>>> {
+/// Sends RLOCK.RELEASE for `ticket` and updates the holds, in a task of its
+/// own, so that a cancelled `unlock()` cannot leave the hold half given
+/// back. Nothing is sent when the hold is no longer current.
+fn give_back(lock: Lock, ticket: Ticket, lease: Duration) -> oneshot::Receiver<Result<()>> {
     let (reply_tx, reply_rx) = oneshot::channel();
-    let lock = lock.clone();
-    tokio::spawn(async move {
-        let release = protocol::release(lock.name(), lock.owner(), lease_ms);
-        let reply = release.query_async::<Option<i64>>(&mut lock.shared().connection.clone()).await;
-        let watchdog = &lock.shared().watchdog;
-        match reply {
-            Ok(Some(1)) => watchdog.unhold(lock.id(), true),
-            Ok(None) => watchdog.lose(lock.id()),
-            _ => watchdog.unhold(lock.id(), false),
-        }
-        let _ = reply_tx.send(reply);
+    let runtime = lock.shared().runtime.clone();
+    runtime.spawn(async move {
+        let _ = reply_tx.send(release_hold(&lock, ticket, lease).await);
     });
     reply_rx
+}
+
+async fn release_hold(lock: &Lock, ticket: Ticket, lease: Duration) -> Result<()> {
+    let (shared, state) = (lock.shared(), lock.state());
+    let _gate = state.gate.lock().await;
+    let requested_at = Instant::now();
+    let watchdog = shared.options.watchdog_timeout;
+    let Some(lease_sent) = state.read(|holds| {
+        holds.is_current(&ticket).then(|| holds.lease_for_release(&ticket, requested_at, watchdog, lease))
+    }) else {
+        return Err(Error::NotOwner);
+    };
+    let lease_ms = protocol::clamp_lease_ms(lease_sent);
+    match release(&shared.connection, &state.id, lease_ms, &shared.options.retry).await {
+        Ok(reply) => {
+            state.update(|holds| ((), holds.released(&ticket, reply, lease_sent, requested_at)));
+            if reply == Released::NotHeld {
+                Err(Error::NotOwner)
+            } else {
+                Ok(())
+            }
+        }
+        Err(err) => {
+            state.update(|holds| ((), holds.forget(&ticket)));
+            Err(err)
+        }
+    }
 }

@@ -24,12 +24,16 @@
 
 #![warn(missing_docs)]
 
+mod attempt;
 mod client;
 mod connection;
 mod error;
 mod guard;
+mod holds;
 mod lock;
+mod lock_state;
 mod protocol;
+mod release;
 mod replica_sync;
 mod subscriptions;
 mod watchdog;

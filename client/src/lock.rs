@@ -1,14 +1,13 @@
+use crate::attempt::{attempt, Attempt};
 use crate::client::Shared;
-use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
-use crate::protocol::{self, Acquired, Status};
-use crate::replica_sync::Plan;
+use crate::holds::Renewal;
+use crate::lock_state::{LockId, LockState};
+use crate::protocol::{self, Status};
 use crate::subscriptions::Subscription;
-use crate::watchdog::{LockId, Renewal};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 /// How often a waiter retries a lock whose key has no expiry (only a
@@ -18,20 +17,23 @@ const NO_EXPIRY_RETRY: Duration = Duration::from_secs(1);
 /// A handle on one lock, with one owner id. Get it from
 /// [`Client::lock`](crate::Client::lock).
 ///
-/// The lock is reentrant through the handle and its clones: each
-/// successful `lock*` call adds a hold, each [`Guard::unlock`] removes one.
+/// The lock is reentrant through the handle, its clones and every other
+/// handle of this client with the same owner: each successful `lock*` call
+/// adds a hold, each [`Guard::unlock`] removes one. Acquires and releases
+/// on one lock and owner are sent one at a time, so the hold count this
+/// client keeps follows the server's.
 #[derive(Clone)]
 pub struct Lock {
     shared: Arc<Shared>,
-    id: LockId,
+    state: Arc<LockState>,
     channel: Arc<[u8]>,
 }
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &String::from_utf8_lossy(&self.id.name))
-            .field("owner", &String::from_utf8_lossy(&self.id.owner))
+            .field("name", &String::from_utf8_lossy(self.name()))
+            .field("owner", &String::from_utf8_lossy(self.owner()))
             .finish()
     }
 }
@@ -39,25 +41,26 @@ impl std::fmt::Debug for Lock {
 impl Lock {
     pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
         let channel = protocol::release_channel(name).into();
-        Self { shared, id: LockId { name: name.into(), owner: owner.into() }, channel }
+        let state = shared.registry.state(LockId { name: name.into(), owner: owner.into() });
+        Self { shared, state, channel }
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
 
-    pub(crate) fn id(&self) -> &LockId {
-        &self.id
+    pub(crate) fn state(&self) -> &Arc<LockState> {
+        &self.state
     }
 
     /// The lock's name: its Redis key.
     pub fn name(&self) -> &[u8] {
-        &self.id.name
+        &self.state.id.name
     }
 
     /// This handle's owner id: the hash field it holds the lock under.
     pub fn owner(&self) -> &[u8] {
-        &self.id.owner
+        &self.state.id.owner
     }
 
     /// Waits, without limit, until the lock is ours. The lease is the
@@ -71,7 +74,7 @@ impl Lock {
     }
 
     /// Waits, without limit, until the lock is ours for `lease`. No
-    /// watchdog: the lock expires at the end of the lease.
+    /// watchdog: the hold ends with its lease.
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<Guard> {
         loop {
             if let Some(guard) = self.acquire(Renewal::Fixed, Some(lease), None).await? {
@@ -81,18 +84,32 @@ impl Lock {
     }
 
     /// Tries for at most `wait`; `None` when the lock stayed taken. With a
-    /// `lease` the lock expires after it; without, the watchdog renews it.
+    /// `lease` the hold ends with it; without, the watchdog renews it.
     pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<Guard>> {
         let renewal = if lease.is_some() { Renewal::Fixed } else { Renewal::Watchdog };
         self.acquire(renewal, lease, Some(Instant::now() + wait)).await
     }
 
     /// Deletes the lock whoever holds it (Redisson's `forceUnlock`).
-    /// True when there was a lock.
+    /// True when there was a lock. Sent once: when its reply is lost, the
+    /// error is returned rather than a second FORCERELEASE that could
+    /// delete a holder who took the lock in between.
     pub async fn force_unlock(&self) -> Result<bool> {
-        let deleted: i64 = self.query(protocol::force_release(&self.id.name)).await?;
+        let retry = &self.shared.options.retry;
+        let force_release = protocol::force_release(self.name());
+        let mut refusals = 0;
+        let deleted = loop {
+            match force_release.query_async::<i64>(&mut self.shared.connection.clone()).await {
+                // Refused connections never carried the command: try again.
+                Err(err) if err.is_connection_refusal() && refusals < retry.attempts => {
+                    refusals += 1;
+                    tokio::time::sleep(retry.delay).await;
+                }
+                reply => break reply?,
+            }
+        };
         if deleted == 1 {
-            self.shared.watchdog.lose(&self.id);
+            self.shared.registry.named(self.name()).iter().for_each(|state| state.lose());
         }
         Ok(deleted == 1)
     }
@@ -123,21 +140,18 @@ impl Lock {
         })
     }
 
+    /// RLOCK.STATUS, retrying transient failures: it changes nothing.
     async fn status(&self) -> Result<Status> {
-        Status::parse(self.query(protocol::status(&self.id.name, &self.id.owner)).await?)
-    }
-
-    /// Runs an idempotent command, retrying transient failures.
-    async fn query<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T> {
         let retry = &self.shared.options.retry;
+        let status = protocol::status(self.name(), self.owner());
         let mut failures = 0;
         loop {
-            match cmd.query_async(&mut self.shared.connection.clone()).await.map_err(Error::from) {
+            match status.query_async(&mut self.shared.connection.clone()).await.map_err(Error::from) {
                 Err(err) if err.is_transient() && failures < retry.attempts => {
                     failures += 1;
                     tokio::time::sleep(retry.delay).await;
                 }
-                result => return result,
+                reply => return Status::parse(reply?),
             }
         }
     }
@@ -145,31 +159,31 @@ impl Lock {
     /// Redisson's acquire loop: try; when refused, subscribe to the release
     /// channel (before the next try, so no release is missed), then wait for
     /// a release message or the holder's PTTL, whichever is first, and try
-    /// again. `None` once `deadline` passes.
+    /// again. `None` once `deadline` passes; [`Error::ClientClosed`] as soon
+    /// as the client is closed.
     async fn acquire(
         &self,
         renewal: Renewal,
         lease: Option<Duration>,
         deadline: Option<Instant>,
     ) -> Result<Option<Guard>> {
-        if self.shared.is_closed() {
-            return Err(Error::ClientClosed);
-        }
         let lease = lease.unwrap_or(self.shared.options.watchdog_timeout);
-        let lease_ms = protocol::lease_ms(lease)?;
+        protocol::lease_ms(lease)?;
         let retry = &self.shared.options.retry;
+        let mut closed = self.shared.closed();
         let mut subscription: Option<Subscription> = None;
         let mut subscribe_tried = false;
         let mut failures = 0;
         loop {
+            if *closed.borrow_and_update() {
+                return Err(Error::ClientClosed);
+            }
             if let Some(subscription) = subscription.as_mut() {
                 subscription.mark_seen();
             }
-            let pause = match self.attempt(lease_ms).await {
-                Ok((Acquired::Yes, requested_at)) => {
-                    return Ok(Some(Guard::new(self.clone(), lease, renewal, requested_at)));
-                }
-                Ok((Acquired::No { pttl_ms }, _)) => {
+            let pause = match attempt(self, renewal, lease).await {
+                Ok(Attempt::Granted(guard)) => return Ok(Some(guard)),
+                Ok(Attempt::Refused { pttl_ms }) => {
                     failures = 0;
                     u64::try_from(pttl_ms).map_or(NO_EXPIRY_RETRY, Duration::from_millis)
                 }
@@ -197,61 +211,17 @@ impl Lock {
                     continue;
                 }
             }
-            match subscription.as_mut() {
-                Some(subscription) => {
-                    tokio::select! {
-                        _ = subscription.released() => {}
-                        _ = tokio::time::sleep(pause) => {}
-                    }
+            let released = async {
+                match subscription.as_mut() {
+                    Some(subscription) => subscription.released().await,
+                    None => std::future::pending().await,
                 }
-                None => tokio::time::sleep(pause).await,
+            };
+            tokio::select! {
+                _ = released => {}
+                _ = tokio::time::sleep(pause) => {}
+                _ = closed.changed() => {}
             }
         }
     }
-
-    /// One RLOCK.ACQUIRE (with its WAIT, when replicas must be synced). It
-    /// runs in its own task: if the caller is cancelled while the request
-    /// is in flight, the task gives back a lock the request took, so a
-    /// dropped `lock()` future leaves no lock behind.
-    async fn attempt(&self, lease_ms: i64) -> Result<(Acquired, Instant)> {
-        let sync = self.shared.replica_sync_plan(&self.id.name).await?;
-        let requested_at = Instant::now();
-        let acquire = protocol::acquire(&self.id.name, &self.id.owner, lease_ms);
-        let (id, mut connection) = (self.id.clone(), self.shared.connection.clone());
-        let (reply_tx, reply_rx) = oneshot::channel();
-        tokio::spawn(async move {
-            let release = |connection: &mut Connection| {
-                let release = protocol::release(&id.name, &id.owner, lease_ms);
-                let mut connection = connection.clone();
-                async move { release.query_async::<Option<i64>>(&mut connection).await }
-            };
-            let reply = match sync {
-                None => acquire.query_async::<Option<i64>>(&mut connection).await.map_err(Error::from),
-                Some(plan) => match synced_acquire(acquire, plan).await {
-                    Err(Error::ReplicaSync { acknowledged, required }) => {
-                        let _ = release(&mut connection).await;
-                        Err(Error::ReplicaSync { acknowledged, required })
-                    }
-                    reply => reply,
-                },
-            };
-            if let Err(Ok(None)) = reply_tx.send(reply) {
-                let _ = release(&mut connection).await;
-            }
-        });
-        let reply = reply_rx.await.map_err(|_| Error::ClientClosed)??;
-        Ok((Acquired::from(reply), requested_at))
-    }
-}
-
-/// RLOCK.ACQUIRE and WAIT in one round trip, on the sync connection.
-/// [`Error::ReplicaSync`] when the lock was granted but not acknowledged.
-async fn synced_acquire(acquire: redis::Cmd, mut plan: Plan) -> Result<Option<i64>> {
-    let mut pipe = redis::pipe();
-    pipe.add_command(acquire).cmd("WAIT").arg(plan.required).arg(plan.timeout.as_millis() as u64);
-    let (reply, acknowledged): (Option<i64>, i64) = pipe.query_async(&mut plan.connection).await?;
-    if reply.is_none() && acknowledged < i64::from(plan.required) {
-        return Err(Error::ReplicaSync { acknowledged, required: plan.required });
-    }
-    Ok(reply)
 }

@@ -17,6 +17,11 @@ pub fn lease_ms(lease: Duration) -> Result<i64> {
     Ok(ms as i64)
 }
 
+/// A lease the client computed (never zero, never above the maximum).
+pub fn clamp_lease_ms(lease: Duration) -> i64 {
+    lease.clamp(Duration::from_millis(1), MAX_LEASE).as_millis() as i64
+}
+
 pub fn acquire(name: &[u8], owner: &[u8], lease_ms: i64) -> redis::Cmd {
     let mut cmd = redis::cmd("RLOCK.ACQUIRE");
     cmd.arg(name).arg(owner).arg(lease_ms);
@@ -29,10 +34,32 @@ pub fn renew(name: &[u8], owner: &[u8], lease_ms: i64) -> redis::Cmd {
     cmd
 }
 
-pub fn release(name: &[u8], owner: &[u8], lease_ms: i64) -> redis::Cmd {
+/// RLOCK.RELEASE with Redisson's unlock latch: a repeat with the same
+/// `request_id` within `latch` replies what the first one did.
+pub fn release(name: &[u8], owner: &[u8], lease_ms: i64, request_id: &[u8], latch: Duration) -> redis::Cmd {
     let mut cmd = redis::cmd("RLOCK.RELEASE");
-    cmd.arg(name).arg(owner).arg(lease_ms);
+    cmd.arg(name).arg(owner).arg(lease_ms).arg("ID").arg(request_id).arg("PX").arg(clamp_lease_ms(latch));
     cmd
+}
+
+/// Redisson's unlock latch key for a release with `request_id`.
+pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
+    let mut key = b"redisson_unlock_latch:".to_vec();
+    if name.contains(&b'{') {
+        key.extend_from_slice(name);
+    } else {
+        key.push(b'{');
+        key.extend_from_slice(name);
+        key.push(b'}');
+    }
+    key.push(b':');
+    key.extend_from_slice(request_id);
+    key
+}
+
+/// A new unlock request id: 16 random bytes as 32 hex digits, as Redisson's.
+pub fn request_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 pub fn force_release(name: &[u8]) -> redis::Cmd {
@@ -45,25 +72,6 @@ pub fn status(name: &[u8], owner: &[u8]) -> redis::Cmd {
     let mut cmd = redis::cmd("RLOCK.STATUS");
     cmd.arg(name).arg(owner);
     cmd
-}
-
-/// What `RLOCK.ACQUIRE` replied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Acquired {
-    Yes,
-    /// Held by someone else; their lease's PTTL in ms (-1: no expiry).
-    No {
-        pttl_ms: i64,
-    },
-}
-
-impl From<Option<i64>> for Acquired {
-    fn from(reply: Option<i64>) -> Self {
-        match reply {
-            None => Acquired::Yes,
-            Some(pttl_ms) => Acquired::No { pttl_ms },
-        }
-    }
 }
 
 /// The fields of an `RLOCK.STATUS` reply.

@@ -1,51 +1,22 @@
 //! The client's watchdog: one background task that, every period, renews
-//! all of the client's watchdog locks and checks its fixed-lease locks, in
+//! all of the client's watchdog holds and checks its fixed-lease holds, in
 //! one pipelined round trip (one per primary in a cluster). It signals a
 //! lock as lost when the server says it is no longer held, or when renewal
 //! kept failing until the lease ran out.
 
 use crate::connection::Connection;
+use crate::holds::{Ended, Upkeep};
+use crate::lock_state::{LockState, Registry};
 use crate::protocol::{self, Status};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// A lock as the server knows it: name and owner id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct LockId {
-    pub name: Arc<[u8]>,
-    pub owner: Arc<[u8]>,
-}
-
-/// How a held lock keeps (or does not keep) its lease.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Renewal {
-    /// Renewed to `lease` every period until released.
-    Watchdog,
-    /// Not renewed: expires at the end of its lease.
-    Fixed,
-}
-
-struct Entry {
-    /// Tells a stale round trip's reply from the current entry's.
-    generation: u64,
-    lease: Duration,
-    renewal: Renewal,
-    /// Guards of this client that hold the lock.
-    holds: usize,
-    /// When the lease ends at the latest, by this machine's clock: measured
-    /// from *before* the request that set it.
-    expires_at: Instant,
-    lost: watch::Sender<bool>,
-}
-
 #[derive(Clone)]
 pub(crate) struct Watchdog {
-    entries: Arc<Mutex<HashMap<LockId, Entry>>>,
-    generations: Arc<AtomicU64>,
+    registry: Arc<Registry>,
     counters: Arc<Counters>,
 }
 
@@ -53,7 +24,6 @@ pub(crate) struct Watchdog {
 struct Counters {
     rounds: AtomicU64,
     failed_rounds: AtomicU64,
-    lost: AtomicU64,
 }
 
 /// What the client's watchdog has done, for monitoring.
@@ -70,80 +40,48 @@ pub struct WatchdogStats {
     pub lost: u64,
 }
 
+/// One lock's part of a round.
+struct Task {
+    state: Arc<LockState>,
+    incarnation: u64,
+    upkeep: Upkeep,
+}
+
 impl Watchdog {
-    /// Starts the task: it renews every `period`, retries failed rounds
-    /// every `retry_delay`, and stops when `closed` turns true.
+    /// Starts the task: it keeps up the holds in `registry` every
+    /// `timeout / 3`, retries failed rounds every `retry_delay`, and stops
+    /// when `closed` turns true.
     pub fn start(
+        registry: Arc<Registry>,
         connection: Connection,
-        period: Duration,
+        timeout: Duration,
         retry_delay: Duration,
         closed: watch::Receiver<bool>,
     ) -> Self {
-        let watchdog = Self { entries: Arc::default(), generations: Arc::default(), counters: Arc::default() };
-        tokio::spawn(watchdog.clone().run(connection, period, retry_delay, closed));
+        let watchdog = Self { registry, counters: Arc::default() };
+        tokio::spawn(watchdog.clone().run(connection, timeout, retry_delay, closed));
         watchdog
-    }
-
-    /// Records one more hold of a lock just acquired by a request sent at
-    /// `requested_at`. Returns the lock's lost signal.
-    pub fn hold(&self, id: LockId, lease: Duration, renewal: Renewal, requested_at: Instant) -> watch::Receiver<bool> {
-        let mut entries = self.lock();
-        let entry = entries.entry(id).or_insert_with(|| Entry {
-            generation: self.generations.fetch_add(1, Ordering::Relaxed),
-            lease,
-            renewal,
-            holds: 0,
-            expires_at: requested_at + lease,
-            lost: watch::channel(false).0,
-        });
-        entry.holds += 1;
-        entry.lease = lease;
-        entry.renewal = renewal;
-        entry.expires_at = entry.expires_at.max(requested_at + lease);
-        entry.lost.subscribe()
-    }
-
-    /// One hold ended. With `fully`, the server deleted the lock: every hold
-    /// of it ends.
-    pub fn unhold(&self, id: &LockId, fully: bool) {
-        let mut entries = self.lock();
-        if let Some(entry) = entries.get_mut(id) {
-            entry.holds = entry.holds.saturating_sub(1);
-            if fully || entry.holds == 0 {
-                entries.remove(id);
-            }
-        }
-    }
-
-    /// The server says the lock is not ours: signal every holder.
-    pub fn lose(&self, id: &LockId) {
-        if let Some(entry) = self.lock().remove(id) {
-            self.signal_lost(&entry);
-        }
     }
 
     pub fn stats(&self) -> WatchdogStats {
         let count = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let locks = self.registry.live().iter().filter(|state| state.read(|holds| holds.count() > 0)).count();
         WatchdogStats {
-            locks: self.lock().len(),
+            locks,
             rounds: count(&self.counters.rounds),
             failed_rounds: count(&self.counters.failed_rounds),
-            lost: count(&self.counters.lost),
+            lost: self.registry.lost_count(),
         }
-    }
-
-    fn signal_lost(&self, entry: &Entry) {
-        self.counters.lost.fetch_add(1, Ordering::Relaxed);
-        entry.lost.send_replace(true);
     }
 
     async fn run(
         self,
         mut connection: Connection,
-        period: Duration,
+        timeout: Duration,
         retry_delay: Duration,
         mut closed: watch::Receiver<bool>,
     ) {
+        let period = timeout / 3;
         // A fixed schedule: a round every `period`, however long rounds
         // take; after a failed round, the next comes after `retry_delay`.
         let mut next = Instant::now() + period;
@@ -152,48 +90,52 @@ impl Watchdog {
                 _ = tokio::time::sleep_until(next) => {}
                 _ = closed.wait_for(|closed| *closed) => break,
             }
-            next = if self.round(&mut connection, period).await {
+            next = if self.round(&mut connection, timeout).await {
                 (next + period).max(Instant::now())
             } else {
                 Instant::now() + retry_delay.min(period)
             };
         }
         // Nobody renews from now on: no holder may count on its lock.
-        let entries: Vec<Entry> = self.lock().drain().map(|(_, entry)| entry).collect();
-        entries.iter().for_each(|entry| self.signal_lost(entry));
+        self.registry.stop();
     }
 
-    /// One round trip for every tracked lock. False when it failed.
-    async fn round(&self, connection: &mut Connection, period: Duration) -> bool {
-        let batch: Vec<(LockId, u64, Renewal, i64)> = self
-            .lock()
-            .iter()
-            .map(|(id, e)| (id.clone(), e.generation, e.renewal, e.lease.as_millis() as i64))
+    /// One round trip for every lock with holds. False when it failed.
+    async fn round(&self, connection: &mut Connection, timeout: Duration) -> bool {
+        let now = Instant::now();
+        let tasks: Vec<Task> = self
+            .registry
+            .live()
+            .into_iter()
+            .filter_map(|state| {
+                let (incarnation, upkeep) = state.read(|holds| (holds.incarnation(), holds.upkeep(now, timeout)));
+                Some(Task { state, incarnation, upkeep: upkeep? })
+            })
             .collect();
-        if !batch.is_empty() {
-            self.counters.rounds.fetch_add(1, Ordering::Relaxed);
+        if tasks.is_empty() {
+            return true;
         }
-        let ok = batch.is_empty() || {
-            let commands = batch
-                .iter()
-                .map(|(id, _, renewal, lease_ms)| {
-                    let cmd = match renewal {
-                        Renewal::Watchdog => protocol::renew(&id.name, &id.owner, *lease_ms),
-                        Renewal::Fixed => protocol::status(&id.name, &id.owner),
-                    };
-                    (id.name.to_vec(), cmd)
-                })
-                .collect();
-            let sent_at = Instant::now();
-            // A server that hangs must not hang the watchdog: give up when
-            // the next round is due, so overdue leases are still noticed.
-            match tokio::time::timeout(period, connection.per_node_pipelines(commands)).await {
-                Ok(Ok(replies)) if replies.len() == batch.len() => {
-                    self.apply(&batch, replies, sent_at);
-                    true
-                }
-                _ => false,
+        self.counters.rounds.fetch_add(1, Ordering::Relaxed);
+        let commands = tasks
+            .iter()
+            .map(|task| {
+                let id = &task.state.id;
+                let cmd = match task.upkeep {
+                    Upkeep::Renew(lease) => protocol::renew(&id.name, &id.owner, protocol::clamp_lease_ms(lease)),
+                    Upkeep::Check => protocol::status(&id.name, &id.owner),
+                };
+                (id.name.to_vec(), cmd)
+            })
+            .collect();
+        let sent_at = Instant::now();
+        // A server that hangs must not hang the watchdog: give up when the
+        // next round is due, so overdue leases are still noticed.
+        let ok = match tokio::time::timeout(timeout / 3, connection.per_node_pipelines(commands)).await {
+            Ok(Ok(replies)) if replies.len() == tasks.len() => {
+                tasks.iter().zip(replies).for_each(|(task, reply)| apply(task, reply, sent_at));
+                true
             }
+            _ => false,
         };
         if !ok {
             self.counters.failed_rounds.fetch_add(1, Ordering::Relaxed);
@@ -202,48 +144,32 @@ impl Watchdog {
         ok
     }
 
-    fn apply(
-        &self,
-        batch: &[(LockId, u64, Renewal, i64)],
-        replies: Vec<redis::RedisResult<redis::Value>>,
-        sent_at: Instant,
-    ) {
-        let mut entries = self.lock();
-        for ((id, generation, renewal, _), reply) in batch.iter().zip(replies) {
-            let Some(entry) = entries.get_mut(id).filter(|e| e.generation == *generation) else {
-                continue; // released or replaced meanwhile
-            };
-            let held = match (renewal, reply) {
-                (Renewal::Watchdog, Ok(redis::Value::Int(1))) => {
-                    entry.expires_at = sent_at + entry.lease;
-                    true
-                }
-                (Renewal::Watchdog, Ok(redis::Value::Int(0))) => false,
-                (Renewal::Fixed, Ok(reply)) => Status::parse(reply).map_or(true, |status| status.hold_count > 0),
-                // An error reply for this lock alone: try again next round.
-                _ => true,
-            };
-            if !held {
-                if let Some(entry) = entries.remove(id) {
-                    self.signal_lost(&entry);
-                }
-            }
-        }
-    }
-
-    /// Locks whose lease has surely ended are lost, renewed or not.
+    /// Holds whose lease has surely ended are lost, renewed or not.
     fn expire_overdue(&self) {
         let now = Instant::now();
-        self.lock().retain(|_, entry| {
-            let alive = entry.expires_at > now;
-            if !alive {
-                self.signal_lost(entry);
-            }
-            alive
-        });
+        for state in self.registry.live() {
+            state.update(|holds| ((), if holds.overdue(now) { holds.lose(holds.incarnation()) } else { Ended::No }));
+        }
     }
+}
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<LockId, Entry>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+/// Applies one lock's reply. An error for this lock alone: try again next
+/// round.
+fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant) {
+    let held = match (task.upkeep, reply) {
+        (Upkeep::Renew(lease), Ok(redis::Value::Int(1))) => {
+            task.state.update(|holds| (holds.renewed(task.incarnation, sent_at, lease), Ended::No));
+            true
+        }
+        (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => false,
+        (Upkeep::Check, Ok(reply)) => Status::parse(reply).map_or(true, |status| status.hold_count > 0),
+        _ => true,
+    };
+    // A request in flight on this lock settles its holds itself: a
+    // release may have just emptied the key, an acquire re-created it.
+    if !held {
+        if let Ok(_idle) = task.state.gate.try_lock() {
+            task.state.update(|holds| ((), holds.lose(task.incarnation)));
+        }
     }
 }

@@ -1,0 +1,248 @@
+//! One acquire attempt. It runs in a task of its own, so a caller that is
+//! cancelled at any point leaves no hold behind: a granted attempt becomes
+//! a [`Guard`] inside the reply channel, and a guard nobody receives is
+//! dropped, which gives the hold back. An acquire whose reply never came is
+//! never sent again blindly: its outcome is settled first.
+
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::guard::Guard;
+use crate::holds::{self, Renewal, Settled};
+use crate::lock::Lock;
+use crate::lock_state::{LockId, LockState};
+use crate::protocol::{self, Status};
+use crate::release::release;
+use crate::replica_sync::Plan;
+use redis::Value;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+/// Longest pause between reads that settle an acquire in the background.
+const SETTLE_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+pub(crate) enum Attempt {
+    Granted(Guard),
+    /// Held by someone else; their lease's PTTL in ms (-1: no expiry).
+    Refused {
+        pttl_ms: i64,
+    },
+}
+
+/// What the server replied to one acquire request.
+enum Reply {
+    Refused {
+        pttl_ms: i64,
+    },
+    /// `observed`: the owner's count right after the grant, when read.
+    Granted {
+        observed: Option<i64>,
+    },
+    /// Granted, but fewer replicas than required acknowledged it.
+    Unsynced {
+        acknowledged: i64,
+        required: u32,
+    },
+}
+
+/// Tries once to take `lock` for `lease`.
+pub(crate) async fn attempt(lock: &Lock, renewal: Renewal, lease: Duration) -> Result<Attempt> {
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let runtime = lock.shared().runtime.clone();
+    runtime.spawn(run(lock.clone(), renewal, lease, reply_tx));
+    reply_rx.await.unwrap_or(Err(Error::ClientClosed))
+}
+
+async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::Sender<Result<Attempt>>) {
+    let (shared, state) = (lock.shared(), lock.state());
+    let sync = match shared.replica_sync_plan(&state.id.name).await {
+        Ok(sync) => sync,
+        Err(err) => return drop(reply_tx.send(Err(err))),
+    };
+    let _gate = state.gate.lock().await;
+    if shared.is_closed() {
+        return drop(reply_tx.send(Err(Error::ClientClosed)));
+    }
+    let requested_at = Instant::now();
+    let watchdog = shared.options.watchdog_timeout;
+    let (counted, lease_sent) =
+        state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
+    let lease_ms = protocol::clamp_lease_ms(lease_sent);
+    let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
+    let observed = match request(&mut connection, &state.id, lease_ms, counted, sync.as_ref()).await {
+        Ok(Reply::Refused { pttl_ms }) => {
+            if counted > 0 {
+                state.lose(); // our owner no longer holds it
+            }
+            return drop(reply_tx.send(Ok(Attempt::Refused { pttl_ms })));
+        }
+        Ok(Reply::Granted { observed }) => observed,
+        Ok(Reply::Unsynced { acknowledged, required }) => {
+            give_back(&lock, &connection).await;
+            return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
+        }
+        Err(err) if err.is_transient() => match settle(&lock, &mut connection, counted, err, reply_tx).await {
+            Some((observed, reply_tx)) => {
+                return grant(&lock, renewal, lease, lease_sent, requested_at, observed, reply_tx)
+            }
+            None => return,
+        },
+        Err(err) => return drop(reply_tx.send(Err(err))),
+    };
+    grant(&lock, renewal, lease, lease_sent, requested_at, observed, reply_tx);
+}
+
+/// Records the hold and hands the guard over; a closed client gives it back.
+fn grant(
+    lock: &Lock,
+    renewal: Renewal,
+    lease: Duration,
+    lease_sent: Duration,
+    requested_at: Instant,
+    observed: Option<i64>,
+    reply_tx: oneshot::Sender<Result<Attempt>>,
+) {
+    let state = lock.state();
+    let ticket = state.update(|holds| holds.granted(renewal, lease, lease_sent, requested_at, observed));
+    // Dropped unsent (the caller is gone) or refused: the guard releases.
+    let guard = Guard::new(lock.clone(), ticket, lease);
+    if lock.shared().registry.is_stopped() {
+        drop(guard);
+        return drop(reply_tx.send(Err(Error::ClientClosed)));
+    }
+    let _ = reply_tx.send(Ok(Attempt::Granted(guard)));
+}
+
+/// Settles an acquire whose reply never came by reading the owner's count
+/// on the same connection (so after the acquire, if it ran). Returns the
+/// count when the acquire was granted. When the count cannot be read in
+/// time, the caller gets `err` at once and the settling goes on here; a
+/// grant found later is given back.
+async fn settle(
+    lock: &Lock,
+    connection: &mut Connection,
+    counted: usize,
+    err: Error,
+    reply_tx: oneshot::Sender<Result<Attempt>>,
+) -> Option<(Option<i64>, oneshot::Sender<Result<Attempt>>)> {
+    let (shared, state) = (lock.shared(), lock.state());
+    let retry = &shared.options.retry;
+    let mut reply_tx = Some((reply_tx, err));
+    let mut failures = 0;
+    let mut pause = retry.delay;
+    let observed = loop {
+        match read_count(connection, &state.id).await {
+            Ok(count) => break count,
+            Err(_) if shared.is_closed() => break -1,
+            Err(_) => {
+                failures += 1;
+                if failures > retry.attempts {
+                    if let Some((reply_tx, err)) = reply_tx.take() {
+                        let _ = reply_tx.send(Err(err));
+                    }
+                    pause = (pause * 2).min(SETTLE_BACKOFF_MAX);
+                }
+                tokio::time::sleep(pause).await;
+            }
+        }
+    };
+    let lost_earlier = observed >= 0 && (observed as usize) < counted;
+    match (holds::settle(counted, observed), reply_tx) {
+        (Settled::Granted, Some((reply_tx, _))) => Some((Some(observed), reply_tx)),
+        (Settled::Granted, None) => {
+            lose_if(state, lost_earlier);
+            give_back(lock, connection).await;
+            None
+        }
+        (Settled::NotGranted, reply_tx) => {
+            lose_if(state, lost_earlier);
+            if let Some((reply_tx, err)) = reply_tx {
+                let _ = reply_tx.send(Err(err)); // not granted: a retry is safe
+            }
+            None
+        }
+    }
+}
+
+fn lose_if(state: &LockState, lost: bool) {
+    if lost {
+        state.lose();
+    }
+}
+
+/// Gives back a grant that is not recorded as a hold, re-leasing to what
+/// the recorded holds need.
+async fn give_back(lock: &Lock, connection: &Connection) {
+    let (shared, state) = (lock.shared(), lock.state());
+    let watchdog = shared.options.watchdog_timeout;
+    let lease = state.read(|holds| holds.lease_needed(Instant::now(), watchdog)).unwrap_or(watchdog);
+    let _ = release(connection, &state.id, protocol::clamp_lease_ms(lease), &shared.options.retry).await;
+}
+
+async fn read_count(connection: &mut Connection, id: &LockId) -> Result<i64> {
+    let reply: Value = protocol::status(&id.name, &id.owner).query_async(connection).await?;
+    Ok(Status::parse(reply)?.hold_count)
+}
+
+/// RLOCK.ACQUIRE; for a re-entry inside MULTI with RLOCK.STATUS, so the
+/// count after the grant shows whether the earlier holds survived; then
+/// WAIT when replicas must acknowledge. One round trip.
+async fn request(
+    connection: &mut Connection,
+    id: &LockId,
+    lease_ms: i64,
+    counted: usize,
+    sync: Option<&Plan>,
+) -> Result<Reply> {
+    let acquire = protocol::acquire(&id.name, &id.owner, lease_ms);
+    let reentry = counted > 0;
+    if !reentry && sync.is_none() {
+        let pttl: Option<i64> = acquire.query_async(connection).await?;
+        return Ok(pttl.map_or(Reply::Granted { observed: None }, |pttl_ms| Reply::Refused { pttl_ms }));
+    }
+    let mut pipe = redis::pipe();
+    if reentry {
+        pipe.cmd("MULTI").add_command(acquire).add_command(protocol::status(&id.name, &id.owner)).cmd("EXEC");
+    } else {
+        pipe.add_command(acquire);
+    }
+    if let Some(plan) = sync {
+        pipe.cmd("WAIT").arg(plan.required).arg(plan.timeout.as_millis() as u64);
+    }
+    let replies: Vec<Value> = pipe.ignore_errors().query_async(connection).await?;
+    // A command refused before EXEC (or by the server as a whole).
+    if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
+        return Err(redis::RedisError::from(err.clone()).into());
+    }
+    let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
+    let (acquired, observed) = if reentry {
+        match replies.get(3) {
+            Some(Value::Array(exec)) if exec.len() == 2 => {
+                (&exec[0], Some(Status::parse(value(&exec[1])?)?.hold_count))
+            }
+            _ => return Err(unexpected()),
+        }
+    } else {
+        (replies.first().ok_or_else(unexpected)?, None)
+    };
+    let pttl: Option<i64> = value(acquired)?;
+    if let Some(pttl_ms) = pttl {
+        return Ok(Reply::Refused { pttl_ms });
+    }
+    if let Some(plan) = sync {
+        let acknowledged: i64 = value(replies.last().ok_or_else(unexpected)?)?;
+        if acknowledged < i64::from(plan.required) {
+            return Ok(Reply::Unsynced { acknowledged, required: plan.required });
+        }
+    }
+    Ok(Reply::Granted { observed })
+}
+
+/// One reply of a pipeline; a command's error reply (inside EXEC too) as
+/// its error.
+fn value<T: redis::FromRedisValue>(reply: &Value) -> Result<T> {
+    match reply {
+        Value::ServerError(err) => Err(redis::RedisError::from(err.clone()).into()),
+        reply => redis::from_redis_value(reply.clone()).map_err(|err| Error::UnexpectedReply(err.to_string())),
+    }
+}

@@ -1,0 +1,240 @@
+//! The client's view of one lock's holds, as a pure state machine (the
+//! clock is passed in), so every rule is unit-tested without Redis.
+//!
+//! One `Holds` exists per lock name and owner id: the server keeps one
+//! hold count per owner, so every handle with that owner shares it. A hold
+//! is one granted acquire not yet given back. An *incarnation* is one
+//! unbroken stretch of holding: it ends when the last hold is released or
+//! when the holds are lost, and a guard from an ended incarnation is stale.
+
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How a hold keeps (or does not keep) its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    /// Renewed every watchdog period until released.
+    Watchdog,
+    /// Not renewed: the hold needs the lock until its deadline only.
+    Fixed,
+}
+
+/// Identifies one hold: the incarnation it belongs to and its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ticket {
+    pub incarnation: u64,
+    hold: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    id: u64,
+    renewal: Renewal,
+    /// For a fixed hold, when its lease ends (measured from before the
+    /// request that granted it).
+    deadline: Instant,
+}
+
+/// What RLOCK.RELEASE replied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// 1: the key was deleted.
+    Fully,
+    /// 0: one level released, the lock is still held.
+    OneLevel,
+    /// nil: the owner did not hold the lock.
+    NotHeld,
+}
+
+/// How an incarnation ended, when it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Still going (or nothing was held).
+    No,
+    /// The last hold was given back.
+    Released,
+    /// The server no longer has the holds this client counted.
+    Lost,
+}
+
+/// What the watchdog must do for a lock this round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Upkeep {
+    /// RLOCK.RENEW with this lease: a watchdog hold remains.
+    Renew(Duration),
+    /// RLOCK.STATUS: only fixed holds remain; notice an early loss.
+    Check,
+}
+
+/// The outcome of an acquire whose reply never came, settled by reading
+/// the owner's hold count afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settled {
+    Granted,
+    NotGranted,
+}
+
+/// The holds of one owner on one lock.
+#[derive(Debug, Default)]
+pub(crate) struct Holds {
+    incarnation: u64,
+    next_hold: u64,
+    holds: Vec<Hold>,
+    /// The earliest the server may expire the key, by this machine's
+    /// clock: the request that last set the lease, plus that lease.
+    expires_at: Option<Instant>,
+}
+
+impl Holds {
+    /// Holds this client counts: what the server's count should be.
+    pub fn count(&self) -> usize {
+        self.holds.len()
+    }
+
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    pub fn is_current(&self, ticket: &Ticket) -> bool {
+        ticket.incarnation == self.incarnation && self.holds.iter().any(|hold| hold.id == ticket.hold)
+    }
+
+    /// The lease the remaining holds need from `now`: the watchdog timeout
+    /// while a watchdog hold remains, else the longest fixed deadline left.
+    pub fn lease_needed(&self, now: Instant, watchdog: Duration) -> Option<Duration> {
+        self.holds.iter().map(|hold| hold.need(now, watchdog)).max()
+    }
+
+    /// The lease to send with an acquire for `lease`: never shorter than
+    /// what the holds already taken need (a re-entry with a short lease
+    /// must not cut the outer hold's lease; Redisson's does).
+    pub fn lease_for_acquire(&self, lease: Duration, now: Instant, watchdog: Duration) -> Duration {
+        self.lease_needed(now, watchdog).map_or(lease, |needed| needed.max(lease))
+    }
+
+    /// Records a granted acquire sent at `requested_at` with `lease_sent`.
+    /// `observed` is the owner's count on the server right after the grant
+    /// when it was read; a count other than one more than ours means the
+    /// earlier holds were lost meanwhile and this grant started afresh.
+    pub fn granted(
+        &mut self,
+        renewal: Renewal,
+        lease: Duration,
+        lease_sent: Duration,
+        requested_at: Instant,
+        observed: Option<i64>,
+    ) -> (Ticket, Ended) {
+        let consistent = observed.is_none_or(|count| count == self.holds.len() as i64 + 1);
+        let ended = if consistent || self.holds.is_empty() { Ended::No } else { self.end(Ended::Lost) };
+        if self.holds.is_empty() {
+            self.incarnation += 1;
+        }
+        self.next_hold += 1;
+        let hold = Hold { id: self.next_hold, renewal, deadline: requested_at + lease };
+        self.holds.push(hold);
+        self.expires_at = Some(requested_at + lease_sent);
+        (Ticket { incarnation: self.incarnation, hold: hold.id }, ended)
+    }
+
+    /// The lease to send with the release of `ticket`: what the other
+    /// holds need (the server applies it only when one remains).
+    pub fn lease_for_release(&self, ticket: &Ticket, now: Instant, watchdog: Duration, own: Duration) -> Duration {
+        let others = self.holds.iter().filter(|hold| hold.id != ticket.hold);
+        others.map(|hold| hold.need(now, watchdog)).max().unwrap_or(own)
+    }
+
+    /// Applies a release reply for `ticket`, sent at `requested_at`.
+    pub fn released(&mut self, ticket: &Ticket, reply: Released, lease_sent: Duration, requested_at: Instant) -> Ended {
+        if ticket.incarnation != self.incarnation {
+            return Ended::No;
+        }
+        self.holds.retain(|hold| hold.id != ticket.hold);
+        match reply {
+            Released::NotHeld => self.end(Ended::Lost),
+            // The server had fewer holds than counted: the rest are gone.
+            Released::Fully if !self.holds.is_empty() => self.end(Ended::Lost),
+            Released::Fully => self.end(Ended::Released),
+            // No hold left here, yet the server still counts one: not ours
+            // to release (another process may share the owner id). It
+            // expires with the lease just sent.
+            Released::OneLevel if self.holds.is_empty() => self.end(Ended::Released),
+            Released::OneLevel => {
+                self.expires_at = Some(requested_at + lease_sent);
+                Ended::No
+            }
+        }
+    }
+
+    /// Drops `ticket`'s hold without knowing whether the server released
+    /// it (its release never got a reply): it expires with its lease.
+    pub fn forget(&mut self, ticket: &Ticket) -> Ended {
+        if !self.is_current(ticket) {
+            return Ended::No;
+        }
+        self.holds.retain(|hold| hold.id != ticket.hold);
+        if self.holds.is_empty() {
+            self.end(Ended::Released)
+        } else {
+            Ended::No
+        }
+    }
+
+    /// The holds of `incarnation` are known to be gone.
+    pub fn lose(&mut self, incarnation: u64) -> Ended {
+        if incarnation != self.incarnation || self.holds.is_empty() {
+            return Ended::No;
+        }
+        self.end(Ended::Lost)
+    }
+
+    /// What the watchdog must do this round; `None` when nothing is held.
+    pub fn upkeep(&self, now: Instant, watchdog: Duration) -> Option<Upkeep> {
+        if self.holds.iter().any(|hold| hold.renewal == Renewal::Watchdog) {
+            return self.lease_needed(now, watchdog).map(Upkeep::Renew);
+        }
+        (!self.holds.is_empty()).then_some(Upkeep::Check)
+    }
+
+    /// A renewal sent at `sent_at` with `lease_sent` succeeded.
+    pub fn renewed(&mut self, incarnation: u64, sent_at: Instant, lease_sent: Duration) {
+        if incarnation == self.incarnation && !self.holds.is_empty() {
+            self.expires_at = Some(sent_at + lease_sent);
+        }
+    }
+
+    /// True when holds remain whose lease has surely ended by `now`.
+    pub fn overdue(&self, now: Instant) -> bool {
+        !self.holds.is_empty() && self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    fn end(&mut self, how: Ended) -> Ended {
+        self.holds.clear();
+        self.expires_at = None;
+        self.incarnation += 1;
+        how
+    }
+}
+
+impl Hold {
+    fn need(&self, now: Instant, watchdog: Duration) -> Duration {
+        match self.renewal {
+            Renewal::Watchdog => watchdog,
+            Renewal::Fixed => self.deadline.saturating_duration_since(now),
+        }
+    }
+}
+
+/// Settles an acquire whose reply was lost: `counted` holds before it,
+/// `observed` the server's count read after it (on the same connection,
+/// so after the acquire ran, if it ran).
+pub(crate) fn settle(counted: usize, observed: i64) -> Settled {
+    let counted = counted as i64;
+    if observed == counted + 1 || (observed == 1 && counted > 1) {
+        Settled::Granted
+    } else {
+        Settled::NotGranted
+    }
+}
+
+#[cfg(test)]
+mod tests;

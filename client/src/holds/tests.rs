@@ -1,0 +1,144 @@
+use super::*;
+
+const WATCHDOG: Duration = Duration::from_secs(30);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Grants a hold with the lease the client would send.
+fn grant(holds: &mut Holds, renewal: Renewal, lease: Duration, at: Instant, observed: Option<i64>) -> (Ticket, Ended) {
+    let sent = holds.lease_for_acquire(lease, at, WATCHDOG);
+    holds.granted(renewal, lease, sent, at, observed)
+}
+
+#[test]
+fn a_short_reentry_never_cuts_the_outer_holds_lease() {
+    let t0 = Instant::now();
+    let mut holds = Holds::default();
+    grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    assert_eq!(holds.lease_for_acquire(ms(300), t0, WATCHDOG), WATCHDOG);
+    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(300), t0, Some(2));
+    // The inner fixed hold goes: the outer watchdog hold still needs renewal.
+    assert_eq!(holds.lease_for_release(&inner, t0 + ms(10), WATCHDOG, ms(300)), WATCHDOG);
+    assert_eq!(holds.released(&inner, Released::OneLevel, WATCHDOG, t0), Ended::No);
+    assert_eq!(holds.upkeep(t0 + ms(400), WATCHDOG), Some(Upkeep::Renew(WATCHDOG)));
+}
+
+#[test]
+fn upkeep_follows_every_hold() {
+    let t0 = Instant::now();
+    // (holds granted at t0 as (renewal, lease ms), ms after t0, upkeep)
+    type Case = (&'static [(Renewal, u64)], u64, Option<Upkeep>);
+    let cases: &[Case] = &[
+        (&[], 0, None),
+        (&[(Renewal::Fixed, 1_000)], 100, Some(Upkeep::Check)),
+        (&[(Renewal::Watchdog, 30_000)], 100, Some(Upkeep::Renew(WATCHDOG))),
+        // A fixed hold needing longer than the watchdog timeout keeps its lease.
+        (&[(Renewal::Watchdog, 30_000), (Renewal::Fixed, 60_000)], 1_000, Some(Upkeep::Renew(ms(59_000)))),
+        (&[(Renewal::Fixed, 60_000), (Renewal::Watchdog, 30_000)], 50_000, Some(Upkeep::Renew(WATCHDOG))),
+    ];
+    for (grants, at, expected) in cases {
+        let mut holds = Holds::default();
+        for (n, (renewal, lease)) in grants.iter().enumerate() {
+            grant(&mut holds, *renewal, ms(*lease), t0, Some(n as i64 + 1));
+        }
+        assert_eq!(holds.upkeep(t0 + ms(*at), WATCHDOG), *expected, "{grants:?} at {at}");
+    }
+}
+
+#[test]
+fn releases_by_the_table() {
+    // (holds before, reply, ended, holds after)
+    let cases = [
+        (1, Released::Fully, Ended::Released, 0),
+        (2, Released::OneLevel, Ended::No, 1),
+        (1, Released::NotHeld, Ended::Lost, 0),
+        (2, Released::NotHeld, Ended::Lost, 0),
+        // The server had fewer holds than counted: the others are lost.
+        (2, Released::Fully, Ended::Lost, 0),
+        // The server had more: nothing of ours is left.
+        (1, Released::OneLevel, Ended::Released, 0),
+    ];
+    for (before, reply, ended, after) in cases {
+        let t0 = Instant::now();
+        let mut holds = Holds::default();
+        let tickets: Vec<Ticket> =
+            (1..=before).map(|n| grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, Some(n)).0).collect();
+        let incarnation = holds.incarnation();
+        assert_eq!(holds.released(&tickets[0], reply, WATCHDOG, t0), ended, "{before} {reply:?}");
+        assert_eq!(holds.count(), after, "{before} {reply:?}");
+        assert_eq!(holds.incarnation() != incarnation, after == 0, "{before} {reply:?}");
+        assert!(!holds.is_current(&tickets[0]));
+    }
+}
+
+#[test]
+fn a_stale_ticket_changes_nothing() {
+    let t0 = Instant::now();
+    let mut holds = Holds::default();
+    let (stale, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    assert_eq!(holds.lose(stale.incarnation), Ended::Lost);
+    let (current, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    assert!(!holds.is_current(&stale) && holds.is_current(&current));
+    assert_eq!(holds.released(&stale, Released::Fully, WATCHDOG, t0), Ended::No);
+    assert_eq!(holds.forget(&stale), Ended::No);
+    assert_eq!(holds.lose(stale.incarnation), Ended::No);
+    assert_eq!(holds.count(), 1);
+}
+
+#[test]
+fn a_grant_whose_count_disagrees_starts_afresh() {
+    let t0 = Instant::now();
+    let mut holds = Holds::default();
+    let (old, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    // The key was deleted and this re-entry created it again: count 1, not 2.
+    let (new, ended) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, Some(1));
+    assert_eq!(ended, Ended::Lost);
+    assert!(!holds.is_current(&old) && holds.is_current(&new));
+    assert_eq!(holds.count(), 1);
+    let (_, ended) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, Some(2));
+    assert_eq!((ended, holds.count()), (Ended::No, 2));
+}
+
+#[test]
+fn leases_run_out_by_the_clock() {
+    let t0 = Instant::now();
+    let mut holds = Holds::default();
+    let (ticket, _) = grant(&mut holds, Renewal::Watchdog, ms(900), t0, None);
+    assert!(!holds.overdue(t0 + ms(899)) && holds.overdue(t0 + ms(900)));
+    holds.renewed(ticket.incarnation, t0 + ms(300), ms(900));
+    assert!(!holds.overdue(t0 + ms(1_100)) && holds.overdue(t0 + ms(1_200)));
+    holds.renewed(ticket.incarnation + 1, t0 + ms(600), ms(900));
+    assert!(holds.overdue(t0 + ms(1_200)), "a stale renewal moves nothing");
+}
+
+#[test]
+fn forgetting_the_last_hold_ends_the_incarnation() {
+    let t0 = Instant::now();
+    let mut holds = Holds::default();
+    let (first, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    let (second, _) = grant(&mut holds, Renewal::Fixed, ms(500), t0, Some(2));
+    assert_eq!(holds.forget(&second), Ended::No);
+    assert_eq!(holds.forget(&first), Ended::Released);
+    assert_eq!(holds.upkeep(t0, WATCHDOG), None);
+}
+
+#[test]
+fn lost_replies_are_settled_by_the_count() {
+    // (counted before, count read after, outcome)
+    let cases = [
+        (0, 0, Settled::NotGranted),
+        (0, 1, Settled::Granted),
+        (1, 1, Settled::NotGranted),
+        (1, 2, Settled::Granted),
+        (3, 4, Settled::Granted),
+        // The earlier holds were lost and this acquire took the lock afresh.
+        (2, 1, Settled::Granted),
+        // Lost, and not taken.
+        (2, 0, Settled::NotGranted),
+    ];
+    for (counted, observed, outcome) in cases {
+        assert_eq!(settle(counted, observed), outcome, "{counted} then {observed}");
+    }
+}

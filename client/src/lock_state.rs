@@ -1,0 +1,131 @@
+//! Shared state of one lock name and owner in a client: its [`Holds`], the
+//! lost signal of the current incarnation, and the gate that serialises
+//! the requests that change the holds. The [`Registry`] gives every handle
+//! with the same name and owner the same state.
+
+use crate::holds::{Ended, Holds, Ticket};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use tokio::sync::watch;
+
+/// A lock as the server knows it: name and owner id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct LockId {
+    pub name: Arc<[u8]>,
+    pub owner: Arc<[u8]>,
+}
+
+pub(crate) struct LockState {
+    pub id: LockId,
+    /// Held across each acquire and release request and its bookkeeping,
+    /// so that the hold count this client keeps follows the server's even
+    /// when calls on one lock race (never while waiting for a release).
+    pub gate: tokio::sync::Mutex<()>,
+    inner: Mutex<Inner>,
+    lost_count: Arc<AtomicU64>,
+}
+
+struct Inner {
+    holds: Holds,
+    /// Fires when the current incarnation's holds are lost; replaced when
+    /// a new incarnation starts.
+    lost: watch::Sender<bool>,
+}
+
+impl LockState {
+    /// Runs `change` on the holds and signals a loss it reports.
+    pub fn update<T>(&self, change: impl FnOnce(&mut Holds) -> (T, Ended)) -> T {
+        let mut inner = self.lock();
+        let before = inner.holds.incarnation();
+        let (value, ended) = change(&mut inner.holds);
+        if ended == Ended::Lost {
+            self.lost_count.fetch_add(1, Ordering::Relaxed);
+            inner.lost.send_replace(true);
+        }
+        if inner.holds.incarnation() != before {
+            // Receivers of the old signal see it closed: stale, so lost.
+            inner.lost = watch::channel(false).0;
+        }
+        value
+    }
+
+    /// Reads the holds.
+    pub fn read<T>(&self, read: impl FnOnce(&Holds) -> T) -> T {
+        read(&self.lock().holds)
+    }
+
+    /// The lost signal of the incarnation `ticket` belongs to; an already
+    /// closed one when that incarnation is over.
+    pub fn lost_signal(&self, ticket: &Ticket) -> watch::Receiver<bool> {
+        let inner = self.lock();
+        if inner.holds.is_current(ticket) {
+            inner.lost.subscribe()
+        } else {
+            watch::channel(true).1
+        }
+    }
+
+    /// The holds of the current incarnation are gone.
+    pub fn lose(&self) {
+        self.update(|holds| ((), holds.lose(holds.incarnation())));
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Every lock state of a client, by name and owner.
+#[derive(Default)]
+pub(crate) struct Registry {
+    states: Mutex<HashMap<LockId, Weak<LockState>>>,
+    /// Set when the watchdog stopped: nothing renews any more.
+    stopped: AtomicBool,
+    lost_count: Arc<AtomicU64>,
+}
+
+impl Registry {
+    /// The state of `id`, shared with every other live handle on it.
+    pub fn state(&self, id: LockId) -> Arc<LockState> {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(state) = states.get(&id).and_then(Weak::upgrade) {
+            return state;
+        }
+        let state = Arc::new(LockState {
+            id: id.clone(),
+            gate: tokio::sync::Mutex::new(()),
+            inner: Mutex::new(Inner { holds: Holds::default(), lost: watch::channel(false).0 }),
+            lost_count: self.lost_count.clone(),
+        });
+        states.insert(id, Arc::downgrade(&state));
+        state
+    }
+
+    /// The live states (forgetting the dead ones).
+    pub fn live(&self) -> Vec<Arc<LockState>> {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        states.retain(|_, state| state.strong_count() > 0);
+        states.values().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Every state of the lock `name`, whatever its owner.
+    pub fn named(&self, name: &[u8]) -> Vec<Arc<LockState>> {
+        self.live().into_iter().filter(|state| &*state.id.name == name).collect()
+    }
+
+    /// The watchdog stopped: every hold is lost, now and when granted later.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.live().iter().for_each(|state| state.lose());
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Locks reported lost so far.
+    pub fn lost_count(&self) -> u64 {
+        self.lost_count.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,263 @@
+//! Hold bookkeeping under races, cancellation, stalls and closed clients:
+//! the client's count of holds follows the server's, a lost or stale guard
+//! never releases a newer hold, and no call leaves an unowned hold behind.
+
+use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use testkit::Server;
+
+const WATCHDOG: Duration = Duration::from_millis(600);
+const PATIENCE: Duration = Duration::from_secs(10);
+
+fn options() -> ClientOptions {
+    ClientOptions::default().with_watchdog_timeout(WATCHDOG).with_replica_sync(ReplicaSync::Off)
+}
+
+async fn client(server: &Server) -> Client {
+    Client::connect(server.client(), options()).await.expect("client")
+}
+
+async fn admin(server: &Server) -> redis::aio::MultiplexedConnection {
+    server.client().get_multiplexed_async_connection().await.unwrap()
+}
+
+async fn hold_count(server: &Server, name: &str, owner: &[u8]) -> i64 {
+    let count: Option<i64> =
+        redis::cmd("HGET").arg(name).arg(owner).query_async(&mut admin(server).await).await.unwrap();
+    count.unwrap_or(0)
+}
+
+/// Polls an async condition until it holds, failing after [`PATIENCE`].
+macro_rules! eventually {
+    ($what:expr, $check:expr) => {{
+        let deadline = Instant::now() + PATIENCE;
+        while !$check {
+            assert!(Instant::now() < deadline, "timed out waiting for {}", $what);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }};
+}
+
+/// A server that allows `DEBUG SLEEP`.
+fn stallable_server() -> Server {
+    Server::builder().config("enable-debug-command", "yes").start()
+}
+
+/// `DEBUG SLEEP` on a connection of its own: the server stalls for `seconds`.
+fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
+    let client = server.client();
+    tokio::spawn(async move {
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        con.set_response_timeout(Duration::from_secs(60));
+        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query_async(&mut con).await.unwrap();
+    })
+}
+
+/// Waits until a `DEBUG SLEEP` sent just before has surely started.
+async fn wait_for_stall() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_of_a_closed_client_gets_no_guard() {
+    let server = Server::start();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("handover").lock_with_lease(Duration::from_secs(60)).await.unwrap();
+    let closing = client(&server).await;
+    let lock = closing.lock("handover");
+    let waiting = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.lock().await })
+    };
+    let channel = rlock_client::release_channel(b"handover");
+    eventually!("the waiter's subscription", {
+        let (_, count): (Vec<u8>, i64) =
+            redis::cmd("PUBSUB").arg("NUMSUB").arg(&channel).query_async(&mut admin(&server).await).await.unwrap();
+        count == 1
+    });
+    drop(closing);
+    holder.unlock().await.unwrap();
+    let outcome = tokio::time::timeout(PATIENCE, waiting).await.expect("the waiter returns").unwrap();
+    assert!(matches!(outcome, Err(Error::ClientClosed)), "{outcome:?}");
+    eventually!("no hold left by the closed client", hold_count(&server, "handover", lock.owner()).await == 0);
+    assert!(matches!(lock.try_lock(Duration::ZERO, None).await, Err(Error::ClientClosed)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_fixed_reentry_keeps_the_outer_hold_renewed() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("nested");
+    let outer = lock.lock().await.unwrap();
+    let inner = lock.try_lock(Duration::ZERO, Some(Duration::from_millis(300))).await.unwrap().expect("re-entered");
+    assert!(lock.remaining_lease().await.unwrap().unwrap() > Duration::from_millis(300), "the re-entry cut the lease");
+    inner.unlock().await.unwrap();
+
+    let other = client.lock("nested");
+    assert!(
+        other.try_lock(WATCHDOG * 3, None).await.unwrap().is_none(),
+        "another owner took the lock while the outer hold was live"
+    );
+    assert!(!outer.is_lost());
+    assert_eq!(lock.hold_count().await.unwrap(), 1);
+    outer.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_reentry_outliving_its_lease_keeps_the_watchdog_hold() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("nested-live");
+    let outer = lock.lock().await.unwrap();
+    let inner = lock.lock_with_lease(Duration::from_millis(200)).await.unwrap();
+    let other = client.lock("nested-live");
+    assert!(other.try_lock(WATCHDOG * 2, None).await.unwrap().is_none(), "taken while held twice");
+    assert!(!outer.is_lost() && !inner.is_lost());
+    assert_eq!(lock.hold_count().await.unwrap(), 2);
+    inner.unlock().await.unwrap();
+    outer.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_guard_never_releases_a_newer_hold() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("stale");
+    let mut admin = admin(&server).await;
+    for unlock_it in [true, false] {
+        let stale = lock.lock().await.unwrap();
+        let _: i64 = redis::cmd("DEL").arg("stale").query_async(&mut admin).await.unwrap();
+        tokio::time::timeout(PATIENCE, stale.lost()).await.expect("lost after DEL");
+        let current = lock.lock().await.unwrap();
+        if unlock_it {
+            assert!(matches!(stale.unlock().await, Err(Error::NotOwner)));
+        } else {
+            drop(stale);
+        }
+        // A drop would release in the background: give it the time to.
+        let other = client.lock("stale");
+        assert!(other.try_lock(Duration::from_millis(100), None).await.unwrap().is_none());
+        assert_eq!(hold_count(&server, "stale", lock.owner()).await, 1);
+        assert!(!current.is_lost());
+        current.unlock().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentry_after_an_unnoticed_delete_starts_a_new_hold() {
+    let server = Server::start();
+    // A watchdog too slow to notice the DEL before the re-entry.
+    let options = options().with_watchdog_timeout(Duration::from_secs(30));
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let lock = client.lock("recreated");
+    let first = lock.lock().await.unwrap();
+    let _: i64 = redis::cmd("DEL").arg("recreated").query_async(&mut admin(&server).await).await.unwrap();
+    let second = lock.lock().await.unwrap();
+    assert!(first.is_lost(), "the re-entry found the first hold gone");
+    assert!(matches!(first.unlock().await, Err(Error::NotOwner)));
+    assert_eq!(hold_count(&server, "recreated", lock.owner()).await, 1);
+    assert!(!second.is_lost());
+    second.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_during_a_stall_is_not_sent_twice() {
+    let server = stallable_server();
+    let client = client(&server).await;
+    let lock = client.lock("stalled");
+    let stalled = stall(&server, 1.0);
+    wait_for_stall().await;
+    let guard = lock.lock().await.expect("granted once the server is back");
+    stalled.await.unwrap();
+    assert_eq!(lock.hold_count().await.unwrap(), 1, "the acquire was applied twice");
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap(), "a hold was left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_during_a_stall_is_applied_once() {
+    let server = stallable_server();
+    let client = client(&server).await;
+    let lock = client.lock("stalled-release");
+    let outer = lock.lock().await.unwrap();
+    let inner = lock.lock().await.unwrap();
+    let stalled = stall(&server, 1.0);
+    wait_for_stall().await;
+    inner.unlock().await.expect("released once the server is back");
+    stalled.await.unwrap();
+    assert_eq!(lock.hold_count().await.unwrap(), 1, "the release was applied twice");
+    assert!(!outer.is_lost());
+    outer.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_force_unlock_whose_reply_was_lost_is_not_sent_again() {
+    let server = stallable_server();
+    // Retries far enough apart that a resend would come after the stall.
+    let options = options().with_retry(RetryOptions::new(3, Duration::from_millis(800)));
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let stalled = stall(&server, 1.0);
+    wait_for_stall().await;
+    let forcing = {
+        let lock = client.lock("forced");
+        tokio::spawn(async move { lock.force_unlock().await })
+    };
+    stalled.await.unwrap();
+    // Someone takes the lock once the server is back.
+    let mut taker = admin(&server).await;
+    let taken: Option<i64> =
+        redis::cmd("RLOCK.ACQUIRE").arg("forced").arg("taker").arg(60_000).query_async(&mut taker).await.unwrap();
+    assert_eq!(taken, None);
+    let _ = forcing.await.unwrap();
+    assert_eq!(hold_count(&server, "forced", b"taker").await, 1, "a resent FORCERELEASE deleted the new holder");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_racing_lock_on_one_handle_keeps_the_new_hold() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("racing");
+    let mut guard = lock.lock().await.unwrap();
+    for round in 0..300 {
+        let (unlocked, relocked) = tokio::join!(guard.unlock(), lock.lock());
+        unlocked.unwrap();
+        guard = relocked.unwrap();
+        assert!(!guard.is_lost(), "round {round}: the new guard is reported lost");
+        assert_eq!(hold_count(&server, "racing", lock.owner()).await, 1, "round {round}");
+    }
+    let other = client.lock("racing");
+    assert!(other.try_lock(WATCHDOG * 2, None).await.unwrap().is_none(), "the last hold was not renewed");
+    assert!(!guard.is_lost());
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_watchdog_timeout_is_refused_when_the_client_is_built() {
+    let server = Server::start();
+    for timeout in [Duration::ZERO, Duration::from_micros(500), rlock_client::MAX_LEASE * 2] {
+        let options = ClientOptions::default().with_watchdog_timeout(timeout);
+        let built = Client::connect(server.client(), options).await;
+        assert!(matches!(built, Err(Error::InvalidWatchdogTimeout(_))), "{timeout:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_lock_whose_caller_is_gone_is_given_back() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("orphan");
+    for _ in 0..20 {
+        // Poll once (the attempt starts), wait for the grant on the server,
+        // then drop the future without polling it again.
+        let mut locking = Box::pin(lock.lock_with_lease(Duration::from_secs(60)));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(locking.as_mut().poll(&mut cx), Poll::Pending));
+        eventually!("the grant", hold_count(&server, "orphan", lock.owner()).await == 1);
+        drop(locking);
+        eventually!("the grant to be given back", !lock.is_locked().await.unwrap());
+    }
+}
