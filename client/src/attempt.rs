@@ -81,12 +81,14 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
             give_back(&lock, &connection).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
-        Err(err) if err.is_transient() => match settle(&lock, &mut connection, counted, err, reply_tx).await {
-            Some((observed, reply_tx)) => {
-                return grant(&lock, renewal, lease, lease_sent, requested_at, observed, reply_tx)
-            }
-            None => return,
-        },
+        Err(err) if err.is_transient() => {
+            let give_up_at = requested_at + lease_sent;
+            let Some((observed, reply_tx)) = settle(&lock, &mut connection, counted, give_up_at, err, reply_tx).await
+            else {
+                return;
+            };
+            return grant(&lock, renewal, lease, lease_sent, requested_at, Some(observed), reply_tx);
+        }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
     grant(&lock, renewal, lease, lease_sent, requested_at, observed, reply_tx);
@@ -106,7 +108,9 @@ fn grant(
     let ticket = state.update(|holds| holds.granted(renewal, lease, lease_sent, requested_at, observed));
     // Dropped unsent (the caller is gone) or refused: the guard releases.
     let guard = Guard::new(lock.clone(), ticket, lease);
-    if lock.shared().registry.is_stopped() {
+    // Checked after the hold is recorded: the watchdog's stop marks every
+    // recorded hold lost, and a hold recorded after it is given back here.
+    if lock.shared().is_closed() || lock.shared().registry.is_stopped() {
         drop(guard);
         return drop(reply_tx.send(Err(Error::ClientClosed)));
     }
@@ -116,15 +120,18 @@ fn grant(
 /// Settles an acquire whose reply never came by reading the owner's count
 /// on the same connection (so after the acquire, if it ran). Returns the
 /// count when the acquire was granted. When the count cannot be read in
-/// time, the caller gets `err` at once and the settling goes on here; a
-/// grant found later is given back.
+/// time, the caller gets `err` at once and the settling goes on here until
+/// `give_up_at`, when an unrenewed grant has expired anyway (or, beside
+/// other holds, is one extra level that ends with them); a grant found
+/// meanwhile is given back.
 async fn settle(
     lock: &Lock,
     connection: &mut Connection,
     counted: usize,
+    give_up_at: Instant,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
-) -> Option<(Option<i64>, oneshot::Sender<Result<Attempt>>)> {
+) -> Option<(i64, oneshot::Sender<Result<Attempt>>)> {
     let (shared, state) = (lock.shared(), lock.state());
     let retry = &shared.options.retry;
     let mut reply_tx = Some((reply_tx, err));
@@ -133,7 +140,7 @@ async fn settle(
     let observed = loop {
         match read_count(connection, &state.id).await {
             Ok(count) => break count,
-            Err(_) if shared.is_closed() => break -1,
+            Err(_) if shared.is_closed() || (reply_tx.is_none() && Instant::now() >= give_up_at) => break -1,
             Err(_) => {
                 failures += 1;
                 if failures > retry.attempts {
@@ -148,7 +155,7 @@ async fn settle(
     };
     let lost_earlier = observed >= 0 && (observed as usize) < counted;
     match (holds::settle(counted, observed), reply_tx) {
-        (Settled::Granted, Some((reply_tx, _))) => Some((Some(observed), reply_tx)),
+        (Settled::Granted, Some((reply_tx, _))) => Some((observed, reply_tx)),
         (Settled::Granted, None) => {
             lose_if(state, lost_earlier);
             give_back(lock, connection).await;
