@@ -82,9 +82,7 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
         Err(err) if err.is_transient() => {
-            let give_up_at = requested_at + lease_sent;
-            let Some((observed, reply_tx)) = settle(&lock, &mut connection, counted, give_up_at, err, reply_tx).await
-            else {
+            let Some((observed, reply_tx)) = settle(&lock, &mut connection, counted, err, reply_tx).await else {
                 return;
             };
             return grant(&lock, renewal, lease, lease_sent, requested_at, Some(observed), reply_tx);
@@ -120,15 +118,14 @@ fn grant(
 /// Settles an acquire whose reply never came by reading the owner's count
 /// on the same connection (so after the acquire, if it ran). Returns the
 /// count when the acquire was granted. When the count cannot be read in
-/// time, the caller gets `err` at once and the settling goes on here until
-/// `give_up_at`, when an unrenewed grant has expired anyway (or, beside
-/// other holds, is one extra level that ends with them); a grant found
-/// meanwhile is given back.
+/// time, the caller gets `err` at once and the settling goes on here (the
+/// acquire may still be queued on a stalled server, so only an answer
+/// settles it) until the server answers or the client closes; a grant
+/// found then is given back. Meanwhile this lock's other calls wait.
 async fn settle(
     lock: &Lock,
     connection: &mut Connection,
     counted: usize,
-    give_up_at: Instant,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
 ) -> Option<(i64, oneshot::Sender<Result<Attempt>>)> {
@@ -140,7 +137,7 @@ async fn settle(
     let observed = loop {
         match read_count(connection, &state.id).await {
             Ok(count) => break count,
-            Err(_) if shared.is_closed() || (reply_tx.is_none() && Instant::now() >= give_up_at) => break -1,
+            Err(_) if shared.is_closed() => break -1,
             Err(_) => {
                 failures += 1;
                 if failures > retry.attempts {

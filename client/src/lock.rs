@@ -174,6 +174,7 @@ impl Lock {
         let mut subscription: Option<Subscription> = None;
         let mut subscribe_tried = false;
         let mut failures = 0;
+        let mut attempts = 0;
         loop {
             if *closed.borrow_and_update() {
                 return Err(Error::ClientClosed);
@@ -181,7 +182,19 @@ impl Lock {
             if let Some(subscription) = subscription.as_mut() {
                 subscription.mark_seen();
             }
-            let pause = match attempt(self, renewal, lease).await {
+            // An attempt may wait for this lock's earlier call to settle.
+            // Past the first (always made, as Redisson's), the wait limit
+            // holds: a grant that comes too late is dropped, which gives
+            // it back.
+            let attempted = match deadline.filter(|_| attempts > 0) {
+                None => attempt(self, renewal, lease).await,
+                Some(deadline) => match tokio::time::timeout_at(deadline, attempt(self, renewal, lease)).await {
+                    Ok(attempted) => attempted,
+                    Err(_) => return Ok(None),
+                },
+            };
+            attempts += 1;
+            let pause = match attempted {
                 Ok(Attempt::Granted(guard)) => return Ok(Some(guard)),
                 Ok(Attempt::Refused { pttl_ms }) => {
                     failures = 0;

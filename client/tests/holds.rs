@@ -261,3 +261,22 @@ async fn a_granted_lock_whose_caller_is_gone_is_given_back() {
         eventually!("the grant to be given back", !lock.is_locked().await.unwrap());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_through_a_long_pause_leaves_exactly_one_hold() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("paused");
+    server.pause();
+    let locking = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.lock().await })
+    };
+    // Longer than every retry of the acquire and of the reads settling it.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    server.resume();
+    let guard = tokio::time::timeout(PATIENCE, locking).await.expect("lock() returns").unwrap().expect("granted");
+    assert_eq!(lock.hold_count().await.unwrap(), 1, "a queued acquire was left as an extra hold");
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap(), "a hold was left behind");
+}
