@@ -101,7 +101,7 @@ enum Doom {
 /// Who a handle's owner id is, for messages and excuses.
 struct Owner {
     label: String,
-    slot: usize,
+    at: At,
     epoch: u64,
 }
 
@@ -281,11 +281,16 @@ impl Model {
     }
 
     fn propose(&self, rng: &mut Rng, kind: &str) -> Option<Op> {
-        let at = At {
+        let mut at = At {
             slot: rng.below(CLIENTS as u64) as usize,
             lock: rng.below(LOCKS.len() as u64) as usize,
             handle: rng.below(HANDLES as u64) as usize,
         };
+        // Often the owner of an existing guard: reentry, and re-locking
+        // after the hold was deleted, are where bookkeeping goes wrong.
+        if !self.guards.is_empty() && rng.chance(40) {
+            at = self.owners[&rng.pick(&self.guards).owner].at;
+        }
         let lease_ms = 200 + rng.below(LONGEST_LEASE_MS - 199);
         let guard = (!self.guards.is_empty()).then(|| rng.pick(&self.guards).id);
         let task = (!self.pending.is_empty()).then(|| rng.pick(&self.pending).id);
@@ -597,7 +602,8 @@ impl Model {
                 let owner = handle.owner().to_vec();
                 assert!(owner.starts_with(client.id().to_string().as_bytes()), "owner ids start with the client id");
                 let label = format!("c{slot}.{epoch}/{}/h{h}", LOCKS[lock]);
-                let fresh = self.owners.insert(owner, Owner { label, slot, epoch }).is_none();
+                let fresh =
+                    self.owners.insert(owner, Owner { label, at: At { slot, lock, handle: h }, epoch }).is_none();
                 assert!(fresh, "client.lock() gives a fresh owner id");
             }
         }
@@ -724,7 +730,7 @@ impl Model {
     /// Holds of a dropped client run out their lease; so may holds whose
     /// release a restart cut off, or whose loss the client just reported.
     fn excused(&self, owner: &[u8], now: Instant) -> bool {
-        let closed = self.owners.get(owner).is_none_or(|o| self.closed(o.slot, o.epoch));
+        let closed = self.owners.get(owner).is_none_or(|o| self.closed(o.at.slot, o.epoch));
         closed
             || self.restarted_until.is_some_and(|until| now < until)
             || self.excused_until.get(owner).is_some_and(|&until| now < until)
