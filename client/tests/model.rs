@@ -116,6 +116,8 @@ struct Held {
     lease_ends: Option<(Instant, Instant)>,
     /// [`Model::faults`] when the guard was asked for.
     faults: u64,
+    /// [`Model::deletes`] when the guard was asked for.
+    deletes: u64,
     doom: Option<Doom>,
     seen_lost: bool,
 }
@@ -128,6 +130,7 @@ struct Pending {
     owner: Vec<u8>,
     closed_at_spawn: bool,
     faults: u64,
+    deletes: u64,
 }
 
 struct Slot {
@@ -167,6 +170,9 @@ struct Model {
     restarted_until: Option<Instant>,
     /// Stalls and restarts so far: a watchdog lease may run out across one.
     faults: u64,
+    /// DELs and force releases so far: a `lock()` task pending across one
+    /// may have been granted before it, and its hold deleted.
+    deletes: u64,
     next_id: usize,
     log: Vec<String>,
 }
@@ -231,6 +237,7 @@ impl Model {
             excused_until: HashMap::new(),
             restarted_until: None,
             faults: 0,
+            deletes: 0,
             next_id: 0,
             log: vec![],
         };
@@ -418,8 +425,8 @@ impl Model {
         let task = tokio::spawn(async move { lock.lock().await });
         let (id, epoch) = (self.new_id(), self.slots[at.slot].epoch);
         let closed_at_spawn = self.slots[at.slot].client.is_none();
-        let faults = self.faults;
-        self.pending.push(Pending { id, task, at, epoch, owner, closed_at_spawn, faults });
+        let (faults, deletes) = (self.faults, self.deletes);
+        self.pending.push(Pending { id, task, at, epoch, owner, closed_at_spawn, faults, deletes });
         format!("task T{id}")
     }
 
@@ -431,7 +438,7 @@ impl Model {
         }
         let epoch = self.slots[at.slot].epoch;
         let lease_ends = lease.map(|(started, lease)| (started + lease, Instant::now() + lease));
-        self.add_guard(at, epoch, guard, lease_ends, self.faults)
+        self.add_guard(at, epoch, guard, lease_ends, (self.faults, self.deletes))
     }
 
     /// Adds a guard got through `at`'s handle (or its clone, or its owner)
@@ -442,7 +449,7 @@ impl Model {
         epoch: u64,
         guard: Guard,
         lease_ends: Option<(Instant, Instant)>,
-        faults: u64,
+        (faults, deletes): (u64, u64),
     ) -> String {
         let owner = guard.lock().owner().to_vec();
         let handles_owner = &self.slots[at.slot].handles[at.lock][at.handle];
@@ -452,7 +459,8 @@ impl Model {
         let id = self.new_id();
         let doom = self.closed(at.slot, epoch).then_some(Doom::ClientClosed);
         let (lock, slot) = (at.lock, at.slot);
-        self.guards.push(Held { id, guard, lock, slot, epoch, owner, lease_ends, faults, doom, seen_lost: false });
+        let held = Held { id, guard, lock, slot, epoch, owner, lease_ends, faults, deletes, doom, seen_lost: false };
+        self.guards.push(held);
         format!("G{id}")
     }
 
@@ -512,7 +520,10 @@ impl Model {
                 self.fail(&format!("{name}: {guard:?} does not hold for its handle's owner"))
             }
             Ok(Ok(guard)) => {
-                format!("{name} -> {}", self.add_guard(pending.at, pending.epoch, guard, None, pending.faults))
+                format!(
+                    "{name} -> {}",
+                    self.add_guard(pending.at, pending.epoch, guard, None, (pending.faults, pending.deletes))
+                )
             }
             Ok(Err(Error::ClientClosed)) if self.closed(pending.at.slot, pending.epoch) => {
                 format!("{name} -> Err(ClientClosed)")
@@ -562,6 +573,7 @@ impl Model {
     async fn delete(&mut self, lock: usize, command: &str) -> String {
         self.collect_finished().await;
         let deleted: i64 = self.admin(redis::cmd(command).arg(LOCKS[lock])).await;
+        self.deletes += 1;
         for held in self.guards.iter_mut().filter(|g| g.lock == lock) {
             held.doom = held.doom.or(Some(Doom::HoldGone));
         }
@@ -747,7 +759,7 @@ impl Model {
             let held = &self.guards[index];
             if held.doom.is_none() && !server.locks[held.lock].holds.contains_key(&held.owner) {
                 let lease_ended = held.lease_ends.is_some_and(|(earliest, _)| now >= earliest);
-                if !lease_ended && held.faults == self.faults {
+                if !lease_ended && held.faults == self.faults && held.deletes == self.deletes {
                     self.fail(&format!(
                         "the hold of G{} ({}) vanished: no delete, no fault, lease not over; another release took it",
                         held.id,
