@@ -75,13 +75,16 @@ fn hash_tag(key: &[u8]) -> Option<&[u8]> {
 /// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, as Redis's crc16.c.
 fn crc16(bytes: &[u8]) -> u16 {
     bytes.iter().fold(0u16, |crc, &byte| {
-        (0..8).fold(crc ^ (u16::from(byte) << 8), |crc, _| {
-            if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            }
-        })
+        (0..8).fold(
+            crc ^ (u16::from(byte) << 8),
+            |crc, _| {
+                if crc & 0x8000 != 0 {
+                    (crc << 1) ^ 0x1021
+                } else {
+                    crc << 1
+                }
+            },
+        )
     })
 }
 
