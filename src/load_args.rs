@@ -36,7 +36,8 @@ mod tests {
 
     #[test]
     fn load_arguments_are_checked_by_the_table() {
-        let cases: &[(&[&[u8]], Result<(), &str>)] = &[
+        type Case<'a> = (&'a [&'a [u8]], Result<(), &'a str>);
+        let cases: &[Case] = &[
             (&[], Ok(())),
             (&[b"default-lease-ms", b"5000"], Ok(())),
             (&[b"default-lease-ms", b"31536000000"], Ok(())),

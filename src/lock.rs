@@ -8,11 +8,9 @@
 use crate::error::LockError;
 use crate::lease::expiry;
 
-mod latch;
+pub mod latch;
 #[cfg(test)]
 mod memory;
-
-pub use latch::{release_once, UnlockLatch};
 
 /// What the lock key currently holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -51,7 +51,7 @@ fn a_repeated_release_replies_its_first_reply_and_changes_nothing() {
     let (value, pttl) = latch(&mut con, b"res", b"r2");
     assert_eq!(value.as_deref(), Some("1"));
     assert!(4_000 < pttl && pttl <= 5_000, "latch PTTL {pttl}");
-    assert_eq!(con.exists::<_, bool>("res").unwrap(), false);
+    assert!(!con.exists::<_, bool>("res").unwrap(), "fully released");
 
     // Replayed after someone else took the lock: still 1, b's lock untouched.
     run(&mut con, &[b"RLOCK.ACQUIRE", b"res", b"b", b"60000"]).unwrap();

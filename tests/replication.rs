@@ -7,10 +7,12 @@ use redis::{Commands, Connection};
 use std::collections::HashMap;
 use testkit::{unlock_latch_key, Server};
 
+type Fields = HashMap<Vec<u8>, Vec<u8>>;
+
 #[derive(Debug, PartialEq)]
 struct Snapshot {
     /// HGETALL and PEXPIRETIME (absolute, ms) of each lock.
-    locks: HashMap<Vec<u8>, (HashMap<Vec<u8>, Vec<u8>>, i64)>,
+    locks: HashMap<Vec<u8>, (Fields, i64)>,
     /// GET and PEXPIRETIME of each latch key.
     latches: Vec<(Option<Vec<u8>>, i64)>,
 }
@@ -19,7 +21,7 @@ fn snapshot(con: &mut Connection, keys: &[&[u8]]) -> Snapshot {
     let locks = keys
         .iter()
         .map(|key| {
-            let fields: HashMap<Vec<u8>, Vec<u8>> = con.hgetall(*key).unwrap();
+            let fields: Fields = con.hgetall(*key).unwrap();
             let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(*key).query(con).unwrap();
             (key.to_vec(), (fields, expire_at))
         })

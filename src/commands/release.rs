@@ -21,7 +21,7 @@ pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         None => lock::release(&mut key, &owner, lease_ms, now_ms())?,
         Some((request_id, latch_ms)) => {
             let mut latch = RedisLatch::open(ctx, &name, &request_id)?;
-            lock::release_once(&mut key, &mut latch, &owner, lease_ms, latch_ms, now_ms())?
+            lock::latch::release_once(&mut key, &mut latch, &owner, lease_ms, latch_ms, now_ms())?
         }
     };
     stats::record_release(outcome);

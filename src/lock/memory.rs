@@ -1,7 +1,8 @@
 //! In-memory stores for the unit tests: a lock key and an unlock latch
 //! key that record every write as the command Redis would replicate.
 
-use super::{parse_hold_count, KeyKind, LockStore, UnlockLatch};
+use super::latch::UnlockLatch;
+use super::{parse_hold_count, KeyKind, LockStore};
 use crate::error::LockError;
 use std::collections::BTreeMap;
 

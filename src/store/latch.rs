@@ -8,7 +8,7 @@ use super::key::LazyKey;
 use super::{cluster_mode, notify, replicate};
 use crate::api::api;
 use crate::error::LockError;
-use crate::lock::UnlockLatch;
+use crate::lock::latch::UnlockLatch;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString};
 use rlock_protocol::{key_slot, unlock_latch_key};
 use std::os::raw::{c_int, c_longlong};
@@ -103,7 +103,7 @@ fn check_write_permission(ctx: &Context, key: &RedisString) -> Result<(), RedisE
         Ok(())
     } else {
         Err(RedisError::String(format!(
-            "NOPERM this user has no permissions to access the '{}' key (the unlock latch of ID)",
+            "NOPERM this user has no permissions to access the unlock latch key '{}'",
             key.as_slice().escape_ascii()
         )))
     }
