@@ -28,14 +28,18 @@ pub fn missing_api() -> Option<&'static str> {
         }};
     }
     first_missing!(
+        RedisModule_ACLCheckKeyPermissions,
         RedisModule_CloseKey,
         RedisModule_CreateString,
         RedisModule_CreateStringFromLongLong,
         RedisModule_DeleteKey,
+        RedisModule_FreeModuleUser,
         RedisModule_FreeString,
         RedisModule_GetAbsExpire,
         RedisModule_GetCommand,
         RedisModule_GetContextFlags,
+        RedisModule_GetCurrentUserName,
+        RedisModule_GetModuleUserFromUserName,
         RedisModule_HashGet,
         RedisModule_HashSet,
         RedisModule_KeyType,
@@ -50,6 +54,8 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_ScanCursorDestroy,
         RedisModule_ScanKey,
         RedisModule_SetAbsExpire,
+        RedisModule_StringDMA,
+        RedisModule_StringSet,
         RedisModule_ValueLength,
     )
 }

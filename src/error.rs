@@ -17,6 +17,23 @@ pub enum LockError {
     LeaseNotPositiveInteger,
     /// `lease_ms` is above [`crate::lease::MAX_LEASE_MS`].
     LeaseTooLong,
+    /// now + a lease or latch time does not fit in Unix milliseconds.
+    ExpiryOverflow,
+    /// `PX latch_ms` is not a positive base-10 integer.
+    LatchNotPositiveInteger,
+    /// `PX latch_ms` is above [`crate::lease::MAX_LEASE_MS`].
+    LatchTooLong,
+    /// `ID` without a request id, or with an empty one.
+    RequestIdMissing,
+    /// `PX` without `latch_ms`.
+    LatchMissing,
+    /// An argument after the lease that is not `ID request_id [PX latch_ms]`.
+    ReleaseSyntax,
+    /// The unlock latch key exists but holds neither `0` nor `1`.
+    NotALatch,
+    /// In cluster mode, the unlock latch key hashes to another slot than
+    /// the lock (the lock name has a `{` but no proper hash tag).
+    LatchCrossSlot,
 }
 
 impl LockError {
@@ -28,6 +45,16 @@ impl LockError {
             Self::HoldCountOverflow => "ERR hold count would overflow",
             Self::LeaseNotPositiveInteger => "ERR lease_ms must be a positive integer",
             Self::LeaseTooLong => "ERR lease_ms is above the maximum of 31536000000 (365 days)",
+            Self::ExpiryOverflow => "ERR expiry time would overflow",
+            Self::LatchNotPositiveInteger => "ERR latch_ms must be a positive integer",
+            Self::LatchTooLong => "ERR latch_ms is above the maximum of 31536000000 (365 days)",
+            Self::RequestIdMissing => "ERR ID needs a non-empty request_id",
+            Self::LatchMissing => "ERR PX needs latch_ms",
+            Self::ReleaseSyntax => "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]",
+            Self::NotALatch => "ERR the unlock latch key holds something other than 0 or 1",
+            Self::LatchCrossSlot => {
+                "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
+            }
         }
     }
 }

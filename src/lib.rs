@@ -6,6 +6,7 @@
 // Pure logic: unit-tested without Redis.
 mod error;
 mod lease;
+mod load_args;
 mod lock;
 
 // Redis glue: left out of unit-test builds, whose binaries cannot run the
@@ -23,11 +24,16 @@ mod store;
 
 #[cfg(not(test))]
 mod module {
-    use crate::{api, commands, config, lease, store};
+    use crate::{api, commands, config, lease, load_args, store};
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    fn init(ctx: &Context, args: &[RedisString]) -> Status {
+        let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+        if let Err(why) = load_args::check(&args) {
+            ctx.log_warning(&format!("rlock refuses to load: {why}"));
+            return Status::Err;
+        }
         if let Some(name) = api::missing_api() {
             ctx.log_warning(&format!("rlock needs {name}, which this server does not export"));
             return Status::Err;
@@ -60,7 +66,7 @@ mod module {
         configurations: [
             i64: [
                 [
-                    "default-lease-ms",
+                    load_args::DEFAULT_LEASE_MS,
                     &config::DEFAULT_LEASE_MS,
                     rlock_protocol::DEFAULT_LEASE_MS,
                     1,
@@ -86,7 +92,13 @@ mod tests {
     fn every_module_api_called_is_checked_at_load() {
         let checked = include_str!("api.rs").split_once("first_missing!(\n").expect("the check list").1;
         let checked = checked.split(')').next().unwrap_or_default();
-        for source in [include_str!("store.rs"), include_str!("commands/info.rs")] {
+        let sources = [
+            include_str!("store.rs"),
+            include_str!("store/key.rs"),
+            include_str!("store/latch.rs"),
+            include_str!("commands/info.rs"),
+        ];
+        for source in sources {
             for call in source.split("api!(").skip(1) {
                 let name = call.split(')').next().unwrap_or_default();
                 assert!(checked.contains(name), "{name} is called but not checked at load");

@@ -6,6 +6,11 @@
 //! call, its replication and its keyspace notification.
 
 use crate::error::LockError;
+use crate::lease::expiry;
+
+pub mod latch;
+#[cfg(test)]
+mod memory;
 
 /// What the lock key currently holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +75,11 @@ pub enum Release {
     },
     /// The key was deleted and the release published.
     Released,
+    /// A release with the same request id already ran and replied 1
+    /// (`released`) or 0; nothing changed. See [`release_once`].
+    Latched {
+        released: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +109,7 @@ pub fn acquire<S: LockStore>(
     lease_ms: i64,
     now_ms: i64,
 ) -> Result<Acquire, LockError> {
+    let expire_at = expiry(now_ms, lease_ms)?;
     let outcome = match store.kind() {
         KeyKind::Other => return Err(LockError::WrongType),
         KeyKind::Missing => {
@@ -114,16 +125,17 @@ pub fn acquire<S: LockStore>(
             }
         },
     };
-    store.set_expire_at(now_ms + lease_ms);
+    store.set_expire_at(expire_at);
     Ok(outcome)
 }
 
 /// Redisson's watchdog renewal: reset the lease if `owner` holds the lock.
 pub fn renew<S: LockStore>(store: &mut S, owner: &S::Owner, lease_ms: i64, now_ms: i64) -> Result<Renew, LockError> {
+    let expire_at = expiry(now_ms, lease_ms)?;
     if held_count(store, owner)?.is_none() {
         return Ok(Renew::NotHeld);
     }
-    store.set_expire_at(now_ms + lease_ms);
+    store.set_expire_at(expire_at);
     Ok(Renew::Renewed)
 }
 
@@ -135,13 +147,14 @@ pub fn release<S: LockStore>(
     lease_ms: i64,
     now_ms: i64,
 ) -> Result<Release, LockError> {
+    let expire_at = expiry(now_ms, lease_ms)?;
     let Some(count) = held_count(store, owner)? else {
         return Ok(Release::NotHeld);
     };
     let count = count.checked_sub(1).ok_or(LockError::HoldCountOverflow)?;
     if count > 0 {
         store.increment(owner, -1, count);
-        store.set_expire_at(now_ms + lease_ms);
+        store.set_expire_at(expire_at);
         return Ok(Release::Decremented { count });
     }
     store.remove_last_hold(owner);
@@ -221,7 +234,7 @@ fn pttl<S: LockStore>(store: &S, now_ms: i64) -> i64 {
     }
     match store.expire_at() {
         None => -1,
-        Some(at_ms) => (at_ms - now_ms).max(0),
+        Some(at_ms) => at_ms.saturating_sub(now_ms).max(0),
     }
 }
 

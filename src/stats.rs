@@ -12,18 +12,21 @@ static CONTENDED: AtomicU64 = AtomicU64::new(0);
 static RELEASED: AtomicU64 = AtomicU64::new(0);
 static RELEASED_REENTRY: AtomicU64 = AtomicU64::new(0);
 static RELEASE_NOT_HELD: AtomicU64 = AtomicU64::new(0);
+static RELEASE_LATCHED: AtomicU64 = AtomicU64::new(0);
 static FORCE_RELEASED: AtomicU64 = AtomicU64::new(0);
 static RENEWED: AtomicU64 = AtomicU64::new(0);
 static RENEW_MISSED: AtomicU64 = AtomicU64::new(0);
 
 /// INFO field names (Redis prefixes them with `rlock_`), in display order.
-const FIELDS: [(&str, &AtomicU64); 9] = [
+const FIELDS: [(&str, &AtomicU64); 10] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("contended", &CONTENDED),
     ("released", &RELEASED),
     ("released_reentry", &RELEASED_REENTRY),
     ("release_not_held", &RELEASE_NOT_HELD),
+    // A release whose request id had a latch: it replied the recorded reply.
+    ("release_latched", &RELEASE_LATCHED),
     ("force_released", &FORCE_RELEASED),
     ("renewed", &RENEWED),
     ("renew_missed", &RENEW_MISSED),
@@ -53,6 +56,7 @@ pub fn record_release(outcome: Release) {
         Release::Released => &RELEASED,
         Release::Decremented { .. } => &RELEASED_REENTRY,
         Release::NotHeld => &RELEASE_NOT_HELD,
+        Release::Latched { .. } => &RELEASE_LATCHED,
     });
 }
 

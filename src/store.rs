@@ -1,14 +1,22 @@
-//! The lock key in Redis: [`LockStore`] over the module key API.
+//! The lock key in Redis: [`LockStore`] over the module key API; the
+//! unlock latch key in `latch`.
 //!
-//! Key-API writes are neither replicated nor announced by Redis, so every
+//! Keys are opened for reading and for writing only when a write comes
+//! (see `key`). Key-API writes are neither replicated nor announced by Redis, so every
 //! write here also replicates its effect (with an absolute expiry, never a
 //! relative TTL) and sends the keyspace notification that Redis's own
 //! command would send. This is the hot path: arguments go to the module
 //! API as they came (no copies), names are static C strings.
 
+mod key;
+mod latch;
+
+pub use latch::RedisLatch;
+
 use crate::api::api;
 use crate::error::LockError;
 use crate::lock::{parse_hold_count, KeyKind, LockStore};
+use key::LazyKey;
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 use std::ffi::CStr;
@@ -25,31 +33,23 @@ pub fn now_ms() -> i64 {
 pub struct RedisLock<'a> {
     ctx: &'a Context,
     name: &'a RedisString,
-    key: *mut raw::RedisModuleKey,
+    key: LazyKey,
 }
 
 impl<'a> RedisLock<'a> {
-    pub fn open_writable(ctx: &'a Context, name: &'a RedisString) -> Self {
-        Self::open(ctx, name, raw::KeyMode::READ | raw::KeyMode::WRITE)
-    }
-
-    pub fn open_readonly(ctx: &'a Context, name: &'a RedisString) -> Self {
-        Self::open(ctx, name, raw::KeyMode::READ)
-    }
-
-    fn open(ctx: &'a Context, name: &'a RedisString, mode: raw::KeyMode) -> Self {
-        // A read-only open of a missing key gives a null pointer; every
-        // read below checks `kind()` (which accepts null) first.
-        let key = raw::open_key(ctx.get_raw(), name.inner, mode);
-        Self { ctx, name, key }
+    pub fn open(ctx: &'a Context, name: &'a RedisString) -> Self {
+        Self { ctx, name, key: LazyKey::open(ctx, name.inner) }
     }
 
     /// Sends the keyspace notification Redis's own command would send.
     fn notify(&self, class: NotifyEvent, event: &CStr) {
-        unsafe {
-            api!(RedisModule_NotifyKeyspaceEvent)(self.ctx.get_raw(), class.bits(), event.as_ptr(), self.name.inner)
-        };
+        notify(self.ctx, class, event, self.name.inner);
     }
+}
+
+/// Sends a keyspace notification about `key`.
+fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, key: *mut raw::RedisModuleString) {
+    unsafe { api!(RedisModule_NotifyKeyspaceEvent)(ctx.get_raw(), class.bits(), event.as_ptr(), key) };
 }
 
 /// Replicates one command to replicas and the AOF (wrapped in MULTI/EXEC
@@ -57,22 +57,17 @@ impl<'a> RedisLock<'a> {
 /// `s` a RedisModuleString, `l` a long long, `c` a C string; a trailing
 /// `A` leaves the AOF out.
 macro_rules! replicate {
-    ($lock:expr, $command:literal, $format:literal $(, $arg:expr)*) => {
-        unsafe { api!(RedisModule_Replicate)($lock.ctx.get_raw(), $command.as_ptr(), $format.as_ptr() $(, $arg)*) }
+    ($ctx:expr, $command:literal, $format:literal $(, $arg:expr)*) => {
+        unsafe { api!(RedisModule_Replicate)($ctx.get_raw(), $command.as_ptr(), $format.as_ptr() $(, $arg)*) }
     };
 }
-
-impl Drop for RedisLock<'_> {
-    fn drop(&mut self) {
-        raw::close_key(self.key);
-    }
-}
+use replicate;
 
 impl LockStore for RedisLock<'_> {
     type Owner = RedisString;
 
     fn kind(&self) -> KeyKind {
-        let key_type = unsafe { api!(RedisModule_KeyType)(self.key) } as isize;
+        let key_type = unsafe { api!(RedisModule_KeyType)(self.key.read()) } as isize;
         match key_type {
             raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Missing,
             raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
@@ -84,7 +79,7 @@ impl LockStore for RedisLock<'_> {
         let mut value: *mut raw::RedisModuleString = ptr::null_mut();
         unsafe {
             api!(RedisModule_HashGet)(
-                self.key,
+                self.key.read(),
                 raw::REDISMODULE_HASH_NONE as c_int,
                 owner.inner,
                 &mut value as *mut *mut raw::RedisModuleString,
@@ -114,17 +109,19 @@ impl LockStore for RedisLock<'_> {
     }
 
     fn holder_count(&self) -> i64 {
-        if self.key.is_null() {
+        let key = self.key.read();
+        if key.is_null() {
             return 0;
         }
-        unsafe { api!(RedisModule_ValueLength)(self.key) as i64 }
+        unsafe { api!(RedisModule_ValueLength)(key) as i64 }
     }
 
     fn expire_at(&self) -> Option<i64> {
-        if self.key.is_null() {
+        let key = self.key.read();
+        if key.is_null() {
             return None;
         }
-        match unsafe { api!(RedisModule_GetAbsExpire)(self.key) } {
+        match unsafe { api!(RedisModule_GetAbsExpire)(key) } {
             at if at == i64::from(raw::REDISMODULE_NO_EXPIRE) => None,
             at => Some(at),
         }
@@ -135,7 +132,7 @@ impl LockStore for RedisLock<'_> {
         unsafe {
             let value = api!(RedisModule_CreateStringFromLongLong)(ctx, new_count);
             api!(RedisModule_HashSet)(
-                self.key,
+                self.key.write(),
                 raw::REDISMODULE_HASH_NONE as c_int,
                 owner.inner,
                 value,
@@ -143,13 +140,13 @@ impl LockStore for RedisLock<'_> {
             );
             api!(RedisModule_FreeString)(ctx, value);
         }
-        replicate!(self, c"HINCRBY", c"ssl", self.name.inner, owner.inner, by as c_longlong);
+        replicate!(self.ctx, c"HINCRBY", c"ssl", self.name.inner, owner.inner, by as c_longlong);
         self.notify(NotifyEvent::HASH, c"hincrby");
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
-        unsafe { api!(RedisModule_SetAbsExpire)(self.key, at_ms) };
-        replicate!(self, c"PEXPIREAT", c"sl", self.name.inner, at_ms as c_longlong);
+        unsafe { api!(RedisModule_SetAbsExpire)(self.key.write(), at_ms) };
+        replicate!(self.ctx, c"PEXPIREAT", c"sl", self.name.inner, at_ms as c_longlong);
         self.notify(NotifyEvent::GENERIC, c"expire");
     }
 
@@ -161,8 +158,8 @@ impl LockStore for RedisLock<'_> {
     }
 
     fn delete(&mut self) {
-        unsafe { api!(RedisModule_DeleteKey)(self.key) };
-        replicate!(self, c"DEL", c"s", self.name.inner);
+        unsafe { api!(RedisModule_DeleteKey)(self.key.write()) };
+        replicate!(self.ctx, c"DEL", c"s", self.name.inner);
         self.notify(NotifyEvent::GENERIC, c"del");
     }
 
@@ -171,7 +168,7 @@ impl LockStore for RedisLock<'_> {
         let channel = RedisString::create_from_slice(ctx, &release_channel(self.name.as_slice()));
         let message = unlock_message();
         unsafe { api!(RedisModule_PublishMessage)(ctx, channel.inner, message) };
-        if CLUSTER_MODE.load(Ordering::Relaxed) {
+        if cluster_mode() {
             // The cluster bus takes the message to every node, replicas
             // included: replicating it too would deliver it twice. The
             // sharded copy reaches clients that SSUBSCRIBE on the lock's
@@ -180,13 +177,17 @@ impl LockStore for RedisLock<'_> {
         } else {
             // Like Redis's own PUBLISH: to replicas (whose subscribers may
             // wait on this lock), not to the AOF, where it would mean nothing.
-            replicate!(self, c"PUBLISH", c"ssA", channel.inner, message);
+            replicate!(self.ctx, c"PUBLISH", c"ssA", channel.inner, message);
         }
     }
 }
 
 /// Whether the server runs in cluster mode; set once at load.
 static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
+
+fn cluster_mode() -> bool {
+    CLUSTER_MODE.load(Ordering::Relaxed)
+}
 
 /// Records the server's mode. Cluster mode cannot change while it runs.
 pub fn detect_cluster_mode(ctx: &Context) {

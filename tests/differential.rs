@@ -1,13 +1,15 @@
 //! Differential property test: thousands of random operation sequences run
 //! against Redisson-protocol Lua scripts and against the RLOCK commands, on
 //! twin keys (`s:<name>` for the scripts, `c:<name>` for the commands).
-//! Replies, HGETALL, PTTL (within a few ms) and the release messages must
-//! match at every step, with leases short enough to expire mid-sequence.
+//! Releases sometimes carry a request id (Redisson 3.24+'s unlock latch),
+//! often one used before. Replies, HGETALL, PTTL (within a few ms), latch
+//! values and PTTLs, and the release messages must match at every step,
+//! with leases and latches short enough to expire mid-sequence.
 
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use testkit::{release_channel, RedissonScripts, Rng, Server};
+use testkit::{release_channel, unlock_latch_key, RedissonScripts, Rng, Server};
 
 const SEQUENCES: usize = 1000;
 const STEPS: usize = 12;
@@ -20,6 +22,8 @@ const EXPIRY_GUARD: Duration = Duration::from_millis(4);
 
 const NAMES: [&[u8]; 3] = [b"orders", b"{user:7}lock", b"bin\x00\xff\r\n"];
 const OWNERS: [&[u8]; 3] = [b"a1b2:1", b"a1b2:2", b"\x00\xfe:3"];
+/// Few request ids, so that releases repeat them.
+const REQUEST_IDS: [&[u8]; 3] = [b"5f0c9a7e", b"c41d22b8", b"\x00\xff:id"];
 
 fn twin(prefix: &[u8], name: &[u8]) -> Vec<u8> {
     [prefix, name].concat()
@@ -30,6 +34,8 @@ enum Op {
     Acquire,
     Renew,
     Release,
+    /// A release with the step's request id and latch time.
+    ReleaseOnce,
     ForceRelease,
     Status,
 }
@@ -38,7 +44,8 @@ fn random_op(rng: &mut Rng) -> Op {
     match rng.below(100) {
         0..=44 => Op::Acquire,
         45..=59 => Op::Renew,
-        60..=89 => Op::Release,
+        60..=74 => Op::Release,
+        75..=89 => Op::ReleaseOnce,
         90..=94 => Op::ForceRelease,
         _ => Op::Status,
     }
@@ -71,9 +78,22 @@ fn assert_pttls_match(script: i64, command: i64, context: &str) {
     }
 }
 
-/// Runs one operation on both twins in one MULTI, with the state reads.
-fn step(con: &mut Connection, scripts: &RedissonScripts, op: Op, name: &[u8], owner: &[u8], lease: i64) -> Vec<Value> {
+/// One step's arguments.
+struct Step<'a> {
+    op: Op,
+    name: &'a [u8],
+    owner: &'a [u8],
+    lease: i64,
+    request_id: &'a [u8],
+    latch: i64,
+}
+
+/// Runs one operation on both twins in one MULTI, with the state reads:
+/// the lock twins' HGETALL and PTTL, then the latch twins' GET and PTTL.
+fn step(con: &mut Connection, scripts: &RedissonScripts, step: &Step) -> Vec<Value> {
+    let Step { op, name, owner, lease, request_id, latch } = *step;
     let (s, c) = (twin(b"s:", name), twin(b"c:", name));
+    let (s_latch, c_latch) = (unlock_latch_key(&s, request_id), unlock_latch_key(&c, request_id));
     let mut pipe = redis::pipe();
     pipe.atomic();
     match op {
@@ -84,6 +104,16 @@ fn step(con: &mut Connection, scripts: &RedissonScripts, op: Op, name: &[u8], ow
         Op::Release => {
             pipe.add_command(scripts.release(&s, owner, lease)).cmd("RLOCK.RELEASE").arg(&c).arg(owner).arg(lease)
         }
+        Op::ReleaseOnce => pipe
+            .add_command(scripts.release_latched(&s, owner, lease, request_id, latch))
+            .cmd("RLOCK.RELEASE")
+            .arg(&c)
+            .arg(owner)
+            .arg(lease)
+            .arg("ID")
+            .arg(request_id)
+            .arg("PX")
+            .arg(latch),
         Op::ForceRelease => pipe.add_command(scripts.force_release(&s)).cmd("RLOCK.FORCERELEASE").arg(&c),
         // Redisson's inspection calls on the script twin, STATUS on the other.
         Op::Status => pipe
@@ -102,6 +132,7 @@ fn step(con: &mut Connection, scripts: &RedissonScripts, op: Op, name: &[u8], ow
             .arg(owner),
     };
     pipe.cmd("HGETALL").arg(&s).cmd("HGETALL").arg(&c).cmd("PTTL").arg(&s).cmd("PTTL").arg(&c);
+    pipe.cmd("GET").arg(&s_latch).cmd("GET").arg(&c_latch).cmd("PTTL").arg(&s_latch).cmd("PTTL").arg(&c_latch);
     pipe.query(con).unwrap_or_else(|e| panic!("{op:?} on {:?}: {e}", String::from_utf8_lossy(name)))
 }
 
@@ -133,11 +164,19 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
     pubsub.subscribe("differential:done").unwrap();
 
     let mut rng = Rng::from_env("differential");
-    let mut expiries: HashMap<&[u8], Instant> = HashMap::new();
+    // When each key's script twin expires, by lock name and by latch key.
+    let mut expiries: HashMap<Vec<u8>, Instant> = HashMap::new();
     let mut expired_mid_sequence = 0;
+    let mut latches_recorded = 0;
     for sequence in 0..SEQUENCES {
         for name in NAMES {
-            let _: () = redis::cmd("DEL").arg(twin(b"s:", name)).arg(twin(b"c:", name)).query(&mut con).unwrap();
+            let (s, c) = (twin(b"s:", name), twin(b"c:", name));
+            let mut del = redis::cmd("DEL");
+            del.arg(&s).arg(&c);
+            for id in REQUEST_IDS {
+                del.arg(unlock_latch_key(&s, id)).arg(unlock_latch_key(&c, id));
+            }
+            let _: () = del.query(&mut con).unwrap();
         }
         expiries.clear();
         for step_index in 0..STEPS {
@@ -145,42 +184,58 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
             let owner = *rng.pick(&OWNERS);
             let op = random_op(&mut rng);
             let lease = random_lease(&mut rng);
+            let request_id = *rng.pick(&REQUEST_IDS);
+            let latch = random_lease(&mut rng);
             if rng.chance(1) {
                 std::thread::sleep(Duration::from_millis(10 + rng.below(20)));
             } else if rng.chance(10) {
                 std::thread::sleep(Duration::from_millis(rng.below(4)));
             }
-            if let Some(expiry) = expiries.remove(name) {
-                let now = Instant::now();
-                if now + EXPIRY_GUARD > expiry && now < expiry + EXPIRY_GUARD {
-                    std::thread::sleep(expiry + EXPIRY_GUARD - now);
+            let latch_id = unlock_latch_key(name, request_id);
+            for key in [name, &latch_id] {
+                if let Some(expiry) = expiries.remove(key) {
+                    let now = Instant::now();
+                    if now + EXPIRY_GUARD > expiry && now < expiry + EXPIRY_GUARD {
+                        std::thread::sleep(expiry + EXPIRY_GUARD - now);
+                    }
+                    expired_mid_sequence += usize::from(Instant::now() > expiry);
                 }
-                expired_mid_sequence += usize::from(Instant::now() > expiry);
             }
 
             let started = Instant::now();
-            let replies = step(&mut con, &scripts, op, name, owner, lease);
+            let replies = step(&mut con, &scripts, &Step { op, name, owner, lease, request_id, latch });
             let context = format!(
-                "sequence {sequence} step {step_index}: {op:?} {:?} by {:?} lease {lease}",
+                "sequence {sequence} step {step_index}: {op:?} {:?} by {:?} lease {lease} id {:?} latch {latch}",
                 String::from_utf8_lossy(name),
-                String::from_utf8_lossy(owner)
+                String::from_utf8_lossy(owner),
+                String::from_utf8_lossy(request_id)
             );
-            let n = replies.len();
+            let state = &replies[replies.len() - 8..];
             match op {
                 Op::Status => check_status(&replies, &context),
                 _ => assert_replies_match(&replies[0], &replies[1], &context),
             }
-            let s_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(replies[n - 4].clone()).unwrap();
-            let c_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(replies[n - 3].clone()).unwrap();
+            let s_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(state[0].clone()).unwrap();
+            let c_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(state[1].clone()).unwrap();
             assert_eq!(s_fields, c_fields, "{context}: HGETALL differs");
-            let (s_pttl, c_pttl): (i64, i64) = (
-                redis::from_redis_value(replies[n - 2].clone()).unwrap(),
-                redis::from_redis_value(replies[n - 1].clone()).unwrap(),
-            );
+            let pttls = |i: usize| -> (i64, i64) {
+                (
+                    redis::from_redis_value(state[i].clone()).unwrap(),
+                    redis::from_redis_value(state[i + 1].clone()).unwrap(),
+                )
+            };
+            let (s_pttl, c_pttl) = pttls(2);
             assert_pttls_match(s_pttl, c_pttl, &context);
+            assert_eq!(state[4], state[5], "{context}: latch values differ");
+            let (s_latch_pttl, c_latch_pttl) = pttls(6);
+            assert_pttls_match(s_latch_pttl, c_latch_pttl, &format!("{context} (latch)"));
 
             if s_pttl >= 0 {
-                expiries.insert(name, started + Duration::from_millis(s_pttl as u64));
+                expiries.insert(name.to_vec(), started + Duration::from_millis(s_pttl as u64));
+            }
+            if s_latch_pttl >= 0 {
+                latches_recorded += usize::from(matches!(op, Op::ReleaseOnce));
+                expiries.insert(latch_id, started + Duration::from_millis(s_latch_pttl as u64));
             }
         }
     }
@@ -206,6 +261,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
     assert!(!from_scripts.is_empty(), "the sequences released locks");
     assert_eq!(from_scripts, from_commands, "release messages differ");
     assert!(expired_mid_sequence > 100, "leases should expire mid-sequence, saw {expired_mid_sequence}");
+    assert!(latches_recorded > 100, "releases with ids should meet latches, saw {latches_recorded}");
     eprintln!(
         "differential: {} steps, {} release messages each, {expired_mid_sequence} mid-sequence expiries",
         SEQUENCES * STEPS,
@@ -238,7 +294,7 @@ fn keyspace_notifications_match_the_scripts() {
         (Op::ForceRelease, b"other"),
     ];
     for (op, owner) in steps {
-        let _ = step(&mut con, &scripts, op, b"lock", owner, 10_000);
+        let _ = step(&mut con, &scripts, &Step { op, name: b"lock", owner, lease: 10_000, request_id: b"r", latch: 1 });
     }
     let _: () = redis::cmd("PUBLISH").arg("notifications:done").arg("").query(&mut con).unwrap();
 

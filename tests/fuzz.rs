@@ -27,7 +27,18 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
         5 => format!("{}.{}", rng.below(1000), rng.below(1000)).into_bytes(),
         6 => b"".to_vec(),
         7 => rng
-            .pick(&[b"0".as_slice(), b"1", b"30000", b"31536000000", b"31536000001", b"+5", b"1e9", b"0x10"])
+            .pick(&[
+                b"0".as_slice(),
+                b"1",
+                b"30000",
+                b"31536000000",
+                b"31536000001",
+                b"+5",
+                b"1e9",
+                b"0x10",
+                b"ID",
+                b"px",
+            ])
             .to_vec(),
         8 => rng.pick(&VICTIMS).as_bytes().to_vec(),
         _ => rng.pick(&[b"lock:a".as_slice(), b"lock:{b}", b"owner:1", b"owner:2", b"name", b"age"]).to_vec(),

@@ -9,6 +9,7 @@ use testkit::{release_channel, RedissonScripts, Server};
 const KEY: &[u8] = b"shared:resource";
 const LEASE_MS: i64 = 10_000;
 const ROUNDS: usize = 300;
+const LATCH_MS: i64 = 20_000;
 
 /// One side of the fleet: how it builds its acquire and release.
 #[derive(Clone, Copy)]
@@ -29,6 +30,22 @@ impl Side {
         match self {
             Side::Scripts => scripts.release(KEY, owner, LEASE_MS),
             Side::Commands => redis::cmd("RLOCK.RELEASE").arg(KEY).arg(owner).arg(LEASE_MS).clone(),
+        }
+    }
+
+    /// Redisson 3.24+'s unlock with a request id, or RLOCK.RELEASE .. ID.
+    fn release_latched(self, scripts: &RedissonScripts, owner: &[u8], request_id: &[u8]) -> Cmd {
+        match self {
+            Side::Scripts => scripts.release_latched(KEY, owner, LEASE_MS, request_id, LATCH_MS),
+            Side::Commands => redis::cmd("RLOCK.RELEASE")
+                .arg(KEY)
+                .arg(owner)
+                .arg(LEASE_MS)
+                .arg("ID")
+                .arg(request_id)
+                .arg("PX")
+                .arg(LATCH_MS)
+                .clone(),
         }
     }
 }
@@ -109,5 +126,34 @@ fn a_release_by_either_side_wakes_the_other() {
             waiter_thread.join().unwrap();
         });
         assert_eq!(waiter.release(&scripts, b"waiter").query::<Value>(&mut holder_con).unwrap(), Value::Int(1));
+    }
+}
+
+/// In a mixed fleet, a release retried with the same request id may run
+/// once as Redisson's script and once as RLOCK.RELEASE, in either order:
+/// both read and write the same latch key, so the retry replies the first
+/// reply and releases nothing more.
+#[test]
+fn a_release_retried_by_the_other_side_replies_the_same() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let scripts = RedissonScripts::default();
+    scripts.load(&mut con).unwrap();
+    let owner = b"java-uuid:7";
+    for (first, second) in [(Side::Scripts, Side::Commands), (Side::Commands, Side::Scripts)] {
+        for (holds, expected) in [(1, 1), (2, 0)] {
+            let request_id = format!("req-{holds}-{}", matches!(first, Side::Scripts));
+            for _ in 0..holds {
+                let _: Value = first.acquire(&scripts, owner).query(&mut con).unwrap();
+            }
+            let replies: Vec<Value> = [first, second, first]
+                .iter()
+                .map(|side| side.release_latched(&scripts, owner, request_id.as_bytes()).query(&mut con).unwrap())
+                .collect();
+            assert_eq!(replies, vec![Value::Int(expected); 3], "{request_id}");
+            let count: Option<i64> = con.hget(KEY, owner).unwrap();
+            assert_eq!(count, (holds > 1).then_some(holds - 1), "{request_id}: released once");
+            let _: () = con.del(KEY).unwrap();
+        }
     }
 }

@@ -1,23 +1,39 @@
 //! Replication and persistence: the commands propagate their effects
-//! (HINCRBY, PEXPIREAT with the absolute expiry, DEL, PUBLISH), so a replica
-//! without the module and an AOF replay end up with the same fields and the
-//! same absolute expiry.
+//! (HINCRBY, PEXPIREAT with the absolute expiry, DEL, PUBLISH, SET .. PXAT
+//! for unlock latches), so a replica without the module and an AOF replay
+//! end up with the same fields, latch values and absolute expiries.
 
 use redis::{Commands, Connection};
 use std::collections::HashMap;
-use testkit::Server;
+use testkit::{unlock_latch_key, Server};
 
-type Snapshot = HashMap<Vec<u8>, (HashMap<Vec<u8>, Vec<u8>>, i64)>;
+type Fields = HashMap<Vec<u8>, Vec<u8>>;
 
-/// HGETALL and PEXPIRETIME (absolute, ms) of each key.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    /// HGETALL and PEXPIRETIME (absolute, ms) of each lock.
+    locks: HashMap<Vec<u8>, (Fields, i64)>,
+    /// GET and PEXPIRETIME of each latch key.
+    latches: Vec<(Option<Vec<u8>>, i64)>,
+}
+
 fn snapshot(con: &mut Connection, keys: &[&[u8]]) -> Snapshot {
-    keys.iter()
+    let locks = keys
+        .iter()
         .map(|key| {
-            let fields: HashMap<Vec<u8>, Vec<u8>> = con.hgetall(*key).unwrap();
+            let fields: Fields = con.hgetall(*key).unwrap();
             let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(*key).query(con).unwrap();
             (key.to_vec(), (fields, expire_at))
         })
-        .collect()
+        .collect();
+    let latches = LATCHES
+        .iter()
+        .map(|(name, id)| {
+            let key = unlock_latch_key(name, id);
+            (con.get(&key).unwrap(), redis::cmd("PEXPIRETIME").arg(&key).query(con).unwrap())
+        })
+        .collect();
+    Snapshot { locks, latches }
 }
 
 fn run(con: &mut Connection, args: &[&[u8]]) {
@@ -41,23 +57,36 @@ fn write_locks(con: &mut Connection) {
         &[b"RLOCK.RELEASE", b"released", b"uuid:4"],
         &[b"RLOCK.ACQUIRE", b"forced", b"uuid:5", b"600000"],
         &[b"RLOCK.FORCERELEASE", b"forced"],
+        &[b"RLOCK.ACQUIRE", b"latched", b"uuid:6", b"600000"],
+        &[b"RLOCK.ACQUIRE", b"latched", b"uuid:6", b"600000"],
+        &[b"RLOCK.RELEASE", b"latched", b"uuid:6", b"500000", b"ID", b"req:1", b"PX", b"700000"],
+        &[b"RLOCK.RELEASE", b"latched", b"uuid:6", b"500000", b"ID", b"req:1", b"PX", b"1000"],
+        &[b"RLOCK.RELEASE", b"latched", b"uuid:6", b"ID", b"req:2"],
     ] {
         run(con, args);
     }
 }
 
-const KEYS: [&[u8]; 6] = [b"held", b"reentered", b"{tag}renewed", b"bin\x00\xff", b"released", b"forced"];
+const KEYS: [&[u8]; 7] = [b"held", b"reentered", b"{tag}renewed", b"bin\x00\xff", b"released", b"forced", b"latched"];
+
+/// The unlock latches written: (lock name, request id).
+const LATCHES: [(&[u8], &[u8]); 2] = [(b"latched", b"req:1"), (b"latched", b"req:2")];
 
 fn assert_expected_layout(snapshot: &Snapshot) {
-    let fields = |key: &[u8]| snapshot[key].0.clone();
+    let locks = &snapshot.locks;
+    let fields = |key: &[u8]| locks[key].0.clone();
     assert_eq!(fields(b"held"), HashMap::from([(b"uuid:1".to_vec(), b"2".to_vec())]));
     assert_eq!(fields(b"reentered"), HashMap::from([(b"uuid:2".to_vec(), b"2".to_vec())]));
     assert_eq!(fields(b"bin\x00\xff"), HashMap::from([(b"\x00owner\xff".to_vec(), b"1".to_vec())]));
-    assert!(fields(b"released").is_empty() && fields(b"forced").is_empty());
-    assert_eq!(snapshot[b"released".as_slice()].1, -2);
+    assert!(fields(b"released").is_empty() && fields(b"forced").is_empty() && fields(b"latched").is_empty());
+    assert_eq!(locks[b"released".as_slice()].1, -2);
     for key in [b"held".as_slice(), b"reentered", b"{tag}renewed", b"bin\x00\xff"] {
-        assert!(snapshot[key].1 > 0, "{key:?} has an absolute expiry");
+        assert!(locks[key].1 > 0, "{key:?} has an absolute expiry");
     }
+    let [(first, first_at), (second, second_at)] = &snapshot.latches[..] else { panic!("two latches") };
+    assert_eq!((first.as_deref(), second.as_deref()), (Some(b"0".as_slice()), Some(b"1".as_slice())));
+    assert!(*first_at > 0 && *second_at > 0, "latches have an absolute expiry");
+    assert!(first_at - second_at > 600_000, "the replay changed nothing: PX 700000, then the default 20000");
 }
 
 #[test]
@@ -100,8 +129,9 @@ fn an_aof_restart_keeps_the_remaining_lease() {
     }
     let aof = String::from_utf8_lossy(&aof);
     assert!(aof.contains("PEXPIREAT"), "the AOF holds absolute expiries");
+    assert!(aof.contains("PXAT"), "the AOF holds latches with absolute expiries");
     assert!(
-        !aof.contains("RLOCK") && !aof.to_uppercase().contains("\r\nPEXPIRE\r\n"),
+        !aof.contains("RLOCK") && !aof.to_uppercase().contains("\r\nPEXPIRE\r\n") && !aof.contains("\r\nPX\r\n"),
         "no module command, no relative TTL:\n{aof}"
     );
 }

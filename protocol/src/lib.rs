@@ -1,8 +1,12 @@
 //! The wire contract shared by the rlock module, its client and its tests:
-//! Redisson's release channel and message, and the lease bounds.
+//! Redisson's derived names (release channel, unlock latch key), the
+//! release message, the lease bounds and Redis Cluster's key slots.
 
 /// Prefix of Redisson's release channel.
-const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel:";
+const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel";
+
+/// Prefix of Redisson's unlock latch keys.
+const LATCH_PREFIX: &[u8] = b"redisson_unlock_latch";
 
 /// The message Redisson publishes when a lock is fully released.
 pub const UNLOCK_MESSAGE: &[u8] = b"0";
@@ -14,19 +18,74 @@ pub const MAX_LEASE_MS: i64 = 365 * 24 * 60 * 60 * 1000;
 /// Redisson's `lockWatchdogTimeout`: the default lease and watchdog timeout.
 pub const DEFAULT_LEASE_MS: i64 = 30_000;
 
+/// How long an unlock latch lives when the caller gives no `PX`: the top
+/// of Redisson's default range (16000 to 20000 ms).
+pub const DEFAULT_LATCH_MS: i64 = 20_000;
+
 /// Redisson's release channel for a lock name: the name goes inside a hash
 /// tag unless it already contains one.
 pub fn release_channel(name: &[u8]) -> Vec<u8> {
-    let mut channel = Vec::with_capacity(CHANNEL_PREFIX.len() + name.len() + 2);
-    channel.extend_from_slice(CHANNEL_PREFIX);
+    prefixed(CHANNEL_PREFIX, name, &[])
+}
+
+/// Redisson's unlock latch key for one release request (3.24+): where a
+/// release records its reply, so that a retry with the same request id
+/// gets the same reply instead of "not held".
+pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
+    prefixed(LATCH_PREFIX, name, request_id)
+}
+
+/// Redisson's `prefix(P, name)`, then `:` + `suffix` when one is given:
+/// `P:{name}`, or `P:name` when the name already contains a `{`.
+fn prefixed(prefix: &[u8], name: &[u8], suffix: &[u8]) -> Vec<u8> {
+    let mut derived = Vec::with_capacity(prefix.len() + name.len() + suffix.len() + 4);
+    derived.extend_from_slice(prefix);
+    derived.push(b':');
     if name.contains(&b'{') {
-        channel.extend_from_slice(name);
+        derived.extend_from_slice(name);
     } else {
-        channel.push(b'{');
-        channel.extend_from_slice(name);
-        channel.push(b'}');
+        derived.push(b'{');
+        derived.extend_from_slice(name);
+        derived.push(b'}');
     }
-    channel
+    if !suffix.is_empty() {
+        derived.push(b':');
+        derived.extend_from_slice(suffix);
+    }
+    derived
+}
+
+/// Number of hash slots in Redis Cluster.
+const SLOTS: u16 = 16_384;
+
+/// The Redis Cluster hash slot of a key, as CLUSTER KEYSLOT computes it:
+/// CRC16 (XMODEM) of the hash tag (the bytes between the first `{` and the
+/// next `}`, when not empty), else of the whole key.
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hash_tag(key).unwrap_or(key)) % SLOTS
+}
+
+fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let rest = &key[open + 1..];
+    let close = rest.iter().position(|&b| b == b'}')?;
+    (close > 0).then(|| &rest[..close])
+}
+
+/// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, as Redis's crc16.c.
+fn crc16(bytes: &[u8]) -> u16 {
+    bytes.iter().fold(0u16, |crc, &byte| {
+        (0..8).fold(
+            crc ^ (u16::from(byte) << 8),
+            |crc, _| {
+                if crc & 0x8000 != 0 {
+                    (crc << 1) ^ 0x1021
+                } else {
+                    crc << 1
+                }
+            },
+        )
+    })
 }
 
 #[cfg(test)]
@@ -44,6 +103,37 @@ mod tests {
         ];
         for (name, channel) in cases {
             assert_eq!(release_channel(name), channel.to_vec());
+        }
+    }
+
+    #[test]
+    fn unlock_latch_key_follows_the_hash_tag_rule() {
+        let cases: &[(&[u8], &[u8], &[u8])] = &[
+            (b"resource:x", b"0af3", b"redisson_unlock_latch:{resource:x}:0af3"),
+            (b"{user}:lock", b"0af3", b"redisson_unlock_latch:{user}:lock:0af3"),
+            (b"a{b", b"id", b"redisson_unlock_latch:a{b:id"),
+            (b"n", b"\x00\xff", b"redisson_unlock_latch:{n}:\x00\xff"),
+        ];
+        for (name, request_id, key) in cases {
+            assert_eq!(unlock_latch_key(name, request_id), key.to_vec());
+        }
+    }
+
+    /// Expected values from CLUSTER KEYSLOT on Redis 7.0.
+    #[test]
+    fn key_slots_match_cluster_keyslot() {
+        let cases: &[(&[u8], u16)] = &[
+            (b"foo", 12182),
+            (b"123456789", 12739),
+            (b"{user1000}.following", 3443),
+            (b"user1000", 3443),
+            (b"foo{}{bar}", 8363),
+            (b"foo{{bar}}zap", 4015),
+            (b"foo{bar}{zap}", 5061),
+            (b"", 0),
+        ];
+        for (key, slot) in cases {
+            assert_eq!(key_slot(key), *slot, "{:?}", String::from_utf8_lossy(key));
         }
     }
 }

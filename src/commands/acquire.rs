@@ -12,7 +12,7 @@ use redis_module::{Context, RedisResult, RedisString, RedisValue};
 /// else the current holder's PTTL.
 pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
-    let mut key = RedisLock::open_writable(ctx, &name);
+    let mut key = RedisLock::open(ctx, &name);
     let outcome = lock::acquire(&mut key, &owner, lease_ms, now_ms())?;
     stats::record_acquire(outcome);
     Ok(match outcome {

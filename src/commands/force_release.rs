@@ -12,7 +12,7 @@ pub fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = args.next_arg()?;
     args.done()?;
 
-    let mut key = RedisLock::open_writable(ctx, &name);
+    let mut key = RedisLock::open(ctx, &name);
     let outcome = lock::force_release(&mut key)?;
     stats::record_force_release(outcome);
     Ok(RedisValue::Integer(i64::from(outcome == ForceRelease::Released)))

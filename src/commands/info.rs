@@ -25,8 +25,19 @@ pub struct CommandInfo {
 
 pub struct Arg {
     pub name: &'static CStr,
-    pub integer: bool,
+    pub kind: ArgKind,
     pub optional: bool,
+    /// The keyword before the value (`ID request_id`), if any.
+    pub token: Option<&'static CStr>,
+}
+
+pub enum ArgKind {
+    /// The lock key (the only key, key spec 0).
+    Key,
+    String,
+    Integer,
+    /// Arguments that come together, e.g. `[ID request_id [PX latch_ms]]`.
+    Block(&'static [Arg]),
 }
 
 #[distributed_slice]
@@ -48,18 +59,9 @@ fn register_one(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
     }
     // Both arrays end with an all-zero entry. Redis copies everything.
     let mut key_specs = [key_spec(info.key_flags), unsafe { std::mem::zeroed() }];
-    let mut args: Vec<raw::RedisModuleCommandArg> =
-        std::iter::once(argument(c"key", raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY, false))
-            .chain(info.args.iter().map(|arg| {
-                let kind = if arg.integer {
-                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER
-                } else {
-                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING
-                };
-                argument(arg.name, kind, arg.optional)
-            }))
-            .chain(std::iter::once(unsafe { std::mem::zeroed() }))
-            .collect();
+    let key = Arg { name: c"key", kind: ArgKind::Key, optional: false, token: None };
+    let mut arrays = Vec::new();
+    let args = arguments(std::iter::once(&key).chain(info.args), &mut arrays);
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -75,7 +77,7 @@ fn register_one(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
         tips: ptr::null(),
         arity: info.arity as c_int,
         key_specs: key_specs.as_mut_ptr(),
-        args: args.as_mut_ptr(),
+        args,
     };
     if unsafe { api!(RedisModule_SetCommandInfo)(command, &command_info) } == raw::REDISMODULE_OK as c_int {
         Ok(())
@@ -95,11 +97,34 @@ fn key_spec(flags: u32) -> raw::RedisModuleCommandKeySpec {
     spec
 }
 
-fn argument(name: &'static CStr, kind: raw::RedisModuleCommandArgType, optional: bool) -> raw::RedisModuleCommandArg {
-    let mut arg: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
-    arg.name = name.as_ptr();
-    arg.type_ = kind;
-    arg.key_spec_index = if kind == raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY { 0 } else { -1 };
-    arg.flags = if optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 };
-    arg
+/// The zero-terminated array of `args`, block arguments pointing to their
+/// own arrays; `arrays` keeps them all alive until Redis has copied them.
+fn arguments<'a>(
+    args: impl Iterator<Item = &'a Arg>,
+    arrays: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
+) -> *mut raw::RedisModuleCommandArg {
+    let mut array: Vec<raw::RedisModuleCommandArg> = args
+        .map(|arg| {
+            let mut raw_arg: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
+            raw_arg.name = arg.name.as_ptr();
+            raw_arg.key_spec_index = if matches!(arg.kind, ArgKind::Key) { 0 } else { -1 };
+            raw_arg.type_ = match arg.kind {
+                ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+                ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+                ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+                ArgKind::Block(subargs) => {
+                    raw_arg.subargs = arguments(subargs.iter(), arrays);
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK
+                }
+            };
+            raw_arg.token = arg.token.map_or(ptr::null(), CStr::as_ptr);
+            raw_arg.flags = if arg.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 };
+            raw_arg
+        })
+        .collect();
+    array.push(unsafe { std::mem::zeroed() });
+    let start = array.as_mut_ptr();
+    // Moving the Vec into `arrays` keeps its buffer where it is.
+    arrays.push(array);
+    start
 }

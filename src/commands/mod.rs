@@ -16,7 +16,7 @@ pub use renew::renew;
 pub use status::status;
 
 use crate::{config, lease};
-use info::Arg;
+use info::{Arg, ArgKind};
 use redis_module::{NextArg, RedisError, RedisString};
 
 /// Arguments of the commands shaped `CMD key owner [lease_ms]`.
@@ -41,5 +41,5 @@ impl OwnerArgs {
     }
 }
 
-const OWNER: Arg = Arg { name: c"owner", integer: false, optional: false };
-const LEASE_MS: Arg = Arg { name: c"lease_ms", integer: true, optional: true };
+const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
+const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };

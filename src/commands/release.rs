@@ -1,25 +1,82 @@
-use super::info::{CommandInfo, COMMAND_INFO};
-use super::OwnerArgs;
+use super::info::{Arg, ArgKind, CommandInfo, COMMAND_INFO};
 use super::{LEASE_MS, OWNER};
+use crate::error::LockError;
 use crate::lock::{self, Release};
-use crate::stats;
-use crate::store::{now_ms, RedisLock};
+use crate::store::{now_ms, RedisLatch, RedisLock};
+use crate::{config, lease, stats};
 use linkme::distributed_slice;
 use redis_module::raw;
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use rlock_protocol::DEFAULT_LATCH_MS;
 
-/// `RLOCK.RELEASE key owner [lease_ms]`: nil when `owner` does not hold
-/// the lock, 0 when one reentry level was released, 1 when fully released.
+/// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
+/// when `owner` does not hold the lock, 0 when one reentry level was
+/// released, 1 when fully released. With `ID`, the reply is recorded in
+/// Redisson's unlock latch key for `latch_ms`, and a release with the same
+/// request id replies it again and changes nothing.
 pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
-    let mut key = RedisLock::open_writable(ctx, &name);
-    let outcome = lock::release(&mut key, &owner, lease_ms, now_ms())?;
+    let ReleaseArgs { name, owner, lease_ms, latch } = ReleaseArgs::parse(args)?;
+    let mut key = RedisLock::open(ctx, &name);
+    let outcome = match latch {
+        None => lock::release(&mut key, &owner, lease_ms, now_ms())?,
+        Some((request_id, latch_ms)) => {
+            let mut latch = RedisLatch::open(ctx, &name, &request_id)?;
+            lock::latch::release_once(&mut key, &mut latch, &owner, lease_ms, latch_ms, now_ms())?
+        }
+    };
     stats::record_release(outcome);
     Ok(match outcome {
         Release::NotHeld => RedisValue::Null,
         Release::Decremented { .. } => RedisValue::Integer(0),
         Release::Released => RedisValue::Integer(1),
+        Release::Latched { released } => RedisValue::Integer(i64::from(released)),
     })
+}
+
+struct ReleaseArgs {
+    name: RedisString,
+    owner: RedisString,
+    lease_ms: i64,
+    /// The request id and how long its latch lives.
+    latch: Option<(RedisString, i64)>,
+}
+
+impl ReleaseArgs {
+    /// `lease_ms` is digits only, so it cannot be mistaken for `ID`;
+    /// keywords are case-insensitive.
+    fn parse(args: Vec<RedisString>) -> Result<Self, RedisError> {
+        let mut args = args.into_iter().skip(1).peekable();
+        let name = args.next_arg()?;
+        let owner = args.next_arg()?;
+        let lease_ms = match args.next_if(|arg| !is_keyword(arg, b"ID")) {
+            None => config::default_lease_ms(),
+            Some(arg) => lease::parse_lease_ms(arg.as_slice())?,
+        };
+        let latch = match args.next() {
+            None => None,
+            Some(arg) if is_keyword(&arg, b"ID") => {
+                let request_id =
+                    args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
+                let latch_ms = match args.next() {
+                    None => DEFAULT_LATCH_MS,
+                    Some(arg) if is_keyword(&arg, b"PX") => {
+                        lease::parse_latch_ms(args.next().ok_or(LockError::LatchMissing)?.as_slice())?
+                    }
+                    Some(_) => return Err(LockError::ReleaseSyntax.into()),
+                };
+                Some((request_id, latch_ms))
+            }
+            Some(_) => return Err(LockError::ReleaseSyntax.into()),
+        };
+        if args.next().is_some() {
+            return Err(LockError::ReleaseSyntax.into());
+        }
+        Ok(Self { name, owner, lease_ms, latch })
+    }
+}
+
+fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
+    arg.as_slice().eq_ignore_ascii_case(keyword)
 }
 
 #[distributed_slice(COMMAND_INFO)]
@@ -28,5 +85,17 @@ static INFO: CommandInfo = CommandInfo {
     summary: c"Releases one hold of owner; replies 1 when released, 0 when still held, nil when not held.",
     arity: -3,
     key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-    args: &[OWNER, LEASE_MS],
+    args: &[
+        OWNER,
+        LEASE_MS,
+        Arg {
+            name: c"latch",
+            kind: ArgKind::Block(&[
+                Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
+                Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
+            ]),
+            optional: true,
+            token: None,
+        },
+    ],
 };

@@ -12,7 +12,7 @@ use redis_module::{Context, RedisResult, RedisString, RedisValue};
 /// its lease was reset, else 0.
 pub fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
-    let mut key = RedisLock::open_writable(ctx, &name);
+    let mut key = RedisLock::open(ctx, &name);
     let outcome = lock::renew(&mut key, &owner, lease_ms, now_ms())?;
     stats::record_renew(outcome);
     Ok(RedisValue::Integer(i64::from(outcome == Renew::Renewed)))

@@ -1,4 +1,4 @@
-use super::info::{Arg, CommandInfo, COMMAND_INFO};
+use super::info::{Arg, ArgKind, CommandInfo, COMMAND_INFO};
 use crate::lock;
 use crate::store::{now_ms, RedisLock};
 use linkme::distributed_slice;
@@ -14,7 +14,7 @@ pub fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let owner = args.next();
     args.done()?;
 
-    let key = RedisLock::open_readonly(ctx, &name);
+    let key = RedisLock::open(ctx, &name);
     let status = lock::status(&key, owner.as_ref(), now_ms())?;
     let (held, hold_count) = match status.owner_hold_count {
         Some(count) => (RedisValue::Integer(i64::from(count > 0)), RedisValue::Integer(count)),
@@ -44,5 +44,5 @@ static INFO: CommandInfo = CommandInfo {
     summary: c"Reports locked, ttl_ms, holders, and owner's held and hold_count.",
     arity: -2,
     key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
-    args: &[Arg { name: c"owner", integer: false, optional: true }],
+    args: &[Arg { name: c"owner", kind: ArgKind::String, optional: true, token: None }],
 };

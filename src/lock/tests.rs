@@ -1,97 +1,11 @@
 //! Table-driven tests of the protocol rules over an in-memory store.
 
+use super::memory::MemoryStore;
 use super::*;
 use std::collections::BTreeMap;
 
 const NOW: i64 = 1_000_000;
 const LEASE: i64 = 30_000;
-
-/// An in-memory lock key that records every write as the command Redis
-/// would replicate.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct MemoryStore {
-    /// `None`: the key is missing. `Some(None)`: a non-hash key.
-    hash: Option<Option<BTreeMap<Vec<u8>, Vec<u8>>>>,
-    expire_at: Option<i64>,
-    effects: Vec<String>,
-}
-
-impl MemoryStore {
-    fn missing() -> Self {
-        Self::default()
-    }
-
-    fn string_key() -> Self {
-        Self { hash: Some(None), expire_at: None, effects: vec![] }
-    }
-
-    fn hash(fields: &[(&str, &str)], expire_at: Option<i64>) -> Self {
-        let map = fields.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect();
-        Self { hash: Some(Some(map)), expire_at, effects: vec![] }
-    }
-
-    fn fields(&self) -> Option<&BTreeMap<Vec<u8>, Vec<u8>>> {
-        self.hash.as_ref().and_then(Option::as_ref)
-    }
-
-    fn fields_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Vec<u8>> {
-        self.hash.get_or_insert_with(|| Some(BTreeMap::new())).get_or_insert_with(BTreeMap::new)
-    }
-}
-
-impl LockStore for MemoryStore {
-    type Owner = [u8];
-
-    fn kind(&self) -> KeyKind {
-        match &self.hash {
-            None => KeyKind::Missing,
-            Some(Some(_)) => KeyKind::Hash,
-            Some(None) => KeyKind::Other,
-        }
-    }
-
-    fn hold_count(&self, owner: &[u8]) -> Result<Option<i64>, LockError> {
-        self.fields().and_then(|f| f.get(owner)).map(|v| parse_hold_count(v)).transpose()
-    }
-
-    fn holds_only_counts(&self) -> bool {
-        self.fields().is_some_and(|f| f.values().all(|v| parse_hold_count(v).is_ok()))
-    }
-
-    fn holder_count(&self) -> i64 {
-        self.fields().map_or(0, |f| f.len() as i64)
-    }
-
-    fn expire_at(&self) -> Option<i64> {
-        self.expire_at
-    }
-
-    fn increment(&mut self, owner: &[u8], by: i64, new_count: i64) {
-        self.fields_mut().insert(owner.to_vec(), new_count.to_string().into_bytes());
-        self.effects.push(format!("HINCRBY {} {by}", String::from_utf8_lossy(owner)));
-    }
-
-    fn set_expire_at(&mut self, at_ms: i64) {
-        self.expire_at = Some(at_ms);
-        self.effects.push(format!("PEXPIREAT {at_ms}"));
-    }
-
-    fn remove_last_hold(&mut self, owner: &[u8]) {
-        self.hash = None;
-        self.expire_at = None;
-        self.effects.push(format!("DEL after the last hold of {}", String::from_utf8_lossy(owner)));
-    }
-
-    fn delete(&mut self) {
-        self.hash = None;
-        self.expire_at = None;
-        self.effects.push("DEL".into());
-    }
-
-    fn publish_release(&mut self) {
-        self.effects.push("PUBLISH".into());
-    }
-}
 
 /// One row: a starting key, an operation, and what must follow.
 struct Case {
@@ -373,4 +287,21 @@ fn hold_counts_parse_like_hincrby() {
     for (value, expected) in cases {
         assert_eq!(parse_hold_count(value), *expected, "{:?}", String::from_utf8_lossy(value));
     }
+}
+
+#[test]
+fn expiry_arithmetic_never_overflows() {
+    let late = i64::MAX - LEASE + 1;
+    for before in [MemoryStore::missing(), held("a", "2", 5)] {
+        let mut store = before.clone();
+        assert_eq!(acquire(&mut store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
+        assert_eq!(renew(&mut store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
+        assert_eq!(release(&mut store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
+        assert_eq!(acquire(&mut store, b"a".as_slice(), i64::MAX, NOW), Err(LockError::ExpiryOverflow));
+        assert_eq!(store, before, "an overflowing expiry changes nothing");
+    }
+    let far = MemoryStore::hash(&[("a", "1")], Some(i64::MAX));
+    assert_eq!(status(&far, None, -1).map(|s| s.pttl_ms), Ok(i64::MAX), "PTTL saturates");
+    let past = MemoryStore::hash(&[("a", "1")], Some(i64::MIN));
+    assert_eq!(status(&past, None, NOW).map(|s| s.pttl_ms), Ok(0));
 }

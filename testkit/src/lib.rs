@@ -7,7 +7,7 @@ mod server;
 
 pub use cluster::Cluster;
 pub use rng::Rng;
-pub use scripts::{release_channel, RedissonScripts, UNLOCK_MESSAGE};
+pub use scripts::{release_channel, unlock_latch_key, RedissonScripts, UNLOCK_MESSAGE};
 pub use server::{module_path, send_signal, Server, ServerBuilder};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a

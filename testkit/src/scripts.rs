@@ -4,17 +4,18 @@
 
 use redis::{Cmd, ConnectionLike, RedisResult, Script};
 
-pub use rlock_protocol::release_channel;
+pub use rlock_protocol::{release_channel, unlock_latch_key};
 
 /// The message Redisson publishes on release.
 pub const UNLOCK_MESSAGE: &[u8] = rlock_protocol::UNLOCK_MESSAGE;
 
-/// The four scripts. [`RedissonScripts::load`] them once per server, then
+/// The scripts. [`RedissonScripts::load`] them once per server, then
 /// each method gives the EVALSHA command, to query or pipeline.
 pub struct RedissonScripts {
     acquire: Script,
     renew: Script,
     release: Script,
+    release_latched: Script,
     force_release: Script,
 }
 
@@ -24,15 +25,16 @@ impl Default for RedissonScripts {
             acquire: Script::new(include_str!("../scripts/acquire.lua")),
             renew: Script::new(include_str!("../scripts/renew.lua")),
             release: Script::new(include_str!("../scripts/release.lua")),
+            release_latched: Script::new(include_str!("../scripts/release_latched.lua")),
             force_release: Script::new(include_str!("../scripts/force_release.lua")),
         }
     }
 }
 
 impl RedissonScripts {
-    /// SCRIPT LOAD all four.
+    /// SCRIPT LOAD all of them.
     pub fn load(&self, con: &mut dyn ConnectionLike) -> RedisResult<()> {
-        for script in [&self.acquire, &self.renew, &self.release, &self.force_release] {
+        for script in [&self.acquire, &self.renew, &self.release, &self.release_latched, &self.force_release] {
             script.prepare_invoke().load(con)?;
         }
         Ok(())
@@ -53,6 +55,15 @@ impl RedissonScripts {
     pub fn release(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
         let lease = lease_ms.to_string().into_bytes();
         evalsha(&self.release, &[name, &release_channel(name)], &[UNLOCK_MESSAGE, &lease, owner])
+    }
+
+    /// Redisson 3.24+'s unlock with the unlock latch of `request_id`: the
+    /// reply recorded for that id if any; else like [`Self::release`], and a
+    /// 0 or 1 reply is recorded for `latch_ms`. Publishes with PUBLISH.
+    pub fn release_latched(&self, name: &[u8], owner: &[u8], lease_ms: i64, request_id: &[u8], latch_ms: i64) -> Cmd {
+        let (lease, latch) = (lease_ms.to_string().into_bytes(), latch_ms.to_string().into_bytes());
+        let keys: [&[u8]; 3] = [name, &release_channel(name), &unlock_latch_key(name, request_id)];
+        evalsha(&self.release_latched, &keys, &[UNLOCK_MESSAGE, &lease, owner, b"publish", &latch])
     }
 
     /// Replies 1 when a key was deleted, else 0.

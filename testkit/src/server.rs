@@ -68,10 +68,29 @@ impl ServerBuilder {
     }
 
     pub fn start(self) -> Server {
-        let dir = tempfile::Builder::new().prefix("rlock-redis-").tempdir().expect("temp dir");
-        let mut server = Server { builder: self, dir, port: 0, child: None };
+        let mut server = self.unstarted();
         server.spawn_on_free_port();
         server
+    }
+
+    /// Starts a server that must refuse to start (because of a bad module
+    /// argument, say) and returns its log.
+    pub fn start_expecting_failure(self) -> String {
+        let mut server = self.unstarted();
+        for _ in 0..PORT_ATTEMPTS {
+            server.port = free_port();
+            match server.spawn() {
+                Ok(()) => panic!("redis-server started, but should have refused to:\n{}", server.log()),
+                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) => return log,
+            }
+        }
+        panic!("no free port after {PORT_ATTEMPTS} attempts");
+    }
+
+    fn unstarted(self) -> Server {
+        let dir = tempfile::Builder::new().prefix("rlock-redis-").tempdir().expect("temp dir");
+        Server { builder: self, dir, port: 0, child: None }
     }
 }
 

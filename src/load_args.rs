@@ -1,0 +1,75 @@
+//! Module load arguments: `loadmodule librlock.so [default-lease-ms <ms>]`.
+//!
+//! redis-module applies them as configuration defaults without the bounds
+//! CONFIG SET enforces (and ignores names it does not know), so the
+//! module checks them itself and refuses to load on any bad one.
+
+use crate::lease::parse_lease_ms;
+
+/// The only load argument: `rlock.default-lease-ms` as a name/value pair.
+pub const DEFAULT_LEASE_MS: &str = "default-lease-ms";
+
+/// Checks every name/value pair; the error says which argument is wrong
+/// and why, for the server log.
+pub fn check(args: &[&[u8]]) -> Result<(), String> {
+    let mut pairs = args.chunks(2);
+    pairs.try_for_each(|pair| match pair {
+        [name, value] if *name == DEFAULT_LEASE_MS.as_bytes() => parse_lease_ms(value).map(drop).map_err(|err| {
+            let why = err.message().trim_start_matches("ERR ").replace("lease_ms", DEFAULT_LEASE_MS);
+            format!("module argument {DEFAULT_LEASE_MS} {}: {why}", escaped(value))
+        }),
+        [name] if *name == DEFAULT_LEASE_MS.as_bytes() => {
+            Err(format!("module argument {DEFAULT_LEASE_MS} has no value"))
+        }
+        [name, ..] => Err(format!("unknown module argument {} (known: {DEFAULT_LEASE_MS} <ms>)", escaped(name))),
+        [] => Ok(()),
+    })
+}
+
+fn escaped(arg: &[u8]) -> String {
+    format!("\"{}\"", arg.escape_ascii())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_arguments_are_checked_by_the_table() {
+        type Case<'a> = (&'a [&'a [u8]], Result<(), &'a str>);
+        let cases: &[Case] = &[
+            (&[], Ok(())),
+            (&[b"default-lease-ms", b"5000"], Ok(())),
+            (&[b"default-lease-ms", b"31536000000"], Ok(())),
+            (
+                &[b"default-lease-ms", b"0"],
+                Err("module argument default-lease-ms \"0\": default-lease-ms must be a positive integer"),
+            ),
+            (
+                &[b"default-lease-ms", b"-5000"],
+                Err("module argument default-lease-ms \"-5000\": default-lease-ms must be a positive integer"),
+            ),
+            (
+                &[b"default-lease-ms", b"9223372036854775807"],
+                Err("module argument default-lease-ms \"9223372036854775807\": default-lease-ms is above the maximum of 31536000000 (365 days)"),
+            ),
+            (
+                &[b"default-lease-ms", b"99999999999999"],
+                Err("module argument default-lease-ms \"99999999999999\": default-lease-ms is above the maximum of 31536000000 (365 days)"),
+            ),
+            (&[b"default-lease-ms"], Err("module argument default-lease-ms has no value")),
+            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>)")),
+            (
+                &[b"default-lease-ms", b"5000", b"default-lease-ms", b"0"],
+                Err("module argument default-lease-ms \"0\": default-lease-ms must be a positive integer"),
+            ),
+            (
+                &[b"default-lease-ms", b"5000", b"x\x00"],
+                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>)"),
+            ),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(check(args), expected.map_err(str::to_owned), "{args:?}");
+        }
+    }
+}

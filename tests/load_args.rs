@@ -1,0 +1,57 @@
+//! Module load arguments: a bad one makes the server refuse the module
+//! (and so refuse to start), with a log line that says which and why;
+//! good ones still work.
+
+use redis::Value;
+use testkit::{Server, ServerBuilder};
+
+fn with_args(args: &[&str]) -> ServerBuilder {
+    args.iter().fold(Server::builder(), |builder, arg| builder.module_arg(arg))
+}
+
+#[test]
+fn bad_load_arguments_refuse_the_module_and_say_why() {
+    const NOT_POSITIVE: &str = "default-lease-ms must be a positive integer";
+    const TOO_LONG: &str = "default-lease-ms is above the maximum of 31536000000 (365 days)";
+    let cases: [(&[&str], &str); 7] = [
+        // Every owner would take a lock held by another: no exclusion.
+        (&["default-lease-ms", "0"], NOT_POSITIVE),
+        (&["default-lease-ms", "-5000"], NOT_POSITIVE),
+        // now + lease overflows.
+        (&["default-lease-ms", "9223372036854775807"], TOO_LONG),
+        // A 3,000-year lease.
+        (&["default-lease-ms", "99999999999999"], TOO_LONG),
+        (&["bogus", "5"], "unknown module argument \"bogus\" (known: default-lease-ms <ms>)"),
+        (&["default-lease-ms"], "module argument default-lease-ms has no value"),
+        (&["default-lease-ms", "5000", "default-lease-ms", "0"], NOT_POSITIVE),
+    ];
+    for (args, why) in cases {
+        let log = with_args(args).start_expecting_failure();
+        let line = log.lines().find(|line| line.contains("rlock refuses to load")).unwrap_or_else(|| {
+            panic!("{args:?}: no refusal in the log:\n{log}");
+        });
+        assert!(line.contains(why), "{args:?}: the log line should say {why:?}: {line}");
+    }
+    // Not an integer: redis-module's own parsing refuses it first.
+    let log = with_args(&["default-lease-ms", "abc"]).start_expecting_failure();
+    assert!(log.contains("invalid digit found in string"), "{log}");
+}
+
+#[test]
+fn good_load_arguments_still_work() {
+    for (args, lease) in [
+        (&[][..], 30_000),
+        (&["default-lease-ms", "5000"][..], 5000),
+        (&["default-lease-ms", "31536000000"][..], 31_536_000_000),
+    ] {
+        let server = with_args(args).start();
+        let mut con = server.connection();
+        let configured: Vec<String> =
+            redis::cmd("CONFIG").arg(&["GET", "rlock.default-lease-ms"]).query(&mut con).unwrap();
+        assert_eq!(configured[1], lease.to_string(), "{args:?}");
+        let reply: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "a"]).query(&mut con).unwrap();
+        assert_eq!(reply, Value::Nil);
+        let contended: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "b"]).query(&mut con).unwrap();
+        assert!(matches!(contended, Value::Int(ttl) if ttl > lease - 1000), "{args:?}: {contended:?}");
+    }
+}
