@@ -29,8 +29,10 @@ mod connection;
 mod error;
 mod guard;
 mod lock;
+mod node_pipelines;
 mod protocol;
 mod replica_sync;
+mod slot_map;
 mod subscriptions;
 mod watchdog;
 

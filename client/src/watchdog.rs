@@ -185,15 +185,12 @@ impl Watchdog {
                 })
                 .collect();
             let sent_at = Instant::now();
-            // A server that hangs must not hang the watchdog: give up when
-            // the next round is due, so overdue leases are still noticed.
-            match tokio::time::timeout(period, connection.per_node_pipelines(commands)).await {
-                Ok(Ok(replies)) if replies.len() == batch.len() => {
-                    self.apply(&batch, replies, sent_at);
-                    true
-                }
-                _ => false,
-            }
+            // A server that hangs must not hang the watchdog: give up on it
+            // when the next round is due, so overdue leases are still
+            // noticed; in a cluster, only its own locks wait for next round.
+            let replies = connection.per_node_pipelines(commands, period).await;
+            self.apply(&batch, replies.replies, sent_at);
+            replies.all_answered
         };
         if !ok {
             self.counters.failed_rounds.fetch_add(1, Ordering::Relaxed);
