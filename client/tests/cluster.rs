@@ -127,3 +127,65 @@ async fn a_synced_lock_survives_a_manual_failover() {
 async fn client_without_sync(cluster: &Cluster) -> Client {
     client(cluster, ClientOptions::default().with_replica_sync(rlock_client::ReplicaSync::Off)).await
 }
+
+/// Resumes a SIGSTOPped node when dropped, also when the test fails.
+struct Resume<'a>(&'a testkit::Server);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.0.resume();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_primary_does_not_cost_the_locks_on_the_others() {
+    // No replicas, so no failover; and the healthy primaries keep serving
+    // their slots when the others flag the hung one as failed.
+    let cluster = Cluster::start(3, 0);
+    for node in &cluster.nodes {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-require-full-coverage")
+            .arg("no")
+            .query(&mut node.connection())
+            .unwrap();
+    }
+    let watchdog = Duration::from_millis(900);
+    let options =
+        ClientOptions::default().with_watchdog_timeout(watchdog).with_replica_sync(rlock_client::ReplicaSync::Off);
+    let client = client(&cluster, options).await;
+    let mut held = Vec::new();
+    for node in &cluster.nodes {
+        let name =
+            (0..).map(|n| format!("hung:{n}")).find(|name| cluster.primary_for(name.as_bytes()).port() == node.port());
+        let name = name.unwrap();
+        held.push((node, client.lock(name.as_str()).lock().await.unwrap(), name));
+    }
+    let (hung, on_hung, _) = held.remove(0);
+
+    hung.pause();
+    let _resume = Resume(hung);
+    // The hung node's lease runs out unrenewed: its guard is lost.
+    tokio::time::timeout(Duration::from_secs(10), on_hung.lost()).await.expect("the hung node's lock lost");
+    // More than a lease of rounds with the node still hung.
+    let rounds = client.watchdog_stats().rounds;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        for (_, guard, name) in &held {
+            assert!(!guard.is_lost(), "{name} on a healthy primary was reported lost");
+        }
+        if client.watchdog_stats().rounds >= rounds + 4 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the watchdog stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for (node, _, name) in &held {
+        let pttl: i64 = redis::cmd("PTTL").arg(name).query(&mut node.connection()).unwrap();
+        assert!(pttl > 0, "{name} on a healthy primary has PTTL {pttl}");
+    }
+    drop(_resume);
+    for (_, guard, _) in held {
+        guard.unlock().await.unwrap();
+    }
+}
