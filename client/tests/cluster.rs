@@ -189,3 +189,48 @@ async fn a_hung_primary_does_not_cost_the_locks_on_the_others() {
         guard.unlock().await.unwrap();
     }
 }
+
+/// CLUSTER SLOTS calls served by the whole cluster so far.
+fn cluster_slots_calls(cluster: &Cluster) -> u64 {
+    let calls = |node: &testkit::Server| -> u64 {
+        let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut node.connection()).unwrap();
+        let line = stats.lines().find_map(|line| line.strip_prefix("cmdstat_cluster|slots:calls="));
+        line.and_then(|rest| rest.split(',').next()?.parse().ok()).unwrap_or(0)
+    };
+    cluster.nodes.iter().map(calls).sum()
+}
+
+async fn wait_for_rounds(client: &Client, rounds: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.watchdog_stats().rounds < rounds {
+        assert!(Instant::now() < deadline, "the watchdog stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_rounds_reuse_the_slot_map() {
+    let cluster = Cluster::start(3, 0);
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_millis(600))
+        .with_replica_sync(rlock_client::ReplicaSync::Off);
+    let client = client(&cluster, options).await;
+    let guards = lock_all(&client, &names_on_every_primary(&cluster)).await;
+    wait_for_rounds(&client, 2).await;
+    let before = cluster_slots_calls(&cluster);
+    wait_for_rounds(&client, client.watchdog_stats().rounds + 5).await;
+    assert_eq!(cluster_slots_calls(&cluster), before, "CLUSTER SLOTS read again while nothing changed");
+    assert_eq!(client.watchdog_stats().failed_rounds, 0);
+    for guard in guards {
+        assert!(!guard.is_lost());
+        guard.unlock().await.unwrap();
+    }
+}
+
+async fn lock_all(client: &Client, names: &[String]) -> Vec<rlock_client::Guard> {
+    let mut guards = Vec::new();
+    for name in names {
+        guards.push(client.lock(name.as_str()).lock().await.unwrap());
+    }
+    guards
+}
