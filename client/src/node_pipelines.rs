@@ -48,20 +48,26 @@ impl ClusterNodes {
                 (node, indexes, result)
             });
         }
+        let unowned = !split.unowned.is_empty();
+        let mut all_answered = !unowned;
         let mut answers = Vec::new();
         let mut failed = HashSet::new();
-        while let Some(Ok((node, indexes, result))) = pipelines.join_next().await {
+        while let Some(joined) = pipelines.join_next().await {
+            // A task that panicked leaves its commands unanswered.
+            let Ok((node, indexes, result)) = joined else {
+                all_answered = false;
+                continue;
+            };
             if result.is_err() {
+                all_answered = false;
                 failed.insert(node);
             }
             answers.push((indexes, result));
         }
-        let unowned = !split.unowned.is_empty();
         if unowned {
             let unknown = RedisError::from((ErrorKind::ClusterConnectionNotFound, "no known primary for the slot"));
             answers.push((split.unowned, Err(unknown)));
         }
-        let all_answered = failed.is_empty() && !unowned;
         self.slot_map.report(failed, unowned);
         NodeReplies { replies: merge(count, answers), all_answered }
     }

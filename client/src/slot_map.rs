@@ -3,7 +3,7 @@
 //! node without asking every round.
 
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo, SingleNodeRoutingInfo};
 use redis::{RedisError, RedisResult, Value};
 use std::collections::HashSet;
 use std::fmt;
@@ -145,15 +145,15 @@ impl SlotMapCache {
     }
 }
 
-/// CLUSTER SLOTS from the first of `candidates` to answer; from any node
-/// redis-rs picks when there are none.
+/// CLUSTER SLOTS from the first of `candidates` to answer; from the first
+/// of all nodes when there are none (first use, or they all failed).
 async fn read_slot_map(connection: &ClusterConnection, candidates: Vec<Node>) -> RedisResult<SlotMap> {
     let mut cmd = redis::cmd("CLUSTER");
     cmd.arg("SLOTS");
     if candidates.is_empty() {
-        return SlotMap::parse(
-            connection.clone().route_command(cmd, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await?,
-        );
+        let first_answer =
+            RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, Some(ResponsePolicy::OneSucceeded)));
+        return SlotMap::parse(connection.clone().route_command(cmd, first_answer).await?);
     }
     let mut asks = tokio::task::JoinSet::new();
     for Node { host, port } in candidates {
