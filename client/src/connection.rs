@@ -1,11 +1,12 @@
 //! Connections to one server or to a Redis Cluster: commands, and pub/sub.
 
+use crate::node_pipelines::ClusterNodes;
+use crate::slot_map::timed_out;
 use redis::aio::{AsyncPushSender, ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-use redis::{Cmd, ConnectionInfo, Pipeline, ProtocolVersion, RedisFuture, RedisResult, Value};
-use std::collections::HashMap;
+use redis::{Cmd, ConnectionInfo, Pipeline, ProtocolVersion, RedisError, RedisFuture, RedisResult, Value};
 use std::time::Duration;
 
 /// Where the client connects.
@@ -32,7 +33,7 @@ impl Deployment {
                 if let Some(timeout) = response_timeout {
                     builder = builder.response_timeout(timeout);
                 }
-                Connection::Cluster(builder.build()?.get_async_connection().await?)
+                Connection::Cluster(ClusterNodes::new(builder.build()?.get_async_connection().await?))
             }
         })
     }
@@ -85,14 +86,14 @@ impl PubSubConnection {
 #[derive(Clone)]
 pub(crate) enum Connection {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(ClusterNodes),
 }
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
-            Connection::Cluster(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.connection.req_packed_command(cmd),
         }
     }
 
@@ -104,14 +105,14 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
-            Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Cluster(c) => c.connection.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Connection::Single(c) => c.get_db(),
-            Connection::Cluster(c) => c.get_db(),
+            Connection::Cluster(c) => c.connection.get_db(),
         }
     }
 }
@@ -121,7 +122,7 @@ impl Connection {
     pub async fn query_for_key<T: redis::FromRedisValue>(&mut self, key: &[u8], cmd: Cmd) -> RedisResult<T> {
         match self {
             Connection::Single(connection) => cmd.query_async(connection).await,
-            Connection::Cluster(connection) => {
+            Connection::Cluster(ClusterNodes { connection, .. }) => {
                 let route = redis::cluster_routing::Route::with_key(key, redis::cluster_routing::SlotAddr::Master);
                 let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
                 Ok(redis::from_redis_value(connection.route_command(cmd, routing).await?)?)
@@ -131,77 +132,40 @@ impl Connection {
 
     /// Runs single-key commands (`(key, command)` pairs) in as few round
     /// trips as the deployment allows: one pipeline on one server, one per
-    /// primary in a cluster (a pipeline cannot span slots on its own). The
-    /// replies come back in order; an error for one command fails that
-    /// command only.
-    pub async fn per_node_pipelines(&mut self, commands: Vec<(Vec<u8>, Cmd)>) -> RedisResult<Vec<RedisResult<Value>>> {
+    /// primary in a cluster (a pipeline cannot span slots on its own), each
+    /// given `timeout`. The replies come back in order; an error for one
+    /// command, or a node that fails or times out, fails those commands only.
+    pub async fn per_node_pipelines(&mut self, commands: Vec<(Vec<u8>, Cmd)>, timeout: Duration) -> NodeReplies {
         match self {
             Connection::Single(connection) => {
+                let count = commands.len();
                 let mut pipe = redis::pipe();
                 commands.into_iter().for_each(|(_, cmd)| {
                     pipe.add_command(cmd);
                 });
-                pipe.ignore_errors().query_async(connection).await
+                match tokio::time::timeout(timeout, pipe.ignore_errors().query_async(connection)).await {
+                    Ok(Ok(replies)) => NodeReplies { replies, all_answered: true },
+                    Ok(Err(err)) => NodeReplies::failed(count, err),
+                    Err(_) => NodeReplies::failed(count, timed_out("the server")),
+                }
             }
-            Connection::Cluster(connection) => {
-                let owners = slot_owners(connection).await?;
-                let mut groups: HashMap<(String, u16), (Pipeline, Vec<usize>)> = HashMap::new();
-                let count = commands.len();
-                for (index, (key, cmd)) in commands.into_iter().enumerate() {
-                    let owner = owners.owner(key_slot(&key)).cloned().unwrap_or_default();
-                    let (pipe, indexes) = groups.entry(owner).or_insert_with(|| (redis::pipe(), vec![]));
-                    pipe.add_command(cmd);
-                    indexes.push(index);
-                }
-                let mut replies: Vec<RedisResult<Value>> = (0..count).map(|_| Ok(Value::Nil)).collect();
-                let mut rounds = tokio::task::JoinSet::new();
-                for ((host, port), (pipe, indexes)) in groups {
-                    let mut connection = connection.clone();
-                    rounds.spawn(async move {
-                        let len = indexes.len();
-                        let route = SingleNodeRoutingInfo::ByAddress { host, port };
-                        (indexes, connection.route_pipeline(pipe, 0, len, route).await)
-                    });
-                }
-                while let Some(round) = rounds.join_next().await {
-                    let (indexes, result) = round.map_err(|e| redis::RedisError::from(std::io::Error::other(e)))?;
-                    let values = result?;
-                    for (index, value) in indexes.into_iter().zip(values) {
-                        replies[index] = match value {
-                            Value::ServerError(err) => Err(err.into()),
-                            value => Ok(value),
-                        };
-                    }
-                }
-                Ok(replies)
-            }
+            Connection::Cluster(cluster) => cluster.per_node_pipelines(commands, timeout).await,
         }
     }
 }
 
-/// Which primary serves each slot, from CLUSTER SLOTS.
-struct SlotOwners(Vec<(u16, u16, (String, u16))>);
-
-impl SlotOwners {
-    fn owner(&self, slot: u16) -> Option<&(String, u16)> {
-        self.0.iter().find(|(start, end, _)| *start <= slot && slot <= *end).map(|(_, _, owner)| owner)
-    }
+/// One reply per command of [`Connection::per_node_pipelines`].
+pub(crate) struct NodeReplies {
+    pub replies: Vec<RedisResult<Value>>,
+    /// False when some node failed or timed out (or was unknown): its
+    /// commands' replies are that error.
+    pub all_answered: bool,
 }
 
-/// Reads the slot map (entries `[start, end, [host, port, ...], ...]`).
-async fn slot_owners(connection: &mut ClusterConnection) -> RedisResult<SlotOwners> {
-    let ranges: Vec<Vec<Value>> = redis::cmd("CLUSTER").arg("SLOTS").query_async(connection).await?;
-    let owners = ranges
-        .into_iter()
-        .filter_map(|range| {
-            let int = |v: &Value| redis::from_redis_value::<i64>(v.clone()).ok();
-            let primary: Vec<Value> = redis::from_redis_value(range.get(2)?.clone()).ok()?;
-            let host: String = redis::from_redis_value(primary.first()?.clone()).ok()?;
-            let port = u16::try_from(int(primary.get(1)?)?).ok()?;
-            Some((u16::try_from(int(range.first()?)?).ok()?, u16::try_from(int(range.get(1)?)?).ok()?, (host, port)))
-        })
-        .collect();
-    Ok(SlotOwners(owners))
+impl NodeReplies {
+    pub fn failed(count: usize, err: RedisError) -> Self {
+        Self { replies: vec![Err(err); count], all_answered: false }
+    }
 }
 
 /// A key's cluster slot: CRC16 (XMODEM) of the key, or of its hash tag

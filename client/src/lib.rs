@@ -32,9 +32,11 @@ mod guard;
 mod holds;
 mod lock;
 mod lock_state;
+mod node_pipelines;
 mod protocol;
 mod release;
 mod replica_sync;
+mod slot_map;
 mod subscriptions;
 mod watchdog;
 

@@ -34,7 +34,8 @@ pub struct WatchdogStats {
     pub locks: usize,
     /// Rounds with at least one lock: one pipelined round trip each.
     pub rounds: u64,
-    /// Rounds that failed or timed out.
+    /// Rounds in which a server (in a cluster: any primary) failed or
+    /// timed out.
     pub failed_rounds: u64,
     /// Locks reported lost.
     pub lost: u64,
@@ -128,15 +129,12 @@ impl Watchdog {
             })
             .collect();
         let sent_at = Instant::now();
-        // A server that hangs must not hang the watchdog: give up when the
-        // next round is due, so overdue leases are still noticed.
-        let ok = match tokio::time::timeout(timeout / 3, connection.per_node_pipelines(commands)).await {
-            Ok(Ok(replies)) if replies.len() == tasks.len() => {
-                tasks.iter().zip(replies).for_each(|(task, reply)| apply(task, reply, sent_at));
-                true
-            }
-            _ => false,
-        };
+        // A server that hangs must not hang the watchdog: give up on it when
+        // the next round is due, so overdue leases are still noticed; in a
+        // cluster, only its own locks wait for the next round.
+        let replies = connection.per_node_pipelines(commands, timeout / 3).await;
+        tasks.iter().zip(replies.replies).for_each(|(task, reply)| apply(task, reply, sent_at));
+        let ok = replies.all_answered;
         if !ok {
             self.counters.failed_rounds.fetch_add(1, Ordering::Relaxed);
         }

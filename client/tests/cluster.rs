@@ -127,3 +127,110 @@ async fn a_synced_lock_survives_a_manual_failover() {
 async fn client_without_sync(cluster: &Cluster) -> Client {
     client(cluster, ClientOptions::default().with_replica_sync(rlock_client::ReplicaSync::Off)).await
 }
+
+/// Resumes a SIGSTOPped node when dropped, also when the test fails.
+struct Resume<'a>(&'a testkit::Server);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.0.resume();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_primary_does_not_cost_the_locks_on_the_others() {
+    // No replicas, so no failover; and the healthy primaries keep serving
+    // their slots when the others flag the hung one as failed.
+    let cluster = Cluster::start(3, 0);
+    for node in &cluster.nodes {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-require-full-coverage")
+            .arg("no")
+            .query(&mut node.connection())
+            .unwrap();
+    }
+    let watchdog = Duration::from_millis(900);
+    let options =
+        ClientOptions::default().with_watchdog_timeout(watchdog).with_replica_sync(rlock_client::ReplicaSync::Off);
+    let client = client(&cluster, options).await;
+    let mut held = Vec::new();
+    for node in &cluster.nodes {
+        let name =
+            (0..).map(|n| format!("hung:{n}")).find(|name| cluster.primary_for(name.as_bytes()).port() == node.port());
+        let name = name.unwrap();
+        held.push((node, client.lock(name.as_str()).lock().await.unwrap(), name));
+    }
+    let (hung, on_hung, _) = held.remove(0);
+
+    // From a steady state: the watchdog has its slot map.
+    wait_for_rounds(&client, 1).await;
+    assert_eq!(client.watchdog_stats().failed_rounds, 0);
+    hung.pause();
+    let _resume = Resume(hung);
+    // The hung node's lease runs out unrenewed: its guard is lost.
+    tokio::time::timeout(Duration::from_secs(10), on_hung.lost()).await.expect("the hung node's lock lost");
+    // More than a lease of rounds with the node still hung.
+    let rounds = client.watchdog_stats().rounds + 4;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.watchdog_stats().rounds < rounds {
+        for (_, guard, name) in &held {
+            assert!(!guard.is_lost(), "{name} on a healthy primary was reported lost");
+        }
+        assert!(Instant::now() < deadline, "the watchdog stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for (node, _, name) in &held {
+        let pttl: i64 = redis::cmd("PTTL").arg(name).query(&mut node.connection()).unwrap();
+        assert!(pttl > 0, "{name} on a healthy primary has PTTL {pttl}");
+    }
+    drop(_resume);
+    for (_, guard, _) in held {
+        guard.unlock().await.unwrap();
+    }
+}
+
+/// CLUSTER SLOTS calls served by the whole cluster so far.
+fn cluster_slots_calls(cluster: &Cluster) -> u64 {
+    let calls = |node: &testkit::Server| -> u64 {
+        let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut node.connection()).unwrap();
+        let line = stats.lines().find_map(|line| line.strip_prefix("cmdstat_cluster|slots:calls="));
+        line.and_then(|rest| rest.split(',').next()?.parse().ok()).unwrap_or(0)
+    };
+    cluster.nodes.iter().map(calls).sum()
+}
+
+async fn wait_for_rounds(client: &Client, rounds: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.watchdog_stats().rounds < rounds {
+        assert!(Instant::now() < deadline, "the watchdog stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_rounds_reuse_the_slot_map() {
+    let cluster = Cluster::start(3, 0);
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_millis(600))
+        .with_replica_sync(rlock_client::ReplicaSync::Off);
+    let client = client(&cluster, options).await;
+    let guards = lock_all(&client, &names_on_every_primary(&cluster)).await;
+    wait_for_rounds(&client, 2).await;
+    let before = cluster_slots_calls(&cluster);
+    wait_for_rounds(&client, client.watchdog_stats().rounds + 5).await;
+    assert_eq!(cluster_slots_calls(&cluster), before, "CLUSTER SLOTS read again while nothing changed");
+    assert_eq!(client.watchdog_stats().failed_rounds, 0);
+    for guard in guards {
+        assert!(!guard.is_lost());
+        guard.unlock().await.unwrap();
+    }
+}
+
+async fn lock_all(client: &Client, names: &[String]) -> Vec<rlock_client::Guard> {
+    let mut guards = Vec::new();
+    for name in names {
+        guards.push(client.lock(name.as_str()).lock().await.unwrap());
+    }
+    guards
+}

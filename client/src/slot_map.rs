@@ -1,0 +1,226 @@
+//! Which primary serves each cluster slot, as this client last read it
+//! from CLUSTER SLOTS, so that the watchdog can split its commands per
+//! node without asking every round.
+
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo, SingleNodeRoutingInfo};
+use redis::{RedisError, RedisResult, Value};
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A refresh asks this many nodes at once and takes the first answer, so
+/// that one hung node cannot hold it up.
+const REFRESH_FAN_OUT: usize = 3;
+
+/// Redirects redis-rs follows by itself never reach us: a map this old is
+/// read again even when nothing failed.
+const MAX_AGE: Duration = Duration::from_secs(60);
+
+/// A node's address as CLUSTER SLOTS names it (and redis-rs routes by).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Node {
+    pub host: String,
+    pub port: u16,
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// Slot ranges with their primary and replicas.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct SlotMap(Vec<SlotRange>);
+
+#[derive(Debug, PartialEq)]
+struct SlotRange {
+    start: u16,
+    end: u16,
+    primary: Node,
+    replicas: Vec<Node>,
+}
+
+impl SlotMap {
+    /// Parses a CLUSTER SLOTS reply: `[start, end, [host, port, ...], replicas...]` per range.
+    pub fn parse(reply: Value) -> RedisResult<Self> {
+        let invalid = || RedisError::from((redis::ErrorKind::Parse, "unexpected CLUSTER SLOTS reply"));
+        let ranges: Vec<Vec<Value>> = redis::from_redis_value(reply)?;
+        let node = |value: &Value| -> Option<Node> {
+            let fields: Vec<Value> = redis::from_redis_value(value.clone()).ok()?;
+            let host: String = redis::from_redis_value(fields.first()?.clone()).ok()?;
+            let port: u16 = redis::from_redis_value(fields.get(1)?.clone()).ok()?;
+            Some(Node { host, port })
+        };
+        let slot = |value: Option<&Value>| value.and_then(|v| redis::from_redis_value::<u16>(v.clone()).ok());
+        ranges
+            .iter()
+            .map(|range| {
+                Some(SlotRange {
+                    start: slot(range.first())?,
+                    end: slot(range.get(1))?,
+                    primary: node(range.get(2)?)?,
+                    replicas: range.iter().skip(3).filter_map(node).collect(),
+                })
+            })
+            .collect::<Option<_>>()
+            .map(SlotMap)
+            .ok_or_else(invalid)
+    }
+
+    /// The primary serving `slot`, if any.
+    pub fn owner(&self, slot: u16) -> Option<&Node> {
+        self.0.iter().find(|range| range.start <= slot && slot <= range.end).map(|range| &range.primary)
+    }
+
+    /// Nodes to ask for a fresh map: primaries first, then replicas, the
+    /// nodes that just failed left out.
+    fn refresh_candidates(&self, failed: &HashSet<Node>) -> Vec<Node> {
+        let primaries = self.0.iter().map(|range| &range.primary);
+        let replicas = self.0.iter().flat_map(|range| &range.replicas);
+        let mut seen = HashSet::new();
+        primaries
+            .chain(replicas)
+            .filter(|node| !failed.contains(*node) && seen.insert(*node))
+            .take(REFRESH_FAN_OUT)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The slot map shared by a connection's clones, read again on first use,
+/// after a node failed or a key had no known owner, and when it is old.
+#[derive(Default)]
+pub(crate) struct SlotMapCache(Mutex<CacheState>);
+
+#[derive(Default)]
+struct CacheState {
+    map: Option<(Arc<SlotMap>, Instant)>,
+    stale: bool,
+    /// Nodes whose pipelines failed in the last round: not asked first.
+    failed: HashSet<Node>,
+}
+
+impl SlotMapCache {
+    /// The map, refreshed first when needed (within `timeout`). A failed
+    /// refresh falls back on the old map, and is tried again next time.
+    pub async fn get(&self, connection: &ClusterConnection, timeout: Duration) -> RedisResult<Arc<SlotMap>> {
+        let (current, candidates) = {
+            let state = self.state();
+            let current = state.map.as_ref().map(|(map, _)| map.clone());
+            let fresh = state.map.as_ref().is_some_and(|(_, read_at)| read_at.elapsed() < MAX_AGE);
+            if let Some(map) = current.as_ref().filter(|_| fresh && !state.stale) {
+                return Ok(map.clone());
+            }
+            let candidates = current.as_ref().map(|map| map.refresh_candidates(&state.failed)).unwrap_or_default();
+            (current, candidates)
+        };
+        let error = match tokio::time::timeout(timeout, read_slot_map(connection, candidates)).await {
+            Ok(Ok(map)) => {
+                let map = Arc::new(map);
+                let mut state = self.state();
+                state.map = Some((map.clone(), Instant::now()));
+                state.stale = false;
+                return Ok(map);
+            }
+            Ok(Err(err)) => err,
+            Err(_) => timed_out("CLUSTER SLOTS"),
+        };
+        current.ok_or(error)
+    }
+
+    /// What the last round saw: the nodes that failed, and whether some
+    /// key had no owner. Either makes the next round read the map again.
+    pub fn report(&self, failed: HashSet<Node>, unowned_keys: bool) {
+        let mut state = self.state();
+        state.stale |= unowned_keys || !failed.is_empty();
+        state.failed = failed;
+    }
+
+    fn state(&self) -> MutexGuard<'_, CacheState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// CLUSTER SLOTS from the first of `candidates` to answer; from the first
+/// of all nodes when there are none (first use, or they all failed).
+async fn read_slot_map(connection: &ClusterConnection, candidates: Vec<Node>) -> RedisResult<SlotMap> {
+    let mut cmd = redis::cmd("CLUSTER");
+    cmd.arg("SLOTS");
+    if candidates.is_empty() {
+        let first_answer =
+            RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, Some(ResponsePolicy::OneSucceeded)));
+        return SlotMap::parse(connection.clone().route_command(cmd, first_answer).await?);
+    }
+    let mut asks = tokio::task::JoinSet::new();
+    for Node { host, port } in candidates {
+        let (mut connection, cmd) = (connection.clone(), cmd.clone());
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+        asks.spawn(async move { SlotMap::parse(connection.route_command(cmd, route).await?) });
+    }
+    let mut last_error = None;
+    while let Some(answer) = asks.join_next().await {
+        match answer.map_err(|e| RedisError::from(std::io::Error::other(e))).and_then(|r| r) {
+            Ok(map) => return Ok(map),
+            Err(err) => last_error = Some(err),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| (redis::ErrorKind::ClusterConnectionNotFound, "no node to ask").into()))
+}
+
+/// The error of a request that got no answer within its timeout.
+pub(crate) fn timed_out(what: impl fmt::Display) -> RedisError {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, format!("{what}: no reply in time")).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(port: u16) -> Node {
+        Node { host: "127.0.0.1".into(), port }
+    }
+
+    fn address(port: u16) -> Value {
+        let id = Value::BulkString(format!("id-{port}").into_bytes());
+        Value::Array(vec![Value::BulkString(b"127.0.0.1".to_vec()), Value::Int(port.into()), id])
+    }
+
+    /// Three primaries (7000-7002), each with one replica (port + 100).
+    fn map() -> SlotMap {
+        let range = |start: i64, end: i64, port: u16| {
+            Value::Array(vec![Value::Int(start), Value::Int(end), address(port), address(port + 100)])
+        };
+        let reply = Value::Array(vec![range(0, 5460, 7000), range(5461, 10922, 7001), range(10923, 16383, 7002)]);
+        SlotMap::parse(reply).unwrap()
+    }
+
+    #[test]
+    fn owners_come_from_the_ranges() {
+        let map = map();
+        for (slot, port) in [(0, 7000), (5460, 7000), (5461, 7001), (10922, 7001), (10923, 7002), (16383, 7002)] {
+            assert_eq!(map.owner(slot), Some(&node(port)), "slot {slot}");
+        }
+        assert_eq!(SlotMap::default().owner(0), None);
+    }
+
+    #[test]
+    fn a_malformed_reply_is_an_error() {
+        for reply in [Value::Int(1), Value::Array(vec![Value::Array(vec![Value::Int(0), Value::Int(1)])])] {
+            assert!(SlotMap::parse(reply.clone()).is_err(), "{reply:?}");
+        }
+    }
+
+    #[test]
+    fn refreshes_ask_primaries_first_and_never_the_nodes_that_just_failed() {
+        let map = map();
+        assert_eq!(map.refresh_candidates(&HashSet::new()), vec![node(7000), node(7001), node(7002)]);
+        let failed = HashSet::from([node(7001)]);
+        assert_eq!(map.refresh_candidates(&failed), vec![node(7000), node(7002), node(7100)]);
+        let all_primaries = HashSet::from([node(7000), node(7001), node(7002)]);
+        assert_eq!(map.refresh_candidates(&all_primaries), vec![node(7100), node(7101), node(7102)]);
+    }
+}
