@@ -168,48 +168,5 @@ impl NodeReplies {
     }
 }
 
-/// A key's cluster slot: CRC16 (XMODEM) of the key, or of its hash tag
-/// (the part between the first `{` and the next `}`, when not empty),
-/// modulo 16384.
-pub(crate) fn key_slot(key: &[u8]) -> u16 {
-    let hashed = key
-        .iter()
-        .position(|&b| b == b'{')
-        .and_then(|open| {
-            let rest = &key[open + 1..];
-            rest.iter().position(|&b| b == b'}').filter(|&close| close > 0).map(|close| &rest[..close])
-        })
-        .unwrap_or(key);
-    crc16(hashed) % 16384
-}
-
-fn crc16(bytes: &[u8]) -> u16 {
-    bytes.iter().fold(0u16, |crc, &byte| {
-        (0..8)
-            .fold(crc ^ (u16::from(byte) << 8), |crc, _| if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 })
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_slots_match_redis_cluster_keyslot() {
-        // Values from CLUSTER KEYSLOT on Redis 7.0.
-        let cases: &[(&[u8], u16)] = &[
-            (b"foo", 12182),
-            (b"123456789", 12739),
-            (b"{user1000}.following", 3443),
-            (b"{user1000}.followers", 3443),
-            (b"user1000", 3443),
-            (b"foo{}{bar}", 8363),
-            (b"foo{{bar}}zap", 4015),
-            (b"foo{bar}{zap}", 5061),
-            (b"", 0),
-        ];
-        for (key, slot) in cases {
-            assert_eq!(key_slot(key), *slot, "{:?}", String::from_utf8_lossy(key));
-        }
-    }
-}
+/// A key's cluster slot (shared with the module).
+pub(crate) use rlock_protocol::key_slot;

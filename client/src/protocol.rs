@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use std::time::Duration;
 
-pub use rlock_protocol::release_channel;
+pub use rlock_protocol::{release_channel, unlock_latch_key};
 
 /// Longest lease the module accepts (365 days).
 pub const MAX_LEASE: Duration = Duration::from_millis(rlock_protocol::MAX_LEASE_MS as u64);
@@ -40,21 +40,6 @@ pub fn release(name: &[u8], owner: &[u8], lease_ms: i64, request_id: &[u8], latc
     let mut cmd = redis::cmd("RLOCK.RELEASE");
     cmd.arg(name).arg(owner).arg(lease_ms).arg("ID").arg(request_id).arg("PX").arg(clamp_lease_ms(latch));
     cmd
-}
-
-/// Redisson's unlock latch key for a release with `request_id`.
-pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
-    let mut key = b"redisson_unlock_latch:".to_vec();
-    if name.contains(&b'{') {
-        key.extend_from_slice(name);
-    } else {
-        key.push(b'{');
-        key.extend_from_slice(name);
-        key.push(b'}');
-    }
-    key.push(b':');
-    key.extend_from_slice(request_id);
-    key
 }
 
 /// A new unlock request id: 16 random bytes as 32 hex digits, as Redisson's.
