@@ -30,8 +30,10 @@ mod error;
 mod guard;
 mod lock;
 mod protocol;
+mod pubsub;
 mod replica_sync;
 mod subscriptions;
+mod wakeups;
 mod watchdog;
 
 pub use client::{Client, ClientOptions, RetryOptions};
