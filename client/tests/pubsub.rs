@@ -106,9 +106,7 @@ async fn a_cancelled_waiter_passes_its_wake_up_on() {
     let mut observing = resp3.get_multiplexed_async_connection_with_config(&config).await.unwrap();
     observing.subscribe(&channel).await.unwrap();
     release(&server, "passed").await;
-    let message = async {
-        while observer.recv().await.expect("pushes").kind != redis::PushKind::Message {}
-    };
+    let message = async { while observer.recv().await.expect("pushes").kind != redis::PushKind::Message {} };
     tokio::time::timeout(PATIENCE, message).await.expect("the release message");
     drop(first);
     tokio::time::timeout(PROMPTLY, second).await.expect("the wake-up passed on").unwrap();
