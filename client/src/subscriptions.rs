@@ -12,6 +12,7 @@ use crate::wakeups::{WaiterId, Waiters};
 use redis::aio::AsyncPushSender;
 use redis::{PushInfo, PushKind, RedisError, RedisResult, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Notify};
@@ -56,8 +57,9 @@ impl Subscriptions {
     pub async fn connect(deployment: &Deployment, closed: watch::Receiver<bool>) -> RedisResult<Self> {
         let channels: Table = Arc::default();
         let (lost_tx, lost_rx) = mpsc::unbounded_channel();
+        let lifeline = Lifeline { generation: 0, current: Arc::default(), lost: lost_tx };
         let reconnects = !deployment.is_cluster();
-        let handler = push_handler(channels.clone(), reconnects.then(|| (0, lost_tx.clone())));
+        let handler = push_handler(channels.clone(), reconnects.then(|| lifeline.clone()));
         let connection = deployment.connect_pubsub(handler).await?;
         let inner = Arc::new(Inner {
             channels,
@@ -65,7 +67,7 @@ impl Subscriptions {
             connection: tokio::sync::Mutex::new(connection),
         });
         if reconnects {
-            tokio::spawn(supervise(Arc::downgrade(&inner), lost_tx, lost_rx, closed));
+            tokio::spawn(supervise(Arc::downgrade(&inner), lifeline, lost_rx, closed));
         }
         Ok(Self(inner))
     }
@@ -170,8 +172,12 @@ impl Subscriptions {
             })
             .collect();
         for (channel, sharded) in wanted {
-            connection.subscribe(&channel, sharded).await?;
-            self.set_server(&channel, ServerState::Confirmed, |now| now == ServerState::Requested);
+            match connection.subscribe(&channel, sharded).await {
+                Ok(()) => self.set_server(&channel, ServerState::Confirmed, |now| now == ServerState::Requested),
+                Err(err) if is_transient(&err) => return Err(err),
+                // Refused (an ACL change?): its waiters keep their timers.
+                Err(_) => self.set_server(&channel, ServerState::Unsubscribed, |now| now == ServerState::Requested),
+            }
         }
         Ok(())
     }
@@ -183,21 +189,40 @@ fn is_transient(err: &RedisError) -> bool {
     err.is_io_error() || err.is_timeout() || err.is_unrecoverable_error()
 }
 
-/// Replaces the connection after each disconnection (generation numbers
-/// tell the current connection's from a replaced one's), with a bounded
+/// A connection's tie to the supervisor: only the current connection's
+/// disconnection counts, not a late one from a connection already replaced.
+#[derive(Clone)]
+struct Lifeline {
+    generation: u64,
+    current: Arc<AtomicU64>,
+    lost: mpsc::UnboundedSender<u64>,
+}
+
+impl Lifeline {
+    fn is_current(&self) -> bool {
+        self.current.load(Ordering::SeqCst) == self.generation
+    }
+
+    /// The lifeline of the next connection, which becomes the current one.
+    fn next(&self) -> Self {
+        let generation = self.current.fetch_add(1, Ordering::SeqCst) + 1;
+        Self { generation, ..self.clone() }
+    }
+}
+
+/// Replaces the connection after each disconnection, with a bounded
 /// backoff and no limit on attempts, then wakes every waiter.
 async fn supervise(
     subscriptions: Weak<Inner>,
-    lost_tx: mpsc::UnboundedSender<u64>,
+    mut lifeline: Lifeline,
     mut lost_rx: mpsc::UnboundedReceiver<u64>,
     mut closed: watch::Receiver<bool>,
 ) {
-    let mut generation = 0;
     loop {
         tokio::select! {
             _ = closed.wait_for(|closed| *closed) => return,
             lost = lost_rx.recv() => match lost {
-                Some(lost) if lost == generation => {}
+                Some(generation) if generation == lifeline.generation => {}
                 Some(_) => continue,
                 None => return,
             },
@@ -206,8 +231,8 @@ async fn supervise(
         loop {
             let Some(inner) = subscriptions.upgrade() else { return };
             let this = Subscriptions(inner);
-            generation += 1;
-            let handler = push_handler(this.0.channels.clone(), Some((generation, lost_tx.clone())));
+            lifeline = lifeline.next();
+            let handler = push_handler(this.0.channels.clone(), Some(lifeline.clone()));
             let reconnect = async {
                 let connection = this.0.deployment.connect_pubsub(handler).await?;
                 this.resubscribe(connection).await
@@ -231,10 +256,10 @@ async fn supervise(
 }
 
 /// Routes pushes to the waiters they concern. A disconnection wakes
-/// everyone (releases may be missed until the resubscription); with
-/// `reconnect` (generation, supervisor), the subscriptions are marked gone
-/// and the supervisor told.
-fn push_handler(channels: Table, reconnect: Option<(u64, mpsc::UnboundedSender<u64>)>) -> impl AsyncPushSender {
+/// everyone (releases may be missed until the resubscription); with a
+/// `lifeline` to the supervisor, the current connection's disconnection
+/// also marks the subscriptions gone and calls the supervisor.
+fn push_handler(channels: Table, lifeline: Option<Lifeline>) -> impl AsyncPushSender {
     move |push: PushInfo| -> Result<(), std::convert::Infallible> {
         let mut channels = lock(&channels);
         match push.kind {
@@ -250,9 +275,11 @@ fn push_handler(channels: Table, reconnect: Option<(u64, mpsc::UnboundedSender<u
                 }
             }
             PushKind::Disconnection => {
-                if let Some((generation, supervisor)) = &reconnect {
+                // Checked under the table's lock, which the resubscription
+                // takes after making the next connection current.
+                if let Some(lifeline) = lifeline.as_ref().filter(|lifeline| lifeline.is_current()) {
                     channels.values_mut().for_each(|entry| entry.server = ServerState::Unsubscribed);
-                    let _ = supervisor.send(*generation);
+                    let _ = lifeline.lost.send(lifeline.generation);
                 }
                 wake_all(&mut channels);
             }
