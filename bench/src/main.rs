@@ -53,7 +53,7 @@ async fn main() {
     println!("Waiters take turns on one lock, holding it 1 ms. Latency is from the holder starting its");
     println!("release to the next holder's acquire returning. Polling retries RLOCK.ACQUIRE at a fixed");
     println!("interval (100 ms: redis-py's default; 200 ms: the Redlock libraries').\n");
-    let (handoff, pubsub_p50s) = handoff::run(&server).await;
+    let (handoff, pubsub) = handoff::run(&server).await;
     println!("{handoff}");
 
     println!("## 4. Watchdog at scale ({})\n", appendonly(false));
@@ -70,10 +70,14 @@ async fn main() {
             appendonly(aof)
         );
     }
-    let worst_p50 = pubsub_p50s.iter().max().copied().unwrap_or_default();
+    let worst_p50 = pubsub.p50s.iter().max().copied().unwrap_or_default();
     println!(
         "- p50 hand-off with pub/sub: at most {:.3} ms across waiter counts (target < 1 ms)",
         worst_p50.as_secs_f64() * 1000.0
+    );
+    let (waiters, calls) = pubsub.calls_per_handoff_at_most_waiters;
+    println!(
+        "- {waiters} waiters in one client: {calls:.1} acquire calls per hand-off (one wake-up per release: the taker, plus the releaser re-queuing)"
     );
     println!("- 10,000 watchdog locks: {rounds:.1} round trips per period (target ≤ 10)");
     println!("{NOTES}");
@@ -101,9 +105,11 @@ const NOTES: &str = "
   its own, so that a cancelled `lock()` never leaves a lock behind, and keeps watchdog and
   lost-signal state for every guard. The bare script loop does neither.
 - **Hand-off.** Pub/sub waiting hands the lock over in a fraction of a millisecond; polling
-  costs about the polling interval. With Redisson's protocol every release wakes every waiter,
-  so acquire calls per hand-off grow with the number of waiters (a thundering herd); a
-  server-side FIFO hand-off is planned.
+  costs about the polling interval. As in Redisson, a release message wakes one waiter per
+  client, so acquire calls per hand-off stay flat as waiters grow within one client: the
+  taker's call, plus the releaser's two refused calls as it queues again (before and after
+  subscribing). Waiters in different clients still each wake once per release; a server-side
+  FIFO hand-off is planned.
 - **Watchdog.** All of a client's watchdog locks are renewed in one pipelined round trip per
   period (a third of the watchdog timeout).
 ";

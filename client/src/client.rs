@@ -243,6 +243,6 @@ impl Shared {
 
     /// The pub/sub connection, opened on first use.
     pub async fn subscriptions(&self) -> Result<&Subscriptions> {
-        Ok(self.subscriptions.get_or_try_init(|| Subscriptions::connect(&self.deployment)).await?)
+        Ok(self.subscriptions.get_or_try_init(|| Subscriptions::connect(&self.deployment, self.closed.clone())).await?)
     }
 }

@@ -1,12 +1,12 @@
-//! Connections to one server or to a Redis Cluster: commands, and pub/sub.
+//! Connections to one server or to a Redis Cluster, for commands (pub/sub:
+//! see pubsub.rs).
 
 use crate::node_pipelines::ClusterNodes;
 use crate::slot_map::timed_out;
-use redis::aio::{AsyncPushSender, ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
-use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-use redis::{Cmd, ConnectionInfo, Pipeline, ProtocolVersion, RedisError, RedisFuture, RedisResult, Value};
+use redis::{Cmd, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::time::Duration;
 
 /// Where the client connects.
@@ -36,49 +36,6 @@ impl Deployment {
                 Connection::Cluster(ClusterNodes::new(builder.build()?.get_async_connection().await?))
             }
         })
-    }
-
-    /// A RESP3 connection whose pushes (messages, disconnections) go to
-    /// `push`, and which resubscribes by itself after reconnecting.
-    pub async fn connect_pubsub(&self, push: impl AsyncPushSender) -> RedisResult<PubSubConnection> {
-        Ok(match self {
-            Deployment::Single(client) => {
-                let info = client.get_connection_info().clone();
-                let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
-                let client = redis::Client::open(info.set_redis_settings(settings))?;
-                let config = ConnectionManagerConfig::new().set_push_sender(push).set_automatic_resubscription();
-                PubSubConnection::Single(client.get_connection_manager_with_config(config).await?)
-            }
-            Deployment::Cluster(nodes) => {
-                let builder =
-                    ClusterClientBuilder::new(nodes.clone()).use_protocol(ProtocolVersion::RESP3).push_sender(push);
-                PubSubConnection::Cluster(builder.build()?.get_async_connection().await?)
-            }
-        })
-    }
-}
-
-/// The pub/sub side. In a cluster, lock channels are sharded: SSUBSCRIBE
-/// on the lock's own shard, no cluster-wide broadcast.
-#[derive(Clone)]
-pub(crate) enum PubSubConnection {
-    Single(ConnectionManager),
-    Cluster(ClusterConnection),
-}
-
-impl PubSubConnection {
-    pub async fn subscribe(&mut self, channel: &[u8]) -> RedisResult<()> {
-        match self {
-            PubSubConnection::Single(c) => c.subscribe(channel).await,
-            PubSubConnection::Cluster(c) => c.ssubscribe(channel).await,
-        }
-    }
-
-    pub async fn unsubscribe(&mut self, channel: &[u8]) -> RedisResult<()> {
-        match self {
-            PubSubConnection::Single(c) => c.unsubscribe(channel).await,
-            PubSubConnection::Cluster(c) => c.sunsubscribe(channel).await,
-        }
     }
 }
 

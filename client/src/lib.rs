@@ -34,10 +34,12 @@ mod lock;
 mod lock_state;
 mod node_pipelines;
 mod protocol;
+mod pubsub;
 mod release;
 mod replica_sync;
 mod slot_map;
 mod subscriptions;
+mod wakeups;
 mod watchdog;
 
 pub use client::{Client, ClientOptions, RetryOptions};

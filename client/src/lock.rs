@@ -217,7 +217,7 @@ impl Lock {
                 subscribe_tried = true;
                 // Without pub/sub the loop still works: it polls at the PTTL.
                 subscription = match self.shared.subscriptions().await {
-                    Ok(subscriptions) => subscriptions.subscribe(&self.channel).await.ok(),
+                    Ok(subscriptions) => subscriptions.subscribe(self.name(), &self.channel).await.ok(),
                     Err(_) => None,
                 };
                 if subscription.is_some() {

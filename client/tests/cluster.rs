@@ -234,3 +234,47 @@ async fn lock_all(client: &Client, names: &[String]) -> Vec<rlock_client::Guard>
     }
     guards
 }
+
+/// Each primary's `rlock_contended` from `INFO rlock`, summed.
+fn refused_acquires(cluster: &Cluster) -> u64 {
+    cluster
+        .nodes
+        .iter()
+        .filter_map(|node| {
+            let info: String = redis::cmd("INFO").arg("rlock").query(&mut node.connection()).ok()?;
+            info.lines().find_map(|line| line.strip_prefix("rlock_contended:")?.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_waiters_whatever_the_names_braces() {
+    let cluster = Cluster::start(3, 0);
+    let client = client(&cluster, ClientOptions::default()).await;
+    // `orders{N` has no hash tag: its channel `redisson_lock__channel:orders{N`
+    // hashes elsewhere; pick one whose channel lives on another primary.
+    let unbalanced = (0..)
+        .map(|n| format!("orders{{{n}"))
+        .find(|name| {
+            let channel = rlock_client::release_channel(name.as_bytes());
+            cluster.primary_for(name.as_bytes()).port() != cluster.primary_for(&channel).port()
+        })
+        .unwrap();
+    for name in ["plain-name", "{tagged}name", unbalanced.as_str()] {
+        let holder = client.lock(name).lock_with_lease(Duration::from_secs(60)).await.unwrap();
+        let refused = refused_acquires(&cluster);
+        let lock = client.lock(name);
+        let waiting = tokio::spawn(async move { lock.lock().await.unwrap().unlock().await.unwrap() });
+        // Refused before and after subscribing: now it waits.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while refused_acquires(&cluster) < refused + 2 {
+            assert!(Instant::now() < deadline, "{name}: the waiter never waited");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        holder.unlock().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(20), waiting)
+            .await
+            .unwrap_or_else(|_| panic!("{name}: woken by the release, not the 60 s lease"))
+            .unwrap();
+    }
+}
