@@ -131,6 +131,9 @@ async fn settle(
 ) -> Option<(i64, oneshot::Sender<Result<Attempt>>)> {
     let (shared, state) = (lock.shared(), lock.state());
     let retry = &shared.options.retry;
+    // After a timeout the connection stays: the acquire runs before a read
+    // sent on it. A broken connection loses that order.
+    let mut ordered = err.is_timeout();
     let mut reply_tx = Some((reply_tx, err));
     let mut failures = 0;
     let mut pause = retry.delay;
@@ -138,7 +141,8 @@ async fn settle(
         match read_count(connection, &state.id).await {
             Ok(count) => break count,
             Err(_) if shared.is_closed() => break -1,
-            Err(_) => {
+            Err(err) => {
+                ordered &= err.is_timeout();
                 failures += 1;
                 if failures > retry.attempts {
                     if let Some((reply_tx, err)) = reply_tx.take() {
@@ -151,7 +155,7 @@ async fn settle(
         }
     };
     let lost_earlier = observed >= 0 && (observed as usize) < counted;
-    match (holds::settle(counted, observed), reply_tx) {
+    match (holds::settle(counted, observed, ordered), reply_tx) {
         (Settled::Granted, Some((reply_tx, _))) => Some((observed, reply_tx)),
         (Settled::Granted, None) => {
             lose_if(state, lost_earlier);

@@ -75,6 +75,10 @@ impl ConnectionLike for Connection {
 }
 
 impl Connection {
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Connection::Cluster(_))
+    }
+
     /// Runs `cmd` on the server (in a cluster: the primary) that serves `key`.
     pub async fn query_for_key<T: redis::FromRedisValue>(&mut self, key: &[u8], cmd: Cmd) -> RedisResult<T> {
         match self {

@@ -53,6 +53,11 @@ impl From<redis::RedisError> for Error {
 }
 
 impl Error {
+    /// True when a reply did not come in time (the request may still run).
+    pub(crate) fn is_timeout(&self) -> bool {
+        matches!(self, Error::Redis(err) if err.is_timeout())
+    }
+
     /// True for failures that may pass: connection loss, timeouts, a server
     /// that is loading or failing over. Retried within the retry options.
     pub fn is_transient(&self) -> bool {

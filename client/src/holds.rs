@@ -225,11 +225,17 @@ impl Hold {
 }
 
 /// Settles an acquire whose reply was lost: `counted` holds before it,
-/// `observed` the server's count read after it (on the same connection,
-/// so after the acquire ran, if it ran).
-pub(crate) fn settle(counted: usize, observed: i64) -> Settled {
+/// `observed` the server's count read after it. `ordered` when the read
+/// surely ran after the acquire (same connection, no reconnect): then any
+/// count means the acquire ran and was granted (a count of 1 where more
+/// were counted: the earlier holds had expired, and it took the lock
+/// afresh). Otherwise only a count the acquire alone explains is a grant;
+/// a count of 1 after 1 reads as "not granted", at worst leaving one
+/// unrenewed level that ends with the other holds and a lease.
+pub(crate) fn settle(counted: usize, observed: i64, ordered: bool) -> Settled {
     let counted = counted as i64;
-    if observed == counted + 1 || (observed == 1 && counted > 1) {
+    let granted = if ordered { observed >= 1 } else { observed == counted + 1 || (observed == 1 && counted > 1) };
+    if granted {
         Settled::Granted
     } else {
         Settled::NotGranted

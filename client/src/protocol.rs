@@ -34,11 +34,15 @@ pub fn renew(name: &[u8], owner: &[u8], lease_ms: i64) -> redis::Cmd {
     cmd
 }
 
-/// RLOCK.RELEASE with Redisson's unlock latch: a repeat with the same
-/// `request_id` within `latch` replies what the first one did.
-pub fn release(name: &[u8], owner: &[u8], lease_ms: i64, request_id: &[u8], latch: Duration) -> redis::Cmd {
+/// RLOCK.RELEASE, with Redisson's unlock latch when given a request id
+/// and its lifetime: a repeat with the same id within it replies what the
+/// first one did.
+pub fn release(name: &[u8], owner: &[u8], lease_ms: i64, latch: Option<(&[u8], Duration)>) -> redis::Cmd {
     let mut cmd = redis::cmd("RLOCK.RELEASE");
-    cmd.arg(name).arg(owner).arg(lease_ms).arg("ID").arg(request_id).arg("PX").arg(clamp_lease_ms(latch));
+    cmd.arg(name).arg(owner).arg(lease_ms);
+    if let Some((request_id, lifetime)) = latch {
+        cmd.arg("ID").arg(request_id).arg("PX").arg(clamp_lease_ms(lifetime));
+    }
     cmd
 }
 

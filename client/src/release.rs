@@ -3,7 +3,7 @@
 //! id and answers as the first one did (never dropping a second level).
 
 use crate::client::RetryOptions;
-use crate::connection::Connection;
+use crate::connection::{key_slot, Connection};
 use crate::error::{Error, Result};
 use crate::holds::Released;
 use crate::lock_state::LockId;
@@ -15,7 +15,9 @@ use std::time::Duration;
 const RESPONSE_BOUND: Duration = Duration::from_secs(1);
 
 /// Releases one hold of `id`, setting `lease_ms` when one remains.
-/// Transient failures are retried with the same request id.
+/// Transient failures are retried with the same request id. In a cluster,
+/// a name with `{` but no hash tag has its latch key in another slot,
+/// which the module refuses: such a release goes without a latch, once.
 pub(crate) async fn release(
     connection: &Connection,
     id: &LockId,
@@ -23,23 +25,28 @@ pub(crate) async fn release(
     retry: &RetryOptions,
 ) -> Result<Released> {
     let request_id = protocol::request_id();
+    let latch_key = protocol::unlock_latch_key(&id.name, request_id.as_bytes());
+    let latched = !connection.is_cluster() || key_slot(&latch_key) == key_slot(&id.name);
     // The latch must outlive every retry of this release.
-    let latch = (retry.delay + RESPONSE_BOUND) * (retry.attempts + 1);
-    let release = protocol::release(&id.name, &id.owner, lease_ms, request_id.as_bytes(), latch);
+    let lifetime = (retry.delay + RESPONSE_BOUND).saturating_mul(retry.attempts.saturating_add(1));
+    let latch = latched.then_some((request_id.as_bytes(), lifetime));
+    let release = protocol::release(&id.name, &id.owner, lease_ms, latch);
+    let retries = if latched { retry.attempts } else { 0 };
     let mut failures = 0;
     let reply = loop {
         match release.query_async::<Option<i64>>(&mut connection.clone()).await.map_err(Error::from) {
-            Err(err) if err.is_transient() && failures < retry.attempts => {
+            Err(err) if err.is_transient() && failures < retries => {
                 failures += 1;
                 tokio::time::sleep(retry.delay).await;
             }
             reply => break reply?,
         }
     };
-    // Done with the latch: drop it now rather than let it linger.
-    let latch_key = protocol::unlock_latch_key(&id.name, request_id.as_bytes());
-    let mut connection = connection.clone();
-    tokio::spawn(async move { redis::cmd("DEL").arg(latch_key).query_async::<()>(&mut connection).await });
+    if latched {
+        // Done with the latch: drop it now rather than let it linger.
+        let mut connection = connection.clone();
+        tokio::spawn(async move { redis::cmd("DEL").arg(latch_key).query_async::<()>(&mut connection).await });
+    }
     match reply {
         Some(1) => Ok(Released::Fully),
         Some(0) => Ok(Released::OneLevel),

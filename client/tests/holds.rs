@@ -181,7 +181,9 @@ async fn an_acquire_during_a_stall_is_not_sent_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_during_a_stall_is_applied_once() {
     let server = stallable_server();
-    let client = client(&server).await;
+    // A lease that outlasts the stall: only the release is in question.
+    let options = options().with_watchdog_timeout(Duration::from_secs(30));
+    let client = Client::connect(server.client(), options).await.unwrap();
     let lock = client.lock("stalled-release");
     let outer = lock.lock().await.unwrap();
     let inner = lock.lock().await.unwrap();

@@ -126,19 +126,26 @@ fn forgetting_the_last_hold_ends_the_incarnation() {
 
 #[test]
 fn lost_replies_are_settled_by_the_count() {
-    // (counted before, count read after, outcome)
+    // (counted before, count read after, read ordered after the acquire, outcome)
     let cases = [
-        (0, 0, Settled::NotGranted),
-        (0, 1, Settled::Granted),
-        (1, 1, Settled::NotGranted),
-        (1, 2, Settled::Granted),
-        (3, 4, Settled::Granted),
-        // The earlier holds were lost and this acquire took the lock afresh.
-        (2, 1, Settled::Granted),
-        // Lost, and not taken.
-        (2, 0, Settled::NotGranted),
+        (0, 0, true, Settled::NotGranted),
+        (0, 1, true, Settled::Granted),
+        (1, 2, true, Settled::Granted),
+        // The earlier hold expired and the acquire took the lock afresh.
+        (1, 1, true, Settled::Granted),
+        (2, 1, true, Settled::Granted),
+        // Someone else holds it: refused.
+        (2, 0, true, Settled::NotGranted),
+        // The read may have come before the acquire ran (or it never ran).
+        (0, 0, false, Settled::NotGranted),
+        (0, 1, false, Settled::Granted),
+        (1, 1, false, Settled::NotGranted),
+        (1, 2, false, Settled::Granted),
+        (3, 4, false, Settled::Granted),
+        (2, 1, false, Settled::Granted),
+        (2, 0, false, Settled::NotGranted),
     ];
-    for (counted, observed, outcome) in cases {
-        assert_eq!(settle(counted, observed), outcome, "{counted} then {observed}");
+    for (counted, observed, ordered, outcome) in cases {
+        assert_eq!(settle(counted, observed, ordered), outcome, "{counted} then {observed}, ordered {ordered}");
     }
 }
