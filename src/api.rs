@@ -54,6 +54,8 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_ScanCursorDestroy,
         RedisModule_ScanKey,
         RedisModule_SetAbsExpire,
+        RedisModule_SetModuleOptions,
+        RedisModule_SignalModifiedKey,
         RedisModule_StringDMA,
         RedisModule_StringSet,
         RedisModule_ValueLength,

@@ -43,6 +43,7 @@ mod module {
             return Status::Err;
         }
         store::detect_cluster_mode(ctx);
+        store::signal_modified_keys_explicitly(ctx);
         Status::Ok
     }
 

@@ -16,7 +16,8 @@ pub use latch::RedisLatch;
 use crate::api::api;
 use crate::error::LockError;
 use crate::lock::{parse_hold_count, KeyKind, LockStore};
-use key::LazyKey;
+pub use key::signal_modified_keys_explicitly;
+use key::SignalOnWriteKey;
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 use std::ffi::CStr;
@@ -33,12 +34,17 @@ pub fn now_ms() -> i64 {
 pub struct RedisLock<'a> {
     ctx: &'a Context,
     name: &'a RedisString,
-    key: LazyKey,
+    key: SignalOnWriteKey,
 }
 
 impl<'a> RedisLock<'a> {
     pub fn open(ctx: &'a Context, name: &'a RedisString) -> Self {
-        Self { ctx, name, key: LazyKey::open(ctx, name.inner) }
+        Self { ctx, name, key: SignalOnWriteKey::open(ctx, name.inner) }
+    }
+
+    /// For read-only commands: the lock store's writes need `&mut`.
+    pub fn open_readonly(ctx: &'a Context, name: &'a RedisString) -> Self {
+        Self { ctx, name, key: SignalOnWriteKey::open_readonly(ctx, name.inner) }
     }
 
     /// Sends the keyspace notification Redis's own command would send.

@@ -14,7 +14,7 @@ pub fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let owner = args.next();
     args.done()?;
 
-    let key = RedisLock::open(ctx, &name);
+    let key = RedisLock::open_readonly(ctx, &name);
     let status = lock::status(&key, owner.as_ref(), now_ms())?;
     let (held, hold_count) = match status.owner_hold_count {
         Some(count) => (RedisValue::Integer(i64::from(count > 0)), RedisValue::Integer(count)),

@@ -1,47 +1,66 @@
-//! A key opened for reading and reopened for writing on the first write.
+//! A key that is marked modified only when something was written to it.
 //!
 //! Redis marks a key opened for writing as modified when it is closed, even
 //! if nothing was written: another client's WATCH would abort and client
 //! tracking would send an invalidation. Commands that end up writing
 //! nothing (a contended acquire, a release by a non-holder) must not do
-//! that, so a key is only opened for writing when a write comes.
+//! that. The module turns that implicit signal off at load
+//! ([`signal_modified_keys_explicitly`]), so a key is opened once, for
+//! writing, and signalled on close only after a write.
 
 use crate::api::api;
 use redis_module::{raw, Context};
+use std::os::raw::c_int;
 
-pub struct LazyKey {
+/// Module option: no implicit modified-key signal when a key opened for
+/// writing is closed; [`SignalOnWriteKey`] signals its writes itself.
+pub fn signal_modified_keys_explicitly(ctx: &Context) {
+    let option = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+    unsafe { api!(RedisModule_SetModuleOptions)(ctx.get_raw(), option) };
+}
+
+pub struct SignalOnWriteKey {
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
     key: *mut raw::RedisModuleKey,
-    writable: bool,
+    written: bool,
 }
 
-impl LazyKey {
-    /// Opens `name` for reading. The name must outlive the key.
+impl SignalOnWriteKey {
+    /// Opens `name` for reading and writing. The name must outlive the key.
     pub fn open(ctx: &Context, name: *mut raw::RedisModuleString) -> Self {
-        let ctx = ctx.get_raw();
-        Self { ctx, name, key: raw::open_key(ctx, name, raw::KeyMode::READ), writable: false }
+        Self::open_as(ctx, name, raw::KeyMode::READ | raw::KeyMode::WRITE)
     }
 
-    /// The key for reading: null when it is missing (the key API accepts
-    /// null in KeyType; other reads check the type first).
+    /// Opens `name` for reading only, for read-only commands (which can
+    /// reach [`SignalOnWriteKey::write`] only through `&mut`, never given).
+    pub fn open_readonly(ctx: &Context, name: *mut raw::RedisModuleString) -> Self {
+        Self::open_as(ctx, name, raw::KeyMode::READ)
+    }
+
+    fn open_as(ctx: &Context, name: *mut raw::RedisModuleString, mode: raw::KeyMode) -> Self {
+        let ctx = ctx.get_raw();
+        Self { ctx, name, key: raw::open_key(ctx, name, mode), written: false }
+    }
+
+    /// The key for reading: null for a missing key opened read-only (the
+    /// key API accepts null in KeyType; other reads check the type first).
     pub fn read(&self) -> *mut raw::RedisModuleKey {
         self.key
     }
 
-    /// The key for writing, reopened for writing the first time.
+    /// The key for writing: it will be signalled as modified on close.
     pub fn write(&mut self) -> *mut raw::RedisModuleKey {
-        if !self.writable {
-            unsafe { api!(RedisModule_CloseKey)(self.key) };
-            self.key = raw::open_key(self.ctx, self.name, raw::KeyMode::READ | raw::KeyMode::WRITE);
-            self.writable = true;
-        }
+        self.written = true;
         self.key
     }
 }
 
-impl Drop for LazyKey {
+impl Drop for SignalOnWriteKey {
     fn drop(&mut self) {
+        if self.written {
+            unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name) };
+        }
         unsafe { api!(RedisModule_CloseKey)(self.key) };
     }
 }

@@ -4,7 +4,7 @@
 //! neither checked the caller's ACL for it nor routed by its slot: both
 //! are checked here, before anything is read or written.
 
-use super::key::LazyKey;
+use super::key::SignalOnWriteKey;
 use super::{cluster_mode, notify, replicate};
 use crate::api::api;
 use crate::error::LockError;
@@ -17,7 +17,7 @@ use std::os::raw::{c_int, c_longlong};
 pub struct RedisLatch<'a> {
     ctx: &'a Context,
     // Declared before `name`: the key is closed before its name is freed.
-    key: LazyKey,
+    key: SignalOnWriteKey,
     name: RedisString,
 }
 
@@ -32,7 +32,7 @@ impl<'a> RedisLatch<'a> {
         }
         let name = RedisString::create_from_slice(ctx.get_raw(), &name_bytes);
         check_write_permission(ctx, &name)?;
-        Ok(Self { ctx, key: LazyKey::open(ctx, name.inner), name })
+        Ok(Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name })
     }
 }
 
