@@ -97,13 +97,17 @@ const NOTES: &str = "
   effect is a correctness requirement, so on Redis 7.0 the pair stays near 3× cheaper than the
   scripts, about as cheap as `SET NX PX` with a compare-and-delete script, which replicates
   less (no hash, no publish) and has no reentrancy.
-- **Noise.** On this VM, throughput figures vary by about ±5% from run to run (server time
-  less); compare ratios within one report rather than across reports.
-- **End to end.** With one task, a cycle is two round trips either way, and the native commands'
-  shorter server time shows. With 64 tasks on this 2-core machine, the client process (sharing
-  the cores with the server) is the limit: rlock-client runs each acquire attempt in a task of
-  its own, so that a cancelled `lock()` never leaves a lock behind, and keeps watchdog and
-  lost-signal state for every guard. The bare script loop does neither.
+- **Noise.** On a quiet VM, throughput figures vary by about ±5% from run to run (server time
+  less), far more when other work shares the two cores; compare ratios within one report
+  rather than across reports.
+- **End to end.** The bare script loop is two round trips per cycle and nothing else.
+  rlock-client does more per cycle, for safety: each release carries Redisson's unlock latch
+  (the module also writes a latch key, and the client deletes it after the reply: one more
+  command per cycle) so that a release whose reply was lost can be retried without dropping a
+  second level; acquires and releases run in tasks of their own, so that a cancelled call never
+  leaves a hold behind; and every hold is tracked for the watchdog and the lost signal. On this
+  2-core machine the client process shares the cores with the server, and run-to-run noise in
+  this section is large (±30%).
 - **Hand-off.** Pub/sub waiting hands the lock over in a fraction of a millisecond; polling
   costs about the polling interval. As in Redisson, a release message wakes one waiter per
   client, so acquire calls per hand-off stay flat as waiters grow within one client: the
