@@ -2,14 +2,17 @@
 //! the client's count of holds follows the server's, a lost or stale guard
 //! never releases a newer hold, and no call leaves an unowned hold behind.
 
+#[macro_use]
+mod common;
+
+use common::{admin, numsub, PATIENCE};
 use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testkit::Server;
 
 const WATCHDOG: Duration = Duration::from_millis(600);
-const PATIENCE: Duration = Duration::from_secs(10);
 
 fn options() -> ClientOptions {
     ClientOptions::default().with_watchdog_timeout(WATCHDOG).with_replica_sync(ReplicaSync::Off)
@@ -19,25 +22,10 @@ async fn client(server: &Server) -> Client {
     Client::connect(server.client(), options()).await.expect("client")
 }
 
-async fn admin(server: &Server) -> redis::aio::MultiplexedConnection {
-    server.client().get_multiplexed_async_connection().await.unwrap()
-}
-
 async fn hold_count(server: &Server, name: &str, owner: &[u8]) -> i64 {
     let count: Option<i64> =
         redis::cmd("HGET").arg(name).arg(owner).query_async(&mut admin(server).await).await.unwrap();
     count.unwrap_or(0)
-}
-
-/// Polls an async condition until it holds, failing after [`PATIENCE`].
-macro_rules! eventually {
-    ($what:expr, $check:expr) => {{
-        let deadline = Instant::now() + PATIENCE;
-        while !$check {
-            assert!(Instant::now() < deadline, "timed out waiting for {}", $what);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }};
 }
 
 /// A server that allows `DEBUG SLEEP`.
@@ -72,11 +60,7 @@ async fn a_waiter_of_a_closed_client_gets_no_guard() {
         tokio::spawn(async move { lock.lock().await })
     };
     let channel = rlock_client::release_channel(b"handover");
-    eventually!("the waiter's subscription", {
-        let (_, count): (Vec<u8>, i64) =
-            redis::cmd("PUBSUB").arg("NUMSUB").arg(&channel).query_async(&mut admin(&server).await).await.unwrap();
-        count == 1
-    });
+    eventually!("the waiter's subscription", numsub(&server, &channel).await == 1);
     drop(closing);
     holder.unlock().await.unwrap();
     let outcome = tokio::time::timeout(PATIENCE, waiting).await.expect("the waiter returns").unwrap();

@@ -1,5 +1,9 @@
 //! rlock-client against a real redis-server with the module.
 
+#[macro_use]
+mod common;
+
+use common::{numsub, PATIENCE};
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions, Error};
 use std::time::{Duration, Instant};
@@ -7,29 +11,10 @@ use testkit::{RedissonScripts, Server};
 
 /// Short enough that renewal and loss show within a test.
 const WATCHDOG: Duration = Duration::from_millis(600);
-const PATIENCE: Duration = Duration::from_secs(10);
 
 async fn client(server: &Server) -> Client {
     let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG);
     Client::connect(server.client(), options).await.expect("client")
-}
-
-async fn numsub(server: &Server, channel: &[u8]) -> i64 {
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
-    let (_, count): (Vec<u8>, i64) =
-        redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query_async(&mut con).await.unwrap();
-    count
-}
-
-/// Polls an async condition until it holds, failing after [`PATIENCE`].
-macro_rules! eventually {
-    ($what:expr, $check:expr) => {{
-        let deadline = Instant::now() + PATIENCE;
-        while !$check {
-            assert!(Instant::now() < deadline, "timed out waiting for {}", $what);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }};
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,28 +2,20 @@
 //! client, no subscription left behind, and a subscription that survives
 //! outages of any length.
 
+#[macro_use]
+mod common;
+
+use common::{numsub, PATIENCE};
 use redis::aio::ConnectionManager;
 use rlock_client::{Client, ClientOptions, RetryOptions};
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testkit::Server;
 
-const PATIENCE: Duration = Duration::from_secs(10);
 /// Far below [`LEASE_MS`]: a waiter woken within it was not woken by its timer.
 const PROMPTLY: Duration = Duration::from_secs(20);
 const LEASE_MS: i64 = 60_000;
 const HOLDER: &str = "holder-on-another-client:1";
-
-/// Polls an async condition until it holds, failing after `$patience`.
-macro_rules! eventually {
-    ($what:expr, $patience:expr, $check:expr) => {{
-        let deadline = Instant::now() + $patience;
-        while !$check {
-            assert!(Instant::now() < deadline, "timed out waiting for {}", $what);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }};
-}
 
 async fn rlock(server: &Server, command: &str, name: &str) -> Option<i64> {
     let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
@@ -45,13 +37,6 @@ async fn info(server: &Server, field: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut con).await.unwrap();
     let prefix = format!("rlock_{field}:");
     info.lines().find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok()).expect("the INFO field")
-}
-
-async fn numsub(server: &Server, channel: &[u8]) -> i64 {
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
-    let (_, count): (Vec<u8>, i64) =
-        redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query_async(&mut con).await.unwrap();
-    count
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
