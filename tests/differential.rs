@@ -9,7 +9,7 @@
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use testkit::{release_channel, unlock_latch_key, RedissonScripts, Rng, Server};
+use testkit::{keyspace_events, release_channel, unlock_latch_key, RedissonScripts, Rng, Server};
 
 const SEQUENCES: usize = 1000;
 const STEPS: usize = 12;
@@ -274,14 +274,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
 #[test]
 fn keyspace_notifications_match_the_scripts() {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
-    let mut con = server.connection();
     let scripts = RedissonScripts::default();
-    scripts.load(&mut con).unwrap();
-    let mut listener = server.connection();
-    let mut pubsub = listener.as_pubsub();
-    pubsub.psubscribe("__keyspace@0__:*").unwrap();
-    pubsub.subscribe("notifications:done").unwrap();
-
     let steps: [(Op, &[u8]); 9] = [
         (Op::Acquire, b"me"),
         (Op::Acquire, b"me"),
@@ -293,26 +286,15 @@ fn keyspace_notifications_match_the_scripts() {
         (Op::Acquire, b"other"),
         (Op::ForceRelease, b"other"),
     ];
-    for (op, owner) in steps {
-        let _ = step(&mut con, &scripts, &Step { op, name: b"lock", owner, lease: 10_000, request_id: b"r", latch: 1 });
-    }
-    let _: () = redis::cmd("PUBLISH").arg("notifications:done").arg("").query(&mut con).unwrap();
-
-    let (mut from_scripts, mut from_commands) = (vec![], vec![]);
-    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    loop {
-        let message = pubsub.get_message().expect("notifications");
-        let channel = message.get_channel_name().to_owned();
-        if channel == "notifications:done" {
-            break;
+    let events = keyspace_events(&server, |con| {
+        scripts.load(con).unwrap();
+        for (op, owner) in steps {
+            let _ = step(con, &scripts, &Step { op, name: b"lock", owner, lease: 10_000, request_id: b"r", latch: 1 });
         }
-        let event: String = message.get_payload().unwrap();
-        match channel.as_str() {
-            "__keyspace@0__:s:lock" => from_scripts.push(event),
-            "__keyspace@0__:c:lock" => from_commands.push(event),
-            _ => {}
-        }
-    }
+    });
+    let of =
+        |key: &str| -> Vec<&str> { events.iter().filter(|(k, _)| k == key).map(|(_, event)| event.as_str()).collect() };
+    let (from_scripts, from_commands) = (of("s:lock"), of("c:lock"));
     assert_eq!(
         from_scripts,
         [

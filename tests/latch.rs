@@ -5,7 +5,7 @@
 use redis::{Commands, Connection, RedisResult, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use testkit::{error_text, unlock_latch_key, RedissonScripts, Server};
+use testkit::{error_text, keyspace_events, unlock_latch_key, RedissonScripts, Server};
 
 fn run(con: &mut Connection, args: &[&[u8]]) -> RedisResult<Value> {
     redis::cmd(std::str::from_utf8(args[0]).unwrap()).arg(&args[1..]).query(con)
@@ -193,41 +193,30 @@ fn in_cluster_mode_a_latch_key_in_another_slot_is_refused() {
 #[test]
 fn latch_notifications_match_the_script() {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
-    let mut con = server.connection();
     let scripts = RedissonScripts::default();
-    scripts.load(&mut con).unwrap();
-    let mut listener = server.connection();
-    let mut pubsub = listener.as_pubsub();
-    pubsub.psubscribe("__keyspace@0__:*").unwrap();
-    pubsub.subscribe("notifications:done").unwrap();
-
     let mut replies: HashMap<&str, Vec<Value>> = HashMap::new();
-    for (side, name) in [("script", b"s:lock".as_slice()), ("command", b"c:lock")] {
-        for _ in 0..2 {
-            run(&mut con, &[b"RLOCK.ACQUIRE", name, b"a"]).unwrap();
+    let all = keyspace_events(&server, |con| {
+        scripts.load(con).unwrap();
+        for (side, name) in [("script", b"s:lock".as_slice()), ("command", b"c:lock")] {
+            for _ in 0..2 {
+                run(con, &[b"RLOCK.ACQUIRE", name, b"a"]).unwrap();
+            }
+            for id in [b"r1".as_slice(), b"r1", b"r2", b"r2", b"r3"] {
+                let reply: Value = match side {
+                    "script" => scripts.release_latched(name, b"a", 30_000, id, 20_000).query(con).unwrap(),
+                    _ => run(con, &[b"RLOCK.RELEASE", name, b"a", b"30000", b"ID", id, b"PX", b"20000"]).unwrap(),
+                };
+                replies.entry(side).or_default().push(reply);
+            }
         }
-        for id in [b"r1".as_slice(), b"r1", b"r2", b"r2", b"r3"] {
-            let reply: Value = match side {
-                "script" => scripts.release_latched(name, b"a", 30_000, id, 20_000).query(&mut con).unwrap(),
-                _ => run(&mut con, &[b"RLOCK.RELEASE", name, b"a", b"30000", b"ID", id, b"PX", b"20000"]).unwrap(),
-            };
-            replies.entry(side).or_default().push(reply);
-        }
-    }
+    });
     let expected = [Value::Int(0), Value::Int(0), Value::Int(1), Value::Int(1), Value::Nil];
     assert_eq!((&replies["script"][..], &replies["command"][..]), (&expected[..], &expected[..]));
-    let _: () = con.publish("notifications:done", "").unwrap();
     let mut events: HashMap<String, Vec<String>> = HashMap::new();
-    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    loop {
-        let message = pubsub.get_message().unwrap();
-        let channel = message.get_channel_name().to_owned();
-        if channel == "notifications:done" {
-            break;
-        }
-        let side = if channel.contains("s:lock") { "script" } else { "command" };
-        let what = if channel.contains("redisson_unlock_latch") { "latch" } else { "lock" };
-        events.entry(format!("{side} {what}")).or_default().push(message.get_payload().unwrap());
+    for (key, event) in all {
+        let side = if key.contains("s:lock") { "script" } else { "command" };
+        let what = if key.contains("redisson_unlock_latch") { "latch" } else { "lock" };
+        events.entry(format!("{side} {what}")).or_default().push(event);
     }
     assert_eq!(events["script latch"], ["set", "expire", "set", "expire"], "the script's own events");
     assert_eq!(events["command latch"], events["script latch"]);

@@ -1,11 +1,13 @@
 //! Test and benchmark support for rlock. Not published.
 
 mod cluster;
+mod events;
 mod rng;
 mod scripts;
 mod server;
 
 pub use cluster::Cluster;
+pub use events::keyspace_events;
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, RedissonScripts, UNLOCK_MESSAGE};
 pub use server::{module_path, send_signal, Server, ServerBuilder};
