@@ -1,0 +1,215 @@
+//! The invariants, checked after every step and at the end.
+
+use super::*;
+
+impl Model {
+    /// Polls until every invariant holds, failing after [`SETTLE`]: the
+    /// client learns of external changes only at its next watchdog round.
+    pub(super) async fn check(&mut self) {
+        let deadline = Instant::now() + SETTLE;
+        let mut orphans = HashMap::new();
+        loop {
+            self.collect_finished().await;
+            self.check_lost_is_final().await;
+            let problems = match self.observe().await {
+                None => vec!["the server did not answer".to_owned()],
+                Some(server) => {
+                    self.check_no_leaked_hold(&server, &mut orphans);
+                    let mut problems = self.check_lost_when_not_held(&server);
+                    problems.extend(self.check_one_owner(&server));
+                    problems.extend(self.check_hold_counts(&server));
+                    problems.extend(self.check_no_idle_subscription(&server));
+                    problems
+                }
+            };
+            if problems.is_empty() {
+                return;
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!("invariants still violated after {SETTLE:?}:\n  {}", problems.join("\n  ")));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Invariant 3a: once lost, a guard stays lost, and `lost()` completes.
+    pub(super) async fn check_lost_is_final(&mut self) {
+        for index in 0..self.guards.len() {
+            let held = &self.guards[index];
+            let lost = held.guard.is_lost();
+            if held.seen_lost && !lost {
+                self.fail(&format!("G{} was reported lost, then not lost", held.id));
+            }
+            if lost && tokio::time::timeout(Duration::ZERO, held.guard.lost()).await.is_err() {
+                self.fail(&format!("G{} is_lost() but lost() does not complete", held.id));
+            }
+            if lost && !held.seen_lost {
+                let owner = held.owner.clone();
+                self.excused_until.insert(owner, Instant::now() + WATCHDOG);
+            }
+            self.guards[index].seen_lost = lost;
+        }
+    }
+
+    /// Invariant 2, promptly for holds nobody accounts for: a lock call
+    /// that returned Err or None, a dropped guard, an aborted waiter leave
+    /// no hold behind, not even one left to run out its lease.
+    pub(super) fn check_no_leaked_hold(&self, server: &Observed, orphans: &mut HashMap<(usize, Vec<u8>), Instant>) {
+        let now = Instant::now();
+        let mut current = HashMap::new();
+        for (lock, view) in server.locks.iter().enumerate() {
+            for owner in view.holds.keys() {
+                let accounted = self.live(lock).any(|g| &g.owner == owner)
+                    || self.pending.iter().any(|p| p.at.lock == lock && &p.owner == owner);
+                if accounted || self.excused(owner, now) {
+                    continue;
+                }
+                let key = (lock, owner.clone());
+                let since = orphans.get(&key).copied().unwrap_or(now);
+                if now.duration_since(since) > ORPHAN_GRACE {
+                    self.fail(&format!(
+                        "{} {}: hold left with no guard and no waiter for {ORPHAN_GRACE:?} (count {}, pttl {})",
+                        LOCKS[lock],
+                        self.label(owner),
+                        view.holds[owner],
+                        view.pttl
+                    ));
+                }
+                current.insert(key, since);
+            }
+        }
+        *orphans = current;
+    }
+
+    /// Holds of a dropped client run out their lease; so may holds whose
+    /// release a restart cut off, or whose loss the client just reported.
+    pub(super) fn excused(&self, owner: &[u8], now: Instant) -> bool {
+        let closed = self.owners.get(owner).is_none_or(|o| self.closed(o.at.slot, o.epoch));
+        closed
+            || self.restarted_until.is_some_and(|until| now < until)
+            || self.excused_until.get(owner).is_some_and(|&until| now < until)
+    }
+
+    /// Invariant 3b: a guard whose hold is gone (or whose client was
+    /// dropped) is reported lost. And a hold goes only for a reason: its
+    /// guard's unlock, a delete, its lease's end, or a fault (a stall or
+    /// restart may outlast a watchdog lease); never another guard's release.
+    pub(super) fn check_lost_when_not_held(&mut self, server: &Observed) -> Vec<String> {
+        let now = Instant::now();
+        let mut problems = vec![];
+        for index in 0..self.guards.len() {
+            let held = &self.guards[index];
+            if held.doom.is_none() && !server.locks[held.lock].holds.contains_key(&held.owner) {
+                let lease_ended = held.lease_ends.is_some_and(|(earliest, _)| now >= earliest);
+                if !lease_ended && held.faults == self.faults && held.deletes == self.deletes {
+                    self.fail(&format!(
+                        "the hold of G{} ({}) vanished: no delete, no fault, lease not over; another release took it",
+                        held.id,
+                        self.label(&held.owner)
+                    ));
+                }
+                self.guards[index].doom = Some(Doom::HoldGone);
+            }
+            let held = &self.guards[index];
+            if let (Some(doom), false) = (held.doom, held.guard.is_lost()) {
+                problems.push(format!("G{} ({}) not reported lost ({doom:?})", held.id, self.label(&held.owner)));
+            }
+        }
+        problems
+    }
+
+    /// Invariant 1: never two owners at once.
+    pub(super) fn check_one_owner(&self, server: &Observed) -> Vec<String> {
+        let mut problems = vec![];
+        for (lock, view) in server.locks.iter().enumerate() {
+            let owners: BTreeSet<&str> = self.live(lock).map(|g| self.label(&g.owner)).collect();
+            if owners.len() > 1 {
+                problems.push(format!("{}: guards not lost for several owners {owners:?}", LOCKS[lock]));
+            }
+            if view.holds.len() > 1 {
+                problems.push(format!("{}: several owners on the server {:?}", LOCKS[lock], view.holds.len()));
+            }
+        }
+        problems
+    }
+
+    /// Invariant 2: a guard not reported lost is held on the server, once
+    /// per guard; and no hold outlives its lease without a guard (a pending
+    /// `lock()` task may already hold one more).
+    pub(super) fn check_hold_counts(&self, server: &Observed) -> Vec<String> {
+        let mut problems = vec![];
+        for (lock, view) in server.locks.iter().enumerate() {
+            let mut owners: BTreeSet<&[u8]> = view.holds.keys().map(Vec::as_slice).collect();
+            owners.extend(self.live(lock).map(|g| g.owner.as_slice()));
+            for owner in owners {
+                let guards = self.live(lock).filter(|g| g.owner == owner).count() as i64;
+                let pending = self.pending.iter().filter(|p| p.at.lock == lock && p.owner == owner).count() as i64;
+                let count = view.holds.get(owner).copied().unwrap_or(0);
+                if !(guards..=guards + pending).contains(&count) {
+                    problems.push(format!(
+                        "{} {}: {guards} guards not lost, {pending} pending, server count {count} (pttl {})",
+                        LOCKS[lock],
+                        self.label(owner),
+                        view.pttl
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    /// Invariant 5 between steps: nobody waits, so nobody is subscribed.
+    pub(super) fn check_no_idle_subscription(&self, server: &Observed) -> Vec<String> {
+        let mut problems = vec![];
+        for (lock, &count) in server.numsub.iter().enumerate() {
+            if count > 0 && !self.pending.iter().any(|p| p.at.lock == lock) {
+                problems.push(format!("{}: {count} subscribers and no waiter", LOCKS[lock]));
+            }
+        }
+        let waited: Vec<Vec<u8>> =
+            self.pending.iter().map(|p| rlock_client::release_channel(LOCKS[p.at.lock].as_bytes())).collect();
+        for channel in server.channels.iter().filter(|c| !waited.contains(c)) {
+            problems.push(format!("channel {} subscribed", String::from_utf8_lossy(channel)));
+        }
+        problems
+    }
+
+    pub(super) fn live(&self, lock: usize) -> impl Iterator<Item = &Held> + '_ {
+        self.guards.iter().filter(move |g| g.lock == lock && !g.guard.is_lost())
+    }
+
+    /// Invariants 4 and 5 at the end: with every guard, task and client
+    /// gone, no hold outlives its lease and no subscription is left.
+    pub(super) async fn end(mut self) {
+        self.guards.clear();
+        for pending in std::mem::take(&mut self.pending) {
+            pending.task.abort();
+            let _ = pending.task.await;
+        }
+        self.slots.clear();
+        self.log.push("end: every guard, task and client dropped".into());
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let problems = match self.observe().await {
+                None => vec!["the server did not answer".to_owned()],
+                Some(server) => {
+                    let mut problems: Vec<String> = (server.locks.iter().zip(LOCKS))
+                        .filter(|(view, _)| !view.holds.is_empty())
+                        .map(|(view, name)| {
+                            format!("{name} still held: {} fields, pttl {}", view.holds.len(), view.pttl)
+                        })
+                        .collect();
+                    problems.extend(self.check_no_idle_subscription(&server));
+                    problems
+                }
+            };
+            if problems.is_empty() {
+                return;
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!("after the end, still after {SETTLE:?}:\n  {}", problems.join("\n  ")));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
