@@ -136,7 +136,7 @@ async fn settle(
     let mut ordered = err.is_timeout();
     let mut reply_tx = Some((reply_tx, err));
     let mut failures = 0;
-    let mut pause = retry.delay;
+    let mut pause = retry.delay.min(SETTLE_BACKOFF_MAX);
     let observed = loop {
         match read_count(connection, &state.id).await {
             Ok(count) => break count,
@@ -148,7 +148,7 @@ async fn settle(
                     if let Some((reply_tx, err)) = reply_tx.take() {
                         let _ = reply_tx.send(Err(err));
                     }
-                    pause = (pause * 2).min(SETTLE_BACKOFF_MAX);
+                    pause = pause.saturating_mul(2).min(SETTLE_BACKOFF_MAX);
                 }
                 tokio::time::sleep(pause).await;
             }
@@ -184,7 +184,7 @@ async fn give_back(lock: &Lock, connection: &Connection) {
     let (shared, state) = (lock.shared(), lock.state());
     let watchdog = shared.options.watchdog_timeout;
     let lease = state.read(|holds| holds.lease_needed(Instant::now(), watchdog)).unwrap_or(watchdog);
-    let _ = release(connection, &state.id, protocol::clamp_lease_ms(lease), &shared.options.retry).await;
+    let _ = release(shared, connection, &state.id, protocol::clamp_lease_ms(lease)).await;
 }
 
 async fn read_count(connection: &mut Connection, id: &LockId) -> Result<i64> {

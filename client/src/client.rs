@@ -7,7 +7,7 @@ use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
 use crate::subscriptions::Subscriptions;
 use crate::watchdog::{Watchdog, WatchdogStats};
 use redis::aio::ConnectionManager;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, OnceCell};
@@ -108,6 +108,9 @@ pub(crate) struct Shared {
     pub options: ClientOptions,
     next_owner: AtomicU64,
     pub registry: Arc<Registry>,
+    /// Set when the server refused an unlock latch key (ACL): releases go
+    /// without one from then on.
+    pub latch_refused: AtomicBool,
     watchdog: Watchdog,
     /// Where background work (acquire attempts, releases) runs, also when
     /// a guard is dropped outside the runtime.
@@ -186,6 +189,7 @@ impl Client {
             options,
             next_owner: AtomicU64::new(1),
             registry,
+            latch_refused: AtomicBool::new(false),
             watchdog,
             runtime: tokio::runtime::Handle::current(),
             subscriptions: OnceCell::new(),
@@ -219,11 +223,24 @@ impl Client {
     }
 }
 
+/// Shortest watchdog timeout: its third, the renewal period, is 1 ms.
+const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(3);
+
 /// Refuses options the client cannot work with, before connecting.
 fn check(options: &ClientOptions) -> Result<()> {
-    protocol::lease_ms(options.watchdog_timeout)
-        .map(drop)
-        .map_err(|_| Error::InvalidWatchdogTimeout(options.watchdog_timeout))
+    let watchdog = options.watchdog_timeout;
+    if watchdog < MIN_WATCHDOG_TIMEOUT || protocol::lease_ms(watchdog).is_err() {
+        return Err(Error::InvalidWatchdogTimeout(watchdog));
+    }
+    match options.replica_sync {
+        // WAIT takes whole milliseconds, and 0 blocks for ever.
+        ReplicaSync::AllReplicas { timeout } | ReplicaSync::Replicas { timeout, .. }
+            if timeout < Duration::from_millis(1) =>
+        {
+            Err(Error::InvalidReplicaSyncTimeout(timeout))
+        }
+        _ => Ok(()),
+    }
 }
 
 impl Shared {

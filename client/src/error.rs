@@ -14,9 +14,12 @@ pub enum Error {
     /// The lease is zero or longer than the module accepts.
     #[error("invalid lease {0:?}: must be from 1 ms to 365 days")]
     InvalidLease(std::time::Duration),
-    /// The watchdog timeout is zero or longer than the longest lease.
-    #[error("invalid watchdog timeout {0:?}: must be from 1 ms to 365 days")]
+    /// The watchdog timeout is under 3 ms or longer than the longest lease.
+    #[error("invalid watchdog timeout {0:?}: must be from 3 ms to 365 days")]
     InvalidWatchdogTimeout(std::time::Duration),
+    /// A replica sync timeout under 1 ms (`WAIT … 0` would block for ever).
+    #[error("invalid replica sync timeout {0:?}: must be at least 1 ms")]
+    InvalidReplicaSyncTimeout(std::time::Duration),
     /// The lock was granted, but fewer replicas than required acknowledged
     /// it in time; it was released again. Retry, or lower the requirement.
     #[error("only {acknowledged} of {required} replicas acknowledged the lock in time; it was released again")]

@@ -100,7 +100,7 @@ async fn release_hold(lock: &Lock, ticket: Ticket, lease: Duration) -> Result<()
         return Err(Error::NotOwner);
     };
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
-    match release(&shared.connection, &state.id, lease_ms, &shared.options.retry).await {
+    match release(shared, &shared.connection, &state.id, lease_ms).await {
         Ok(reply) => {
             state.update(|holds| ((), holds.released(&ticket, reply, lease_sent, requested_at)));
             if reply == Released::NotHeld {

@@ -81,8 +81,9 @@ pub(crate) struct Holds {
     next_hold: u64,
     holds: Vec<Hold>,
     /// The earliest the server may expire the key, by this machine's
-    /// clock: the request that last set the lease, plus that lease.
-    expires_at: Option<Instant>,
+    /// clock: the request that last set the lease, plus that lease, as
+    /// `(sent at, expires at)`.
+    lease: Option<(Instant, Instant)>,
 }
 
 impl Holds {
@@ -132,7 +133,7 @@ impl Holds {
         self.next_hold += 1;
         let hold = Hold { id: self.next_hold, renewal, deadline: requested_at + lease };
         self.holds.push(hold);
-        self.expires_at = Some(requested_at + lease_sent);
+        self.leased(requested_at, lease_sent);
         (Ticket { incarnation: self.incarnation, hold: hold.id }, ended)
     }
 
@@ -159,7 +160,7 @@ impl Holds {
             // expires with the lease just sent.
             Released::OneLevel if self.holds.is_empty() => self.end(Ended::Released),
             Released::OneLevel => {
-                self.expires_at = Some(requested_at + lease_sent);
+                self.leased(requested_at, lease_sent);
                 Ended::No
             }
         }
@@ -198,18 +199,27 @@ impl Holds {
     /// A renewal sent at `sent_at` with `lease_sent` succeeded.
     pub fn renewed(&mut self, incarnation: u64, sent_at: Instant, lease_sent: Duration) {
         if incarnation == self.incarnation && !self.holds.is_empty() {
-            self.expires_at = Some(sent_at + lease_sent);
+            self.leased(sent_at, lease_sent);
+        }
+    }
+
+    /// A command sent at `sent_at` set the lease. Commands on one
+    /// connection run in the order they were sent, so the last one sent
+    /// decides, whatever order their replies are handled in.
+    fn leased(&mut self, sent_at: Instant, lease: Duration) {
+        if self.lease.is_none_or(|(last_sent_at, _)| sent_at >= last_sent_at) {
+            self.lease = Some((sent_at, sent_at + lease));
         }
     }
 
     /// True when holds remain whose lease has surely ended by `now`.
     pub fn overdue(&self, now: Instant) -> bool {
-        !self.holds.is_empty() && self.expires_at.is_some_and(|at| at <= now)
+        !self.holds.is_empty() && self.lease.is_some_and(|(_, expires_at)| expires_at <= now)
     }
 
     fn end(&mut self, how: Ended) -> Ended {
         self.holds.clear();
-        self.expires_at = None;
+        self.lease = None;
         self.incarnation += 1;
         how
     }

@@ -87,7 +87,8 @@ impl Lock {
     /// `lease` the hold ends with it; without, the watchdog renews it.
     pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<Guard>> {
         let renewal = if lease.is_some() { Renewal::Fixed } else { Renewal::Watchdog };
-        self.acquire(renewal, lease, Some(Instant::now() + wait)).await
+        // A wait past the clock's range is no limit.
+        self.acquire(renewal, lease, Instant::now().checked_add(wait)).await
     }
 
     /// Deletes the lock whoever holds it (Redisson's `forceUnlock`).
@@ -97,6 +98,18 @@ impl Lock {
     pub async fn force_unlock(&self) -> Result<bool> {
         let retry = &self.shared.options.retry;
         let force_release = protocol::force_release(self.name());
+        // The holds it may delete: those of this client taken before it is
+        // sent (a grant after it, in a race, is a new hold and stays).
+        let before: Vec<_> = self
+            .shared
+            .registry
+            .named(self.name())
+            .into_iter()
+            .map(|state| {
+                let incarnation = state.read(|holds| holds.incarnation());
+                (state, incarnation)
+            })
+            .collect();
         let mut refusals = 0;
         let deleted = loop {
             match force_release.query_async::<i64>(&mut self.shared.connection.clone()).await {
@@ -109,7 +122,9 @@ impl Lock {
             }
         };
         if deleted == 1 {
-            self.shared.registry.named(self.name()).iter().for_each(|state| state.lose());
+            for (state, incarnation) in before {
+                state.update(|holds| ((), holds.lose(incarnation)));
+            }
         }
         Ok(deleted == 1)
     }

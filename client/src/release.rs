@@ -2,40 +2,47 @@
 //! a release whose reply was lost can be sent again with the same request
 //! id and answers as the first one did (never dropping a second level).
 
-use crate::client::RetryOptions;
+use crate::client::Shared;
 use crate::connection::{key_slot, Connection};
 use crate::error::{Error, Result};
 use crate::holds::Released;
 use crate::lock_state::LockId;
 use crate::protocol;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Longest a server may take to answer one request before the client
 /// gives up on it (redis-rs's default response timeout is 500 ms).
 const RESPONSE_BOUND: Duration = Duration::from_secs(1);
 
-/// Releases one hold of `id`, setting `lease_ms` when one remains.
-/// Transient failures are retried with the same request id. In a cluster,
-/// a name with `{` but no hash tag has its latch key in another slot,
-/// which the module refuses: such a release goes without a latch, once.
-pub(crate) async fn release(
-    connection: &Connection,
-    id: &LockId,
-    lease_ms: i64,
-    retry: &RetryOptions,
-) -> Result<Released> {
+/// Releases one hold of `id` on `connection`, setting `lease_ms` when one
+/// remains. Transient failures are retried with the same request id.
+///
+/// Without a latch a release is sent once: in a cluster, for a name with
+/// `{` but no hash tag (its latch key is in another slot, which the module
+/// refuses), and for an ACL user who may not touch latch keys (the module
+/// refuses before changing anything; the client then stops asking).
+pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockId, lease_ms: i64) -> Result<Released> {
+    let retry = &shared.options.retry;
     let request_id = protocol::request_id();
     let latch_key = protocol::unlock_latch_key(&id.name, request_id.as_bytes());
-    let latched = !connection.is_cluster() || key_slot(&latch_key) == key_slot(&id.name);
-    // The latch must outlive every retry of this release.
-    let lifetime = (retry.delay + RESPONSE_BOUND).saturating_mul(retry.attempts.saturating_add(1));
-    let latch = latched.then_some((request_id.as_bytes(), lifetime));
-    let release = protocol::release(&id.name, &id.owner, lease_ms, latch);
-    let retries = if latched { retry.attempts } else { 0 };
+    let same_slot = !connection.is_cluster() || key_slot(&latch_key) == key_slot(&id.name);
+    let mut latched = same_slot && !shared.latch_refused.load(Ordering::Relaxed);
+    // A retry may sit queued behind a stalled server and run late: the latch
+    // must outlive it, or the lock first (the lease this release sets, or a
+    // renewal sent before the retry, ends within this).
+    let window = retry.delay.saturating_add(RESPONSE_BOUND).saturating_mul(retry.attempts.saturating_add(1));
+    let lifetime = window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window);
     let mut failures = 0;
     let reply = loop {
+        let latch = latched.then_some((request_id.as_bytes(), lifetime));
+        let release = protocol::release(&id.name, &id.owner, lease_ms, latch);
         match release.query_async::<Option<i64>>(&mut connection.clone()).await.map_err(Error::from) {
-            Err(err) if err.is_transient() && failures < retries => {
+            Err(Error::Redis(err)) if latched && err.code() == Some("NOPERM") => {
+                shared.latch_refused.store(true, Ordering::Relaxed);
+                latched = false;
+            }
+            Err(err) if latched && err.is_transient() && failures < retry.attempts => {
                 failures += 1;
                 tokio::time::sleep(retry.delay).await;
             }

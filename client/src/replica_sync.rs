@@ -77,7 +77,7 @@ impl ReplicaSyncState {
         // The WAIT reply may take its whole timeout.
         let connection = self
             .connection
-            .get_or_try_init(|| deployment.connect(Some(timeout + Duration::from_secs(1))))
+            .get_or_try_init(|| deployment.connect(Some(timeout.saturating_add(Duration::from_secs(1)))))
             .await?
             .clone();
         Ok(Some(Plan { connection, required, timeout }))

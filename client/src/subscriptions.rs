@@ -32,6 +32,9 @@ struct Inner {
     /// follows the table's even when waiters come and go concurrently, and
     /// replaced after a disconnection.
     connection: tokio::sync::Mutex<PubSubConnection>,
+    /// Where an unsubscription runs, also when the last waiter is dropped
+    /// outside the runtime.
+    runtime: tokio::runtime::Handle,
 }
 
 struct Channel {
@@ -65,6 +68,7 @@ impl Subscriptions {
             channels,
             deployment: deployment.clone(),
             connection: tokio::sync::Mutex::new(connection),
+            runtime: tokio::runtime::Handle::current(),
         });
         if reconnects {
             tokio::spawn(supervise(Arc::downgrade(&inner), lifeline, lost_rx, closed));
@@ -132,10 +136,8 @@ impl Subscriptions {
             entry.waiters.is_empty()
         });
         if unused == Some(true) {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                let (this, channel) = (self.clone(), channel.to_vec());
-                runtime.spawn(async move { this.unsubscribe_if_unused(channel).await });
-            }
+            let (this, channel) = (self.clone(), channel.to_vec());
+            self.0.runtime.spawn(async move { this.unsubscribe_if_unused(channel).await });
         }
     }
 

@@ -114,6 +114,19 @@ fn leases_run_out_by_the_clock() {
 }
 
 #[test]
+fn the_last_command_sent_decides_the_lease() {
+    let t0 = Instant::now();
+    let mut holds = Holds::default();
+    let (outer, _) = grant(&mut holds, Renewal::Watchdog, ms(900), t0, None);
+    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(5_000), t0 + ms(10), Some(2));
+    // A renewal for 5 s sent before the inner release (which cuts the
+    // lease to 900 ms) has its reply handled after the release's.
+    holds.released(&inner, Released::OneLevel, ms(900), t0 + ms(30));
+    holds.renewed(outer.incarnation, t0 + ms(20), ms(5_000));
+    assert!(holds.overdue(t0 + ms(930)), "the release ran last on the server: its lease counts");
+}
+
+#[test]
 fn forgetting_the_last_hold_ends_the_incarnation() {
     let t0 = Instant::now();
     let mut holds = Holds::default();

@@ -1,0 +1,178 @@
+//! What a hostile user tried: odd options, ACL users, futures dropped
+//! outside the runtime, retries held up past the unlock latch, a force
+//! unlock racing a grant. Each test states what the README promises.
+
+#[macro_use]
+mod common;
+
+use common::admin;
+use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use testkit::Server;
+
+fn options() -> ClientOptions {
+    ClientOptions::default().with_watchdog_timeout(Duration::from_millis(600)).with_replica_sync(ReplicaSync::Off)
+}
+
+async fn numsub(server: &Server, name: &[u8]) -> i64 {
+    common::numsub(server, &rlock_client::release_channel(name)).await
+}
+
+/// `try_lock(Duration::MAX, ..)` ("wait as long as it takes") must not panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_lock_with_an_endless_wait_does_not_panic() {
+    let server = Server::start();
+    let client = Client::connect(server.client(), options()).await.unwrap();
+    let lock = client.lock("endless-wait");
+    let outcome =
+        tokio::spawn(async move { lock.try_lock(Duration::MAX, None).await.map(|guard| guard.is_some()) }).await;
+    assert!(matches!(outcome, Ok(Ok(true))), "try_lock(Duration::MAX) panicked or failed: {outcome:?}");
+}
+
+/// An odd retry delay must not make `unlock` fail and leave the lock held
+/// (and renewed by the watchdog) for the life of the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_with_a_huge_retry_delay_releases_the_lock() {
+    let server = Server::start();
+    let options = options().with_retry(RetryOptions::new(3, Duration::MAX));
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let lock = client.lock("huge-delay");
+    let guard = lock.lock().await.unwrap();
+    let unlocked = guard.unlock().await;
+    assert!(unlocked.is_ok(), "unlock failed: {unlocked:?}");
+    assert!(!lock.is_locked().await.unwrap(), "the lock is still held after unlock");
+}
+
+/// An ACL user whose key patterns cover its locks (and who could release
+/// them before issue 8) must still be able to unlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acl_user_limited_to_its_lock_keys_can_unlock() {
+    let server = Server::start();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "limited", "on", ">pw", "~locks:*", "allchannels", "+@all"])
+        .query_async(&mut admin(&server).await)
+        .await
+        .unwrap();
+    let url = format!("redis://limited:pw@127.0.0.1:{}/", server.port());
+    let client = Client::connect(redis::Client::open(url).unwrap(), options()).await.unwrap();
+    let lock = client.lock("locks:acl");
+    let guard = lock.lock().await.unwrap();
+    let unlocked = guard.unlock().await;
+    assert!(unlocked.is_ok(), "unlock failed: {unlocked:?}");
+    assert!(!lock.is_locked().await.unwrap(), "the lock is still held after unlock");
+}
+
+/// A waiting `lock()` future dropped on a thread outside the runtime (a
+/// plain `Send` future may be) leaves no subscription behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_dropped_outside_the_runtime_leaves_no_subscription() {
+    let server = Server::start();
+    let holder_client = Client::connect(server.client(), options()).await.unwrap();
+    let holder = holder_client.lock("off-runtime").lock_with_lease(Duration::from_secs(60)).await.unwrap();
+    let client = Client::connect(server.client(), options()).await.unwrap();
+    let lock = client.lock("off-runtime");
+    let mut waiting = Box::pin(async move { lock.lock().await });
+    let mut cx = Context::from_waker(Waker::noop());
+    eventually!("the waiter's subscription", {
+        assert!(matches!(waiting.as_mut().poll(&mut cx), Poll::Pending));
+        numsub(&server, b"off-runtime").await == 1
+    });
+    std::thread::spawn(move || drop(waiting)).join().unwrap();
+    eventually!("the subscription to go", numsub(&server, b"off-runtime").await == 0);
+    holder.unlock().await.unwrap();
+}
+
+/// `DEBUG SLEEP` on a connection of its own: the server stalls for `seconds`.
+fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
+    let client = server.client();
+    tokio::spawn(async move {
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        con.set_response_timeout(Duration::from_secs(60));
+        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query_async(&mut con).await.unwrap();
+    })
+}
+
+/// A release whose first attempt ran (its reply late) and whose retry is
+/// held up by a second stall longer than the latch's lifetime: the retry
+/// must still answer from the latch, not release a second level.
+///
+/// Timeline (t0 = unlock sent, redis-rs response timeout 0.5 s, retry
+/// delay 1 s, latch lifetime (1 s + 1 s) * 4 = 8 s): stall 1 until t0+1.0
+/// (attempt 1 times out at t0+0.5, runs at t0+1.0, latch until t0+9);
+/// stall 2 from t0+1.2 for 10 s; retry 1 sent at t0+1.5 runs at t0+11.2,
+/// after the latch expired, and releases the outer hold too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_release_held_up_past_the_latch_lifetime_drops_no_second_level() {
+    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let options = options()
+        .with_watchdog_timeout(Duration::from_secs(60))
+        .with_retry(RetryOptions::new(3, Duration::from_secs(1)));
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let lock = client.lock("late-retry");
+    let outer = lock.lock().await.unwrap();
+    let inner = lock.lock().await.unwrap();
+    let first_stall = stall(&server, 1.05);
+    tokio::time::sleep(Duration::from_millis(50)).await; // the stall has started
+    let started = tokio::time::Instant::now();
+    let unlocking = tokio::spawn(inner.unlock());
+    tokio::time::sleep_until(started + Duration::from_millis(1200)).await;
+    first_stall.await.unwrap();
+    let second_stall = stall(&server, 10.0);
+    let unlocked = unlocking.await.unwrap();
+    assert!(unlocked.is_err(), "every attempt timed out: {unlocked:?}");
+    second_stall.await.unwrap();
+    let mut admin = admin(&server).await;
+    let count: Option<i64> =
+        redis::cmd("HGET").arg("late-retry").arg(lock.owner()).query_async(&mut admin).await.unwrap();
+    assert_eq!(count, Some(1), "the retried release dropped the outer hold as well");
+    assert!(!outer.is_lost());
+}
+
+/// A force unlock and an acquire racing in one client: when the acquire ran
+/// after the force release on the server, its guard holds the lock and
+/// must not be reported lost (a lost guard never releases, so the lock
+/// would stay taken until its lease ends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_after_a_racing_force_unlock_is_not_reported_lost() {
+    let server = Server::start();
+    let client = Client::connect(server.client(), options()).await.unwrap();
+    let forcer = client.lock("forced-race");
+    let taker = client.lock("forced-race");
+    let mut admin = admin(&server).await;
+    for round in 0..300 {
+        let _: Option<i64> = redis::cmd("RLOCK.ACQUIRE")
+            .arg("forced-race")
+            .arg("someone")
+            .arg(60_000)
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let (forced, taken) = tokio::join!(forcer.force_unlock(), taker.try_lock(Duration::ZERO, None));
+        assert!(forced.unwrap(), "round {round}: the force release ran first");
+        let Some(guard) = taken.unwrap() else { continue };
+        let held: Option<i64> =
+            redis::cmd("HGET").arg("forced-race").arg(taker.owner()).query_async(&mut admin).await.unwrap();
+        assert_eq!(held, Some(1), "round {round}");
+        assert!(!guard.is_lost(), "round {round}: a guard that holds the lock is reported lost");
+        guard.unlock().await.unwrap();
+    }
+}
+
+/// `ReplicaSync::Replicas { timeout: 0 }` ("do not block") would hang: Redis
+/// reads `WAIT n 0` as "block for ever", so with too few replicas the
+/// acquire would never complete. Such a timeout is refused up front, as is
+/// a watchdog timeout whose renewal period would be 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_that_would_hang_or_spin_are_refused_when_the_client_is_built() {
+    let server = Server::start();
+    for timeout in [Duration::ZERO, Duration::from_micros(999)] {
+        for sync in [ReplicaSync::Replicas { count: 1, timeout }, ReplicaSync::AllReplicas { timeout }] {
+            let built = Client::connect(server.client(), options().with_replica_sync(sync)).await;
+            assert!(matches!(built, Err(Error::InvalidReplicaSyncTimeout(_))), "{sync:?}");
+        }
+    }
+    let spinning = options().with_watchdog_timeout(Duration::from_millis(2));
+    assert!(matches!(Client::connect(server.client(), spinning).await, Err(Error::InvalidWatchdogTimeout(_))));
+}
