@@ -5,7 +5,7 @@
 #[macro_use]
 mod common;
 
-use common::{admin, numsub, PATIENCE};
+use common::{admin, numsub, stall, stallable_server, PATIENCE};
 use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
@@ -26,26 +26,6 @@ async fn hold_count(server: &Server, name: &str, owner: &[u8]) -> i64 {
     let count: Option<i64> =
         redis::cmd("HGET").arg(name).arg(owner).query_async(&mut admin(server).await).await.unwrap();
     count.unwrap_or(0)
-}
-
-/// A server that allows `DEBUG SLEEP`.
-fn stallable_server() -> Server {
-    Server::builder().config("enable-debug-command", "yes").start()
-}
-
-/// `DEBUG SLEEP` on a connection of its own: the server stalls for `seconds`.
-fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
-    let client = server.client();
-    tokio::spawn(async move {
-        let mut con = client.get_multiplexed_async_connection().await.unwrap();
-        con.set_response_timeout(Duration::from_secs(60));
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query_async(&mut con).await.unwrap();
-    })
-}
-
-/// Waits until a `DEBUG SLEEP` sent just before has surely started.
-async fn wait_for_stall() {
-    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,8 +133,7 @@ async fn an_acquire_during_a_stall_is_not_sent_twice() {
     let server = stallable_server();
     let client = client(&server).await;
     let lock = client.lock("stalled");
-    let stalled = stall(&server, 1.0);
-    wait_for_stall().await;
+    let stalled = stall(&server, 1.0).await;
     let guard = lock.lock().await.expect("granted once the server is back");
     stalled.await.unwrap();
     assert_eq!(lock.hold_count().await.unwrap(), 1, "the acquire was applied twice");
@@ -171,8 +150,7 @@ async fn a_release_during_a_stall_is_applied_once() {
     let lock = client.lock("stalled-release");
     let outer = lock.lock().await.unwrap();
     let inner = lock.lock().await.unwrap();
-    let stalled = stall(&server, 1.0);
-    wait_for_stall().await;
+    let stalled = stall(&server, 1.0).await;
     inner.unlock().await.expect("released once the server is back");
     stalled.await.unwrap();
     assert_eq!(lock.hold_count().await.unwrap(), 1, "the release was applied twice");
@@ -186,8 +164,7 @@ async fn a_force_unlock_whose_reply_was_lost_is_not_sent_again() {
     // Retries far enough apart that a resend would come after the stall.
     let options = options().with_retry(RetryOptions::new(3, Duration::from_millis(800)));
     let client = Client::connect(server.client(), options).await.unwrap();
-    let stalled = stall(&server, 1.0);
-    wait_for_stall().await;
+    let stalled = stall(&server, 1.0).await;
     let forcing = {
         let lock = client.lock("forced");
         tokio::spawn(async move { lock.force_unlock().await })

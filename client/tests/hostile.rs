@@ -5,7 +5,7 @@
 #[macro_use]
 mod common;
 
-use common::admin;
+use common::{admin, stall, stallable_server};
 use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
@@ -84,28 +84,19 @@ async fn a_waiter_dropped_outside_the_runtime_leaves_no_subscription() {
     holder.unlock().await.unwrap();
 }
 
-/// `DEBUG SLEEP` on a connection of its own: the server stalls for `seconds`.
-fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
-    let client = server.client();
-    tokio::spawn(async move {
-        let mut con = client.get_multiplexed_async_connection().await.unwrap();
-        con.set_response_timeout(Duration::from_secs(60));
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query_async(&mut con).await.unwrap();
-    })
-}
-
 /// A release whose first attempt ran (its reply late) and whose retry is
 /// held up by a second stall longer than the latch's lifetime: the retry
 /// must still answer from the latch, not release a second level.
 ///
 /// Timeline (t0 = unlock sent, redis-rs response timeout 0.5 s, retry
-/// delay 1 s, latch lifetime (1 s + 1 s) * 4 = 8 s): stall 1 until t0+1.0
-/// (attempt 1 times out at t0+0.5, runs at t0+1.0, latch until t0+9);
-/// stall 2 from t0+1.2 for 10 s; retry 1 sent at t0+1.5 runs at t0+11.2,
-/// after the latch expired, and releases the outer hold too.
+/// delay 1 s, so a retry window of (1 s + 1 s) * 4 = 8 s): stall 1 until
+/// t0+1.0 (attempt 1 times out at t0+0.5, runs at t0+1.0); stall 2 from
+/// t0+1.2 for 10 s; retry 1, sent at t0+1.5, runs at t0+11.2. A latch that
+/// lived only the retry window would be gone by then, and the retry would
+/// release the outer hold too; it also covers the lease the release set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_release_held_up_past_the_latch_lifetime_drops_no_second_level() {
-    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let server = stallable_server();
     let options = options()
         .with_watchdog_timeout(Duration::from_secs(60))
         .with_retry(RetryOptions::new(3, Duration::from_secs(1)));
@@ -113,13 +104,12 @@ async fn a_retried_release_held_up_past_the_latch_lifetime_drops_no_second_level
     let lock = client.lock("late-retry");
     let outer = lock.lock().await.unwrap();
     let inner = lock.lock().await.unwrap();
-    let first_stall = stall(&server, 1.05);
-    tokio::time::sleep(Duration::from_millis(50)).await; // the stall has started
+    let first_stall = stall(&server, 1.05).await;
     let started = tokio::time::Instant::now();
     let unlocking = tokio::spawn(inner.unlock());
     tokio::time::sleep_until(started + Duration::from_millis(1200)).await;
     first_stall.await.unwrap();
-    let second_stall = stall(&server, 10.0);
+    let second_stall = stall(&server, 10.0).await;
     let unlocked = unlocking.await.unwrap();
     assert!(unlocked.is_err(), "every attempt timed out: {unlocked:?}");
     second_stall.await.unwrap();

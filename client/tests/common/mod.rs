@@ -33,3 +33,29 @@ pub async fn numsub(server: &Server, channel: &[u8]) -> i64 {
         redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query_async(&mut admin(server).await).await.unwrap();
     count
 }
+
+/// A server that allows `DEBUG SLEEP`.
+pub fn stallable_server() -> Server {
+    Server::builder().config("enable-debug-command", "yes").start()
+}
+
+/// Stalls the server for `seconds` with `DEBUG SLEEP` on a connection of
+/// its own, and returns once the stall has begun (a PING goes unanswered);
+/// the handle completes when it ends.
+pub async fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
+    let mut probe = admin(server).await;
+    probe.set_response_timeout(Duration::from_millis(20));
+    let client = server.client();
+    let sleeping = tokio::spawn(async move {
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        con.set_response_timeout(Duration::from_secs(60));
+        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query_async(&mut con).await.unwrap();
+    });
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        assert!(std::time::Instant::now() < deadline, "the server never stalled");
+        if redis::cmd("PING").query_async::<String>(&mut probe).await.is_err() {
+            return sleeping;
+        }
+    }
+}
