@@ -104,7 +104,7 @@ fn bad_latch_arguments_are_refused_without_touching_anything() {
     run(&mut con, &[b"RLOCK.ACQUIRE", b"res", b"a", b"60000"]).unwrap();
     const SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]";
     const NOT_POSITIVE: &str = "ERR latch_ms must be a positive integer";
-    let cases: [(&[&[u8]], &str); 13] = [
+    let cases: [(&[&[u8]], &str); 14] = [
         (&[b"ID"], "ERR ID needs a non-empty request_id"),
         (&[b"1000", b"ID"], "ERR ID needs a non-empty request_id"),
         (&[b"ID", b""], "ERR ID needs a non-empty request_id"),
@@ -118,6 +118,7 @@ fn bad_latch_arguments_are_refused_without_touching_anything() {
         (&[b"1000", b"FOO", b"r"], SYNTAX),
         (&[b"1000", b"ID", b"r", b"ID", b"s"], SYNTAX),
         (&[b"-1", b"ID", b"r"], "ERR lease_ms must be a positive integer"),
+        (&[b"PX", b"5"], SYNTAX),
     ];
     let dump = |con: &mut Connection| -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         let mut keys: Vec<Vec<u8>> = con.keys("*").unwrap();

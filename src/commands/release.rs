@@ -48,7 +48,8 @@ impl ReleaseArgs {
         let mut args = args.into_iter().skip(1).peekable();
         let name = args.next_arg()?;
         let owner = args.next_arg()?;
-        let lease_ms = match args.next_if(|arg| !is_keyword(arg, b"ID")) {
+        // A keyword where lease_ms may stand is a syntax error below, not a bad lease.
+        let lease_ms = match args.next_if(|arg| !is_keyword(arg, b"ID") && !is_keyword(arg, b"PX")) {
             None => config::default_lease_ms(),
             Some(arg) => lease::parse_lease_ms(arg.as_slice())?,
         };
