@@ -85,6 +85,18 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
             let Some((observed, reply_tx)) = settle(&lock, &mut connection, counted, err, reply_tx).await else {
                 return;
             };
+            // The WAIT sent with the acquire went unanswered too: ask again
+            // (it covers every write made on this connection so far).
+            if let Some(plan) = sync.as_ref() {
+                let mut wait = redis::cmd("WAIT");
+                wait.arg(plan.required).arg(plan.timeout.as_millis() as u64);
+                let acknowledged = wait.query_async::<i64>(&mut connection).await.unwrap_or(0);
+                if acknowledged < i64::from(plan.required) {
+                    give_back(&lock, &connection).await;
+                    let required = plan.required;
+                    return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
+                }
+            }
             return grant(&lock, renewal, lease, lease_sent, requested_at, Some(observed), reply_tx);
         }
         Err(err) => return drop(reply_tx.send(Err(err))),

@@ -38,7 +38,12 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
         let latch = latched.then_some((request_id.as_bytes(), lifetime));
         let release = protocol::release(&id.name, &id.owner, lease_ms, latch);
         match release.query_async::<Option<i64>>(&mut connection.clone()).await.map_err(Error::from) {
-            Err(Error::Redis(err)) if latched && err.code() == Some("NOPERM") => {
+            // Only a refusal of the latch key itself (the module names it).
+            Err(Error::Redis(err))
+                if latched
+                    && err.code() == Some("NOPERM")
+                    && err.detail().is_some_and(|detail| detail.contains("unlock latch key")) =>
+            {
                 shared.latch_refused.store(true, Ordering::Relaxed);
                 latched = false;
             }

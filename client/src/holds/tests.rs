@@ -149,6 +149,9 @@ fn lost_replies_are_settled_by_the_count() {
         (2, 1, true, Settled::Granted),
         // Someone else holds it: refused.
         (2, 0, true, Settled::NotGranted),
+        // A count the acquire cannot explain: the read was not after it.
+        (2, 2, true, Settled::NotGranted),
+        (3, 2, true, Settled::NotGranted),
         // The read may have come before the acquire ran (or it never ran).
         (0, 0, false, Settled::NotGranted),
         (0, 1, false, Settled::Granted),

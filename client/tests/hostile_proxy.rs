@@ -1,0 +1,130 @@
+//! A settle read that was "ordered" after a timeout but
+//! ran on a new connection (another call on the shared connection noticed
+//! the drop and reconnected while the settle slept between reads).
+
+#[macro_use]
+mod common;
+
+use rlock_client::{Client, ClientOptions, RetryOptions};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use testkit::Server;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// A TCP proxy that can hold (not forward) what clients send on the
+/// connections open now, and cut them, discarding what it held.
+struct Proxy {
+    port: u16,
+    held: Arc<Mutex<Vec<u8>>>,
+    holding: watch::Sender<bool>,
+    cut: watch::Sender<u64>,
+}
+
+impl Proxy {
+    async fn start(upstream: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let (holding, _) = watch::channel(false);
+        let (cut, _) = watch::channel(0);
+        let proxy = Self { port, held: held.clone(), holding: holding.clone(), cut: cut.clone() };
+        tokio::spawn(async move {
+            loop {
+                let (client, _) = listener.accept().await.unwrap();
+                let server = TcpStream::connect(("127.0.0.1", upstream)).await.unwrap();
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                let (holding, held) = (holding.subscribe(), held.clone());
+                let mut cut_up = cut.subscribe();
+                let mut cut_down = cut.subscribe();
+                tokio::spawn(async move {
+                    let mut buffer = [0; 4096];
+                    loop {
+                        tokio::select! {
+                            read = client_read.read(&mut buffer) => {
+                                let Ok(n @ 1..) = read else { return };
+                                if *holding.borrow() {
+                                    held.lock().unwrap().extend_from_slice(&buffer[..n]);
+                                } else if server_write.write_all(&buffer[..n]).await.is_err() {
+                                    return;
+                                }
+                            }
+                            _ = cut_up.changed() => return,
+                        }
+                    }
+                });
+                tokio::spawn(async move {
+                    let mut buffer = [0; 4096];
+                    loop {
+                        tokio::select! {
+                            read = server_read.read(&mut buffer) => {
+                                let Ok(n @ 1..) = read else { return };
+                                if client_write.write_all(&buffer[..n]).await.is_err() {
+                                    return;
+                                }
+                            }
+                            _ = cut_down.changed() => return,
+                        }
+                    }
+                });
+            }
+        });
+        proxy
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn held_count(&self, needle: &[u8]) -> usize {
+        self.held.lock().unwrap().windows(needle.len()).filter(|window| *window == needle).count()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settle_read_on_a_new_connection_is_not_taken_as_ordered() {
+    let server = Server::start();
+    let proxy = Proxy::start(server.port()).await;
+    // Settle reads: 500 ms response timeout, then a 1 s pause.
+    let options = ClientOptions::default().with_retry(RetryOptions::new(3, Duration::from_secs(2)));
+    let client = Client::connect(redis::Client::open(proxy.url()).unwrap(), options).await.unwrap();
+    let lock = client.lock("review2:settle");
+    let first = lock.lock().await.unwrap();
+    let second = lock.lock().await.unwrap();
+
+    proxy.holding.send_replace(true);
+    let third = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await }
+    });
+    // The re-entry's MULTI has one STATUS; the first settle read is the second.
+    eventually!("the first settle read", proxy.held_count(b"RLOCK.STATUS") >= 2);
+    // It times out after 500 ms; the settle then sleeps 1 s. The connection
+    // drops meanwhile (what it held never reaches the server) and another
+    // call on the client notices and reconnects.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    proxy.holding.send_replace(false);
+    proxy.cut.send_modify(|n| *n += 1);
+    let other = client.lock("review2:other");
+    let _ = other.is_locked().await;
+
+    let third = third.await.unwrap();
+    let server_count = redis::cmd("HGET")
+        .arg("review2:settle")
+        .arg(lock.owner())
+        .query::<Option<i64>>(&mut server.connection())
+        .unwrap();
+    let live: Vec<bool> = [Some(&first), Some(&second), third.as_ref().ok()]
+        .iter()
+        .map(|guard| guard.is_some_and(|guard| !guard.is_lost()))
+        .collect();
+    let live_count = live.iter().filter(|live| **live).count() as i64;
+    assert_eq!(
+        (server_count.unwrap_or(0), first.is_lost(), second.is_lost()),
+        (live_count, false, false),
+        "the re-entry never reached the server, yet lock() returned {third:?}; \
+         live guards {live:?}, server hold count {server_count:?}"
+    );
+}
