@@ -82,7 +82,8 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
         Err(err) if err.is_transient() => {
-            let Some((observed, reply_tx)) = settle(&lock, &mut connection, counted, err, reply_tx).await else {
+            let Some((observed, lease_left, reply_tx)) = settle(&lock, &mut connection, counted, err, reply_tx).await
+            else {
                 return;
             };
             // The WAIT sent with the acquire went unanswered too: ask again
@@ -97,25 +98,41 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
                     return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
                 }
             }
-            return grant(&lock, renewal, lease, lease_sent, requested_at, Some(observed), reply_tx);
+            // The grant may have run long after the request (a stalled
+            // server): the lease the read saw is the better estimate.
+            let granted = Granted { renewal, lease, lease_sent, requested_at, observed: Some(observed), lease_left };
+            return grant(&lock, granted, reply_tx);
         }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
-    grant(&lock, renewal, lease, lease_sent, requested_at, observed, reply_tx);
+    let granted = Granted { renewal, lease, lease_sent, requested_at, observed, lease_left: None };
+    grant(&lock, granted, reply_tx);
 }
 
-/// Records the hold and hands the guard over; a closed client gives it back.
-fn grant(
-    lock: &Lock,
+/// A grant to record: how it was asked for, and what is known of it.
+struct Granted {
     renewal: Renewal,
     lease: Duration,
     lease_sent: Duration,
     requested_at: Instant,
+    /// The owner's count right after the grant, when read.
     observed: Option<i64>,
-    reply_tx: oneshot::Sender<Result<Attempt>>,
-) {
+    /// The lease left as read later, `(read sent at, lease left)`.
+    lease_left: Option<(Instant, Duration)>,
+}
+
+/// Records the hold and hands the guard over; a closed client gives it back.
+fn grant(lock: &Lock, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) {
+    let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left } = granted;
     let state = lock.state();
-    let ticket = state.update(|holds| holds.granted(renewal, lease, lease_sent, requested_at, observed));
+    let ticket = state.update(|holds| {
+        let recorded = holds.granted(renewal, lease, lease_sent, requested_at, observed);
+        if let Some((read_at, left)) = lease_left {
+            holds.leased(read_at, left);
+        }
+        recorded
+    });
+    lock.shared().registry.granted.notify_one();
     // Dropped unsent (the caller is gone) or refused: the guard releases.
     let guard = Guard::new(lock.clone(), ticket, lease);
     // Checked after the hold is recorded: the watchdog's stop marks every
@@ -140,7 +157,7 @@ async fn settle(
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
-) -> Option<(i64, oneshot::Sender<Result<Attempt>>)> {
+) -> Option<(i64, Option<(Instant, Duration)>, oneshot::Sender<Result<Attempt>>)> {
     let (shared, state) = (lock.shared(), lock.state());
     let retry = &shared.options.retry;
     // After a timeout the connection stays: the acquire runs before a read
@@ -149,10 +166,10 @@ async fn settle(
     let mut reply_tx = Some((reply_tx, err));
     let mut failures = 0;
     let mut pause = retry.delay.min(SETTLE_BACKOFF_MAX);
-    let observed = loop {
+    let (observed, lease_left) = loop {
         match read_count(connection, &state.id).await {
-            Ok(count) => break count,
-            Err(_) if shared.is_closed() => break -1,
+            Ok(read) => break read,
+            Err(_) if shared.is_closed() => break (-1, None),
             Err(err) => {
                 ordered &= err.is_timeout();
                 failures += 1;
@@ -168,7 +185,7 @@ async fn settle(
     };
     let lost_earlier = observed >= 0 && (observed as usize) < counted;
     match (holds::settle(counted, observed, ordered), reply_tx) {
-        (Settled::Granted, Some((reply_tx, _))) => Some((observed, reply_tx)),
+        (Settled::Granted, Some((reply_tx, _))) => Some((observed, lease_left, reply_tx)),
         (Settled::Granted, None) => {
             lose_if(state, lost_earlier);
             give_back(lock, connection).await;
@@ -199,9 +216,14 @@ async fn give_back(lock: &Lock, connection: &Connection) {
     let _ = release(shared, connection, &state.id, protocol::clamp_lease_ms(lease)).await;
 }
 
-async fn read_count(connection: &mut Connection, id: &LockId) -> Result<i64> {
+/// The owner's hold count, and the lease the key had left when read
+/// (measured from before the read, so never overestimated).
+async fn read_count(connection: &mut Connection, id: &LockId) -> Result<(i64, Option<(Instant, Duration)>)> {
+    let sent_at = Instant::now();
     let reply: Value = protocol::status(&id.name, &id.owner).query_async(connection).await?;
-    Ok(Status::parse(reply)?.hold_count)
+    let status = Status::parse(reply)?;
+    let lease_left = u64::try_from(status.ttl_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
+    Ok((status.hold_count, lease_left))
 }
 
 /// RLOCK.ACQUIRE; for a re-entry inside MULTI with RLOCK.STATUS, so the

@@ -206,10 +206,15 @@ impl Holds {
     /// A command sent at `sent_at` set the lease. Commands on one
     /// connection run in the order they were sent, so the last one sent
     /// decides, whatever order their replies are handled in.
-    fn leased(&mut self, sent_at: Instant, lease: Duration) {
+    pub fn leased(&mut self, sent_at: Instant, lease: Duration) {
         if self.lease.is_none_or(|(last_sent_at, _)| sent_at >= last_sent_at) {
             self.lease = Some((sent_at, sent_at + lease));
         }
+    }
+
+    /// When the lease of the holds ends at the earliest, if any are held.
+    pub fn expires_at(&self) -> Option<Instant> {
+        self.lease.filter(|_| !self.holds.is_empty()).map(|(_, expires_at)| expires_at)
     }
 
     /// True when holds remain whose lease has surely ended by `now`.

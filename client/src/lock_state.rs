@@ -82,6 +82,8 @@ pub(crate) struct Registry {
     states: Mutex<HashMap<LockId, Weak<LockState>>>,
     /// Set when the watchdog stopped: nothing renews any more.
     stopped: AtomicBool,
+    /// Told of every grant, so the watchdog can wake at its lease's end.
+    pub granted: tokio::sync::Notify,
     lost_count: Arc<AtomicU64>,
 }
 

@@ -87,9 +87,18 @@ impl Watchdog {
         // take; after a failed round, the next comes after `retry_delay`.
         let mut next = Instant::now() + period;
         loop {
+            // Between rounds, wake too when a lease ends by the client's
+            // estimate (a fixed lease may be far shorter than the period),
+            // and recompute after every grant.
+            let lease_ends = self.earliest_lease_end().unwrap_or(next);
             tokio::select! {
-                _ = tokio::time::sleep_until(next) => {}
+                _ = tokio::time::sleep_until(next.min(lease_ends)) => {}
+                _ = self.registry.granted.notified() => continue,
                 _ = closed.wait_for(|closed| *closed) => break,
+            }
+            if Instant::now() < next {
+                self.expire_overdue();
+                continue;
             }
             next = if self.round(&mut connection, timeout).await {
                 (next + period).max(Instant::now())
@@ -140,6 +149,10 @@ impl Watchdog {
         }
         self.expire_overdue();
         ok
+    }
+
+    fn earliest_lease_end(&self) -> Option<Instant> {
+        self.registry.live().iter().filter_map(|state| state.read(|holds| holds.expires_at())).min()
     }
 
     /// Holds whose lease has surely ended are lost, renewed or not.

@@ -243,3 +243,15 @@ async fn an_acquire_through_a_long_pause_leaves_exactly_one_hold() {
     guard.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap(), "a hold was left behind");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_lease_far_shorter_than_the_renewal_period_is_reported_lost_at_its_end() {
+    let server = Server::start();
+    // A round only every 10 s: the end of a 300 ms lease must not wait for it.
+    let options = options().with_watchdog_timeout(Duration::from_secs(30));
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let lock = client.lock("short");
+    let guard = lock.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost long before the next round");
+    assert!(matches!(guard.unlock().await, Err(Error::NotOwner)));
+}
