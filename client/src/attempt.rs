@@ -100,13 +100,16 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
             }
             // The grant may have run long after the request (a stalled
             // server): the lease the read saw is the better estimate.
-            let granted = Granted { renewal, lease, lease_sent, requested_at, observed: Some(observed), lease_left };
-            return grant(&lock, granted, reply_tx);
+            let granted =
+                Granted { renewal, lease, lease_sent, requested_at, counted, observed: Some(observed), lease_left };
+            let orphaned = grant(&lock, granted, reply_tx);
+            return release_orphans(&lock, &connection, orphaned).await;
         }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
-    let granted = Granted { renewal, lease, lease_sent, requested_at, observed, lease_left: None };
-    grant(&lock, granted, reply_tx);
+    let granted = Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left: None };
+    let orphaned = grant(&lock, granted, reply_tx);
+    release_orphans(&lock, &connection, orphaned).await;
 }
 
 /// A grant to record: how it was asked for, and what is known of it.
@@ -115,6 +118,8 @@ struct Granted {
     lease: Duration,
     lease_sent: Duration,
     requested_at: Instant,
+    /// Holds counted when the acquire was sent.
+    counted: usize,
     /// The owner's count right after the grant, when read.
     observed: Option<i64>,
     /// The lease left as read later, `(read sent at, lease left)`.
@@ -122,15 +127,19 @@ struct Granted {
 }
 
 /// Records the hold and hands the guard over; a closed client gives it back.
-fn grant(lock: &Lock, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) {
-    let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left } = granted;
+/// Returns the levels left on the server by holds this client gave up for
+/// lost while the acquire was under way (its own lease estimate ran out),
+/// which the server still counted: nothing else will release them.
+fn grant(lock: &Lock, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
+    let Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left } = granted;
     let state = lock.state();
-    let ticket = state.update(|holds| {
-        let recorded = holds.granted(renewal, lease, lease_sent, requested_at, observed);
+    let (ticket, orphaned) = state.update(|holds| {
+        let given_up = counted > 0 && holds.count() == 0 && observed == Some(counted as i64 + 1);
+        let (ticket, ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed.filter(|_| !given_up));
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
         }
-        recorded
+        ((ticket, if given_up { counted } else { 0 }), ended)
     });
     lock.shared().registry.granted.notify_one();
     // Dropped unsent (the caller is gone) or refused: the guard releases.
@@ -139,9 +148,19 @@ fn grant(lock: &Lock, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt
     // recorded hold lost, and a hold recorded after it is given back here.
     if lock.shared().is_closed() || lock.shared().registry.is_stopped() {
         drop(guard);
-        return drop(reply_tx.send(Err(Error::ClientClosed)));
+        let _ = reply_tx.send(Err(Error::ClientClosed));
+        return orphaned;
     }
     let _ = reply_tx.send(Ok(Attempt::Granted(guard)));
+    orphaned
+}
+
+/// Releases levels nothing tracks any more (see [`grant`]), before this
+/// lock's next call: the caller still holds its gate.
+async fn release_orphans(lock: &Lock, connection: &Connection, orphaned: usize) {
+    for _ in 0..orphaned {
+        give_back(lock, connection).await;
+    }
 }
 
 /// Settles an acquire whose reply never came by reading the owner's count
