@@ -3,9 +3,7 @@
 //! with Redisson's scripts. Commands that write do both.
 
 use redis::{Connection, Value};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use testkit::{unlock_latch_key, Server};
+use testkit::{invalidated, unlock_latch_key, Server, Tracker};
 
 const LOCK: &[u8] = b"lock";
 const MISSING: &[u8] = b"missing";
@@ -62,60 +60,12 @@ fn no_op_commands_do_not_abort_watch() {
     assert!(!exec_survives(&mut watcher, &mut other, &[b"RLOCK.RENEW", LOCK, b"a"]), "a renewal is a write");
 }
 
-/// A raw RESP3 connection with client tracking on.
-struct Tracker {
-    stream: TcpStream,
-    syncs: usize,
-}
-
-impl Tracker {
-    fn connect(server: &Server) -> Self {
-        let stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-        let mut tracker = Self { stream, syncs: 0 };
-        tracker.send(&[b"HELLO", b"3"]);
-        tracker.send(&[b"CLIENT", b"TRACKING", b"ON"]);
-        tracker.sync();
-        tracker
+/// Reads the watched keys, so that a change to them is announced.
+fn track(tracker: &mut Tracker) {
+    for key in watched() {
+        tracker.send(&[b"EXISTS".as_slice(), &key]);
     }
-
-    fn send(&mut self, args: &[&[u8]]) {
-        let mut command = format!("*{}\r\n", args.len()).into_bytes();
-        for arg in args {
-            command.extend(format!("${}\r\n", arg.len()).bytes());
-            command.extend_from_slice(arg);
-            command.extend(b"\r\n");
-        }
-        self.stream.write_all(&command).unwrap();
-    }
-
-    /// Reads everything the server sent up to the reply of a fresh ECHO:
-    /// replies and pushes (invalidations) that came before it.
-    fn sync(&mut self) -> Vec<u8> {
-        self.syncs += 1;
-        let marker = format!("sync-{}", self.syncs);
-        self.send(&[b"ECHO", marker.as_bytes()]);
-        let end = format!("${}\r\n{marker}\r\n", marker.len()).into_bytes();
-        let mut received = Vec::new();
-        let mut buffer = [0; 4096];
-        while !received.ends_with(&end) {
-            let read = self.stream.read(&mut buffer).unwrap();
-            assert!(read > 0, "the server closed the connection");
-            received.extend_from_slice(&buffer[..read]);
-        }
-        received
-    }
-
-    /// Reads the keys, so that a change to them is announced.
-    fn track(&mut self) {
-        for key in watched() {
-            self.send(&[b"EXISTS", &key]);
-        }
-        self.sync();
-    }
-}
-
-fn invalidated(received: &[u8]) -> bool {
-    received.windows(b"invalidate".len()).any(|window| window == b"invalidate")
+    tracker.sync();
 }
 
 #[test]
@@ -125,12 +75,12 @@ fn no_op_commands_send_no_tracking_invalidation() {
     setup(&mut other);
     let mut tracker = Tracker::connect(&server);
     for (what, args) in no_ops() {
-        tracker.track();
+        track(&mut tracker);
         run(&mut other, &args);
         let received = tracker.sync();
         assert!(!invalidated(&received), "{what} sent an invalidation: {}", received.escape_ascii());
     }
-    tracker.track();
+    track(&mut tracker);
     run(&mut other, &[b"RLOCK.RENEW", LOCK, b"a"]);
     assert!(invalidated(&tracker.sync()), "a renewal is a write and invalidates");
 }

@@ -3,9 +3,7 @@
 //! command runs alone, inside MULTI/EXEC or from EVAL.
 
 use redis::{Connection, Value};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use testkit::{unlock_latch_key, Server};
+use testkit::{invalidated, unlock_latch_key, Server, Tracker};
 
 const LOCK: &[u8] = b"lock";
 
@@ -91,47 +89,6 @@ fn every_write_aborts_watch() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-struct Tracker {
-    stream: TcpStream,
-    syncs: usize,
-}
-
-impl Tracker {
-    fn connect(server: &Server) -> Self {
-        let stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-        let mut tracker = Self { stream, syncs: 0 };
-        tracker.send(&args(&[b"HELLO", b"3"]));
-        tracker.send(&args(&[b"CLIENT", b"TRACKING", b"ON"]));
-        tracker.sync();
-        tracker
-    }
-
-    fn send(&mut self, args: &Args) {
-        let mut command = format!("*{}\r\n", args.len()).into_bytes();
-        for arg in args {
-            command.extend(format!("${}\r\n", arg.len()).bytes());
-            command.extend_from_slice(arg);
-            command.extend(b"\r\n");
-        }
-        self.stream.write_all(&command).unwrap();
-    }
-
-    fn sync(&mut self) -> Vec<u8> {
-        self.syncs += 1;
-        let marker = format!("sync-{}", self.syncs);
-        self.send(&args(&[b"ECHO", marker.as_bytes()]));
-        let end = format!("${}\r\n{marker}\r\n", marker.len()).into_bytes();
-        let mut received = Vec::new();
-        let mut buffer = [0; 4096];
-        while !received.ends_with(&end) {
-            let read = self.stream.read(&mut buffer).unwrap();
-            assert!(read > 0, "the server closed the connection");
-            received.extend_from_slice(&buffer[..read]);
-        }
-        received
-    }
-}
-
 #[test]
 fn every_write_invalidates_tracking() {
     let server = server();
@@ -142,11 +99,11 @@ fn every_write_invalidates_tracking() {
         for (what, setup, write, key) in writes() {
             let _: () = redis::cmd("FLUSHALL").arg("SYNC").query(&mut other).unwrap();
             setup.iter().for_each(|cmd| drop(run(&mut other, cmd)));
-            tracker.send(&args(&[b"EXISTS", &key]));
+            tracker.send(&[b"EXISTS".as_slice(), &key]);
             tracker.sync();
             wrapped(how, &write).iter().for_each(|cmd| drop(run(&mut other, cmd)));
             let received = tracker.sync();
-            if !received.windows(b"invalidate".len()).any(|window| window == b"invalidate") {
+            if !invalidated(&received) {
                 failures.push(format!("{what} ({how}) sent no invalidation"));
             }
         }

@@ -5,12 +5,14 @@ mod events;
 mod rng;
 mod scripts;
 mod server;
+mod tracking;
 
 pub use cluster::Cluster;
 pub use events::keyspace_events;
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, RedissonScripts, UNLOCK_MESSAGE};
 pub use server::{module_path, send_signal, Server, ServerBuilder};
+pub use tracking::{invalidated, Tracker};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a
 /// panic when the result is not an error.
