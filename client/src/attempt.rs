@@ -69,14 +69,16 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
         state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
-    let observed = match request(&mut connection, &state.id, lease_ms, counted, sync.as_ref()).await {
+    let (observed, lease_left, reply_tx) = match request(&mut connection, &state.id, lease_ms, counted, sync.as_ref())
+        .await
+    {
         Ok(Reply::Refused { pttl_ms }) => {
             if counted > 0 {
                 state.lose(); // our owner no longer holds it
             }
             return drop(reply_tx.send(Ok(Attempt::Refused { pttl_ms })));
         }
-        Ok(Reply::Granted { observed }) => observed,
+        Ok(Reply::Granted { observed }) => (observed, None, reply_tx),
         Ok(Reply::Unsynced { acknowledged, required }) => {
             give_back(&lock, &connection).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
@@ -89,9 +91,7 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
             // The WAIT sent with the acquire went unanswered too: ask again
             // (it covers every write made on this connection so far).
             if let Some(plan) = sync.as_ref() {
-                let mut wait = redis::cmd("WAIT");
-                wait.arg(plan.required).arg(plan.timeout.as_millis() as u64);
-                let acknowledged = wait.query_async::<i64>(&mut connection).await.unwrap_or(0);
+                let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
                 if acknowledged < i64::from(plan.required) {
                     give_back(&lock, &connection).await;
                     let required = plan.required;
@@ -100,14 +100,11 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
             }
             // The grant may have run long after the request (a stalled
             // server): the lease the read saw is the better estimate.
-            let granted =
-                Granted { renewal, lease, lease_sent, requested_at, counted, observed: Some(observed), lease_left };
-            let orphaned = grant(&lock, granted, reply_tx);
-            return release_orphans(&lock, &connection, orphaned).await;
+            (Some(observed), lease_left, reply_tx)
         }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
-    let granted = Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left: None };
+    let granted = Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left };
     let orphaned = grant(&lock, granted, reply_tx);
     release_orphans(&lock, &connection, orphaned).await;
 }
@@ -268,7 +265,7 @@ async fn request(
         pipe.add_command(acquire);
     }
     if let Some(plan) = sync {
-        pipe.cmd("WAIT").arg(plan.required).arg(plan.timeout.as_millis() as u64);
+        pipe.add_command(plan.wait());
     }
     let replies: Vec<Value> = pipe.ignore_errors().query_async(connection).await?;
     // A command refused before EXEC (or by the server as a whole).

@@ -123,7 +123,7 @@ impl Lock {
         };
         if deleted == 1 {
             for (state, incarnation) in before {
-                state.update(|holds| ((), holds.lose(incarnation)));
+                state.lose_incarnation(incarnation);
             }
         }
         Ok(deleted == 1)

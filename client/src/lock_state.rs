@@ -71,6 +71,11 @@ impl LockState {
         self.update(|holds| ((), holds.lose(holds.incarnation())));
     }
 
+    /// The holds of `incarnation` are gone (nothing, if it is over).
+    pub fn lose_incarnation(&self, incarnation: u64) {
+        self.update(|holds| ((), holds.lose(incarnation)));
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }

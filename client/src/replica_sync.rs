@@ -50,6 +50,16 @@ pub(crate) struct Plan {
     pub timeout: Duration,
 }
 
+impl Plan {
+    /// `WAIT required timeout`: acknowledgements of every write made on
+    /// the plan's connection so far.
+    pub fn wait(&self) -> redis::Cmd {
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(self.required).arg(self.timeout.as_millis() as u64);
+        wait
+    }
+}
+
 pub(crate) struct ReplicaSyncState {
     mode: ReplicaSync,
     /// `WAIT` blocks its connection, so synced acquires get their own and

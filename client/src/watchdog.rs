@@ -180,7 +180,7 @@ fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant)
     // release may have just emptied the key, an acquire re-created it.
     if !held {
         if let Ok(_idle) = task.state.gate.try_lock() {
-            task.state.update(|holds| ((), holds.lose(task.incarnation)));
+            task.state.lose_incarnation(task.incarnation);
         }
     }
 }
