@@ -30,6 +30,7 @@ pub fn missing_api() -> Option<&'static str> {
     first_missing!(
         RedisModule_ACLCheckKeyPermissions,
         RedisModule_CloseKey,
+        RedisModule_CreateCommand,
         RedisModule_CreateString,
         RedisModule_CreateStringFromLongLong,
         RedisModule_DeleteKey,

@@ -38,7 +38,7 @@ mod module {
             ctx.log_warning(&format!("rlock needs {name}, which this server does not export"));
             return Status::Err;
         }
-        if let Err(err) = commands::register_command_info(ctx) {
+        if let Err(err) = commands::register(ctx) {
             ctx.log_warning(&format!("rlock: {err}"));
             return Status::Err;
         }
@@ -47,23 +47,14 @@ mod module {
         Status::Ok
     }
 
-    // Registered through the `commands:` list: the `#[command]` attribute
-    // needs RedisModule_SetCommandACLCategories, which Redis 7.0 lacks.
-    // Key positions: the lock key is argument 1 of every command.
     redis_module! {
         name: "rlock",
         version: 1,
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
         data_types: [],
         init: init,
-        commands: [
-            ["rlock.acquire", commands::acquire, "write deny-oom fast", 1, 1, 1, ""],
-            ["rlock.renew", commands::renew, "write fast", 1, 1, 1, ""],
-            ["rlock.release", commands::release, "write fast", 1, 1, 1, ""],
-            // Not "fast": it checks every field before deleting a hash.
-            ["rlock.forcerelease", commands::force_release, "write", 1, 1, 1, ""],
-            ["rlock.status", commands::status, "readonly fast", 1, 1, 1, ""],
-        ],
+        // Each command registers itself: see commands::registry.
+        commands: [],
         configurations: [
             i64: [
                 [
@@ -98,6 +89,7 @@ mod tests {
             include_str!("store/key.rs"),
             include_str!("store/latch.rs"),
             include_str!("commands/info.rs"),
+            include_str!("commands/registry.rs"),
         ];
         for source in sources {
             for call in source.split("api!(").skip(1) {

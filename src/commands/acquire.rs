@@ -1,10 +1,10 @@
-use super::info::{CommandInfo, COMMAND_INFO};
+use super::info::CommandInfo;
+use super::registry::command;
 use super::OwnerArgs;
 use super::{LEASE_MS, OWNER};
 use crate::lock::{self, Acquire};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
-use linkme::distributed_slice;
 use redis_module::raw;
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
@@ -21,11 +21,14 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     })
 }
 
-#[distributed_slice(COMMAND_INFO)]
-static INFO: CommandInfo = CommandInfo {
-    name: c"rlock.acquire",
-    summary: c"Takes the lock for owner, or re-enters it; replies nil when taken, else the holder's PTTL.",
-    arity: -3,
-    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-    args: &[OWNER, LEASE_MS],
-};
+command!(
+    acquire,
+    c"write deny-oom fast",
+    CommandInfo {
+        name: c"rlock.acquire",
+        summary: c"Takes the lock for owner, or re-enters it; replies nil when taken, else the holder's PTTL.",
+        arity: -3,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
+        args: &[OWNER, LEASE_MS],
+    },
+);

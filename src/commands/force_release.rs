@@ -1,8 +1,8 @@
-use super::info::{CommandInfo, COMMAND_INFO};
+use super::info::CommandInfo;
+use super::registry::command;
 use crate::lock::{self, ForceRelease};
 use crate::stats;
 use crate::store::RedisLock;
-use linkme::distributed_slice;
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -18,11 +18,14 @@ pub fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::Integer(i64::from(outcome == ForceRelease::Released)))
 }
 
-#[distributed_slice(COMMAND_INFO)]
-static INFO: CommandInfo = CommandInfo {
-    name: c"rlock.forcerelease",
-    summary: c"Deletes the lock whoever holds it; replies 1, or 0 when there was none.",
-    arity: 2,
-    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-    args: &[],
-};
+command!(
+    force_release,
+    c"write",
+    CommandInfo {
+        name: c"rlock.forcerelease",
+        summary: c"Deletes the lock whoever holds it; replies 1, or 0 when there was none.",
+        arity: 2,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        args: &[],
+    },
+);

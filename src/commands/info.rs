@@ -1,11 +1,9 @@
 //! Command documentation and key specs, set with RM_SetCommandInfo (Redis
 //! 7.0): Redis checks the arity, ACL selectors see precise key access
 //! flags (a `%R~` user may call RLOCK.STATUS but not take a lock), and
-//! COMMAND DOCS gives redis-cli its argument hints. Each command's file
-//! adds its entry to [`COMMAND_INFO`].
+//! COMMAND DOCS gives redis-cli its argument hints.
 
 use crate::api::api;
-use linkme::distributed_slice;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -40,18 +38,11 @@ pub enum ArgKind {
     Block(&'static [Arg]),
 }
 
-#[distributed_slice]
-pub static COMMAND_INFO: [CommandInfo];
-
 const SINCE: &CStr = c"0.1.0";
 const COMPLEXITY: &CStr = c"O(1)";
 
-/// Sets the info of every command in [`COMMAND_INFO`].
-pub fn register(ctx: &Context) -> Result<(), String> {
-    COMMAND_INFO.iter().try_for_each(|info| register_one(ctx, info))
-}
-
-fn register_one(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
+/// Sets the info of a command registered under `info.name`.
+pub fn set(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
     let name = info.name.to_string_lossy();
     let command = unsafe { api!(RedisModule_GetCommand)(ctx.get_raw(), info.name.as_ptr()) };
     if command.is_null() {

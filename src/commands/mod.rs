@@ -3,17 +3,13 @@
 
 mod acquire;
 mod force_release;
-mod info;
+pub mod info;
+pub mod registry;
 mod release;
 mod renew;
 mod status;
 
-pub use acquire::acquire;
-pub use force_release::force_release;
-pub use info::register as register_command_info;
-pub use release::release;
-pub use renew::renew;
-pub use status::status;
+pub use registry::register;
 
 use crate::{config, lease};
 use info::{Arg, ArgKind};

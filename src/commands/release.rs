@@ -1,10 +1,10 @@
-use super::info::{Arg, ArgKind, CommandInfo, COMMAND_INFO};
+use super::info::{Arg, ArgKind, CommandInfo};
+use super::registry::command;
 use super::{LEASE_MS, OWNER};
 use crate::error::LockError;
 use crate::lock::{self, Release};
 use crate::store::{now_ms, RedisLatch, RedisLock};
 use crate::{config, lease, stats};
-use linkme::distributed_slice;
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 use rlock_protocol::DEFAULT_LATCH_MS;
@@ -80,23 +80,26 @@ fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
     arg.as_slice().eq_ignore_ascii_case(keyword)
 }
 
-#[distributed_slice(COMMAND_INFO)]
-static INFO: CommandInfo = CommandInfo {
-    name: c"rlock.release",
-    summary: c"Releases one hold of owner; replies 1 when released, 0 when still held, nil when not held.",
-    arity: -3,
-    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-    args: &[
-        OWNER,
-        LEASE_MS,
-        Arg {
-            name: c"latch",
-            kind: ArgKind::Block(&[
-                Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
-                Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
-            ]),
-            optional: true,
-            token: None,
-        },
-    ],
-};
+command!(
+    release,
+    c"write fast",
+    CommandInfo {
+        name: c"rlock.release",
+        summary: c"Releases one hold of owner; replies 1 when released, 0 when still held, nil when not held.",
+        arity: -3,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        args: &[
+            OWNER,
+            LEASE_MS,
+            Arg {
+                name: c"latch",
+                kind: ArgKind::Block(&[
+                    Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
+                    Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
+                ]),
+                optional: true,
+                token: None,
+            },
+        ],
+    },
+);

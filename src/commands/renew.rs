@@ -1,10 +1,10 @@
-use super::info::{CommandInfo, COMMAND_INFO};
+use super::info::CommandInfo;
+use super::registry::command;
 use super::OwnerArgs;
 use super::{LEASE_MS, OWNER};
 use crate::lock::{self, Renew};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
-use linkme::distributed_slice;
 use redis_module::raw;
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
@@ -18,11 +18,14 @@ pub fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::Integer(i64::from(outcome == Renew::Renewed)))
 }
 
-#[distributed_slice(COMMAND_INFO)]
-static INFO: CommandInfo = CommandInfo {
-    name: c"rlock.renew",
-    summary: c"Resets the lease when owner holds the lock; replies 1, or 0 when it does not.",
-    arity: -3,
-    key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
-    args: &[OWNER, LEASE_MS],
-};
+command!(
+    renew,
+    c"write fast",
+    CommandInfo {
+        name: c"rlock.renew",
+        summary: c"Resets the lease when owner holds the lock; replies 1, or 0 when it does not.",
+        arity: -3,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+        args: &[OWNER, LEASE_MS],
+    },
+);

@@ -1,7 +1,7 @@
-use super::info::{Arg, ArgKind, CommandInfo, COMMAND_INFO};
+use super::info::{Arg, ArgKind, CommandInfo};
+use super::registry::command;
 use crate::lock;
 use crate::store::{now_ms, RedisLock};
-use linkme::distributed_slice;
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -38,11 +38,14 @@ fn field(name: &str) -> RedisValue {
     RedisValue::BulkString(name.to_owned())
 }
 
-#[distributed_slice(COMMAND_INFO)]
-static INFO: CommandInfo = CommandInfo {
-    name: c"rlock.status",
-    summary: c"Reports locked, ttl_ms, holders, and owner's held and hold_count.",
-    arity: -2,
-    key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
-    args: &[Arg { name: c"owner", kind: ArgKind::String, optional: true, token: None }],
-};
+command!(
+    status,
+    c"readonly fast",
+    CommandInfo {
+        name: c"rlock.status",
+        summary: c"Reports locked, ttl_ms, holders, and owner's held and hold_count.",
+        arity: -2,
+        key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        args: &[Arg { name: c"owner", kind: ArgKind::String, optional: true, token: None }],
+    },
+);
