@@ -2,9 +2,10 @@
 //! (error code and text) that clients and tests may rely on.
 
 use redis_module::RedisError;
+use std::borrow::Cow;
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockError {
     /// The key holds something other than a hash.
     WrongType,
@@ -34,12 +35,20 @@ pub enum LockError {
     /// In cluster mode, the unlock latch key hashes to another slot than
     /// the lock (the lock name has a `{` but no proper hash tag).
     LatchCrossSlot,
+    /// The caller's ACL does not let it touch this key the command derived
+    /// from the name (a queue, a latch, a per-hold timeout key).
+    NoKeyPermission(Vec<u8>),
+    /// The caller's ACL does not let it publish on this derived channel.
+    NoChannelPermission(Vec<u8>),
+    /// In cluster mode, a key derived from the name hashes to another slot
+    /// than the name (a `{` without a proper hash tag).
+    DerivedKeyCrossSlot(Vec<u8>),
 }
 
 impl LockError {
     /// The reply text, starting with its error code.
-    pub const fn message(self) -> &'static str {
-        match self {
+    pub fn message(&self) -> Cow<'static, str> {
+        let fixed = match self {
             Self::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             Self::NotALock => "ERR key is a hash but not a lock: a hold count is not an integer",
             Self::HoldCountOverflow => "ERR hold count would overflow",
@@ -55,18 +64,43 @@ impl LockError {
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
             }
-        }
+            Self::NoKeyPermission(key) => {
+                return format!(
+                    "NOPERM this user has no permissions to access the derived key '{}'",
+                    key.escape_ascii()
+                )
+                .into()
+            }
+            Self::NoChannelPermission(channel) => {
+                return format!(
+                    "NOPERM this user has no permissions to access the channel '{}'",
+                    channel.escape_ascii()
+                )
+                .into()
+            }
+            Self::DerivedKeyCrossSlot(key) => {
+                return format!(
+                    "ERR the derived key '{}' hashes to another slot than the name: give the name a hash tag",
+                    key.escape_ascii()
+                )
+                .into()
+            }
+        };
+        fixed.into()
     }
 }
 
 impl fmt::Display for LockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message())
+        f.write_str(&self.message())
     }
 }
 
 impl From<LockError> for RedisError {
     fn from(err: LockError) -> Self {
-        RedisError::Str(err.message())
+        match err.message() {
+            Cow::Borrowed(message) => RedisError::Str(message),
+            Cow::Owned(message) => RedisError::String(message),
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 // Pure logic: unit-tested without Redis.
 mod error;
+mod keyspace;
 mod lease;
 mod load_args;
 mod lock;
@@ -88,6 +89,8 @@ mod tests {
             include_str!("store.rs"),
             include_str!("store/key.rs"),
             include_str!("store/latch.rs"),
+            include_str!("store/acl.rs"),
+            include_str!("store/keyspace.rs"),
             include_str!("commands/info.rs"),
             include_str!("commands/registry.rs"),
         ];

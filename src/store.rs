@@ -8,9 +8,12 @@
 //! command would send. This is the hot path: arguments go to the module
 //! API as they came (no copies), names are static C strings.
 
+mod acl;
 mod key;
+mod keyspace;
 mod latch;
 
+pub use keyspace::RedisKeyspace;
 pub use latch::RedisLatch;
 
 use crate::api::api;
@@ -170,21 +173,25 @@ impl LockStore for RedisLock<'_> {
     }
 
     fn publish_release(&mut self) {
-        let ctx = self.ctx.get_raw();
-        let channel = RedisString::create_from_slice(ctx, &release_channel(self.name.as_slice()));
-        let message = unlock_message();
-        unsafe { api!(RedisModule_PublishMessage)(ctx, channel.inner, message) };
-        if cluster_mode() {
-            // The cluster bus takes the message to every node, replicas
-            // included: replicating it too would deliver it twice. The
-            // sharded copy reaches clients that SSUBSCRIBE on the lock's
-            // shard, without a cluster-wide broadcast.
-            unsafe { api!(RedisModule_PublishMessageShard)(ctx, channel.inner, message) };
-        } else {
-            // Like Redis's own PUBLISH: to replicas (whose subscribers may
-            // wait on this lock), not to the AOF, where it would mean nothing.
-            replicate!(self.ctx, c"PUBLISH", c"ssA", channel.inner, message);
-        }
+        let channel = RedisString::create_from_slice(self.ctx.get_raw(), &release_channel(self.name.as_slice()));
+        publish(self.ctx, &channel, unlock_message());
+    }
+}
+
+/// Publishes as Redis's own PUBLISH would reach subscribers, and sharded
+/// too in cluster mode (Redisson's waiters SSUBSCRIBE there).
+fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleString) {
+    unsafe { api!(RedisModule_PublishMessage)(ctx.get_raw(), channel.inner, message) };
+    if cluster_mode() {
+        // The cluster bus takes the message to every node, replicas
+        // included: replicating it too would deliver it twice. The
+        // sharded copy reaches clients that SSUBSCRIBE on the lock's
+        // shard, without a cluster-wide broadcast.
+        unsafe { api!(RedisModule_PublishMessageShard)(ctx.get_raw(), channel.inner, message) };
+    } else {
+        // Like Redis's own PUBLISH: to replicas (whose subscribers may
+        // wait on this lock), not to the AOF, where it would mean nothing.
+        replicate!(ctx, c"PUBLISH", c"ssA", channel.inner, message);
     }
 }
 

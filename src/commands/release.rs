@@ -1,13 +1,11 @@
-use super::info::{Arg, ArgKind, CommandInfo};
+use super::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
+use super::info::CommandInfo;
 use super::registry::command;
-use super::{LEASE_MS, OWNER};
-use crate::error::LockError;
 use crate::lock::{self, Release};
+use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
-use crate::{config, lease, stats};
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
-use rlock_protocol::DEFAULT_LATCH_MS;
 
 /// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
 /// when `owner` does not hold the lock, 0 when one reentry level was
@@ -48,36 +46,10 @@ impl ReleaseArgs {
         let mut args = args.into_iter().skip(1).peekable();
         let name = args.next_arg()?;
         let owner = args.next_arg()?;
-        // A keyword where lease_ms may stand is a syntax error below, not a bad lease.
-        let lease_ms = match args.next_if(|arg| !is_keyword(arg, b"ID") && !is_keyword(arg, b"PX")) {
-            None => config::default_lease_ms(),
-            Some(arg) => lease::parse_lease_ms(arg.as_slice())?,
-        };
-        let latch = match args.next() {
-            None => None,
-            Some(arg) if is_keyword(&arg, b"ID") => {
-                let request_id =
-                    args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
-                let latch_ms = match args.next() {
-                    None => DEFAULT_LATCH_MS,
-                    Some(arg) if is_keyword(&arg, b"PX") => {
-                        lease::parse_latch_ms(args.next().ok_or(LockError::LatchMissing)?.as_slice())?
-                    }
-                    Some(_) => return Err(LockError::ReleaseSyntax.into()),
-                };
-                Some((request_id, latch_ms))
-            }
-            Some(_) => return Err(LockError::ReleaseSyntax.into()),
-        };
-        if args.next().is_some() {
-            return Err(LockError::ReleaseSyntax.into());
-        }
+        let lease_ms = parse_optional_lease(&mut args)?;
+        let latch = parse_latch(args)?;
         Ok(Self { name, owner, lease_ms, latch })
     }
-}
-
-fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
-    arg.as_slice().eq_ignore_ascii_case(keyword)
 }
 
 command!(
@@ -88,18 +60,6 @@ command!(
         summary: c"Releases one hold of owner; replies 1 when released, 0 when still held, nil when not held.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[
-            OWNER,
-            LEASE_MS,
-            Arg {
-                name: c"latch",
-                kind: ArgKind::Block(&[
-                    Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
-                    Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
-                ]),
-                optional: true,
-                token: None,
-            },
-        ],
+        args: &[OWNER, LEASE_MS, LATCH,],
     },
 );

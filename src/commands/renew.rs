@@ -1,7 +1,6 @@
+use super::args::{OwnerArgs, LEASE_MS, OWNER};
 use super::info::CommandInfo;
 use super::registry::command;
-use super::OwnerArgs;
-use super::{LEASE_MS, OWNER};
 use crate::lock::{self, Renew};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};

@@ -4,6 +4,7 @@
 //! neither checked the caller's ACL for it nor routed by its slot: both
 //! are checked here, before anything is read or written.
 
+use super::acl::Caller;
 use super::key::SignalOnWriteKey;
 use super::{cluster_mode, notify, replicate};
 use crate::api::api;
@@ -75,31 +76,10 @@ impl UnlockLatch for RedisLatch<'_> {
 }
 
 /// Refuses with NOPERM, naming the key, unless the calling user may read
-/// and create `key`. Commands from the primary or the AOF run as the
-/// server itself (no user) and are not checked.
+/// and create `key`.
 fn check_write_permission(ctx: &Context, key: &RedisString) -> Result<(), RedisError> {
-    let raw_ctx = ctx.get_raw();
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(raw_ctx) } as u32;
-    if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
-        return Ok(());
-    }
-    let allowed = unsafe {
-        let user_name = api!(RedisModule_GetCurrentUserName)(raw_ctx);
-        let user = if user_name.is_null() {
-            std::ptr::null_mut()
-        } else {
-            let user = api!(RedisModule_GetModuleUserFromUserName)(user_name);
-            api!(RedisModule_FreeString)(raw_ctx, user_name);
-            user
-        };
-        !user.is_null() && {
-            let access = raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT;
-            let checked = api!(RedisModule_ACLCheckKeyPermissions)(user, key.inner, access as c_int);
-            api!(RedisModule_FreeModuleUser)(user);
-            checked == raw::REDISMODULE_OK as c_int
-        }
-    };
-    if allowed {
+    let access = raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT;
+    if Caller::new(ctx).may_access_key(key, access) {
         Ok(())
     } else {
         Err(RedisError::String(format!(

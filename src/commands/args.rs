@@ -1,0 +1,81 @@
+//! Argument parsing shared by the commands of every primitive.
+
+use super::info::{Arg, ArgKind};
+use crate::error::LockError;
+use crate::{config, lease};
+use redis_module::{NextArg, RedisError, RedisString};
+use rlock_protocol::DEFAULT_LATCH_MS;
+use std::iter::Peekable;
+
+/// Arguments of the commands shaped `CMD key owner [lease_ms]`.
+pub struct OwnerArgs {
+    pub name: RedisString,
+    pub owner: RedisString,
+    pub lease_ms: i64,
+}
+
+impl OwnerArgs {
+    /// Parses `key owner [lease_ms]`; a missing lease is the configured default.
+    pub fn parse(args: Vec<RedisString>) -> Result<Self, RedisError> {
+        let mut args = args.into_iter().skip(1);
+        let name = args.next_arg()?;
+        let owner = args.next_arg()?;
+        let lease_ms = match args.next() {
+            None => config::default_lease_ms(),
+            Some(arg) => lease::parse_lease_ms(arg.as_slice())?,
+        };
+        args.done()?;
+        Ok(Self { name, owner, lease_ms })
+    }
+}
+
+/// An optional `lease_ms` before keywords: a keyword where it may stand is
+/// left for the caller (a syntax error there, not a bad lease).
+pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
+    match args.next_if(|arg| !is_keyword(arg, b"ID") && !is_keyword(arg, b"PX")) {
+        None => Ok(config::default_lease_ms()),
+        Some(arg) => Ok(lease::parse_lease_ms(arg.as_slice())?),
+    }
+}
+
+/// The rest of the arguments as `[ID request_id [PX latch_ms]]`: the
+/// request id and how long its latch lives. Nothing may follow.
+pub fn parse_latch(mut args: impl Iterator<Item = RedisString>) -> Result<Option<(RedisString, i64)>, RedisError> {
+    let latch = match args.next() {
+        None => None,
+        Some(arg) if is_keyword(&arg, b"ID") => {
+            let request_id = args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
+            let latch_ms = match args.next() {
+                None => DEFAULT_LATCH_MS,
+                Some(arg) if is_keyword(&arg, b"PX") => {
+                    lease::parse_latch_ms(args.next().ok_or(LockError::LatchMissing)?.as_slice())?
+                }
+                Some(_) => return Err(LockError::ReleaseSyntax.into()),
+            };
+            Some((request_id, latch_ms))
+        }
+        Some(_) => return Err(LockError::ReleaseSyntax.into()),
+    };
+    if args.next().is_some() {
+        return Err(LockError::ReleaseSyntax.into());
+    }
+    Ok(latch)
+}
+
+/// Keywords are case-insensitive.
+pub fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
+    arg.as_slice().eq_ignore_ascii_case(keyword)
+}
+
+pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
+pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
+/// `[ID request_id [PX latch_ms]]`
+pub const LATCH: Arg = Arg {
+    name: c"latch",
+    kind: ArgKind::Block(&[
+        Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
+        Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
+    ]),
+    optional: true,
+    token: None,
+};

@@ -1,0 +1,92 @@
+//! The keys of one family command (a lock's hash, its queue, its latch,
+//! its channels) seen as a small Redis: the pure logic of every primitive
+//! is written against [`Keyspace`], the way Redisson's scripts are written
+//! against `redis.call`.
+//!
+//! Redis's side (`store::RedisKeyspace`) writes through the key API,
+//! replicates each effect and announces it. Derived keys and channels are
+//! checked (ACL, cluster slot) the first time they are touched, so a
+//! command must touch every key and channel it may write before its first
+//! write: then a refusal never leaves a partial write. The in-memory
+//! keyspace of the unit tests enforces that rule.
+
+use crate::error::LockError;
+
+pub mod latch;
+#[cfg(test)]
+pub mod memory;
+
+/// What a key holds, as TYPE reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyType {
+    Missing,
+    String,
+    List,
+    Hash,
+    Zset,
+    Other,
+}
+
+pub type Result<T> = std::result::Result<T, LockError>;
+
+/// Reads fail only when the caller may not touch the key (NOPERM, or
+/// another slot); writes also when their key was never touched before.
+/// Times are Unix milliseconds; zset scores are whole milliseconds.
+pub trait Keyspace {
+    fn key_type(&mut self, key: &[u8]) -> Result<KeyType>;
+    /// Absolute expiry; `None` when the key is missing or has none.
+    fn expire_at(&mut self, key: &[u8]) -> Result<Option<i64>>;
+    /// The value of a string key; `None` unless it is a string.
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// A hash field; `None` unless the key is a hash holding it.
+    fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Every field and value of a hash (empty unless it is one).
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+    /// Every element of a list, head first (empty unless it is one).
+    fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>>;
+    /// Every member of a sorted set, lowest score first.
+    fn zrange(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>>;
+    /// Checks, before any write, that the command may publish on `channel`.
+    fn touch_channel(&mut self, channel: &[u8]) -> Result<()>;
+
+    /// `SET key value [PXAT at]`.
+    fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()>;
+    /// `INCRBY key by`, given the result `new` the caller computed.
+    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()>;
+    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()>;
+    /// `HINCRBY key field by`, given the result `new` the caller computed.
+    fn hincr_by(&mut self, key: &[u8], field: &[u8], by: i64, new: i64) -> Result<()>;
+    /// `HDEL`; a hash left empty is deleted, as Redis does.
+    fn hdel(&mut self, key: &[u8], field: &[u8]) -> Result<()>;
+    /// `LPOP`; a list left empty is deleted.
+    fn lpop(&mut self, key: &[u8]) -> Result<()>;
+    fn rpush(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// `LREM key 0 value`; a list left empty is deleted.
+    fn lrem(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    fn zadd(&mut self, key: &[u8], member: &[u8], score: i64) -> Result<()>;
+    /// `ZREM`; a sorted set left empty is deleted.
+    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()>;
+    fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()>;
+    fn delete(&mut self, key: &[u8]) -> Result<()>;
+    /// Publishes `message` on a channel touched before.
+    fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()>;
+}
+
+/// PTTL as Redis reports it: -2 missing, -1 no expiry, else the remaining
+/// milliseconds, never negative.
+pub fn pttl<K: Keyspace>(keys: &mut K, key: &[u8], now_ms: i64) -> Result<i64> {
+    if keys.key_type(key)? == KeyType::Missing {
+        return Ok(-2);
+    }
+    Ok(match keys.expire_at(key)? {
+        None => -1,
+        Some(at_ms) => at_ms.saturating_sub(now_ms).max(0),
+    })
+}
+
+/// A stored count (hold count, permits) as HINCRBY/INCRBY read it:
+/// `None` when absent, [`LockError::NotALock`] when not an integer.
+pub fn parse_count(value: Option<Vec<u8>>) -> Result<Option<i64>> {
+    value.map(|bytes| crate::lock::parse_hold_count(&bytes)).transpose()
+}

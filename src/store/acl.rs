@@ -1,0 +1,80 @@
+//! The caller's ACL, for keys and channels a command derives from its
+//! arguments: Redis checked only the keys in argv.
+
+use crate::api::api;
+use redis_module::{raw, Context, RedisString};
+use std::os::raw::c_int;
+
+/// The user running the current command, looked up once when first needed.
+pub struct Caller {
+    ctx: *mut raw::RedisModuleCtx,
+    user: Option<User>,
+}
+
+enum User {
+    /// Commands from the primary or the AOF run as the server itself.
+    Server,
+    Known(*mut raw::RedisModuleUser),
+    /// No user could be found: every check fails.
+    Unknown,
+}
+
+impl Caller {
+    pub fn new(ctx: &Context) -> Self {
+        Self { ctx: ctx.get_raw(), user: None }
+    }
+
+    /// Whether the caller may touch `key` as `flags` (REDISMODULE_CMD_KEY_*) say.
+    pub fn may_access_key(&mut self, key: &RedisString, flags: u32) -> bool {
+        match self.user() {
+            User::Server => true,
+            User::Unknown => false,
+            User::Known(user) => unsafe {
+                api!(RedisModule_ACLCheckKeyPermissions)(*user, key.inner, flags as c_int)
+                    == raw::REDISMODULE_OK as c_int
+            },
+        }
+    }
+
+    /// Whether the caller may publish on `channel`.
+    pub fn may_publish(&mut self, channel: &RedisString) -> bool {
+        let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
+        match self.user() {
+            User::Server => true,
+            User::Unknown => false,
+            User::Known(user) => unsafe {
+                api!(RedisModule_ACLCheckChannelPermissions)(*user, channel.inner, flags)
+                    == raw::REDISMODULE_OK as c_int
+            },
+        }
+    }
+
+    fn user(&mut self) -> &User {
+        let ctx = self.ctx;
+        self.user.get_or_insert_with(|| unsafe {
+            let flags = api!(RedisModule_GetContextFlags)(ctx) as u32;
+            if flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0 {
+                return User::Server;
+            }
+            let name = api!(RedisModule_GetCurrentUserName)(ctx);
+            if name.is_null() {
+                return User::Unknown;
+            }
+            let user = api!(RedisModule_GetModuleUserFromUserName)(name);
+            api!(RedisModule_FreeString)(ctx, name);
+            if user.is_null() {
+                User::Unknown
+            } else {
+                User::Known(user)
+            }
+        })
+    }
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        if let Some(User::Known(user)) = self.user.take() {
+            unsafe { api!(RedisModule_FreeModuleUser)(user) };
+        }
+    }
+}

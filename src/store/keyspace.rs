@@ -1,0 +1,416 @@
+//! [`Keyspace`] over the module key API: the one Redis layer the family
+//! primitives share. Every write is made through the key API, replicated
+//! as the Redis command with the same effect (absolute expiries only) and
+//! announced with the keyspace event that command sends.
+//!
+//! The command's key (argv 1) was checked by Redis. Every other key and
+//! channel is derived, so the first touch checks it: in cluster mode its
+//! slot must be the name's, and the caller's ACL must allow it.
+
+use super::acl::Caller;
+use super::key::SignalOnWriteKey;
+use super::{cluster_mode, notify, publish, replicate};
+use crate::api::api;
+use crate::error::LockError;
+use crate::keyspace::{KeyType, Keyspace, Result};
+use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
+use rlock_protocol::key_slot;
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_longlong, c_void};
+use std::ptr;
+
+pub struct RedisKeyspace<'a> {
+    ctx: &'a Context,
+    name: &'a RedisString,
+    writable: bool,
+    caller: Caller,
+    // Keys before their names: each closes before its name is freed.
+    keys: Vec<(SignalOnWriteKey, Option<RedisString>)>,
+    channels: Vec<RedisString>,
+}
+
+impl<'a> RedisKeyspace<'a> {
+    /// For a command that may write, whose key is `name`.
+    pub fn open(ctx: &'a Context, name: &'a RedisString) -> Self {
+        Self::new(ctx, name, true)
+    }
+
+    /// For a read-only command: keys are opened for reading, and derived
+    /// keys need only read access.
+    pub fn open_readonly(ctx: &'a Context, name: &'a RedisString) -> Self {
+        Self::new(ctx, name, false)
+    }
+
+    fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
+        Self { ctx, name, writable, caller: Caller::new(ctx), keys: Vec::new(), channels: Vec::new() }
+    }
+
+    /// The open key named `key`, opened (and checked) on first use.
+    fn key(&mut self, key: &[u8]) -> Result<usize> {
+        let name = self.name;
+        let found = self.keys.iter().position(|(_, derived)| derived.as_ref().unwrap_or(name).as_slice() == key);
+        if let Some(index) = found {
+            return Ok(index);
+        }
+        let derived = if key == name.as_slice() {
+            None
+        } else {
+            if cluster_mode() && key_slot(key) != key_slot(name.as_slice()) {
+                return Err(LockError::DerivedKeyCrossSlot(key.to_vec()));
+            }
+            let derived = RedisString::create_from_slice(self.ctx.get_raw(), key);
+            let access = if self.writable {
+                raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
+            } else {
+                raw::REDISMODULE_CMD_KEY_ACCESS
+            };
+            if !self.caller.may_access_key(&derived, access) {
+                return Err(LockError::NoKeyPermission(key.to_vec()));
+            }
+            Some(derived)
+        };
+        let inner = derived.as_ref().unwrap_or(name).inner;
+        let open = if self.writable { SignalOnWriteKey::open } else { SignalOnWriteKey::open_readonly };
+        self.keys.push((open(self.ctx, inner), derived));
+        Ok(self.keys.len() - 1)
+    }
+
+    fn read(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
+        let index = self.key(key)?;
+        Ok(self.keys[index].0.read())
+    }
+
+    /// The key for writing and its name, for replication and events.
+    fn write(&mut self, key: &[u8]) -> Result<(*mut raw::RedisModuleKey, *mut raw::RedisModuleString)> {
+        let index = self.key(key)?;
+        let (open, derived) = &mut self.keys[index];
+        Ok((open.write(), derived.as_ref().unwrap_or(self.name).inner))
+    }
+
+    fn string(&self, bytes: &[u8]) -> RedisString {
+        RedisString::create_from_slice(self.ctx.get_raw(), bytes)
+    }
+
+    fn notify(&self, class: NotifyEvent, event: &CStr, key: *mut raw::RedisModuleString) {
+        notify(self.ctx, class, event, key);
+    }
+
+    /// Redis deletes a container its command left empty, and says `del`.
+    fn notify_if_emptied(&self, open: *mut raw::RedisModuleKey, key: *mut raw::RedisModuleString) {
+        if unsafe { api!(RedisModule_KeyType)(open) } as isize == raw::REDISMODULE_KEYTYPE_EMPTY {
+            self.notify(NotifyEvent::GENERIC, c"del", key);
+        }
+    }
+
+    /// A key-API string as bytes, freed.
+    fn take(&self, value: *mut raw::RedisModuleString) -> Vec<u8> {
+        let mut len = 0;
+        let bytes = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(value, &mut len).cast::<u8>(), len) };
+        let bytes = bytes.to_vec();
+        unsafe { api!(RedisModule_FreeString)(self.ctx.get_raw(), value) };
+        bytes
+    }
+}
+
+fn key_type_of(open: *mut raw::RedisModuleKey) -> KeyType {
+    match unsafe { api!(RedisModule_KeyType)(open) } as isize {
+        raw::REDISMODULE_KEYTYPE_EMPTY => KeyType::Missing,
+        raw::REDISMODULE_KEYTYPE_STRING => KeyType::String,
+        raw::REDISMODULE_KEYTYPE_LIST => KeyType::List,
+        raw::REDISMODULE_KEYTYPE_HASH => KeyType::Hash,
+        raw::REDISMODULE_KEYTYPE_ZSET => KeyType::Zset,
+        _ => KeyType::Other,
+    }
+}
+
+impl Keyspace for RedisKeyspace<'_> {
+    fn key_type(&mut self, key: &[u8]) -> Result<KeyType> {
+        Ok(key_type_of(self.read(key)?))
+    }
+
+    fn expire_at(&mut self, key: &[u8]) -> Result<Option<i64>> {
+        let open = self.read(key)?;
+        if key_type_of(open) == KeyType::Missing {
+            return Ok(None);
+        }
+        Ok(match unsafe { api!(RedisModule_GetAbsExpire)(open) } {
+            at if at == i64::from(raw::REDISMODULE_NO_EXPIRE) => None,
+            at => Some(at),
+        })
+    }
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let open = self.read(key)?;
+        if key_type_of(open) != KeyType::String {
+            return Ok(None);
+        }
+        let mut len = 0;
+        let bytes = unsafe { api!(RedisModule_StringDMA)(open, &mut len, raw::REDISMODULE_READ as c_int) };
+        Ok(Some(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), len) }.to_vec()))
+    }
+
+    fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
+        let open = self.read(key)?;
+        if key_type_of(open) != KeyType::Hash {
+            return Ok(None);
+        }
+        let field = self.string(field);
+        let mut value: *mut raw::RedisModuleString = ptr::null_mut();
+        unsafe {
+            api!(RedisModule_HashGet)(
+                open,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                &mut value as *mut *mut raw::RedisModuleString,
+                ptr::null_mut::<c_void>(),
+            );
+        }
+        Ok((!value.is_null()).then(|| self.take(value)))
+    }
+
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let open = self.read(key)?;
+        let mut fields = Vec::new();
+        if key_type_of(open) == KeyType::Hash {
+            let name = self.string(key);
+            let cursor = ScanKeyCursor::new(self.ctx.open_key(&name));
+            while cursor.scan(|_, field, value| fields.push((field.as_slice().to_vec(), value.as_slice().to_vec()))) {}
+        }
+        Ok(fields)
+    }
+
+    fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let open = self.read(key)?;
+        if key_type_of(open) != KeyType::List {
+            return Ok(Vec::new());
+        }
+        let len = unsafe { api!(RedisModule_ValueLength)(open) } as i64;
+        Ok((0..len).map(|index| self.take(unsafe { api!(RedisModule_ListGet)(open, index as c_longlong) })).collect())
+    }
+
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>> {
+        let open = self.read(key)?;
+        if key_type_of(open) != KeyType::Zset {
+            return Ok(None);
+        }
+        let member = self.string(member);
+        let mut score = 0f64;
+        let found =
+            unsafe { api!(RedisModule_ZsetScore)(open, member.inner, &mut score) } == raw::REDISMODULE_OK as c_int;
+        Ok(found.then_some(score as i64))
+    }
+
+    fn zrange(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>> {
+        let open = self.read(key)?;
+        let mut members = Vec::new();
+        if key_type_of(open) != KeyType::Zset {
+            return Ok(members);
+        }
+        let (all_from, all_to) = (raw::REDISMODULE_NEGATIVE_INFINITE, raw::REDISMODULE_POSITIVE_INFINITE);
+        unsafe { api!(RedisModule_ZsetFirstInScoreRange)(open, all_from, all_to, 0, 0) };
+        while unsafe { api!(RedisModule_ZsetRangeEndReached)(open) } == 0 {
+            let mut score = 0f64;
+            let member = unsafe { api!(RedisModule_ZsetRangeCurrentElement)(open, &mut score) };
+            members.push((self.take(member), score as i64));
+            unsafe { api!(RedisModule_ZsetRangeNext)(open) };
+        }
+        unsafe { api!(RedisModule_ZsetRangeStop)(open) };
+        Ok(members)
+    }
+
+    fn touch_channel(&mut self, channel: &[u8]) -> Result<()> {
+        if self.channels.iter().any(|known| known.as_slice() == channel) {
+            return Ok(());
+        }
+        let name = self.string(channel);
+        if !self.caller.may_publish(&name) {
+            return Err(LockError::NoChannelPermission(channel.to_vec()));
+        }
+        self.channels.push(name);
+        Ok(())
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let value = self.string(value);
+        unsafe { api!(RedisModule_StringSet)(open, value.inner) };
+        self.notify(NotifyEvent::STRING, c"set", name);
+        match expire_at {
+            None => {
+                replicate!(self.ctx, c"SET", c"ss", name, value.inner);
+            }
+            Some(at) => {
+                unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
+                replicate!(self.ctx, c"SET", c"sscl", name, value.inner, c"PXAT".as_ptr(), at as c_longlong);
+                self.notify(NotifyEvent::GENERIC, c"expire", name);
+            }
+        }
+        Ok(())
+    }
+
+    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        // StringSet drops the expiry; INCRBY keeps it.
+        let kept = self.expire_at(key)?;
+        let value = unsafe { api!(RedisModule_CreateStringFromLongLong)(self.ctx.get_raw(), new) };
+        unsafe {
+            api!(RedisModule_StringSet)(open, value);
+            api!(RedisModule_FreeString)(self.ctx.get_raw(), value);
+        }
+        if let Some(at) = kept {
+            unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
+        }
+        if by < 0 {
+            replicate!(self.ctx, c"DECRBY", c"sl", name, by.unsigned_abs() as c_longlong);
+            self.notify(NotifyEvent::STRING, c"decrby", name);
+        } else {
+            replicate!(self.ctx, c"INCRBY", c"sl", name, by as c_longlong);
+            self.notify(NotifyEvent::STRING, c"incrby", name);
+        }
+        Ok(())
+    }
+
+    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let (field, value) = (self.string(field), self.string(value));
+        unsafe {
+            api!(RedisModule_HashSet)(
+                open,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                value.inner,
+                ptr::null_mut::<c_void>(),
+            );
+        }
+        replicate!(self.ctx, c"HSET", c"sss", name, field.inner, value.inner);
+        self.notify(NotifyEvent::HASH, c"hset", name);
+        Ok(())
+    }
+
+    fn hincr_by(&mut self, key: &[u8], field: &[u8], by: i64, new: i64) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let field = self.string(field);
+        unsafe {
+            let value = api!(RedisModule_CreateStringFromLongLong)(self.ctx.get_raw(), new);
+            api!(RedisModule_HashSet)(
+                open,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                value,
+                ptr::null_mut::<c_void>(),
+            );
+            api!(RedisModule_FreeString)(self.ctx.get_raw(), value);
+        }
+        replicate!(self.ctx, c"HINCRBY", c"ssl", name, field.inner, by as c_longlong);
+        self.notify(NotifyEvent::HASH, c"hincrby", name);
+        Ok(())
+    }
+
+    fn hdel(&mut self, key: &[u8], field: &[u8]) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let field = self.string(field);
+        let deleted = unsafe {
+            api!(RedisModule_HashSet)(
+                open,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.inner,
+                raw::REDISMODULE_HASH_DELETE as *mut raw::RedisModuleString,
+                ptr::null_mut::<c_void>(),
+            )
+        };
+        if deleted == 0 {
+            return Ok(());
+        }
+        replicate!(self.ctx, c"HDEL", c"ss", name, field.inner);
+        self.notify(NotifyEvent::HASH, c"hdel", name);
+        self.notify_if_emptied(open, name);
+        Ok(())
+    }
+
+    fn lpop(&mut self, key: &[u8]) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let popped = unsafe { api!(RedisModule_ListPop)(open, raw::REDISMODULE_LIST_HEAD as c_int) };
+        if popped.is_null() {
+            return Ok(());
+        }
+        self.take(popped);
+        replicate!(self.ctx, c"LPOP", c"s", name);
+        self.notify(NotifyEvent::LIST, c"lpop", name);
+        self.notify_if_emptied(open, name);
+        Ok(())
+    }
+
+    fn rpush(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let value = self.string(value);
+        unsafe { api!(RedisModule_ListPush)(open, raw::REDISMODULE_LIST_TAIL as c_int, value.inner) };
+        replicate!(self.ctx, c"RPUSH", c"ss", name, value.inner);
+        self.notify(NotifyEvent::LIST, c"rpush", name);
+        Ok(())
+    }
+
+    fn lrem(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let items = self.lrange(key)?;
+        let (open, name) = self.write(key)?;
+        let mut removed = false;
+        // From the tail, so the indexes still to visit do not move.
+        for (index, _) in items.iter().enumerate().rev().filter(|(_, item)| item.as_slice() == value) {
+            unsafe { api!(RedisModule_ListDelete)(open, index as c_longlong) };
+            removed = true;
+        }
+        if !removed {
+            return Ok(());
+        }
+        let value = self.string(value);
+        replicate!(self.ctx, c"LREM", c"sls", name, 0 as c_longlong, value.inner);
+        self.notify(NotifyEvent::LIST, c"lrem", name);
+        self.notify_if_emptied(open, name);
+        Ok(())
+    }
+
+    fn zadd(&mut self, key: &[u8], member: &[u8], score: i64) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let member = self.string(member);
+        unsafe { api!(RedisModule_ZsetAdd)(open, score as f64, member.inner, ptr::null_mut()) };
+        replicate!(self.ctx, c"ZADD", c"sls", name, score as c_longlong, member.inner);
+        self.notify(NotifyEvent::ZSET, c"zadd", name);
+        Ok(())
+    }
+
+    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        let member = self.string(member);
+        let mut deleted: c_int = 0;
+        unsafe { api!(RedisModule_ZsetRem)(open, member.inner, &mut deleted) };
+        if deleted == 0 {
+            return Ok(());
+        }
+        replicate!(self.ctx, c"ZREM", c"ss", name, member.inner);
+        self.notify(NotifyEvent::ZSET, c"zrem", name);
+        self.notify_if_emptied(open, name);
+        Ok(())
+    }
+
+    fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        unsafe { api!(RedisModule_SetAbsExpire)(open, at_ms) };
+        replicate!(self.ctx, c"PEXPIREAT", c"sl", name, at_ms as c_longlong);
+        self.notify(NotifyEvent::GENERIC, c"expire", name);
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<()> {
+        let (open, name) = self.write(key)?;
+        unsafe { api!(RedisModule_DeleteKey)(open) };
+        replicate!(self.ctx, c"DEL", c"s", name);
+        self.notify(NotifyEvent::GENERIC, c"del", name);
+        Ok(())
+    }
+
+    fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
+        self.touch_channel(channel)?;
+        let (channel, message) = (self.string(channel), self.string(message));
+        publish(self.ctx, &channel, message.inner);
+        Ok(())
+    }
+}
