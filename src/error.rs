@@ -35,6 +35,17 @@ pub enum LockError {
     /// In cluster mode, the unlock latch key hashes to another slot than
     /// the lock (the lock name has a `{` but no proper hash tag).
     LatchCrossSlot,
+    /// `WAIT wait_ms` is not a positive base-10 integer.
+    WaitNotPositiveInteger,
+    /// `WAIT wait_ms` is above [`crate::lease::MAX_LEASE_MS`].
+    WaitTooLong,
+    /// `WAIT` without `wait_ms`, or something else after the lease.
+    WaitSyntax,
+    /// The read-write lock's mode argument is neither `READ` nor `WRITE`.
+    ModeInvalid,
+    /// The key is a hash but not a read-write lock: no valid `mode`, or a
+    /// hold count that is not an integer.
+    NotAReadWriteLock,
     /// The caller's ACL does not let it touch this key the command derived
     /// from the name (a queue, a latch, a per-hold timeout key).
     NoKeyPermission(Vec<u8>),
@@ -64,6 +75,11 @@ impl LockError {
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
             }
+            Self::WaitNotPositiveInteger => "ERR wait_ms must be a positive integer",
+            Self::WaitTooLong => "ERR wait_ms is above the maximum of 31536000000 (365 days)",
+            Self::WaitSyntax => "ERR syntax error: after owner and lease_ms, only WAIT wait_ms",
+            Self::ModeInvalid => "ERR mode must be READ or WRITE",
+            Self::NotAReadWriteLock => "ERR key is a hash but not a read-write lock: no read/write mode, or a hold count that is not an integer",
             Self::NoKeyPermission(key) => {
                 return format!(
                     "NOPERM this user has no permissions to access the derived key '{}'",

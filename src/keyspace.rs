@@ -44,7 +44,6 @@ pub trait Keyspace {
     fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
     /// Every element of a list, head first (empty unless it is one).
     fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
-    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>>;
     /// Every member of a sorted set, lowest score first.
     fn zrange(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>>;
     /// Checks, before any write, that the command may publish on `channel`.
@@ -52,8 +51,6 @@ pub trait Keyspace {
 
     /// `SET key value [PXAT at]`.
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()>;
-    /// `INCRBY key by`, given the result `new` the caller computed.
-    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()>;
     fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()>;
     /// `HINCRBY key field by`, given the result `new` the caller computed.
     fn hincr_by(&mut self, key: &[u8], field: &[u8], by: i64, new: i64) -> Result<()>;

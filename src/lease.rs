@@ -17,6 +17,11 @@ pub fn parse_latch_ms(arg: &[u8]) -> Result<i64, LockError> {
         .map_err(|too_long| if too_long { LockError::LatchTooLong } else { LockError::LatchNotPositiveInteger })
 }
 
+/// Parses `WAIT wait_ms` by the same rules as `lease_ms`.
+pub fn parse_wait_ms(arg: &[u8]) -> Result<i64, LockError> {
+    parse_ms(arg).map_err(|too_long| if too_long { LockError::WaitTooLong } else { LockError::WaitNotPositiveInteger })
+}
+
 /// True when `arg` is all base-10 digits: a time, not a keyword.
 pub fn is_digits(arg: &[u8]) -> bool {
     !arg.is_empty() && arg.iter().all(u8::is_ascii_digit)
@@ -72,6 +77,14 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(parse_lease_ms(input), *expected, "input {:?}", String::from_utf8_lossy(input));
         }
+    }
+
+    #[test]
+    fn wait_times_parse_like_leases_with_their_own_errors() {
+        assert_eq!(parse_wait_ms(b"5000"), Ok(5_000));
+        assert_eq!(parse_wait_ms(b"0"), Err(LockError::WaitNotPositiveInteger));
+        assert_eq!(parse_wait_ms(b"x"), Err(LockError::WaitNotPositiveInteger));
+        assert_eq!(parse_wait_ms(b"31536000001"), Err(LockError::WaitTooLong));
     }
 
     #[test]

@@ -5,10 +5,12 @@
 
 // Pure logic: unit-tested without Redis.
 mod error;
+mod fair;
 mod keyspace;
 mod lease;
 mod load_args;
 mod lock;
+mod rwlock;
 
 // Redis glue: left out of unit-test builds, whose binaries cannot run the
 // module's allocator; the integration tests cover it.

@@ -2,6 +2,10 @@
 //! Redisson's derived names (release channel, unlock latch key), the
 //! release message, the lease bounds and Redis Cluster's key slots.
 
+mod family;
+
+pub use family::*;
+
 /// Prefix of Redisson's release channel.
 const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel";
 

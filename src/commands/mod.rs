@@ -7,7 +7,7 @@ mod force_release;
 pub mod info;
 pub mod registry;
 mod release;
-mod renew;
+pub(crate) mod renew;
 mod status;
 
 pub use registry::register;

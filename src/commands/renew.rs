@@ -9,7 +9,7 @@ use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.RENEW key owner [lease_ms]`: 1 when `owner` holds the lock and
 /// its lease was reset, else 0.
-pub fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
     let mut key = RedisLock::open(ctx, &name);
     let outcome = lock::renew(&mut key, &owner, lease_ms, now_ms())?;

@@ -13,6 +13,8 @@ pub enum Value {
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     List(VecDeque<Vec<u8>>),
     Zset(BTreeMap<Vec<u8>, i64>),
+    /// A type no primitive uses (a set, a stream...).
+    Other,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -98,6 +100,7 @@ impl Keyspace for MemoryKeyspace {
             Some(Value::Hash(_)) => KeyType::Hash,
             Some(Value::List(_)) => KeyType::List,
             Some(Value::Zset(_)) => KeyType::Zset,
+            Some(Value::Other) => KeyType::Other,
         })
     }
 
@@ -134,13 +137,6 @@ impl Keyspace for MemoryKeyspace {
         })
     }
 
-    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>> {
-        Ok(match self.read(key) {
-            Some(Value::Zset(zset)) => zset.get(member).copied(),
-            _ => None,
-        })
-    }
-
     fn zrange(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>> {
         let mut members: Vec<_> = match self.read(key) {
             Some(Value::Zset(zset)) => zset.iter().map(|(m, s)| (m.clone(), *s)).collect(),
@@ -161,12 +157,6 @@ impl Keyspace for MemoryKeyspace {
         let px = expire_at.map(|at| format!(" PXAT {at}")).unwrap_or_default();
         self.write(key, format!("SET {} {}{px}", text(key), text(value)));
         self.keys.insert(key.to_vec(), (Value::String(value.to_vec()), expire_at));
-        Ok(())
-    }
-
-    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()> {
-        self.write(key, format!("INCRBY {} {by}", text(key)));
-        *self.entry(key, Value::String(Vec::new())) = Value::String(new.to_string().into_bytes());
         Ok(())
     }
 

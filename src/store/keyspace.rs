@@ -75,6 +75,18 @@ impl<'a> RedisKeyspace<'a> {
         Ok(self.keys.len() - 1)
     }
 
+    /// The key closed and opened again. On Redis 7.0 a list's iterator in
+    /// a key handle goes stale after a write through it (RM_ListGet then
+    /// fails an assertion and the server aborts): lists are read and
+    /// deleted from through fresh handles.
+    fn reopened(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
+        let index = self.key(key)?;
+        let inner = self.keys[index].1.as_ref().unwrap_or(self.name).inner;
+        let open = if self.writable { SignalOnWriteKey::open } else { SignalOnWriteKey::open_readonly };
+        self.keys[index].0 = open(self.ctx, inner);
+        Ok(self.keys[index].0.read())
+    }
+
     fn read(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
         let index = self.key(key)?;
         Ok(self.keys[index].0.read())
@@ -180,24 +192,12 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let open = self.read(key)?;
+        let open = self.reopened(key)?;
         if key_type_of(open) != KeyType::List {
             return Ok(Vec::new());
         }
         let len = unsafe { api!(RedisModule_ValueLength)(open) } as i64;
         Ok((0..len).map(|index| self.take(unsafe { api!(RedisModule_ListGet)(open, index as c_longlong) })).collect())
-    }
-
-    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>> {
-        let open = self.read(key)?;
-        if key_type_of(open) != KeyType::Zset {
-            return Ok(None);
-        }
-        let member = self.string(member);
-        let mut score = 0f64;
-        let found =
-            unsafe { api!(RedisModule_ZsetScore)(open, member.inner, &mut score) } == raw::REDISMODULE_OK as c_int;
-        Ok(found.then_some(score as i64))
     }
 
     fn zrange(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>> {
@@ -244,28 +244,6 @@ impl Keyspace for RedisKeyspace<'_> {
                 replicate!(self.ctx, c"SET", c"sscl", name, value.inner, c"PXAT".as_ptr(), at as c_longlong);
                 self.notify(NotifyEvent::GENERIC, c"expire", name);
             }
-        }
-        Ok(())
-    }
-
-    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()> {
-        let (open, name) = self.write(key)?;
-        // StringSet drops the expiry; INCRBY keeps it.
-        let kept = self.expire_at(key)?;
-        let value = unsafe { api!(RedisModule_CreateStringFromLongLong)(self.ctx.get_raw(), new) };
-        unsafe {
-            api!(RedisModule_StringSet)(open, value);
-            api!(RedisModule_FreeString)(self.ctx.get_raw(), value);
-        }
-        if let Some(at) = kept {
-            unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
-        }
-        if by < 0 {
-            replicate!(self.ctx, c"DECRBY", c"sl", name, by.unsigned_abs() as c_longlong);
-            self.notify(NotifyEvent::STRING, c"decrby", name);
-        } else {
-            replicate!(self.ctx, c"INCRBY", c"sl", name, by as c_longlong);
-            self.notify(NotifyEvent::STRING, c"incrby", name);
         }
         Ok(())
     }
@@ -351,16 +329,17 @@ impl Keyspace for RedisKeyspace<'_> {
 
     fn lrem(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let items = self.lrange(key)?;
-        let (open, name) = self.write(key)?;
-        let mut removed = false;
-        // From the tail, so the indexes still to visit do not move.
-        for (index, _) in items.iter().enumerate().rev().filter(|(_, item)| item.as_slice() == value) {
-            unsafe { api!(RedisModule_ListDelete)(open, index as c_longlong) };
-            removed = true;
-        }
-        if !removed {
+        let matches: Vec<usize> = items.iter().enumerate().filter(|(_, item)| *item == value).map(|(i, _)| i).collect();
+        if matches.is_empty() {
             return Ok(());
         }
+        // From the tail, so the indexes still to visit do not move.
+        for index in matches.into_iter().rev() {
+            self.reopened(key)?;
+            let (open, _) = self.write(key)?;
+            unsafe { api!(RedisModule_ListDelete)(open, index as c_longlong) };
+        }
+        let (open, name) = self.write(key)?;
         let value = self.string(value);
         replicate!(self.ctx, c"LREM", c"sls", name, 0 as c_longlong, value.inner);
         self.notify(NotifyEvent::LIST, c"lrem", name);

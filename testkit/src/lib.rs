@@ -2,6 +2,7 @@
 
 mod cluster;
 mod events;
+mod family_scripts;
 mod rng;
 mod scripts;
 mod server;
@@ -9,6 +10,7 @@ mod tracking;
 
 pub use cluster::Cluster;
 pub use events::keyspace_events;
+pub use family_scripts::{FairScripts, RwScripts};
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, RedissonScripts, UNLOCK_MESSAGE};
 pub use server::{module_path, send_signal, Server, ServerBuilder};

@@ -1,0 +1,31 @@
+use super::{parse_wait, WAIT_MS};
+use crate::commands::args::OWNER;
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::fair::{FairLock, DEFAULT_WAIT_MS};
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RFAIR.CANCEL key owner [WAIT wait_ms]`: Redisson's give-up: owner
+/// leaves the queue. Replies nil, as Redisson's script.
+fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    let owner = args.next_arg()?;
+    let wait_ms = parse_wait(args)?.unwrap_or(DEFAULT_WAIT_MS);
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    FairLock::new(name.as_slice()).cancel(&mut keys, owner.as_slice(), wait_ms, now_ms())?;
+    Ok(RedisValue::Null)
+}
+
+command!(
+    cancel,
+    c"write fast",
+    CommandInfo {
+        name: c"rfair.cancel",
+        summary: c"Takes owner out of the fair lock's queue (Redisson's give-up); replies nil.",
+        arity: -3,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS,
+        args: &[OWNER, WAIT_MS],
+    },
+);

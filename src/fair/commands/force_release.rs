@@ -1,0 +1,29 @@
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::fair::FairLock;
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RFAIR.FORCERELEASE key`: deletes the lock whoever holds it and wakes
+/// the head waiter; 1 when a lock was deleted, else 0.
+fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    args.done()?;
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let released = FairLock::new(name.as_slice()).force_release(&mut keys, now_ms())?;
+    Ok(RedisValue::Integer(i64::from(released)))
+}
+
+command!(
+    force_release,
+    c"write",
+    CommandInfo {
+        name: c"rfair.forcerelease",
+        summary:
+            c"Deletes the fair lock whoever holds it and wakes the head waiter; replies 1, or 0 when there was none.",
+        arity: 2,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        args: &[],
+    },
+);

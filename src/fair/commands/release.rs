@@ -1,0 +1,42 @@
+use crate::commands::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::fair::{FairLock, Release};
+use crate::keyspace::latch::UnlockLatch;
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RFAIR.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
+/// when owner does not hold the lock, 0 when one reentry level was
+/// released, 1 when released (also when the lock was already gone, as
+/// Redisson's script); the head waiter is told on its own channel.
+fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1).peekable();
+    let name = args.next_arg()?;
+    let owner = args.next_arg()?;
+    let lease_ms = parse_optional_lease(&mut args)?;
+    let latch = parse_latch(args)?;
+    let now = now_ms();
+    let latch =
+        latch.map(|(id, latch_ms)| UnlockLatch::new(name.as_slice(), id.as_slice(), latch_ms, now)).transpose()?;
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let lock = FairLock::new(name.as_slice());
+    Ok(match lock.release(&mut keys, owner.as_slice(), lease_ms, latch.as_ref(), now)? {
+        Release::NotHeld => RedisValue::Null,
+        Release::Decremented { .. } => RedisValue::Integer(0),
+        Release::Released => RedisValue::Integer(1),
+        Release::Latched { released } => RedisValue::Integer(i64::from(released)),
+    })
+}
+
+command!(
+    release,
+    c"write fast",
+    CommandInfo {
+        name: c"rfair.release",
+        summary: c"Releases one hold of owner and wakes the head waiter; replies 1 when released, 0 when still held, nil when not held.",
+        arity: -3,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        args: &[OWNER, LEASE_MS, LATCH],
+    },
+);

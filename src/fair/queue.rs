@@ -1,0 +1,122 @@
+//! The fair lock's waiters: the queue (a list of owners, FIFO) and their
+//! deadlines (a sorted set, owner -> Unix ms), read together and purged of
+//! dead entries.
+
+use crate::error::LockError;
+use crate::keyspace::{KeyType, Keyspace, Result};
+
+/// The live waiters, read at `now`, and the dead entries a purge removes.
+#[derive(Debug, Default)]
+pub struct Waiters {
+    /// Live owners, head first, with their deadlines.
+    pub live: Vec<(Vec<u8>, i64)>,
+    /// Queue entries whose deadline passed or that have none.
+    dead_queued: Vec<Vec<u8>>,
+    /// Deadlines of owners that are dead or not in the queue.
+    dead_scored: Vec<Vec<u8>>,
+}
+
+impl Waiters {
+    /// Reads the queue and the deadlines. Redisson purges only a dead head;
+    /// here every dead entry goes (#1353, #3730, #4153): an entry whose
+    /// deadline is at or before `now`, a queued owner without a deadline,
+    /// a deadline without a queued owner.
+    pub fn read<K: Keyspace>(keys: &mut K, queue: &[u8], timeouts: &[u8], now_ms: i64) -> Result<Self> {
+        expect_type(keys, queue, KeyType::List)?;
+        expect_type(keys, timeouts, KeyType::Zset)?;
+        let queued = keys.lrange(queue)?;
+        let mut scores = keys.zrange(timeouts)?;
+        let mut waiters = Self::default();
+        for owner in queued {
+            let score = scores.iter().find(|(member, _)| *member == owner).map(|(_, score)| *score);
+            match score {
+                Some(score) if score > now_ms && !waiters.is_live(&owner) => waiters.live.push((owner, score)),
+                Some(score) if score > now_ms => {}
+                _ => waiters.dead_queued.push(owner),
+            }
+        }
+        scores.retain(|(member, _)| !waiters.is_live(member));
+        waiters.dead_scored = scores.into_iter().map(|(member, _)| member).collect();
+        waiters.dead_queued.dedup();
+        Ok(waiters)
+    }
+
+    fn is_live(&self, owner: &[u8]) -> bool {
+        self.live.iter().any(|(live, _)| live == owner)
+    }
+
+    pub fn head(&self) -> Option<&[u8]> {
+        self.live.first().map(|(owner, _)| owner.as_slice())
+    }
+
+    /// The owner's 0-based place in the queue.
+    pub fn position(&self, owner: &[u8]) -> Option<usize> {
+        self.live.iter().position(|(live, _)| live == owner)
+    }
+
+    /// Removes the dead entries.
+    pub fn purge<K: Keyspace>(&mut self, keys: &mut K, queue: &[u8], timeouts: &[u8]) -> Result<()> {
+        for owner in self.dead_queued.drain(..) {
+            keys.lrem(queue, &owner)?;
+        }
+        for owner in self.dead_scored.drain(..) {
+            keys.zrem(timeouts, &owner)?;
+        }
+        Ok(())
+    }
+
+    /// Removes `owner` from the queue (the head when it takes the lock, any
+    /// waiter when it gives up), keeping Redisson's deadline arithmetic:
+    /// every waiter after it (all of them, when it was the head taking the
+    /// lock) gets `wait_ms` less.
+    pub fn remove<K: Keyspace>(
+        &mut self,
+        keys: &mut K,
+        queue: &[u8],
+        timeouts: &[u8],
+        owner: &[u8],
+        wait_ms: i64,
+    ) -> Result<()> {
+        let Some(position) = self.position(owner) else { return Ok(()) };
+        if position == 0 {
+            keys.lpop(queue)?;
+        } else {
+            keys.lrem(queue, owner)?;
+        }
+        keys.zrem(timeouts, owner)?;
+        self.live.remove(position);
+        for (later, score) in &mut self.live[position..] {
+            *score = score.saturating_sub(wait_ms);
+            keys.zadd(timeouts, later, *score)?;
+        }
+        Ok(())
+    }
+
+    /// Appends `owner` with Redisson's deadline: `wait_ms` after the last
+    /// waiter's deadline, or after the lock's PTTL (`pttl_ms`) when the
+    /// queue is empty. Returns Redisson's reply, that base.
+    pub fn enqueue<K: Keyspace>(
+        &mut self,
+        keys: &mut K,
+        queue: &[u8],
+        timeouts: &[u8],
+        owner: &[u8],
+        (pttl_ms, wait_ms, now_ms): (i64, i64, i64),
+    ) -> Result<i64> {
+        let base = self.live.last().map_or(pttl_ms, |(_, tail)| tail - now_ms);
+        let deadline = base.saturating_add(wait_ms).saturating_add(now_ms);
+        keys.zadd(timeouts, owner, deadline)?;
+        keys.rpush(queue, owner)?;
+        self.live.push((owner.to_vec(), deadline));
+        Ok(base)
+    }
+}
+
+/// Refuses a key holding another type than `expected` (a missing key is fine).
+pub fn expect_type<K: Keyspace>(keys: &mut K, key: &[u8], expected: KeyType) -> Result<()> {
+    match keys.key_type(key)? {
+        KeyType::Missing => Ok(()),
+        found if found == expected => Ok(()),
+        _ => Err(LockError::WrongType),
+    }
+}

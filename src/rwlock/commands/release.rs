@@ -1,0 +1,44 @@
+use super::{parse_side, MODE};
+use crate::commands::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::keyspace::latch::UnlockLatch;
+use crate::rwlock::{ReadWriteLock, Release};
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]`:
+/// Redisson's read or write unlock: nil when owner holds nothing that way,
+/// 0 when the lock is still held (by owner or others), 1 when released.
+/// The lease applies to a write release that leaves the writer holding.
+fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1).peekable();
+    let name = args.next_arg()?;
+    let owner = args.next_arg()?;
+    let side = parse_side(&args.next_arg()?)?;
+    let lease_ms = parse_optional_lease(&mut args)?;
+    let latch = parse_latch(args)?;
+    let now = now_ms();
+    let latch =
+        latch.map(|(id, latch_ms)| UnlockLatch::new(name.as_slice(), id.as_slice(), latch_ms, now)).transpose()?;
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let lock = ReadWriteLock::new(name.as_slice());
+    Ok(match lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)? {
+        Release::NotHeld { .. } => RedisValue::Null,
+        Release::StillHeld => RedisValue::Integer(0),
+        Release::Released => RedisValue::Integer(1),
+        Release::Latched { released } => RedisValue::Integer(i64::from(released)),
+    })
+}
+
+command!(
+    release,
+    c"write fast",
+    CommandInfo {
+        name: c"rrw.release",
+        summary: c"Releases one read or write hold of owner; replies 1 when released, 0 when the lock is still held, nil when not held.",
+        arity: -4,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        args: &[OWNER, MODE, LEASE_MS, LATCH],
+    },
+);

@@ -1,0 +1,27 @@
+use crate::commands::args::{OwnerArgs, LEASE_MS, OWNER};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::rwlock::ReadWriteLock;
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+
+/// `RRW.RENEW key owner [lease_ms]`: resets the lease of all of owner's
+/// read holds and its write hold; 1 when it held any, else 0.
+fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let renewed = ReadWriteLock::new(name.as_slice()).renew(&mut keys, owner.as_slice(), lease_ms, now_ms())?;
+    Ok(RedisValue::Integer(i64::from(renewed)))
+}
+
+command!(
+    renew,
+    c"write fast",
+    CommandInfo {
+        name: c"rrw.renew",
+        summary: c"Resets the lease of owner's read and write holds; replies 1, or 0 when it holds none.",
+        arity: -3,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+        args: &[OWNER, LEASE_MS],
+    },
+);

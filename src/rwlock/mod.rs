@@ -1,0 +1,316 @@
+//! Redisson's read-write lock (protocol page §3) as pure logic over a
+//! [`Keyspace`]: one hash with a `mode` (`read` or `write`), a hold count
+//! per reader and one for the writer (`<owner>:write`), and a string key
+//! per read hold carrying that hold's own lease. Readers share; a writer
+//! excludes everyone but itself, and may take reads too.
+
+mod hash;
+#[cfg(test)]
+mod tests;
+
+#[cfg(not(test))]
+mod commands;
+
+use crate::error::LockError;
+use crate::keyspace::latch::UnlockLatch;
+use crate::keyspace::{pttl, KeyType, Keyspace, Result};
+use crate::lease::expiry;
+use hash::{parse_holds, Mode, RwHash};
+use rlock_protocol::{rwlock_channel, rwlock_timeout_key, rwlock_write_field};
+
+/// Which side of the lock a command is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquire {
+    /// Taken or re-entered.
+    Acquired,
+    /// Someone else holds it the other way; the lock's PTTL.
+    Contended { pttl_ms: i64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Redisson's nil. `published`: the lock was missing, so the release
+    /// message went out anyway (and a latch records 1), as the script does.
+    NotHeld {
+        published: bool,
+    },
+    /// Redisson's 0: the lock is still held (maybe by others only).
+    StillHeld,
+    /// Redisson's 1.
+    Released,
+    Latched {
+        released: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub mode: Option<&'static str>,
+    pub pttl_ms: i64,
+    pub readers: i64,
+    /// The owner's read and write hold counts, when an owner was given.
+    pub owner: Option<(i64, i64)>,
+}
+
+/// The keys of one read-write lock.
+pub struct ReadWriteLock {
+    pub name: Vec<u8>,
+    channel: Vec<u8>,
+}
+
+/// Redisson's messages: a read release wakes one waiter, a write release all.
+const READ_RELEASED: &[u8] = b"0";
+const WRITE_RELEASED: &[u8] = b"1";
+
+impl ReadWriteLock {
+    pub fn new(name: &[u8]) -> Self {
+        Self { name: name.to_vec(), channel: rwlock_channel(name) }
+    }
+
+    fn timeout_key(&self, field: &[u8], n: i64) -> Vec<u8> {
+        rwlock_timeout_key(&self.name, field, n)
+    }
+
+    /// Touches a read hold's timeout key; refuses one that is not a string.
+    fn touch_timeout<K: Keyspace>(&self, keys: &mut K, key: &[u8]) -> Result<()> {
+        match keys.key_type(key)? {
+            KeyType::Missing | KeyType::String => Ok(()),
+            _ => Err(LockError::WrongType),
+        }
+    }
+
+    /// The expiry for a hold of `lease_ms` that must not cut another's short.
+    fn extended_expiry<K: Keyspace>(&self, keys: &mut K, at_ms: i64) -> Result<i64> {
+        Ok(keys.expire_at(&self.name)?.map_or(at_ms, |current| current.max(at_ms)))
+    }
+
+    pub fn acquire<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        owner: &[u8],
+        side: Side,
+        lease_ms: i64,
+        now_ms: i64,
+    ) -> Result<Acquire> {
+        let expire_at = expiry(now_ms, lease_ms)?;
+        let hash = RwHash::read(keys, &self.name)?;
+        let write_field = rwlock_write_field(owner);
+        let writer_holds = hash.count(keys, &write_field)? > 0;
+        match (side, hash.mode) {
+            (Side::Read, None) => {
+                let timeout = self.timeout_key(owner, 1);
+                self.touch_timeout(keys, &timeout)?;
+                keys.hset(&self.name, b"mode", b"read")?;
+                keys.hset(&self.name, owner, b"1")?;
+                keys.set(&timeout, b"1", Some(expire_at))?;
+                keys.set_expire_at(&self.name, expire_at)?;
+            }
+            (Side::Read, Some(mode)) if mode == Mode::Read || writer_holds => {
+                let count = hash.count(keys, owner)?.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
+                let timeout = self.timeout_key(owner, count);
+                self.touch_timeout(keys, &timeout)?;
+                let extended = self.extended_expiry(keys, expire_at)?;
+                keys.hincr_by(&self.name, owner, 1, count)?;
+                keys.set(&timeout, b"1", Some(expire_at))?;
+                keys.set_expire_at(&self.name, extended)?;
+            }
+            (Side::Write, None) => {
+                keys.hset(&self.name, b"mode", b"write")?;
+                keys.hset(&self.name, &write_field, b"1")?;
+                keys.set_expire_at(&self.name, expire_at)?;
+            }
+            (Side::Write, Some(Mode::Write)) if writer_holds => {
+                let count = hash.count(keys, &write_field)?.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
+                // Redisson adds the lease to the PTTL here, so the TTL grows
+                // with every re-entry (#891, #1110); never shortened instead.
+                let extended = self.extended_expiry(keys, expire_at)?;
+                keys.hincr_by(&self.name, &write_field, 1, count)?;
+                keys.set_expire_at(&self.name, extended)?;
+            }
+            _ => return Ok(Acquire::Contended { pttl_ms: pttl(keys, &self.name, now_ms)? }),
+        }
+        Ok(Acquire::Acquired)
+    }
+
+    pub fn release<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        owner: &[u8],
+        side: Side,
+        lease_ms: i64,
+        latch: Option<&UnlockLatch>,
+        now_ms: i64,
+    ) -> Result<Release> {
+        let expire_at = expiry(now_ms, lease_ms)?;
+        if let Some(latch) = latch {
+            if let Some(released) = latch.recorded(keys)? {
+                return Ok(Release::Latched { released });
+            }
+        }
+        let hash = RwHash::read(keys, &self.name)?;
+        let outcome = match side {
+            _ if hash.mode.is_none() => {
+                keys.touch_channel(&self.channel)?;
+                let message = if side == Side::Read { READ_RELEASED } else { WRITE_RELEASED };
+                keys.publish(&self.channel, message)?;
+                Release::NotHeld { published: true }
+            }
+            Side::Read => self.release_read(keys, &hash, owner, now_ms)?,
+            Side::Write => self.release_write(keys, &hash, owner, expire_at)?,
+        };
+        if let (Some(latch), Release::StillHeld | Release::Released | Release::NotHeld { published: true }) =
+            (latch, outcome)
+        {
+            latch.record(keys, outcome != Release::StillHeld)?;
+        }
+        Ok(outcome)
+    }
+
+    fn release_read<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, owner: &[u8], now_ms: i64) -> Result<Release> {
+        let count = hash.count(keys, owner)?;
+        if count == 0 {
+            return Ok(Release::NotHeld { published: false });
+        }
+        let own_timeout = self.timeout_key(owner, count);
+        self.touch_timeout(keys, &own_timeout)?;
+        let own_timeout_exists = keys.key_type(&own_timeout)? != KeyType::Missing;
+        // What is left once this hold is gone, read before any write: the
+        // hash lives as long as the longest remaining read hold.
+        let mut others_remain = false;
+        let mut longest: Option<i64> = None;
+        for (field, value) in keys.hgetall(&self.name)? {
+            let holds = if field == owner { count - 1 } else { parse_holds(&value).unwrap_or(0) };
+            if field == b"mode" || (field == owner && holds == 0) {
+                continue;
+            }
+            others_remain = true;
+            if field.ends_with(b":write") {
+                continue; // a write hold has no timeout keys
+            }
+            for n in 1..=holds {
+                let key = self.timeout_key(&field, n);
+                self.touch_timeout(keys, &key)?;
+                if let Some(at) = keys.expire_at(&key)? {
+                    longest = Some(longest.map_or(at, |longest: i64| longest.max(at)));
+                }
+            }
+        }
+        keys.touch_channel(&self.channel)?;
+        if count == 1 {
+            keys.hdel(&self.name, owner)?;
+        } else {
+            keys.hincr_by(&self.name, owner, -1, count - 1)?;
+        }
+        if own_timeout_exists {
+            keys.delete(&own_timeout)?;
+        }
+        if others_remain {
+            match longest {
+                Some(at) if at > now_ms => {
+                    keys.set_expire_at(&self.name, at)?;
+                    return Ok(Release::StillHeld);
+                }
+                _ if hash.mode == Some(Mode::Write) => return Ok(Release::StillHeld),
+                _ => {}
+            }
+        }
+        keys.delete(&self.name)?;
+        keys.publish(&self.channel, READ_RELEASED)?;
+        Ok(Release::Released)
+    }
+
+    fn release_write<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, owner: &[u8], expire_at: i64) -> Result<Release> {
+        let write_field = rwlock_write_field(owner);
+        let count = hash.count(keys, &write_field)?;
+        if hash.mode != Some(Mode::Write) || count == 0 {
+            return Ok(Release::NotHeld { published: false });
+        }
+        if count > 1 {
+            keys.hincr_by(&self.name, &write_field, -1, count - 1)?;
+            keys.set_expire_at(&self.name, expire_at)?;
+            return Ok(Release::StillHeld);
+        }
+        let others = keys.hgetall(&self.name)?.len() > 2;
+        keys.touch_channel(&self.channel)?;
+        keys.hdel(&self.name, &write_field)?;
+        if others {
+            // The writer still holds reads: the lock goes on as a read
+            // lock, silently and with its TTL, as in Redisson.
+            keys.hset(&self.name, b"mode", b"read")?;
+        } else {
+            keys.delete(&self.name)?;
+            keys.publish(&self.channel, WRITE_RELEASED)?;
+        }
+        Ok(Release::Released)
+    }
+
+    /// `RRW.RENEW`: resets the lease of every read hold of `owner` (each
+    /// timeout key) and of its write hold; the hash's expiry is never
+    /// shortened (other readers' holds live in it). False when the owner
+    /// holds nothing.
+    pub fn renew<K: Keyspace>(&self, keys: &mut K, owner: &[u8], lease_ms: i64, now_ms: i64) -> Result<bool> {
+        let expire_at = expiry(now_ms, lease_ms)?;
+        let hash = RwHash::read(keys, &self.name)?;
+        if hash.mode.is_none() {
+            return Ok(false);
+        }
+        let reads = hash.count(keys, owner)?;
+        let writes = hash.count(keys, &rwlock_write_field(owner))?;
+        if reads == 0 && writes == 0 {
+            return Ok(false);
+        }
+        let mut timeouts = Vec::new();
+        for n in 1..=reads {
+            let key = self.timeout_key(owner, n);
+            self.touch_timeout(keys, &key)?;
+            if keys.key_type(&key)? != KeyType::Missing {
+                timeouts.push(key);
+            }
+        }
+        let extended = self.extended_expiry(keys, expire_at)?;
+        for key in timeouts {
+            keys.set_expire_at(&key, expire_at)?;
+        }
+        keys.set_expire_at(&self.name, extended)?;
+        Ok(true)
+    }
+
+    /// `RRW.FORCERELEASE`: deletes the lock when it is held the given way
+    /// (either way when `side` is `None`) and publishes that side's
+    /// message (a write's, waking everyone, for either).
+    pub fn force_release<K: Keyspace>(&self, keys: &mut K, side: Option<Side>) -> Result<bool> {
+        let hash = RwHash::read(keys, &self.name)?;
+        let message = match (side, hash.mode) {
+            (_, None) => return Ok(false),
+            (Some(Side::Read), Some(Mode::Read)) => READ_RELEASED,
+            (Some(Side::Write), Some(Mode::Write)) | (None, _) => WRITE_RELEASED,
+            _ => return Ok(false),
+        };
+        keys.touch_channel(&self.channel)?;
+        keys.delete(&self.name)?;
+        keys.publish(&self.channel, message)?;
+        Ok(true)
+    }
+
+    /// `RRW.STATUS`: the mode, PTTL, number of readers, and the owner's
+    /// read and write hold counts.
+    pub fn status<K: Keyspace>(&self, keys: &mut K, owner: Option<&[u8]>, now_ms: i64) -> Result<Status> {
+        let hash = RwHash::read(keys, &self.name)?;
+        let owner = match owner {
+            Some(owner) => Some((hash.count(keys, owner)?, hash.count(keys, &rwlock_write_field(owner))?)),
+            None => None,
+        };
+        let readers = keys
+            .hgetall(&self.name)?
+            .iter()
+            .filter(|(field, _)| field != b"mode" && !field.ends_with(b":write"))
+            .count() as i64;
+        Ok(Status { mode: hash.mode.map(Mode::name), pttl_ms: pttl(keys, &self.name, now_ms)?, readers, owner })
+    }
+}

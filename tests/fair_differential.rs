@@ -1,0 +1,301 @@
+//! Differential test of the fair lock: random multi-owner sequences run
+//! through our Lua transcription of Redisson's fair scripts (given the
+//! server's TIME as `now`) and through the RFAIR commands, on twin names
+//! (`s:<name>` and `c:<name>`) in one MULTI per step. The lock hash, the
+//! queue, the deadlines (within a few ms), the PTTL, the latch and the
+//! messages must match at every step, with leases and waits short enough
+//! that holders and waiters die mid-sequence.
+//!
+//! Where the commands deliberately differ, their own rule is checked: a
+//! queued caller's hint is at least 1 ms (the script may reply 0 or less),
+//! and a cancel by the head of a free lock tells the next waiter.
+
+use redis::{Connection, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+use testkit::{FairScripts, Rng, Server};
+
+const SEQUENCES: usize = 150;
+const STEPS: usize = 16;
+const TOLERANCE_MS: i64 = 5;
+/// No step runs this close to a lease's or a deadline's end.
+const GUARD_MS: i64 = 4;
+const NAMES: [&[u8]; 2] = [b"orders", b"{t}fair"];
+const OWNERS: [&[u8]; 3] = [b"u:1", b"u:2", b"w 3"];
+const IDS: [&[u8]; 2] = [b"r1", b"r2"];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Acquire,
+    TryAcquire,
+    Cancel,
+    Release,
+    ForceRelease,
+}
+
+fn twin(prefix: &[u8], name: &[u8]) -> Vec<u8> {
+    [prefix, name].concat()
+}
+
+fn now_ms(con: &mut Connection) -> i64 {
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
+    seconds * 1000 + micros / 1000
+}
+
+/// Ends of the script twin's lease and of its waiters' deadlines.
+fn events(con: &mut Connection, name: &[u8]) -> Vec<i64> {
+    let s = twin(b"s:", name);
+    let (pttl, scores): (i64, Vec<(Vec<u8>, i64)>) = redis::pipe()
+        .cmd("PTTL")
+        .arg(&s)
+        .cmd("ZRANGE")
+        .arg(rlock_protocol::fair_timeout_key(&s))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query(con)
+        .unwrap();
+    let now = now_ms(con);
+    let mut ends: Vec<i64> = scores.into_iter().map(|(_, score)| score).collect();
+    if pttl >= 0 {
+        ends.push(now + pttl);
+    }
+    ends
+}
+
+/// Waits until no lease or deadline ends within the guard of now; returns now.
+fn quiet_now(con: &mut Connection, name: &[u8]) -> i64 {
+    loop {
+        let ends = events(con, name);
+        let now = now_ms(con);
+        match ends.iter().filter(|end| (**end - now).abs() <= GUARD_MS).max() {
+            None => return now,
+            Some(end) => std::thread::sleep(Duration::from_millis((end + GUARD_MS + 1 - now).max(1) as u64)),
+        }
+    }
+}
+
+struct Step<'a> {
+    op: Op,
+    name: &'a [u8],
+    owner: &'a [u8],
+    lease: i64,
+    wait: i64,
+    id: &'a [u8],
+}
+
+fn run_step(con: &mut Connection, scripts: &FairScripts, step: &Step, now: i64, index: usize) -> Vec<Value> {
+    let Step { op, name, owner, lease, wait, id } = *step;
+    let (s, c) = (twin(b"s:", name), twin(b"c:", name));
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    match op {
+        Op::Acquire => pipe
+            .add_command(scripts.acquire(&s, owner, lease, Some(wait), now))
+            .cmd("RFAIR.ACQUIRE")
+            .arg(&c)
+            .arg(owner)
+            .arg(lease)
+            .arg("WAIT")
+            .arg(wait),
+        Op::TryAcquire => pipe
+            .add_command(scripts.acquire(&s, owner, lease, None, now))
+            .cmd("RFAIR.ACQUIRE")
+            .arg(&c)
+            .arg(owner)
+            .arg(lease),
+        Op::Cancel => pipe
+            .add_command(scripts.cancel(&s, owner, wait))
+            .cmd("RFAIR.CANCEL")
+            .arg(&c)
+            .arg(owner)
+            .arg("WAIT")
+            .arg(wait),
+        Op::Release => pipe
+            .add_command(scripts.release(&s, owner, lease, id, now))
+            .cmd("RFAIR.RELEASE")
+            .arg(&c)
+            .arg(owner)
+            .arg(lease)
+            .arg("ID")
+            .arg(id),
+        Op::ForceRelease => pipe.add_command(scripts.force_release(&s, now)).cmd("RFAIR.FORCERELEASE").arg(&c),
+    };
+    for twin in [&s, &c] {
+        pipe.cmd("HGETALL").arg(twin);
+        pipe.cmd("LRANGE").arg(rlock_protocol::fair_queue_key(twin)).arg(0).arg(-1);
+        pipe.cmd("ZRANGE").arg(rlock_protocol::fair_timeout_key(twin)).arg(0).arg(-1).arg("WITHSCORES");
+        pipe.cmd("PTTL").arg(twin);
+        pipe.cmd("GET").arg(rlock_protocol::unlock_latch_key(twin, id));
+    }
+    pipe.cmd("PUBLISH").arg("step").arg(index);
+    pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
+}
+
+/// Which twin a channel belongs to (`s` or `c`), and the channel with the
+/// twin's prefix taken out of the name.
+fn untwin(channel: &[u8]) -> (&'static str, String) {
+    let text = String::from_utf8_lossy(channel).into_owned();
+    for side in ["s", "c"] {
+        for name in NAMES {
+            let twin = format!("{side}:{}", String::from_utf8_lossy(name));
+            if let Some(at) = text.find(&twin) {
+                return (side, format!("{}{}", &text[..at], &text[at + 2..]));
+            }
+        }
+    }
+    panic!("a message on {text}")
+}
+
+type Scores = Vec<(Vec<u8>, i64)>;
+
+/// The script twin may keep dead waiters the commands purged (Redisson's
+/// give-up does not purge): those, and only those, are left out. When a
+/// dead waiter gives up, the script moves the waiters after it up by its
+/// wait and the commands (having purged it first) do not: `exact_scores`
+/// is false then.
+fn compare_state(replies: &[Value], now: i64, exact_scores: bool, context: &str) {
+    let (s, c) = (&replies[2..7], &replies[7..12]);
+    let hash = |v: &Value| -> HashMap<Vec<u8>, Vec<u8>> { redis::from_redis_value(v.clone()).unwrap() };
+    assert_eq!(hash(&s[0]), hash(&c[0]), "{context}: lock hash");
+    let scores = |v: &Value| -> Scores { redis::from_redis_value(v.clone()).unwrap() };
+    let (mut s_scores, mut c_scores) = (scores(&s[2]), scores(&c[2]));
+    let mut dead: Vec<Vec<u8>> = vec![];
+    for scores in [&s_scores, &c_scores] {
+        dead.extend(scores.iter().filter(|(_, score)| *score <= now).map(|(m, _)| m.clone()));
+    }
+    s_scores.retain(|(member, _)| !dead.contains(member));
+    c_scores.retain(|(member, _)| !dead.contains(member));
+    let queue = |v: &Value| -> Vec<Vec<u8>> {
+        let mut queue: Vec<Vec<u8>> = redis::from_redis_value(v.clone()).unwrap();
+        queue.retain(|member| !dead.contains(member));
+        queue
+    };
+    assert_eq!(queue(&s[1]), queue(&c[1]), "{context}: queue");
+    let members = |scores: &Scores| scores.iter().map(|(m, _)| m.clone()).collect::<Vec<_>>();
+    assert_eq!(members(&s_scores), members(&c_scores), "{context}: deadlines' members");
+    for ((_, a), (_, b)) in s_scores.iter().zip(&c_scores).filter(|_| exact_scores) {
+        assert!((a - b).abs() <= TOLERANCE_MS, "{context}: deadlines {s_scores:?} vs {c_scores:?}");
+    }
+    let pttl = |v: &Value| -> i64 { redis::from_redis_value(v.clone()).unwrap() };
+    let (a, b) = (pttl(&s[3]), pttl(&c[3]));
+    assert!(a == b || (a >= 0 && b >= 0 && (a - b).abs() <= TOLERANCE_MS), "{context}: PTTL {a} vs {b}");
+    assert_eq!(s[4], c[4], "{context}: latch");
+}
+
+#[test]
+fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let scripts = FairScripts::default();
+    scripts.load(&mut con).unwrap();
+    let mut listener = server.connection();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.psubscribe("redisson_lock__channel:*").unwrap();
+    pubsub.subscribe("step").unwrap();
+    pubsub.subscribe("done").unwrap();
+
+    let mut rng = Rng::from_env("fair_differential");
+    let mut ops_by_step = Vec::new();
+    let (mut queued, mut purged) = (0, 0);
+    for sequence in 0..SEQUENCES {
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+        let waits: Vec<i64> =
+            OWNERS.iter().map(|_| if rng.chance(50) { 8 + rng.below(25) as i64 } else { 60_000 }).collect();
+        for index in 0..STEPS {
+            let owner_index = rng.below(OWNERS.len() as u64) as usize;
+            let op = match rng.below(100) {
+                0..=44 => Op::Acquire,
+                45..=54 => Op::TryAcquire,
+                55..=64 => Op::Cancel,
+                65..=92 => Op::Release,
+                _ => Op::ForceRelease,
+            };
+            let lease = if rng.chance(50) { 6 + rng.below(20) as i64 } else { 60_000 };
+            let step = Step {
+                op,
+                name: NAMES[rng.below(NAMES.len() as u64) as usize],
+                owner: OWNERS[owner_index],
+                lease,
+                wait: waits[owner_index],
+                id: IDS[rng.below(IDS.len() as u64) as usize],
+            };
+            if rng.chance(30) {
+                std::thread::sleep(Duration::from_millis(rng.below(40)));
+            }
+            let before: Scores = redis::cmd("ZRANGE")
+                .arg(rlock_protocol::fair_timeout_key(&twin(b"s:", step.name)))
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query(&mut con)
+                .unwrap();
+            let now = quiet_now(&mut con, step.name);
+            purged += before.iter().filter(|(_, score)| *score <= now).count();
+            let replies = run_step(&mut con, &scripts, &step, now, ops_by_step.len());
+            ops_by_step.push(op);
+            let context = format!(
+                "sequence {sequence} step {index}: {op:?} {:?} by {:?} lease {lease} wait {} at {now}, before: {before:?}",
+                String::from_utf8_lossy(step.name),
+                String::from_utf8_lossy(step.owner),
+                step.wait
+            );
+            match (op, &replies[0], &replies[1]) {
+                (Op::Acquire, Value::Int(_), Value::Int(hint)) => {
+                    queued += 1;
+                    assert!(*hint >= 1, "{context}: hint {hint}");
+                }
+                (_, script, command) => assert_eq!(script, command, "{context}: replies"),
+            }
+            let gave_up_dead = op == Op::Cancel && before.iter().any(|(m, score)| m == step.owner && *score <= now);
+            compare_state(&replies, now, !gave_up_dead, &context);
+            if gave_up_dead {
+                // Back in step: the script twin takes the commands' deadlines.
+                let scores: Scores = redis::from_redis_value(replies[9].clone()).unwrap();
+                let s_timeouts = rlock_protocol::fair_timeout_key(&twin(b"s:", step.name));
+                for (member, score) in scores {
+                    let _: () =
+                        redis::cmd("ZADD").arg(&s_timeouts).arg("XX").arg(score).arg(member).query(&mut con).unwrap();
+                }
+            }
+        }
+    }
+    let _: () = redis::cmd("PUBLISH").arg("done").arg("").query(&mut con).unwrap();
+
+    // Messages per step: the same from both twins, but for the cancels'
+    // wake-ups, which only the commands send.
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut from_scripts, mut from_commands) = (vec![], vec![]);
+    let mut pending: Vec<(Vec<u8>, Vec<u8>)> = vec![];
+    let mut cancel_wakeups = 0;
+    loop {
+        let message = pubsub.get_message().expect("messages");
+        let channel: Vec<u8> = message.get_channel().unwrap();
+        if channel == b"done" {
+            break;
+        }
+        if channel == b"step" {
+            let step: usize = message.get_payload().unwrap();
+            for (channel, payload) in pending.drain(..) {
+                let (side, channel) = untwin(&channel);
+                if side == "s" {
+                    from_scripts.push((step, channel, payload));
+                } else if ops_by_step[step] == Op::Cancel {
+                    cancel_wakeups += 1;
+                } else {
+                    from_commands.push((step, channel, payload));
+                }
+            }
+            continue;
+        }
+        let payload: Vec<u8> = message.get_payload().unwrap();
+        pending.push((channel, payload));
+    }
+    assert_eq!(from_scripts, from_commands, "messages differ");
+    assert!(from_scripts.len() > 50, "releases woke waiters: {}", from_scripts.len());
+    assert!(queued > 200 && purged > 10, "queued {queued}, dead waiters purged {purged}");
+    eprintln!(
+        "fair differential: {} wake-ups, {queued} queued, {purged} purged, {cancel_wakeups} cancel wake-ups",
+        from_scripts.len()
+    );
+}
