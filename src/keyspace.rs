@@ -66,6 +66,9 @@ pub trait Keyspace {
     fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()>;
     fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()>;
     fn delete(&mut self, key: &[u8]) -> Result<()>;
+    /// Deletes a lock hash whose last hold ends. Redisson's scripts count
+    /// it down to 0 first: that `hincrby` is announced, not replicated.
+    fn delete_last_hold(&mut self, key: &[u8]) -> Result<()>;
     /// Publishes `message` on a channel touched before.
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()>;
 }

@@ -214,7 +214,7 @@ impl FairLock {
                 Release::Decremented { count: count - 1 }
             }
             Some(_) => {
-                keys.delete(&self.name)?;
+                keys.delete_last_hold(&self.name)?;
                 self.wake_head(keys, &waiters)?;
                 Release::Released
             }

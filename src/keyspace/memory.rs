@@ -242,6 +242,10 @@ impl Keyspace for MemoryKeyspace {
         Ok(())
     }
 
+    fn delete_last_hold(&mut self, key: &[u8]) -> Result<()> {
+        self.delete(key)
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
         self.touch_channel(channel)?;
         self.effects.push(format!("PUBLISH {} {}", text(channel), text(message)));

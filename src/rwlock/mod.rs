@@ -202,10 +202,10 @@ impl ReadWriteLock {
             }
         }
         keys.touch_channel(&self.channel)?;
+        // As the script: count down, and drop the field at 0.
+        keys.hincr_by(&self.name, owner, -1, count - 1)?;
         if count == 1 {
             keys.hdel(&self.name, owner)?;
-        } else {
-            keys.hincr_by(&self.name, owner, -1, count - 1)?;
         }
         if own_timeout_exists {
             keys.delete(&own_timeout)?;
@@ -238,6 +238,7 @@ impl ReadWriteLock {
         }
         let others = keys.hgetall(&self.name)?.len() > 2;
         keys.touch_channel(&self.channel)?;
+        keys.hincr_by(&self.name, &write_field, -1, 0)?;
         keys.hdel(&self.name, &write_field)?;
         if others {
             // The writer still holds reads: the lock goes on as a read

@@ -124,6 +124,7 @@ fn releases_follow_redissons_scripts() {
             Side::Read,
             Ok(Release::Released),
             &[
+                "HINCRBY rw a -1",
                 "HDEL rw a",
                 "DEL {rw}:a:rwlock_timeout:1",
                 "DEL rw",
@@ -150,7 +151,12 @@ fn releases_follow_redissons_scripts() {
             vec![hash(&[("mode", "write"), ("a:write", "1"), ("a", "1")], NOW + 1_000), hold(T_A1, NOW + 1_000)],
             Side::Write,
             Ok(Release::Released),
-            &["HDEL rw a:write", "HSET rw mode read", "SET redisson_unlock_latch:{rw}:r 1 PXAT 1020000"],
+            &[
+                "HINCRBY rw a:write -1",
+                "HDEL rw a:write",
+                "HSET rw mode read",
+                "SET redisson_unlock_latch:{rw}:r 1 PXAT 1020000",
+            ],
         ),
         (
             "the last write hold: delete, publish 1",
@@ -158,6 +164,7 @@ fn releases_follow_redissons_scripts() {
             Side::Write,
             Ok(Release::Released),
             &[
+                "HINCRBY rw a:write -1",
                 "HDEL rw a:write",
                 "DEL rw",
                 "PUBLISH redisson_rwlock:{rw} 1",

@@ -386,6 +386,12 @@ impl Keyspace for RedisKeyspace<'_> {
         Ok(())
     }
 
+    fn delete_last_hold(&mut self, key: &[u8]) -> Result<()> {
+        let (_, name) = self.write(key)?;
+        self.notify(NotifyEvent::HASH, c"hincrby", name);
+        self.delete(key)
+    }
+
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
         self.touch_channel(channel)?;
         let (channel, message) = (self.string(channel), self.string(message));
