@@ -186,6 +186,17 @@ async fn settle(
         match read_count(connection, &state.id).await {
             Ok(read) => break read,
             Err(_) if shared.is_closed() => break (-1, None),
+            // The server cannot answer at all (restarted without the module,
+            // say): it did not grant this acquire, and cannot vouch for the
+            // holds counted here. Waiting on would block this lock's calls
+            // for good.
+            Err(err) if !err.is_transient() => {
+                lose_if(state, counted > 0);
+                if let Some((reply_tx, _)) = reply_tx.take() {
+                    let _ = reply_tx.send(Err(err));
+                }
+                break (-1, None);
+            }
             Err(err) => {
                 ordered &= err.is_timeout();
                 failures += 1;
@@ -236,8 +247,8 @@ async fn give_back(lock: &Lock, connection: &Connection) {
 /// (measured from before the read, so never overestimated).
 async fn read_count(connection: &mut Connection, id: &LockId) -> Result<(i64, Option<(Instant, Duration)>)> {
     let sent_at = Instant::now();
-    let reply: Value = protocol::status(&id.name, &id.owner).query_async(connection).await?;
-    let status = Status::parse(reply)?;
+    let reply: Value = protocol::status(id).query_async(connection).await?;
+    let status = Status::parse(id.kind, reply)?;
     let lease_left = u64::try_from(status.ttl_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
     Ok((status.hold_count, lease_left))
 }
@@ -252,7 +263,7 @@ async fn request(
     counted: usize,
     sync: Option<&Plan>,
 ) -> Result<Reply> {
-    let acquire = protocol::acquire(&id.name, &id.owner, lease_ms);
+    let acquire = protocol::acquire(id, lease_ms);
     let reentry = counted > 0;
     if !reentry && sync.is_none() {
         let pttl: Option<i64> = acquire.query_async(connection).await?;
@@ -260,7 +271,7 @@ async fn request(
     }
     let mut pipe = redis::pipe();
     if reentry {
-        pipe.cmd("MULTI").add_command(acquire).add_command(protocol::status(&id.name, &id.owner)).cmd("EXEC");
+        pipe.cmd("MULTI").add_command(acquire).add_command(protocol::status(id)).cmd("EXEC");
     } else {
         pipe.add_command(acquire);
     }
@@ -276,7 +287,7 @@ async fn request(
     let (acquired, observed) = if reentry {
         match replies.get(3) {
             Some(Value::Array(exec)) if exec.len() == 2 => {
-                (&exec[0], Some(Status::parse(value(&exec[1])?)?.hold_count))
+                (&exec[0], Some(Status::parse(id.kind, value(&exec[1])?)?.hold_count))
             }
             _ => return Err(unexpected()),
         }
