@@ -1,8 +1,8 @@
 use crate::connection::{Connection, Deployment};
 use crate::error::{Error, Result};
-use crate::lock::Lock;
+use crate::lock::{Lock, ReadWriteLock};
 use crate::lock_state::Registry;
-use crate::protocol;
+use crate::protocol::{self, Kind};
 use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
 use crate::subscriptions::Subscriptions;
 use crate::watchdog::{Watchdog, WatchdogStats};
@@ -24,6 +24,11 @@ pub struct ClientOptions {
     pub retry: RetryOptions,
     /// Whether acquires wait for replicas. Default: all connected ones, 1 s.
     pub replica_sync: ReplicaSync,
+    /// How long a fair lock's waiter keeps its place in the queue once its
+    /// turn has come (Redisson's `fairLockWaitTimeout`): a waiter that
+    /// vanished without leaving holds the others up at most this long.
+    /// Default 5 minutes, as Redisson's.
+    pub fair_wait_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -32,6 +37,7 @@ impl Default for ClientOptions {
             watchdog_timeout: Duration::from_secs(30),
             retry: RetryOptions::default(),
             replica_sync: ReplicaSync::default(),
+            fair_wait_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -46,6 +52,12 @@ impl ClientOptions {
     /// Sets [`ClientOptions::replica_sync`].
     pub fn with_replica_sync(mut self, replica_sync: ReplicaSync) -> Self {
         self.replica_sync = replica_sync;
+        self
+    }
+
+    /// Sets [`ClientOptions::fair_wait_timeout`].
+    pub fn with_fair_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.fair_wait_timeout = timeout;
         self
     }
 
@@ -211,15 +223,44 @@ impl Client {
     /// A new handle on the lock `name`, with its own owner id
     /// `<client id>:<n>`. Reentrant through this handle (and its clones).
     pub fn lock(&self, name: impl AsRef<[u8]>) -> Lock {
-        let n = self.shared.next_owner.fetch_add(1, Ordering::Relaxed);
-        self.lock_with_owner(name, format!("{}:{n}", self.shared.id))
+        self.lock_with_owner(name, self.next_owner())
     }
 
     /// A handle on the lock `name` with an explicit owner id: two handles
     /// with the same owner are the same holder (for hand-off between tasks,
     /// or to act for a Redisson thread `<uuid>:<thread id>`).
     pub fn lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> Lock {
-        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref(), Kind::Plain)
+    }
+
+    /// A new handle on the fair lock `name` (Redisson's `RFairLock`):
+    /// waiters get it in the order they asked, each woken on its own
+    /// channel. Same API as [`Client::lock`].
+    pub fn fair_lock(&self, name: impl AsRef<[u8]>) -> Lock {
+        self.fair_lock_with_owner(name, self.next_owner())
+    }
+
+    /// [`Client::fair_lock`] with an explicit owner id.
+    pub fn fair_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> Lock {
+        let wait_ms = protocol::clamp_lease_ms(self.shared.options.fair_wait_timeout);
+        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref(), Kind::Fair { wait_ms })
+    }
+
+    /// A new handle on the read-write lock `name` (Redisson's
+    /// `RReadWriteLock`), with one owner id for both sides.
+    pub fn read_write_lock(&self, name: impl AsRef<[u8]>) -> ReadWriteLock {
+        self.read_write_lock_with_owner(name, self.next_owner())
+    }
+
+    /// [`Client::read_write_lock`] with an explicit owner id.
+    pub fn read_write_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> ReadWriteLock {
+        let side = |kind| Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref(), kind);
+        ReadWriteLock { read: side(Kind::Read), write: side(Kind::Write) }
+    }
+
+    fn next_owner(&self) -> String {
+        let n = self.shared.next_owner.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.shared.id)
     }
 }
 
@@ -231,6 +272,9 @@ fn check(options: &ClientOptions) -> Result<()> {
     let watchdog = options.watchdog_timeout;
     if watchdog < MIN_WATCHDOG_TIMEOUT || protocol::lease_ms(watchdog).is_err() {
         return Err(Error::InvalidWatchdogTimeout(watchdog));
+    }
+    if protocol::lease_ms(options.fair_wait_timeout).is_err() {
+        return Err(Error::InvalidFairWaitTimeout(options.fair_wait_timeout));
     }
     match options.replica_sync {
         // WAIT takes whole milliseconds, and 0 blocks for ever.

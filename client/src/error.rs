@@ -20,6 +20,9 @@ pub enum Error {
     /// A replica sync timeout under 1 ms (`WAIT … 0` would block for ever).
     #[error("invalid replica sync timeout {0:?}: must be at least 1 ms")]
     InvalidReplicaSyncTimeout(std::time::Duration),
+    /// A fair lock wait timeout under 1 ms or over 365 days.
+    #[error("invalid fair wait timeout {0:?}: must be from 1 ms to 365 days")]
+    InvalidFairWaitTimeout(std::time::Duration),
     /// The lock was granted, but fewer replicas than required acknowledged
     /// it in time; it was released again. Retry, or lower the requirement.
     #[error("only {acknowledged} of {required} replicas acknowledged the lock in time; it was released again")]

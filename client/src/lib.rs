@@ -45,7 +45,7 @@ mod watchdog;
 pub use client::{Client, ClientOptions, RetryOptions};
 pub use error::{Error, Result};
 pub use guard::Guard;
-pub use lock::Lock;
+pub use lock::{Lock, ReadWriteLock};
 pub use protocol::{release_channel, MAX_LEASE};
 pub use replica_sync::ReplicaSync;
 pub use watchdog::WatchdogStats;

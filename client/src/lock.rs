@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::holds::Renewal;
 use crate::lock_state::{LockId, LockState};
-use crate::protocol::{self, Status};
+use crate::protocol::{self, Kind, Status};
 use crate::subscriptions::Subscription;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +29,27 @@ pub struct Lock {
     channel: Arc<[u8]>,
 }
 
+/// A read-write lock (Redisson's `RReadWriteLock`): readers share it, a
+/// writer has it alone (and may take reads too). Get it from
+/// [`Client::read_write_lock`](crate::Client::read_write_lock).
+#[derive(Clone, Debug)]
+pub struct ReadWriteLock {
+    pub(crate) read: Lock,
+    pub(crate) write: Lock,
+}
+
+impl ReadWriteLock {
+    /// The read side: a [`Lock`] many owners can hold at once.
+    pub fn read(&self) -> Lock {
+        self.read.clone()
+    }
+
+    /// The write side: a [`Lock`] one owner holds, excluding readers.
+    pub fn write(&self) -> Lock {
+        self.write.clone()
+    }
+}
+
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
@@ -39,9 +60,10 @@ impl std::fmt::Debug for Lock {
 }
 
 impl Lock {
-    pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
-        let channel = protocol::release_channel(name).into();
-        let state = shared.registry.state(LockId { name: name.into(), owner: owner.into() });
+    pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8], kind: Kind) -> Self {
+        let id = LockId { name: name.into(), owner: owner.into(), kind };
+        let channel = protocol::channel(&id).into();
+        let state = shared.registry.state(id);
         Self { shared, state, channel }
     }
 
@@ -97,7 +119,7 @@ impl Lock {
     /// delete a holder who took the lock in between.
     pub async fn force_unlock(&self) -> Result<bool> {
         let retry = &self.shared.options.retry;
-        let force_release = protocol::force_release(self.name());
+        let force_release = protocol::force_release(&self.state.id);
         // The holds it may delete: those of this client taken before it is
         // sent (a grant after it, in a race, is a new hold and stays).
         let before: Vec<_> = self
@@ -155,10 +177,10 @@ impl Lock {
         })
     }
 
-    /// RLOCK.STATUS, retrying transient failures: it changes nothing.
+    /// The lock's STATUS, retrying transient failures: it changes nothing.
     async fn status(&self) -> Result<Status> {
         let retry = &self.shared.options.retry;
-        let status = protocol::status(self.name(), self.owner());
+        let status = protocol::status(&self.state.id);
         let mut failures = 0;
         loop {
             match status.query_async(&mut self.shared.connection.clone()).await.map_err(Error::from) {
@@ -166,7 +188,7 @@ impl Lock {
                     failures += 1;
                     tokio::time::sleep(retry.delay).await;
                 }
-                reply => return Status::parse(reply?),
+                reply => return Status::parse(self.state.id.kind, reply?),
             }
         }
     }
@@ -184,6 +206,9 @@ impl Lock {
     ) -> Result<Option<Guard>> {
         let lease = lease.unwrap_or(self.shared.options.watchdog_timeout);
         protocol::lease_ms(lease)?;
+        // However this call ends but with the lock, a fair waiter leaves
+        // the queue, or the waiters behind it would wait for its deadline.
+        let mut queued = QueueExit::new(self);
         let retry = &self.shared.options.retry;
         let mut closed = self.shared.closed();
         let mut subscription: Option<Subscription> = None;
@@ -210,7 +235,10 @@ impl Lock {
             };
             attempts += 1;
             let pause = match attempted {
-                Ok(Attempt::Granted(guard)) => return Ok(Some(guard)),
+                Ok(Attempt::Granted(guard)) => {
+                    queued.granted();
+                    return Ok(Some(guard));
+                }
                 Ok(Attempt::Refused { pttl_ms }) => {
                     failures = 0;
                     u64::try_from(pttl_ms).map_or(NO_EXPIRY_RETRY, Duration::from_millis)
@@ -251,5 +279,34 @@ impl Lock {
                 _ = closed.changed() => {}
             }
         }
+    }
+}
+
+/// A fair lock's waiter in the queue: leaves it when dropped, unless the
+/// lock was granted. The give-up runs in a task (no blocking in drop), after
+/// this lock's pending calls.
+struct QueueExit<'a> {
+    lock: Option<&'a Lock>,
+}
+
+impl<'a> QueueExit<'a> {
+    fn new(lock: &'a Lock) -> Self {
+        Self { lock: matches!(lock.state.id.kind, Kind::Fair { .. }).then_some(lock) }
+    }
+
+    fn granted(&mut self) {
+        self.lock = None;
+    }
+}
+
+impl Drop for QueueExit<'_> {
+    fn drop(&mut self) {
+        let Some(lock) = self.lock else { return };
+        let Some(cancel) = protocol::cancel(&lock.state.id) else { return };
+        let (state, mut connection) = (lock.state.clone(), lock.shared.connection.clone());
+        lock.shared.runtime.spawn(async move {
+            let _gate = state.gate.lock().await;
+            let _ = cancel.query_async::<()>(&mut connection).await;
+        });
     }
 }

@@ -4,16 +4,19 @@
 //! with the same name and owner the same state.
 
 use crate::holds::{Ended, Holds, Ticket};
+use crate::protocol::Kind;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::sync::watch;
 
-/// A lock as the server knows it: name and owner id.
+/// A lock as the server knows it: name, owner id, and which primitive
+/// (the read and write sides of one name are two locks here).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct LockId {
     pub name: Arc<[u8]>,
     pub owner: Arc<[u8]>,
+    pub kind: Kind,
 }
 
 pub(crate) struct LockState {

@@ -1,6 +1,8 @@
-//! The RLOCK commands and Redisson's names, as the client sends them.
+//! The commands of each lock kind (RLOCK, RFAIR, RRW) and Redisson's
+//! names, as the client sends them.
 
 use crate::error::{Error, Result};
+use crate::lock_state::LockId;
 use std::time::Duration;
 
 pub use rlock_protocol::{release_channel, unlock_latch_key};
@@ -22,24 +24,80 @@ pub fn clamp_lease_ms(lease: Duration) -> i64 {
     lease.clamp(Duration::from_millis(1), MAX_LEASE).as_millis() as i64
 }
 
-pub fn acquire(name: &[u8], owner: &[u8], lease_ms: i64) -> redis::Cmd {
-    let mut cmd = redis::cmd("RLOCK.ACQUIRE");
-    cmd.arg(name).arg(owner).arg(lease_ms);
+/// Which primitive a lock handle drives: its commands, its channel and its
+/// status reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Redisson's RLock: `RLOCK.*`.
+    Plain,
+    /// Redisson's fair lock: `RFAIR.*`, waiting in a queue where a waiter
+    /// keeps its place for `wait_ms` after its turn comes.
+    Fair { wait_ms: i64 },
+    /// The read side of a read-write lock: `RRW.* … READ`.
+    Read,
+    /// The write side of a read-write lock: `RRW.* … WRITE`.
+    Write,
+}
+
+impl Kind {
+    fn command(self, verb: &str) -> redis::Cmd {
+        let family = match self {
+            Kind::Plain => "RLOCK",
+            Kind::Fair { .. } => "RFAIR",
+            Kind::Read | Kind::Write => "RRW",
+        };
+        redis::cmd(&format!("{family}.{verb}"))
+    }
+
+    fn side(self) -> Option<&'static str> {
+        match self {
+            Kind::Read => Some("READ"),
+            Kind::Write => Some("WRITE"),
+            Kind::Plain | Kind::Fair { .. } => None,
+        }
+    }
+
+    /// `VERB name owner [side]`: the start of every command but FORCERELEASE.
+    fn owned(self, verb: &str, id: &LockId) -> redis::Cmd {
+        let mut cmd = self.command(verb);
+        cmd.arg(&*id.name).arg(&*id.owner);
+        if let Some(side) = self.side() {
+            cmd.arg(side);
+        }
+        cmd
+    }
+}
+
+/// The acquire; a fair lock's joins the queue.
+pub fn acquire(id: &LockId, lease_ms: i64) -> redis::Cmd {
+    let mut cmd = id.kind.owned("ACQUIRE", id);
+    cmd.arg(lease_ms);
+    if let Kind::Fair { wait_ms } = id.kind {
+        cmd.arg("WAIT").arg(wait_ms);
+    }
     cmd
 }
 
-pub fn renew(name: &[u8], owner: &[u8], lease_ms: i64) -> redis::Cmd {
-    let mut cmd = redis::cmd("RLOCK.RENEW");
-    cmd.arg(name).arg(owner).arg(lease_ms);
+/// A fair lock's give-up: leaves the queue. `None` for the other kinds.
+pub fn cancel(id: &LockId) -> Option<redis::Cmd> {
+    let Kind::Fair { wait_ms } = id.kind else { return None };
+    let mut cmd = id.kind.owned("CANCEL", id);
+    cmd.arg("WAIT").arg(wait_ms);
+    Some(cmd)
+}
+
+pub fn renew(id: &LockId, lease_ms: i64) -> redis::Cmd {
+    let mut cmd = id.kind.command("RENEW");
+    cmd.arg(&*id.name).arg(&*id.owner).arg(lease_ms);
     cmd
 }
 
-/// RLOCK.RELEASE, with Redisson's unlock latch when given a request id
-/// and its lifetime: a repeat with the same id within it replies what the
+/// The release, with Redisson's unlock latch when given a request id and
+/// its lifetime: a repeat with the same id within it replies what the
 /// first one did.
-pub fn release(name: &[u8], owner: &[u8], lease_ms: i64, latch: Option<(&[u8], Duration)>) -> redis::Cmd {
-    let mut cmd = redis::cmd("RLOCK.RELEASE");
-    cmd.arg(name).arg(owner).arg(lease_ms);
+pub fn release(id: &LockId, lease_ms: i64, latch: Option<(&[u8], Duration)>) -> redis::Cmd {
+    let mut cmd = id.kind.owned("RELEASE", id);
+    cmd.arg(lease_ms);
     if let Some((request_id, lifetime)) = latch {
         cmd.arg("ID").arg(request_id).arg("PX").arg(clamp_lease_ms(lifetime));
     }
@@ -51,37 +109,61 @@ pub fn request_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-pub fn force_release(name: &[u8]) -> redis::Cmd {
-    let mut cmd = redis::cmd("RLOCK.FORCERELEASE");
-    cmd.arg(name);
+/// Deletes the lock whoever holds it (a read-write lock: only when held
+/// on this side, as Redisson's).
+pub fn force_release(id: &LockId) -> redis::Cmd {
+    let mut cmd = id.kind.command("FORCERELEASE");
+    cmd.arg(&*id.name);
+    if let Some(side) = id.kind.side() {
+        cmd.arg(side);
+    }
     cmd
 }
 
-pub fn status(name: &[u8], owner: &[u8]) -> redis::Cmd {
-    let mut cmd = redis::cmd("RLOCK.STATUS");
-    cmd.arg(name).arg(owner);
+pub fn status(id: &LockId) -> redis::Cmd {
+    let mut cmd = id.kind.command("STATUS");
+    cmd.arg(&*id.name).arg(&*id.owner);
     cmd
 }
 
-/// The fields of an `RLOCK.STATUS` reply.
+/// Where the lock's releases are announced to this owner's waiters.
+pub fn channel(id: &LockId) -> Vec<u8> {
+    match id.kind {
+        Kind::Plain => release_channel(&id.name),
+        Kind::Fair { .. } => rlock_protocol::fair_waiter_channel(&id.name, &id.owner),
+        Kind::Read | Kind::Write => rlock_protocol::rwlock_channel(&id.name),
+    }
+}
+
+/// A status reply, as far as the client needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Status {
     pub locked: bool,
     pub ttl_ms: i64,
+    /// The owner's holds of this kind.
     pub hold_count: i64,
 }
 
 impl Status {
-    pub fn parse(reply: redis::Value) -> Result<Self> {
-        let pairs: Vec<(String, Option<i64>)> =
-            redis::from_redis_value(reply.clone()).map_err(|_| Error::UnexpectedReply(format!("{reply:?}")))?;
+    /// Reads the field/value pairs of `kind`'s STATUS reply.
+    pub fn parse(kind: Kind, reply: redis::Value) -> Result<Self> {
+        let unexpected = || Error::UnexpectedReply(format!("{reply:?}"));
+        let redis::Value::Array(items) = &reply else { return Err(unexpected()) };
+        let count_field = match kind {
+            Kind::Plain | Kind::Fair { .. } => "hold_count",
+            Kind::Read => "read_count",
+            Kind::Write => "write_count",
+        };
         let mut status = Status::default();
-        for (field, value) in pairs {
-            let value = value.unwrap_or(0);
+        for pair in items.chunks(2) {
+            let [field, value] = pair else { return Err(unexpected()) };
+            let field: String = redis::from_redis_value(field.clone()).map_err(|_| unexpected())?;
+            let int = || redis::from_redis_value::<Option<i64>>(value.clone()).ok().flatten().unwrap_or(0);
             match field.as_str() {
-                "locked" => status.locked = value == 1,
-                "ttl_ms" => status.ttl_ms = value,
-                "hold_count" => status.hold_count = value,
+                "locked" => status.locked = int() == 1,
+                "mode" => status.locked = *value != redis::Value::Nil,
+                "ttl_ms" => status.ttl_ms = int(),
+                field if field == count_field => status.hold_count = int(),
                 _ => {}
             }
         }
@@ -116,6 +198,21 @@ mod tests {
             BulkString(b"hold_count".to_vec()),
             Int(2),
         ]);
-        assert_eq!(Status::parse(reply).unwrap(), Status { locked: true, ttl_ms: 900, hold_count: 2 });
+        assert_eq!(Status::parse(Kind::Plain, reply).unwrap(), Status { locked: true, ttl_ms: 900, hold_count: 2 });
+        let reply = redis::Value::Array(vec![
+            BulkString(b"mode".to_vec()),
+            BulkString(b"read".to_vec()),
+            BulkString(b"ttl_ms".to_vec()),
+            Int(50),
+            BulkString(b"read_count".to_vec()),
+            Int(3),
+            BulkString(b"write_count".to_vec()),
+            Int(1),
+        ]);
+        assert_eq!(
+            Status::parse(Kind::Read, reply.clone()).unwrap(),
+            Status { locked: true, ttl_ms: 50, hold_count: 3 }
+        );
+        assert_eq!(Status::parse(Kind::Write, reply).unwrap(), Status { locked: true, ttl_ms: 50, hold_count: 1 });
     }
 }

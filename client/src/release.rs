@@ -36,7 +36,7 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     let mut failures = 0;
     let reply = loop {
         let latch = latched.then_some((request_id.as_bytes(), lifetime));
-        let release = protocol::release(&id.name, &id.owner, lease_ms, latch);
+        let release = protocol::release(id, lease_ms, latch);
         match release.query_async::<Option<i64>>(&mut connection.clone()).await.map_err(Error::from) {
             // Only a refusal of the latch key itself (the module names it).
             Err(Error::Redis(err))
@@ -63,6 +63,6 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
         Some(1) => Ok(Released::Fully),
         Some(0) => Ok(Released::OneLevel),
         None => Ok(Released::NotHeld),
-        Some(other) => Err(Error::UnexpectedReply(format!("RLOCK.RELEASE replied {other}"))),
+        Some(other) => Err(Error::UnexpectedReply(format!("a release replied {other}"))),
     }
 }

@@ -131,8 +131,8 @@ impl Watchdog {
             .map(|task| {
                 let id = &task.state.id;
                 let cmd = match task.upkeep {
-                    Upkeep::Renew(lease) => protocol::renew(&id.name, &id.owner, protocol::clamp_lease_ms(lease)),
-                    Upkeep::Check => protocol::status(&id.name, &id.owner),
+                    Upkeep::Renew(lease) => protocol::renew(id, protocol::clamp_lease_ms(lease)),
+                    Upkeep::Check => protocol::status(id),
                 };
                 (id.name.to_vec(), cmd)
             })
@@ -173,7 +173,9 @@ fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant)
             true
         }
         (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => false,
-        (Upkeep::Check, Ok(reply)) => Status::parse(reply).map_or(true, |status| status.hold_count > 0),
+        (Upkeep::Check, Ok(reply)) => {
+            Status::parse(task.state.id.kind, reply).map_or(true, |status| status.hold_count > 0)
+        }
         _ => true,
     };
     // A request in flight on this lock settles its holds itself: a

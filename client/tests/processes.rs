@@ -18,6 +18,8 @@ const HOLDER_WATCHDOG: Duration = Duration::from_millis(1500);
 const LOCKED_MARKER: &str = "rlock-holder-locked";
 const LOST_MARKER: &str = "rlock-holder-lost";
 const UNLOCK_MARKER: &str = "rlock-holder-unlock:";
+/// The fair lock wait of the killed waiter.
+const FAIR_WAIT: Duration = Duration::from_millis(500);
 
 /// A worker in `role` that holds its lock, with its output lines.
 async fn start_holder(role: &str, server: &Server) -> (Child, Lines<BufReader<ChildStdout>>) {
@@ -48,6 +50,8 @@ async fn worker() {
         "counter" => count_under_the_lock(&url).await,
         "holder" => hold_until_killed(&url).await,
         "paused-holder" => hold_and_report_loss(&url).await,
+        "rw-counter" => read_and_write_under_the_lock(&url).await,
+        "fair-waiter" => wait_in_the_fair_queue(&url).await,
         other => panic!("unknown worker role {other}"),
     }
 }
@@ -79,6 +83,57 @@ async fn count_under_the_lock(url: &str) {
     for task in tasks {
         task.await.unwrap();
     }
+}
+
+/// TASKS tasks: half write (GET-then-SET increments under the write lock),
+/// half read (under the read lock, no writer may be inside; readers may).
+async fn read_and_write_under_the_lock(url: &str) {
+    let client = Client::open(url).await.unwrap();
+    let redis = redis::Client::open(url).unwrap();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|n| {
+            let lock = client.read_write_lock("rw-lock");
+            let redis = redis.clone();
+            tokio::spawn(async move {
+                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                for _ in 0..UPDATES_PER_TASK / 3 {
+                    if n % 2 == 0 {
+                        let guard = lock.write().lock().await.unwrap();
+                        let inside: i64 = con.incr("writers", 1).await.unwrap();
+                        let readers: i64 = con.get::<_, Option<i64>>("readers").await.unwrap().unwrap_or(0);
+                        assert_eq!((inside, readers), (1, 0), "a writer shared the lock");
+                        let counter: i64 = con.get::<_, Option<i64>>("rw-counter").await.unwrap().unwrap_or(0);
+                        tokio::task::yield_now().await;
+                        let _: () = con.set("rw-counter", counter + 1).await.unwrap();
+                        let _: i64 = con.decr("writers", 1).await.unwrap();
+                        guard.unlock().await.unwrap();
+                    } else {
+                        let guard = lock.read().lock().await.unwrap();
+                        let readers: i64 = con.incr("readers", 1).await.unwrap();
+                        if readers > 1 {
+                            let _: () = con.set("readers-shared", 1).await.unwrap();
+                        }
+                        let writers: i64 = con.get::<_, Option<i64>>("writers").await.unwrap().unwrap_or(0);
+                        assert_eq!(writers, 0, "a reader met a writer");
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        let _: i64 = con.decr("readers", 1).await.unwrap();
+                        guard.unlock().await.unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+/// Joins the fair lock's queue and waits there until killed.
+async fn wait_in_the_fair_queue(url: &str) {
+    let options = ClientOptions::default().with_fair_wait_timeout(FAIR_WAIT);
+    let client = Client::connect(redis::Client::open(url).unwrap(), options).await.unwrap();
+    let _guard = client.fair_lock("fair-line").lock().await.unwrap();
+    std::future::pending::<()>().await;
 }
 
 async fn hold_until_killed(url: &str) {
@@ -193,4 +248,66 @@ async fn a_holder_paused_beyond_its_lease_loses_the_lock_and_learns_it() {
     assert!(lock.is_held().await.unwrap(), "the new holder keeps the lock");
     guard.unlock().await.unwrap();
     holder.wait().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_share_and_writers_exclude_across_processes() {
+    let server = Server::start();
+    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| start_worker("rw-counter", &server.url())).collect();
+    for worker in &mut workers {
+        let status =
+            tokio::time::timeout(Duration::from_secs(120), worker.wait()).await.expect("worker finished").unwrap();
+        assert!(status.success(), "a worker failed: {status}");
+    }
+    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let counter: i64 = con.get("rw-counter").await.unwrap();
+    assert_eq!(counter, (PROCESSES * TASKS / 2 * (UPDATES_PER_TASK / 3)) as i64, "writes were lost");
+    let shared: Option<i64> = con.get("readers-shared").await.unwrap();
+    assert_eq!(shared, Some(1), "readers never shared the lock");
+}
+
+/// Waiters in the fair lock's queue, from RFAIR.STATUS.
+async fn queued(con: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let status: Vec<redis::Value> = redis::cmd("RFAIR.STATUS").arg("fair-line").query_async(con).await.unwrap();
+    redis::from_redis_value(status[11].clone()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_head_waiter_delays_the_next_by_at_most_its_wait() {
+    let server = Server::start();
+    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let options = ClientOptions::default().with_fair_wait_timeout(FAIR_WAIT);
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let holder = client.fair_lock("fair-line").lock().await.unwrap();
+    let mut waiter = start_worker("fair-waiter", &server.url());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while queued(&mut con).await < 1 {
+        assert!(Instant::now() < deadline, "the worker never queued");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let next = client.fair_lock("fair-line");
+    let next_waiting = tokio::spawn(async move { next.lock().await });
+    while queued(&mut con).await < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    waiter.start_kill().unwrap();
+    waiter.wait().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut con).await.unwrap();
+    let released_at = Instant::now();
+    holder.unlock().await.unwrap();
+    let guard = tokio::time::timeout(Duration::from_secs(10), next_waiting).await.unwrap().unwrap().unwrap();
+    let waited = released_at.elapsed();
+    assert!(
+        waited <= FAIR_WAIT + Duration::from_millis(250),
+        "waited {waited:?} behind a dead waiter ({FAIR_WAIT:?} wait)"
+    );
+    let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut con).await.unwrap();
+    let acquires: u64 = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_rfair.acquire:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(acquires <= 4, "{acquires} acquire calls while the dead waiter blocked the line: it must not spin");
+    guard.unlock().await.unwrap();
 }
