@@ -56,10 +56,12 @@ fn pttls(con: &mut Connection, name: &[u8]) -> Vec<i64> {
     pipe.query(con).unwrap()
 }
 
-/// Waits until no key of the script twin expires within the guard.
+/// Waits until no key of either twin expires within the guard.
 fn quiet(con: &mut Connection) {
     loop {
-        match pttls(con, &twin(b"s:")).into_iter().filter(|pttl| (0..=GUARD_MS).contains(pttl)).max() {
+        let mut all = pttls(con, &twin(b"s:"));
+        all.extend(pttls(con, &twin(b"c:")));
+        match all.into_iter().filter(|pttl| (0..=GUARD_MS).contains(pttl)).max() {
             None => return,
             Some(pttl) => std::thread::sleep(Duration::from_millis((pttl + 1) as u64)),
         }

@@ -97,6 +97,16 @@ impl FairLock {
         }
     }
 
+    /// The lock freed before its lease ended: the waiters' deadlines, which
+    /// counted the lease to its end, move up by what is left of it, so a
+    /// head that never comes holds the queue up at most its wait from now.
+    fn freed_early<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, now_ms: i64) -> Result<()> {
+        match keys.expire_at(&self.name)? {
+            Some(at) if at > now_ms => waiters.move_up(keys, &self.timeouts, at - now_ms),
+            _ => Ok(()),
+        }
+    }
+
     /// Tells the head waiter, if any, that the lock is free.
     fn wake_head<K: Keyspace>(&self, keys: &mut K, waiters: &Waiters) -> Result<()> {
         match waiters.head() {
@@ -107,7 +117,9 @@ impl FairLock {
 
     /// The wait hint of a queued owner: the head waits for the holder's
     /// lease (it is told on its channel at the release); the others until
-    /// the head's deadline, when a dead head is purged.
+    /// the head's deadline, when a dead head is purged, but at most their
+    /// own wait: each poll keeps them alive, and a release that comes early
+    /// brings the head's deadline forward without telling them.
     fn hint<K: Keyspace>(
         &self,
         keys: &mut K,
@@ -121,7 +133,7 @@ impl FairLock {
                 -1 => wait_ms,
                 pttl_ms => pttl_ms,
             },
-            Some(_) => waiters.live[0].1 - now_ms,
+            Some(_) => (waiters.live[0].1 - now_ms).min(wait_ms),
         };
         Ok(hint.max(1))
     }
@@ -152,9 +164,15 @@ impl FairLock {
         } else if wait_ms.is_none() {
             return Ok(Acquire::Refused);
         } else {
-            if waiters.position(owner).is_none() {
-                let pttl_ms = pttl(keys, &self.name, now_ms)?;
-                waiters.enqueue(keys, &self.queue, &self.timeouts, owner, (pttl_ms, wait, now_ms))?;
+            match waiters.position(owner) {
+                None => {
+                    let pttl_ms = pttl(keys, &self.name, now_ms)?;
+                    waiters.enqueue(keys, &self.queue, &self.timeouts, owner, (pttl_ms, wait, now_ms))?;
+                }
+                Some(position) => {
+                    let lease_end = keys.expire_at(&self.name)?.unwrap_or(now_ms).max(now_ms);
+                    waiters.heartbeat(keys, &self.timeouts, position, lease_end, wait)?;
+                }
             }
             return Ok(Acquire::Queued { hint_ms: self.hint(keys, &waiters, owner, wait, now_ms)? });
         };
@@ -214,6 +232,7 @@ impl FairLock {
                 Release::Decremented { count: count - 1 }
             }
             Some(_) => {
+                self.freed_early(keys, &mut waiters, now_ms)?;
                 keys.delete_last_hold(&self.name)?;
                 self.wake_head(keys, &waiters)?;
                 Release::Released
@@ -238,6 +257,7 @@ impl FairLock {
         if fields.is_empty() {
             return Ok(false);
         }
+        self.freed_early(keys, &mut waiters, now_ms)?;
         keys.delete(&self.name)?;
         self.wake_head(keys, &waiters)?;
         Ok(true)

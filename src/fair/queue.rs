@@ -92,6 +92,38 @@ impl Waiters {
         Ok(())
     }
 
+    /// A queued waiter asked again: it is alive, so its deadline is at
+    /// least `wait_ms` after its turn can come (after the lease's end for
+    /// the head, after the deadline of the waiter ahead for the others).
+    /// Redisson never refreshes it, and purges live waiters whose wait
+    /// was shorter than the time ahead of them (#3004).
+    pub fn heartbeat<K: Keyspace>(
+        &mut self,
+        keys: &mut K,
+        timeouts: &[u8],
+        position: usize,
+        lease_end: i64,
+        wait_ms: i64,
+    ) -> Result<()> {
+        let turn = if position == 0 { lease_end } else { self.live[position - 1].1 };
+        let fresh = turn.saturating_add(wait_ms);
+        let (owner, score) = &mut self.live[position];
+        if fresh > *score {
+            *score = fresh;
+            keys.zadd(timeouts, owner, fresh)?;
+        }
+        Ok(())
+    }
+
+    /// Every deadline `by_ms` earlier.
+    pub fn move_up<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], by_ms: i64) -> Result<()> {
+        for (owner, score) in &mut self.live {
+            *score = score.saturating_sub(by_ms);
+            keys.zadd(timeouts, owner, *score)?;
+        }
+        Ok(())
+    }
+
     /// Appends `owner` with Redisson's deadline: `wait_ms` after the last
     /// waiter's deadline, or after the lock's PTTL (`pttl_ms`) when the
     /// queue is empty. Returns Redisson's reply, that base.

@@ -70,7 +70,7 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             keys: [vec![held_by("a", "1")], queue(&[("b", NOW + 6_000)])].concat(),
             owner: "c",
             wait: Some(WAIT),
-            reply: Ok(Acquire::Queued { hint_ms: 6_000 }),
+            reply: Ok(Acquire::Queued { hint_ms: WAIT }),
             effects: &["ZADD redisson_lock_timeout:{f} 1011000 c", "RPUSH redisson_lock_queue:{f} c"],
         },
         Case {
@@ -78,15 +78,23 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             keys: [vec![held_by("a", "1")], queue(&[("b", NOW + 6_000), ("c", NOW + 11_000)])].concat(),
             owner: "c",
             wait: Some(WAIT),
-            reply: Ok(Acquire::Queued { hint_ms: 6_000 }),
+            reply: Ok(Acquire::Queued { hint_ms: WAIT }),
             effects: &[],
+        },
+        Case {
+            name: "a queued waiter asking again is alive: its deadline is kept a wait past its turn",
+            keys: [vec![held_by("a", "1")], queue(&[("b", NOW + 1_500)])].concat(),
+            owner: "b",
+            wait: Some(WAIT),
+            reply: Ok(Acquire::Queued { hint_ms: 1_000 }),
+            effects: &["ZADD redisson_lock_timeout:{f} 1006000 b"],
         },
         Case {
             name: "a free lock whose head has not come yet: a hint, never 0",
             keys: queue(&[("b", NOW + 6_000), ("c", NOW + 11_000)]),
             owner: "c",
             wait: Some(WAIT),
-            reply: Ok(Acquire::Queued { hint_ms: 6_000 }),
+            reply: Ok(Acquire::Queued { hint_ms: WAIT }),
             effects: &[],
         },
         Case {
@@ -193,7 +201,12 @@ fn releases_wake_the_head_on_its_own_channel() {
             [vec![held_by("a", "1")], head_waiting.clone()].concat(),
             Some(&latch),
             Ok(Release::Released),
-            &["DEL f", "PUBLISH redisson_lock__channel:{f}:b 0", "SET redisson_unlock_latch:{f}:r 1 PXAT 1020000"],
+            &[
+                "ZADD redisson_lock_timeout:{f} 1005000 b",
+                "DEL f",
+                "PUBLISH redisson_lock__channel:{f}:b 0",
+                "SET redisson_unlock_latch:{f}:r 1 PXAT 1020000",
+            ],
         ),
         (
             "a reentry level: record 0",
@@ -254,7 +267,11 @@ fn cancel_force_release_and_status() {
 
     let mut keys = Keys::at([vec![held_by("a", "1")], queue(&[("b", NOW + 6_000)])].concat(), NOW);
     assert_eq!(lock().force_release(&mut keys, NOW), Ok(true));
-    assert_eq!(keys.effects, ["DEL f", "PUBLISH redisson_lock__channel:{f}:b 0"]);
+    assert_eq!(
+        keys.effects,
+        ["ZADD redisson_lock_timeout:{f} 1005000 b", "DEL f", "PUBLISH redisson_lock__channel:{f}:b 0"],
+        "the unused lease comes off the deadlines"
+    );
     let mut keys = Keys::at(vec![], NOW);
     assert_eq!(lock().force_release(&mut keys, NOW), Ok(false));
     let mut keys = Keys::at(vec![("f", Keys::hash(&[("a", "x")]), None)], NOW);
