@@ -3,6 +3,7 @@
 //! markdown report; `make bench` saves it as BENCHMARKS.md.
 
 mod client_e2e;
+mod family_cost;
 mod handoff;
 mod memory;
 mod raw;
@@ -32,6 +33,24 @@ async fn main() {
     println!("bench program on loopback. Every ratio compares figures measured side by side in this run.\n");
     println!("## Machine\n\n{}", report::machine());
 
+    // `rlock-bench cost family` runs only those sections (for development;
+    // `make bench` runs them all).
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    if !only.is_empty() {
+        for aof in [false, true] {
+            let server = server(aof);
+            if only.iter().any(|s| s == "cost") {
+                println!("{}", tokio::task::block_in_place(|| server_cost::run(&server)).0);
+            }
+            if only.iter().any(|s| s == "family") {
+                for family in tokio::task::block_in_place(|| family_cost::run(&server)) {
+                    println!("{}\n{}", family.name, family.table);
+                }
+            }
+        }
+        return;
+    }
+
     let mut summary = vec![];
     for aof in [false, true] {
         let server = server(aof);
@@ -40,7 +59,7 @@ async fn main() {
         println!("Fresh keys, {} pipelined connections; server time is the top-level commands' `usec` from", 2);
         println!("`INFO commandstats` (a script's inner commands are part of its time).\n");
         println!("{table}");
-        summary.push((aof, headline[0]));
+        summary.push((aof, headline));
 
         println!("## 2. End to end through rlock-client ({})\n", appendonly(aof));
         println!("Uncontended lock+unlock cycles per second, each task on its own lock. \"scripts\" runs the");
@@ -63,6 +82,15 @@ async fn main() {
     println!("## 5. Memory per held lock ({})\n", appendonly(false));
     println!("{}", tokio::task::block_in_place(|| memory::run(&server)));
 
+    println!("## 6. Fair and read-write locks: server cost per acquire+release pair ({})\n", appendonly(false));
+    println!("Fresh keys; each release carries a fresh request id (the unlock latch), as clients send it.");
+    println!("\"The same effects\" are the writes the commands replicate, as Redis commands in one");
+    println!("`MULTI`/`EXEC` per acquire and per release: what an atomic equivalent costs at least.\n");
+    let families = tokio::task::block_in_place(|| family_cost::run(&server));
+    for family in &families {
+        println!("### {}\n\n{}", family.name, family.table);
+    }
+
     println!("## Targets\n");
     for (aof, (time_ratio, throughput_ratio)) in summary {
         println!(
@@ -80,6 +108,12 @@ async fn main() {
         "- {waiters} waiters in one client: {calls:.1} acquire calls per hand-off (one wake-up per release: the taker, plus the releaser re-queuing)"
     );
     println!("- 10,000 watchdog locks: {rounds:.1} round trips per period (target ≤ 10)");
+    for family in &families {
+        println!(
+            "- {}: server time {:.2}× lower than the scripts' (target 3×), {:.2}× the same effects in MULTI/EXEC (target ≤ 1.5×)",
+            family.name, family.scripts_over_native, family.native_over_own
+        );
+    }
     println!("{NOTES}");
 }
 
