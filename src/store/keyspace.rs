@@ -19,13 +19,24 @@ use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
 
+/// A key opened by this command.
+struct OpenKey {
+    // Before its name: the key closes before its name is freed.
+    key: SignalOnWriteKey,
+    /// The derived key's name; `None` for the command's own key.
+    derived: Option<(RedisString, Vec<u8>)>,
+    /// Its list iterator may be stale (see [`RedisKeyspace::listed`]).
+    list_used: bool,
+}
+
 pub struct RedisKeyspace<'a> {
     ctx: &'a Context,
     name: &'a RedisString,
     writable: bool,
     caller: Caller,
-    // Keys before their names: each closes before its name is freed.
-    keys: Vec<(SignalOnWriteKey, Option<RedisString>)>,
+    /// The argv key's bytes, read once.
+    name_bytes: &'a [u8],
+    keys: Vec<OpenKey>,
     channels: Vec<RedisString>,
 }
 
@@ -42,20 +53,21 @@ impl<'a> RedisKeyspace<'a> {
     }
 
     fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
-        Self { ctx, name, writable, caller: Caller::new(ctx), keys: Vec::new(), channels: Vec::new() }
+        let name_bytes = name.as_slice();
+        Self { ctx, name, name_bytes, writable, caller: Caller::new(ctx), keys: Vec::new(), channels: Vec::new() }
     }
 
     /// The open key named `key`, opened (and checked) on first use.
     fn key(&mut self, key: &[u8]) -> Result<usize> {
-        let name = self.name;
-        let found = self.keys.iter().position(|(_, derived)| derived.as_ref().unwrap_or(name).as_slice() == key);
+        let name_bytes = self.name_bytes;
+        let found = self.keys.iter().position(|open| open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes) == key);
         if let Some(index) = found {
             return Ok(index);
         }
-        let derived = if key == name.as_slice() {
+        let derived = if key == name_bytes {
             None
         } else {
-            if cluster_mode() && key_slot(key) != key_slot(name.as_slice()) {
+            if cluster_mode() && key_slot(key) != key_slot(name_bytes) {
                 return Err(LockError::DerivedKeyCrossSlot(key.to_vec()));
             }
             let derived = RedisString::create_from_slice(self.ctx.get_raw(), key);
@@ -67,36 +79,46 @@ impl<'a> RedisKeyspace<'a> {
             if !self.caller.may_access_key(&derived, access) {
                 return Err(LockError::NoKeyPermission(key.to_vec()));
             }
-            Some(derived)
+            Some((derived, key.to_vec()))
         };
-        let inner = derived.as_ref().unwrap_or(name).inner;
-        let open = if self.writable { SignalOnWriteKey::open } else { SignalOnWriteKey::open_readonly };
-        self.keys.push((open(self.ctx, inner), derived));
+        let key = self.open_key(derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner));
+        self.keys.push(OpenKey { key, derived, list_used: false });
         Ok(self.keys.len() - 1)
     }
 
-    /// The key closed and opened again. On Redis 7.0 a list's iterator in
-    /// a key handle goes stale after a write through it (RM_ListGet then
-    /// fails an assertion and the server aborts): lists are read and
-    /// deleted from through fresh handles.
-    fn reopened(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
-        let index = self.key(key)?;
-        let inner = self.keys[index].1.as_ref().unwrap_or(self.name).inner;
+    fn open_key(&self, name: *mut raw::RedisModuleString) -> SignalOnWriteKey {
         let open = if self.writable { SignalOnWriteKey::open } else { SignalOnWriteKey::open_readonly };
-        self.keys[index].0 = open(self.ctx, inner);
-        Ok(self.keys[index].0.read())
+        open(self.ctx, name)
+    }
+
+    fn inner_name(&self, index: usize) -> *mut raw::RedisModuleString {
+        self.keys[index].derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner)
+    }
+
+    /// The key for a list read or delete by index. On Redis 7.0 a list's
+    /// iterator in a key handle goes stale after a write or a walk through
+    /// it (RM_ListGet then fails an assertion and the server aborts): such
+    /// a handle is closed and opened again first.
+    fn listed(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
+        let index = self.key(key)?;
+        if self.keys[index].list_used {
+            self.keys[index].key = self.open_key(self.inner_name(index));
+        }
+        self.keys[index].list_used = true;
+        Ok(self.keys[index].key.read())
     }
 
     fn read(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
         let index = self.key(key)?;
-        Ok(self.keys[index].0.read())
+        Ok(self.keys[index].key.read())
     }
 
     /// The key for writing and its name, for replication and events.
     fn write(&mut self, key: &[u8]) -> Result<(*mut raw::RedisModuleKey, *mut raw::RedisModuleString)> {
         let index = self.key(key)?;
-        let (open, derived) = &mut self.keys[index];
-        Ok((open.write(), derived.as_ref().unwrap_or(self.name).inner))
+        self.keys[index].list_used = true;
+        let name = self.inner_name(index);
+        Ok((self.keys[index].key.write(), name))
     }
 
     fn string(&self, bytes: &[u8]) -> RedisString {
@@ -192,7 +214,7 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let open = self.reopened(key)?;
+        let open = self.listed(key)?;
         if key_type_of(open) != KeyType::List {
             return Ok(Vec::new());
         }
@@ -335,7 +357,7 @@ impl Keyspace for RedisKeyspace<'_> {
         }
         // From the tail, so the indexes still to visit do not move.
         for index in matches.into_iter().rev() {
-            self.reopened(key)?;
+            self.listed(key)?;
             let (open, _) = self.write(key)?;
             unsafe { api!(RedisModule_ListDelete)(open, index as c_longlong) };
         }
