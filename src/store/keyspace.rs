@@ -15,6 +15,7 @@ use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use rlock_protocol::key_slot;
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
@@ -26,6 +27,8 @@ pub struct RedisKeyspace<'a> {
     caller: Caller,
     // Keys before their names: each closes before its name is freed.
     keys: Vec<(SignalOnWriteKey, Option<RedisString>)>,
+    /// Key name -> its index in `keys`: a read release may touch thousands.
+    index: HashMap<Vec<u8>, usize>,
     channels: Vec<RedisString>,
 }
 
@@ -42,16 +45,23 @@ impl<'a> RedisKeyspace<'a> {
     }
 
     fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
-        Self { ctx, name, writable, caller: Caller::new(ctx), keys: Vec::new(), channels: Vec::new() }
+        Self {
+            ctx,
+            name,
+            writable,
+            caller: Caller::new(ctx),
+            keys: Vec::new(),
+            index: HashMap::new(),
+            channels: Vec::new(),
+        }
     }
 
     /// The open key named `key`, opened (and checked) on first use.
     fn key(&mut self, key: &[u8]) -> Result<usize> {
-        let name = self.name;
-        let found = self.keys.iter().position(|(_, derived)| derived.as_ref().unwrap_or(name).as_slice() == key);
-        if let Some(index) = found {
+        if let Some(&index) = self.index.get(key) {
             return Ok(index);
         }
+        let name = self.name;
         let derived = if key == name.as_slice() {
             None
         } else {
@@ -72,6 +82,7 @@ impl<'a> RedisKeyspace<'a> {
         let inner = derived.as_ref().unwrap_or(name).inner;
         let open = if self.writable { SignalOnWriteKey::open } else { SignalOnWriteKey::open_readonly };
         self.keys.push((open(self.ctx, inner), derived));
+        self.index.insert(key.to_vec(), self.keys.len() - 1);
         Ok(self.keys.len() - 1)
     }
 
