@@ -46,6 +46,11 @@ pub enum LockError {
     /// The key is a hash but not a read-write lock: no valid `mode`, or a
     /// hold count that is not an integer.
     NotAReadWriteLock,
+    /// A read-write lock would hold more read holds than
+    /// [`crate::rwlock::MAX_READ_HOLDS`] (each is a key a release visits).
+    TooManyReadHolds,
+    /// An owner that would collide with the read-write lock's own fields.
+    OwnerReserved,
     /// The caller's ACL does not let it touch this key the command derived
     /// from the name (a queue, a latch, a per-hold timeout key).
     NoKeyPermission(Vec<u8>),
@@ -80,6 +85,10 @@ impl LockError {
             Self::WaitSyntax => "ERR syntax error: after owner and lease_ms, only WAIT wait_ms",
             Self::ModeInvalid => "ERR mode must be READ or WRITE",
             Self::NotAReadWriteLock => "ERR key is a hash but not a read-write lock: no read/write mode, or a hold count that is not an integer",
+            Self::TooManyReadHolds => "ERR too many read holds: a read-write lock takes at most 10000 (each is a key)",
+            Self::OwnerReserved => {
+                "ERR owner must not be 'mode' nor end with ':write' (the read-write lock's own fields)"
+            }
             Self::NoKeyPermission(key) => {
                 return format!(
                     "NOPERM this user has no permissions to access the derived key '{}'",

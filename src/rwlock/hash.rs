@@ -1,6 +1,7 @@
 //! The read-write lock's hash: its `mode` and hold counts, checked so that
 //! a hash that is not a read-write lock is never taken for one.
 
+use super::MAX_READ_HOLDS;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
@@ -21,36 +22,66 @@ impl Mode {
 }
 
 /// The lock's hash as read at the start of a command.
-pub struct RwHash<'a> {
-    name: &'a [u8],
+pub struct RwHash {
     /// `None` when the lock is free (the hash is missing).
     pub mode: Option<Mode>,
+    /// Every field but `mode`, with its hold count (always >= 1).
+    pub holds: Vec<(Vec<u8>, i64)>,
 }
 
-impl<'a> RwHash<'a> {
-    pub fn read<K: Keyspace>(keys: &mut K, name: &'a [u8]) -> Result<Self> {
-        let mode = match keys.key_type(name)? {
-            KeyType::Missing => None,
-            KeyType::Hash => match keys.hget(name, b"mode")?.as_deref() {
-                Some(b"read") => Some(Mode::Read),
-                Some(b"write") => Some(Mode::Write),
-                _ => return Err(LockError::NotAReadWriteLock),
-            },
+impl RwHash {
+    /// Reads the whole hash. Refused: a key of another type, a hash
+    /// without a valid `mode`, or with a field whose value is not a
+    /// positive integer (Redisson deletes a field when its count reaches 0).
+    pub fn read<K: Keyspace>(keys: &mut K, name: &[u8]) -> Result<Self> {
+        match keys.key_type(name)? {
+            KeyType::Missing => return Ok(Self { mode: None, holds: Vec::new() }),
+            KeyType::Hash => {}
             _ => return Err(LockError::WrongType),
-        };
-        Ok(Self { name, mode })
+        }
+        let mut mode = None;
+        let mut holds = Vec::new();
+        for (field, value) in keys.hgetall(name)? {
+            if field == b"mode" {
+                mode = Some(match value.as_slice() {
+                    b"read" => Mode::Read,
+                    b"write" => Mode::Write,
+                    _ => return Err(LockError::NotAReadWriteLock),
+                });
+            } else {
+                match parse_hold_count(&value) {
+                    Ok(count) if count > 0 => holds.push((field, count)),
+                    _ => return Err(LockError::NotAReadWriteLock),
+                }
+            }
+        }
+        match mode {
+            None => Err(LockError::NotAReadWriteLock),
+            mode => Ok(Self { mode, holds }),
+        }
     }
 
     /// A field's hold count, 0 when absent.
-    pub fn count<K: Keyspace>(&self, keys: &mut K, field: &[u8]) -> Result<i64> {
-        match keys.hget(self.name, field)? {
-            None => Ok(0),
-            Some(value) => parse_holds(&value).ok_or(LockError::NotAReadWriteLock),
+    pub fn count(&self, field: &[u8]) -> i64 {
+        self.holds.iter().find(|(held, _)| held == field).map_or(0, |(_, count)| *count)
+    }
+
+    /// The reader fields (a writer's ends with `:write`) and their counts.
+    pub fn readers(&self) -> impl Iterator<Item = (&[u8], i64)> {
+        self.holds.iter().filter(|(field, _)| !is_write_field(field)).map(|(field, count)| (field.as_slice(), *count))
+    }
+
+    /// Refuses a lock whose read holds, `extra` more included, would pass
+    /// [`MAX_READ_HOLDS`]: every read hold is a key a release may visit.
+    pub fn check_read_holds(&self, extra: i64) -> Result<()> {
+        let total = self.readers().try_fold(extra, |total, (_, count)| total.checked_add(count));
+        match total {
+            Some(total) if total <= MAX_READ_HOLDS => Ok(()),
+            _ => Err(LockError::TooManyReadHolds),
         }
     }
 }
 
-/// A stored hold count, as HINCRBY reads it.
-pub fn parse_holds(value: &[u8]) -> Option<i64> {
-    parse_hold_count(value).ok()
+pub fn is_write_field(field: &[u8]) -> bool {
+    field.ends_with(b":write")
 }

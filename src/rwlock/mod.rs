@@ -15,7 +15,7 @@ use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
 use crate::keyspace::{pttl, KeyType, Keyspace, Result};
 use crate::lease::expiry;
-use hash::{parse_holds, Mode, RwHash};
+use hash::{is_write_field, Mode, RwHash};
 use rlock_protocol::{rwlock_channel, rwlock_timeout_key, rwlock_write_field};
 
 /// Which side of the lock a command is about.
@@ -64,6 +64,20 @@ pub struct ReadWriteLock {
     channel: Vec<u8>,
 }
 
+/// Most read holds one lock takes, all readers together: each is a key
+/// that a read release visits (Redisson's script has no limit, but a
+/// script can be killed when it runs too long; a command cannot).
+pub const MAX_READ_HOLDS: i64 = 10_000;
+
+/// Refuses an owner whose field would be the lock's `mode`, or look like
+/// another owner's write hold.
+fn check_owner(owner: &[u8]) -> Result<()> {
+    if owner == b"mode" || is_write_field(owner) {
+        return Err(LockError::OwnerReserved);
+    }
+    Ok(())
+}
+
 /// Redisson's messages: a read release wakes one waiter, a write release all.
 const READ_RELEASED: &[u8] = b"0";
 const WRITE_RELEASED: &[u8] = b"1";
@@ -98,10 +112,11 @@ impl ReadWriteLock {
         lease_ms: i64,
         now_ms: i64,
     ) -> Result<Acquire> {
+        check_owner(owner)?;
         let expire_at = expiry(now_ms, lease_ms)?;
         let hash = RwHash::read(keys, &self.name)?;
         let write_field = rwlock_write_field(owner);
-        let writer_holds = hash.count(keys, &write_field)? > 0;
+        let writer_holds = hash.count(&write_field) > 0;
         match (side, hash.mode) {
             (Side::Read, None) => {
                 let timeout = self.timeout_key(owner, 1);
@@ -112,7 +127,8 @@ impl ReadWriteLock {
                 keys.set_expire_at(&self.name, expire_at)?;
             }
             (Side::Read, Some(mode)) if mode == Mode::Read || writer_holds => {
-                let count = hash.count(keys, owner)?.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
+                hash.check_read_holds(1)?;
+                let count = hash.count(owner) + 1;
                 let timeout = self.timeout_key(owner, count);
                 self.touch_timeout(keys, &timeout)?;
                 let extended = self.extended_expiry(keys, expire_at)?;
@@ -126,7 +142,7 @@ impl ReadWriteLock {
                 keys.set_expire_at(&self.name, expire_at)?;
             }
             (Side::Write, Some(Mode::Write)) if writer_holds => {
-                let count = hash.count(keys, &write_field)?.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
+                let count = hash.count(&write_field).checked_add(1).ok_or(LockError::HoldCountOverflow)?;
                 // Redisson adds the lease to the PTTL here, so the TTL grows
                 // with every re-entry (#891, #1110); never shortened instead.
                 let extended = self.extended_expiry(keys, expire_at)?;
@@ -147,6 +163,7 @@ impl ReadWriteLock {
         latch: Option<&UnlockLatch>,
         now_ms: i64,
     ) -> Result<Release> {
+        check_owner(owner)?;
         let expire_at = expiry(now_ms, lease_ms)?;
         if let Some(latch) = latch {
             if let Some(released) = latch.recorded(keys)? {
@@ -173,10 +190,11 @@ impl ReadWriteLock {
     }
 
     fn release_read<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, owner: &[u8], now_ms: i64) -> Result<Release> {
-        let count = hash.count(keys, owner)?;
+        let count = hash.count(owner);
         if count == 0 {
             return Ok(Release::NotHeld { published: false });
         }
+        hash.check_read_holds(0)?;
         let own_timeout = self.timeout_key(owner, count);
         self.touch_timeout(keys, &own_timeout)?;
         let own_timeout_exists = keys.key_type(&own_timeout)? != KeyType::Missing;
@@ -184,17 +202,17 @@ impl ReadWriteLock {
         // hash lives as long as the longest remaining read hold.
         let mut others_remain = false;
         let mut longest: Option<i64> = None;
-        for (field, value) in keys.hgetall(&self.name)? {
-            let holds = if field == owner { count - 1 } else { parse_holds(&value).unwrap_or(0) };
-            if field == b"mode" || (field == owner && holds == 0) {
+        for (field, holds) in &hash.holds {
+            let holds = if field == owner { count - 1 } else { *holds };
+            if holds == 0 {
                 continue;
             }
             others_remain = true;
-            if field.ends_with(b":write") {
+            if is_write_field(field) {
                 continue; // a write hold has no timeout keys
             }
             for n in 1..=holds {
-                let key = self.timeout_key(&field, n);
+                let key = self.timeout_key(field, n);
                 self.touch_timeout(keys, &key)?;
                 if let Some(at) = keys.expire_at(&key)? {
                     longest = Some(longest.map_or(at, |longest: i64| longest.max(at)));
@@ -227,7 +245,7 @@ impl ReadWriteLock {
 
     fn release_write<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, owner: &[u8], expire_at: i64) -> Result<Release> {
         let write_field = rwlock_write_field(owner);
-        let count = hash.count(keys, &write_field)?;
+        let count = hash.count(&write_field);
         if hash.mode != Some(Mode::Write) || count == 0 {
             return Ok(Release::NotHeld { published: false });
         }
@@ -236,7 +254,7 @@ impl ReadWriteLock {
             keys.set_expire_at(&self.name, expire_at)?;
             return Ok(Release::StillHeld);
         }
-        let others = keys.hgetall(&self.name)?.len() > 2;
+        let others = hash.holds.len() > 1;
         keys.touch_channel(&self.channel)?;
         keys.hincr_by(&self.name, &write_field, -1, 0)?;
         keys.hdel(&self.name, &write_field)?;
@@ -256,16 +274,14 @@ impl ReadWriteLock {
     /// shortened (other readers' holds live in it). False when the owner
     /// holds nothing.
     pub fn renew<K: Keyspace>(&self, keys: &mut K, owner: &[u8], lease_ms: i64, now_ms: i64) -> Result<bool> {
+        check_owner(owner)?;
         let expire_at = expiry(now_ms, lease_ms)?;
         let hash = RwHash::read(keys, &self.name)?;
-        if hash.mode.is_none() {
+        let reads = hash.count(owner);
+        if reads == 0 && hash.count(&rwlock_write_field(owner)) == 0 {
             return Ok(false);
         }
-        let reads = hash.count(keys, owner)?;
-        let writes = hash.count(keys, &rwlock_write_field(owner))?;
-        if reads == 0 && writes == 0 {
-            return Ok(false);
-        }
+        hash.check_read_holds(0)?;
         let mut timeouts = Vec::new();
         for n in 1..=reads {
             let key = self.timeout_key(owner, n);
@@ -302,16 +318,10 @@ impl ReadWriteLock {
     /// `RRW.STATUS`: the mode, PTTL, number of readers, and the owner's
     /// read and write hold counts.
     pub fn status<K: Keyspace>(&self, keys: &mut K, owner: Option<&[u8]>, now_ms: i64) -> Result<Status> {
+        owner.map(check_owner).transpose()?;
         let hash = RwHash::read(keys, &self.name)?;
-        let owner = match owner {
-            Some(owner) => Some((hash.count(keys, owner)?, hash.count(keys, &rwlock_write_field(owner))?)),
-            None => None,
-        };
-        let readers = keys
-            .hgetall(&self.name)?
-            .iter()
-            .filter(|(field, _)| field != b"mode" && !field.ends_with(b":write"))
-            .count() as i64;
+        let owner = owner.map(|owner| (hash.count(owner), hash.count(&rwlock_write_field(owner))));
+        let readers = hash.readers().count() as i64;
         Ok(Status { mode: hash.mode.map(Mode::name), pttl_ms: pttl(keys, &self.name, now_ms)?, readers, owner })
     }
 }

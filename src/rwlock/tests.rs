@@ -105,7 +105,7 @@ fn releases_follow_redissons_scripts() {
         hold(T_A2, NOW + 2_000),
         hold(T_B1, NOW + 9_000),
     ];
-    let cases: [(&str, Vec<_>, Side, Result<Release>, &[&str]); 7] = [
+    let cases: [(&str, Vec<_>, Side, Result<Release>, &[&str]); 12] = [
         (
             "a reader's hold goes; the hash lives as long as the longest hold left",
             two_readers.clone(),
@@ -178,6 +178,58 @@ fn releases_follow_redissons_scripts() {
             Ok(Release::NotHeld { published: false }),
             &[],
         ),
+        (
+            "others remain but every hold of theirs has expired: released, as the script",
+            vec![hash(&[("mode", "read"), ("a", "1"), ("b", "1")], NOW + 9_000), hold(T_A1, NOW + 9_000)],
+            Side::Read,
+            Ok(Release::Released),
+            &[
+                "HINCRBY rw a -1",
+                "HDEL rw a",
+                "DEL {rw}:a:rwlock_timeout:1",
+                "DEL rw",
+                "PUBLISH redisson_rwlock:{rw} 0",
+                "SET redisson_unlock_latch:{rw}:r 1 PXAT 1020000",
+            ],
+        ),
+        (
+            "a writer's read goes: still held by the write, the TTL untouched",
+            vec![hash(&[("mode", "write"), ("a:write", "1"), ("a", "1")], NOW + 9_000), hold(T_A1, NOW + 1_000)],
+            Side::Read,
+            Ok(Release::StillHeld),
+            &[
+                "HINCRBY rw a -1",
+                "HDEL rw a",
+                "DEL {rw}:a:rwlock_timeout:1",
+                "SET redisson_unlock_latch:{rw}:r 0 PXAT 1020000",
+            ],
+        ),
+        (
+            "a read release of a reader that holds nothing: nil, no latch",
+            vec![hash(&[("mode", "read"), ("b", "1")], NOW + 9_000), hold(T_B1, NOW + 9_000)],
+            Side::Read,
+            Ok(Release::NotHeld { published: false }),
+            &[],
+        ),
+        (
+            "a write release by one who does not hold the write: nil",
+            vec![hash(&[("mode", "write"), ("b:write", "1")], NOW + 9_000)],
+            Side::Write,
+            Ok(Release::NotHeld { published: false }),
+            &[],
+        ),
+        (
+            "a read hold whose key has expired: counted down, no DEL of a missing key",
+            vec![hash(&[("mode", "read"), ("a", "1"), ("b", "1")], NOW + 9_000), hold(T_B1, NOW + 9_000)],
+            Side::Read,
+            Ok(Release::StillHeld),
+            &[
+                "HINCRBY rw a -1",
+                "HDEL rw a",
+                "PEXPIREAT rw 1009000",
+                "SET redisson_unlock_latch:{rw}:r 0 PXAT 1020000",
+            ],
+        ),
     ];
     for (name, state, side, reply, effects) in cases {
         let mut keys = Keys::at(state, NOW);
@@ -217,4 +269,105 @@ fn renew_force_release_and_status() {
     let mut keys = Keys::at(state, NOW);
     let status = lock().status(&mut keys, Some(b"a"), NOW).unwrap();
     assert_eq!(status, Status { mode: Some("write"), pttl_ms: 40_000, readers: 2, owner: Some((2, 1)) });
+}
+
+#[test]
+fn a_latched_release_replays_its_reply_and_changes_nothing() {
+    for (recorded, reply) in [("0", false), ("1", true)] {
+        let state = vec![
+            hash(&[("mode", "read"), ("a", "1")], NOW + 9_000),
+            ("redisson_unlock_latch:{rw}:r", Keys::string(recorded), Some(NOW + 5_000)),
+        ];
+        let latch = UnlockLatch::new(b"rw", b"r", 20_000, NOW).unwrap();
+        let mut keys = Keys::at(state, NOW);
+        let outcome = lock().release(&mut keys, b"a", Side::Read, LEASE, Some(&latch), NOW);
+        assert_eq!(outcome, Ok(Release::Latched { released: reply }));
+        assert!(keys.effects.is_empty());
+    }
+}
+
+#[test]
+#[allow(clippy::type_complexity)]
+fn what_is_not_a_read_write_lock_is_refused_before_any_write() {
+    let many = MAX_READ_HOLDS.to_string();
+    let almost = (MAX_READ_HOLDS - 1).to_string();
+    let cases: [(&str, Vec<_>, &str, Side, LockError); 8] = [
+        (
+            "a count that is not an integer",
+            vec![hash(&[("mode", "read"), ("x", "abc")], NOW + 1)],
+            "a",
+            Side::Read,
+            LockError::NotAReadWriteLock,
+        ),
+        (
+            "a count of 0",
+            vec![hash(&[("mode", "read"), ("x", "0")], NOW + 1)],
+            "a",
+            Side::Read,
+            LockError::NotAReadWriteLock,
+        ),
+        (
+            "no valid mode",
+            vec![hash(&[("mode", "both"), ("x", "1")], NOW + 1)],
+            "a",
+            Side::Write,
+            LockError::NotAReadWriteLock,
+        ),
+        ("a key of another type", vec![("rw", Keys::string("1"), None)], "a", Side::Write, LockError::WrongType),
+        ("owner `mode` would overwrite the mode", vec![], "mode", Side::Read, LockError::OwnerReserved),
+        ("an owner ending in :write looks like a write hold", vec![], "b:write", Side::Read, LockError::OwnerReserved),
+        (
+            "one read hold past the limit",
+            vec![hash(&[("mode", "read"), ("x", &almost), ("a", "1")], NOW + 1)],
+            "a",
+            Side::Read,
+            LockError::TooManyReadHolds,
+        ),
+        (
+            "a crafted count past the limit",
+            vec![hash(&[("mode", "read"), ("x", &many), ("a", "1")], NOW + 1)],
+            "a",
+            Side::Read,
+            LockError::TooManyReadHolds,
+        ),
+    ];
+    for (name, state, owner, side, error) in cases {
+        let mut keys = Keys::at(state.clone(), NOW);
+        assert_eq!(
+            lock().acquire(&mut keys, owner.as_bytes(), side, LEASE, NOW),
+            Err(error.clone()),
+            "{name}: acquire"
+        );
+        // A release is refused alike, but one more read hold is no
+        // problem to it.
+        if !name.starts_with("one read hold") {
+            let released = lock().release(&mut keys, owner.as_bytes(), side, LEASE, None, NOW);
+            assert_eq!(released, Err(error), "{name}: release");
+        }
+        assert_eq!(keys.effects, Vec::<String>::new(), "{name}: nothing written");
+    }
+}
+
+#[test]
+fn force_release_takes_only_the_side_asked_and_status_reports_a_free_lock() {
+    let reading = vec![hash(&[("mode", "read"), ("a", "1")], NOW + 1_000), hold(T_A1, NOW + 1_000)];
+    let writing = vec![hash(&[("mode", "write"), ("a:write", "1")], NOW + 1_000)];
+    let cases = [
+        (&reading, Some(Side::Read), true, "0"),
+        (&reading, Some(Side::Write), false, ""),
+        (&reading, None, true, "1"),
+        (&writing, Some(Side::Write), true, "1"),
+        (&writing, Some(Side::Read), false, ""),
+        (&vec![], None, false, ""),
+    ];
+    for (state, side, released, message) in cases {
+        let mut keys = Keys::at(state.clone(), NOW);
+        assert_eq!(lock().force_release(&mut keys, side), Ok(released), "{side:?} on {state:?}");
+        let expected: Vec<String> =
+            if released { vec!["DEL rw".into(), format!("PUBLISH redisson_rwlock:{{rw}} {message}")] } else { vec![] };
+        assert_eq!(keys.effects, expected, "{side:?}: the timeout keys are left to expire");
+    }
+    let mut keys = Keys::at(vec![], NOW);
+    let status = lock().status(&mut keys, None, NOW).unwrap();
+    assert_eq!(status, Status { mode: None, pttl_ms: -2, readers: 0, owner: None });
 }

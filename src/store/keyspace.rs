@@ -15,9 +15,13 @@ use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use rlock_protocol::key_slot;
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
+
+/// Open keys are found by a scan up to this many, then through an index.
+const INDEXED_FROM: usize = 8;
 
 /// A key opened by this command.
 struct OpenKey {
@@ -37,6 +41,9 @@ pub struct RedisKeyspace<'a> {
     /// The argv key's bytes, read once.
     name_bytes: &'a [u8],
     keys: Vec<OpenKey>,
+    /// Key name -> index in `keys`, once there are many (a read release
+    /// may touch thousands of hold keys; most commands touch a few).
+    index: HashMap<Vec<u8>, usize>,
     channels: Vec<RedisString>,
 }
 
@@ -54,13 +61,18 @@ impl<'a> RedisKeyspace<'a> {
 
     fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
         let name_bytes = name.as_slice();
-        Self { ctx, name, name_bytes, writable, caller: Caller::new(ctx), keys: Vec::new(), channels: Vec::new() }
+        let (keys, index, channels) = (Vec::new(), HashMap::new(), Vec::new());
+        Self { ctx, name, name_bytes, writable, caller: Caller::new(ctx), keys, index, channels }
     }
 
     /// The open key named `key`, opened (and checked) on first use.
     fn key(&mut self, key: &[u8]) -> Result<usize> {
         let name_bytes = self.name_bytes;
-        let found = self.keys.iter().position(|open| open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes) == key);
+        let found = if self.keys.len() <= INDEXED_FROM {
+            self.keys.iter().position(|open| open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes) == key)
+        } else {
+            self.index.get(key).copied()
+        };
         if let Some(index) = found {
             return Ok(index);
         }
@@ -81,8 +93,17 @@ impl<'a> RedisKeyspace<'a> {
             }
             Some((derived, key.to_vec()))
         };
-        let key = self.open_key(derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner));
-        self.keys.push(OpenKey { key, derived, list_used: false });
+        let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner));
+        self.keys.push(OpenKey { key: opened, derived, list_used: false });
+        if self.keys.len() > INDEXED_FROM {
+            if self.index.is_empty() {
+                for (at, open) in self.keys.iter().enumerate() {
+                    self.index.insert(open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes).to_vec(), at);
+                }
+            } else {
+                self.index.insert(key.to_vec(), self.keys.len() - 1);
+            }
+        }
         Ok(self.keys.len() - 1)
     }
 

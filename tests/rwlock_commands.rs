@@ -1,0 +1,88 @@
+//! RRW commands on a real server where they keep Redisson's layout but
+//! improve on its TTL rules (renewal of every hold, never shortening the
+//! hash; a write re-entry that does not grow the lease), and the keyspace
+//! notifications of the read path, which must be the script's.
+
+use redis::{Connection, Value};
+use testkit::{keyspace_events, RwScripts, Server};
+
+fn run(con: &mut Connection, args: &[&str]) -> Value {
+    redis::cmd(args[0]).arg(&args[1..]).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn pttl(con: &mut Connection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query(con).unwrap()
+}
+
+/// `value` is `expected` give or take the milliseconds a test step takes.
+fn assert_near(value: i64, expected: i64, what: &str) {
+    assert!((expected - 1_000..=expected).contains(&value), "{what}: {value}, expected about {expected}");
+}
+
+#[test]
+fn renew_resets_every_hold_of_the_owner_and_never_shortens_the_hash() {
+    let server = Server::start();
+    let mut con = server.connection();
+    run(&mut con, &["RRW.ACQUIRE", "rw", "a", "READ", "2000"]);
+    run(&mut con, &["RRW.ACQUIRE", "rw", "a", "READ", "3000"]);
+    run(&mut con, &["RRW.ACQUIRE", "rw", "b", "READ", "600000"]);
+    assert_eq!(run(&mut con, &["RRW.RENEW", "rw", "a", "50000"]), Value::Int(1));
+    assert_near(pttl(&mut con, "{rw}:a:rwlock_timeout:1"), 50_000, "a's first hold");
+    assert_near(pttl(&mut con, "{rw}:a:rwlock_timeout:2"), 50_000, "a's second hold");
+    assert_near(pttl(&mut con, "{rw}:b:rwlock_timeout:1"), 600_000, "b's hold, untouched");
+    assert_near(pttl(&mut con, "rw"), 600_000, "the hash keeps b's longer lease");
+    assert_eq!(run(&mut con, &["RRW.RENEW", "rw", "c", "50000"]), Value::Int(0), "c holds nothing");
+
+    run(&mut con, &["RRW.ACQUIRE", "w", "a", "WRITE", "1000"]);
+    assert_eq!(run(&mut con, &["RRW.RENEW", "w", "a", "70000"]), Value::Int(1));
+    assert_near(pttl(&mut con, "w"), 70_000, "the write hold renewed");
+}
+
+#[test]
+fn a_write_reentry_takes_the_later_expiry_instead_of_adding_the_lease() {
+    let server = Server::start();
+    let mut con = server.connection();
+    run(&mut con, &["RRW.ACQUIRE", "w", "a", "WRITE", "600000"]);
+    assert_eq!(run(&mut con, &["RRW.ACQUIRE", "w", "a", "WRITE", "1000"]), Value::Nil);
+    assert_near(pttl(&mut con, "w"), 600_000, "not shortened, not 601000 as Redisson");
+    assert_eq!(run(&mut con, &["RRW.ACQUIRE", "w", "a", "WRITE", "900000"]), Value::Nil);
+    assert_near(pttl(&mut con, "w"), 900_000, "extended to the new lease");
+    let status = run(&mut con, &["RRW.STATUS", "w", "a"]);
+    let Value::Array(fields) = status else { panic!("{status:?}") };
+    assert_eq!(fields[9], Value::Int(3), "write_count: three holds");
+}
+
+#[test]
+fn read_path_keyspace_notifications_match_the_script() {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let rw = RwScripts::default();
+    let events = keyspace_events(&server, |con| {
+        rw.load(con).unwrap();
+        for (owner, lease) in [(b"u".as_slice(), 60_000), (b"u", 90_000), (b"v", 30_000)] {
+            let _: Value = rw.read_acquire(b"s:r", owner, lease).query(con).unwrap();
+        }
+        for (owner, id) in [(b"u".as_slice(), b"1".as_slice()), (b"v", b"2"), (b"u", b"3")] {
+            let _: Value = rw.read_release(b"s:r", owner, id).query(con).unwrap();
+        }
+        for args in [
+            &["RRW.ACQUIRE", "c:r", "u", "READ", "60000"][..],
+            &["RRW.ACQUIRE", "c:r", "u", "READ", "90000"],
+            &["RRW.ACQUIRE", "c:r", "v", "READ", "30000"],
+            &["RRW.RELEASE", "c:r", "u", "READ", "ID", "1"],
+            &["RRW.RELEASE", "c:r", "v", "READ", "ID", "2"],
+            &["RRW.RELEASE", "c:r", "u", "READ", "ID", "3"],
+        ] {
+            run(con, args);
+        }
+    });
+    let of = |twin: &str| -> Vec<(String, &str)> {
+        events
+            .iter()
+            .filter(|(key, _)| key.contains(twin))
+            .map(|(key, event)| (key.replace(twin, "X"), event.as_str()))
+            .collect()
+    };
+    let script = of("s:r");
+    assert!(script.len() >= 20, "holds set, expired, counted down and deleted: {script:?}");
+    assert_eq!(of("c:r"), script);
+}
