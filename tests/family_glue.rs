@@ -98,23 +98,11 @@ fn a_replica_without_the_module_and_an_aof_replay_reproduce_every_state() {
     assert!(!aof.contains("RFAIR") && !aof.contains("RRW") && !aof.contains("\r\nPEXPIRE\r\n"), "{aof}");
 }
 
-/// A connection as `user`, allowed only `keys` and `channels`.
-fn login(server: &Server, admin: &mut Connection, user: &str, rules: &[&str]) -> Connection {
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", user, "on", ">pw", "+@all", "resetkeys", "resetchannels"])
-        .arg(rules)
-        .query(admin)
-        .unwrap();
-    let mut con = server.connection();
-    let _: () = redis::cmd("AUTH").arg(&[user, "pw"]).query(&mut con).unwrap();
-    con
-}
-
 #[test]
 fn derived_keys_and_channels_are_checked_against_the_callers_acl() {
     let server = Server::start();
     let mut admin = server.connection();
-    let mut limited = login(&server, &mut admin, "limited", &["~locks:*", "&*"]);
+    let mut limited = server.login("limited", &["~locks:*", "&*"]);
     let refusals: [(&[&str], &str); 4] = [
         (&["RFAIR.ACQUIRE", "locks:f", "u", "1000", "WAIT", "1000"], "'redisson_lock_queue:{locks:f}'"),
         (&["RFAIR.RELEASE", "locks:f", "u"], "'redisson_lock_queue:{locks:f}'"),
@@ -128,13 +116,13 @@ fn derived_keys_and_channels_are_checked_against_the_callers_acl() {
     assert!(dump(&mut admin).is_empty(), "nothing written");
     // Names with a hash tag keep derived keys under the pattern when the
     // ACL allows Redisson's prefixes; the write side needs no derived key.
-    let mut wider = login(&server, &mut admin, "wider", &["~locks:*", "~redisson_*", "~{locks:*", "&*"]);
+    let mut wider = server.login("wider", &["~locks:*", "~redisson_*", "~{locks:*", "&*"]);
     assert_eq!(run(&mut wider, &["RFAIR.ACQUIRE", "locks:f", "u", "1000", "WAIT", "1000"]).unwrap(), Value::Nil);
     assert_eq!(run(&mut wider, &["RRW.ACQUIRE", "locks:r", "u", "READ"]).unwrap(), Value::Nil);
     assert_eq!(run(&mut limited, &["RRW.ACQUIRE", "locks:w", "u", "WRITE"]).unwrap(), Value::Nil);
 
     // Channels: a user who may not publish on the lock's channel cannot release.
-    let mut no_publish = login(&server, &mut admin, "quiet", &["~*", "resetchannels"]);
+    let mut no_publish = server.login("quiet", &["~*", "resetchannels"]);
     let text = error_text(run(&mut no_publish, &["RRW.RELEASE", "locks:w", "u", "WRITE"]));
     assert!(text.starts_with("NOPERM") && text.contains("'redisson_rwlock:{locks:w}'"), "{text}");
     assert_eq!(

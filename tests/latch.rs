@@ -133,20 +133,11 @@ fn bad_latch_arguments_are_refused_without_touching_anything() {
     }
 }
 
-/// A connection as `user`, whose key patterns become `keys`.
-fn login(server: &Server, admin: &mut Connection, user: &str, keys: &[&str]) -> Connection {
-    let _: () =
-        redis::cmd("ACL").arg(&["SETUSER", user, "on", ">pw", "+@all", "resetkeys"]).arg(keys).query(admin).unwrap();
-    let mut con = server.connection();
-    let _: () = redis::cmd("AUTH").arg(&[user, "pw"]).query(&mut con).unwrap();
-    con
-}
-
 #[test]
 fn the_latch_key_is_checked_against_the_callers_acl() {
     let server = Server::start();
     let mut admin = server.connection();
-    let mut limited = login(&server, &mut admin, "limited", &["~locks:*"]);
+    let mut limited = server.login("limited", &["~locks:*"]);
     run(&mut limited, &[b"RLOCK.ACQUIRE", b"locks:a", b"o", b"60000"]).unwrap();
     let text = error_text(run(&mut limited, &[b"RLOCK.RELEASE", b"locks:a", b"o", b"ID", b"r"]));
     assert!(text.starts_with("NOPERM") && text.contains("'redisson_unlock_latch:{locks:a}:r'"), "{text}");
@@ -157,7 +148,7 @@ fn the_latch_key_is_checked_against_the_callers_acl() {
     assert_eq!(run(&mut limited, &[b"RLOCK.RELEASE", b"locks:a", b"o"]).unwrap(), Value::Int(1));
 
     for keys in [&["~*"][..], &["~locks:*", "~redisson_unlock_latch:*"]] {
-        let mut allowed = login(&server, &mut admin, "allowed", keys);
+        let mut allowed = server.login("allowed", keys);
         run(&mut allowed, &[b"RLOCK.ACQUIRE", b"locks:b", b"o"]).unwrap();
         assert_eq!(
             run(&mut allowed, &[b"RLOCK.RELEASE", b"locks:b", b"o", b"ID", b"r"]).unwrap(),

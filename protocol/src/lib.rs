@@ -39,19 +39,9 @@ pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
     prefixed(LATCH_PREFIX, name, request_id)
 }
 
-/// Redisson's `prefix(P, name)`, then `:` + `suffix` when one is given:
-/// `P:{name}`, or `P:name` when the name already contains a `{`.
+/// Redisson's `prefix(P, name)`, then `:` + `suffix` when one is given.
 fn prefixed(prefix: &[u8], name: &[u8], suffix: &[u8]) -> Vec<u8> {
-    let mut derived = Vec::with_capacity(prefix.len() + name.len() + suffix.len() + 4);
-    derived.extend_from_slice(prefix);
-    derived.push(b':');
-    if name.contains(&b'{') {
-        derived.extend_from_slice(name);
-    } else {
-        derived.push(b'{');
-        derived.extend_from_slice(name);
-        derived.push(b'}');
-    }
+    let mut derived = family::prefix(prefix, name);
     if !suffix.is_empty() {
         derived.push(b':');
         derived.extend_from_slice(suffix);

@@ -8,6 +8,7 @@ pub mod info;
 pub mod registry;
 mod release;
 pub(crate) mod renew;
+pub mod reply;
 mod status;
 
 pub use registry::register;

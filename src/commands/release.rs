@@ -1,11 +1,12 @@
 use super::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
 use super::info::CommandInfo;
 use super::registry::command;
-use crate::lock::{self, Release};
+use super::reply;
+use crate::lock;
 use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
 use redis_module::raw;
-use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString};
 
 /// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
 /// when `owner` does not hold the lock, 0 when one reentry level was
@@ -23,12 +24,7 @@ pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     };
     stats::record_release(outcome);
-    Ok(match outcome {
-        Release::NotHeld => RedisValue::Null,
-        Release::Decremented { .. } => RedisValue::Integer(0),
-        Release::Released => RedisValue::Integer(1),
-        Release::Latched { released } => RedisValue::Integer(i64::from(released)),
-    })
+    Ok(reply::release(outcome))
 }
 
 struct ReleaseArgs {

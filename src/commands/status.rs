@@ -1,5 +1,6 @@
 use super::info::{Arg, ArgKind, CommandInfo};
 use super::registry::command;
+use super::reply;
 use crate::lock;
 use crate::store::{now_ms, RedisLock};
 use redis_module::raw;
@@ -16,26 +17,14 @@ pub fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
     let key = RedisLock::open_readonly(ctx, &name);
     let status = lock::status(&key, owner.as_ref(), now_ms())?;
-    let (held, hold_count) = match status.owner_hold_count {
-        Some(count) => (RedisValue::Integer(i64::from(count > 0)), RedisValue::Integer(count)),
-        None => (RedisValue::Null, RedisValue::Null),
-    };
-    Ok(RedisValue::Array(vec![
-        field("locked"),
-        RedisValue::Integer(i64::from(status.locked)),
-        field("ttl_ms"),
-        RedisValue::Integer(status.pttl_ms),
-        field("holders"),
-        RedisValue::Integer(status.holders),
-        field("held"),
-        held,
-        field("hold_count"),
-        hold_count,
+    let count = status.owner_hold_count;
+    Ok(reply::fields(vec![
+        ("locked", RedisValue::Integer(i64::from(status.locked))),
+        ("ttl_ms", RedisValue::Integer(status.pttl_ms)),
+        ("holders", RedisValue::Integer(status.holders)),
+        ("held", reply::integer_or_nil(count.map(|count| i64::from(count > 0)))),
+        ("hold_count", reply::integer_or_nil(count)),
     ]))
-}
-
-fn field(name: &str) -> RedisValue {
-    RedisValue::BulkString(name.to_owned())
 }
 
 command!(

@@ -17,6 +17,7 @@ use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
 use crate::keyspace::{parse_count, pttl, KeyType, Keyspace, Result};
 use crate::lease::expiry;
+pub use crate::lock::Release;
 use queue::{expect_type, Waiters};
 use rlock_protocol::{fair_queue_key, fair_timeout_key, fair_waiter_channel};
 
@@ -43,19 +44,6 @@ pub enum Acquire {
     /// unless woken on its channel first.
     Queued {
         hint_ms: i64,
-    },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Release {
-    NotHeld,
-    Decremented {
-        count: i64,
-    },
-    Released,
-    /// A release with the same request id already replied 1 or 0.
-    Latched {
-        released: bool,
     },
 }
 

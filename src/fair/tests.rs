@@ -193,7 +193,7 @@ fn acquires_follow_redissons_script_and_its_fixes() {
 #[test]
 #[allow(clippy::type_complexity)]
 fn releases_wake_the_head_on_its_own_channel() {
-    let latch = UnlockLatch::new(b"f", b"r", 20_000, NOW).unwrap();
+    let latch = UnlockLatch::for_request(b"f", Some((b"r", 20_000)), NOW).unwrap().expect("a latch");
     let head_waiting = queue(&[("b", NOW + 6_000)]);
     let cases: [(&str, Vec<_>, Option<&UnlockLatch>, Result<Release>, &[&str]); 6] = [
         (

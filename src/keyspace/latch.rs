@@ -21,6 +21,11 @@ impl UnlockLatch {
         Ok(Self { key: unlock_latch_key(name, request_id), expire_at: expiry(now_ms, latch_ms)? })
     }
 
+    /// The latch of a release given `ID request_id [PX latch_ms]`, if any.
+    pub fn for_request(name: &[u8], request: Option<(&[u8], i64)>, now_ms: i64) -> Result<Option<Self>> {
+        request.map(|(request_id, latch_ms)| Self::new(name, request_id, latch_ms, now_ms)).transpose()
+    }
+
     /// The reply an earlier release with this request id recorded: `1`
     /// (`Some(true)`), `0`, or `None`. Touches the key, so call it first.
     pub fn recorded<K: Keyspace>(&self, keys: &mut K) -> Result<Option<bool>> {

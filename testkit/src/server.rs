@@ -128,6 +128,20 @@ impl Server {
         self.client().get_connection().unwrap_or_else(|e| panic!("connect: {e}\n{}", self.log()))
     }
 
+    /// A connection as `user` (password `pw`), created or reset with every
+    /// command and only the key and channel `rules` given (`~locks:*`, `&*`).
+    pub fn login(&self, user: &str, rules: &[&str]) -> redis::Connection {
+        let mut admin = self.connection();
+        let _: () = redis::cmd("ACL")
+            .arg(&["SETUSER", user, "on", ">pw", "+@all", "resetkeys", "resetchannels"])
+            .arg(rules)
+            .query(&mut admin)
+            .unwrap();
+        let mut con = self.connection();
+        let _: () = redis::cmd("AUTH").arg(&[user, "pw"]).query(&mut con).unwrap();
+        con
+    }
+
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }

@@ -1,10 +1,11 @@
 use crate::commands::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::fair::{FairLock, Release};
+use crate::commands::reply;
+use crate::fair::FairLock;
 use crate::keyspace::latch::UnlockLatch;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString};
 
 /// `RFAIR.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
 /// when owner does not hold the lock, 0 when one reentry level was
@@ -17,16 +18,11 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let lease_ms = parse_optional_lease(&mut args)?;
     let latch = parse_latch(args)?;
     let now = now_ms();
-    let latch =
-        latch.map(|(id, latch_ms)| UnlockLatch::new(name.as_slice(), id.as_slice(), latch_ms, now)).transpose()?;
+    let request = latch.as_ref().map(|(id, latch_ms)| (id.as_slice(), *latch_ms));
+    let latch = UnlockLatch::for_request(name.as_slice(), request, now)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let lock = FairLock::new(name.as_slice());
-    Ok(match lock.release(&mut keys, owner.as_slice(), lease_ms, latch.as_ref(), now)? {
-        Release::NotHeld => RedisValue::Null,
-        Release::Decremented { .. } => RedisValue::Integer(0),
-        Release::Released => RedisValue::Integer(1),
-        Release::Latched { released } => RedisValue::Integer(i64::from(released)),
-    })
+    Ok(reply::release(lock.release(&mut keys, owner.as_slice(), lease_ms, latch.as_ref(), now)?))
 }
 
 command!(

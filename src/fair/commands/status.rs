@@ -1,5 +1,6 @@
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
+use crate::commands::reply;
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
@@ -15,27 +16,15 @@ fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     args.done()?;
     let mut keys = RedisKeyspace::open_readonly(ctx, &name);
     let status = FairLock::new(name.as_slice()).status(&mut keys, owner.as_ref().map(|o| o.as_slice()), now_ms())?;
-    let integer = RedisValue::Integer;
-    let (held, hold_count, position) = match status.owner {
-        Some((count, position)) => (integer(i64::from(count > 0)), integer(count), integer(position)),
-        None => (RedisValue::Null, RedisValue::Null, RedisValue::Null),
-    };
-    let field = |name: &str| RedisValue::BulkString(name.to_owned());
-    Ok(RedisValue::Array(vec![
-        field("locked"),
-        integer(i64::from(status.locked)),
-        field("ttl_ms"),
-        integer(status.pttl_ms),
-        field("holders"),
-        integer(status.holders),
-        field("held"),
-        held,
-        field("hold_count"),
-        hold_count,
-        field("queued"),
-        integer(status.queued),
-        field("position"),
-        position,
+    let owner = status.owner;
+    Ok(reply::fields(vec![
+        ("locked", RedisValue::Integer(i64::from(status.locked))),
+        ("ttl_ms", RedisValue::Integer(status.pttl_ms)),
+        ("holders", RedisValue::Integer(status.holders)),
+        ("held", reply::integer_or_nil(owner.map(|(count, _)| i64::from(count > 0)))),
+        ("hold_count", reply::integer_or_nil(owner.map(|(count, _)| count))),
+        ("queued", RedisValue::Integer(status.queued)),
+        ("position", reply::integer_or_nil(owner.map(|(_, position)| position))),
     ]))
 }
 

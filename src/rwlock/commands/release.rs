@@ -19,8 +19,8 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let lease_ms = parse_optional_lease(&mut args)?;
     let latch = parse_latch(args)?;
     let now = now_ms();
-    let latch =
-        latch.map(|(id, latch_ms)| UnlockLatch::new(name.as_slice(), id.as_slice(), latch_ms, now)).transpose()?;
+    let request = latch.as_ref().map(|(id, latch_ms)| (id.as_slice(), *latch_ms));
+    let latch = UnlockLatch::for_request(name.as_slice(), request, now)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let lock = ReadWriteLock::new(name.as_slice());
     Ok(match lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)? {

@@ -1,5 +1,6 @@
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
+use crate::commands::reply;
 use crate::rwlock::ReadWriteLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
@@ -15,22 +16,13 @@ fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut keys = RedisKeyspace::open_readonly(ctx, &name);
     let lock = ReadWriteLock::new(name.as_slice());
     let status = lock.status(&mut keys, owner.as_ref().map(|o| o.as_slice()), now_ms())?;
-    let (reads, writes) = match status.owner {
-        Some((reads, writes)) => (RedisValue::Integer(reads), RedisValue::Integer(writes)),
-        None => (RedisValue::Null, RedisValue::Null),
-    };
-    let field = |name: &str| RedisValue::BulkString(name.to_owned());
-    Ok(RedisValue::Array(vec![
-        field("mode"),
-        status.mode.map_or(RedisValue::Null, &field),
-        field("ttl_ms"),
-        RedisValue::Integer(status.pttl_ms),
-        field("readers"),
-        RedisValue::Integer(status.readers),
-        field("read_count"),
-        reads,
-        field("write_count"),
-        writes,
+    let owner = status.owner;
+    Ok(reply::fields(vec![
+        ("mode", status.mode.map_or(RedisValue::Null, |mode| RedisValue::BulkString(mode.to_owned()))),
+        ("ttl_ms", RedisValue::Integer(status.pttl_ms)),
+        ("readers", RedisValue::Integer(status.readers)),
+        ("read_count", reply::integer_or_nil(owner.map(|(reads, _)| reads))),
+        ("write_count", reply::integer_or_nil(owner.map(|(_, writes)| writes))),
     ]))
 }
 
