@@ -1,16 +1,18 @@
-//! One acquire attempt. It runs in a task of its own, so a caller that is
-//! cancelled at any point leaves no hold behind: a granted attempt becomes
-//! a [`Guard`] inside the reply channel, and a guard nobody receives is
-//! dropped, which gives the hold back. An acquire whose reply never came is
-//! never sent again blindly: its outcome is settled first.
+//! One acquire attempt, of any kind. It runs in a task of its own, so a
+//! caller that is cancelled at any point leaves no hold behind: a granted
+//! attempt becomes a [`Hold`] inside the reply channel, and a hold nobody
+//! receives is dropped, which gives it back; a fair waiter queued by an
+//! attempt nobody receives gives its place up. An acquire whose reply
+//! never came is never sent again blindly: its outcome is settled first.
 
+use crate::commands::Status;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
-use crate::guard::Guard;
+use crate::guard::Hold;
+use crate::handle::Handle;
 use crate::holds::{self, Renewal, Settled};
-use crate::lock::Lock;
 use crate::lock_state::{LockId, LockState};
-use crate::protocol::{self, Status};
+use crate::protocol;
 use crate::release::release;
 use crate::replica_sync::Plan;
 use redis::Value;
@@ -22,17 +24,18 @@ use tokio::time::Instant;
 const SETTLE_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 pub(crate) enum Attempt {
-    Granted(Guard),
-    /// Held by someone else; their lease's PTTL in ms (-1: no expiry).
+    Granted(Hold),
+    /// Held by someone else: try again in this many ms (-1: when woken,
+    /// the lock has no expiry). The holder's PTTL, or a fair lock's hint.
     Refused {
-        pttl_ms: i64,
+        retry_ms: i64,
     },
 }
 
 /// What the server replied to one acquire request.
 enum Reply {
     Refused {
-        pttl_ms: i64,
+        retry_ms: i64,
     },
     /// `observed`: the owner's count right after the grant, when read.
     Granted {
@@ -45,15 +48,26 @@ enum Reply {
     },
 }
 
-/// Tries once to take `lock` for `lease`.
-pub(crate) async fn attempt(lock: &Lock, renewal: Renewal, lease: Duration) -> Result<Attempt> {
+/// Tries once to take the lock for `lease`; a fair lock given
+/// `queue_wait_ms` with the waiting form (queued when refused).
+pub(crate) async fn attempt(
+    handle: &Handle,
+    renewal: Renewal,
+    lease: Duration,
+    queue_wait_ms: Option<i64>,
+) -> Result<Attempt> {
     let (reply_tx, reply_rx) = oneshot::channel();
-    let runtime = lock.shared().runtime.clone();
-    runtime.spawn(run(lock.clone(), renewal, lease, reply_tx));
+    let runtime = handle.shared().runtime.clone();
+    runtime.spawn(run(handle.clone(), renewal, (lease, queue_wait_ms), reply_tx));
     reply_rx.await.unwrap_or(Err(Error::ClientClosed))
 }
 
-async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::Sender<Result<Attempt>>) {
+async fn run(
+    lock: Handle,
+    renewal: Renewal,
+    (lease, queue_wait_ms): (Duration, Option<i64>),
+    reply_tx: oneshot::Sender<Result<Attempt>>,
+) {
     let (shared, state) = (lock.shared(), lock.state());
     let sync = match shared.replica_sync_plan(&state.id.name).await {
         Ok(sync) => sync,
@@ -69,14 +83,21 @@ async fn run(lock: Lock, renewal: Renewal, lease: Duration, reply_tx: oneshot::S
         state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
-    let (observed, lease_left, reply_tx) = match request(&mut connection, &state.id, lease_ms, counted, sync.as_ref())
+    let acquire = state.id.acquire(lease_ms, queue_wait_ms);
+    let (observed, lease_left, reply_tx) = match request(&mut connection, &state.id, acquire, counted, sync.as_ref())
         .await
     {
-        Ok(Reply::Refused { pttl_ms }) => {
+        Ok(Reply::Refused { retry_ms }) => {
             if counted > 0 {
                 state.lose(); // our owner no longer holds it
             }
-            return drop(reply_tx.send(Ok(Attempt::Refused { pttl_ms })));
+            // Queued for a caller who is gone: nobody will take the turn.
+            if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
+                if let Some(wait_ms) = queue_wait_ms {
+                    give_up_place(&lock, &connection, wait_ms).await;
+                }
+            }
+            return;
         }
         Ok(Reply::Granted { observed }) => (observed, None, reply_tx),
         Ok(Reply::Unsynced { acknowledged, required }) => {
@@ -123,11 +144,11 @@ struct Granted {
     lease_left: Option<(Instant, Duration)>,
 }
 
-/// Records the hold and hands the guard over; a closed client gives it back.
+/// Records the hold and hands it over; a closed client gives it back.
 /// Returns the levels left on the server by holds this client gave up for
 /// lost while the acquire was under way (its own lease estimate ran out),
 /// which the server still counted: nothing else will release them.
-fn grant(lock: &Lock, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
+fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left } = granted;
     let state = lock.state();
     let (ticket, orphaned) = state.update(|holds| {
@@ -139,22 +160,22 @@ fn grant(lock: &Lock, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt
         ((ticket, if given_up { counted } else { 0 }), ended)
     });
     lock.shared().registry.granted.notify_one();
-    // Dropped unsent (the caller is gone) or refused: the guard releases.
-    let guard = Guard::new(lock.clone(), ticket, lease);
+    // Dropped unsent (the caller is gone) or refused: the hold releases.
+    let hold = Hold::new(lock.clone(), ticket, lease);
     // Checked after the hold is recorded: the watchdog's stop marks every
     // recorded hold lost, and a hold recorded after it is given back here.
     if lock.shared().is_closed() || lock.shared().registry.is_stopped() {
-        drop(guard);
+        drop(hold);
         let _ = reply_tx.send(Err(Error::ClientClosed));
         return orphaned;
     }
-    let _ = reply_tx.send(Ok(Attempt::Granted(guard)));
+    let _ = reply_tx.send(Ok(Attempt::Granted(hold)));
     orphaned
 }
 
 /// Releases levels nothing tracks any more (see [`grant`]), before this
 /// lock's next call: the caller still holds its gate.
-async fn release_orphans(lock: &Lock, connection: &Connection, orphaned: usize) {
+async fn release_orphans(lock: &Handle, connection: &Connection, orphaned: usize) {
     for _ in 0..orphaned {
         give_back(lock, connection).await;
     }
@@ -168,7 +189,7 @@ async fn release_orphans(lock: &Lock, connection: &Connection, orphaned: usize) 
 /// settles it) until the server answers or the client closes; a grant
 /// found then is given back. Meanwhile this lock's other calls wait.
 async fn settle(
-    lock: &Lock,
+    lock: &Handle,
     connection: &mut Connection,
     counted: usize,
     err: Error,
@@ -236,42 +257,56 @@ fn lose_if(state: &LockState, lost: bool) {
 
 /// Gives back a grant that is not recorded as a hold, re-leasing to what
 /// the recorded holds need.
-async fn give_back(lock: &Lock, connection: &Connection) {
+async fn give_back(lock: &Handle, connection: &Connection) {
     let (shared, state) = (lock.shared(), lock.state());
     let watchdog = shared.options.watchdog_timeout;
     let lease = state.read(|holds| holds.lease_needed(Instant::now(), watchdog)).unwrap_or(watchdog);
     let _ = release(shared, connection, &state.id, protocol::clamp_lease_ms(lease)).await;
 }
 
+/// Gives up a fair waiter's place in the queue (RFAIR.CANCEL), retrying
+/// transient failures (a repeat finds nothing to remove). Call it holding
+/// the lock's gate, so that no acquire of this owner runs after it.
+pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_ms: i64) {
+    let retry = &lock.shared().options.retry;
+    let cancel = lock.id().cancel(wait_ms);
+    for _ in 0..=retry.attempts {
+        match cancel.query_async::<()>(&mut connection.clone()).await.map_err(Error::from) {
+            Err(err) if err.is_transient() => tokio::time::sleep(retry.delay).await,
+            // Gone with the client, or refused: the place lapses at its deadline.
+            _ => return,
+        }
+    }
+}
+
 /// The owner's hold count, and the lease the key had left when read
 /// (measured from before the read, so never overestimated).
 async fn read_count(connection: &mut Connection, id: &LockId) -> Result<(i64, Option<(Instant, Duration)>)> {
     let sent_at = Instant::now();
-    let reply: Value = protocol::status(id).query_async(connection).await?;
-    let status = Status::parse(id.kind, reply)?;
+    let reply: Value = id.status().query_async(connection).await?;
+    let status = Status::parse(reply, id.kind)?;
     let lease_left = u64::try_from(status.ttl_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
     Ok((status.hold_count, lease_left))
 }
 
-/// RLOCK.ACQUIRE; for a re-entry inside MULTI with RLOCK.STATUS, so the
-/// count after the grant shows whether the earlier holds survived; then
-/// WAIT when replicas must acknowledge. One round trip.
+/// The `acquire`; for a re-entry inside MULTI with the kind's STATUS, so
+/// the count after the grant shows whether the earlier holds survived;
+/// then WAIT when replicas must acknowledge. One round trip.
 async fn request(
     connection: &mut Connection,
     id: &LockId,
-    lease_ms: i64,
+    acquire: redis::Cmd,
     counted: usize,
     sync: Option<&Plan>,
 ) -> Result<Reply> {
-    let acquire = protocol::acquire(id, lease_ms);
     let reentry = counted > 0;
     if !reentry && sync.is_none() {
-        let pttl: Option<i64> = acquire.query_async(connection).await?;
-        return Ok(pttl.map_or(Reply::Granted { observed: None }, |pttl_ms| Reply::Refused { pttl_ms }));
+        let refused: Option<i64> = acquire.query_async(connection).await?;
+        return Ok(refused.map_or(Reply::Granted { observed: None }, |retry_ms| Reply::Refused { retry_ms }));
     }
     let mut pipe = redis::pipe();
     if reentry {
-        pipe.cmd("MULTI").add_command(acquire).add_command(protocol::status(id)).cmd("EXEC");
+        pipe.cmd("MULTI").add_command(acquire).add_command(id.status()).cmd("EXEC");
     } else {
         pipe.add_command(acquire);
     }
@@ -287,16 +322,16 @@ async fn request(
     let (acquired, observed) = if reentry {
         match replies.get(3) {
             Some(Value::Array(exec)) if exec.len() == 2 => {
-                (&exec[0], Some(Status::parse(id.kind, value(&exec[1])?)?.hold_count))
+                (&exec[0], Some(Status::parse(value(&exec[1])?, id.kind)?.hold_count))
             }
             _ => return Err(unexpected()),
         }
     } else {
         (replies.first().ok_or_else(unexpected)?, None)
     };
-    let pttl: Option<i64> = value(acquired)?;
-    if let Some(pttl_ms) = pttl {
-        return Ok(Reply::Refused { pttl_ms });
+    let refused: Option<i64> = value(acquired)?;
+    if let Some(retry_ms) = refused {
+        return Ok(Reply::Refused { retry_ms });
     }
     if let Some(plan) = sync {
         let acknowledged: i64 = value(replies.last().ok_or_else(unexpected)?)?;

@@ -1,9 +1,10 @@
 use crate::connection::{Connection, Deployment};
 use crate::error::{Error, Result};
-use crate::lock::{Lock, ReadWriteLock};
+use crate::lock::{FairLock, Lock};
 use crate::lock_state::Registry;
-use crate::protocol::{self, Kind};
+use crate::protocol;
 use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
+use crate::rwlock::ReadWriteLock;
 use crate::subscriptions::Subscriptions;
 use crate::watchdog::{Watchdog, WatchdogStats};
 use redis::aio::ConnectionManager;
@@ -24,10 +25,10 @@ pub struct ClientOptions {
     pub retry: RetryOptions,
     /// Whether acquires wait for replicas. Default: all connected ones, 1 s.
     pub replica_sync: ReplicaSync,
-    /// How long a fair lock's waiter keeps its place in the queue once its
-    /// turn has come (Redisson's `fairLockWaitTimeout`): a waiter that
-    /// vanished without leaving holds the others up at most this long.
-    /// Default 5 minutes, as Redisson's.
+    /// How long a fair lock waiter without a wait limit keeps its place in
+    /// the queue once its turn may have come (Redisson's
+    /// `fairLockWaitTimeout`): a waiter that died leaves it then. Default
+    /// 5 minutes.
     pub fair_wait_timeout: Duration,
 }
 
@@ -101,7 +102,7 @@ impl RetryOptions {
 }
 
 /// A connection to a Redis server with the rlock module, and the source of
-/// [`Lock`] handles.
+/// lock handles: [`Lock`], [`FairLock`], [`ReadWriteLock`].
 ///
 /// Cloning is cheap and shares everything: the connection, the pub/sub
 /// connection, the watchdog and the client id. When the last clone is
@@ -230,34 +231,33 @@ impl Client {
     /// with the same owner are the same holder (for hand-off between tasks,
     /// or to act for a Redisson thread `<uuid>:<thread id>`).
     pub fn lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> Lock {
-        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref(), Kind::Plain)
+        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
     }
 
-    /// A new handle on the fair lock `name` (Redisson's `RFairLock`):
-    /// waiters get it in the order they asked, each woken on its own
-    /// channel. Same API as [`Client::lock`].
-    pub fn fair_lock(&self, name: impl AsRef<[u8]>) -> Lock {
+    /// A new handle on the fair lock `name` (Redisson's `getFairLock`),
+    /// with its own owner id.
+    pub fn fair_lock(&self, name: impl AsRef<[u8]>) -> FairLock {
         self.fair_lock_with_owner(name, self.next_owner())
     }
 
-    /// [`Client::fair_lock`] with an explicit owner id.
-    pub fn fair_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> Lock {
-        let wait_ms = protocol::clamp_lease_ms(self.shared.options.fair_wait_timeout);
-        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref(), Kind::Fair { wait_ms })
+    /// A handle on the fair lock `name` with an explicit owner id.
+    pub fn fair_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> FairLock {
+        FairLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
     }
 
     /// A new handle on the read-write lock `name` (Redisson's
-    /// `RReadWriteLock`), with one owner id for both sides.
+    /// `getReadWriteLock`), with its own owner id for both sides.
     pub fn read_write_lock(&self, name: impl AsRef<[u8]>) -> ReadWriteLock {
         self.read_write_lock_with_owner(name, self.next_owner())
     }
 
-    /// [`Client::read_write_lock`] with an explicit owner id.
+    /// A handle on the read-write lock `name` with an explicit owner id
+    /// (the base id `<uuid>:<thread id>`: the write side adds `:write`).
     pub fn read_write_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> ReadWriteLock {
-        let side = |kind| Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref(), kind);
-        ReadWriteLock { read: side(Kind::Read), write: side(Kind::Write) }
+        ReadWriteLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
     }
 
+    /// A new owner id, `<client id>:<n>`.
     fn next_owner(&self) -> String {
         let n = self.shared.next_owner.fetch_add(1, Ordering::Relaxed);
         format!("{}:{n}", self.shared.id)
@@ -273,6 +273,7 @@ fn check(options: &ClientOptions) -> Result<()> {
     if watchdog < MIN_WATCHDOG_TIMEOUT || protocol::lease_ms(watchdog).is_err() {
         return Err(Error::InvalidWatchdogTimeout(watchdog));
     }
+    // Sent as RFAIR.ACQUIRE's WAIT, whose bounds are a lease's.
     if protocol::lease_ms(options.fair_wait_timeout).is_err() {
         return Err(Error::InvalidFairWaitTimeout(options.fair_wait_timeout));
     }

@@ -4,8 +4,9 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The server does not know the RLOCK commands.
-    #[error("rlock module not loaded: the Redis server does not know the RLOCK commands (load it with `loadmodule /path/to/librlock.so`)")]
+    /// The server does not know the rlock commands (RLOCK.*, or the
+    /// family's RFAIR.* and RRW.* of a module too old to have them).
+    #[error("rlock module not loaded: the Redis server does not know the rlock commands (load it with `loadmodule /path/to/librlock.so`)")]
     ModuleNotLoaded,
     /// The lock is not held by this owner: it expired, was force-released
     /// or deleted, or was never taken.
@@ -17,12 +18,12 @@ pub enum Error {
     /// The watchdog timeout is under 3 ms or longer than the longest lease.
     #[error("invalid watchdog timeout {0:?}: must be from 3 ms to 365 days")]
     InvalidWatchdogTimeout(std::time::Duration),
+    /// A fair lock wait timeout under 1 ms or longer than the longest lease.
+    #[error("invalid fair lock wait timeout {0:?}: must be from 1 ms to 365 days")]
+    InvalidFairWaitTimeout(std::time::Duration),
     /// A replica sync timeout under 1 ms (`WAIT … 0` would block for ever).
     #[error("invalid replica sync timeout {0:?}: must be at least 1 ms")]
     InvalidReplicaSyncTimeout(std::time::Duration),
-    /// A fair lock wait timeout under 1 ms or over 365 days.
-    #[error("invalid fair wait timeout {0:?}: must be from 1 ms to 365 days")]
-    InvalidFairWaitTimeout(std::time::Duration),
     /// The lock was granted, but fewer replicas than required acknowledged
     /// it in time; it was released again. Retry, or lower the requirement.
     #[error("only {acknowledged} of {required} replicas acknowledged the lock in time; it was released again")]
@@ -49,7 +50,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Self {
         let unknown_command = err.code() == Some("ERR")
-            && err.detail().is_some_and(|detail| detail.starts_with("unknown command") && detail.contains("RLOCK."));
+            && err.detail().is_some_and(|detail| {
+                detail.starts_with("unknown command")
+                    && ["RLOCK.", "RFAIR.", "RRW."].iter().any(|prefix| detail.to_ascii_uppercase().contains(prefix))
+            });
         if unknown_command {
             Error::ModuleNotLoaded
         } else {

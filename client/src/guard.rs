@@ -1,5 +1,7 @@
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::holds::{Released, Ticket};
+use crate::kind::{LockKind, Plain};
 use crate::lock::Lock;
 use crate::protocol;
 use crate::release::release;
@@ -14,30 +16,24 @@ use tokio::time::Instant;
 /// hold in a background task (without blocking). A guard whose hold is
 /// lost sends nothing: it can never release a newer hold.
 #[must_use = "the lock is released when the guard is dropped"]
-pub struct Guard {
-    lock: Lock,
-    ticket: Ticket,
-    /// The lease this hold was taken for.
-    lease: Duration,
-    lost: watch::Receiver<bool>,
-    /// False once the hold was given back.
-    held: bool,
+pub struct Guard<K: LockKind = Plain> {
+    lock: Lock<K>,
+    hold: Hold,
 }
 
-impl std::fmt::Debug for Guard {
+impl<K: LockKind> std::fmt::Debug for Guard<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guard").field("lock", &self.lock).field("lost", &self.is_lost()).finish()
     }
 }
 
-impl Guard {
-    pub(crate) fn new(lock: Lock, ticket: Ticket, lease: Duration) -> Self {
-        let lost = lock.state().lost_signal(&ticket);
-        Self { lock, ticket, lease, lost, held: true }
+impl<K: LockKind> Guard<K> {
+    pub(crate) fn new(lock: Lock<K>, hold: Hold) -> Self {
+        Self { lock, hold }
     }
 
     /// The lock this guard holds.
-    pub fn lock(&self) -> &Lock {
+    pub fn lock(&self) -> &Lock<K> {
         &self.lock
     }
 
@@ -46,14 +42,13 @@ impl Guard {
     /// sent. A connection error means the release may or may not have
     /// happened; the hold is forgotten and expires with its lease at the
     /// latest.
-    pub async fn unlock(mut self) -> Result<()> {
-        self.held = false;
-        give_back(self.lock.clone(), self.ticket, self.lease).await.unwrap_or(Err(Error::ClientClosed))
+    pub async fn unlock(self) -> Result<()> {
+        self.hold.unlock().await
     }
 
     /// True once the lock is known to be lost.
     pub fn is_lost(&self) -> bool {
-        *self.lost.borrow() || self.lost.has_changed().is_err()
+        self.hold.is_lost()
     }
 
     /// Completes when the lock is lost: the server said it is no longer
@@ -61,7 +56,7 @@ impl Guard {
     /// deleted), renewal kept failing until the lease ran out, a fixed
     /// lease ended, or the client was dropped. Stop the work it protects.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut lost = self.lost.clone();
+        let mut lost = self.hold.lost.clone();
         async move {
             // A closed signal means the holds' incarnation ended: lost too.
             let _ = lost.wait_for(|lost| *lost).await;
@@ -69,28 +64,55 @@ impl Guard {
     }
 }
 
-impl Drop for Guard {
+/// One hold, whatever the lock's kind: given back when dropped unreleased.
+pub(crate) struct Hold {
+    handle: Handle,
+    ticket: Ticket,
+    /// The lease this hold was taken for.
+    lease: Duration,
+    lost: watch::Receiver<bool>,
+    /// False once the hold was given back.
+    held: bool,
+}
+
+impl Hold {
+    pub fn new(handle: Handle, ticket: Ticket, lease: Duration) -> Self {
+        let lost = handle.state().lost_signal(&ticket);
+        Self { handle, ticket, lease, lost, held: true }
+    }
+
+    async fn unlock(mut self) -> Result<()> {
+        self.held = false;
+        give_back(self.handle.clone(), self.ticket, self.lease).await.unwrap_or(Err(Error::ClientClosed))
+    }
+
+    fn is_lost(&self) -> bool {
+        *self.lost.borrow() || self.lost.has_changed().is_err()
+    }
+}
+
+impl Drop for Hold {
     fn drop(&mut self) {
         if self.held && !self.is_lost() {
-            drop(give_back(self.lock.clone(), self.ticket, self.lease));
+            drop(give_back(self.handle.clone(), self.ticket, self.lease));
         }
     }
 }
 
-/// Sends RLOCK.RELEASE for `ticket` and updates the holds, in a task of its
+/// Sends the release for `ticket` and updates the holds, in a task of its
 /// own, so that a cancelled `unlock()` cannot leave the hold half given
 /// back. Nothing is sent when the hold is no longer current.
-fn give_back(lock: Lock, ticket: Ticket, lease: Duration) -> oneshot::Receiver<Result<()>> {
+fn give_back(handle: Handle, ticket: Ticket, lease: Duration) -> oneshot::Receiver<Result<()>> {
     let (reply_tx, reply_rx) = oneshot::channel();
-    let runtime = lock.shared().runtime.clone();
+    let runtime = handle.shared().runtime.clone();
     runtime.spawn(async move {
-        let _ = reply_tx.send(release_hold(&lock, ticket, lease).await);
+        let _ = reply_tx.send(release_hold(&handle, ticket, lease).await);
     });
     reply_rx
 }
 
-async fn release_hold(lock: &Lock, ticket: Ticket, lease: Duration) -> Result<()> {
-    let (shared, state) = (lock.shared(), lock.state());
+async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Result<()> {
+    let (shared, state) = (handle.shared(), handle.state());
     let _gate = state.gate.lock().await;
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
@@ -102,7 +124,8 @@ async fn release_hold(lock: &Lock, ticket: Ticket, lease: Duration) -> Result<()
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     match release(shared, &shared.connection, &state.id, lease_ms).await {
         Ok(reply) => {
-            state.update(|holds| ((), holds.released(&ticket, reply, lease_sent, requested_at)));
+            let lease_set = state.id.kind.release_sets_lease().then_some(lease_sent);
+            state.update(|holds| ((), holds.released(&ticket, reply, lease_set, requested_at)));
             if reply == Released::NotHeld {
                 Err(Error::NotOwner)
             } else {

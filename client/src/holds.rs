@@ -35,7 +35,7 @@ struct Hold {
     deadline: Instant,
 }
 
-/// What RLOCK.RELEASE replied.
+/// What a release replied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Released {
     /// 1: the key was deleted.
@@ -60,9 +60,9 @@ pub(crate) enum Ended {
 /// What the watchdog must do for a lock this round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Upkeep {
-    /// RLOCK.RENEW with this lease: a watchdog hold remains.
+    /// The kind's RENEW with this lease: a watchdog hold remains.
     Renew(Duration),
-    /// RLOCK.STATUS: only fixed holds remain; notice an early loss.
+    /// The kind's STATUS: only fixed holds remain; notice an early loss.
     Check,
 }
 
@@ -144,8 +144,16 @@ impl Holds {
         others.map(|hold| hold.need(now, watchdog)).max().unwrap_or(own)
     }
 
-    /// Applies a release reply for `ticket`, sent at `requested_at`.
-    pub fn released(&mut self, ticket: &Ticket, reply: Released, lease_sent: Duration, requested_at: Instant) -> Ended {
+    /// Applies a release reply for `ticket`, sent at `requested_at` with
+    /// `lease_sent` for the holds left (`None`: it sets no lease, as a read
+    /// release, whose holds keep their own).
+    pub fn released(
+        &mut self,
+        ticket: &Ticket,
+        reply: Released,
+        lease_sent: Option<Duration>,
+        requested_at: Instant,
+    ) -> Ended {
         if ticket.incarnation != self.incarnation {
             return Ended::No;
         }
@@ -160,7 +168,9 @@ impl Holds {
             // expires with the lease just sent.
             Released::OneLevel if self.holds.is_empty() => self.end(Ended::Released),
             Released::OneLevel => {
-                self.leased(requested_at, lease_sent);
+                if let Some(lease_sent) = lease_sent {
+                    self.leased(requested_at, lease_sent);
+                }
                 Ended::No
             }
         }

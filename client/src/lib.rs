@@ -21,15 +21,24 @@
 //! - One watchdog task per client renews every watchdog lock in one
 //!   pipelined round trip per period (a third of the watchdog timeout).
 //! - [`Guard::lost`] tells the holder when its lock is gone.
+//! - Besides Redisson's `RLock` ([`Client::lock`]), its fair lock
+//!   ([`Client::fair_lock`]: waiters get it in arrival order; one that gives
+//!   up leaves the queue at once) and its read-write lock
+//!   ([`Client::read_write_lock`], with [`ReadWriteLock::read`] and
+//!   [`ReadWriteLock::write`]), all with the same handle ([`Lock`]), guard
+//!   and guarantees.
 
 #![warn(missing_docs)]
 
 mod attempt;
 mod client;
+mod commands;
 mod connection;
 mod error;
 mod guard;
+mod handle;
 mod holds;
+pub mod kind;
 mod lock;
 mod lock_state;
 mod node_pipelines;
@@ -37,15 +46,19 @@ mod protocol;
 mod pubsub;
 mod release;
 mod replica_sync;
+mod rwlock;
 mod slot_map;
 mod subscriptions;
+mod waiting;
 mod wakeups;
 mod watchdog;
 
 pub use client::{Client, ClientOptions, RetryOptions};
 pub use error::{Error, Result};
 pub use guard::Guard;
-pub use lock::{Lock, ReadWriteLock};
+pub use kind::LockKind;
+pub use lock::{FairLock, Lock, ReadLock, WriteLock};
 pub use protocol::{release_channel, MAX_LEASE};
 pub use replica_sync::ReplicaSync;
+pub use rwlock::ReadWriteLock;
 pub use watchdog::WatchdogStats;

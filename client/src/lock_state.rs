@@ -3,15 +3,15 @@
 //! the requests that change the holds. The [`Registry`] gives every handle
 //! with the same name and owner the same state.
 
+use crate::commands::Kind;
 use crate::holds::{Ended, Holds, Ticket};
-use crate::protocol::Kind;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::sync::watch;
 
-/// A lock as the server knows it: name, owner id, and which primitive
-/// (the read and write sides of one name are two locks here).
+/// A lock as the server knows it: name, owner id and kind (a read-write
+/// lock's owner counts its read and its write holds apart).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct LockId {
     pub name: Arc<[u8]>,
@@ -119,7 +119,7 @@ impl Registry {
         states.values().filter_map(Weak::upgrade).collect()
     }
 
-    /// Every state of the lock `name`, whatever its owner.
+    /// Every state of the lock `name`, whatever its owner and kind.
     pub fn named(&self, name: &[u8]) -> Vec<Arc<LockState>> {
         self.live().into_iter().filter(|state| &*state.id.name == name).collect()
     }

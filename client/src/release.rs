@@ -1,4 +1,4 @@
-//! Giving holds back: RLOCK.RELEASE with Redisson's unlock latch, so that
+//! Giving holds back: the kind's release with Redisson's unlock latch, so that
 //! a release whose reply was lost can be sent again with the same request
 //! id and answers as the first one did (never dropping a second level).
 
@@ -36,13 +36,11 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     let mut failures = 0;
     let reply = loop {
         let latch = latched.then_some((request_id.as_bytes(), lifetime));
-        let release = protocol::release(id, lease_ms, latch);
+        let release = id.release(lease_ms, latch);
         match release.query_async::<Option<i64>>(&mut connection.clone()).await.map_err(Error::from) {
             // Only a refusal of the latch key itself (the module names it).
             Err(Error::Redis(err))
-                if latched
-                    && err.code() == Some("NOPERM")
-                    && err.detail().is_some_and(|detail| detail.contains("unlock latch key")) =>
+                if latched && err.code() == Some("NOPERM") && err.detail().is_some_and(names_latch_key) =>
             {
                 shared.latch_refused.store(true, Ordering::Relaxed);
                 latched = false;
@@ -63,6 +61,12 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
         Some(1) => Ok(Released::Fully),
         Some(0) => Ok(Released::OneLevel),
         None => Ok(Released::NotHeld),
-        Some(other) => Err(Error::UnexpectedReply(format!("a release replied {other}"))),
+        Some(other) => Err(Error::UnexpectedReply(format!("release replied {other}"))),
     }
+}
+
+/// Whether a NOPERM refusal is about the unlock latch key: RLOCK.RELEASE
+/// names its role, the family's releases the key.
+fn names_latch_key(detail: &str) -> bool {
+    detail.contains("unlock latch key") || detail.contains("'redisson_unlock_latch:")
 }

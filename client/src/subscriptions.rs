@@ -1,14 +1,13 @@
 //! The client's release-channel subscriptions. Waiters on the same channel
-//! share one subscription; the last one to leave unsubscribes. A `0`
-//! message wakes one waiter of the channel, any other message all of them
-//! (see wakeups.rs). On one server a supervisor task replaces a lost
+//! share one subscription; the last one to leave unsubscribes. Each waiter
+//! joins with its kind's wake rule: which messages wake it (wakeups.rs). On one server a supervisor task replaces a lost
 //! connection, however long the outage, resubscribes every channel and then
 //! wakes every waiter, since releases may have been missed; meanwhile
 //! waiters wake at their PTTL timer.
 
 use crate::connection::Deployment;
 use crate::pubsub::PubSubConnection;
-use crate::wakeups::{WaiterId, Waiters};
+use crate::wakeups::{WaiterId, Waiters, WakeRule};
 use redis::aio::AsyncPushSender;
 use redis::{PushInfo, PushKind, RedisError, RedisResult, Value};
 use std::collections::HashMap;
@@ -76,12 +75,13 @@ impl Subscriptions {
         Ok(Self(inner))
     }
 
-    /// Joins the subscription to `channel` for the lock `key`, subscribing
-    /// on the server first if this client is not subscribed yet. Returns
+    /// Joins the subscription to `channel` for the lock `key`, woken as
+    /// `rule` says, subscribing on the server first if this client is not
+    /// subscribed yet. Returns
     /// once the server has confirmed, so no message published after this
     /// returns is missed, unless the connection is down or slow: then the
     /// waiter relies on its timer until the supervisor resubscribes.
-    pub async fn subscribe(&self, key: &[u8], channel: &[u8]) -> RedisResult<Subscription> {
+    pub async fn subscribe(&self, key: &[u8], channel: &[u8], rule: WakeRule) -> RedisResult<Subscription> {
         let wake = Arc::new(Notify::new());
         let id = {
             let mut channels = lock(&self.0.channels);
@@ -90,7 +90,7 @@ impl Subscriptions {
                 server: ServerState::Unsubscribed,
                 waiters: Waiters::default(),
             });
-            entry.waiters.join(wake.clone())
+            entry.waiters.join(wake.clone(), rule)
         };
         // From here on, dropping the handle (a cancelled waiter) leaves.
         let subscription = Subscription { channel: channel.to_vec(), id, wake, owner: self.clone() };
@@ -268,11 +268,7 @@ fn push_handler(channels: Table, lifeline: Option<Lifeline>) -> impl AsyncPushSe
             PushKind::Message | PushKind::SMessage => {
                 if let [Value::BulkString(channel), Value::BulkString(message), ..] = push.data.as_slice() {
                     if let Some(entry) = channels.get_mut(channel.as_slice()) {
-                        let woken = match message.as_slice() {
-                            b"0" => entry.waiters.wake_one().into_iter().collect(),
-                            _ => entry.waiters.wake_all(),
-                        };
-                        woken.iter().for_each(|wake| wake.notify_one());
+                        entry.waiters.wake(message).iter().for_each(|wake| wake.notify_one());
                     }
                 }
             }

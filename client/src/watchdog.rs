@@ -1,13 +1,15 @@
 //! The client's watchdog: one background task that, every period, renews
-//! all of the client's watchdog holds and checks its fixed-lease holds, in
-//! one pipelined round trip (one per primary in a cluster). It signals a
+//! all of the client's watchdog holds and checks its fixed-lease holds, of
+//! every kind (each with its own RENEW or STATUS), in one pipelined round
+//! trip (one per primary in a cluster). It signals a
 //! lock as lost when the server says it is no longer held, or when renewal
 //! kept failing until the lease ran out.
 
+use crate::commands::Status;
 use crate::connection::Connection;
 use crate::holds::{Ended, Upkeep};
 use crate::lock_state::{LockState, Registry};
-use crate::protocol::{self, Status};
+use crate::protocol;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,8 +133,8 @@ impl Watchdog {
             .map(|task| {
                 let id = &task.state.id;
                 let cmd = match task.upkeep {
-                    Upkeep::Renew(lease) => protocol::renew(id, protocol::clamp_lease_ms(lease)),
-                    Upkeep::Check => protocol::status(id),
+                    Upkeep::Renew(lease) => id.renew(protocol::clamp_lease_ms(lease)),
+                    Upkeep::Check => id.status(),
                 };
                 (id.name.to_vec(), cmd)
             })
@@ -174,7 +176,7 @@ fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant)
         }
         (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => false,
         (Upkeep::Check, Ok(reply)) => {
-            Status::parse(task.state.id.kind, reply).map_or(true, |status| status.hold_count > 0)
+            Status::parse(reply, task.state.id.kind).map_or(true, |status| status.hold_count > 0)
         }
         _ => true,
     };

@@ -1,102 +1,164 @@
-//! rlock-client's fair lock against a real redis-server with the module:
-//! arrival order, reentrancy, the watchdog, a waiter that goes away, and a
-//! Java-style waiter (Redisson's scripts) in the same queue.
+//! The fair lock (RFAIR.*) through rlock-client, against a real
+//! redis-server with the module.
 
 #[macro_use]
 mod common;
 
-use common::admin;
+use common::{admin, PATIENCE};
 use redis::AsyncCommands;
-use rlock_client::{Client, ClientOptions, Error, Guard};
-use std::sync::Arc;
+use rlock_client::{Client, ClientOptions};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::{FairScripts, Server};
-use tokio::sync::Mutex;
 
 const WATCHDOG: Duration = Duration::from_millis(600);
 
-async fn client(server: &Server, fair_wait: Duration) -> Client {
-    let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG).with_fair_wait_timeout(fair_wait);
+/// Longer than any test: a holder that must be released, never expire.
+const LONG_LEASE: Duration = Duration::from_secs(60);
+
+async fn client(server: &Server) -> Client {
+    let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG);
     Client::connect(server.client(), options).await.expect("client")
 }
 
-/// Queued waiters, from RFAIR.STATUS.
-async fn queued(server: &Server, name: &str) -> i64 {
-    let status: Vec<redis::Value> =
-        redis::cmd("RFAIR.STATUS").arg(name).query_async(&mut admin(server).await).await.unwrap();
-    redis::from_redis_value(status[11].clone()).unwrap()
+/// `(queued, position of owner)` from RFAIR.STATUS.
+async fn queue(server: &Server, name: &str, owner: &[u8]) -> (i64, i64) {
+    let reply: Vec<(String, Option<i64>)> =
+        redis::cmd("RFAIR.STATUS").arg(name).arg(owner).query_async(&mut admin(server).await).await.unwrap();
+    let field = |name: &str| reply.iter().find(|(field, _)| field == name).and_then(|(_, value)| *value).unwrap();
+    (field("queued"), field("position"))
+}
+
+async fn queue_keys_exist(server: &Server, name: &str) -> i64 {
+    let keys = [format!("redisson_lock_queue:{{{name}}}"), format!("redisson_lock_timeout:{{{name}}}")];
+    redis::cmd("EXISTS").arg(&keys).query_async(&mut admin(server).await).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiters_get_the_lock_in_the_order_they_asked() {
+async fn waiters_get_the_lock_in_arrival_order() {
     let server = Server::start();
-    let client = client(&server, Duration::from_secs(60)).await;
-    let first = client.fair_lock("line").lock().await.unwrap();
+    let client = client(&server).await;
+    let holder = client.fair_lock("fifo").lock().await.unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut waiters = Vec::new();
     for n in 0..16 {
-        let (lock, order) = (client.fair_lock("line"), order.clone());
+        let lock = client.fair_lock("fifo");
+        let owner = lock.owner().to_vec();
+        let order = order.clone();
         waiters.push(tokio::spawn(async move {
             let guard = lock.lock().await.unwrap();
-            order.lock().await.push(n);
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            order.lock().unwrap().push(n);
             guard.unlock().await.unwrap();
         }));
-        // The next one asks once this one is queued.
-        eventually!("waiter {n} queued", queued(&server, "line").await == n + 1);
+        // Arrival order is queue order: the next comes once this one is in.
+        eventually!(format!("waiter {n} queued"), queue(&server, "fifo", &owner).await == (n + 1, n + 1));
     }
-    first.unlock().await.unwrap();
+    holder.unlock().await.unwrap();
     for waiter in waiters {
-        waiter.await.unwrap();
+        tokio::time::timeout(PATIENCE, waiter).await.expect("every waiter gets its turn").unwrap();
     }
-    assert_eq!(*order.lock().await, (0..16).collect::<Vec<_>>());
-    assert_eq!(queued(&server, "line").await, 0);
+    assert_eq!(*order.lock().unwrap(), (0..16).collect::<Vec<_>>());
+    assert_eq!(queue_keys_exist(&server, "fifo").await, 0, "the queue is gone with its last waiter");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fair_lock_is_reentrant_and_renewed_by_the_watchdog() {
+async fn a_waiter_whose_future_is_dropped_leaves_the_queue() {
     let server = Server::start();
-    let client = client(&server, Duration::from_secs(60)).await;
-    let lock = client.fair_lock("renewed");
-    let outer = lock.lock().await.unwrap();
-    let inner = lock.try_lock(Duration::ZERO, None).await.unwrap().expect("re-entry");
-    assert_eq!(lock.hold_count().await.unwrap(), 2);
-    tokio::time::sleep(WATCHDOG * 2).await;
-    assert!(lock.is_held().await.unwrap() && !outer.is_lost(), "renewed past two leases");
-    inner.unlock().await.unwrap();
-    outer.unlock().await.unwrap();
-    assert!(!lock.is_locked().await.unwrap());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_that_gives_up_or_is_dropped_leaves_the_queue_at_once() {
-    let server = Server::start();
-    let client = client(&server, Duration::from_secs(300)).await;
-    let held = client.fair_lock("q").lock().await.unwrap();
-    let other = client.fair_lock("q");
-    assert!(other.try_lock(Duration::from_millis(30), None).await.unwrap().is_none());
-    eventually!("the timed-out waiter left", queued(&server, "q").await == 0);
-
-    let dropped = client.fair_lock("q");
-    let waiting = tokio::spawn(async move { dropped.lock().await.map(drop) });
-    eventually!("the waiter queued", queued(&server, "q").await == 1);
+    let client = client(&server).await;
+    let holder = client.fair_lock("dropped").lock_with_lease(LONG_LEASE).await.unwrap();
+    let waiter = client.fair_lock_with_owner("dropped", "gone");
+    let waiting = tokio::spawn(async move { waiter.lock().await });
+    eventually!("queued", queue(&server, "dropped", b"gone").await == (1, 1));
     waiting.abort();
-    eventually!("the aborted waiter left", queued(&server, "q").await == 0);
+    eventually!("the queue entry removed at once", queue(&server, "dropped", b"gone").await == (0, 0));
+    assert_eq!(queue_keys_exist(&server, "dropped").await, 0);
+    holder.unlock().await.unwrap();
+    assert!(!client.fair_lock("dropped").is_locked().await.unwrap(), "nobody took it");
+}
 
-    // With the queue empty, the next waiter gets the lock at the release,
-    // not 5 minutes later.
-    let next = client.fair_lock("q");
-    let next_waiting = tokio::spawn(async move { next.lock().await });
-    eventually!("the next waiter queued", queued(&server, "q").await == 1);
-    held.unlock().await.unwrap();
-    let guard: Guard = tokio::time::timeout(Duration::from_secs(5), next_waiting).await.unwrap().unwrap().unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_dropped_at_any_point_leaves_no_queue_entry_and_no_hold() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let holder = client.fair_lock("cancel-safe").lock_with_lease(LONG_LEASE).await.unwrap();
+    let waiter = client.fair_lock_with_owner("cancel-safe", "impatient");
+    // Cut short before, during and after its attempts are in flight.
+    for micros in (0..3_000).step_by(100) {
+        let _ = tokio::time::timeout(Duration::from_micros(micros), waiter.lock()).await;
+    }
+    eventually!("no queue entry left", queue(&server, "cancel-safe", b"impatient").await == (0, 0));
+    assert_eq!(waiter.hold_count().await.unwrap(), 0, "no hold left");
+    holder.unlock().await.unwrap();
+    // Taken and dropped while the lock is free: given back, not kept.
+    for micros in (0..3_000).step_by(100) {
+        let _ = tokio::time::timeout(Duration::from_micros(micros), waiter.lock()).await;
+    }
+    eventually!("no hold left", !waiter.is_locked().await.unwrap());
+    assert_eq!(queue(&server, "cancel-safe", b"impatient").await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gives_up_hands_its_turn_to_the_next_at_once() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let holder = client.fair_lock("give-up").lock_with_lease(LONG_LEASE).await.unwrap();
+    // Redisson's no-wait tryLock(): refused, never queued.
+    let polite = client.fair_lock_with_owner("give-up", "polite");
+    assert!(polite.try_lock(Duration::ZERO, None).await.unwrap().is_none());
+    assert_eq!(queue(&server, "give-up", b"polite").await, (0, 0));
+
+    let first = client.fair_lock_with_owner("give-up", "first");
+    let trying = tokio::spawn(async move { first.try_lock(Duration::from_millis(500), None).await });
+    eventually!("first queued", queue(&server, "give-up", b"first").await == (1, 1));
+    let second = client.fair_lock_with_owner("give-up", "second");
+    let waiting = tokio::spawn(async move { second.lock().await });
+    eventually!("second queued", queue(&server, "give-up", b"second").await == (2, 2));
+    assert!(trying.await.unwrap().unwrap().is_none(), "first gave up");
+    eventually!("second moved up", queue(&server, "give-up", b"second").await == (1, 1));
+    holder.unlock().await.unwrap();
+    // Without the give-up, second would wait for first's deadline: the
+    // holder's 60 s lease plus first's wait.
+    let guard = tokio::time::timeout(PATIENCE, waiting).await.expect("second takes it").unwrap().unwrap();
     guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fair_lock_is_reentrant_and_the_queue_waits_for_the_last_release() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.fair_lock("reentrant");
+    let outer = lock.lock().await.unwrap();
+    let inner = lock.try_lock(Duration::ZERO, None).await.unwrap().expect("re-entered");
+    assert_eq!(lock.hold_count().await.unwrap(), 2);
+    let other = client.fair_lock_with_owner("reentrant", "other");
+    let waiting = tokio::spawn({
+        let other = other.clone();
+        async move { other.lock().await }
+    });
+    eventually!("queued", queue(&server, "reentrant", b"other").await == (1, 1));
+    inner.unlock().await.unwrap();
+    assert_eq!(lock.hold_count().await.unwrap(), 1);
+    assert!(!waiting.is_finished() && !outer.is_lost());
+    outer.unlock().await.unwrap();
+    let guard = tokio::time::timeout(PATIENCE, waiting).await.expect("taken at the last release").unwrap().unwrap();
+    assert_eq!(other.hold_count().await.unwrap(), 1);
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_wait_timeout_out_of_bounds_is_refused() {
+    let server = Server::start();
+    for timeout in [Duration::ZERO, rlock_client::MAX_LEASE + Duration::from_millis(1)] {
+        let options = ClientOptions::default().with_fair_wait_timeout(timeout);
+        let refused = Client::connect(server.client(), options).await;
+        assert!(matches!(refused, Err(rlock_client::Error::InvalidFairWaitTimeout(t)) if t == timeout));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_java_waiter_and_an_rlock_waiter_share_one_queue_in_order() {
     let server = Server::start();
-    let client = client(&server, Duration::from_secs(60)).await;
+    let client = client(&server).await;
     let scripts = FairScripts::default();
     let mut con = admin(&server).await;
     scripts.load(&mut server.connection()).unwrap();
@@ -108,7 +170,7 @@ async fn a_java_waiter_and_an_rlock_waiter_share_one_queue_in_order() {
     assert!(matches!(java, redis::Value::Int(_)), "queued: {java:?}");
     let rust = client.fair_lock("mixed");
     let rust_waiting = tokio::spawn(async move { rust.lock().await });
-    eventually!("both queued", queued(&server, "mixed").await == 2);
+    eventually!("both queued", queue(&server, "mixed", b"").await.0 == 2);
     held.unlock().await.unwrap();
     // Only the Java waiter, at the head, may take it now.
     let again: redis::Value =
@@ -120,11 +182,4 @@ async fn a_java_waiter_and_an_rlock_waiter_share_one_queue_in_order() {
     let guard = tokio::time::timeout(Duration::from_secs(5), rust_waiting).await.unwrap().unwrap().unwrap();
     guard.unlock().await.unwrap();
     let _: () = con.del("mixed").await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fair_wait_timeout_out_of_range_is_refused() {
-    let server = Server::start();
-    let options = ClientOptions::default().with_fair_wait_timeout(Duration::ZERO);
-    assert!(matches!(Client::connect(server.client(), options).await, Err(Error::InvalidFairWaitTimeout(_))));
 }

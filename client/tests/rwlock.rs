@@ -1,92 +1,229 @@
-//! rlock-client's read-write lock against a real redis-server with the
-//! module: sharing and exclusion, re-entry, the watchdog renewing both
-//! sides, wake-ups, and readers and writers on Redisson's scripts.
+//! The read-write lock (RRW.*) through rlock-client, against a real
+//! redis-server with the module; and one watchdog round for every kind.
 
 #[macro_use]
 mod common;
 
-use common::admin;
+use common::{admin, numsub, PATIENCE};
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use testkit::{RwScripts, Server};
 
 const WATCHDOG: Duration = Duration::from_millis(600);
 
+/// Longer than any test: a holder that must be released, never expire.
+const LONG_LEASE: Duration = Duration::from_secs(60);
+
+const SHORT: Duration = Duration::from_millis(50);
+
 async fn client(server: &Server) -> Client {
-    Client::connect(server.client(), ClientOptions::default().with_watchdog_timeout(WATCHDOG)).await.expect("client")
+    let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG);
+    Client::connect(server.client(), options).await.expect("client")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn readers_share_and_a_writer_excludes_them() {
+async fn readers_share_and_a_writer_excludes_everyone() {
     let server = Server::start();
     let client = client(&server).await;
-    let (a, b) = (client.read_write_lock("cfg"), client.read_write_lock("cfg"));
+    let (a, b, c) = (client.read_write_lock("rw"), client.read_write_lock("rw"), client.read_write_lock("rw"));
     let read_a = a.read().lock().await.unwrap();
     let read_b = b.read().try_lock(Duration::ZERO, None).await.unwrap().expect("readers share");
-    assert!(a.write().try_lock(Duration::from_millis(30), None).await.unwrap().is_none(), "a writer waits for readers");
+    assert!(a.read().is_locked().await.unwrap() && !a.write().is_locked().await.unwrap());
+    assert!(c.write().try_lock(SHORT, None).await.unwrap().is_none(), "a writer waits for the readers");
     read_a.unlock().await.unwrap();
+    assert!(c.write().try_lock(SHORT, None).await.unwrap().is_none(), "for every reader");
     read_b.unlock().await.unwrap();
 
-    let write = a.write().lock().await.unwrap();
-    assert!(b.read().try_lock(Duration::from_millis(30), None).await.unwrap().is_none(), "a writer excludes readers");
-    assert!(b.write().try_lock(Duration::ZERO, None).await.unwrap().is_none(), "and writers");
-    // The writer may read too, and keeps the read once the write goes.
-    let read_under_write = a.read().try_lock(Duration::ZERO, None).await.unwrap().expect("write then read");
+    let write = c.write().try_lock(Duration::ZERO, None).await.unwrap().expect("free again");
+    assert!(a.read().try_lock(SHORT, None).await.unwrap().is_none(), "a writer excludes readers");
+    assert!(b.write().try_lock(SHORT, None).await.unwrap().is_none(), "and writers");
+    assert_eq!(c.write().hold_count().await.unwrap(), 1);
+    assert_eq!(c.read().hold_count().await.unwrap(), 0);
     write.unlock().await.unwrap();
-    assert!(a.read().is_held().await.unwrap() && !a.write().is_held().await.unwrap());
-    assert!(b.read().try_lock(Duration::ZERO, None).await.unwrap().is_some(), "downgraded to a read lock");
-    read_under_write.unlock().await.unwrap();
+    assert!(!c.write().is_locked().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_watchdog_renews_both_sides_in_its_rounds() {
+async fn the_writer_may_read_and_its_reads_outlive_its_write() {
     let server = Server::start();
     let client = client(&server).await;
-    let (rw, other) = (client.read_write_lock("renewed"), client.read_write_lock("renewed-2"));
-    let read = rw.read().lock().await.unwrap();
-    let again = rw.read().lock().await.unwrap();
-    let write = other.write().lock().await.unwrap();
-    let plain = client.lock("plain").lock().await.unwrap();
-    let fair = client.fair_lock("fair").lock().await.unwrap();
-    tokio::time::sleep(WATCHDOG * 3).await;
-    for guard in [&read, &again, &write, &plain, &fair] {
-        assert!(!guard.is_lost(), "renewed past three leases");
+    let (rw, other) = (client.read_write_lock("downgrade"), client.read_write_lock("downgrade"));
+    let write = rw.write().lock().await.unwrap();
+    let inner_write = rw.write().try_lock(Duration::ZERO, None).await.unwrap().expect("write re-entry");
+    let read = rw.read().try_lock(Duration::ZERO, None).await.unwrap().expect("write -> read re-entry");
+    assert_eq!((rw.read().hold_count().await.unwrap(), rw.write().hold_count().await.unwrap()), (1, 2));
+    assert!(other.read().try_lock(SHORT, None).await.unwrap().is_none());
+    inner_write.unlock().await.unwrap();
+    write.unlock().await.unwrap();
+    assert!(!read.is_lost(), "the read hold goes on");
+    let shared = other.read().try_lock(Duration::ZERO, None).await.unwrap().expect("read-locked now");
+    assert!(other.write().try_lock(SHORT, None).await.unwrap().is_none());
+    read.unlock().await.unwrap();
+    shared.unlock().await.unwrap();
+    assert!(!rw.read().is_locked().await.unwrap());
+}
+
+/// `count` waiters, each in a client of its own (so each one's subscription
+/// shows), wait for the side `write` of "wake"; returns once all wait.
+async fn waiters(server: &Server, count: usize, write: bool) -> Vec<tokio::task::JoinHandle<()>> {
+    let channel = rlock_protocol::rwlock_channel(b"wake");
+    let mut tasks = Vec::new();
+    for n in 0..count {
+        let client = client(server).await;
+        let rw = client.read_write_lock("wake");
+        tasks.push(tokio::spawn(async move {
+            let _client = client; // a lock handle does not keep its client open
+                                  // Holds on: readers that share must all get in together.
+            if write {
+                std::mem::forget(rw.write().lock().await.unwrap());
+            } else {
+                std::mem::forget(rw.read().lock().await.unwrap());
+            }
+        }));
+        eventually!(format!("waiter {n} subscribed"), numsub(server, &channel).await == n as i64 + 1);
     }
-    assert_eq!(rw.read().hold_count().await.unwrap(), 2);
-    // Each read hold's own timeout key is renewed, not only the hash.
-    let mut con = admin(&server).await;
-    for n in [1, 2] {
-        let key = rlock_protocol::rwlock_timeout_key(b"renewed", rw.read().owner(), n);
-        let pttl: i64 = con.pttl(key).await.unwrap();
-        assert!(pttl > 0, "read hold {n} has its lease ({pttl})");
-    }
-    let stats = client.watchdog_stats();
-    assert_eq!(stats.locks, 4, "one watchdog for every kind: {stats:?}");
-    for guard in [read, again, write, plain, fair] {
-        guard.unlock().await.unwrap();
-    }
+    tasks
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_release_wakes_every_waiter() {
     let server = Server::start();
     let client = client(&server).await;
-    let writer = client.read_write_lock("wake").write().lock().await.unwrap();
-    let readers: Vec<_> = (0..4)
+    let write = client.read_write_lock("wake").write().lock_with_lease(LONG_LEASE).await.unwrap();
+    let readers = waiters(&server, 3, false).await;
+    write.unlock().await.unwrap();
+    // Long before the 60 s lease would have let them in.
+    for reader in readers {
+        tokio::time::timeout(PATIENCE, reader).await.expect("woken by the release").unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_release_that_frees_the_lock_wakes_a_writer() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let read = client.read_write_lock("wake").read().lock_with_lease(LONG_LEASE).await.unwrap();
+    let writers = waiters(&server, 1, true).await;
+    read.unlock().await.unwrap();
+    for writer in writers {
+        tokio::time::timeout(PATIENCE, writer).await.expect("woken by the release").unwrap();
+    }
+}
+
+/// How many times the server ran `command` (INFO commandstats).
+async fn calls(server: &Server, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin(server).await).await.unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines().find_map(|line| line.strip_prefix(prefix.as_str())?.split(',').next()?.parse().ok()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_release_that_frees_the_lock_wakes_every_reader_of_a_client() {
+    let server = Server::start();
+    let (holder, waiting) = (client(&server).await, client(&server).await);
+    let rw = holder.read_write_lock("readers");
+    let write = rw.write().lock_with_lease(LONG_LEASE).await.unwrap();
+    let read = rw.read().lock_with_lease(LONG_LEASE).await.unwrap();
+    let readers: Vec<_> = (0..2)
         .map(|_| {
-            let read = client.read_write_lock("wake").read();
-            tokio::spawn(async move { read.lock_with_lease(Duration::from_secs(60)).await })
+            let lock = waiting.read_write_lock("readers").read();
+            tokio::spawn(async move { std::mem::forget(lock.lock().await.unwrap()) })
         })
         .collect();
-    eventually!("the readers waited", common::numsub(&server, b"redisson_rwlock:{wake}").await == 1);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    writer.unlock().await.unwrap();
-    // The lease (600 ms) is long: only the `1` message wakes them in time.
+    // Two tries each (before and after subscribing): both wait now.
+    eventually!("both readers wait", calls(&server, "rrw.acquire").await == 2 + 2 * 2);
+    // Dropping the write leaves a read lock, silently (as Redisson): the
+    // readers sleep on; the last read release frees it and publishes `0`.
+    write.unlock().await.unwrap();
+    read.unlock().await.unwrap();
     for reader in readers {
-        let guard = tokio::time::timeout(Duration::from_millis(400), reader).await.expect("woken").unwrap().unwrap();
-        guard.unlock().await.unwrap();
+        tokio::time::timeout(PATIENCE, reader).await.expect("woken, not at the 60 s lease").unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_exclude_each_other_and_readers_never_overlap_a_writer() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let mut con = admin(&server).await;
+    let _: () = con.set("rw:counter", 0).await.unwrap();
+    let (writing, reading, most_readers) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let rw = client.read_write_lock("stress");
+        let (writing, reading, most_readers, mut con) =
+            (writing.clone(), reading.clone(), most_readers.clone(), con.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                if n % 2 == 0 {
+                    let guard = rw.write().lock().await.unwrap();
+                    assert_eq!(writing.fetch_add(1, Ordering::SeqCst), 0, "one writer at a time");
+                    assert_eq!(reading.load(Ordering::SeqCst), 0, "no reader while writing");
+                    // A read-modify-write that only exclusion keeps whole.
+                    let value: i64 = con.get("rw:counter").await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    let _: () = con.set("rw:counter", value + 1).await.unwrap();
+                    writing.fetch_sub(1, Ordering::SeqCst);
+                    guard.unlock().await.unwrap();
+                } else {
+                    let guard = rw.read().lock().await.unwrap();
+                    let readers = reading.fetch_add(1, Ordering::SeqCst) + 1;
+                    most_readers.fetch_max(readers, Ordering::SeqCst);
+                    assert_eq!(writing.load(Ordering::SeqCst), 0, "no writer while reading");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    reading.fetch_sub(1, Ordering::SeqCst);
+                    guard.unlock().await.unwrap();
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(PATIENCE * 3, task).await.expect("no deadlock").unwrap();
+    }
+    assert_eq!(con.get::<_, i64>("rw:counter").await.unwrap(), 40, "no write lost");
+    assert!(most_readers.load(Ordering::SeqCst) > 1, "readers held it together");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_watchdog_round_renews_every_kind() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let plain = client.lock("kinds:plain").lock().await.unwrap();
+    let fair = client.fair_lock("kinds:fair").lock().await.unwrap();
+    let read = client.read_write_lock("kinds:read").read().lock().await.unwrap();
+    let rw = client.read_write_lock("kinds:write");
+    let (write, write_read) = (rw.write().lock().await.unwrap(), rw.read().lock().await.unwrap());
+    let start = client.watchdog_stats();
+    assert_eq!(start.locks, 5);
+    // Five leases' worth: every hold lives only by renewal.
+    tokio::time::sleep(WATCHDOG * 5).await;
+    let stats = client.watchdog_stats();
+    assert_eq!(stats.lost, 0);
+    let rounds = stats.rounds - start.rounds;
+    assert!((1..=16).contains(&rounds), "one round per period for all five, not one each: {rounds}");
+    assert!(!plain.is_lost() && !fair.is_lost() && !read.is_lost() && !write.is_lost() && !write_read.is_lost());
+    assert_eq!(plain.lock().hold_count().await.unwrap(), 1);
+    assert_eq!(fair.lock().hold_count().await.unwrap(), 1);
+    assert_eq!(read.lock().hold_count().await.unwrap(), 1);
+    assert_eq!((write.lock().hold_count().await.unwrap(), write_read.lock().hold_count().await.unwrap()), (1, 1));
+    // The read hold's own timeout key is renewed too, not only the hash.
+    let timeout_key = rlock_protocol::rwlock_timeout_key(b"kinds:read", read.lock().owner(), 1);
+    let pttl: i64 = admin(&server).await.pttl(timeout_key).await.unwrap();
+    assert!(pttl > 0, "timeout key alive: {pttl}");
+    for unlocked in [
+        plain.unlock().await,
+        fair.unlock().await,
+        read.unlock().await,
+        write_read.unlock().await,
+        write.unlock().await,
+    ] {
+        unlocked.unwrap();
+    }
+    assert_eq!(client.watchdog_stats().locks, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,7 @@ fn a_short_reentry_never_cuts_the_outer_holds_lease() {
     let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(300), t0, Some(2));
     // The inner fixed hold goes: the outer watchdog hold still needs renewal.
     assert_eq!(holds.lease_for_release(&inner, t0 + ms(10), WATCHDOG, ms(300)), WATCHDOG);
-    assert_eq!(holds.released(&inner, Released::OneLevel, WATCHDOG, t0), Ended::No);
+    assert_eq!(holds.released(&inner, Released::OneLevel, Some(WATCHDOG), t0), Ended::No);
     assert_eq!(holds.upkeep(t0 + ms(400), WATCHDOG), Some(Upkeep::Renew(WATCHDOG)));
 }
 
@@ -66,7 +66,7 @@ fn releases_by_the_table() {
         let tickets: Vec<Ticket> =
             (1..=before).map(|n| grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, Some(n)).0).collect();
         let incarnation = holds.incarnation();
-        assert_eq!(holds.released(&tickets[0], reply, WATCHDOG, t0), ended, "{before} {reply:?}");
+        assert_eq!(holds.released(&tickets[0], reply, Some(WATCHDOG), t0), ended, "{before} {reply:?}");
         assert_eq!(holds.count(), after, "{before} {reply:?}");
         assert_eq!(holds.incarnation() != incarnation, after == 0, "{before} {reply:?}");
         assert!(!holds.is_current(&tickets[0]));
@@ -81,7 +81,7 @@ fn a_stale_ticket_changes_nothing() {
     assert_eq!(holds.lose(stale.incarnation), Ended::Lost);
     let (current, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
     assert!(!holds.is_current(&stale) && holds.is_current(&current));
-    assert_eq!(holds.released(&stale, Released::Fully, WATCHDOG, t0), Ended::No);
+    assert_eq!(holds.released(&stale, Released::Fully, Some(WATCHDOG), t0), Ended::No);
     assert_eq!(holds.forget(&stale), Ended::No);
     assert_eq!(holds.lose(stale.incarnation), Ended::No);
     assert_eq!(holds.count(), 1);
@@ -121,9 +121,20 @@ fn the_last_command_sent_decides_the_lease() {
     let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(5_000), t0 + ms(10), Some(2));
     // A renewal for 5 s sent before the inner release (which cuts the
     // lease to 900 ms) has its reply handled after the release's.
-    holds.released(&inner, Released::OneLevel, ms(900), t0 + ms(30));
+    holds.released(&inner, Released::OneLevel, Some(ms(900)), t0 + ms(30));
     holds.renewed(outer.incarnation, t0 + ms(20), ms(5_000));
     assert!(holds.overdue(t0 + ms(930)), "the release ran last on the server: its lease counts");
+}
+
+#[test]
+fn a_release_that_sets_no_lease_leaves_the_estimate() {
+    let t0 = Instant::now();
+    let mut holds = Holds::default();
+    grant(&mut holds, Renewal::Fixed, ms(900), t0, None);
+    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(900), t0 + ms(10), Some(2));
+    // A read release: the holds left keep the leases they had.
+    holds.released(&inner, Released::OneLevel, None, t0 + ms(500));
+    assert!(!holds.overdue(t0 + ms(905)) && holds.overdue(t0 + ms(910)), "the last acquire's lease");
 }
 
 #[test]

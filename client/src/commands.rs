@@ -1,0 +1,279 @@
+//! What differs between the lock kinds the client speaks for: each kind's
+//! commands (RLOCK.*, RFAIR.*, RRW.* READ|WRITE), the channel its waiters
+//! listen on and which messages wake them, and how its STATUS reply reads.
+//! Everything else (attempts, settling, releases, the watchdog) is shared.
+
+use crate::error::{Error, Result};
+use crate::lock_state::LockId;
+use crate::protocol::clamp_lease_ms;
+use crate::wakeups::WakeRule;
+use redis::{Cmd, Value};
+use std::time::Duration;
+
+/// A kind of lock: its commands and waiting rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Redisson's RLock: RLOCK.*.
+    Plain,
+    /// Redisson's fair lock: RFAIR.*, a FIFO queue, a channel per waiter.
+    Fair,
+    /// The read side of Redisson's read-write lock: RRW.* READ.
+    Read,
+    /// The write side: RRW.* WRITE.
+    Write,
+}
+
+impl Kind {
+    fn prefix(self) -> &'static str {
+        match self {
+            Kind::Plain => "RLOCK",
+            Kind::Fair => "RFAIR",
+            Kind::Read | Kind::Write => "RRW",
+        }
+    }
+
+    /// The read-write lock's side argument.
+    fn side(self) -> Option<&'static str> {
+        match self {
+            Kind::Read => Some("READ"),
+            Kind::Write => Some("WRITE"),
+            Kind::Plain | Kind::Fair => None,
+        }
+    }
+
+    /// Whether a release sets the lease of the holds left (a read release
+    /// does not: each read hold keeps its own).
+    pub(crate) fn release_sets_lease(self) -> bool {
+        self != Kind::Read
+    }
+
+    /// Which messages on the kind's channel wake its waiters: a read
+    /// waiter wakes on any (a `0` is a read release that freed the lock,
+    /// which every reader may share); the others as Redisson's.
+    pub(crate) fn wake_rule(self) -> WakeRule {
+        match self {
+            Kind::Read => WakeRule::EveryMessage,
+            Kind::Plain | Kind::Fair | Kind::Write => WakeRule::OneOnRelease,
+        }
+    }
+
+    /// The field of the kind's STATUS reply that counts the owner's holds.
+    fn count_field(self) -> &'static str {
+        match self {
+            Kind::Plain | Kind::Fair => "hold_count",
+            Kind::Read => "read_count",
+            Kind::Write => "write_count",
+        }
+    }
+
+    fn cmd(self, verb: &str, name: &[u8]) -> Cmd {
+        let mut cmd = redis::cmd(&format!("{}.{verb}", self.prefix()));
+        cmd.arg(name);
+        cmd
+    }
+}
+
+impl LockId {
+    /// The channel this lock's waiters listen on.
+    pub fn channel(&self) -> Vec<u8> {
+        match self.kind {
+            Kind::Plain => rlock_protocol::release_channel(&self.name),
+            Kind::Fair => rlock_protocol::fair_waiter_channel(&self.name, &self.owner),
+            Kind::Read | Kind::Write => rlock_protocol::rwlock_channel(&self.name),
+        }
+    }
+
+    fn cmd(&self, verb: &str) -> Cmd {
+        let mut cmd = self.kind.cmd(verb, &self.name);
+        cmd.arg(&*self.owner);
+        if let Some(side) = self.kind.side() {
+            cmd.arg(side);
+        }
+        cmd
+    }
+
+    /// The acquire. A fair lock given `wait_ms` uses the waiting form (the
+    /// owner is queued when refused); other kinds ignore it.
+    pub fn acquire(&self, lease_ms: i64, wait_ms: Option<i64>) -> Cmd {
+        let mut cmd = self.cmd("ACQUIRE");
+        cmd.arg(lease_ms);
+        if let (Kind::Fair, Some(wait_ms)) = (self.kind, wait_ms) {
+            cmd.arg("WAIT").arg(wait_ms);
+        }
+        cmd
+    }
+
+    /// The release, with Redisson's unlock latch when given a request id
+    /// and its lifetime: a repeat with the same id within it replies what
+    /// the first one did.
+    pub fn release(&self, lease_ms: i64, latch: Option<(&[u8], Duration)>) -> Cmd {
+        let mut cmd = self.cmd("RELEASE");
+        if self.kind.release_sets_lease() {
+            cmd.arg(lease_ms);
+        }
+        if let Some((request_id, lifetime)) = latch {
+            cmd.arg("ID").arg(request_id).arg("PX").arg(clamp_lease_ms(lifetime));
+        }
+        cmd
+    }
+
+    /// The renewal: 1 renewed, 0 not held. On a read-write lock it renews
+    /// every hold of the owner, read and write.
+    pub fn renew(&self, lease_ms: i64) -> Cmd {
+        let mut cmd = self.kind.cmd("RENEW", &self.name);
+        cmd.arg(&*self.owner).arg(lease_ms);
+        cmd
+    }
+
+    /// The status, with the owner's holds.
+    pub fn status(&self) -> Cmd {
+        let mut cmd = self.kind.cmd("STATUS", &self.name);
+        cmd.arg(&*self.owner);
+        cmd
+    }
+
+    /// The force release of this kind (a read-write lock: of this side).
+    pub fn force_release(&self) -> Cmd {
+        let mut cmd = self.kind.cmd("FORCERELEASE", &self.name);
+        if let Some(side) = self.kind.side() {
+            cmd.arg(side);
+        }
+        cmd
+    }
+
+    /// `RFAIR.CANCEL`: a fair waiter gives up its place in the queue.
+    pub fn cancel(&self, wait_ms: i64) -> Cmd {
+        let mut cmd = self.kind.cmd("CANCEL", &self.name);
+        cmd.arg(&*self.owner).arg("WAIT").arg(wait_ms);
+        cmd
+    }
+}
+
+/// A STATUS reply, as the client reads it for one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Status {
+    /// Held by anyone (on a read-write lock: held the way of this side).
+    pub locked: bool,
+    pub ttl_ms: i64,
+    /// The owner's holds of this kind.
+    pub hold_count: i64,
+}
+
+impl Status {
+    /// Reads the flat field/value array of `kind`'s STATUS.
+    pub fn parse(reply: Value, kind: Kind) -> Result<Self> {
+        let unexpected = || Error::UnexpectedReply(format!("{reply:?}"));
+        let pairs: Vec<(String, Value)> = redis::from_redis_value(reply.clone()).map_err(|_| unexpected())?;
+        let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| value);
+        let int = |name: &str| -> Result<i64> {
+            match field(name) {
+                None | Some(Value::Nil) => Ok(0),
+                Some(value) => redis::from_redis_value(value.clone()).map_err(|_| unexpected()),
+            }
+        };
+        let mode = match field("mode") {
+            None | Some(Value::Nil) => None,
+            Some(value) => Some(redis::from_redis_value::<String>(value.clone()).map_err(|_| unexpected())?),
+        };
+        // Redisson's isLocked of each side: the read side is locked while
+        // anyone reads (a writer may read too), the write side while written.
+        let locked = match kind {
+            Kind::Plain | Kind::Fair => int("locked")? == 1,
+            Kind::Read => mode.as_deref() == Some("read") || (mode.as_deref() == Some("write") && int("readers")? > 0),
+            Kind::Write => mode.as_deref() == Some("write"),
+        };
+        Ok(Status { locked, ttl_ms: int("ttl_ms")?, hold_count: int(kind.count_field())? })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value::{BulkString, Int, Nil};
+
+    fn id(kind: Kind) -> LockId {
+        LockId { name: b"orders".as_slice().into(), owner: b"u:1".as_slice().into(), kind }
+    }
+
+    fn args(cmd: &Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => "<cursor>".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_kind_sends_its_commands() {
+        let latch = Some((b"r1".as_slice(), Duration::from_millis(5000)));
+        let cases: [(Cmd, &str); 14] = [
+            (id(Kind::Plain).acquire(100, Some(7)), "RLOCK.ACQUIRE orders u:1 100"),
+            (id(Kind::Fair).acquire(100, Some(7)), "RFAIR.ACQUIRE orders u:1 100 WAIT 7"),
+            (id(Kind::Fair).acquire(100, None), "RFAIR.ACQUIRE orders u:1 100"),
+            (id(Kind::Read).acquire(100, Some(7)), "RRW.ACQUIRE orders u:1 READ 100"),
+            (id(Kind::Write).acquire(100, None), "RRW.ACQUIRE orders u:1 WRITE 100"),
+            (id(Kind::Plain).release(100, latch), "RLOCK.RELEASE orders u:1 100 ID r1 PX 5000"),
+            (id(Kind::Fair).release(100, None), "RFAIR.RELEASE orders u:1 100"),
+            (id(Kind::Read).release(100, latch), "RRW.RELEASE orders u:1 READ ID r1 PX 5000"),
+            (id(Kind::Write).release(100, latch), "RRW.RELEASE orders u:1 WRITE 100 ID r1 PX 5000"),
+            (id(Kind::Read).renew(100), "RRW.RENEW orders u:1 100"),
+            (id(Kind::Fair).status(), "RFAIR.STATUS orders u:1"),
+            (id(Kind::Write).status(), "RRW.STATUS orders u:1"),
+            (id(Kind::Read).force_release(), "RRW.FORCERELEASE orders READ"),
+            (id(Kind::Fair).cancel(300), "RFAIR.CANCEL orders u:1 WAIT 300"),
+        ];
+        for (cmd, expected) in cases {
+            assert_eq!(args(&cmd).join(" "), expected);
+        }
+    }
+
+    #[test]
+    fn each_kind_has_its_channel() {
+        assert_eq!(id(Kind::Plain).channel(), b"redisson_lock__channel:{orders}");
+        assert_eq!(id(Kind::Fair).channel(), b"redisson_lock__channel:{orders}:u:1");
+        assert_eq!(id(Kind::Read).channel(), b"redisson_rwlock:{orders}");
+        assert_eq!(id(Kind::Write).channel(), id(Kind::Read).channel());
+    }
+
+    fn pairs(fields: &[(&str, Value)]) -> Value {
+        Value::Array(
+            fields.iter().flat_map(|(name, value)| [BulkString(name.as_bytes().to_vec()), value.clone()]).collect(),
+        )
+    }
+
+    #[test]
+    fn status_reads_the_pairs_of_each_kind() {
+        let rlock = pairs(&[
+            ("locked", Int(1)),
+            ("ttl_ms", Int(900)),
+            ("holders", Int(1)),
+            ("held", Nil),
+            ("hold_count", Int(2)),
+        ]);
+        let expected = Status { locked: true, ttl_ms: 900, hold_count: 2 };
+        assert_eq!(Status::parse(rlock.clone(), Kind::Plain).unwrap(), expected);
+        assert_eq!(Status::parse(rlock, Kind::Fair).unwrap(), expected);
+        let rw = |mode: Value, readers| {
+            pairs(&[
+                ("mode", mode),
+                ("ttl_ms", Int(500)),
+                ("readers", Int(readers)),
+                ("read_count", Int(3)),
+                ("write_count", Int(1)),
+            ])
+        };
+        let cases = [
+            (rw(BulkString(b"write".to_vec()), 1), Kind::Read, true, 3),
+            (rw(BulkString(b"write".to_vec()), 0), Kind::Read, false, 3),
+            (rw(BulkString(b"write".to_vec()), 0), Kind::Write, true, 1),
+            (rw(BulkString(b"read".to_vec()), 2), Kind::Read, true, 3),
+            (rw(BulkString(b"read".to_vec()), 2), Kind::Write, false, 1),
+            (rw(Nil, 0), Kind::Read, false, 3),
+        ];
+        for (reply, kind, locked, hold_count) in cases {
+            assert_eq!(Status::parse(reply, kind).unwrap(), Status { locked, ttl_ms: 500, hold_count });
+        }
+        assert!(Status::parse(Int(1), Kind::Plain).is_err());
+    }
+}

@@ -1,0 +1,90 @@
+//! What every lock handle is inside, whatever its kind: the client, the
+//! shared state of its name, owner and kind, and its waiters' channel.
+
+use crate::client::Shared;
+use crate::commands::{Kind, Status};
+use crate::error::{Error, Result};
+use crate::lock_state::{LockId, LockState};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub(crate) struct Handle {
+    shared: Arc<Shared>,
+    state: Arc<LockState>,
+    pub channel: Arc<[u8]>,
+}
+
+impl Handle {
+    pub fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8], kind: Kind) -> Self {
+        let id = LockId { name: name.into(), owner: owner.into(), kind };
+        let channel = id.channel().into();
+        let state = shared.registry.state(id);
+        Self { shared, state, channel }
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    pub fn state(&self) -> &Arc<LockState> {
+        &self.state
+    }
+
+    pub fn id(&self) -> &LockId {
+        &self.state.id
+    }
+
+    /// The kind's STATUS, retrying transient failures: it changes nothing.
+    pub async fn status(&self) -> Result<Status> {
+        let retry = &self.shared.options.retry;
+        let status = self.id().status();
+        let mut failures = 0;
+        loop {
+            match status.query_async(&mut self.shared.connection.clone()).await.map_err(Error::from) {
+                Err(err) if err.is_transient() && failures < retry.attempts => {
+                    failures += 1;
+                    tokio::time::sleep(retry.delay).await;
+                }
+                reply => return Status::parse(reply?, self.id().kind),
+            }
+        }
+    }
+
+    /// The kind's FORCERELEASE, sent once: when its reply is lost, the
+    /// error is returned rather than a second one that could delete a
+    /// holder who took the lock in between. True when it deleted the lock.
+    pub async fn force_release(&self) -> Result<bool> {
+        let retry = &self.shared.options.retry;
+        let force_release = self.id().force_release();
+        // The holds it may delete: those of this client on the key, of any
+        // owner and kind, taken before it is sent (a grant after it, in a
+        // race, is a new hold and stays).
+        let before: Vec<_> = self
+            .shared
+            .registry
+            .named(&self.id().name)
+            .into_iter()
+            .map(|state| {
+                let incarnation = state.read(|holds| holds.incarnation());
+                (state, incarnation)
+            })
+            .collect();
+        let mut refusals = 0;
+        let deleted = loop {
+            match force_release.query_async::<i64>(&mut self.shared.connection.clone()).await {
+                // Refused connections never carried the command: try again.
+                Err(err) if err.is_connection_refusal() && refusals < retry.attempts => {
+                    refusals += 1;
+                    tokio::time::sleep(retry.delay).await;
+                }
+                reply => break reply?,
+            }
+        };
+        if deleted == 1 {
+            for (state, incarnation) in before {
+                state.lose_incarnation(incarnation);
+            }
+        }
+        Ok(deleted == 1)
+    }
+}

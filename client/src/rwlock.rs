@@ -1,0 +1,54 @@
+use crate::client::Shared;
+use crate::lock::{ReadLock, WriteLock};
+use std::sync::Arc;
+
+/// Redisson's read-write lock: one name, one owner id, two sides. Get it
+/// from [`Client::read_write_lock`](crate::Client::read_write_lock).
+///
+/// Readers share the lock; a writer excludes readers and other writers.
+/// The writer may also read (its reads outlive its write: the lock then
+/// goes on as read-locked); a reader waiting for the write side while it
+/// reads waits for ever, as in Redisson. Waiters of both sides listen on
+/// one channel: a write release wakes them all, a read release that frees
+/// the lock every reader and one writer.
+#[derive(Clone)]
+pub struct ReadWriteLock {
+    read: ReadLock,
+    write: WriteLock,
+}
+
+impl std::fmt::Debug for ReadWriteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadWriteLock")
+            .field("name", &String::from_utf8_lossy(self.read.name()))
+            .field("owner", &String::from_utf8_lossy(self.read.owner()))
+            .finish()
+    }
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
+        Self { read: ReadLock::new(shared.clone(), name, owner), write: WriteLock::new(shared, name, owner) }
+    }
+
+    /// The lock's name: its Redis key.
+    pub fn name(&self) -> &[u8] {
+        self.read.name()
+    }
+
+    /// The owner id both sides hold under (the write side's hash field is
+    /// this with `:write` appended, as Redisson's).
+    pub fn owner(&self) -> &[u8] {
+        self.read.owner()
+    }
+
+    /// The read side.
+    pub fn read(&self) -> ReadLock {
+        self.read.clone()
+    }
+
+    /// The write side.
+    pub fn write(&self) -> WriteLock {
+        self.write.clone()
+    }
+}
