@@ -29,6 +29,15 @@ pub enum KeyType {
 
 pub type Result<T> = std::result::Result<T, LockError>;
 
+/// A script's write that a later write of the same command makes moot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moot {
+    /// `HINCRBY` of a hold count to 0.
+    HashIncrement,
+    /// `HDEL` of a field.
+    HashDelete,
+}
+
 /// Reads fail only when the caller may not touch the key (NOPERM, or
 /// another slot); writes also when their key was never touched before.
 /// Times are Unix milliseconds; zset scores are whole milliseconds.
@@ -51,7 +60,9 @@ pub trait Keyspace {
 
     /// `SET key value [PXAT at]`.
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()>;
-    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()>;
+    /// `HSET key field value [field value]`, announced as one `hset` per
+    /// pair (as a script's HSET calls one field at a time).
+    fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()>;
     /// `HINCRBY key field by`, given the result `new` the caller computed.
     fn hincr_by(&mut self, key: &[u8], field: &[u8], by: i64, new: i64) -> Result<()>;
     /// `HDEL`; a hash left empty is deleted, as Redis does.
@@ -66,9 +77,10 @@ pub trait Keyspace {
     fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()>;
     fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()>;
     fn delete(&mut self, key: &[u8]) -> Result<()>;
-    /// Deletes a lock hash whose last hold ends. Redisson's scripts count
-    /// it down to 0 first: that `hincrby` is announced, not replicated.
-    fn delete_last_hold(&mut self, key: &[u8]) -> Result<()>;
+    /// Announces what a script would do to `key` just before a write of
+    /// this command makes it moot (a count taken to 0, a field dropped, then
+    /// the key deleted): the event is sent, nothing is written or replicated.
+    fn announce(&mut self, key: &[u8], event: Moot) -> Result<()>;
     /// Publishes `message` on a channel touched before.
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()>;
 }

@@ -15,7 +15,7 @@ mod commands;
 
 use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
-use crate::keyspace::{parse_count, pttl, KeyType, Keyspace, Result};
+use crate::keyspace::{parse_count, pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
 pub use crate::lock::Release;
 use queue::{expect_type, Waiters};
@@ -143,7 +143,7 @@ impl FairLock {
         let wait = wait_ms.unwrap_or(DEFAULT_WAIT_MS);
         let outcome = if free && waiters.head().is_none_or(|head| head == owner) {
             waiters.remove(keys, &self.queue, &self.timeouts, owner, wait)?;
-            keys.hset(&self.name, owner, b"1")?;
+            keys.hset(&self.name, &[(owner, b"1")])?;
             Acquire::Acquired
         } else if let Some(count) = count {
             let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
@@ -221,7 +221,8 @@ impl FairLock {
             }
             Some(_) => {
                 self.freed_early(keys, &mut waiters, now_ms)?;
-                keys.delete_last_hold(&self.name)?;
+                keys.announce(&self.name, Moot::HashIncrement)?;
+                keys.delete(&self.name)?;
                 self.wake_head(keys, &waiters)?;
                 Release::Released
             }

@@ -4,7 +4,7 @@
 //! it has written something: in Redis that key's ACL or slot check could
 //! then refuse the command halfway through.
 
-use super::{KeyType, Keyspace, Result};
+use super::{KeyType, Keyspace, Moot, Result};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -160,10 +160,13 @@ impl Keyspace for MemoryKeyspace {
         Ok(())
     }
 
-    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
-        self.write(key, format!("HSET {} {} {}", text(key), text(field), text(value)));
+    fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let args: Vec<String> = pairs.iter().map(|(f, v)| format!("{} {}", text(f), text(v))).collect();
+        self.write(key, format!("HSET {} {}", text(key), args.join(" ")));
         if let Value::Hash(hash) = self.entry(key, Value::Hash(BTreeMap::new())) {
-            hash.insert(field.to_vec(), value.to_vec());
+            for (field, value) in pairs {
+                hash.insert(field.to_vec(), value.to_vec());
+            }
         }
         Ok(())
     }
@@ -242,8 +245,9 @@ impl Keyspace for MemoryKeyspace {
         Ok(())
     }
 
-    fn delete_last_hold(&mut self, key: &[u8]) -> Result<()> {
-        self.delete(key)
+    fn announce(&mut self, key: &[u8], _event: Moot) -> Result<()> {
+        self.touch(key);
+        Ok(())
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {

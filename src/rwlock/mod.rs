@@ -13,7 +13,7 @@ mod commands;
 
 use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
-use crate::keyspace::{pttl, KeyType, Keyspace, Result};
+use crate::keyspace::{pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
 use hash::{is_write_field, Mode, RwHash};
 use rlock_protocol::{rwlock_channel, rwlock_timeout_key, rwlock_write_field};
@@ -121,8 +121,7 @@ impl ReadWriteLock {
             (Side::Read, None) => {
                 let timeout = self.timeout_key(owner, 1);
                 self.touch_timeout(keys, &timeout)?;
-                keys.hset(&self.name, b"mode", b"read")?;
-                keys.hset(&self.name, owner, b"1")?;
+                keys.hset(&self.name, &[(b"mode", b"read"), (owner, b"1")])?;
                 keys.set(&timeout, b"1", Some(expire_at))?;
                 keys.set_expire_at(&self.name, expire_at)?;
             }
@@ -137,8 +136,7 @@ impl ReadWriteLock {
                 keys.set_expire_at(&self.name, extended)?;
             }
             (Side::Write, None) => {
-                keys.hset(&self.name, b"mode", b"write")?;
-                keys.hset(&self.name, &write_field, b"1")?;
+                keys.hset(&self.name, &[(b"mode", b"write"), (&write_field, b"1")])?;
                 keys.set_expire_at(&self.name, expire_at)?;
             }
             (Side::Write, Some(Mode::Write)) if writer_holds => {
@@ -220,27 +218,40 @@ impl ReadWriteLock {
             }
         }
         keys.touch_channel(&self.channel)?;
-        // As the script: count down, and drop the field at 0.
-        keys.hincr_by(&self.name, owner, -1, count - 1)?;
-        if count == 1 {
-            keys.hdel(&self.name, owner)?;
+        let still_held_until = match longest {
+            _ if !others_remain => None,
+            Some(at) if at > now_ms => Some(Some(at)),
+            _ if hash.mode == Some(Mode::Write) => Some(None),
+            _ => None,
+        };
+        // As the script: count down, drop the field at 0, drop the hold's
+        // key; when the hash goes too, those writes are only announced.
+        if still_held_until.is_some() {
+            keys.hincr_by(&self.name, owner, -1, count - 1)?;
+            if count == 1 {
+                keys.hdel(&self.name, owner)?;
+            }
+        } else {
+            keys.announce(&self.name, Moot::HashIncrement)?;
+            if count == 1 {
+                keys.announce(&self.name, Moot::HashDelete)?;
+            }
         }
         if own_timeout_exists {
             keys.delete(&own_timeout)?;
         }
-        if others_remain {
-            match longest {
-                Some(at) if at > now_ms => {
-                    keys.set_expire_at(&self.name, at)?;
-                    return Ok(Release::StillHeld);
-                }
-                _ if hash.mode == Some(Mode::Write) => return Ok(Release::StillHeld),
-                _ => {}
+        match still_held_until {
+            Some(Some(at)) => {
+                keys.set_expire_at(&self.name, at)?;
+                Ok(Release::StillHeld)
+            }
+            Some(None) => Ok(Release::StillHeld),
+            None => {
+                keys.delete(&self.name)?;
+                keys.publish(&self.channel, READ_RELEASED)?;
+                Ok(Release::Released)
             }
         }
-        keys.delete(&self.name)?;
-        keys.publish(&self.channel, READ_RELEASED)?;
-        Ok(Release::Released)
     }
 
     fn release_write<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, owner: &[u8], expire_at: i64) -> Result<Release> {
@@ -256,13 +267,15 @@ impl ReadWriteLock {
         }
         let others = hash.holds.len() > 1;
         keys.touch_channel(&self.channel)?;
-        keys.hincr_by(&self.name, &write_field, -1, 0)?;
-        keys.hdel(&self.name, &write_field)?;
+        // The script counts down to 0 first: moot, the field goes.
+        keys.announce(&self.name, Moot::HashIncrement)?;
         if others {
             // The writer still holds reads: the lock goes on as a read
             // lock, silently and with its TTL, as in Redisson.
-            keys.hset(&self.name, b"mode", b"read")?;
+            keys.hdel(&self.name, &write_field)?;
+            keys.hset(&self.name, &[(b"mode", b"read")])?;
         } else {
+            keys.announce(&self.name, Moot::HashDelete)?;
             keys.delete(&self.name)?;
             keys.publish(&self.channel, WRITE_RELEASED)?;
         }

@@ -12,7 +12,7 @@ use super::key::SignalOnWriteKey;
 use super::{cluster_mode, notify, publish, replicate};
 use crate::api::api;
 use crate::error::LockError;
-use crate::keyspace::{KeyType, Keyspace, Result};
+use crate::keyspace::{KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use rlock_protocol::key_slot;
 use std::collections::HashMap;
@@ -291,20 +291,34 @@ impl Keyspace for RedisKeyspace<'_> {
         Ok(())
     }
 
-    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<()> {
+    fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()> {
         let (open, name) = self.write(key)?;
-        let (field, value) = (self.string(field), self.string(value));
-        unsafe {
-            api!(RedisModule_HashSet)(
-                open,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                field.inner,
-                value.inner,
-                ptr::null_mut::<c_void>(),
-            );
+        let pairs: Vec<(RedisString, RedisString)> =
+            pairs.iter().map(|(f, v)| (self.string(f), self.string(v))).collect();
+        for (field, value) in &pairs {
+            unsafe {
+                api!(RedisModule_HashSet)(
+                    open,
+                    raw::REDISMODULE_HASH_NONE as c_int,
+                    field.inner,
+                    value.inner,
+                    ptr::null_mut::<c_void>(),
+                );
+            }
+            self.notify(NotifyEvent::HASH, c"hset", name);
         }
-        replicate!(self.ctx, c"HSET", c"sss", name, field.inner, value.inner);
-        self.notify(NotifyEvent::HASH, c"hset", name);
+        match &pairs[..] {
+            [(f, v)] => replicate!(self.ctx, c"HSET", c"sss", name, f.inner, v.inner),
+            [(f1, v1), (f2, v2)] => {
+                replicate!(self.ctx, c"HSET", c"sssss", name, f1.inner, v1.inner, f2.inner, v2.inner)
+            }
+            _ => {
+                for (field, value) in &pairs {
+                    replicate!(self.ctx, c"HSET", c"sss", name, field.inner, value.inner);
+                }
+                0
+            }
+        };
         Ok(())
     }
 
@@ -429,10 +443,15 @@ impl Keyspace for RedisKeyspace<'_> {
         Ok(())
     }
 
-    fn delete_last_hold(&mut self, key: &[u8]) -> Result<()> {
-        let (_, name) = self.write(key)?;
-        self.notify(NotifyEvent::HASH, c"hincrby", name);
-        self.delete(key)
+    fn announce(&mut self, key: &[u8], event: Moot) -> Result<()> {
+        let index = self.key(key)?;
+        let name = self.inner_name(index);
+        let event = match event {
+            Moot::HashIncrement => c"hincrby",
+            Moot::HashDelete => c"hdel",
+        };
+        self.notify(NotifyEvent::HASH, event, name);
+        Ok(())
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
