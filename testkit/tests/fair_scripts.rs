@@ -122,6 +122,7 @@ fn the_caller_publishes_with_its_own_command() {
     let _: Value = fair.acquire(NAME, b"a", LEASE, Some(WAIT), now).query(&mut con).unwrap();
     let _: i64 = fair.acquire(NAME, b"b", LEASE, Some(WAIT), now).query(&mut con).unwrap();
     let mut subscriber = server.connection();
+    subscriber.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     let channel = fair_waiter_channel(NAME, b"b");
     let _: Value = redis::cmd("SSUBSCRIBE").arg(&channel).query(&mut subscriber).unwrap();
     let plain = publications(&server, |con| {

@@ -63,7 +63,7 @@ fn a_read_release_publishes_0_and_a_write_release_1() {
         assert_eq!(rw.write_release(NAME, b"w", LEASE, b"q2").query::<i64>(con).unwrap(), 1);
     });
     assert_eq!(published, [(channel(), "0".into()), (channel(), "1".into())]);
-    assert_eq!(con.exists::<_, bool>(NAME).unwrap(), false);
+    assert!(!con.exists::<_, bool>(NAME).unwrap());
 }
 
 #[test]
@@ -86,12 +86,12 @@ fn a_read_release_keeps_the_lock_for_the_longest_other_hold() {
     assert!(pttl(&mut con, NAME) > 10_000, "the hash lives as long as its longest hold");
     assert_eq!(rw.read_release(NAME, b"r1", b"q1").query::<i64>(&mut con).unwrap(), 0);
     assert!(pttl(&mut con, NAME) <= 10_000, "cut to r2's hold");
-    assert_eq!(con.exists::<_, bool>(rwlock_timeout_key(NAME, b"r1", 1)).unwrap(), false);
+    assert!(!con.exists::<_, bool>(rwlock_timeout_key(NAME, b"r1", 1)).unwrap(), "r1's hold key is gone");
 
     let _: Value = rw.read_acquire(NAME, b"r1", 60_000).query(&mut con).unwrap();
     let _: () = con.del(rwlock_timeout_key(NAME, b"r2", 1)).unwrap();
     assert_eq!(rw.read_release(NAME, b"r1", b"q2").query::<i64>(&mut con).unwrap(), 1, "r2's hold expired");
-    assert_eq!(con.exists::<_, bool>(NAME).unwrap(), false);
+    assert!(!con.exists::<_, bool>(NAME).unwrap());
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn each_force_release_deletes_its_own_mode_only() {
         assert_eq!(rw.force_release(NAME, true).query::<i64>(con).unwrap(), 1);
     });
     assert_eq!(published, [(channel(), "0".into()), (channel(), "1".into())]);
-    assert_eq!(con.exists::<_, bool>(NAME).unwrap(), false);
+    assert!(!con.exists::<_, bool>(NAME).unwrap());
 }
 
 #[test]
