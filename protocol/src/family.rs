@@ -67,13 +67,50 @@ pub fn rwlock_key_prefix(name: &[u8]) -> Vec<u8> {
     derived
 }
 
+/// The prefix of an owner's read holds' timeout keys, the script's `P`:
+/// `{name}:owner:rwlock_timeout`, or `name:owner:rwlock_timeout` when the
+/// name has a `{`.
+pub fn rwlock_timeout_prefix(name: &[u8], owner: &[u8]) -> Vec<u8> {
+    let mut prefix = suffix(name, owner);
+    prefix.extend_from_slice(b":rwlock_timeout");
+    prefix
+}
+
 /// The timeout key of an owner's `n`-th read hold (a string with the
 /// hold's own expiry). `field` is the hash field, i.e. the owner.
 pub fn rwlock_timeout_key(name: &[u8], field: &[u8], n: i64) -> Vec<u8> {
-    let mut key = suffix(name, field);
-    key.extend_from_slice(b":rwlock_timeout:");
+    let mut key = rwlock_timeout_prefix(name, field);
+    key.push(b':');
     key.extend_from_slice(n.to_string().as_bytes());
     key
+}
+
+/// Redisson's `fairLockWaitTimeout` default (3.46+): the `wait` a fair
+/// lock's no-wait acquire shifts the deadlines by, and the waiting form's
+/// when the caller gives no wait time.
+pub const DEFAULT_FAIR_WAIT_MS: i64 = 300_000;
+
+/// The channel of a semaphore and of a permit-expirable semaphore; each
+/// message is a permit count.
+pub fn semaphore_channel(name: &[u8]) -> Vec<u8> {
+    prefix(b"redisson_sc", name)
+}
+
+/// The permit-expirable semaphore's permits (a sorted set, permit id ->
+/// Unix ms of its expiry).
+pub fn permit_timeout_key(name: &[u8]) -> Vec<u8> {
+    suffix(name, b"timeout")
+}
+
+/// The count-down latch's channel. Redisson always adds the braces, even
+/// to a name that has some: such a channel may hash to another slot.
+pub fn count_down_latch_channel(name: &[u8]) -> Vec<u8> {
+    [b"redisson_countdownlatch__channel__{", name, b"}"].concat()
+}
+
+/// The fenced lock's token counter (a string that never expires).
+pub fn fenced_token_key(name: &[u8]) -> Vec<u8> {
+    prefix(b"redisson_lock_token", name)
 }
 
 #[cfg(test)]
@@ -81,23 +118,61 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_follow_redissons_prefix_and_suffix_rules() {
-        let cases: [(Vec<u8>, &[u8]); 10] = [
-            (fair_queue_key(b"orders"), b"redisson_lock_queue:{orders}"),
-            (fair_queue_key(b"{o}rders"), b"redisson_lock_queue:{o}rders"),
-            (fair_timeout_key(b"orders"), b"redisson_lock_timeout:{orders}"),
-            (fair_waiter_channel(b"orders", b"u:1"), b"redisson_lock__channel:{orders}:u:1"),
-            (fair_waiter_channel(b"a{b}", b"u:1"), b"redisson_lock__channel:a{b}:u:1"),
-            (rwlock_channel(b"cfg"), b"redisson_rwlock:{cfg}"),
-            (rwlock_key_prefix(b"cfg"), b"{cfg}"),
-            (rwlock_key_prefix(b"x{cfg}"), b"x{cfg}"),
-            (rwlock_timeout_key(b"cfg", b"u:1", 2), b"{cfg}:u:1:rwlock_timeout:2"),
-            (rwlock_timeout_key(b"x{cfg}", b"u:1", 10), b"x{cfg}:u:1:rwlock_timeout:10"),
+    fn prefix_and_suffix_tag_a_name_without_braces() {
+        let cases: [(Vec<u8>, &[u8]); 8] = [
+            (prefix(b"P", b"n"), b"P:{n}"),
+            (prefix(b"P", b"{n}x"), b"P:{n}x"),
+            (prefix(b"P", b"a{b"), b"P:a{b"),
+            (prefix(b"P", b""), b"P:{}"),
+            (suffix(b"n", b"S"), b"{n}:S"),
+            (suffix(b"x{n}", b"S"), b"x{n}:S"),
+            (suffix(b"a{b", b"S"), b"a{b:S"),
+            (suffix(b"\x00\xff", b"S"), b"{\x00\xff}:S"),
         ];
         for (derived, expected) in cases {
             assert_eq!(String::from_utf8_lossy(&derived), String::from_utf8_lossy(expected));
         }
-        assert_eq!(rwlock_write_field(b"u:1"), b"u:1:write");
-        assert_eq!(suffix(b"s", b"timeout"), b"{s}:timeout");
+    }
+
+    #[test]
+    fn names_follow_redissons_prefix_and_suffix_rules() {
+        let cases: [(Vec<u8>, &[u8]); 22] = [
+            (fair_queue_key(b"orders"), b"redisson_lock_queue:{orders}"),
+            (fair_queue_key(b"{o}rders"), b"redisson_lock_queue:{o}rders"),
+            (fair_timeout_key(b"orders"), b"redisson_lock_timeout:{orders}"),
+            (fair_timeout_key(b"{o}rders"), b"redisson_lock_timeout:{o}rders"),
+            (fair_waiter_channel(b"orders", b"u:1"), b"redisson_lock__channel:{orders}:u:1"),
+            (fair_waiter_channel(b"a{b}", b"u:1"), b"redisson_lock__channel:a{b}:u:1"),
+            (rwlock_channel(b"cfg"), b"redisson_rwlock:{cfg}"),
+            (rwlock_channel(b"{c}fg"), b"redisson_rwlock:{c}fg"),
+            (rwlock_key_prefix(b"cfg"), b"{cfg}"),
+            (rwlock_key_prefix(b"x{cfg}"), b"x{cfg}"),
+            (rwlock_timeout_prefix(b"cfg", b"u:1"), b"{cfg}:u:1:rwlock_timeout"),
+            (rwlock_timeout_prefix(b"x{cfg}", b"u:1"), b"x{cfg}:u:1:rwlock_timeout"),
+            (rwlock_timeout_key(b"cfg", b"u:1", 2), b"{cfg}:u:1:rwlock_timeout:2"),
+            (rwlock_timeout_key(b"x{cfg}", b"u:1", 10), b"x{cfg}:u:1:rwlock_timeout:10"),
+            (rwlock_write_field(b"u:1"), b"u:1:write"),
+            (semaphore_channel(b"s"), b"redisson_sc:{s}"),
+            (semaphore_channel(b"{s}1"), b"redisson_sc:{s}1"),
+            (permit_timeout_key(b"s"), b"{s}:timeout"),
+            (permit_timeout_key(b"{s}1"), b"{s}1:timeout"),
+            (count_down_latch_channel(b"l"), b"redisson_countdownlatch__channel__{l}"),
+            (count_down_latch_channel(b"a{b}"), b"redisson_countdownlatch__channel__{a{b}}"),
+            (fenced_token_key(b"f"), b"redisson_lock_token:{f}"),
+        ];
+        for (derived, expected) in cases {
+            assert_eq!(String::from_utf8_lossy(&derived), String::from_utf8_lossy(expected));
+        }
+    }
+
+    /// The script's "key prefix" K and the timeout prefix P agree: P is
+    /// K + `:owner:rwlock_timeout`, which is how the read release finds
+    /// every field's timeout keys.
+    #[test]
+    fn the_key_prefix_is_the_timeout_prefix_cut_before_the_owner() {
+        for name in [&b"cfg"[..], b"x{cfg}", b"a{b", b""] {
+            let expected = [&rwlock_key_prefix(name)[..], b":u:1:rwlock_timeout"].concat();
+            assert_eq!(rwlock_timeout_prefix(name, b"u:1"), expected);
+        }
     }
 }

@@ -29,24 +29,19 @@ pub const DEFAULT_LATCH_MS: i64 = 20_000;
 /// Redisson's release channel for a lock name: the name goes inside a hash
 /// tag unless it already contains one.
 pub fn release_channel(name: &[u8]) -> Vec<u8> {
-    prefixed(CHANNEL_PREFIX, name, &[])
+    prefix(CHANNEL_PREFIX, name)
 }
 
 /// Redisson's unlock latch key for one release request (3.24+): where a
 /// release records its reply, so that a retry with the same request id
 /// gets the same reply instead of "not held".
 pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
-    prefixed(LATCH_PREFIX, name, request_id)
-}
-
-/// Redisson's `prefix(P, name)`, then `:` + `suffix` when one is given.
-fn prefixed(prefix: &[u8], name: &[u8], suffix: &[u8]) -> Vec<u8> {
-    let mut derived = family::prefix(prefix, name);
-    if !suffix.is_empty() {
-        derived.push(b':');
-        derived.extend_from_slice(suffix);
+    let mut key = prefix(LATCH_PREFIX, name);
+    if !request_id.is_empty() {
+        key.push(b':');
+        key.extend_from_slice(request_id);
     }
-    derived
+    key
 }
 
 /// Number of hash slots in Redis Cluster.

@@ -23,7 +23,7 @@ use rlock_protocol::{fair_queue_key, fair_timeout_key, fair_waiter_channel};
 
 /// Redisson's `fairLockWaitTimeout` default: how long a waiter keeps its
 /// place once its turn has come; also the wait of the no-wait form.
-pub const DEFAULT_WAIT_MS: i64 = 300_000;
+pub use rlock_protocol::DEFAULT_FAIR_WAIT_MS as DEFAULT_WAIT_MS;
 
 /// The keys of one fair lock.
 pub struct FairLock {

@@ -2,17 +2,15 @@
 
 mod cluster;
 mod events;
-mod family_scripts;
 mod rng;
 mod scripts;
 mod server;
 mod tracking;
 
 pub use cluster::Cluster;
-pub use events::keyspace_events;
-pub use family_scripts::{FairScripts, RwScripts};
+pub use events::{keyspace_events, publications};
 pub use rng::Rng;
-pub use scripts::{release_channel, unlock_latch_key, RedissonScripts, UNLOCK_MESSAGE};
+pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, RedissonScripts, RwScripts, UNLOCK_MESSAGE};
 pub use server::{module_path, send_signal, Server, ServerBuilder};
 pub use tracking::{invalidated, Tracker};
 
@@ -36,4 +34,11 @@ pub fn eventually(what: &str, timeout: std::time::Duration, mut check: impl FnMu
         assert!(std::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// The server's clock (TIME) in Unix ms: the `now` to give Redisson's
+/// scripts so that they and the module's commands read the same clock.
+pub fn server_time_ms(con: &mut dyn redis::ConnectionLike) -> i64 {
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(con).expect("TIME");
+    seconds * 1000 + micros / 1000
 }

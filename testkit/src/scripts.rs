@@ -1,19 +1,49 @@
 //! Redisson's lock protocol as Lua scripts (ours, written from
 //! `shared/docs/redisson-lock-protocol.md`): the reference the RLOCK
 //! commands are checked against, and the "Java service" in interop tests.
+//! The rest of the lock family is in [`fair`] and [`rwlock`].
+
+mod fair;
+mod rwlock;
 
 use redis::{Cmd, ConnectionLike, RedisResult, Script};
+
+pub use fair::FairScripts;
+pub use rwlock::RwScripts;
 
 pub use rlock_protocol::{release_channel, unlock_latch_key};
 
 /// The message Redisson publishes on release.
 pub const UNLOCK_MESSAGE: &[u8] = rlock_protocol::UNLOCK_MESSAGE;
 
-/// The scripts. [`RedissonScripts::load`] them once per server, then
+/// How one Redisson client calls the family's scripts: settings of the
+/// client, not of a call.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// `publish`, or `spublish` for a client in sharded pub/sub mode.
+    pub publish: String,
+    /// The unlock latch's PX (Redisson: 16000 to 20000 by default).
+    pub latch_ms: i64,
+    /// `fairLockWaitTimeout`: the wait of the fair lock's no-wait acquire.
+    pub fair_wait_ms: i64,
+}
+
+impl Default for Caller {
+    fn default() -> Self {
+        Self {
+            publish: "publish".to_owned(),
+            latch_ms: rlock_protocol::DEFAULT_LATCH_MS,
+            fair_wait_ms: rlock_protocol::DEFAULT_FAIR_WAIT_MS,
+        }
+    }
+}
+
+/// The RLock scripts. [`RedissonScripts::load`] them once per server, then
 /// each method gives the EVALSHA command, to query or pipeline.
 pub struct RedissonScripts {
     acquire: Script,
     renew: Script,
+    renew_batch: Script,
     release: Script,
     release_latched: Script,
     force_release: Script,
@@ -24,6 +54,7 @@ impl Default for RedissonScripts {
         Self {
             acquire: Script::new(include_str!("../scripts/acquire.lua")),
             renew: Script::new(include_str!("../scripts/renew.lua")),
+            renew_batch: Script::new(include_str!("../scripts/renew_batch.lua")),
             release: Script::new(include_str!("../scripts/release.lua")),
             release_latched: Script::new(include_str!("../scripts/release_latched.lua")),
             force_release: Script::new(include_str!("../scripts/force_release.lua")),
@@ -34,10 +65,10 @@ impl Default for RedissonScripts {
 impl RedissonScripts {
     /// SCRIPT LOAD all of them.
     pub fn load(&self, con: &mut dyn ConnectionLike) -> RedisResult<()> {
-        for script in [&self.acquire, &self.renew, &self.release, &self.release_latched, &self.force_release] {
-            script.prepare_invoke().load(con)?;
-        }
-        Ok(())
+        load_all(
+            con,
+            &[&self.acquire, &self.renew, &self.renew_batch, &self.release, &self.release_latched, &self.force_release],
+        )
     }
 
     /// Replies nil when acquired or re-entered, else the holder's PTTL.
@@ -48,6 +79,22 @@ impl RedissonScripts {
     /// Replies 1 when renewed, 0 when not held.
     pub fn renew(&self, name: &[u8], owner: &[u8], lease_ms: i64) -> Cmd {
         evalsha(&self.renew, &[name], &[&lease_ms.to_string().into_bytes(), owner])
+    }
+
+    /// Redisson 3.44+'s watchdog round: KEYS the lock names, ARGV the lease
+    /// then each name's owner. Replies one 1 (renewed) or 0 (not held) per
+    /// name. Fair locks and write locks (owner `:write`) renew with it too.
+    pub fn renew_batch(&self, lease_ms: i64, holds: &[(&[u8], &[u8])]) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.renew_batch.get_hash()).arg(holds.len());
+        for (name, _) in holds {
+            cmd.arg(*name);
+        }
+        cmd.arg(lease_ms);
+        for (_, owner) in holds {
+            cmd.arg(*owner);
+        }
+        cmd
     }
 
     /// Replies nil when not held, 0 when one level was released, 1 when
@@ -70,6 +117,17 @@ impl RedissonScripts {
     pub fn force_release(&self, name: &[u8]) -> Cmd {
         evalsha(&self.force_release, &[name, &release_channel(name)], &[UNLOCK_MESSAGE])
     }
+}
+
+fn load_all(con: &mut dyn ConnectionLike, scripts: &[&Script]) -> RedisResult<()> {
+    for script in scripts {
+        script.prepare_invoke().load(con)?;
+    }
+    Ok(())
+}
+
+fn text(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
 }
 
 fn evalsha(script: &Script, keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
