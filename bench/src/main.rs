@@ -150,4 +150,10 @@ const NOTES: &str = "
   FIFO hand-off is planned.
 - **Watchdog.** All of a client's watchdog locks are renewed in one pipelined round trip per
   period (a third of the watchdog timeout).
+- **Fair and read-write locks.** Their commands touch keys derived from the name (the fair
+  lock's queue and deadlines, each read hold's timeout key, the unlock latch): each costs a key
+  string, an ACL check and a key lookup, and every write replicates its own Redis command
+  (`RM_Replicate` looks the command up by name and copies its arguments each time). The
+  `MULTI`/`EXEC` rows only write: they neither read the queue nor check the ACL of derived keys,
+  so they are a floor rather than an equivalent. The scripts run the same reads as Lua calls.
 ";
