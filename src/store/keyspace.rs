@@ -13,7 +13,7 @@ use super::{cluster_mode, notify, publish, replicate};
 use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Moot, Result};
-use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
+use redis_module::{raw, Context, NotifyEvent, RedisString};
 use rlock_protocol::key_slot;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -225,11 +225,31 @@ impl Keyspace for RedisKeyspace<'_> {
 
     fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let open = self.read(key)?;
-        let mut fields = Vec::new();
-        if key_type_of(open) == KeyType::Hash {
-            let name = self.string(key);
-            let cursor = ScanKeyCursor::new(self.ctx.open_key(&name));
-            while cursor.scan(|_, field, value| fields.push((field.as_slice().to_vec(), value.as_slice().to_vec()))) {}
+        let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if key_type_of(open) != KeyType::Hash {
+            return Ok(fields);
+        }
+        /// Copies one field and value into the Vec behind `fields`.
+        unsafe extern "C" fn collect(
+            _key: *mut raw::RedisModuleKey,
+            field: *mut raw::RedisModuleString,
+            value: *mut raw::RedisModuleString,
+            fields: *mut c_void,
+        ) {
+            let bytes = |string: *mut raw::RedisModuleString| {
+                let mut len = 0;
+                let start = raw::string_ptr_len(string, &mut len);
+                unsafe { std::slice::from_raw_parts(start.cast::<u8>(), len) }.to_vec()
+            };
+            let fields = unsafe { &mut *fields.cast::<Vec<(Vec<u8>, Vec<u8>)>>() };
+            fields.push((bytes(field), bytes(value)));
+        }
+        // Through the handle already open: no second lookup.
+        unsafe {
+            let cursor = api!(RedisModule_ScanCursorCreate)();
+            let privdata = (&mut fields as *mut Vec<(Vec<u8>, Vec<u8>)>).cast::<c_void>();
+            while api!(RedisModule_ScanKey)(open, cursor, Some(collect), privdata) != 0 {}
+            api!(RedisModule_ScanCursorDestroy)(cursor);
         }
         Ok(fields)
     }
