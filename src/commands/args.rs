@@ -2,6 +2,7 @@
 
 use super::info::{Arg, ArgKind};
 use crate::error::LockError;
+use crate::keyspace::latch::UnlockLatch;
 use crate::{config, lease};
 use redis_module::{NextArg, RedisError, RedisString};
 use rlock_protocol::DEFAULT_LATCH_MS;
@@ -60,6 +61,19 @@ pub fn parse_latch(mut args: impl Iterator<Item = RedisString>) -> Result<Option
         return Err(LockError::ReleaseSyntax.into());
     }
     Ok(latch)
+}
+
+/// The tail of a family release, `[lease_ms] [ID request_id [PX
+/// latch_ms]]`: the lease, and the request's unlock latch on `name`.
+pub fn parse_release_tail<I: Iterator<Item = RedisString>>(
+    mut args: Peekable<I>,
+    name: &[u8],
+    now_ms: i64,
+) -> Result<(i64, Option<UnlockLatch>), RedisError> {
+    let lease_ms = parse_optional_lease(&mut args)?;
+    let request = parse_latch(args)?;
+    let request = request.as_ref().map(|(id, latch_ms)| (id.as_slice(), *latch_ms));
+    Ok((lease_ms, UnlockLatch::for_request(name, request, now_ms)?))
 }
 
 /// Keywords are case-insensitive.

@@ -1,9 +1,8 @@
-use crate::commands::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
+use crate::commands::args::{parse_release_tail, LATCH, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply;
 use crate::fair::FairLock;
-use crate::keyspace::latch::UnlockLatch;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString};
 
@@ -15,11 +14,8 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
-    let lease_ms = parse_optional_lease(&mut args)?;
-    let latch = parse_latch(args)?;
     let now = now_ms();
-    let request = latch.as_ref().map(|(id, latch_ms)| (id.as_slice(), *latch_ms));
-    let latch = UnlockLatch::for_request(name.as_slice(), request, now)?;
+    let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let lock = FairLock::new(name.as_slice());
     Ok(reply::release(lock.release(&mut keys, owner.as_slice(), lease_ms, latch.as_ref(), now)?))

@@ -1,8 +1,7 @@
 use super::{parse_side, MODE};
-use crate::commands::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
+use crate::commands::args::{parse_release_tail, LATCH, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::keyspace::latch::UnlockLatch;
 use crate::rwlock::{ReadWriteLock, Release};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
@@ -16,11 +15,8 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
-    let lease_ms = parse_optional_lease(&mut args)?;
-    let latch = parse_latch(args)?;
     let now = now_ms();
-    let request = latch.as_ref().map(|(id, latch_ms)| (id.as_slice(), *latch_ms));
-    let latch = UnlockLatch::for_request(name.as_slice(), request, now)?;
+    let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let lock = ReadWriteLock::new(name.as_slice());
     Ok(match lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)? {
