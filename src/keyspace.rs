@@ -70,8 +70,9 @@ pub trait Keyspace {
     /// `LPOP`; a list left empty is deleted.
     fn lpop(&mut self, key: &[u8]) -> Result<()>;
     fn rpush(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
-    /// `LREM key 0 value`; a list left empty is deleted.
-    fn lrem(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// `LREM key 0 value` for each of `values`, in one pass over the list;
+    /// a list left empty is deleted.
+    fn lrem(&mut self, key: &[u8], values: &[&[u8]]) -> Result<()>;
     fn zadd(&mut self, key: &[u8], member: &[u8], score: i64) -> Result<()>;
     /// `ZREM`; a sorted set left empty is deleted.
     fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()>;

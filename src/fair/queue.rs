@@ -4,6 +4,7 @@
 
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
+use std::collections::{HashMap, HashSet};
 
 /// The live waiters, read at `now`, and the dead entries a purge removes.
 #[derive(Debug, Default)]
@@ -12,6 +13,8 @@ pub struct Waiters {
     pub live: Vec<(Vec<u8>, i64)>,
     /// Queue entries whose deadline passed or that have none.
     dead_queued: Vec<Vec<u8>>,
+    /// How many of those lead the queue: popped, not searched for.
+    dead_at_head: usize,
     /// Deadlines of owners that are dead or not in the queue.
     dead_scored: Vec<Vec<u8>>,
 }
@@ -25,24 +28,28 @@ impl Waiters {
         expect_type(keys, queue, KeyType::List)?;
         expect_type(keys, timeouts, KeyType::Zset)?;
         let queued = keys.lrange(queue)?;
-        let mut scores = keys.zrange(timeouts)?;
+        let scores = keys.zrange(timeouts)?;
+        // By member, so that a long queue costs one pass, not one per waiter.
+        let by_owner: HashMap<&[u8], i64> = scores.iter().map(|(member, score)| (member.as_slice(), *score)).collect();
+        let mut live: HashSet<Vec<u8>> = HashSet::new();
         let mut waiters = Self::default();
         for owner in queued {
-            let score = scores.iter().find(|(member, _)| *member == owner).map(|(_, score)| *score);
-            match score {
-                Some(score) if score > now_ms && !waiters.is_live(&owner) => waiters.live.push((owner, score)),
-                Some(score) if score > now_ms => {}
+            match by_owner.get(owner.as_slice()) {
+                Some(&score) if score > now_ms => {
+                    if live.insert(owner.clone()) {
+                        waiters.live.push((owner, score));
+                    }
+                }
+                _ if waiters.live.is_empty() && waiters.dead_queued.len() == waiters.dead_at_head => {
+                    waiters.dead_at_head += 1;
+                    waiters.dead_queued.push(owner);
+                }
                 _ => waiters.dead_queued.push(owner),
             }
         }
-        scores.retain(|(member, _)| !waiters.is_live(member));
-        waiters.dead_scored = scores.into_iter().map(|(member, _)| member).collect();
-        waiters.dead_queued.dedup();
+        waiters.dead_scored =
+            scores.into_iter().filter(|(member, _)| !live.contains(member)).map(|(member, _)| member).collect();
         Ok(waiters)
-    }
-
-    fn is_live(&self, owner: &[u8]) -> bool {
-        self.live.iter().any(|(live, _)| live == owner)
     }
 
     pub fn head(&self) -> Option<&[u8]> {
@@ -56,9 +63,20 @@ impl Waiters {
 
     /// Removes the dead entries.
     pub fn purge<K: Keyspace>(&mut self, keys: &mut K, queue: &[u8], timeouts: &[u8]) -> Result<()> {
-        for owner in self.dead_queued.drain(..) {
-            keys.lrem(queue, &owner)?;
+        let mut elsewhere: Vec<&[u8]> = Vec::new();
+        let mut seen: HashSet<&[u8]> = HashSet::new();
+        for (at, owner) in self.dead_queued.iter().enumerate() {
+            if at < self.dead_at_head {
+                keys.lpop(queue)?;
+            } else if seen.insert(owner) {
+                elsewhere.push(owner);
+            }
         }
+        if !elsewhere.is_empty() {
+            keys.lrem(queue, &elsewhere)?;
+        }
+        self.dead_queued.clear();
+        self.dead_at_head = 0;
         for owner in self.dead_scored.drain(..) {
             keys.zrem(timeouts, &owner)?;
         }
@@ -81,7 +99,7 @@ impl Waiters {
         if position == 0 {
             keys.lpop(queue)?;
         } else {
-            keys.lrem(queue, owner)?;
+            keys.lrem(queue, &[owner])?;
         }
         keys.zrem(timeouts, owner)?;
         self.live.remove(position);

@@ -205,10 +205,12 @@ impl Keyspace for MemoryKeyspace {
         Ok(())
     }
 
-    fn lrem(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.write(key, format!("LREM {} 0 {}", text(key), text(value)));
-        if let Some((Value::List(list), _)) = self.keys.get_mut(key) {
-            list.retain(|item| item != value);
+    fn lrem(&mut self, key: &[u8], values: &[&[u8]]) -> Result<()> {
+        for value in values {
+            self.write(key, format!("LREM {} 0 {}", text(key), text(value)));
+            if let Some((Value::List(list), _)) = self.keys.get_mut(key) {
+                list.retain(|item| item != value);
+            }
         }
         self.drop_if_empty(key);
         Ok(())
