@@ -13,6 +13,7 @@
 use crate::error::LockError;
 
 pub mod latch;
+pub mod lock;
 #[cfg(test)]
 pub mod memory;
 
