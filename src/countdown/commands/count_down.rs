@@ -22,10 +22,8 @@ command!(
         name: c"rlatch.countdown",
         summary: c"Counts the latch down by one; at 0 deletes it and publishes 0 (open); replies nil.",
         arity: 2,
-        key_flags: raw::REDISMODULE_CMD_KEY_RW
-            | raw::REDISMODULE_CMD_KEY_ACCESS
-            | raw::REDISMODULE_CMD_KEY_UPDATE
-            | raw::REDISMODULE_CMD_KEY_DELETE,
+        // Updates or deletes: no single logical-operation flag applies.
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[],
     },
 );
