@@ -93,6 +93,14 @@ mod tests {
     }
 
     #[test]
+    fn ttl_times_parse_like_leases_with_their_own_errors() {
+        assert_eq!(parse_ttl_ms(b"60000"), Ok(60_000));
+        assert_eq!(parse_ttl_ms(b"0"), Err(LockError::TtlNotPositiveInteger));
+        assert_eq!(parse_ttl_ms(b"-5"), Err(LockError::TtlNotPositiveInteger));
+        assert_eq!(parse_ttl_ms(b"31536000001"), Err(LockError::TtlTooLong));
+    }
+
+    #[test]
     fn latch_times_parse_like_leases_with_their_own_errors() {
         assert_eq!(parse_latch_ms(b"20000"), Ok(20_000));
         assert_eq!(parse_latch_ms(b"0"), Err(LockError::LatchNotPositiveInteger));
