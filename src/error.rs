@@ -51,6 +51,22 @@ pub enum LockError {
     TooManyReadHolds,
     /// An owner that would collide with the read-write lock's own fields.
     OwnerReserved,
+    /// An integer argument (`permits`, `count`, `delta`) that is not a
+    /// base-10 integer; names the argument.
+    ArgumentNotInteger(&'static str),
+    /// An integer argument that must not be negative; names it.
+    ArgumentNegative(&'static str),
+    /// `PX ttl_ms` is not a positive base-10 integer.
+    TtlNotPositiveInteger,
+    /// `PX ttl_ms` is above [`crate::lease::MAX_LEASE_MS`].
+    TtlTooLong,
+    /// Arguments out of place; says what may come where.
+    Syntax(&'static str),
+    /// A string counter (permits, a latch's count, a fencing token) is not
+    /// an integer; names the key.
+    StoredNotInteger(Vec<u8>),
+    /// The counter at this key would go past the 64-bit range.
+    CounterOverflow(Vec<u8>),
     /// The caller's ACL does not let it touch this key the command derived
     /// from the name (a queue, a latch, a per-hold timeout key).
     NoKeyPermission(Vec<u8>),
@@ -88,6 +104,17 @@ impl LockError {
             Self::TooManyReadHolds => "ERR too many read holds: a read-write lock takes at most 10000 (each is a key)",
             Self::OwnerReserved => {
                 "ERR owner must not be 'mode' nor end with ':write' (the read-write lock's own fields)"
+            }
+            Self::TtlNotPositiveInteger => "ERR ttl_ms must be a positive integer",
+            Self::TtlTooLong => "ERR ttl_ms is above the maximum of 31536000000 (365 days)",
+            Self::ArgumentNotInteger(name) => return format!("ERR {name} must be an integer").into(),
+            Self::ArgumentNegative(name) => return format!("ERR {name} must be a non-negative integer").into(),
+            Self::Syntax(expected) => return format!("ERR syntax error: {expected}").into(),
+            Self::StoredNotInteger(key) => {
+                return format!("ERR the value at '{}' is not an integer", key.escape_ascii()).into()
+            }
+            Self::CounterOverflow(key) => {
+                return format!("ERR the counter at '{}' would overflow", key.escape_ascii()).into()
             }
             Self::NoKeyPermission(key) => {
                 return format!(

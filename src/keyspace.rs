@@ -13,6 +13,7 @@
 use crate::error::LockError;
 
 pub mod latch;
+pub mod lock;
 #[cfg(test)]
 pub mod memory;
 
@@ -36,6 +37,8 @@ pub enum Moot {
     HashIncrement,
     /// `HDEL` of a field.
     HashDelete,
+    /// `DECR` of a string counter (a latch counted down to 0).
+    Increment,
 }
 
 /// Reads fail only when the caller may not touch the key (NOPERM, or
@@ -60,6 +63,9 @@ pub trait Keyspace {
 
     /// `SET key value [PXAT at]`.
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()>;
+    /// `INCRBY key by` (keeping the key's expiry), given the result `new`
+    /// the caller computed.
+    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()>;
     /// `HSET key field value [field value]`, announced as one `hset` per
     /// pair (as a script's HSET calls one field at a time).
     fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()>;
@@ -96,6 +102,21 @@ pub fn pttl<K: Keyspace>(keys: &mut K, key: &[u8], now_ms: i64) -> Result<i64> {
         None => -1,
         Some(at_ms) => at_ms.saturating_sub(now_ms).max(0),
     })
+}
+
+/// A string counter (permits, a latch's count, a fencing token) as INCRBY
+/// reads it: `None` when missing; a key of another type is
+/// [`LockError::WrongType`], a string that is not an integer
+/// [`LockError::StoredNotInteger`].
+pub fn read_counter<K: Keyspace>(keys: &mut K, key: &[u8]) -> Result<Option<i64>> {
+    match keys.key_type(key)? {
+        KeyType::Missing => Ok(None),
+        KeyType::String => {
+            let value = keys.get(key)?.unwrap_or_default();
+            crate::lock::parse_hold_count(&value).map(Some).map_err(|_| LockError::StoredNotInteger(key.to_vec()))
+        }
+        _ => Err(LockError::WrongType),
+    }
 }
 
 /// A stored count (hold count, permits) as HINCRBY/INCRBY read it:

@@ -22,6 +22,11 @@ pub fn parse_wait_ms(arg: &[u8]) -> Result<i64, LockError> {
     parse_ms(arg).map_err(|too_long| if too_long { LockError::WaitTooLong } else { LockError::WaitNotPositiveInteger })
 }
 
+/// Parses `PX ttl_ms` (a semaphore's time to live) by the same rules as `lease_ms`.
+pub fn parse_ttl_ms(arg: &[u8]) -> Result<i64, LockError> {
+    parse_ms(arg).map_err(|too_long| if too_long { LockError::TtlTooLong } else { LockError::TtlNotPositiveInteger })
+}
+
 /// True when `arg` is all base-10 digits: a time, not a keyword.
 pub fn is_digits(arg: &[u8]) -> bool {
     !arg.is_empty() && arg.iter().all(u8::is_ascii_digit)
@@ -85,6 +90,14 @@ mod tests {
         assert_eq!(parse_wait_ms(b"0"), Err(LockError::WaitNotPositiveInteger));
         assert_eq!(parse_wait_ms(b"x"), Err(LockError::WaitNotPositiveInteger));
         assert_eq!(parse_wait_ms(b"31536000001"), Err(LockError::WaitTooLong));
+    }
+
+    #[test]
+    fn ttl_times_parse_like_leases_with_their_own_errors() {
+        assert_eq!(parse_ttl_ms(b"60000"), Ok(60_000));
+        assert_eq!(parse_ttl_ms(b"0"), Err(LockError::TtlNotPositiveInteger));
+        assert_eq!(parse_ttl_ms(b"-5"), Err(LockError::TtlNotPositiveInteger));
+        assert_eq!(parse_ttl_ms(b"31536000001"), Err(LockError::TtlTooLong));
     }
 
     #[test]

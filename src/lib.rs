@@ -4,13 +4,16 @@
 //! in Redis (key API, replication, notifications), `commands` the handlers.
 
 // Pure logic: unit-tested without Redis.
+mod countdown;
 mod error;
 mod fair;
+mod fenced;
 mod keyspace;
 mod lease;
 mod load_args;
 mod lock;
 mod rwlock;
+mod semaphore;
 
 // Redis glue: left out of unit-test builds, whose binaries cannot run the
 // module's allocator; the integration tests cover it.

@@ -22,7 +22,7 @@ use crate::lock::{parse_hold_count, KeyKind, LockStore};
 pub use key::signal_modified_keys_explicitly;
 use key::SignalOnWriteKey;
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
-use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
+use rlock_protocol::{key_slot, release_channel, UNLOCK_MESSAGE};
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
@@ -174,15 +174,21 @@ impl LockStore for RedisLock<'_> {
 
     fn publish_release(&mut self) {
         let channel = RedisString::create_from_slice(self.ctx.get_raw(), &release_channel(self.name.as_slice()));
-        publish(self.ctx, &channel, unlock_message());
+        publish(self.ctx, &channel, unlock_message(), self.name.as_slice());
     }
 }
 
 /// Publishes as Redis's own PUBLISH would reach subscribers, and sharded
-/// too in cluster mode (Redisson's waiters SSUBSCRIBE there).
-fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleString) {
+/// too in cluster mode (Redisson's waiters SSUBSCRIBE there) when the
+/// channel is in the slot of `name`, the command's key. A channel of
+/// another slot (the count-down latch's, for a name with braces) has its
+/// sharded subscribers on another shard: it is published plainly only.
+fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleString, name: &[u8]) {
     unsafe { api!(RedisModule_PublishMessage)(ctx.get_raw(), channel.inner, message) };
     if cluster_mode() {
+        if key_slot(channel.as_slice()) != key_slot(name) {
+            return;
+        }
         // The cluster bus takes the message to every node, replicas
         // included: replicating it too would deliver it twice. The
         // sharded copy reaches clients that SSUBSCRIBE on the lock's

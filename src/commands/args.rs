@@ -76,6 +76,20 @@ pub fn parse_release_tail<I: Iterator<Item = RedisString>>(
     Ok((lease_ms, UnlockLatch::for_request(name, request, now_ms)?))
 }
 
+/// An integer argument named `name` (`permits`, `count`, `delta`), as
+/// Redis reads integers: base 10, no `+`, no leading zeros.
+pub fn parse_integer(arg: &RedisString, name: &'static str) -> Result<i64, LockError> {
+    crate::lock::parse_hold_count(arg.as_slice()).map_err(|_| LockError::ArgumentNotInteger(name))
+}
+
+/// An integer argument that must be 0 or more.
+pub fn parse_non_negative(arg: &RedisString, name: &'static str) -> Result<i64, LockError> {
+    match parse_integer(arg, name)? {
+        n if n < 0 => Err(LockError::ArgumentNegative(name)),
+        n => Ok(n),
+    }
+}
+
 /// Keywords are case-insensitive.
 pub fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
     arg.as_slice().eq_ignore_ascii_case(keyword)

@@ -34,6 +34,8 @@ pub enum ArgKind {
     Key,
     String,
     Integer,
+    /// A keyword alone (`IFEXISTS`): its token is the argument.
+    PureToken,
     /// Arguments that come together, e.g. `[ID request_id [PX latch_ms]]`.
     Block(&'static [Arg]),
 }
@@ -103,6 +105,7 @@ fn arguments<'a>(
                 ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
                 ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
                 ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+                ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
                 ArgKind::Block(subargs) => {
                     raw_arg.subargs = arguments(subargs.iter(), arrays);
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK

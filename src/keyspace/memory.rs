@@ -160,6 +160,12 @@ impl Keyspace for MemoryKeyspace {
         Ok(())
     }
 
+    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()> {
+        self.write(key, format!("INCRBY {} {by}", text(key)));
+        *self.entry(key, Value::String(Vec::new())) = Value::String(new.to_string().into_bytes());
+        Ok(())
+    }
+
     fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()> {
         let args: Vec<String> = pairs.iter().map(|(f, v)| format!("{} {}", text(f), text(v))).collect();
         self.write(key, format!("HSET {} {}", text(key), args.join(" ")));

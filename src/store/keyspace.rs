@@ -350,6 +350,26 @@ impl Keyspace for RedisKeyspace<'_> {
         Ok(())
     }
 
+    fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()> {
+        // StringSet drops the expiry; INCRBY keeps it.
+        let kept = self.expire_at(key)?;
+        let (open, name) = self.write(key)?;
+        unsafe {
+            let value = api!(RedisModule_CreateStringFromLongLong)(self.ctx.get_raw(), new);
+            api!(RedisModule_StringSet)(open, value);
+            api!(RedisModule_FreeString)(self.ctx.get_raw(), value);
+            if let Some(at) = kept {
+                api!(RedisModule_SetAbsExpire)(open, at);
+            }
+        }
+        // INCRBY with a negative step is DECRBY's effect, also for
+        // i64::MIN, which DECRBY refuses. Redis announces INCR, DECR,
+        // INCRBY and DECRBY alike as `incrby`.
+        replicate!(self.ctx, c"INCRBY", c"sl", name, by as c_longlong);
+        self.notify(NotifyEvent::STRING, c"incrby", name);
+        Ok(())
+    }
+
     fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()> {
         let (open, name) = self.write(key)?;
         let pairs: Vec<(RedisString, RedisString)> =
@@ -511,18 +531,19 @@ impl Keyspace for RedisKeyspace<'_> {
     fn announce(&mut self, key: &[u8], event: Moot) -> Result<()> {
         let index = self.key(key)?;
         let name = self.inner_name(index);
-        let event = match event {
-            Moot::HashIncrement => c"hincrby",
-            Moot::HashDelete => c"hdel",
+        let (class, event) = match event {
+            Moot::HashIncrement => (NotifyEvent::HASH, c"hincrby"),
+            Moot::HashDelete => (NotifyEvent::HASH, c"hdel"),
+            Moot::Increment => (NotifyEvent::STRING, c"incrby"),
         };
-        self.notify(NotifyEvent::HASH, event, name);
+        self.notify(class, event, name);
         Ok(())
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
         self.touch_channel(channel)?;
         let (channel, message) = (self.string(channel), self.string(message));
-        publish(self.ctx, &channel, message.inner);
+        publish(self.ctx, &channel, message.inner, self.name_bytes);
         Ok(())
     }
 }

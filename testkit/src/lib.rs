@@ -6,13 +6,16 @@ mod rng;
 mod scripts;
 mod server;
 mod tracking;
+mod twins;
 
 pub use cluster::Cluster;
 pub use events::{keyspace_events, publications};
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, RedissonScripts, RwScripts, UNLOCK_MESSAGE};
+pub use scripts::{FencedScripts, LatchScripts, SemaphoreScripts};
 pub use server::{module_path, send_signal, Server, ServerBuilder};
 pub use tracking::{invalidated, Tracker};
+pub use twins::{quiet_now, twin, Side, StepMessage, StepMessages};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a
 /// panic when the result is not an error.

@@ -3,13 +3,17 @@
 //! commands are checked against, and the "Java service" in interop tests.
 //! The rest of the lock family is in [`fair`] and [`rwlock`].
 
+mod countdown;
 mod fair;
+mod fenced;
 mod rwlock;
+mod semaphore;
 
 use redis::{Cmd, ConnectionLike, RedisResult, Script};
 
 pub use fair::FairScripts;
 pub use rwlock::RwScripts;
+pub use {countdown::LatchScripts, fenced::FencedScripts, semaphore::SemaphoreScripts};
 
 pub use rlock_protocol::{release_channel, unlock_latch_key};
 

@@ -1,0 +1,26 @@
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::countdown::CountDownLatch;
+use crate::store::RedisKeyspace;
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RLATCH.COUNT key`: the remaining count, 0 when missing.
+fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    args.done()?;
+    let mut keys = RedisKeyspace::open_readonly(ctx, &name);
+    Ok(RedisValue::Integer(CountDownLatch::new(name.as_slice()).count(&mut keys)?))
+}
+
+command!(
+    count,
+    c"readonly fast",
+    CommandInfo {
+        name: c"rlatch.count",
+        summary: c"Replies the latch's remaining count (0 when it does not exist).",
+        arity: 2,
+        key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        args: &[],
+    },
+);

@@ -1,0 +1,28 @@
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::countdown::CountDownLatch;
+use crate::store::RedisKeyspace;
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RLATCH.DELETE key`: deletes the latch and publishes `0`, so waiters
+/// see it open; 1, or 0 when there was none.
+fn delete(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    args.done()?;
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let deleted = CountDownLatch::new(name.as_slice()).delete(&mut keys)?;
+    Ok(RedisValue::Integer(i64::from(deleted)))
+}
+
+command!(
+    delete,
+    c"write fast",
+    CommandInfo {
+        name: c"rlatch.delete",
+        summary: c"Deletes the count-down latch and publishes 0 (open); replies 1, or 0 when there was none.",
+        arity: 2,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        args: &[],
+    },
+);

@@ -1,0 +1,30 @@
+use crate::commands::args::parse_non_negative;
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::registry::command;
+use crate::countdown::CountDownLatch;
+use crate::store::RedisKeyspace;
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RLATCH.TRYSETCOUNT key count`: sets a missing latch to `count` (no
+/// TTL) and publishes `1`; 1, or 0 when the latch exists (nothing changes).
+fn try_set_count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    let count = parse_non_negative(&args.next_arg()?, "count")?;
+    args.done()?;
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let set = CountDownLatch::new(name.as_slice()).try_set_count(&mut keys, count)?;
+    Ok(RedisValue::Integer(i64::from(set)))
+}
+
+command!(
+    try_set_count,
+    c"write deny-oom fast",
+    CommandInfo {
+        name: c"rlatch.trysetcount",
+        summary: c"Sets a count-down latch that does not exist yet and publishes 1; replies 1, else 0.",
+        arity: 3,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT,
+        args: &[Arg { name: c"count", kind: ArgKind::Integer, optional: false, token: None }],
+    },
+);

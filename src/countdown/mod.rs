@@ -1,0 +1,86 @@
+//! Redisson's count-down latch (protocol page §6) as pure logic over a
+//! [`Keyspace`]: the key is a string holding the remaining count; message
+//! `0` on `redisson_countdownlatch__channel__{name}` opens the latch for
+//! every waiter, `1` tells them it was set (closed) again.
+//!
+//! Where it differs from Redisson's scripts: counting down a missing latch
+//! writes nothing (Redisson's DECR creates -1 and deletes it again); delete
+//! publishes `0`, so waiters see the latch open (Redisson publishes `1` and
+//! leaves them blocked while the count reads 0).
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(not(test))]
+mod commands;
+
+use crate::error::LockError;
+use crate::keyspace::{read_counter, Keyspace, Moot, Result};
+use rlock_protocol::count_down_latch_channel;
+
+/// The message that opens the latch.
+pub const OPEN_MESSAGE: &[u8] = b"0";
+/// The message that says the latch was set to a new count.
+pub const SET_MESSAGE: &[u8] = b"1";
+
+/// The key and channel of one latch.
+pub struct CountDownLatch {
+    name: Vec<u8>,
+    channel: Vec<u8>,
+}
+
+impl CountDownLatch {
+    pub fn new(name: &[u8]) -> Self {
+        Self { name: name.to_vec(), channel: count_down_latch_channel(name) }
+    }
+
+    /// trySetCount: only a missing latch is set (with no TTL); publishes `1`.
+    pub fn try_set_count<K: Keyspace>(&self, keys: &mut K, count: i64) -> Result<bool> {
+        let current = read_counter(keys, &self.name)?;
+        keys.touch_channel(&self.channel)?;
+        if current.is_some() {
+            return Ok(false);
+        }
+        keys.set(&self.name, count.to_string().as_bytes(), None)?;
+        keys.publish(&self.channel, SET_MESSAGE)?;
+        Ok(true)
+    }
+
+    /// countDown: one less; at 0 or below the key is deleted, and reaching
+    /// exactly 0 publishes `0`. A missing latch is left alone.
+    pub fn count_down<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
+        let Some(count) = read_counter(keys, &self.name)? else {
+            return Ok(());
+        };
+        keys.touch_channel(&self.channel)?;
+        let count = count.checked_sub(1).ok_or_else(|| LockError::CounterOverflow(self.name.clone()))?;
+        if count > 0 {
+            return keys.incr_by(&self.name, -1, count);
+        }
+        // Redisson's DECR, made moot by the DEL: announced, not written.
+        keys.announce(&self.name, Moot::Increment)?;
+        keys.delete(&self.name)?;
+        if count == 0 {
+            keys.publish(&self.channel, OPEN_MESSAGE)?;
+        }
+        Ok(())
+    }
+
+    /// getCount: 0 when the latch is missing.
+    pub fn count<K: Keyspace>(&self, keys: &mut K) -> Result<i64> {
+        Ok(read_counter(keys, &self.name)?.unwrap_or(0))
+    }
+
+    /// delete: removes the latch and opens it for every waiter; false when
+    /// there was none.
+    pub fn delete<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
+        let current = read_counter(keys, &self.name)?;
+        keys.touch_channel(&self.channel)?;
+        if current.is_none() {
+            return Ok(false);
+        }
+        keys.delete(&self.name)?;
+        keys.publish(&self.channel, OPEN_MESSAGE)?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,131 @@
+use super::*;
+use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
+
+const NOW: i64 = 1_000_000;
+const LEASE: i64 = 30_000;
+const T: &str = "redisson_lock_token:{f}";
+
+type Key = (&'static str, Value, Option<i64>);
+
+fn held_by(owner: &str, count: &str, expire_at: Option<i64>) -> Key {
+    ("f", Keys::hash(&[(owner, count)]), expire_at)
+}
+
+fn token_at(token: &str) -> Key {
+    (T, Keys::string(token), None)
+}
+
+struct Case {
+    name: &'static str,
+    keys: Vec<Key>,
+    owner: &'static str,
+    reply: Result<FencedAcquire>,
+    effects: &'static [&'static str],
+}
+
+#[test]
+fn acquires_follow_redissons_script_and_its_fix() {
+    let cases = [
+        Case {
+            name: "a free lock is taken with the first token",
+            keys: vec![],
+            owner: "a",
+            reply: Ok(FencedAcquire::Granted { token: 1 }),
+            effects: &["HINCRBY f a 1", "PEXPIREAT f 1030000", "INCRBY redisson_lock_token:{f} 1"],
+        },
+        Case {
+            name: "a free lock takes the token after the last one",
+            keys: vec![token_at("41")],
+            owner: "a",
+            reply: Ok(FencedAcquire::Granted { token: 42 }),
+            effects: &["HINCRBY f a 1", "PEXPIREAT f 1030000", "INCRBY redisson_lock_token:{f} 1"],
+        },
+        Case {
+            name: "a re-entry also takes a new token",
+            keys: vec![held_by("a", "1", Some(NOW + 5)), token_at("7")],
+            owner: "a",
+            reply: Ok(FencedAcquire::Granted { token: 8 }),
+            effects: &["HINCRBY f a 1", "PEXPIREAT f 1030000", "INCRBY redisson_lock_token:{f} 1"],
+        },
+        Case {
+            name: "contended: the holder's PTTL, no token",
+            keys: vec![held_by("a", "1", Some(NOW + 5_000)), token_at("7")],
+            owner: "b",
+            reply: Ok(FencedAcquire::Contended { pttl_ms: 5_000 }),
+            effects: &[],
+        },
+        Case {
+            name: "contended by a lock without TTL: the lease, never -1 (Java would read -1 as acquired)",
+            keys: vec![held_by("a", "1", None)],
+            owner: "b",
+            reply: Ok(FencedAcquire::Contended { pttl_ms: LEASE }),
+            effects: &[],
+        },
+        Case {
+            name: "a token counter that is not an integer is refused",
+            keys: vec![(T, Keys::string("x"), None)],
+            owner: "a",
+            reply: Err(LockError::StoredNotInteger(T.as_bytes().to_vec())),
+            effects: &[],
+        },
+        Case {
+            name: "a token counter of another type is refused",
+            keys: vec![(T, Keys::hash(&[("a", "1")]), None)],
+            owner: "a",
+            reply: Err(LockError::WrongType),
+            effects: &[],
+        },
+        Case {
+            name: "a token counter at the end of the range is refused before any write",
+            keys: vec![token_at("9223372036854775807")],
+            owner: "a",
+            reply: Err(LockError::CounterOverflow(T.as_bytes().to_vec())),
+            effects: &[],
+        },
+        Case {
+            name: "a lock key that is not a hash is refused",
+            keys: vec![("f", Keys::string("1"), None)],
+            owner: "a",
+            reply: Err(LockError::WrongType),
+            effects: &[],
+        },
+        Case {
+            name: "a hash that is not a lock is refused",
+            keys: vec![("f", Keys::hash(&[("a", "x")]), None)],
+            owner: "a",
+            reply: Err(LockError::NotALock),
+            effects: &[],
+        },
+    ];
+    for case in cases {
+        let mut keys = Keys::at(case.keys, NOW);
+        let before = keys.keys.clone();
+        assert_eq!(acquire(&mut keys, b"f", case.owner.as_bytes(), LEASE, NOW), case.reply, "{}: reply", case.name);
+        assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
+        if case.effects.is_empty() {
+            assert_eq!(keys.keys, before, "{}: changed", case.name);
+        }
+    }
+}
+
+#[test]
+fn tokens_strictly_increase_across_holders_releases_and_expiries() {
+    let mut keys = Keys::default();
+    let mut last = 0;
+    for (step, owner) in [b"a", b"a", b"b", b"a", b"b", b"b"].iter().enumerate() {
+        let now = NOW + step as i64 * LEASE;
+        // Each step comes a lease later: the previous hold has expired.
+        keys.keys.retain(|_, (_, at)| at.is_none_or(|at| at > now));
+        let FencedAcquire::Granted { token } = acquire(&mut keys, b"f", *owner, LEASE, now).unwrap() else {
+            panic!("step {step}: not granted");
+        };
+        assert!(token > last, "step {step}: {token} after {last}");
+        last = token;
+        assert_eq!(super::token(&mut keys, b"f"), Ok(token));
+    }
+}
+
+#[test]
+fn the_token_of_a_lock_never_taken_is_0() {
+    assert_eq!(token(&mut Keys::default(), b"f"), Ok(0));
+}

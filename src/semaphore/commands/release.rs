@@ -1,0 +1,39 @@
+use super::PERMITS;
+use crate::commands::args::{is_keyword, parse_non_negative};
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::registry::command;
+use crate::error::LockError;
+use crate::semaphore::Semaphore;
+use crate::store::RedisKeyspace;
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+
+/// `RSEM.RELEASE key [permits] [IFEXISTS]`: adds `permits` (default 1) and
+/// publishes the new count on `redisson_sc:{key}`; replies nil. With
+/// IFEXISTS, a missing key is left alone: 0, else 1.
+fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1).peekable();
+    let name = args.next_arg()?;
+    let permits = match args.next_if(|arg| !is_keyword(arg, b"IFEXISTS")) {
+        None => 1,
+        Some(arg) => parse_non_negative(&arg, "permits")?,
+    };
+    let if_exists = args.next_if(|arg| is_keyword(arg, b"IFEXISTS")).is_some();
+    if args.next().is_some() {
+        return Err(RedisError::from(LockError::Syntax("after permits, only IFEXISTS")));
+    }
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let released = Semaphore::new(name.as_slice()).release(&mut keys, permits, if_exists)?;
+    Ok(if if_exists { RedisValue::Integer(i64::from(released)) } else { RedisValue::Null })
+}
+
+command!(
+    release,
+    c"write deny-oom fast",
+    CommandInfo {
+        name: c"rsem.release",
+        summary: c"Adds permits (default 1) to the semaphore and publishes the new count; nil, or with IFEXISTS 1, or 0 when there is no semaphore.",
+        arity: -2,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
+        args: &[PERMITS, Arg { name: c"ifexists", kind: ArgKind::PureToken, optional: true, token: Some(c"IFEXISTS") }],
+    },
+);

@@ -1,0 +1,112 @@
+//! Redisson's semaphore (protocol page §4) as pure logic over a
+//! [`Keyspace`]: the key is a string counting the available permits, and
+//! every change that may let a waiter in publishes the new count on
+//! `redisson_sc:{name}`.
+//!
+//! Where it differs from Redisson's scripts: adding permits and draining
+//! keep the key's TTL (Redisson's SET drops it, #3224); a drain of an empty
+//! semaphore writes nothing; a value that is not an integer is refused
+//! instead of being read by Lua's `tonumber`.
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(not(test))]
+mod commands;
+
+use crate::error::LockError;
+use crate::keyspace::{read_counter, Keyspace, Result};
+use rlock_protocol::semaphore_channel;
+
+/// The key and channel of one semaphore.
+pub struct Semaphore {
+    name: Vec<u8>,
+    channel: Vec<u8>,
+}
+
+impl Semaphore {
+    pub fn new(name: &[u8]) -> Self {
+        Self { name: name.to_vec(), channel: semaphore_channel(name) }
+    }
+
+    /// tryAcquire: takes `permits` when that many are available. 0 permits
+    /// are always there (Redisson answers without asking Redis).
+    pub fn try_acquire<K: Keyspace>(&self, keys: &mut K, permits: i64) -> Result<bool> {
+        let available = read_counter(keys, &self.name)?;
+        if permits == 0 {
+            return Ok(true);
+        }
+        match available {
+            Some(available) if available >= permits => {
+                keys.incr_by(&self.name, -permits, available - permits)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// release (creating the key) or, with `if_exists`, releaseIfExists
+    /// (nothing when the key is missing): adds `permits` and publishes the
+    /// new count. False only when `if_exists` found no key.
+    pub fn release<K: Keyspace>(&self, keys: &mut K, permits: i64, if_exists: bool) -> Result<bool> {
+        let available = read_counter(keys, &self.name)?;
+        keys.touch_channel(&self.channel)?;
+        if if_exists && available.is_none() {
+            return Ok(false);
+        }
+        if permits == 0 {
+            return Ok(true);
+        }
+        let new = self.add(available.unwrap_or(0), permits)?;
+        keys.incr_by(&self.name, permits, new)?;
+        keys.publish(&self.channel, new.to_string().as_bytes())?;
+        Ok(true)
+    }
+
+    /// trySetPermits: only a missing semaphore is set, expiring at
+    /// `expire_at` if given; publishes the permits.
+    pub fn try_set_permits<K: Keyspace>(&self, keys: &mut K, permits: i64, expire_at: Option<i64>) -> Result<bool> {
+        let available = read_counter(keys, &self.name)?;
+        keys.touch_channel(&self.channel)?;
+        if available.is_some() {
+            return Ok(false);
+        }
+        let permits = permits.to_string();
+        keys.set(&self.name, permits.as_bytes(), expire_at)?;
+        keys.publish(&self.channel, permits.as_bytes())?;
+        Ok(true)
+    }
+
+    /// addPermits: adds `delta` (which may be negative) and publishes the
+    /// new count, even when it is 0 or less, as Redisson does. Keeps the TTL.
+    pub fn add_permits<K: Keyspace>(&self, keys: &mut K, delta: i64) -> Result<()> {
+        let available = read_counter(keys, &self.name)?;
+        let expire_at = keys.expire_at(&self.name)?;
+        keys.touch_channel(&self.channel)?;
+        let new = self.add(available.unwrap_or(0), delta)?.to_string();
+        keys.set(&self.name, new.as_bytes(), expire_at)?;
+        keys.publish(&self.channel, new.as_bytes())
+    }
+
+    /// drainPermits: takes every available permit; `None` when the key is
+    /// missing, else the count taken (which may be 0 or negative). Keeps
+    /// the TTL; publishes nothing.
+    pub fn drain<K: Keyspace>(&self, keys: &mut K) -> Result<Option<i64>> {
+        let available = read_counter(keys, &self.name)?;
+        if let Some(taken) = available.filter(|taken| *taken != 0) {
+            let expire_at = keys.expire_at(&self.name)?;
+            keys.set(&self.name, b"0", expire_at)?;
+            return Ok(Some(taken));
+        }
+        Ok(available)
+    }
+
+    /// availablePermits: 0 when the key is missing.
+    pub fn available<K: Keyspace>(&self, keys: &mut K) -> Result<i64> {
+        Ok(read_counter(keys, &self.name)?.unwrap_or(0))
+    }
+
+    fn add(&self, count: i64, by: i64) -> Result<i64> {
+        count.checked_add(by).ok_or_else(|| LockError::CounterOverflow(self.name.clone()))
+    }
+}

@@ -1,0 +1,137 @@
+//! Support for differential tests that run each step twice in one MULTI:
+//! on `s:<name>` through Redisson's scripts and on `c:<name>` through the
+//! module's commands, then compare what each twin holds and published.
+
+use crate::Server;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+const STEP: &str = "testkit:twins:step";
+const DONE: &str = "testkit:twins:done";
+
+/// The script twin's name (`s:` + name) or the command twin's (`c:`).
+pub fn twin(side: Side, name: &[u8]) -> Vec<u8> {
+    [side.prefix(), name].concat()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Scripts,
+    Commands,
+}
+
+impl Side {
+    fn prefix(self) -> &'static [u8] {
+        match self {
+            Self::Scripts => b"s:",
+            Self::Commands => b"c:",
+        }
+    }
+}
+
+/// One message published during a step: by which twin, on which channel
+/// (with the twin's prefix taken out of the name), with what payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepMessage {
+    pub step: usize,
+    pub side: Side,
+    pub channel: String,
+    pub payload: String,
+}
+
+/// Collects the messages every step publishes on channels matching the
+/// patterns, from a listener subscribed before the first step.
+pub struct StepMessages {
+    names: Vec<Vec<u8>>,
+    listener: JoinHandle<Vec<(String, String)>>,
+}
+
+impl StepMessages {
+    /// Subscribes to `patterns`; `names` are the untwinned names in use.
+    pub fn subscribe(server: &Server, patterns: &[&str], names: &[&[u8]]) -> Self {
+        let mut con = server.connection();
+        let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
+        let (ready, subscribed) = mpsc::channel();
+        let listener = std::thread::spawn(move || {
+            let mut pubsub = con.as_pubsub();
+            pubsub.psubscribe(&patterns).expect("PSUBSCRIBE");
+            pubsub.subscribe(&[STEP, DONE]).expect("SUBSCRIBE");
+            pubsub.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+            ready.send(()).expect("the test waits");
+            let mut messages = Vec::new();
+            loop {
+                let message = pubsub.get_message().expect("messages");
+                let channel = message.get_channel_name().to_owned();
+                if channel == DONE {
+                    return messages;
+                }
+                messages.push((channel, message.get_payload::<String>().expect("a text payload")));
+            }
+        });
+        subscribed.recv().expect("the listener subscribed");
+        Self { names: names.iter().map(|name| name.to_vec()).collect(), listener }
+    }
+
+    /// Adds the end-of-step marker to a step's MULTI, after its commands.
+    pub fn mark(pipe: &mut redis::Pipeline, step: usize) {
+        pipe.cmd("PUBLISH").arg(STEP).arg(step);
+    }
+
+    /// Every message, by step, once `con` says the steps are over.
+    pub fn finish(self, con: &mut redis::Connection) -> Vec<StepMessage> {
+        let _: () = redis::cmd("PUBLISH").arg(DONE).arg("").query(con).expect("PUBLISH");
+        let Self { names, listener } = self;
+        let raw = listener.join().expect("the listener");
+        let (mut by_step, mut pending) = (Vec::new(), Vec::new());
+        for (channel, payload) in raw {
+            if channel == STEP {
+                let step: usize = payload.parse().expect("a step number");
+                by_step.extend(pending.drain(..).map(|(side, channel, payload)| StepMessage {
+                    step,
+                    side,
+                    channel,
+                    payload,
+                }));
+            } else {
+                let (side, channel) = untwin(&names, &channel);
+                pending.push((side, channel, payload));
+            }
+        }
+        assert!(pending.is_empty(), "messages after the last step: {pending:?}");
+        by_step
+    }
+}
+
+/// Which twin published on `channel`, and the channel with the twin's
+/// prefix taken out of the name.
+fn untwin(names: &[Vec<u8>], channel: &str) -> (Side, String) {
+    for side in [Side::Scripts, Side::Commands] {
+        for name in names {
+            let twin = String::from_utf8_lossy(&twin(side, name)).into_owned();
+            if let Some(at) = channel.find(&twin) {
+                return (side, format!("{}{}", &channel[..at], &channel[at + 2..]));
+            }
+        }
+    }
+    panic!("a message on {channel}, of no twin")
+}
+
+/// Sleeps until no expiry among `expire_at_ms` (absolute, from
+/// PEXPIRETIME; negative ones are ignored) is within `guard_ms` of the
+/// server's clock, so that no key expires between a step's two twins;
+/// returns the server's clock then.
+pub fn quiet_now(
+    con: &mut redis::Connection,
+    guard_ms: i64,
+    mut expire_at_ms: impl FnMut(&mut redis::Connection) -> Vec<i64>,
+) -> i64 {
+    loop {
+        let ends = expire_at_ms(con);
+        let now = crate::server_time_ms(con);
+        match ends.iter().filter(|end| **end > 0 && (**end - now).abs() <= guard_ms).max() {
+            None => return now,
+            Some(end) => std::thread::sleep(Duration::from_millis((end + guard_ms + 1 - now).max(1) as u64)),
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Differential test of the count-down latch: random sequences from
+//! several clients run through our Lua transcription of Redisson's latch
+//! scripts and through the RLATCH commands, on twin names in one MULTI per
+//! step. Replies, stored counts and messages must match at every step.
+//!
+//! Where the commands deliberately differ, their own rule is checked:
+//! delete publishes `0` (open) where the script publishes `1`; counting
+//! down a missing latch writes nothing (checked in semaphore_family_glue.rs;
+//! the script's -1 is deleted at once, so the states agree).
+
+use redis::{Connection, Value};
+use testkit::{twin, LatchScripts, Rng, Server, Side, StepMessages};
+
+const SEQUENCES: usize = 100;
+const STEPS: usize = 20;
+const NAMES: [&[u8]; 2] = [b"latch", b"{t}gate"];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    TrySetCount(i64),
+    CountDown,
+    Count,
+    Delete,
+}
+
+fn run_step(con: &mut Connection, scripts: &LatchScripts, op: Op, name: &[u8], step: usize) -> Vec<Value> {
+    let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    match op {
+        Op::TrySetCount(n) => pipe.add_command(scripts.try_set_count(&s, n)).cmd("RLATCH.TRYSETCOUNT").arg(&c).arg(n),
+        Op::CountDown => pipe.add_command(scripts.count_down(&s)).cmd("RLATCH.COUNTDOWN").arg(&c),
+        Op::Count => pipe.cmd("GET").arg(&s).cmd("RLATCH.COUNT").arg(&c),
+        Op::Delete => pipe.add_command(scripts.delete(&s)).cmd("RLATCH.DELETE").arg(&c),
+    };
+    for twin in [&s, &c] {
+        pipe.cmd("GET").arg(twin).cmd("PTTL").arg(twin);
+    }
+    StepMessages::mark(&mut pipe, step);
+    pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
+}
+
+#[test]
+fn latch_commands_match_the_redisson_scripts_on_random_sequences() {
+    let server = Server::start();
+    let mut clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
+    let scripts = LatchScripts::default();
+    scripts.load(&mut clients[0]).unwrap();
+    let messages = StepMessages::subscribe(&server, &["redisson_countdownlatch__channel__*"], &NAMES);
+    let mut rng = Rng::from_env("countdown_differential");
+    let mut ops = Vec::new();
+    for sequence in 0..SEQUENCES {
+        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
+        for index in 0..STEPS {
+            let con = &mut clients[rng.below(3) as usize];
+            let op = match rng.below(100) {
+                0..=24 => Op::TrySetCount(rng.below(4) as i64),
+                25..=74 => Op::CountDown,
+                75..=89 => Op::Count,
+                _ => Op::Delete,
+            };
+            let name = NAMES[rng.below(NAMES.len() as u64) as usize];
+            let replies = run_step(con, &scripts, op, name, ops.len());
+            ops.push(op);
+            let context = format!("sequence {sequence} step {index}: {op:?} on {:?}", String::from_utf8_lossy(name));
+            match op {
+                Op::Count => {
+                    let stored: Option<i64> = redis::from_redis_value(replies[0].clone()).unwrap();
+                    assert_eq!(Value::Int(stored.unwrap_or(0)), replies[1], "{context}: count");
+                }
+                _ => assert_eq!(replies[0], replies[1], "{context}: replies"),
+            }
+            assert_eq!(replies[2..4], replies[4..6], "{context}: stored count and PTTL");
+        }
+    }
+    let messages = messages.finish(&mut clients[0]);
+    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
+    let opened = from_commands.iter().filter(|m| m.payload == "0").count();
+    // The commands' rule: delete opens the latch.
+    let expected: Vec<_> = from_scripts
+        .into_iter()
+        .map(|m| {
+            let payload = if ops[m.step] == Op::Delete { "0".to_owned() } else { m.payload };
+            (m.step, m.channel, payload)
+        })
+        .collect();
+    let from_commands: Vec<_> = from_commands.into_iter().map(|m| (m.step, m.channel, m.payload)).collect();
+    assert_eq!(expected, from_commands, "messages differ");
+    assert!(from_commands.len() > 300 && opened > 100, "{} messages, {opened} openings", from_commands.len());
+    eprintln!("countdown differential: {} messages, {opened} openings", from_commands.len());
+}

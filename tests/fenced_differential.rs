@@ -1,0 +1,154 @@
+//! Differential test of the fenced lock: random sequences from several
+//! owners run through our Lua transcription of Redisson's fenced acquire
+//! (plus RLock's release, renew and force release scripts) and through
+//! RFENCED.ACQUIRE and the RLOCK commands, on twin names in one MULTI per
+//! step. Replies, the lock hash, the PTTL (within a few ms), the token
+//! counter and the messages must match at every step; short leases make
+//! holds expire mid-sequence.
+//!
+//! Where the commands deliberately differ, their own rule is checked: a
+//! lock without a TTL (a PERSIST step) makes the script reply `[-1, -1]`
+//! ("acquired", token -1, to Java) and the command `[lease, -1]`.
+
+use redis::{Connection, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+use testkit::{quiet_now, twin, FencedScripts, RedissonScripts, Rng, Server, Side, StepMessages};
+
+const SEQUENCES: usize = 120;
+const STEPS: usize = 20;
+const TOLERANCE_MS: i64 = 5;
+const GUARD_MS: i64 = 4;
+const NAMES: [&[u8]; 2] = [b"fence", b"{t}fenced"];
+const OWNERS: [&[u8]; 3] = [b"u:1", b"u:2", b"w 3"];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Acquire,
+    Release,
+    Renew,
+    ForceRelease,
+    Persist,
+}
+
+struct Scripts {
+    fenced: FencedScripts,
+    lock: RedissonScripts,
+}
+
+fn run_step(
+    con: &mut Connection,
+    scripts: &Scripts,
+    op: Op,
+    name: &[u8],
+    owner: &[u8],
+    lease: i64,
+    step: usize,
+) -> Vec<Value> {
+    let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    match op {
+        Op::Acquire => pipe
+            .add_command(scripts.fenced.acquire(&s, owner, lease))
+            .cmd("RFENCED.ACQUIRE")
+            .arg(&c)
+            .arg(owner)
+            .arg(lease),
+        Op::Release => {
+            pipe.add_command(scripts.lock.release(&s, owner, lease)).cmd("RLOCK.RELEASE").arg(&c).arg(owner).arg(lease)
+        }
+        Op::Renew => {
+            pipe.add_command(scripts.lock.renew(&s, owner, lease)).cmd("RLOCK.RENEW").arg(&c).arg(owner).arg(lease)
+        }
+        Op::ForceRelease => pipe.add_command(scripts.lock.force_release(&s)).cmd("RLOCK.FORCERELEASE").arg(&c),
+        Op::Persist => pipe.cmd("PERSIST").arg(&s).cmd("PERSIST").arg(&c),
+    };
+    for twin in [&s, &c] {
+        pipe.cmd("HGETALL").arg(twin).cmd("PTTL").arg(twin).cmd("GET").arg(rlock_protocol::fenced_token_key(twin));
+    }
+    StepMessages::mark(&mut pipe, step);
+    pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
+}
+
+fn expiries(con: &mut Connection, name: &[u8]) -> Vec<i64> {
+    let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
+    redis::pipe().cmd("PEXPIRETIME").arg(&s).cmd("PEXPIRETIME").arg(&c).query(con).unwrap()
+}
+
+#[test]
+fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
+    let server = Server::start();
+    let mut clients: Vec<Connection> = (0..OWNERS.len()).map(|_| server.connection()).collect();
+    let scripts = Scripts { fenced: FencedScripts::default(), lock: RedissonScripts::default() };
+    scripts.fenced.load(&mut clients[0]).unwrap();
+    scripts.lock.load(&mut clients[0]).unwrap();
+    let messages = StepMessages::subscribe(&server, &["redisson_lock__channel:*"], &NAMES);
+    let mut rng = Rng::from_env("fenced_differential");
+    let (mut step, mut granted, mut no_ttl) = (0, 0, 0);
+    for sequence in 0..SEQUENCES {
+        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
+        for index in 0..STEPS {
+            let who = rng.below(OWNERS.len() as u64) as usize;
+            let op = match rng.below(100) {
+                0..=49 => Op::Acquire,
+                50..=74 => Op::Release,
+                75..=84 => Op::Renew,
+                85..=95 => Op::ForceRelease,
+                _ => Op::Persist,
+            };
+            let lease = if rng.chance(50) { 5 + rng.below(25) as i64 } else { 60_000 };
+            let name = NAMES[rng.below(NAMES.len() as u64) as usize];
+            if rng.chance(30) {
+                std::thread::sleep(Duration::from_millis(rng.below(30)));
+            }
+            let con = &mut clients[who];
+            quiet_now(con, GUARD_MS, |con| expiries(con, name));
+            let replies = run_step(con, &scripts, op, name, OWNERS[who], lease, step);
+            step += 1;
+            let context = format!(
+                "sequence {sequence} step {index}: {op:?} {:?} by {:?} lease {lease}",
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(OWNERS[who])
+            );
+            let (script, command) = (&replies[0], &replies[1]);
+            if op == Op::Acquire && *script == Value::Array(vec![Value::Int(-1), Value::Int(-1)]) {
+                // The commands' rule: a lock without a TTL is never "-1".
+                assert_eq!(*command, Value::Array(vec![Value::Int(lease), Value::Int(-1)]), "{context}: no-TTL hint");
+                no_ttl += 1;
+            } else if let (Value::Array(a), Value::Array(b)) = (script, command) {
+                let pair = |v: &[Value]| -> (i64, i64) { redis::from_redis_value(Value::Array(v.to_vec())).unwrap() };
+                let ((a_ttl, a_token), (b_ttl, b_token)) = (pair(a), pair(b));
+                // Contended: each reads the PTTL on its own clock read.
+                assert!(a_token == b_token && (a_ttl - b_ttl).abs() <= TOLERANCE_MS, "{context}: {a:?} vs {b:?}");
+            } else {
+                assert_eq!(script, command, "{context}: replies");
+            }
+            if let Value::Array(reply) = command {
+                granted += usize::from(reply[0] == Value::Int(-1));
+            }
+            let hash = |v: &Value| -> HashMap<Vec<u8>, Vec<u8>> { redis::from_redis_value(v.clone()).unwrap() };
+            assert_eq!(hash(&replies[2]), hash(&replies[5]), "{context}: lock hash");
+            let pttl = |v: &Value| -> i64 { redis::from_redis_value(v.clone()).unwrap() };
+            let (a, b) = (pttl(&replies[3]), pttl(&replies[6]));
+            assert!(a == b || (a >= 0 && b >= 0 && (a - b).abs() <= TOLERANCE_MS), "{context}: PTTL {a} vs {b}");
+            assert_eq!(replies[4], replies[7], "{context}: token counter");
+        }
+    }
+    let messages = messages.finish(&mut clients[0]);
+    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
+    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
+        messages.into_iter().map(|m| (m.step, m.channel, m.payload)).collect()
+    };
+    let from_scripts = strip(from_scripts);
+    assert_eq!(from_scripts, strip(from_commands), "messages differ");
+    assert!(
+        granted > 500 && no_ttl > 5 && from_scripts.len() > 100,
+        "{granted} granted, {no_ttl} without TTL, {} messages",
+        from_scripts.len()
+    );
+    eprintln!(
+        "fenced differential: {granted} granted, {no_ttl} contended by a lock without TTL, {} messages",
+        from_scripts.len()
+    );
+}

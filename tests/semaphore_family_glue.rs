@@ -1,0 +1,145 @@
+//! The Redis glue of the semaphore, the count-down latch and the fenced
+//! lock: derived keys and channels checked against the caller's ACL
+//! (NOPERM naming them, nothing written); bad arguments and keys that are
+//! not theirs refused by name, changing nothing; calls that change nothing
+//! write nothing (a WATCH survives them).
+
+use redis::{Connection, Value};
+use std::collections::BTreeMap;
+use testkit::{error_text, Server};
+
+fn run(con: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
+    redis::cmd(args[0]).arg(&args[1..]).query(con)
+}
+
+/// Every key with its type, value and absolute expiry.
+fn dump(con: &mut Connection) -> BTreeMap<String, (String, Value, i64)> {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    keys.into_iter()
+        .map(|key| {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(con).unwrap();
+            let value = run(con, &[if kind == "hash" { "HGETALL" } else { "GET" }, &key]).unwrap();
+            let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(con).unwrap();
+            (key, (kind, value, expire_at))
+        })
+        .collect()
+}
+
+#[test]
+fn derived_keys_and_channels_are_checked_against_the_callers_acl() {
+    let server = Server::start();
+    let mut admin = server.connection();
+    let mut limited = server.login("limited", &["~locks:*"]);
+    let refusals: [(&[&str], &str); 7] = [
+        (&["RSEM.RELEASE", "locks:s"], "channel 'redisson_sc:{locks:s}'"),
+        (&["RSEM.TRYSETPERMITS", "locks:s", "3"], "channel 'redisson_sc:{locks:s}'"),
+        (&["RSEM.ADDPERMITS", "locks:s", "3"], "channel 'redisson_sc:{locks:s}'"),
+        (&["RLATCH.TRYSETCOUNT", "locks:l", "2"], "channel 'redisson_countdownlatch__channel__{locks:l}'"),
+        (&["RLATCH.DELETE", "locks:l"], "channel 'redisson_countdownlatch__channel__{locks:l}'"),
+        (&["RFENCED.ACQUIRE", "locks:f", "u:1"], "derived key 'redisson_lock_token:{locks:f}'"),
+        (&["RFENCED.TOKEN", "locks:f"], "derived key 'redisson_lock_token:{locks:f}'"),
+    ];
+    let _: () = redis::cmd("SET").arg("locks:l").arg(2).query(&mut admin).unwrap();
+    let before = dump(&mut admin);
+    for (args, named) in refusals {
+        let text = error_text(run(&mut limited, args));
+        assert!(text.starts_with("NOPERM") && text.contains(named), "{args:?}: {text}");
+    }
+    let text = error_text(run(&mut limited, &["RLATCH.COUNTDOWN", "locks:l"]));
+    assert!(text.starts_with("NOPERM"), "a count-down may publish, so it needs the channel: {text}");
+    assert_eq!(dump(&mut admin), before, "nothing written");
+    // What needs no derived name works.
+    assert_eq!(run(&mut limited, &["RSEM.TRYACQUIRE", "locks:s"]).unwrap(), Value::Int(0));
+    assert_eq!(run(&mut limited, &["RLATCH.COUNT", "locks:l"]).unwrap(), Value::Int(2));
+    // Allowed Redisson's prefixes and channels, the same calls go through.
+    let mut wider = server.login("wider", &["~locks:*", "~redisson_lock_token:*", "&redisson_*"]);
+    assert_eq!(run(&mut wider, &["RSEM.RELEASE", "locks:s"]).unwrap(), Value::Nil);
+    assert_eq!(run(&mut wider, &["RLATCH.COUNTDOWN", "locks:l"]).unwrap(), Value::Nil);
+    let granted = run(&mut wider, &["RFENCED.ACQUIRE", "locks:f", "u:1"]).unwrap();
+    assert_eq!(granted, Value::Array(vec![Value::Int(-1), Value::Int(1)]));
+}
+
+#[test]
+fn bad_input_is_refused_by_name_and_changes_nothing() {
+    let server = Server::start();
+    let mut con = server.connection();
+    for args in [
+        &["RSEM.TRYSETPERMITS", "sem", "3", "PX", "600000"][..],
+        &["RLATCH.TRYSETCOUNT", "latch", "2"],
+        &["RFENCED.ACQUIRE", "fence", "u:1"],
+        &["SET", "text", "x"],
+        &["SET", "decimal", "5.0"],
+        &["HSET", "hash", "f", "v"],
+        &["SET", "redisson_lock_token:{badtoken}", "x"],
+        &["SET", "full", "9223372036854775807"],
+    ] {
+        run(&mut con, args).unwrap();
+    }
+    let before = dump(&mut con);
+    let wrong_type = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    let cases: [(&[&str], &str); 22] = [
+        (&["RSEM.TRYACQUIRE", "sem", "x"], "ERR permits must be an integer"),
+        (&["RSEM.TRYACQUIRE", "sem", "-1"], "ERR permits must be a non-negative integer"),
+        (&["RSEM.TRYACQUIRE", "sem", "+1"], "ERR permits must be an integer"),
+        (&["RSEM.RELEASE", "sem", "1.5"], "ERR permits must be an integer"),
+        (&["RSEM.RELEASE", "sem", "1", "IFEXIST"], "ERR syntax error: after permits, only IFEXISTS"),
+        (&["RSEM.RELEASE", "sem", "1", "IFEXISTS", "x"], "ERR syntax error: after permits, only IFEXISTS"),
+        (&["RSEM.TRYSETPERMITS", "new", "x"], "ERR permits must be an integer"),
+        (&["RSEM.TRYSETPERMITS", "new", "3", "PX"], "ERR syntax error: PX needs ttl_ms"),
+        (&["RSEM.TRYSETPERMITS", "new", "3", "PX", "0"], "ERR ttl_ms must be a positive integer"),
+        (&["RSEM.TRYSETPERMITS", "new", "3", "EX", "5"], "ERR syntax error: after permits, only PX ttl_ms"),
+        (&["RSEM.ADDPERMITS", "sem", "1e3"], "ERR delta must be an integer"),
+        (&["RSEM.ADDPERMITS", "full", "1"], "ERR the counter at 'full' would overflow"),
+        (&["RSEM.RELEASE", "full"], "ERR the counter at 'full' would overflow"),
+        (&["RSEM.TRYACQUIRE", "decimal"], "ERR the value at 'decimal' is not an integer"),
+        (&["RSEM.DRAIN", "text"], "ERR the value at 'text' is not an integer"),
+        (&["RSEM.RELEASE", "hash"], wrong_type),
+        (&["RLATCH.TRYSETCOUNT", "new", "-2"], "ERR count must be a non-negative integer"),
+        (&["RLATCH.COUNTDOWN", "text"], "ERR the value at 'text' is not an integer"),
+        (&["RLATCH.DELETE", "hash"], wrong_type),
+        (&["RFENCED.ACQUIRE", "fence", "u:2", "0"], "ERR lease_ms must be a positive integer"),
+        (&["RFENCED.ACQUIRE", "text", "u:2"], wrong_type),
+        (
+            &["RFENCED.ACQUIRE", "badtoken", "u:2"],
+            "ERR the value at 'redisson_lock_token:{badtoken}' is not an integer",
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(error_text(run(&mut con, args)), expected, "{args:?}");
+    }
+    for args in [&["RSEM.ADDPERMITS", "sem"][..], &["RLATCH.COUNT"], &["RFENCED.TOKEN", "a", "b"]] {
+        assert!(error_text(run(&mut con, args)).contains("wrong number of arguments"), "{args:?}");
+    }
+    assert_eq!(dump(&mut con), before, "an error changed something");
+}
+
+#[test]
+fn calls_that_change_nothing_write_nothing() {
+    let server = Server::start();
+    let mut con = server.connection();
+    for args in [&["RSEM.TRYSETPERMITS", "sem", "1"][..], &["RFENCED.ACQUIRE", "fence", "u:1"], &["SET", "empty", "0"]]
+    {
+        run(&mut con, args).unwrap();
+    }
+    let no_ops: [&[&str]; 8] = [
+        &["RSEM.TRYACQUIRE", "sem", "2"],
+        &["RSEM.RELEASE", "missing", "1", "IFEXISTS"],
+        &["RSEM.TRYSETPERMITS", "sem", "5"],
+        &["RSEM.DRAIN", "empty"],
+        &["RLATCH.COUNTDOWN", "missing"],
+        &["RLATCH.DELETE", "missing"],
+        &["RFENCED.ACQUIRE", "fence", "u:2"],
+        &["RSEM.RELEASE", "sem", "0"],
+    ];
+    for args in no_ops {
+        let mut watcher = server.connection();
+        let _: () = redis::cmd("WATCH")
+            .arg(&["sem", "missing", "empty", "fence", "redisson_lock_token:{fence}"])
+            .query(&mut watcher)
+            .unwrap();
+        run(&mut con, args).unwrap();
+        let done: Option<Vec<Value>> = redis::pipe().atomic().cmd("PING").query(&mut watcher).unwrap();
+        assert!(done.is_some(), "{args:?} aborted a WATCH");
+    }
+    assert_eq!(run(&mut con, &["EXISTS", "missing"]).unwrap(), Value::Int(0));
+}
