@@ -64,6 +64,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_SignalModifiedKey,
         RedisModule_StringDMA,
         RedisModule_StringSet,
+        RedisModule_StringTruncate,
         RedisModule_ValueLength,
         RedisModule_ZsetAdd,
         RedisModule_ZsetFirstInScoreRange,

@@ -351,15 +351,17 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()> {
-        // StringSet drops the expiry; INCRBY keeps it.
-        let kept = self.expire_at(key)?;
         let (open, name) = self.write(key)?;
+        // Rewritten in place, as INCRBY does: the expiry stays (StringSet
+        // would drop it) and the value stays a raw string, which later
+        // reads take as it is (StringDMA copies an embedded string first).
+        let digits = new.to_string();
         unsafe {
-            let value = api!(RedisModule_CreateStringFromLongLong)(self.ctx.get_raw(), new);
-            api!(RedisModule_StringSet)(open, value);
-            api!(RedisModule_FreeString)(self.ctx.get_raw(), value);
-            if let Some(at) = kept {
-                api!(RedisModule_SetAbsExpire)(open, at);
+            api!(RedisModule_StringTruncate)(open, digits.len());
+            let mut len = 0;
+            let value = api!(RedisModule_StringDMA)(open, &mut len, raw::REDISMODULE_WRITE as c_int);
+            if !value.is_null() && len == digits.len() {
+                ptr::copy_nonoverlapping(digits.as_ptr(), value.cast::<u8>(), len);
             }
         }
         // INCRBY with a negative step is DECRBY's effect, also for
