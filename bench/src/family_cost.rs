@@ -6,7 +6,7 @@
 
 use crate::raw::encode;
 use crate::report::Table;
-use crate::server_cost::{compare, transaction, Style, LEASE_MS, OWNER};
+use crate::server_cost::{compare, transaction, Measurement, Style, LEASE_MS, OWNER};
 use rlock_protocol::{rwlock_channel, rwlock_timeout_key, rwlock_write_field, unlock_latch_key};
 use testkit::{FairScripts, RwScripts, Server};
 
@@ -23,6 +23,18 @@ pub struct Family {
     pub table: Table,
     pub scripts_over_native: f64,
     pub native_over_own: f64,
+}
+
+impl Family {
+    /// The ratios of `results` measured in the order native, scripts, own commands.
+    pub fn new(name: &'static str, table: Table, results: &[Measurement]) -> Self {
+        Family {
+            name,
+            table,
+            scripts_over_native: results[1].usec_per_pair / results[0].usec_per_pair,
+            native_over_own: results[0].usec_per_pair / results[2].usec_per_pair,
+        }
+    }
 }
 
 /// Each style's pair followed by the client's `DEL` of the latch key (as
@@ -45,12 +57,7 @@ fn with_latch_del<'a>(style: Style<'a>) -> Style<'a> {
 fn measure(server: &Server, name: &'static str, styles: [Style; 3]) -> Family {
     let styles = styles.map(with_latch_del);
     let (table, results) = compare(server, &styles, 0);
-    Family {
-        name,
-        table,
-        scripts_over_native: results[1].usec_per_pair / results[0].usec_per_pair,
-        native_over_own: results[0].usec_per_pair / results[2].usec_per_pair,
-    }
+    Family::new(name, table, &results)
 }
 
 /// The fair lock, then the read and the write sides of the read-write lock.

@@ -10,6 +10,7 @@ mod raw;
 mod report;
 mod server_cost;
 mod server_info;
+mod synchronizers_cost;
 mod watchdog_scale;
 
 use testkit::Server;
@@ -33,7 +34,7 @@ async fn main() {
     println!("bench program on loopback. Every ratio compares figures measured side by side in this run.\n");
     println!("## Machine\n\n{}", report::machine());
 
-    // `rlock-bench cost family` runs only those sections (for development;
+    // `rlock-bench cost family synchronizers` runs only those sections (for development;
     // `make bench` runs them all).
     let only: Vec<String> = std::env::args().skip(1).collect();
     if !only.is_empty() {
@@ -41,6 +42,11 @@ async fn main() {
             let server = server(aof);
             if only.iter().any(|s| s == "cost") {
                 println!("{}", tokio::task::block_in_place(|| server_cost::run(&server)).0);
+            }
+            if only.iter().any(|s| s == "synchronizers") {
+                for family in tokio::task::block_in_place(|| synchronizers_cost::run(&server)) {
+                    println!("{}\n{}", family.name, family.table);
+                }
             }
             if only.iter().any(|s| s == "family") {
                 for family in tokio::task::block_in_place(|| family_cost::run(&server)) {
@@ -91,6 +97,15 @@ async fn main() {
         println!("### {}\n\n{}", family.name, family.table);
     }
 
+    println!("## 7. Semaphore, count-down latch, fenced lock: server cost per operation ({})\n", appendonly(false));
+    println!("Where one operation is measured, the step that sets its key up (`RLATCH.TRYSETCOUNT` before a");
+    println!("count-down, `RLOCK.RELEASE` after a fenced acquire) runs natively in every style and is not");
+    println!("counted. \"The same effects\" are the writes the native command replicates, as Redis commands.\n");
+    let synchronizers = tokio::task::block_in_place(|| synchronizers_cost::run(&server));
+    for family in &synchronizers {
+        println!("### {}\n\n{}", family.name, family.table);
+    }
+
     println!("## Targets\n");
     for (aof, (time_ratio, throughput_ratio)) in summary {
         println!(
@@ -111,6 +126,12 @@ async fn main() {
     for family in &families {
         println!(
             "- {}: server time {:.2}× lower than the scripts' (target 3×), {:.2}× the same effects in MULTI/EXEC (target ≤ 1.5×)",
+            family.name, family.scripts_over_native, family.native_over_own
+        );
+    }
+    for family in &synchronizers {
+        println!(
+            "- {}: server time {:.2}× lower than the scripts' (target 2.5×), {:.2}× the same effects as own commands (target ≤ 1.5×)",
             family.name, family.scripts_over_native, family.native_over_own
         );
     }
