@@ -1,0 +1,1 @@
+//! The `RPSEM.*` commands, one file each.
