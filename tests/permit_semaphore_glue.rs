@@ -6,10 +6,10 @@
 //! WATCH survives); a replica without the module and an AOF replay (with
 //! or without it) hold every state, absolute expiries included.
 
-use redis::{Connection, Value};
+use redis::{Cmd, Connection, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use testkit::{error_text, eventually, keyspace_events, server_time_ms, Server};
+use testkit::{error_text, eventually, keyspace_events, server_time_ms, PermitSemaphoreScripts, Server};
 
 fn run(con: &mut Connection, args: &[&[u8]]) -> redis::RedisResult<Value> {
     redis::cmd(std::str::from_utf8(args[0]).unwrap()).arg(&args[1..]).query(con)
@@ -293,4 +293,94 @@ fn an_aof_replay_holds_every_state_with_or_without_the_module() {
     let aof = String::from_utf8_lossy(&aof).to_uppercase();
     assert!(!aof.contains("RPSEM"), "a module command in the AOF:\n{aof}");
     assert!(!aof.contains("\r\nPX\r\n") && !aof.contains("\r\nPEXPIRE\r\n"), "a relative TTL in the AOF:\n{aof}");
+}
+
+/// One scenario through the scripts (each step after Redisson's
+/// availablePermits: the commands reclaim first) and through the commands,
+/// on twin names: the same keyspace events, in order.
+#[test]
+fn the_commands_announce_what_the_scripts_announce() {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let scripts = PermitSemaphoreScripts::default();
+    scripts.load(&mut server.connection()).unwrap();
+    type Step = fn(&PermitSemaphoreScripts, &[u8], i64) -> (Cmd, Vec<Vec<u8>>);
+    let steps: [Step; 10] = [
+        |s, n, _| (s.try_set_permits(n, 3, None), args(&["RPSEM.TRYSETPERMITS", "3"])),
+        |s, n, now| (s.try_acquire(n, &[b"a", b"b"], Some(50), now), args(&["RPSEM.TRYACQUIRE", "50", "a", "b"])),
+        |s, n, now| (s.try_acquire(n, &[b"c"], None, now), args(&["RPSEM.TRYACQUIRE", "-1", "c"])),
+        |s, n, now| (s.release(n, b"c", now), args(&["RPSEM.RELEASE", "c"])),
+        |s, n, now| (s.available(n, now), args(&["RPSEM.AVAILABLE"])),
+        |s, n, now| {
+            (s.try_acquire(n, &[b"d", b"e"], Some(60_000), now), args(&["RPSEM.TRYACQUIRE", "60000", "d", "e"]))
+        },
+        |s, n, now| (s.release_all(n, &[b"d", b"e"], now), args(&["RPSEM.RELEASE", "d", "e"])),
+        |s, n, now| (s.update_lease(n, b"f", Some(1000), now), args(&["RPSEM.UPDATELEASE", "f", "1000"])),
+        |s, n, _| (s.set_permits(n, 5), args(&["RPSEM.SETPERMITS", "5"])),
+        |s, n, _| (s.add_permits(n, 2), args(&["RPSEM.ADDPERMITS", "2"])),
+    ];
+    let mut by_side = Vec::new();
+    for (prefix, name) in [("s:", b"s:psem".as_slice()), ("c:", b"c:psem")] {
+        let events = keyspace_events(&server, |con| {
+            for (index, step) in steps.iter().enumerate() {
+                if index == 4 {
+                    let expires_at = score(con, name, b"a");
+                    wait_until(con, expires_at);
+                }
+                let now = server_time_ms(con);
+                let (script, command) = step(&scripts, name, now);
+                if prefix == "s:" {
+                    let _: Value = scripts.available(name, now).query(con).unwrap();
+                    let _: Value = script.query(con).unwrap();
+                } else {
+                    let _: Value = redis::cmd(std::str::from_utf8(&command[0]).unwrap())
+                        .arg(name)
+                        .arg(&command[1..])
+                        .query(con)
+                        .unwrap();
+                }
+            }
+        });
+        let untwinned: Vec<(String, String)> =
+            events.into_iter().map(|(key, event)| (key.replacen(prefix, "", 1), event)).collect();
+        by_side.push(untwinned);
+    }
+    assert!(by_side[0].iter().any(|(_, event)| event == "zrem"), "{:?}", by_side[0]);
+    assert_eq!(by_side[0], by_side[1], "scripts' events, then the commands'");
+}
+
+fn args(words: &[&str]) -> Vec<Vec<u8>> {
+    words.iter().map(|word| word.as_bytes().to_vec()).collect()
+}
+
+#[test]
+fn command_metadata_names_the_key_and_flags_every_command_a_writer() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let commands: [(&str, &[&str], i64, &[&str]); 10] = [
+        ("RPSEM.TRYACQUIRE", &["100", "a", "b"], -4, &["key", "lease_ms", "id"]),
+        ("RPSEM.RELEASE", &["a", "b"], -3, &["key", "id"]),
+        ("RPSEM.UPDATELEASE", &["a", "-1"], 4, &["key", "id", "lease_ms"]),
+        ("RPSEM.LEASE", &["a"], 3, &["key", "id"]),
+        ("RPSEM.AVAILABLE", &[], 2, &["key"]),
+        ("RPSEM.PERMITS", &[], 2, &["key"]),
+        ("RPSEM.ACQUIRED", &[], 2, &["key"]),
+        ("RPSEM.TRYSETPERMITS", &["3", "PX", "10"], -3, &["key", "permits", "ttl_ms"]),
+        ("RPSEM.SETPERMITS", &["3"], 3, &["key", "permits"]),
+        ("RPSEM.ADDPERMITS", &["-3"], 3, &["key", "delta"]),
+    ];
+    for (name, args, arity, documented) in commands {
+        let keys: Vec<String> =
+            redis::cmd("COMMAND").arg("GETKEYS").arg(name).arg("k").arg(args).query(&mut con).unwrap();
+        assert_eq!(keys, ["k"], "{name}");
+        let info: Vec<Vec<Value>> = redis::cmd("COMMAND").arg("INFO").arg(name).query(&mut con).unwrap();
+        let [entry] = info.as_slice() else { panic!("COMMAND INFO {name}: {info:?}") };
+        assert_eq!(entry[1], Value::Int(arity), "{name} arity");
+        let flags: Vec<String> = redis::from_redis_value(entry[2].clone()).unwrap();
+        assert!(flags.iter().any(|flag| flag == "write"), "{name}: a reclaim writes: {flags:?}");
+        let docs: Vec<Value> = redis::cmd("COMMAND").arg("DOCS").arg(name).query(&mut con).unwrap();
+        let docs = format!("{docs:?}");
+        for argument in documented {
+            assert!(docs.contains(argument), "{name} documents {argument}: {docs}");
+        }
+    }
 }
