@@ -63,9 +63,9 @@ impl Lease {
 
 /// What an acquire replies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Acquired {
+pub enum TryAcquire {
     /// `OK`: every id is held.
-    Acquired,
+    Granted,
     /// Not enough permits; the earliest lease ends then (Unix ms): Redisson's
     /// `:<ms>` hint.
     FirstExpiry(i64),
@@ -75,13 +75,13 @@ pub enum Acquired {
 
 /// What releasing one permit found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Released {
-    Released,
+pub enum Release {
+    Returned,
     /// Unknown, released already, or reclaimed already.
     NotHeld,
     /// Its lease had run out: the permit is returned now, but its holder was
     /// not protected all along.
-    Expired,
+    Lapsed,
 }
 
 /// The keys and channel of one permit-expirable semaphore.
@@ -98,7 +98,13 @@ impl PermitSemaphore {
 
     /// tryAcquire: takes one permit per id, held for `lease`, when that many
     /// are available.
-    pub fn try_acquire<K: Keyspace>(&self, keys: &mut K, now_ms: i64, lease: Lease, ids: &[&[u8]]) -> Result<Acquired> {
+    pub fn try_acquire<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        now_ms: i64,
+        lease: Lease,
+        ids: &[&[u8]],
+    ) -> Result<TryAcquire> {
         check_ids(ids)?;
         let available = self.open(keys)?;
         for id in ids {
@@ -119,33 +125,33 @@ impl PermitSemaphore {
                 if let Some(at) = expire_at {
                     keys.set_expire_at(&self.timeouts, at)?;
                 }
-                Ok(Acquired::Acquired)
+                Ok(TryAcquire::Granted)
             }
             _ => Ok(match keys.zrange_to(&self.timeouts, i64::MAX, 1)?.first() {
-                Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => Acquired::FirstExpiry(*score),
-                _ => Acquired::NoExpiry,
+                Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => TryAcquire::FirstExpiry(*score),
+                _ => TryAcquire::NoExpiry,
             }),
         }
     }
 
     /// release(id): returns the permit and publishes the new count.
-    pub fn release<K: Keyspace>(&self, keys: &mut K, now_ms: i64, id: &[u8]) -> Result<Released> {
+    pub fn release<K: Keyspace>(&self, keys: &mut K, now_ms: i64, id: &[u8]) -> Result<Release> {
         check_ids(&[id])?;
         let available = self.open(keys)?;
         match keys.zscore(&self.timeouts, id)? {
             None => {
                 self.reclaim(keys, now_ms, available, RECLAIM_LIMIT, &[])?;
-                Ok(Released::NotHeld)
+                Ok(Release::NotHeld)
             }
             Some(score) if score <= now_ms => {
                 self.reclaim(keys, now_ms, available, RECLAIM_LIMIT, &[id])?;
-                Ok(Released::Expired)
+                Ok(Release::Lapsed)
             }
             Some(_) => {
                 let available = self.reclaim(keys, now_ms, available, RECLAIM_LIMIT, &[])?;
                 let new = self.give_back(keys, available, &[id])?;
                 keys.publish(&self.channel, new.to_string().as_bytes())?;
-                Ok(Released::Released)
+                Ok(Release::Returned)
             }
         }
     }

@@ -39,8 +39,8 @@ enum Op {
 /// What each operation replied, in one type for the table.
 #[derive(Debug, PartialEq)]
 enum Reply {
-    Acquire(Acquired),
-    Release(Released),
+    Acquire(TryAcquire),
+    Release(Release),
     Int(i64),
     Bool(bool),
     Nothing,
@@ -87,7 +87,7 @@ fn cases() -> Vec<Case> {
             name: "tryAcquire takes one permit per id with an absolute expiry",
             keys: semaphore(Some("3"), &[], None),
             op: Op::TryAcquire(Lease::Ms(500), &["a", "b"]),
-            reply: Ok(Reply::Acquire(Acquired::Acquired)),
+            reply: Ok(Reply::Acquire(TryAcquire::Granted)),
             effects: &["INCRBY s -2", "ZADD {s}:timeout 1000500 a", "ZADD {s}:timeout 1000500 b"],
             after: (Some("1"), &[("a", SOON), ("b", SOON)]),
         },
@@ -95,7 +95,7 @@ fn cases() -> Vec<Case> {
             name: "a lease of -1 never expires",
             keys: semaphore(Some("1"), &[], None),
             op: Op::TryAcquire(Lease::Never, &["a"]),
-            reply: Ok(Reply::Acquire(Acquired::Acquired)),
+            reply: Ok(Reply::Acquire(TryAcquire::Granted)),
             effects: &["INCRBY s -1", "ZADD {s}:timeout 922337203685477 a"],
             after: (Some("0"), &[("a", NEVER)]),
         },
@@ -103,7 +103,7 @@ fn cases() -> Vec<Case> {
             name: "the permits take the semaphore's TTL, as an absolute expiry",
             keys: semaphore(Some("1"), &[], in_a_minute),
             op: Op::TryAcquire(Lease::Ms(500), &["a"]),
-            reply: Ok(Reply::Acquire(Acquired::Acquired)),
+            reply: Ok(Reply::Acquire(TryAcquire::Granted)),
             effects: &["INCRBY s -1", "ZADD {s}:timeout 1000500 a", "PEXPIREAT {s}:timeout 1060000"],
             after: (Some("0"), &[("a", SOON)]),
         },
@@ -111,7 +111,7 @@ fn cases() -> Vec<Case> {
             name: "too few permits: the earliest expiry is the hint, nothing written",
             keys: semaphore(Some("0"), &[("x", NEVER), ("y", SOON)], None),
             op: Op::TryAcquire(Lease::Ms(500), &["a"]),
-            reply: Ok(Reply::Acquire(Acquired::FirstExpiry(SOON))),
+            reply: Ok(Reply::Acquire(TryAcquire::FirstExpiry(SOON))),
             effects: &[],
             after: (Some("0"), &[("x", NEVER), ("y", SOON)]),
         },
@@ -119,7 +119,7 @@ fn cases() -> Vec<Case> {
             name: "too few permits and none expires: no hint",
             keys: semaphore(Some("1"), &[("x", NEVER)], None),
             op: Op::TryAcquire(Lease::Ms(500), &["a", "b"]),
-            reply: Ok(Reply::Acquire(Acquired::NoExpiry)),
+            reply: Ok(Reply::Acquire(TryAcquire::NoExpiry)),
             effects: &[],
             after: (Some("1"), &[("x", NEVER)]),
         },
@@ -127,7 +127,7 @@ fn cases() -> Vec<Case> {
             name: "a missing semaphore has no permits",
             keys: vec![],
             op: Op::TryAcquire(Lease::Ms(500), &["a"]),
-            reply: Ok(Reply::Acquire(Acquired::NoExpiry)),
+            reply: Ok(Reply::Acquire(TryAcquire::NoExpiry)),
             effects: &[],
             after: (None, &[]),
         },
@@ -135,7 +135,7 @@ fn cases() -> Vec<Case> {
             name: "expired permits are reclaimed first (all of them), published, then taken",
             keys: semaphore(Some("0"), &[("x", PAST), ("y", GONE), ("z", SOON)], None),
             op: Op::TryAcquire(Lease::Ms(500), &["a"]),
-            reply: Ok(Reply::Acquire(Acquired::Acquired)),
+            reply: Ok(Reply::Acquire(TryAcquire::Granted)),
             effects: &[
                 "ZREM {s}:timeout x y",
                 "INCRBY s 2",
@@ -181,7 +181,7 @@ fn cases() -> Vec<Case> {
             name: "release returns a held permit and publishes the new count",
             keys: semaphore(Some("0"), &[("a", SOON), ("b", SOON)], None),
             op: Op::Release("a"),
-            reply: Ok(Reply::Release(Released::Released)),
+            reply: Ok(Reply::Release(Release::Returned)),
             effects: &["ZREM {s}:timeout a", "INCRBY s 1", "PUBLISH redisson_sc:{s} 1"],
             after: (Some("1"), &[("b", SOON)]),
         },
@@ -189,7 +189,7 @@ fn cases() -> Vec<Case> {
             name: "release publishes the new count even when it is not positive (as Redisson)",
             keys: semaphore(Some("-2"), &[("a", NEVER)], None),
             op: Op::Release("a"),
-            reply: Ok(Reply::Release(Released::Released)),
+            reply: Ok(Reply::Release(Release::Returned)),
             effects: &["ZREM {s}:timeout a", "INCRBY s 1", "PUBLISH redisson_sc:{s} -1"],
             after: (Some("-1"), &[]),
         },
@@ -197,7 +197,7 @@ fn cases() -> Vec<Case> {
             name: "release of an expired permit returns it and says -1",
             keys: semaphore(Some("0"), &[("a", GONE), ("b", SOON)], None),
             op: Op::Release("a"),
-            reply: Ok(Reply::Release(Released::Expired)),
+            reply: Ok(Reply::Release(Release::Lapsed)),
             effects: &["ZREM {s}:timeout a", "INCRBY s 1", "PUBLISH redisson_sc:{s} 1"],
             after: (Some("1"), &[("b", SOON)]),
         },
@@ -205,7 +205,7 @@ fn cases() -> Vec<Case> {
             name: "release of an unknown id: 0, nothing written",
             keys: semaphore(Some("0"), &[("b", SOON)], None),
             op: Op::Release("a"),
-            reply: Ok(Reply::Release(Released::NotHeld)),
+            reply: Ok(Reply::Release(Release::NotHeld)),
             effects: &[],
             after: (Some("0"), &[("b", SOON)]),
         },
@@ -213,7 +213,7 @@ fn cases() -> Vec<Case> {
             name: "release of an unknown id still reclaims",
             keys: semaphore(Some("0"), &[("b", PAST)], None),
             op: Op::Release("a"),
-            reply: Ok(Reply::Release(Released::NotHeld)),
+            reply: Ok(Reply::Release(Release::NotHeld)),
             effects: &["ZREM {s}:timeout b", "INCRBY s 1", "PUBLISH redisson_sc:{s} 1"],
             after: (Some("1"), &[]),
         },
@@ -477,7 +477,7 @@ fn a_reclaim_takes_at_most_the_limit_but_an_acquire_at_least_what_it_asks() {
     let many: Vec<String> = (0..RECLAIM_LIMIT + 2).map(|n| format!("n{n:05}")).collect();
     let many: Vec<&[u8]> = many.iter().map(|id| id.as_bytes()).collect();
     let mut keys = start();
-    assert_eq!(semaphore.try_acquire(&mut keys, NOW, Lease::Never, &many), Ok(Acquired::Acquired));
+    assert_eq!(semaphore.try_acquire(&mut keys, NOW, Lease::Never, &many), Ok(TryAcquire::Granted));
     assert_eq!(after(&keys).0.as_deref(), Some("0"), "reclaimed {} then took {}", RECLAIM_LIMIT + 2, many.len());
 }
 
@@ -486,9 +486,9 @@ fn permit_ids_are_binary() {
     let mut keys = Keys::at(semaphore(Some("2"), &[], None), NOW);
     let semaphore = PermitSemaphore::new(b"s");
     let ids: [&[u8]; 2] = [b"\x00\xff\r\n", b"\x00\xff\r"];
-    assert_eq!(semaphore.try_acquire(&mut keys, NOW, Lease::Ms(10), &ids), Ok(Acquired::Acquired));
+    assert_eq!(semaphore.try_acquire(&mut keys, NOW, Lease::Ms(10), &ids), Ok(TryAcquire::Granted));
     assert_eq!(semaphore.lease(&mut keys, NOW, ids[0]), Ok(10));
-    assert_eq!(semaphore.release(&mut keys, NOW, ids[1]), Ok(Released::Released));
+    assert_eq!(semaphore.release(&mut keys, NOW, ids[1]), Ok(Release::Returned));
     assert_eq!(semaphore.acquired(&mut keys, NOW), Ok(1));
 }
 

@@ -1,7 +1,7 @@
 use super::{ids, ID, KEY_FLAGS};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::permit_semaphore::{PermitSemaphore, Released};
+use crate::permit_semaphore::{PermitSemaphore, Release};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -16,9 +16,9 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut keys = RedisKeyspace::open(ctx, &name);
     Ok(RedisValue::Integer(match &ids(&given)[..] {
         [id] => match semaphore.release(&mut keys, now_ms(), id)? {
-            Released::Released => 1,
-            Released::NotHeld => 0,
-            Released::Expired => -1,
+            Release::Returned => 1,
+            Release::NotHeld => 0,
+            Release::Lapsed => -1,
         },
         many => semaphore.release_all(&mut keys, now_ms(), many)?,
     }))

@@ -1,7 +1,7 @@
 use super::{ids, ID, KEY_FLAGS, LEASE};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::permit_semaphore::{Acquired, Lease, PermitSemaphore};
+use crate::permit_semaphore::{Lease, PermitSemaphore, TryAcquire};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -17,9 +17,9 @@ fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut keys = RedisKeyspace::open(ctx, &name);
     let acquired = PermitSemaphore::new(name.as_slice()).try_acquire(&mut keys, now_ms(), lease, &ids(&given))?;
     Ok(match acquired {
-        Acquired::Acquired => RedisValue::BulkString("OK".to_owned()),
-        Acquired::FirstExpiry(at) => RedisValue::BulkString(format!(":{at}")),
-        Acquired::NoExpiry => RedisValue::Null,
+        TryAcquire::Granted => RedisValue::BulkString("OK".to_owned()),
+        TryAcquire::FirstExpiry(at) => RedisValue::BulkString(format!(":{at}")),
+        TryAcquire::NoExpiry => RedisValue::Null,
     })
 }
 
