@@ -60,6 +60,16 @@ pub enum LockError {
     TtlNotPositiveInteger,
     /// `PX ttl_ms` is above [`crate::lease::MAX_LEASE_MS`].
     TtlTooLong,
+    /// A permit's `lease_ms` is neither a positive integer nor -1.
+    PermitLeaseInvalid,
+    /// An empty permit id.
+    PermitIdEmpty,
+    /// The same permit id twice in one call (each id is one permit).
+    PermitIdRepeated,
+    /// An acquire names a permit id that is held already.
+    PermitIdHeld,
+    /// A key derived from the name holds another type than the primitive's.
+    DerivedWrongType(Vec<u8>),
     /// Arguments out of place; says what may come where.
     Syntax(&'static str),
     /// A string counter (permits, a latch's count, a fencing token) is not
@@ -107,6 +117,10 @@ impl LockError {
             }
             Self::TtlNotPositiveInteger => "ERR ttl_ms must be a positive integer",
             Self::TtlTooLong => "ERR ttl_ms is above the maximum of 31536000000 (365 days)",
+            Self::PermitLeaseInvalid => "ERR lease_ms must be a positive integer, or -1 for a permit that never expires",
+            Self::PermitIdEmpty => "ERR id must not be empty",
+            Self::PermitIdRepeated => "ERR id: the same permit id is given twice (each id is one permit)",
+            Self::PermitIdHeld => "ERR id: a permit with this id is held already",
             Self::ArgumentNotInteger(name) => return format!("ERR {name} must be an integer").into(),
             Self::ArgumentNegative(name) => return format!("ERR {name} must be a non-negative integer").into(),
             Self::Syntax(expected) => return format!("ERR syntax error: {expected}").into(),
@@ -115,6 +129,13 @@ impl LockError {
             }
             Self::CounterOverflow(key) => {
                 return format!("ERR the counter at '{}' would overflow", key.escape_ascii()).into()
+            }
+            Self::DerivedWrongType(key) => {
+                return format!(
+                    "WRONGTYPE the derived key '{}' holds the wrong kind of value",
+                    key.escape_ascii()
+                )
+                .into()
             }
             Self::NoKeyPermission(key) => {
                 return format!(

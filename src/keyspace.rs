@@ -58,6 +58,13 @@ pub trait Keyspace {
     fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
     /// Every member of a sorted set, lowest score first.
     fn zrange(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>>;
+    /// `ZRANGEBYSCORE key -inf max LIMIT 0 limit`: the members scored at
+    /// most `max`, lowest first, at most `limit` of them.
+    fn zrange_to(&mut self, key: &[u8], max: i64, limit: usize) -> Result<Vec<(Vec<u8>, i64)>>;
+    /// `ZSCORE`; `None` unless the key is a sorted set holding `member`.
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>>;
+    /// `ZCARD`: 0 unless the key is a sorted set.
+    fn zcard(&mut self, key: &[u8]) -> Result<usize>;
     /// Checks, before any write, that the command may publish on `channel`.
     fn touch_channel(&mut self, channel: &[u8]) -> Result<()>;
 
@@ -80,8 +87,9 @@ pub trait Keyspace {
     /// a list left empty is deleted.
     fn lrem(&mut self, key: &[u8], values: &[&[u8]]) -> Result<()>;
     fn zadd(&mut self, key: &[u8], member: &[u8], score: i64) -> Result<()>;
-    /// `ZREM`; a sorted set left empty is deleted.
-    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()>;
+    /// One `ZREM key member [member ...]` (one event, as a script's ZREM
+    /// of several members); a sorted set left empty is deleted.
+    fn zrem(&mut self, key: &[u8], members: &[&[u8]]) -> Result<()>;
     fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()>;
     fn delete(&mut self, key: &[u8]) -> Result<()>;
     /// Announces what a script would do to `key` just before a write of

@@ -12,6 +12,7 @@ mod keyspace;
 mod lease;
 mod load_args;
 mod lock;
+mod permit_semaphore;
 mod rwlock;
 mod semaphore;
 

@@ -102,6 +102,10 @@ pub fn permit_timeout_key(name: &[u8]) -> Vec<u8> {
     suffix(name, b"timeout")
 }
 
+/// The score of a permit that never expires (Redisson's
+/// `nonExpirableTimeout`, a lease of -1).
+pub const PERMIT_NEVER_EXPIRES: i64 = 922_337_203_685_477;
+
 /// The count-down latch's channel. Redisson always adds the braces, even
 /// to a name that has some: such a channel may hash to another slot.
 pub fn count_down_latch_channel(name: &[u8]) -> Vec<u8> {

@@ -90,6 +90,22 @@ pub fn parse_non_negative(arg: &RedisString, name: &'static str) -> Result<i64, 
     }
 }
 
+/// The optional `[PX ttl_ms]` after a semaphore's permits, the last
+/// arguments.
+pub fn parse_optional_ttl(mut args: impl Iterator<Item = RedisString>) -> Result<Option<i64>, RedisError> {
+    let ttl_ms = match args.next() {
+        None => None,
+        Some(arg) if is_keyword(&arg, b"PX") => {
+            Some(lease::parse_ttl_ms(args.next().ok_or(LockError::Syntax("PX needs ttl_ms"))?.as_slice())?)
+        }
+        Some(_) => return Err(RedisError::from(LockError::Syntax("after permits, only PX ttl_ms"))),
+    };
+    if args.next().is_some() {
+        return Err(RedisError::from(LockError::Syntax("after permits, only PX ttl_ms")));
+    }
+    Ok(ttl_ms)
+}
+
 /// Keywords are case-insensitive.
 pub fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
     arg.as_slice().eq_ignore_ascii_case(keyword)

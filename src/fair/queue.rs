@@ -78,7 +78,7 @@ impl Waiters {
         self.dead_queued.clear();
         self.dead_at_head = 0;
         for owner in self.dead_scored.drain(..) {
-            keys.zrem(timeouts, &owner)?;
+            keys.zrem(timeouts, &[&owner])?;
         }
         Ok(())
     }
@@ -101,7 +101,7 @@ impl Waiters {
         } else {
             keys.lrem(queue, &[owner])?;
         }
-        keys.zrem(timeouts, owner)?;
+        keys.zrem(timeouts, &[owner])?;
         self.live.remove(position);
         for (later, score) in &mut self.live[position..] {
             *score = score.saturating_sub(wait_ms);

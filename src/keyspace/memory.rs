@@ -146,6 +146,27 @@ impl Keyspace for MemoryKeyspace {
         Ok(members)
     }
 
+    fn zrange_to(&mut self, key: &[u8], max: i64, limit: usize) -> Result<Vec<(Vec<u8>, i64)>> {
+        let mut members = self.zrange(key)?;
+        members.retain(|(_, score)| *score <= max);
+        members.truncate(limit);
+        Ok(members)
+    }
+
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>> {
+        Ok(match self.read(key) {
+            Some(Value::Zset(zset)) => zset.get(member).copied(),
+            _ => None,
+        })
+    }
+
+    fn zcard(&mut self, key: &[u8]) -> Result<usize> {
+        Ok(match self.read(key) {
+            Some(Value::Zset(zset)) => zset.len(),
+            _ => 0,
+        })
+    }
+
     fn touch_channel(&mut self, channel: &[u8]) -> Result<()> {
         let mut name = b"channel ".to_vec();
         name.extend_from_slice(channel);
@@ -230,10 +251,13 @@ impl Keyspace for MemoryKeyspace {
         Ok(())
     }
 
-    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()> {
-        self.write(key, format!("ZREM {} {}", text(key), text(member)));
+    fn zrem(&mut self, key: &[u8], members: &[&[u8]]) -> Result<()> {
+        let listed: Vec<String> = members.iter().map(|member| text(member)).collect();
+        self.write(key, format!("ZREM {} {}", text(key), listed.join(" ")));
         if let Some((Value::Zset(zset), _)) = self.keys.get_mut(key) {
-            zset.remove(member);
+            for member in members {
+                zset.remove(*member);
+            }
         }
         self.drop_if_empty(key);
         Ok(())

@@ -181,6 +181,25 @@ impl<'a> RedisKeyspace<'a> {
         Ok(())
     }
 
+    /// The members of a sorted set scored at most `max`, lowest first, at
+    /// most `limit` of them (none unless the key is a sorted set).
+    fn zrange_in(&mut self, key: &[u8], max: f64, limit: usize) -> Result<Vec<(Vec<u8>, i64)>> {
+        let open = self.read(key)?;
+        let mut members = Vec::new();
+        if key_type_of(open) != KeyType::Zset {
+            return Ok(members);
+        }
+        unsafe { api!(RedisModule_ZsetFirstInScoreRange)(open, raw::REDISMODULE_NEGATIVE_INFINITE, max, 0, 0) };
+        while members.len() < limit && unsafe { api!(RedisModule_ZsetRangeEndReached)(open) } == 0 {
+            let mut score = 0f64;
+            let member = unsafe { api!(RedisModule_ZsetRangeCurrentElement)(open, &mut score) };
+            members.push((self.take(member), score as i64));
+            unsafe { api!(RedisModule_ZsetRangeNext)(open) };
+        }
+        unsafe { api!(RedisModule_ZsetRangeStop)(open) };
+        Ok(members)
+    }
+
     fn string(&self, bytes: &[u8]) -> RedisString {
         RedisString::create_from_slice(self.ctx.get_raw(), bytes)
     }
@@ -303,21 +322,30 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn zrange(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, i64)>> {
+        self.zrange_in(key, raw::REDISMODULE_POSITIVE_INFINITE, usize::MAX)
+    }
+
+    fn zrange_to(&mut self, key: &[u8], max: i64, limit: usize) -> Result<Vec<(Vec<u8>, i64)>> {
+        self.zrange_in(key, max as f64, limit)
+    }
+
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>> {
         let open = self.read(key)?;
-        let mut members = Vec::new();
         if key_type_of(open) != KeyType::Zset {
-            return Ok(members);
+            return Ok(None);
         }
-        let (all_from, all_to) = (raw::REDISMODULE_NEGATIVE_INFINITE, raw::REDISMODULE_POSITIVE_INFINITE);
-        unsafe { api!(RedisModule_ZsetFirstInScoreRange)(open, all_from, all_to, 0, 0) };
-        while unsafe { api!(RedisModule_ZsetRangeEndReached)(open) } == 0 {
-            let mut score = 0f64;
-            let member = unsafe { api!(RedisModule_ZsetRangeCurrentElement)(open, &mut score) };
-            members.push((self.take(member), score as i64));
-            unsafe { api!(RedisModule_ZsetRangeNext)(open) };
+        let member = self.string(member);
+        let mut score = 0f64;
+        let found = unsafe { api!(RedisModule_ZsetScore)(open, member.inner, &mut score) };
+        Ok((found == raw::REDISMODULE_OK as c_int).then_some(score as i64))
+    }
+
+    fn zcard(&mut self, key: &[u8]) -> Result<usize> {
+        let open = self.read(key)?;
+        if key_type_of(open) != KeyType::Zset {
+            return Ok(0);
         }
-        unsafe { api!(RedisModule_ZsetRangeStop)(open) };
-        Ok(members)
+        Ok(unsafe { api!(RedisModule_ValueLength)(open) })
     }
 
     fn touch_channel(&mut self, channel: &[u8]) -> Result<()> {
@@ -500,15 +528,22 @@ impl Keyspace for RedisKeyspace<'_> {
         Ok(())
     }
 
-    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<()> {
+    fn zrem(&mut self, key: &[u8], members: &[&[u8]]) -> Result<()> {
         let (open, name) = self.write(key)?;
-        let member = self.string(member);
-        let mut deleted: c_int = 0;
-        unsafe { api!(RedisModule_ZsetRem)(open, member.inner, &mut deleted) };
-        if deleted == 0 {
+        let mut removed = Vec::with_capacity(members.len());
+        for member in members {
+            let member = self.string(member);
+            let mut deleted: c_int = 0;
+            unsafe { api!(RedisModule_ZsetRem)(open, member.inner, &mut deleted) };
+            if deleted != 0 {
+                removed.push(member);
+            }
+        }
+        if removed.is_empty() {
             return Ok(());
         }
-        replicate!(self.ctx, c"ZREM", c"ss", name, member.inner);
+        let mut argv: Vec<*mut raw::RedisModuleString> = removed.iter().map(|member| member.inner).collect();
+        replicate!(self.ctx, c"ZREM", c"sv", name, argv.as_mut_ptr(), argv.len());
         self.notify(NotifyEvent::ZSET, c"zrem", name);
         self.notify_if_emptied(open, name);
         Ok(())

@@ -6,12 +6,14 @@
 mod countdown;
 mod fair;
 mod fenced;
+mod permit_semaphore;
 mod rwlock;
 mod semaphore;
 
 use redis::{Cmd, ConnectionLike, RedisResult, Script};
 
 pub use fair::FairScripts;
+pub use permit_semaphore::PermitSemaphoreScripts;
 pub use rwlock::RwScripts;
 pub use {countdown::LatchScripts, fenced::FencedScripts, semaphore::SemaphoreScripts};
 

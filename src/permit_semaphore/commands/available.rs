@@ -1,0 +1,28 @@
+use super::KEY_FLAGS;
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::permit_semaphore::PermitSemaphore;
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RPSEM.AVAILABLE key`: the available permits (0 when the semaphore does not exist), once the expired permits are reclaimed.
+fn available(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    args.done()?;
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    Ok(RedisValue::Integer(PermitSemaphore::new(name.as_slice()).available(&mut keys, now_ms())?))
+}
+
+command!(
+    available,
+    c"write fast",
+    CommandInfo {
+        name: c"rpsem.available",
+        summary:
+            c"Reclaims the expired permits, then replies the available permits (0 when the semaphore does not exist).",
+        arity: 2,
+        key_flags: KEY_FLAGS,
+        args: &[],
+    },
+);

@@ -1,0 +1,369 @@
+//! Differential test of the permit-expirable semaphore: random sequences
+//! from several clients run through our Lua transcription of Redisson's
+//! scripts and through the RPSEM commands, on twin names in one MULTI per
+//! step. Replies, stored counts, the permits (ids and expiries, within a
+//! few ms: the scripts are given the server's clock read just before the
+//! step, the commands read it themselves), the keys' expiries and the
+//! messages must match at every step. Leases of a few ms run out
+//! mid-sequence.
+//!
+//! Where the commands deliberately differ, their own rule is checked:
+//! - every command first reclaims every expired permit: the script twin
+//!   runs Redisson's availablePermits (which does just that) before each
+//!   step's script, in the same MULTI;
+//! - releasing one permit whose lease had run out replies -1 (Redisson: 0);
+//! - addPermits keeps the count's expiry (Redisson's SET drops it, #3224);
+//!   the script twin then takes the commands' expiry, to go on in step.
+
+use redis::{Connection, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+use testkit::{quiet_now, twin, PermitSemaphoreScripts, Rng, Server, Side, StepMessages};
+
+const SEQUENCES: usize = 100;
+const STEPS: usize = 25;
+/// The scripts' `now` is read before the step is sent: the commands' clock
+/// is later by the round trip, more on a loaded machine.
+const TOLERANCE_MS: i64 = 20;
+const GUARD_MS: i64 = 20;
+const NAMES: [&[u8]; 2] = [b"psem", b"{t}p"];
+const NEVER: i64 = rlock_protocol::PERMIT_NEVER_EXPIRES;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    /// Lease (`None`: -1) and the ids.
+    TryAcquire(Option<i64>, Vec<Vec<u8>>),
+    Release(Vec<u8>),
+    ReleaseAll(Vec<Vec<u8>>),
+    UpdateLease(Vec<u8>, Option<i64>),
+    Lease(Vec<u8>),
+    Available,
+    Permits,
+    Acquired,
+    TrySetPermits(i64, Option<i64>),
+    SetPermits(i64),
+    AddPermits(i64),
+}
+
+/// A lease of a few ms (so that it runs out mid-sequence), or -1.
+fn random_lease(rng: &mut Rng) -> Option<i64> {
+    (!rng.chance(20)).then(|| 20 + rng.below(80) as i64)
+}
+
+/// An id acquired before in this sequence (held, released or expired), or
+/// one never seen.
+fn random_id(rng: &mut Rng, known: &[Vec<u8>]) -> Vec<u8> {
+    if known.is_empty() || rng.chance(15) {
+        rng.bytes(16)
+    } else {
+        rng.pick(known).clone()
+    }
+}
+
+/// `known`: the ids acquired so far in the sequence; `held`: those held.
+fn random_op(rng: &mut Rng, known: &[Vec<u8>], held: &[Vec<u8>]) -> Op {
+    match rng.below(100) {
+        0..=29 => Op::TryAcquire(random_lease(rng), (0..1 + rng.below(3)).map(|_| rng.bytes(16)).collect()),
+        30..=44 if !held.is_empty() && rng.chance(60) => Op::Release(rng.pick(held).clone()),
+        30..=44 => Op::Release(random_id(rng, known)),
+        45..=49 if held.len() >= 2 => {
+            let mut ids = held.to_vec();
+            ids.truncate(2 + rng.below(held.len() as u64 - 1) as usize);
+            Op::ReleaseAll(ids)
+        }
+        45..=51 => {
+            let mut ids: Vec<Vec<u8>> = (0..2 + rng.below(2)).map(|_| random_id(rng, known)).collect();
+            ids.sort();
+            ids.dedup();
+            if ids.len() < 2 {
+                ids.push(rng.bytes(16));
+            }
+            Op::ReleaseAll(ids)
+        }
+        52..=59 => Op::UpdateLease(random_id(rng, known), random_lease(rng)),
+        60..=65 => Op::Lease(random_id(rng, known)),
+        66..=69 => Op::Available,
+        70..=72 => Op::Permits,
+        73..=75 => Op::Acquired,
+        76..=85 => Op::TrySetPermits(rng.below(5) as i64, rng.chance(40).then(|| 30 + rng.below(150) as i64)),
+        86..=91 => Op::SetPermits(rng.below(6) as i64),
+        _ => Op::AddPermits(rng.below(8) as i64 - 4),
+    }
+}
+
+/// Each twin's count, its expiry, its permits by id and their expiry.
+#[derive(Debug, Clone, Default)]
+struct Twin {
+    count: Option<Vec<u8>>,
+    count_at: i64,
+    permits: HashMap<Vec<u8>, i64>,
+    permits_at: i64,
+}
+
+fn timeouts(name: &[u8]) -> Vec<u8> {
+    rlock_protocol::permit_timeout_key(name)
+}
+
+fn read_twins(pipe: &mut redis::Pipeline, name: &[u8]) {
+    for side in [Side::Scripts, Side::Commands] {
+        let name = twin(side, name);
+        pipe.cmd("GET").arg(&name).cmd("PEXPIRETIME").arg(&name);
+        pipe.cmd("ZRANGE").arg(timeouts(&name)).arg(0).arg(-1).arg("WITHSCORES");
+        pipe.cmd("PEXPIRETIME").arg(timeouts(&name));
+    }
+}
+
+fn parse_twins(values: &[Value]) -> [Twin; 2] {
+    let parse = |values: &[Value]| {
+        let flat: Vec<Vec<u8>> = redis::from_redis_value(values[2].clone()).unwrap();
+        let permits = flat
+            .chunks(2)
+            .map(|pair| (pair[0].clone(), String::from_utf8_lossy(&pair[1]).parse::<f64>().unwrap() as i64))
+            .collect();
+        Twin {
+            count: redis::from_redis_value(values[0].clone()).unwrap(),
+            count_at: redis::from_redis_value(values[1].clone()).unwrap(),
+            permits,
+            permits_at: redis::from_redis_value(values[3].clone()).unwrap(),
+        }
+    };
+    [parse(&values[..4]), parse(&values[4..8])]
+}
+
+fn state(con: &mut Connection, name: &[u8]) -> [Twin; 2] {
+    let mut pipe = redis::pipe();
+    read_twins(&mut pipe, name);
+    parse_twins(&pipe.query::<Vec<Value>>(con).unwrap())
+}
+
+/// Every absolute time a step could cross: both twins' key expiries and
+/// permit expiries.
+fn deadlines(con: &mut Connection, name: &[u8]) -> Vec<i64> {
+    state(con, name)
+        .into_iter()
+        .flat_map(|twin| {
+            let permits = twin.permits.into_values().filter(|at| *at != NEVER);
+            permits.chain([twin.count_at, twin.permits_at]).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The step in one MULTI: the scripts' reclaim (availablePermits), the
+/// script, the command, then each twin's state.
+fn run_step(
+    con: &mut Connection,
+    scripts: &PermitSemaphoreScripts,
+    op: &Op,
+    name: &[u8],
+    now: i64,
+    step: usize,
+) -> Vec<Value> {
+    let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
+    let lease_arg = |lease: &Option<i64>| lease.unwrap_or(-1);
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    pipe.add_command(scripts.available(&s, now));
+    match op {
+        Op::TryAcquire(lease, ids) => pipe
+            .add_command(scripts.try_acquire(&s, &slices(ids), *lease, now))
+            .cmd("RPSEM.TRYACQUIRE")
+            .arg(&c)
+            .arg(lease_arg(lease))
+            .arg(ids),
+        Op::Release(id) => pipe.add_command(scripts.release(&s, id, now)).cmd("RPSEM.RELEASE").arg(&c).arg(id),
+        Op::ReleaseAll(ids) => {
+            pipe.add_command(scripts.release_all(&s, &slices(ids), now)).cmd("RPSEM.RELEASE").arg(&c).arg(ids)
+        }
+        Op::UpdateLease(id, lease) => pipe
+            .add_command(scripts.update_lease(&s, id, *lease, now))
+            .cmd("RPSEM.UPDATELEASE")
+            .arg(&c)
+            .arg(id)
+            .arg(lease_arg(lease)),
+        Op::Lease(id) => pipe.add_command(scripts.lease(&s, id, now)).cmd("RPSEM.LEASE").arg(&c).arg(id),
+        Op::Available => pipe.add_command(scripts.available(&s, now)).cmd("RPSEM.AVAILABLE").arg(&c),
+        Op::Permits => pipe.add_command(scripts.permits(&s, now)).cmd("RPSEM.PERMITS").arg(&c),
+        Op::Acquired => pipe.add_command(scripts.acquired(&s, now)).cmd("RPSEM.ACQUIRED").arg(&c),
+        Op::TrySetPermits(n, None) => {
+            pipe.add_command(scripts.try_set_permits(&s, *n, None)).cmd("RPSEM.TRYSETPERMITS").arg(&c).arg(n)
+        }
+        Op::TrySetPermits(n, Some(ttl)) => pipe
+            .add_command(scripts.try_set_permits(&s, *n, Some(*ttl)))
+            .cmd("RPSEM.TRYSETPERMITS")
+            .arg(&c)
+            .arg(n)
+            .arg("PX")
+            .arg(ttl),
+        Op::SetPermits(n) => pipe.add_command(scripts.set_permits(&s, *n)).cmd("RPSEM.SETPERMITS").arg(&c).arg(n),
+        Op::AddPermits(d) => pipe.add_command(scripts.add_permits(&s, *d)).cmd("RPSEM.ADDPERMITS").arg(&c).arg(d),
+    };
+    read_twins(&mut pipe, name);
+    pipe.cmd("TIME");
+    StepMessages::mark(&mut pipe, step);
+    pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
+}
+
+fn slices(ids: &[Vec<u8>]) -> Vec<&[u8]> {
+    ids.iter().map(Vec::as_slice).collect()
+}
+
+fn close(a: i64, b: i64) -> bool {
+    a == b || (a > 0 && b > 0 && (a - b).abs() <= TOLERANCE_MS)
+}
+
+/// An integer reply, or a count as a bulk string (availablePermits' GET).
+fn number(value: &Value) -> i64 {
+    match value {
+        Value::Int(n) => *n,
+        other => redis::from_redis_value::<String>(other.clone()).unwrap().parse().unwrap(),
+    }
+}
+
+/// Counts of the cases a random run must reach.
+#[derive(Debug, Default)]
+struct Seen {
+    acquired: usize,
+    hints: usize,
+    released: usize,
+    lapsed: usize,
+    released_all: usize,
+    updated: usize,
+    kept_ttl: usize,
+    /// Steps leaving a negative count (where a reclaim publishes nothing).
+    negative: usize,
+}
+
+/// Checks one step's replies (`script`, `command`); `before` is the
+/// commands twin's state before the step.
+fn check_replies(op: &Op, script: &Value, command: &Value, before: &Twin, now: i64, seen: &mut Seen, context: &str) {
+    match op {
+        Op::TryAcquire(..) => match (script, command) {
+            (Value::Nil, Value::Nil) => {}
+            (s, c) => {
+                let (s, c): (String, String) =
+                    (redis::from_redis_value(s.clone()).unwrap(), redis::from_redis_value(c.clone()).unwrap());
+                if c == "OK" {
+                    assert_eq!(s, c, "{context}: reply");
+                    seen.acquired += 1;
+                } else {
+                    let at = |hint: &str| hint.strip_prefix(':').and_then(|ms| ms.parse::<i64>().ok());
+                    let (s_at, c_at) = (at(&s).unwrap(), at(&c).unwrap_or_else(|| panic!("{context}: {c}")));
+                    assert!(close(s_at, c_at), "{context}: hint {s} vs {c}");
+                    seen.hints += 1;
+                }
+            }
+        },
+        Op::Release(id) => {
+            let (s, c) = (number(script), number(command));
+            if c == -1 {
+                assert_eq!(s, 0, "{context}: Redisson says 0 for a lapsed lease");
+                let at = before.permits.get(id).copied();
+                assert!(at.is_some_and(|at| at <= now), "{context}: -1 for a permit expiring at {at:?}");
+                seen.lapsed += 1;
+            } else {
+                assert_eq!(s, c, "{context}: reply");
+                seen.released += usize::from(c == 1);
+            }
+        }
+        Op::Lease(_) => {
+            let (s, c) = (number(script), number(command));
+            assert!(close(s, c), "{context}: lease {s} vs {c}");
+        }
+        Op::Available | Op::Permits | Op::Acquired => assert_eq!(number(script), number(command), "{context}"),
+        _ => {
+            assert_eq!(script, command, "{context}: reply");
+            seen.released_all += usize::from(matches!(op, Op::ReleaseAll(_)) && *command != Value::Int(0));
+            seen.updated += usize::from(matches!(op, Op::UpdateLease(..)) && *command == Value::Int(1));
+        }
+    }
+}
+
+fn check_state(scripts: &Twin, commands: &Twin, context: &str) {
+    assert_eq!(scripts.count, commands.count, "{context}: count");
+    assert!(close(scripts.count_at, commands.count_at), "{context}: count expiry {scripts:?} vs {commands:?}");
+    assert!(close(scripts.permits_at, commands.permits_at), "{context}: permits' expiry {scripts:?} vs {commands:?}");
+    let mut ids: Vec<&Vec<u8>> = scripts.permits.keys().collect();
+    ids.sort();
+    let mut command_ids: Vec<&Vec<u8>> = commands.permits.keys().collect();
+    command_ids.sort();
+    assert_eq!(ids, command_ids, "{context}: permits");
+    for id in ids {
+        let (s, c) = (scripts.permits[id], commands.permits[id]);
+        assert!(close(s, c), "{context}: expiry of {id:?}: {s} vs {c}");
+    }
+}
+
+#[test]
+fn permit_semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
+    let server = Server::start();
+    let mut clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
+    let scripts = PermitSemaphoreScripts::default();
+    scripts.load(&mut clients[0]).unwrap();
+    let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
+    let mut rng = Rng::from_env("permit_semaphore_differential");
+    let (mut step, mut seen) = (0, Seen::default());
+    for sequence in 0..SEQUENCES {
+        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
+        let mut known: [Vec<Vec<u8>>; 2] = Default::default();
+        for index in 0..STEPS {
+            let con = &mut clients[rng.below(3) as usize];
+            let which = rng.below(NAMES.len() as u64) as usize;
+            let name = NAMES[which];
+            if rng.chance(30) {
+                std::thread::sleep(Duration::from_millis(rng.below(40)));
+            }
+            let now = quiet_now(con, GUARD_MS, |con| deadlines(con, name));
+            let [_, before] = state(con, name);
+            let mut held: Vec<Vec<u8>> = before.permits.keys().cloned().collect();
+            held.sort();
+            let op = random_op(&mut rng, &known[which], &held);
+            let replies = run_step(con, &scripts, &op, name, now, step);
+            step += 1;
+            let (seconds, micros): (i64, i64) = redis::from_redis_value(replies[11].clone()).unwrap();
+            let latency = seconds * 1000 + micros / 1000 - now;
+            let context = format!(
+                "sequence {sequence} step {index}: {op:?} on {:?} at {now}, {latency} ms before the step's end",
+                String::from_utf8_lossy(name)
+            );
+            check_replies(&op, &replies[1], &replies[2], &before, now, &mut seen, &context);
+            let [s_after, c_after] = parse_twins(&replies[3..11]);
+            let count = c_after.count.as_deref().map(|count| String::from_utf8_lossy(count).parse::<i64>().unwrap());
+            seen.negative += usize::from(count.is_some_and(|count| count < 0));
+            if let (Op::TryAcquire(_, ids), Value::BulkString(ok)) = (&op, &replies[2]) {
+                if ok == b"OK" {
+                    known[which].extend(ids.iter().cloned());
+                }
+            }
+            if matches!(op, Op::AddPermits(_)) && before.count_at > 0 && c_after.count.is_some() {
+                // The commands' rule: the expiry is kept.
+                assert_eq!(c_after.count_at, before.count_at, "{context}: the expiry is kept");
+                seen.kept_ttl += 1;
+                let _: () =
+                    redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_after.count_at).query(con).unwrap();
+                let s_after = Twin { count_at: c_after.count_at, ..s_after };
+                check_state(&s_after, &c_after, &context);
+            } else {
+                check_state(&s_after, &c_after, &context);
+            }
+        }
+    }
+    let messages = messages.finish(&mut clients[0]);
+    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
+    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
+        messages.into_iter().map(|m| (m.step, m.channel, m.payload)).collect()
+    };
+    let from_scripts = strip(from_scripts);
+    assert_eq!(from_scripts, strip(from_commands), "messages differ");
+    eprintln!("permit semaphore differential: {} messages, {seen:?}", from_scripts.len());
+    assert!(
+        seen.acquired > 150
+            && seen.hints > 20
+            && seen.released > 30
+            && seen.lapsed > 1
+            && seen.released_all > 2
+            && seen.updated > 8
+            && seen.kept_ttl > 3
+            && seen.negative > 20,
+        "too few cases reached: {seen:?}"
+    );
+}
