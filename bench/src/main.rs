@@ -97,8 +97,8 @@ async fn main() {
         println!("### {}\n\n{}", family.name, family.table);
     }
 
-    println!("## 7. Semaphore, count-down latch, fenced lock: server cost per operation ({})\n", appendonly(false));
-    println!("Where one operation is measured, the step that sets its key up (`RLATCH.TRYSETCOUNT` before a");
+    println!("## 7. Semaphores, count-down latch, fenced lock: server cost per operation ({})\n", appendonly(false));
+    println!("Where one operation is measured, the step that sets its key up (`RPSEM.TRYSETPERMITS`, `RLATCH.TRYSETCOUNT` before a");
     println!("count-down, `RLOCK.RELEASE` after a fenced acquire) runs natively in every style and is not");
     println!("counted. \"The same effects\" are the writes the native command replicates, as Redis commands.\n");
     let synchronizers = tokio::task::block_in_place(|| synchronizers_cost::run(&server));
