@@ -34,7 +34,7 @@ async fn main() {
     println!("bench program on loopback. Every ratio compares figures measured side by side in this run.\n");
     println!("## Machine\n\n{}", report::machine());
 
-    // `rlock-bench cost family synchronizers` runs only those sections (for development;
+    // `rlock-bench cost family synchronizers handoff` runs only those sections (for development;
     // `make bench` runs them all).
     let only: Vec<String> = std::env::args().skip(1).collect();
     if !only.is_empty() {
@@ -47,6 +47,9 @@ async fn main() {
                 for family in tokio::task::block_in_place(|| synchronizers_cost::run(&server)) {
                     println!("{}\n{}", family.name, family.table);
                 }
+            }
+            if !aof && only.iter().any(|s| s == "handoff") {
+                println!("{}", handoff::run(&server).await.0);
             }
             if only.iter().any(|s| s == "family") {
                 for family in tokio::task::block_in_place(|| family_cost::run(&server)) {
@@ -76,8 +79,10 @@ async fn main() {
     let server = server(false);
     println!("## 3. Contended hand-off ({})\n", appendonly(false));
     println!("Waiters take turns on one lock, holding it 1 ms. Latency is from the holder starting its");
-    println!("release to the next holder's acquire returning. Polling retries RLOCK.ACQUIRE at a fixed");
-    println!("interval (100 ms: redis-py's default; 200 ms: the Redlock libraries').\n");
+    println!("release to the next holder's acquire returning; a wait is from a waiter wanting the lock to");
+    println!("holding it. \"Redisson-protocol scripts, pub/sub\" is Redisson's own waiting: its scripts, one");
+    println!("subscription per client, each message letting one waiter try again. Polling retries");
+    println!("RLOCK.ACQUIRE at a fixed interval (100 ms: redis-py's default; 200 ms: the Redlock libraries').\n");
     let (handoff, pubsub) = handoff::run(&server).await;
     println!("{handoff}");
 
