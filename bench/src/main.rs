@@ -34,7 +34,7 @@ async fn main() {
     println!("bench program on loopback. Every ratio compares figures measured side by side in this run.\n");
     println!("## Machine\n\n{}", report::machine());
 
-    // `rlock-bench cost family synchronizers handoff` runs only those sections (for development;
+    // `rlock-bench cost family synchronizers handoff e2e` runs only those sections (for development;
     // `make bench` runs them all).
     let only: Vec<String> = std::env::args().skip(1).collect();
     if !only.is_empty() {
@@ -47,6 +47,9 @@ async fn main() {
                 for family in tokio::task::block_in_place(|| synchronizers_cost::run(&server)) {
                     println!("{}\n{}", family.name, family.table);
                 }
+            }
+            if only.iter().any(|s| s == "e2e") {
+                println!("{}", client_e2e::run(&server).await);
             }
             if !aof && only.iter().any(|s| s == "handoff") {
                 println!("{}", handoff::run(&server).await.0);

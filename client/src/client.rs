@@ -1,10 +1,12 @@
 use crate::connection::{Connection, Deployment};
 use crate::error::{Error, Result};
+use crate::latch::CountDownLatch;
 use crate::lock::{FairLock, Lock};
 use crate::lock_state::Registry;
 use crate::protocol;
 use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
 use crate::rwlock::ReadWriteLock;
+use crate::semaphore::Semaphore;
 use crate::subscriptions::Subscriptions;
 use crate::watchdog::{Watchdog, WatchdogStats};
 use redis::aio::ConnectionManager;
@@ -255,6 +257,16 @@ impl Client {
     /// (the base id `<uuid>:<thread id>`: the write side adds `:write`).
     pub fn read_write_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> ReadWriteLock {
         ReadWriteLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+    }
+
+    /// The semaphore `name` (Redisson's `getSemaphore`).
+    pub fn semaphore(&self, name: impl AsRef<[u8]>) -> Semaphore {
+        Semaphore::new(self.shared.clone(), name.as_ref())
+    }
+
+    /// The count-down latch `name` (Redisson's `getCountDownLatch`).
+    pub fn count_down_latch(&self, name: impl AsRef<[u8]>) -> CountDownLatch {
+        CountDownLatch::new(self.shared.clone(), name.as_ref())
     }
 
     /// A new owner id, `<client id>:<n>`.

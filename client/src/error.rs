@@ -5,7 +5,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum Error {
     /// The server does not know the rlock commands (RLOCK.*, or the
-    /// family's RFAIR.* and RRW.* of a module too old to have them).
+    /// family's commands of a module too old to have them).
     #[error("rlock module not loaded: the Redis server does not know the rlock commands (load it with `loadmodule /path/to/librlock.so`)")]
     ModuleNotLoaded,
     /// The lock is not held by this owner: it expired, was force-released
@@ -39,6 +39,11 @@ pub enum Error {
     /// The server replied something the protocol does not allow.
     #[error("unexpected reply from the server: {0}")]
     UnexpectedReply(String),
+    /// A write's reply was lost (connection loss, timeout): it may or may
+    /// not have taken effect, and it was not sent again, since a second one
+    /// could take effect twice (a semaphore's permits have no owner to ask).
+    #[error("the reply was lost; the request may or may not have taken effect: {0}")]
+    OutcomeUnknown(Box<Error>),
     /// A Redis error: connection, I/O or server.
     #[error(transparent)]
     Redis(redis::RedisError),
@@ -52,7 +57,9 @@ impl From<redis::RedisError> for Error {
         let unknown_command = err.code() == Some("ERR")
             && err.detail().is_some_and(|detail| {
                 detail.starts_with("unknown command")
-                    && ["RLOCK.", "RFAIR.", "RRW."].iter().any(|prefix| detail.to_ascii_uppercase().contains(prefix))
+                    && ["RLOCK.", "RFAIR.", "RRW.", "RSEM.", "RPSEM.", "RLATCH.", "RFENCED."]
+                        .iter()
+                        .any(|prefix| detail.to_ascii_uppercase().contains(prefix))
             });
         if unknown_command {
             Error::ModuleNotLoaded

@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod attempt;
+mod channel_wait;
 mod client;
 mod commands;
 mod connection;
@@ -39,6 +40,7 @@ mod guard;
 mod handle;
 mod holds;
 pub mod kind;
+mod latch;
 mod lock;
 mod lock_state;
 mod node_pipelines;
@@ -46,7 +48,9 @@ mod protocol;
 mod pubsub;
 mod release;
 mod replica_sync;
+mod requests;
 mod rwlock;
+mod semaphore;
 mod slot_map;
 mod subscriptions;
 mod waiting;
@@ -57,8 +61,10 @@ pub use client::{Client, ClientOptions, RetryOptions};
 pub use error::{Error, Result};
 pub use guard::Guard;
 pub use kind::LockKind;
+pub use latch::CountDownLatch;
 pub use lock::{FairLock, Lock, ReadLock, WriteLock};
 pub use protocol::{release_channel, MAX_LEASE};
 pub use replica_sync::ReplicaSync;
 pub use rwlock::ReadWriteLock;
+pub use semaphore::Semaphore;
 pub use watchdog::WatchdogStats;

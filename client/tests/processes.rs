@@ -3,11 +3,13 @@
 
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use testkit::Server;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout, Command};
+use tokio::process::{Child, ChildStdout};
+
+#[macro_use]
+mod common;
 
 const PROCESSES: usize = 2;
 const TASKS: usize = 8;
@@ -23,21 +25,10 @@ const FAIR_WAIT: Duration = Duration::from_millis(500);
 
 /// A worker in `role` that holds its lock, with its output lines.
 async fn start_holder(role: &str, server: &Server) -> (Child, Lines<BufReader<ChildStdout>>) {
-    let mut holder = start_worker(role, &server.url());
+    let mut holder = common::start_worker(role, &server.url());
     let mut lines = BufReader::new(holder.stdout.take().expect("piped stdout")).lines();
     wait_for_line(&mut lines, LOCKED_MARKER).await;
     (holder, lines)
-}
-
-fn start_worker(role: &str, url: &str) -> Child {
-    Command::new(std::env::current_exe().expect("test binary"))
-        .args(["worker", "--exact", "--nocapture", "--test-threads", "1"])
-        .env("RLOCK_WORKER", role)
-        .env("RLOCK_URL", url)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start a worker process")
 }
 
 /// Worker entry point; a no-op in the normal test run.
@@ -178,7 +169,7 @@ async fn wait_for_line(lines: &mut Lines<BufReader<ChildStdout>>, marker: &str) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_across_processes_loses_no_update() {
     let server = Server::start();
-    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| start_worker("counter", &server.url())).collect();
+    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| common::start_worker("counter", &server.url())).collect();
     for worker in &mut workers {
         let status =
             tokio::time::timeout(Duration::from_secs(120), worker.wait()).await.expect("worker finished").unwrap();
@@ -253,7 +244,7 @@ async fn a_holder_paused_beyond_its_lease_loses_the_lock_and_learns_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_share_and_writers_exclude_across_processes() {
     let server = Server::start();
-    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| start_worker("rw-counter", &server.url())).collect();
+    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| common::start_worker("rw-counter", &server.url())).collect();
     for worker in &mut workers {
         let status =
             tokio::time::timeout(Duration::from_secs(120), worker.wait()).await.expect("worker finished").unwrap();
@@ -279,7 +270,7 @@ async fn a_killed_head_waiter_delays_the_next_by_at_most_its_wait() {
     let options = ClientOptions::default().with_fair_wait_timeout(FAIR_WAIT);
     let client = Client::connect(server.client(), options).await.unwrap();
     let holder = client.fair_lock("fair-line").lock().await.unwrap();
-    let mut waiter = start_worker("fair-waiter", &server.url());
+    let mut waiter = common::start_worker("fair-waiter", &server.url());
     let deadline = Instant::now() + Duration::from_secs(30);
     while queued(&mut con).await < 1 {
         assert!(Instant::now() < deadline, "the worker never queued");

@@ -59,3 +59,17 @@ pub async fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()>
         }
     }
 }
+
+/// This test binary started again as a worker process in `role`: it runs
+/// only its `worker` test, which reads `RLOCK_WORKER` and `RLOCK_URL`.
+/// Killed when dropped.
+pub fn start_worker(role: &str, url: &str) -> tokio::process::Child {
+    tokio::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["worker", "--exact", "--nocapture", "--test-threads", "1"])
+        .env("RLOCK_WORKER", role)
+        .env("RLOCK_URL", url)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start a worker process")
+}

@@ -1,0 +1,116 @@
+//! Redisson's waiting loop, for every primitive: try; when refused,
+//! subscribe to the primitive's channel (then try again at once: a message
+//! may have gone out before the subscription), and from then on try again
+//! at each message or when the pause the refusal gave runs out, whichever
+//! is first. A lock pauses for its holder's PTTL; the synchronizers for at
+//! most [`FALLBACK_PERIOD`], which Redisson's semaphore lacks: a missed
+//! message (a reconnection, a change made with plain commands) then costs
+//! at most one period, never a hang.
+
+use crate::client::Shared;
+use crate::error::{Error, Result};
+use crate::subscriptions::Subscription;
+use crate::wakeups::WakeRule;
+use std::future::Future;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Longest pause between two tries while waiting.
+pub(crate) const FALLBACK_PERIOD: Duration = Duration::from_secs(1);
+
+/// One try's outcome.
+pub(crate) enum Tried<T> {
+    Done(T),
+    /// Not yet: try again at a message, or after this pause at the latest.
+    Again(Duration),
+}
+
+/// Where a waiter listens.
+pub(crate) struct Channel<'a> {
+    /// The key the channel belongs to (for cluster routing).
+    pub key: &'a [u8],
+    pub name: &'a [u8],
+    pub rule: WakeRule,
+}
+
+/// Runs `try_once` until it is done or `limit` passes (`None`: no limit;
+/// `Ok(None)` once it passes). The first try is always made and awaited;
+/// later ones are dropped at the limit, so `try_once` must be cancel-safe.
+/// Transient failures are retried within the client's retry options:
+/// `try_once` returns [`Error::is_transient`] errors only when it may be
+/// sent again safely; other errors end the wait.
+pub(crate) async fn wait_for<T, F, Fut>(
+    shared: &Shared,
+    channel: Channel<'_>,
+    limit: Option<Duration>,
+    mut try_once: F,
+) -> Result<Option<T>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Tried<T>>>,
+{
+    let deadline = limit.and_then(|limit| Instant::now().checked_add(limit));
+    let retry = &shared.options.retry;
+    let mut closed = shared.closed();
+    let mut subscription: Option<Subscription> = None;
+    let mut subscribe_tried = false;
+    let mut failures = 0;
+    let mut tries = 0;
+    loop {
+        if *closed.borrow_and_update() {
+            return Err(Error::ClientClosed);
+        }
+        if let Some(subscription) = subscription.as_mut() {
+            subscription.mark_seen();
+        }
+        let tried = match deadline.filter(|_| tries > 0) {
+            None => try_once().await,
+            Some(deadline) => match tokio::time::timeout_at(deadline, try_once()).await {
+                Ok(tried) => tried,
+                Err(_) => return Ok(None),
+            },
+        };
+        tries += 1;
+        let pause = match tried {
+            Ok(Tried::Done(value)) => return Ok(Some(value)),
+            Ok(Tried::Again(pause)) => {
+                failures = 0;
+                pause
+            }
+            Err(err) if err.is_transient() && failures < retry.attempts => {
+                failures += 1;
+                retry.delay
+            }
+            Err(err) => return Err(err),
+        };
+        let pause = match deadline {
+            None => pause,
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => pause.min(left),
+                _ => return Ok(None),
+            },
+        };
+        if !subscribe_tried {
+            subscribe_tried = true;
+            // Without pub/sub the loop still works: it polls.
+            subscription = match shared.subscriptions().await {
+                Ok(subscriptions) => subscriptions.subscribe(channel.key, channel.name, channel.rule).await.ok(),
+                Err(_) => None,
+            };
+            if subscription.is_some() {
+                continue;
+            }
+        }
+        let woken = async {
+            match subscription.as_mut() {
+                Some(subscription) => subscription.released().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = woken => {}
+            _ = tokio::time::sleep(pause) => {}
+            _ = closed.changed() => {}
+        }
+    }
+}
