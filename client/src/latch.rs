@@ -44,7 +44,7 @@ impl CountDownLatch {
     /// Sets the count of a latch that does not exist yet; false (and
     /// nothing changes) when it exists.
     pub async fn try_set_count(&self, count: u64) -> Result<bool> {
-        let set: i64 = query(&self.shared, &self.name, &command("RLATCH.TRYSETCOUNT", &self.name).arg(count)).await?;
+        let set: i64 = query(&self.shared, &self.name, command("RLATCH.TRYSETCOUNT", &self.name).arg(count)).await?;
         Ok(set == 1)
     }
 

@@ -72,7 +72,7 @@ impl Semaphore {
         let (reply_tx, reply_rx) = oneshot::channel();
         let (shared, name) = (self.shared.clone(), self.name.clone());
         self.shared.runtime.spawn(async move {
-            let reply = query::<i64>(&shared, &name, &command("RSEM.TRYACQUIRE", &name).arg(permits)).await;
+            let reply = query::<i64>(&shared, &name, command("RSEM.TRYACQUIRE", &name).arg(permits)).await;
             let taken = match reply {
                 Ok(taken) => Ok(taken == 1),
                 // Refused before it ran: safe to send again.
@@ -80,7 +80,7 @@ impl Semaphore {
                 Err(err) => Err(Error::OutcomeUnknown(Box::new(err))),
             };
             if let Err(Ok(true)) = reply_tx.send(taken) {
-                let _ = query::<()>(&shared, &name, &command("RSEM.RELEASE", &name).arg(permits)).await;
+                let _ = query::<()>(&shared, &name, command("RSEM.RELEASE", &name).arg(permits)).await;
             }
         });
         reply_rx.await.unwrap_or(Err(Error::ClientClosed))
@@ -90,7 +90,7 @@ impl Semaphore {
     /// Sent once: a lost reply is returned as an error, since sending it
     /// again could add the permits twice.
     pub async fn release(&self, permits: u32) -> Result<()> {
-        query(&self.shared, &self.name, &command("RSEM.RELEASE", &self.name).arg(permits)).await
+        query(&self.shared, &self.name, command("RSEM.RELEASE", &self.name).arg(permits)).await
     }
 
     /// The permits available now (0 when the semaphore does not exist).
@@ -109,13 +109,13 @@ impl Semaphore {
     /// Sets the permits of a semaphore that does not exist yet; false (and
     /// nothing changes) when it exists.
     pub async fn try_set_permits(&self, permits: u32) -> Result<bool> {
-        let set: i64 = query(&self.shared, &self.name, &command("RSEM.TRYSETPERMITS", &self.name).arg(permits)).await?;
+        let set: i64 = query(&self.shared, &self.name, command("RSEM.TRYSETPERMITS", &self.name).arg(permits)).await?;
         Ok(set == 1)
     }
 
     /// Adds `delta` permits (negative: removes them; the count may go
     /// below zero), keeping the key's expiry.
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        query(&self.shared, &self.name, &command("RSEM.ADDPERMITS", &self.name).arg(delta)).await
+        query(&self.shared, &self.name, command("RSEM.ADDPERMITS", &self.name).arg(delta)).await
     }
 }
