@@ -5,7 +5,8 @@
 //! attempt nobody receives gives its place up. An acquire whose reply
 //! never came is never sent again blindly: its outcome is settled first.
 
-use crate::commands::Status;
+use crate::commands::Kind;
+use crate::commands::{Acquired, Status};
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::guard::Hold;
@@ -37,9 +38,11 @@ enum Reply {
     Refused {
         retry_ms: i64,
     },
-    /// `observed`: the owner's count right after the grant, when read.
+    /// `observed`: the owner's count right after the grant, when read;
+    /// `token`: a fenced lock's fencing token (0 for other kinds).
     Granted {
         observed: Option<i64>,
+        token: i64,
     },
     /// Granted, but fewer replicas than required acknowledged it.
     Unsynced {
@@ -84,48 +87,55 @@ async fn run(
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
     let acquire = state.id.acquire(lease_ms, queue_wait_ms);
-    let (observed, lease_left, reply_tx) = match request(&mut connection, &state.id, acquire, counted, sync.as_ref())
-        .await
-    {
-        Ok(Reply::Refused { retry_ms }) => {
-            if counted > 0 {
-                state.lose(); // our owner no longer holds it
-            }
-            // Queued for a caller who is gone: nobody will take the turn.
-            if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
-                if let Some(wait_ms) = queue_wait_ms {
-                    give_up_place(&lock, &connection, wait_ms).await;
+    let (observed, lease_left, token, reply_tx) =
+        match request(&mut connection, &state.id, acquire, counted, sync.as_ref()).await {
+            Ok(Reply::Refused { retry_ms }) => {
+                if counted > 0 {
+                    state.lose(); // our owner no longer holds it
                 }
-            }
-            return;
-        }
-        Ok(Reply::Granted { observed }) => (observed, None, reply_tx),
-        Ok(Reply::Unsynced { acknowledged, required }) => {
-            give_back(&lock, &connection).await;
-            return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
-        }
-        Err(err) if err.is_transient() => {
-            let Some((observed, lease_left, reply_tx)) = settle(&lock, &mut connection, counted, err, reply_tx).await
-            else {
+                // Queued for a caller who is gone: nobody will take the turn.
+                if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
+                    if let Some(wait_ms) = queue_wait_ms {
+                        give_up_place(&lock, &connection, wait_ms).await;
+                    }
+                }
                 return;
-            };
-            // The WAIT sent with the acquire went unanswered too: ask again
-            // (it covers every write made on this connection so far).
-            if let Some(plan) = sync.as_ref() {
-                let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
-                if acknowledged < i64::from(plan.required) {
-                    give_back(&lock, &connection).await;
-                    let required = plan.required;
-                    return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
-                }
             }
-            // The grant may have run long after the request (a stalled
-            // server): the lease the read saw is the better estimate.
-            (Some(observed), lease_left, reply_tx)
-        }
-        Err(err) => return drop(reply_tx.send(Err(err))),
-    };
-    let granted = Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left };
+            Ok(Reply::Granted { observed, token }) => (observed, None, token, reply_tx),
+            Ok(Reply::Unsynced { acknowledged, required }) => {
+                give_back(&lock, &connection).await;
+                return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
+            }
+            Err(err) if err.is_transient() => {
+                let Some((observed, lease_left, reply_tx)) =
+                    settle(&lock, &mut connection, counted, err, reply_tx).await
+                else {
+                    return;
+                };
+                // A fenced grant whose reply was lost has a token nobody knows
+                // (reading the last one may read a later holder's): give it
+                // back, and let the caller try again for a token of its own.
+                if state.id.kind == Kind::Fenced {
+                    give_back(&lock, &connection).await;
+                    return drop(reply_tx.send(Err(token_lost())));
+                }
+                // The WAIT sent with the acquire went unanswered too: ask again
+                // (it covers every write made on this connection so far).
+                if let Some(plan) = sync.as_ref() {
+                    let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
+                    if acknowledged < i64::from(plan.required) {
+                        give_back(&lock, &connection).await;
+                        let required = plan.required;
+                        return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
+                    }
+                }
+                // The grant may have run long after the request (a stalled
+                // server): the lease the read saw is the better estimate.
+                (Some(observed), lease_left, 0, reply_tx)
+            }
+            Err(err) => return drop(reply_tx.send(Err(err))),
+        };
+    let granted = Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left, token };
     let orphaned = grant(&lock, granted, reply_tx);
     release_orphans(&lock, &connection, orphaned).await;
 }
@@ -142,6 +152,8 @@ struct Granted {
     observed: Option<i64>,
     /// The lease left as read later, `(read sent at, lease left)`.
     lease_left: Option<(Instant, Duration)>,
+    /// A fenced lock's fencing token (0 for other kinds).
+    token: i64,
 }
 
 /// Records the hold and hands it over; a closed client gives it back.
@@ -149,7 +161,7 @@ struct Granted {
 /// lost while the acquire was under way (its own lease estimate ran out),
 /// which the server still counted: nothing else will release them.
 fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
-    let Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left } = granted;
+    let Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left, token } = granted;
     let state = lock.state();
     let (ticket, orphaned) = state.update(|holds| {
         let given_up = counted > 0 && holds.count() == 0 && observed == Some(counted as i64 + 1);
@@ -161,7 +173,7 @@ fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attem
     });
     lock.shared().registry.granted.notify_one();
     // Dropped unsent (the caller is gone) or refused: the hold releases.
-    let hold = Hold::new(lock.clone(), ticket, lease);
+    let hold = Hold::new(lock.clone(), ticket, lease, token);
     // Checked after the hold is recorded: the watchdog's stop marks every
     // recorded hold lost, and a hold recorded after it is given back here.
     if lock.shared().is_closed() || lock.shared().registry.is_stopped() {
@@ -301,8 +313,11 @@ async fn request(
 ) -> Result<Reply> {
     let reentry = counted > 0;
     if !reentry && sync.is_none() {
-        let refused: Option<i64> = acquire.query_async(connection).await?;
-        return Ok(refused.map_or(Reply::Granted { observed: None }, |retry_ms| Reply::Refused { retry_ms }));
+        let reply: Value = acquire.query_async(connection).await?;
+        return Ok(match Acquired::parse(reply, id.kind)? {
+            Acquired::Refused { retry_ms } => Reply::Refused { retry_ms },
+            Acquired::Granted { token } => Reply::Granted { observed: None, token },
+        });
     }
     let mut pipe = redis::pipe();
     if reentry {
@@ -329,17 +344,24 @@ async fn request(
     } else {
         (replies.first().ok_or_else(unexpected)?, None)
     };
-    let refused: Option<i64> = value(acquired)?;
-    if let Some(retry_ms) = refused {
-        return Ok(Reply::Refused { retry_ms });
-    }
+    let token = match Acquired::parse(value(acquired)?, id.kind)? {
+        Acquired::Refused { retry_ms } => return Ok(Reply::Refused { retry_ms }),
+        Acquired::Granted { token } => token,
+    };
     if let Some(plan) = sync {
         let acknowledged: i64 = value(replies.last().ok_or_else(unexpected)?)?;
         if acknowledged < i64::from(plan.required) {
             return Ok(Reply::Unsynced { acknowledged, required: plan.required });
         }
     }
-    Ok(Reply::Granted { observed })
+    Ok(Reply::Granted { observed, token })
+}
+
+/// What a fenced acquire whose grant was given back tells its caller: a
+/// transient failure, so that the wait tries again.
+fn token_lost() -> Error {
+    let detail = "the fenced acquire's reply was lost; its grant, whose token is unknown, was given back";
+    Error::Redis(redis::RedisError::from((redis::ErrorKind::Io, "reply lost", detail.to_string())))
 }
 
 /// One reply of a pipeline; a command's error reply (inside EXEC too) as

@@ -1,7 +1,7 @@
 use crate::connection::{Connection, Deployment};
 use crate::error::{Error, Result};
 use crate::latch::CountDownLatch;
-use crate::lock::{FairLock, Lock};
+use crate::lock::{FairLock, FencedLock, Lock};
 use crate::lock_state::Registry;
 use crate::protocol;
 use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
@@ -245,6 +245,17 @@ impl Client {
     /// A handle on the fair lock `name` with an explicit owner id.
     pub fn fair_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> FairLock {
         FairLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+    }
+
+    /// A new handle on the fenced lock `name` (Redisson's `getFencedLock`),
+    /// with its own owner id.
+    pub fn fenced_lock(&self, name: impl AsRef<[u8]>) -> FencedLock {
+        self.fenced_lock_with_owner(name, self.next_owner())
+    }
+
+    /// A handle on the fenced lock `name` with an explicit owner id.
+    pub fn fenced_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> FencedLock {
+        FencedLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
     }
 
     /// A new handle on the read-write lock `name` (Redisson's

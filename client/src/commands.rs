@@ -1,5 +1,5 @@
 //! What differs between the lock kinds the client speaks for: each kind's
-//! commands (RLOCK.*, RFAIR.*, RRW.* READ|WRITE), the channel its waiters
+//! commands (RLOCK.*, RFAIR.*, RRW.* READ|WRITE, RFENCED.ACQUIRE), the channel its waiters
 //! listen on and which messages wake them, and how its STATUS reply reads.
 //! Everything else (attempts, settling, releases, the watchdog) is shared.
 
@@ -21,12 +21,16 @@ pub enum Kind {
     Read,
     /// The write side: RRW.* WRITE.
     Write,
+    /// Redisson's fenced lock: RFENCED.ACQUIRE (which also replies a
+    /// fencing token), the rest RLOCK.* on the same key.
+    Fenced,
 }
 
 impl Kind {
-    fn prefix(self) -> &'static str {
+    fn prefix(self, verb: &str) -> &'static str {
         match self {
-            Kind::Plain => "RLOCK",
+            Kind::Fenced if verb == "ACQUIRE" => "RFENCED",
+            Kind::Plain | Kind::Fenced => "RLOCK",
             Kind::Fair => "RFAIR",
             Kind::Read | Kind::Write => "RRW",
         }
@@ -37,7 +41,7 @@ impl Kind {
         match self {
             Kind::Read => Some("READ"),
             Kind::Write => Some("WRITE"),
-            Kind::Plain | Kind::Fair => None,
+            Kind::Plain | Kind::Fair | Kind::Fenced => None,
         }
     }
 
@@ -53,21 +57,21 @@ impl Kind {
     pub(crate) fn wake_rule(self) -> WakeRule {
         match self {
             Kind::Read => WakeRule::EveryMessage,
-            Kind::Plain | Kind::Fair | Kind::Write => WakeRule::OneOnRelease,
+            Kind::Plain | Kind::Fair | Kind::Write | Kind::Fenced => WakeRule::OneOnRelease,
         }
     }
 
     /// The field of the kind's STATUS reply that counts the owner's holds.
     fn count_field(self) -> &'static str {
         match self {
-            Kind::Plain | Kind::Fair => "hold_count",
+            Kind::Plain | Kind::Fair | Kind::Fenced => "hold_count",
             Kind::Read => "read_count",
             Kind::Write => "write_count",
         }
     }
 
     fn cmd(self, verb: &str, name: &[u8]) -> Cmd {
-        let mut cmd = redis::cmd(&format!("{}.{verb}", self.prefix()));
+        let mut cmd = redis::cmd(&format!("{}.{verb}", self.prefix(verb)));
         cmd.arg(name);
         cmd
     }
@@ -77,7 +81,7 @@ impl LockId {
     /// The channel this lock's waiters listen on.
     pub fn channel(&self) -> Vec<u8> {
         match self.kind {
-            Kind::Plain => rlock_protocol::release_channel(&self.name),
+            Kind::Plain | Kind::Fenced => rlock_protocol::release_channel(&self.name),
             Kind::Fair => rlock_protocol::fair_waiter_channel(&self.name, &self.owner),
             Kind::Read | Kind::Write => rlock_protocol::rwlock_channel(&self.name),
         }
@@ -149,6 +153,31 @@ impl LockId {
     }
 }
 
+/// An acquire's reply: refused (try again in `retry_ms`, -1: no expiry),
+/// or granted with the fencing token of a fenced lock (0 for other kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquired {
+    Refused { retry_ms: i64 },
+    Granted { token: i64 },
+}
+
+impl Acquired {
+    /// Reads `kind`'s acquire reply: nil or a PTTL; a fenced lock's
+    /// `[-1, token]` or `[pttl, -1]`.
+    pub fn parse(reply: Value, kind: Kind) -> Result<Self> {
+        let unexpected = || Error::UnexpectedReply(format!("acquire replied {reply:?}"));
+        if kind != Kind::Fenced {
+            let refused: Option<i64> = redis::from_redis_value(reply.clone()).map_err(|_| unexpected())?;
+            return Ok(refused.map_or(Acquired::Granted { token: 0 }, |retry_ms| Acquired::Refused { retry_ms }));
+        }
+        match redis::from_redis_value::<(i64, i64)>(reply.clone()).map_err(|_| unexpected())? {
+            (-1, token) if token > 0 => Ok(Acquired::Granted { token }),
+            (retry_ms, -1) if retry_ms >= 0 => Ok(Acquired::Refused { retry_ms }),
+            _ => Err(unexpected()),
+        }
+    }
+}
+
 /// A STATUS reply, as the client reads it for one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Status {
@@ -178,7 +207,7 @@ impl Status {
         // Redisson's isLocked of each side: the read side is locked while
         // anyone reads (a writer may read too), the write side while written.
         let locked = match kind {
-            Kind::Plain | Kind::Fair => int("locked")? == 1,
+            Kind::Plain | Kind::Fair | Kind::Fenced => int("locked")? == 1,
             Kind::Read => mode.as_deref() == Some("read") || (mode.as_deref() == Some("write") && int("readers")? > 0),
             Kind::Write => mode.as_deref() == Some("write"),
         };
@@ -207,7 +236,7 @@ mod tests {
     #[test]
     fn each_kind_sends_its_commands() {
         let latch = Some((b"r1".as_slice(), Duration::from_millis(5000)));
-        let cases: [(Cmd, &str); 14] = [
+        let cases: [(Cmd, &str); 17] = [
             (id(Kind::Plain).acquire(100, Some(7)), "RLOCK.ACQUIRE orders u:1 100"),
             (id(Kind::Fair).acquire(100, Some(7)), "RFAIR.ACQUIRE orders u:1 100 WAIT 7"),
             (id(Kind::Fair).acquire(100, None), "RFAIR.ACQUIRE orders u:1 100"),
@@ -222,6 +251,9 @@ mod tests {
             (id(Kind::Write).status(), "RRW.STATUS orders u:1"),
             (id(Kind::Read).force_release(), "RRW.FORCERELEASE orders READ"),
             (id(Kind::Fair).cancel(300), "RFAIR.CANCEL orders u:1 WAIT 300"),
+            (id(Kind::Fenced).acquire(100, Some(7)), "RFENCED.ACQUIRE orders u:1 100"),
+            (id(Kind::Fenced).release(100, None), "RLOCK.RELEASE orders u:1 100"),
+            (id(Kind::Fenced).renew(100), "RLOCK.RENEW orders u:1 100"),
         ];
         for (cmd, expected) in cases {
             assert_eq!(args(&cmd).join(" "), expected);
@@ -234,6 +266,26 @@ mod tests {
         assert_eq!(id(Kind::Fair).channel(), b"redisson_lock__channel:{orders}:u:1");
         assert_eq!(id(Kind::Read).channel(), b"redisson_rwlock:{orders}");
         assert_eq!(id(Kind::Write).channel(), id(Kind::Read).channel());
+        assert_eq!(id(Kind::Fenced).channel(), id(Kind::Plain).channel());
+    }
+
+    #[test]
+    fn acquire_replies_of_each_kind() {
+        let pair = |a, b| Value::Array(vec![Int(a), Int(b)]);
+        let cases = [
+            (Nil, Kind::Plain, Some(Acquired::Granted { token: 0 })),
+            (Int(900), Kind::Fair, Some(Acquired::Refused { retry_ms: 900 })),
+            (Int(-1), Kind::Plain, Some(Acquired::Refused { retry_ms: -1 })),
+            (pair(-1, 7), Kind::Fenced, Some(Acquired::Granted { token: 7 })),
+            (pair(900, -1), Kind::Fenced, Some(Acquired::Refused { retry_ms: 900 })),
+            (pair(-1, -1), Kind::Fenced, None),
+            (pair(-1, 0), Kind::Fenced, None),
+            (Nil, Kind::Fenced, None),
+            (pair(1, 2), Kind::Plain, None),
+        ];
+        for (reply, kind, expected) in cases {
+            assert_eq!(Acquired::parse(reply.clone(), kind).ok(), expected, "{reply:?} as {kind:?}");
+        }
     }
 
     fn pairs(fields: &[(&str, Value)]) -> Value {

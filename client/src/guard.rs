@@ -1,7 +1,7 @@
 use crate::error::{Error, Result};
 use crate::handle::Handle;
 use crate::holds::{Released, Ticket};
-use crate::kind::{LockKind, Plain};
+use crate::kind::{Fenced, LockKind, Plain};
 use crate::lock::Lock;
 use crate::protocol;
 use crate::release::release;
@@ -64,6 +64,17 @@ impl<K: LockKind> Guard<K> {
     }
 }
 
+impl Guard<Fenced> {
+    /// The fencing token of this acquire: greater than every token issued
+    /// for the lock before it (re-entries included). Pass it with every
+    /// write the lock protects, and have the store refuse a token lower
+    /// than the highest it has seen: a holder whose lease ran out while it
+    /// was paused then cannot overwrite its successor's work.
+    pub fn token(&self) -> i64 {
+        self.hold.token
+    }
+}
+
 /// One hold, whatever the lock's kind: given back when dropped unreleased.
 pub(crate) struct Hold {
     handle: Handle,
@@ -73,12 +84,14 @@ pub(crate) struct Hold {
     lost: watch::Receiver<bool>,
     /// False once the hold was given back.
     held: bool,
+    /// A fenced lock's fencing token (0 for other kinds).
+    token: i64,
 }
 
 impl Hold {
-    pub fn new(handle: Handle, ticket: Ticket, lease: Duration) -> Self {
+    pub fn new(handle: Handle, ticket: Ticket, lease: Duration, token: i64) -> Self {
         let lost = handle.state().lost_signal(&ticket);
-        Self { handle, ticket, lease, lost, held: true }
+        Self { handle, ticket, lease, lost, held: true, token }
     }
 
     async fn unlock(mut self) -> Result<()> {

@@ -4,7 +4,7 @@
 
 use crate::commands::Kind;
 
-/// A kind of lock. Sealed: [`Plain`], [`Fair`], [`Read`], [`Write`].
+/// A kind of lock. Sealed: [`Plain`], [`Fair`], [`Read`], [`Write`], [`Fenced`].
 pub trait LockKind: sealed::Sealed + Send + Sync + 'static {}
 
 pub(crate) mod sealed {
@@ -38,4 +38,7 @@ kinds! {
     /// The write side of Redisson's read-write lock (`RRW.* WRITE`):
     /// excludes readers and other writers; its holder may also read.
     Write => Kind::Write;
+    /// Redisson's fenced lock (`RFENCED.ACQUIRE`, then `RLOCK.*`): an
+    /// `RLock` whose every acquire also takes a fencing token.
+    Fenced => Kind::Fenced;
 }

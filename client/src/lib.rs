@@ -62,7 +62,7 @@ pub use error::{Error, Result};
 pub use guard::Guard;
 pub use kind::LockKind;
 pub use latch::CountDownLatch;
-pub use lock::{FairLock, Lock, ReadLock, WriteLock};
+pub use lock::{FairLock, FencedLock, Lock, ReadLock, WriteLock};
 pub use protocol::{release_channel, MAX_LEASE};
 pub use replica_sync::ReplicaSync;
 pub use rwlock::ReadWriteLock;

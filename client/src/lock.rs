@@ -3,7 +3,7 @@ use crate::error::Result;
 use crate::guard::Guard;
 use crate::handle::Handle;
 use crate::holds::Renewal;
-use crate::kind::{Fair, LockKind, Plain, Read, Write};
+use crate::kind::{Fair, Fenced, LockKind, Plain, Read, Write};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +29,11 @@ pub struct Lock<K: LockKind = Plain> {
 /// gives up (its limit passes, its future is dropped) leaves the queue at
 /// once.
 pub type FairLock = Lock<Fair>;
+
+/// Redisson's fenced lock: an `RLock` whose every acquire (re-entries
+/// too) takes a fencing token, [`Guard::token`](crate::Guard::token),
+/// strictly greater than all earlier ones for the lock.
+pub type FencedLock = Lock<Fenced>;
 
 /// The read side of a [`ReadWriteLock`](crate::ReadWriteLock): held by any
 /// number of readers at once, never while someone else writes.
