@@ -3,6 +3,7 @@ use crate::error::{Error, Result};
 use crate::latch::CountDownLatch;
 use crate::lock::{FairLock, FencedLock, Lock};
 use crate::lock_state::Registry;
+use crate::permits::PermitExpirableSemaphore;
 use crate::protocol;
 use crate::replica_sync::{Plan, ReplicaSync, ReplicaSyncState};
 use crate::rwlock::ReadWriteLock;
@@ -273,6 +274,12 @@ impl Client {
     /// The semaphore `name` (Redisson's `getSemaphore`).
     pub fn semaphore(&self, name: impl AsRef<[u8]>) -> Semaphore {
         Semaphore::new(self.shared.clone(), name.as_ref())
+    }
+
+    /// The permit-expirable semaphore `name` (Redisson's
+    /// `getPermitExpirableSemaphore`).
+    pub fn permit_semaphore(&self, name: impl AsRef<[u8]>) -> PermitExpirableSemaphore {
+        PermitExpirableSemaphore::new(self.shared.clone(), name.as_ref())
     }
 
     /// The count-down latch `name` (Redisson's `getCountDownLatch`).

@@ -39,6 +39,10 @@ pub enum Error {
     /// The server replied something the protocol does not allow.
     #[error("unexpected reply from the server: {0}")]
     UnexpectedReply(String),
+    /// A permit's lease had run out before its release: the semaphore had
+    /// taken it back (and the release confirmed that).
+    #[error("the permit's lease had run out before its release")]
+    PermitLapsed,
     /// A write's reply was lost (connection loss, timeout): it may or may
     /// not have taken effect, and it was not sent again, since a second one
     /// could take effect twice (a semaphore's permits have no owner to ask).
