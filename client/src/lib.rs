@@ -26,7 +26,10 @@
 //!   up leaves the queue at once) and its read-write lock
 //!   ([`Client::read_write_lock`], with [`ReadWriteLock::read`] and
 //!   [`ReadWriteLock::write`]), all with the same handle ([`Lock`]), guard
-//!   and guarantees.
+//!   and guarantees; its fenced lock ([`Client::fenced_lock`], whose guard
+//!   carries a fencing token).
+//! - Redisson's synchronizers: [`Semaphore`], [`PermitExpirableSemaphore`]
+//!   (leased permits, optionally renewed while held) and [`CountDownLatch`].
 
 #![warn(missing_docs)]
 
