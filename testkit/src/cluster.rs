@@ -16,7 +16,7 @@ impl Cluster {
     pub fn start(primaries: usize, replicas: usize) -> Self {
         let nodes: Vec<Server> = (0..primaries * (1 + replicas)).map(|_| Server::builder().cluster().start()).collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
-        let output = Command::new("redis-cli")
+        let output = Command::new(crate::server::cli_bin())
             .args(["--cluster", "create"])
             .args(&addresses)
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])

@@ -13,7 +13,7 @@ pub use events::{keyspace_events, publications};
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, RedissonScripts, RwScripts, UNLOCK_MESSAGE};
 pub use scripts::{FencedScripts, LatchScripts, PermitSemaphoreScripts, SemaphoreScripts};
-pub use server::{module_path, send_signal, Server, ServerBuilder};
+pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
 pub use tracking::{invalidated, Tracker};
 pub use twins::{quiet_now, twin, Side, StepMessage, StepMessages};
 

@@ -1,4 +1,4 @@
-//! Real `redis-server` processes for tests: OS-assigned ports, bounded
+//! Real server processes for tests (`redis-server`, or [`server_bin`]): OS-assigned ports, bounded
 //! readiness, the server log on failure, killed on drop (also on panic).
 
 use std::net::TcpListener;
@@ -29,6 +29,17 @@ pub fn module_path() -> &'static Path {
         let target = std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), PathBuf::from);
         target.join("debug").join(format!("librlock.{}", std::env::consts::DLL_EXTENSION))
     })
+}
+
+/// The server binary tests run: `RLOCK_SERVER_BIN`, else `redis-server`
+/// (`make test-valkey` points it at `valkey-server`).
+pub fn server_bin() -> String {
+    std::env::var("RLOCK_SERVER_BIN").unwrap_or_else(|_| "redis-server".into())
+}
+
+/// The matching cli: `RLOCK_CLI_BIN`, else `redis-cli`.
+pub fn cli_bin() -> String {
+    std::env::var("RLOCK_CLI_BIN").unwrap_or_else(|_| "redis-cli".into())
 }
 
 /// How to start a server.
@@ -221,7 +232,7 @@ impl Server {
     /// Starts the process and waits until it answers PING; on failure the
     /// error is the server log.
     fn spawn(&mut self) -> Result<(), String> {
-        let mut command = Command::new("redis-server");
+        let mut command = Command::new(server_bin());
         command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
@@ -238,7 +249,7 @@ impl Server {
         for (name, value) in &self.builder.config {
             command.arg(format!("--{name}")).arg(value);
         }
-        self.child = Some(command.spawn().map_err(|e| format!("spawn redis-server: {e}"))?);
+        self.child = Some(command.spawn().map_err(|e| format!("spawn {}: {e}", server_bin()))?);
         self.wait_ready()
     }
 
