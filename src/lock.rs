@@ -228,7 +228,7 @@ fn held_count<S: LockStore>(store: &S, owner: &S::Owner) -> Result<Option<i64>, 
 
 /// PTTL as Redis reports it: -2 missing, -1 no expiry, else the remaining
 /// milliseconds, never negative.
-fn pttl<S: LockStore>(store: &S, now_ms: i64) -> i64 {
+pub fn pttl<S: LockStore>(store: &S, now_ms: i64) -> i64 {
     if store.kind() == KeyKind::Missing {
         return -2;
     }

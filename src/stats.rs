@@ -16,9 +16,11 @@ static RELEASE_LATCHED: AtomicU64 = AtomicU64::new(0);
 static FORCE_RELEASED: AtomicU64 = AtomicU64::new(0);
 static RENEWED: AtomicU64 = AtomicU64::new(0);
 static RENEW_MISSED: AtomicU64 = AtomicU64::new(0);
+static GRANTED: AtomicU64 = AtomicU64::new(0);
+static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 
 /// INFO field names (Redis prefixes them with `rlock_`), in display order.
-const FIELDS: [(&str, &AtomicU64); 10] = [
+const FIELDS: [(&str, &AtomicU64); 12] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("contended", &CONTENDED),
@@ -30,6 +32,9 @@ const FIELDS: [(&str, &AtomicU64); 10] = [
     ("force_released", &FORCE_RELEASED),
     ("renewed", &RENEWED),
     ("renew_missed", &RENEW_MISSED),
+    // Blocked acquires (WAIT) granted the lock, and those whose wait ran out.
+    ("granted", &GRANTED),
+    ("wait_timeouts", &WAIT_TIMEOUTS),
 ];
 
 fn bump(counter: &AtomicU64) {
@@ -60,6 +65,14 @@ pub fn record_release(outcome: Release) {
     });
 }
 
+pub fn record_grant() {
+    bump(&GRANTED);
+}
+
+pub fn record_wait_timeout() {
+    bump(&WAIT_TIMEOUTS);
+}
+
 pub fn record_force_release(outcome: ForceRelease) {
     if outcome == ForceRelease::Released {
         bump(&FORCE_RELEASED);
@@ -74,6 +87,7 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     for (name, counter) in FIELDS {
         ctx.add_info_field_long_long(name, counter.load(Ordering::Relaxed) as i64);
     }
+    ctx.add_info_field_long_long("blocked", crate::handoff::blocking::waiting() as i64);
     Ok(())
 }
 

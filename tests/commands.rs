@@ -226,6 +226,7 @@ fn bad_input_is_refused_without_touching_anything() {
     const NOT_A_LOCK: &str = "ERR key is a hash but not a lock: a hold count is not an integer";
     const OVERFLOW: &str = "ERR hold count would overflow";
     const SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]";
+    const WAIT_SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only WAIT wait_ms";
 
     let mut cases: Vec<(Vec<&[u8]>, &str)> = vec![];
     for command in ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE"] {
@@ -233,7 +234,14 @@ fn bad_input_is_refused_without_touching_anything() {
         cases.extend([
             (vec![c], ARITY),
             (vec![c, b"held"], ARITY),
-            (vec![c, b"held", b"a", b"1000", b"extra"], if command == "RLOCK.RELEASE" { SYNTAX } else { ARITY }),
+            (
+                vec![c, b"held", b"a", b"1000", b"extra"],
+                match command {
+                    "RLOCK.RELEASE" => SYNTAX,
+                    "RLOCK.ACQUIRE" => WAIT_SYNTAX,
+                    _ => ARITY,
+                },
+            ),
             (vec![c, b"held", b"a", b"0"], NOT_POSITIVE),
             (vec![c, b"held", b"a", b"-1"], NOT_POSITIVE),
             (vec![c, b"held", b"a", b"abc"], NOT_POSITIVE),
@@ -314,7 +322,7 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
             &["write", "denyoom", "fast"],
             -3,
             &["RW", "access", "update"],
-            &["key", "owner", "lease_ms"],
+            &["key", "owner", "lease_ms", "wait_ms"],
         ),
         ("RLOCK.RENEW", &["k", "owner"], &["write", "fast"], -3, &["RW", "update"], &["key", "owner", "lease_ms"]),
         (

@@ -33,10 +33,25 @@ impl OwnerArgs {
 /// An optional `lease_ms` before keywords: a keyword where it may stand is
 /// left for the caller (a syntax error there, not a bad lease).
 pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
-    match args.next_if(|arg| !is_keyword(arg, b"ID") && !is_keyword(arg, b"PX")) {
+    match args.next_if(|arg| !is_keyword(arg, b"ID") && !is_keyword(arg, b"PX") && !is_keyword(arg, b"WAIT")) {
         None => Ok(config::default_lease_ms()),
         Some(arg) => Ok(lease::parse_lease_ms(arg.as_slice())?),
     }
+}
+
+/// An optional `WAIT wait_ms`, the rest of the arguments.
+pub fn parse_wait(mut args: impl Iterator<Item = RedisString>) -> Result<Option<i64>, RedisError> {
+    let wait_ms = match args.next() {
+        None => None,
+        Some(arg) if is_keyword(&arg, b"WAIT") => {
+            Some(lease::parse_wait_ms(args.next().ok_or(LockError::WaitSyntax)?.as_slice())?)
+        }
+        Some(_) => return Err(LockError::WaitSyntax.into()),
+    };
+    if args.next().is_some() {
+        return Err(LockError::WaitSyntax.into());
+    }
+    Ok(wait_ms)
 }
 
 /// The rest of the arguments as `[ID request_id [PX latch_ms]]`: the
@@ -113,6 +128,8 @@ pub fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
 
 pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
+/// `[WAIT wait_ms]`
+pub const WAIT_MS: Arg = Arg { name: c"wait_ms", kind: ArgKind::Integer, optional: true, token: Some(c"WAIT") };
 /// `[ID request_id [PX latch_ms]]`
 pub const LATCH: Arg = Arg {
     name: c"latch",

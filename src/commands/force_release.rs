@@ -1,5 +1,6 @@
 use super::info::CommandInfo;
 use super::registry::command;
+use crate::handoff::blocking;
 use crate::lock::{self, ForceRelease};
 use crate::stats;
 use crate::store::RedisLock;
@@ -14,6 +15,9 @@ pub fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
     let mut key = RedisLock::open(ctx, &name);
     let outcome = lock::force_release(&mut key)?;
+    if outcome == ForceRelease::Released {
+        blocking::grant_next(ctx, &name, &mut key);
+    }
     stats::record_force_release(outcome);
     Ok(RedisValue::Integer(i64::from(outcome == ForceRelease::Released)))
 }

@@ -2,6 +2,7 @@ use super::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
 use super::info::CommandInfo;
 use super::registry::command;
 use super::reply;
+use crate::handoff::blocking;
 use crate::lock;
 use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
@@ -23,6 +24,9 @@ pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             lock::latch::release_once(&mut key, &mut latch, &owner, lease_ms, latch_ms, now_ms())?
         }
     };
+    if outcome == lock::Release::Released {
+        blocking::grant_next(ctx, &name, &mut key);
+    }
     stats::record_release(outcome);
     Ok(reply::release(outcome))
 }

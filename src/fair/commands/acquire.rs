@@ -1,5 +1,4 @@
-use super::{parse_wait, WAIT_MS};
-use crate::commands::args::{parse_optional_lease, LEASE_MS, OWNER};
+use crate::commands::args::{parse_optional_lease, parse_wait, LEASE_MS, OWNER, WAIT_MS};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::fair::{Acquire, FairLock};

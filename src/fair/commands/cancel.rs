@@ -1,5 +1,5 @@
-use super::{parse_wait, WAIT_MS};
 use crate::commands::args::OWNER;
+use crate::commands::args::{parse_wait, WAIT_MS};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::fair::{FairLock, DEFAULT_WAIT_MS};

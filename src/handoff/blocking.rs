@@ -1,0 +1,333 @@
+//! The Redis side of the hand-off: blocking `RLOCK.ACQUIRE … WAIT`
+//! callers, and granting the lock to the head waiter when it frees.
+//!
+//! A lock frees in four ways, each handled here:
+//! - RLOCK.RELEASE / FORCERELEASE: [`grant_next`] runs inside the command,
+//!   so the grant's effects replicate with the release's;
+//! - a DEL, UNLINK, overwrite, eviction by anyone, and an expiry Redis
+//!   noticed: a keyspace-event callback, which on 7.0 must not write,
+//!   schedules a grant on a 0 ms timer;
+//! - a lease running out unnoticed (Redis expires keys lazily or by
+//!   sampling): every lock with waiters has a timer at its expiry, which
+//!   opens the key (expiring it) and grants.
+//!
+//! All of it runs on Redis's main thread; the state's mutex is never held
+//! across a call into Redis (a write's notification calls back in here).
+
+use super::{Queues, Waiter};
+use crate::api::api;
+use crate::lock::{self, Acquire};
+use crate::stats;
+use crate::store::{now_ms, RedisLock};
+use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
+use std::collections::{HashMap, HashSet};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
+use std::ptr;
+use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+
+/// A blocked client's handle, as a number.
+type Client = usize;
+
+/// A lock's id in the queues: its database and name (the same name in two
+/// databases is two locks).
+fn lock_id(ctx: &Context, name: &[u8]) -> Vec<u8> {
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx.get_raw()) };
+    [&db.to_be_bytes()[..], name].concat()
+}
+
+/// Selects the lock's database on `ctx` (a timer's) and returns its name.
+fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
+    let (db, name) = id.split_at(4);
+    let db = c_int::from_be_bytes([db[0], db[1], db[2], db[3]]);
+    unsafe { api!(RedisModule_SelectDb)(ctx.get_raw(), db) };
+    name
+}
+
+#[derive(Default)]
+struct State {
+    queues: Queues<Client>,
+    /// Locks with an expiry timer armed: the timer, and when it fires
+    /// (server time, ms).
+    expiry_timers: HashMap<Vec<u8>, (raw::RedisModuleTimerID, i64)>,
+    /// Locks with a grant scheduled on a 0 ms timer.
+    scheduled: HashSet<Vec<u8>>,
+}
+
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waiters blocked now, over all locks.
+pub fn waiting() -> usize {
+    state().queues.waiting()
+}
+
+/// What a blocked call replies once unblocked by a grant or a failure.
+enum Outcome {
+    Granted,
+    /// The error reply an acquire would give (the key is not a lock).
+    Failed(String),
+}
+
+/// Whether this call may block: not inside MULTI or a script (or where
+/// Redis denies blocking otherwise), and never on a replica.
+pub fn may_block(ctx: &Context) -> bool {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
+    let refused = raw::REDISMODULE_CTX_FLAGS_MULTI
+        | raw::REDISMODULE_CTX_FLAGS_LUA
+        | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING
+        | raw::REDISMODULE_CTX_FLAGS_SLAVE;
+    flags & refused == 0
+}
+
+/// Blocks the caller, who was refused `name`, until the lock is granted to
+/// it (reply nil) or `timeout_ms` passes (reply the holder's PTTL).
+pub fn block(ctx: &Context, name: &RedisString, owner: &RedisString, lease_ms: i64, timeout_ms: i64) -> RedisValue {
+    let client = unsafe {
+        let client = api!(RedisModule_BlockClient)(
+            ctx.get_raw(),
+            Some(reply_granted),
+            Some(reply_timed_out),
+            Some(free_outcome),
+            timeout_ms,
+        );
+        api!(RedisModule_SetDisconnectCallback)(client, Some(left));
+        client
+    };
+    let waiter = Waiter { client: client as Client, owner: owner.as_slice().to_vec(), lease_ms };
+    state().queues.push(&lock_id(ctx, name.as_slice()), waiter);
+    arm_expiry_timer(ctx, name);
+    RedisValue::NoReply
+}
+
+/// Grants the lock `key` (open for writing) to its first waiter if it is
+/// free, replicating the grant as an acquire; a waiter that cannot have it
+/// (the key is not a lock any more) gets the error an acquire would.
+pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
+    let lock = lock_id(ctx, name.as_slice());
+    loop {
+        let Some(waiter) = state().queues.pop_front(&lock) else { return };
+        let owner = RedisString::create_from_slice(ctx.get_raw(), &waiter.owner);
+        match lock::acquire(key, &owner, waiter.lease_ms, now_ms()) {
+            Ok(Acquire::Contended { .. }) => {
+                state().queues.push_front(&lock, waiter);
+                return;
+            }
+            Ok(outcome) => {
+                stats::record_acquire(outcome);
+                stats::record_grant();
+                unblock(waiter.client, Outcome::Granted);
+                // The new holder's lease may end before the armed timer.
+                arm_expiry_timer(ctx, name);
+                return;
+            }
+            Err(err) => unblock(waiter.client, Outcome::Failed(error_text(err.into()))),
+        }
+    }
+}
+
+fn error_text(err: RedisError) -> String {
+    match err {
+        RedisError::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+fn unblock(client: Client, outcome: Outcome) {
+    let outcome = Box::into_raw(Box::new(outcome)).cast::<c_void>();
+    unsafe { api!(RedisModule_UnblockClient)(client as *mut raw::RedisModuleBlockedClient, outcome) };
+}
+
+/// Opens lock `id` (in a timer) and grants it if it freed (on a primary only).
+fn grant_if_free(ctx: &Context, id: &[u8]) {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
+    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 || !state().queues.has_waiters(id) {
+        return;
+    }
+    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
+    // Opening the key expires it if its lease has run out.
+    let mut key = RedisLock::open(ctx, &name);
+    grant_next(ctx, &name, &mut key);
+    drop(key);
+    arm_expiry_timer(ctx, &name); // still held by another: at its expiry
+}
+
+/// Keeps a timer at the expiry of `name` while it has waiters: a timer
+/// set for a later expiry (a longer lease before) is moved earlier.
+fn arm_expiry_timer(ctx: &Context, name: &RedisString) {
+    let lock = &lock_id(ctx, name.as_slice());
+    let armed_at = {
+        let state = state();
+        if !state.queues.has_waiters(lock) {
+            return;
+        }
+        state.expiry_timers.get(lock).copied()
+    };
+    let key = RedisLock::open_readonly(ctx, name);
+    let now = now_ms();
+    let pttl = lock::pttl(&key, now);
+    drop(key);
+    if pttl < 0 {
+        return; // no expiry: only a release or a DEL frees it
+    }
+    let fire_at = now + pttl + 1;
+    match armed_at {
+        Some((_, at)) if at <= fire_at => return,
+        Some((timer, _)) => stop_timer(ctx, timer),
+        None => {}
+    }
+    let timer = start_timer(ctx, pttl + 1, Some(lease_ended), lock, fire_at);
+    state().expiry_timers.insert(lock.to_vec(), (timer, fire_at));
+}
+
+fn start_timer(
+    ctx: &Context,
+    after_ms: i64,
+    callback: raw::RedisModuleTimerProc,
+    lock: &[u8],
+    fire_at: i64,
+) -> raw::RedisModuleTimerID {
+    let data = Box::into_raw(Box::new((lock.to_vec(), fire_at))).cast::<c_void>();
+    unsafe { api!(RedisModule_CreateTimer)(ctx.get_raw(), after_ms, callback, data) }
+}
+
+fn stop_timer(ctx: &Context, timer: raw::RedisModuleTimerID) {
+    let mut data: *mut c_void = ptr::null_mut();
+    if unsafe { api!(RedisModule_StopTimer)(ctx.get_raw(), timer, &mut data) } == raw::REDISMODULE_OK as c_int {
+        drop(unsafe { timer_data(data) });
+    }
+}
+
+/// Takes back the lock name and firing time given to a timer.
+unsafe fn timer_data(data: *mut c_void) -> (Vec<u8>, i64) {
+    *unsafe { Box::from_raw(data.cast::<(Vec<u8>, i64)>()) }
+}
+
+unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let (lock, fire_at) = unsafe { timer_data(data) };
+    {
+        let mut state = state();
+        if state.expiry_timers.get(&lock).is_some_and(|(_, at)| *at == fire_at) {
+            state.expiry_timers.remove(&lock);
+        }
+    }
+    grant_if_free(&Context::new(ctx), &lock);
+}
+
+unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let (lock, _) = unsafe { timer_data(data) };
+    state().scheduled.remove(&lock);
+    grant_if_free(&Context::new(ctx), &lock);
+}
+
+/// Events after which a lock with waiters may be free or gone.
+const FREEING_EVENTS: [&CStr; 8] =
+    [c"del", c"expired", c"evicted", c"set", c"rename_to", c"restore", c"hdel", c"move_to"];
+
+/// Keyspace events: a lock with waiters deleted, expired, evicted or
+/// overwritten gets a grant scheduled (this callback may not write).
+unsafe extern "C" fn key_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _class: c_int,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    let event = unsafe { CStr::from_ptr(event) };
+    if !FREEING_EVENTS.contains(&event) {
+        return raw::REDISMODULE_OK as c_int;
+    }
+    let mut len = 0;
+    let name = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(key, &mut len).cast::<u8>(), len) };
+    let ctx = Context::new(ctx);
+    schedule_grant(&ctx, &lock_id(&ctx, name));
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Schedules a grant check of lock `id` on a 0 ms timer, once.
+fn schedule_grant(ctx: &Context, id: &[u8]) {
+    let schedule = {
+        let mut state = state();
+        state.queues.has_waiters(id) && state.scheduled.insert(id.to_vec())
+    };
+    if schedule {
+        start_timer(ctx, 0, Some(freed_elsewhere), id, 0);
+    }
+}
+
+/// A FLUSHALL or FLUSHDB deletes keys without a `del` event each: every
+/// lock with waiters gets a grant check.
+#[linkme::distributed_slice(redis_module::server_events::FLUSH_SERVER_EVENTS_LIST)]
+fn flushed(ctx: &Context, subevent: redis_module::server_events::FlushSubevent) {
+    if subevent == redis_module::server_events::FlushSubevent::Ended {
+        let locks = state().queues.locks();
+        locks.iter().for_each(|id| schedule_grant(ctx, id));
+    }
+}
+
+/// Subscribes to the events that may free a lock. Call at load.
+pub fn subscribe(ctx: &Context) -> Result<(), RedisError> {
+    let classes = raw::REDISMODULE_NOTIFY_GENERIC
+        | raw::REDISMODULE_NOTIFY_EXPIRED
+        | raw::REDISMODULE_NOTIFY_EVICTED
+        | raw::REDISMODULE_NOTIFY_STRING
+        | raw::REDISMODULE_NOTIFY_HASH;
+    match unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.get_raw(), classes, Some(key_event)) } {
+        status if status == raw::REDISMODULE_OK as c_int => Ok(()),
+        _ => Err(RedisError::Str("cannot subscribe to keyspace events")),
+    }
+}
+
+/// The reply of a call unblocked by [`unblock`]: nil for a grant.
+unsafe extern "C" fn reply_granted(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let outcome = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast::<Outcome>();
+    let reply = match unsafe { outcome.as_ref() } {
+        Some(Outcome::Granted) | None => Ok(RedisValue::Null),
+        Some(Outcome::Failed(err)) => Err(RedisError::String(err.clone())),
+    };
+    Context::new(ctx).reply(reply) as c_int
+}
+
+/// A wait that ran out: out of the queue, and the holder's PTTL as reply.
+unsafe extern "C" fn reply_timed_out(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let client = unsafe { api!(RedisModule_GetBlockedClientHandle)(ctx) };
+    state().queues.remove(&(client as Client));
+    stats::record_wait_timeout();
+    let context = Context::new(ctx);
+    let pttl = match argc {
+        argc if argc >= 2 && !argv.is_null() => {
+            let mut len = 0;
+            let name = unsafe { raw::string_ptr_len(*argv.add(1), &mut len) };
+            let name = RedisString::create_from_slice(ctx, unsafe { std::slice::from_raw_parts(name.cast(), len) });
+            let key = RedisLock::open_readonly(&context, &name);
+            let pttl = lock::pttl(&key, now_ms());
+            drop(key);
+            pttl.max(0)
+        }
+        _ => 0,
+    };
+    context.reply(Ok(RedisValue::Integer(pttl))) as c_int
+}
+
+/// A blocked client that disconnected (or was killed) leaves the queue.
+unsafe extern "C" fn left(_ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
+    if state().queues.remove(&(client as Client)).is_some() {
+        unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
+    }
+}
+
+unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, outcome: *mut c_void) {
+    if !outcome.is_null() {
+        drop(unsafe { Box::from_raw(outcome.cast::<Outcome>()) });
+    }
+}

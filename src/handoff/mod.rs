@@ -1,0 +1,86 @@
+//! Server-side FIFO hand-off for `RLOCK.ACQUIRE … WAIT`: callers refused a
+//! lock wait in a queue per lock, and the lock is granted to the head of
+//! its queue at the moment it frees. This part is the queues (pure, unit
+//! tested); `blocking` blocks the clients and grants.
+
+#[cfg(not(test))]
+pub mod blocking;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+
+/// One blocked caller: `client` identifies it (the blocked-client handle).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiter<C> {
+    pub client: C,
+    pub owner: Vec<u8>,
+    pub lease_ms: i64,
+}
+
+/// Every lock's waiters, in arrival order.
+#[derive(Debug)]
+pub struct Queues<C> {
+    by_lock: HashMap<Vec<u8>, VecDeque<Waiter<C>>>,
+    waiting: usize,
+}
+
+impl<C> Default for Queues<C> {
+    fn default() -> Self {
+        Self { by_lock: HashMap::new(), waiting: 0 }
+    }
+}
+
+impl<C: PartialEq> Queues<C> {
+    /// Queues `waiter` behind the lock's others.
+    pub fn push(&mut self, lock: &[u8], waiter: Waiter<C>) {
+        self.by_lock.entry(lock.to_vec()).or_default().push_back(waiter);
+        self.waiting += 1;
+    }
+
+    /// Takes the lock's first waiter.
+    pub fn pop_front(&mut self, lock: &[u8]) -> Option<Waiter<C>> {
+        let queue = self.by_lock.get_mut(lock)?;
+        let waiter = queue.pop_front();
+        if queue.is_empty() {
+            self.by_lock.remove(lock);
+        }
+        self.waiting -= usize::from(waiter.is_some());
+        waiter
+    }
+
+    /// Puts a waiter taken with [`Queues::pop_front`] back at the front.
+    pub fn push_front(&mut self, lock: &[u8], waiter: Waiter<C>) {
+        self.by_lock.entry(lock.to_vec()).or_default().push_front(waiter);
+        self.waiting += 1;
+    }
+
+    /// Takes `client` out of whichever queue holds it: the lock's name and
+    /// the waiter, or `None` when it is in none (granted already).
+    pub fn remove(&mut self, client: &C) -> Option<(Vec<u8>, Waiter<C>)> {
+        let lock = self.by_lock.iter().find(|(_, queue)| queue.iter().any(|w| &w.client == client))?.0.clone();
+        let queue = self.by_lock.get_mut(&lock)?;
+        let position = queue.iter().position(|waiter| &waiter.client == client)?;
+        let waiter = queue.remove(position)?;
+        if queue.is_empty() {
+            self.by_lock.remove(&lock);
+        }
+        self.waiting -= 1;
+        Some((lock, waiter))
+    }
+
+    /// Whether anyone waits for `lock`.
+    pub fn has_waiters(&self, lock: &[u8]) -> bool {
+        self.by_lock.contains_key(lock)
+    }
+
+    /// The locks with waiters.
+    pub fn locks(&self) -> Vec<Vec<u8>> {
+        self.by_lock.keys().cloned().collect()
+    }
+
+    /// Waiters over all locks.
+    pub fn waiting(&self) -> usize {
+        self.waiting
+    }
+}

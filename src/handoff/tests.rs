@@ -1,0 +1,54 @@
+use super::*;
+
+fn waiter(client: u32) -> Waiter<u32> {
+    Waiter { client, owner: format!("owner:{client}").into_bytes(), lease_ms: 1000 }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Push(&'static [u8], u32),
+    PopFront(&'static [u8], Option<u32>),
+    Remove(u32, Option<&'static [u8]>),
+    PushFrontAgain(&'static [u8]),
+}
+
+/// Steps, waiters left after them, the locks they wait for.
+type Case = (&'static [Op], usize, &'static [&'static [u8]]);
+
+#[test]
+fn queues_keep_arrival_order_per_lock_and_drop_leavers() {
+    let cases: [Case; 5] = [
+        (&[Op::Push(b"a", 1), Op::Push(b"a", 2), Op::PopFront(b"a", Some(1)), Op::PopFront(b"a", Some(2))], 0, &[]),
+        (&[Op::Push(b"a", 1), Op::Push(b"b", 2), Op::PopFront(b"b", Some(2)), Op::PopFront(b"b", None)], 1, &[b"a"]),
+        (&[Op::Push(b"a", 1), Op::Push(b"a", 2), Op::Push(b"a", 3), Op::Remove(2, Some(b"a"))], 2, &[b"a"]),
+        (&[Op::Push(b"a", 1), Op::Remove(1, Some(b"a")), Op::Remove(1, None), Op::PopFront(b"a", None)], 0, &[]),
+        (&[Op::Push(b"a", 1), Op::Push(b"a", 2), Op::PushFrontAgain(b"a"), Op::PopFront(b"a", Some(1))], 1, &[b"a"]),
+    ];
+    for (steps, waiting, locks) in cases {
+        let mut queues = Queues::default();
+        for step in steps {
+            match *step {
+                Op::Push(lock, client) => queues.push(lock, waiter(client)),
+                Op::PopFront(lock, expected) => {
+                    assert_eq!(queues.pop_front(lock).map(|w| w.client), expected, "{steps:?}")
+                }
+                Op::Remove(client, expected) => {
+                    let removed = queues.remove(&client);
+                    assert_eq!(removed.as_ref().map(|(lock, _)| lock.as_slice()), expected, "{steps:?}");
+                    if let Some((_, removed)) = removed {
+                        assert_eq!(removed, waiter(client));
+                    }
+                }
+                Op::PushFrontAgain(lock) => {
+                    let head = queues.pop_front(lock).expect("a head");
+                    queues.push_front(lock, head);
+                }
+            }
+        }
+        assert_eq!(queues.waiting(), waiting, "{steps:?}");
+        assert_eq!(queues.locks(), locks.iter().map(|lock| lock.to_vec()).collect::<Vec<_>>(), "{steps:?}");
+        for lock in [b"a".as_slice(), b"b"] {
+            assert_eq!(queues.has_waiters(lock), locks.contains(&lock), "{steps:?}: {lock:?}");
+        }
+    }
+}
