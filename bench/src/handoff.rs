@@ -18,9 +18,13 @@ use tokio::sync::{watch, Semaphore};
 const WAITER_COUNTS: [usize; 3] = [2, 16, 64];
 const HOLD: Duration = Duration::from_millis(1);
 const LEASE_MS: i64 = 30_000;
+/// How long a blocking acquire waits before it asks again.
+const BLOCKING_WAIT_MS: i64 = 10_000;
 
 #[derive(Clone, Copy)]
 enum Waiting {
+    /// `RLOCK.ACQUIRE … WAIT`: the server grants the lock in arrival order.
+    Blocking,
     PubSub,
     Scripts,
     Poll(Duration),
@@ -29,6 +33,7 @@ enum Waiting {
 impl Waiting {
     fn label(self) -> String {
         match self {
+            Waiting::Blocking => "blocking FIFO (`RLOCK.ACQUIRE … WAIT`)".into(),
             Waiting::PubSub => "rlock-client pub/sub".into(),
             Waiting::Scripts => "Redisson-protocol scripts, pub/sub".into(),
             Waiting::Poll(interval) => format!("polling every {} ms", interval.as_millis()),
@@ -38,7 +43,7 @@ impl Waiting {
     /// Hand-offs to measure, and the time allowed for them.
     fn budget(self) -> (usize, Duration) {
         match self {
-            Waiting::PubSub | Waiting::Scripts => (2000, Duration::from_secs(15)),
+            Waiting::Blocking | Waiting::PubSub | Waiting::Scripts => (2000, Duration::from_secs(15)),
             Waiting::Poll(_) => (150, Duration::from_secs(10)),
         }
     }
@@ -84,6 +89,7 @@ async fn waiter(
     waiting: Waiting,
     client: Client,
     mut connection: ConnectionManager,
+    redis: redis::Client,
     scripts: Arc<ScriptWaiting>,
     task: usize,
     shared: Arc<Shared>,
@@ -91,6 +97,14 @@ async fn waiter(
     let lock = client.lock("handoff");
     let owner = format!("waiter:{task}");
     let mut acquisitions = shared.acquisitions.subscribe();
+    // A blocking call needs a connection of its own, without a reply timeout.
+    let mut dedicated = match waiting {
+        Waiting::Blocking => {
+            let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+            Some(redis.get_multiplexed_async_connection_with_config(&config).await.expect("connection"))
+        }
+        _ => None,
+    };
     loop {
         let wanted_at = Instant::now();
         match waiting {
@@ -114,6 +128,15 @@ async fn waiter(
                 hold(&shared, wanted_at, &mut acquisitions).await;
                 let release = scripts.scripts.release(b"handoff", owner.as_bytes(), LEASE_MS);
                 let _: Option<i64> = release.query_async(&mut connection).await.expect("release");
+            }
+            Waiting::Blocking => {
+                let dedicated = dedicated.as_mut().expect("opened above");
+                let mut acquire = rlock_command("RLOCK.ACQUIRE", &owner);
+                acquire.arg("WAIT").arg(BLOCKING_WAIT_MS);
+                while acquire.query_async::<Option<i64>>(dedicated).await.expect("acquire").is_some() {}
+                hold(&shared, wanted_at, &mut acquisitions).await;
+                let _: Option<i64> =
+                    rlock_command("RLOCK.RELEASE", &owner).query_async(dedicated).await.expect("release");
             }
             Waiting::Poll(interval) => {
                 let acquire = rlock_command("RLOCK.ACQUIRE", &owner);
@@ -187,7 +210,15 @@ async fn measure(server: &Server, waiting: Waiting, waiters: usize) -> Outcome {
     let counts_before = server_info::command_stat(server, "rlock.acquire", "calls");
     let tasks: Vec<_> = (0..waiters)
         .map(|task| {
-            let waiter = waiter(waiting, client.clone(), connection.clone(), scripts.clone(), task, shared.clone());
+            let waiter = waiter(
+                waiting,
+                client.clone(),
+                connection.clone(),
+                server.client(),
+                scripts.clone(),
+                task,
+                shared.clone(),
+            );
             tokio::spawn(waiter)
         })
         .collect();
@@ -206,7 +237,7 @@ async fn measure(server: &Server, waiting: Waiting, waiters: usize) -> Outcome {
     let percentile = |p: usize| latencies.get(latencies.len() * p / 100).copied().unwrap_or_default();
     let attempts = match waiting {
         Waiting::Scripts => shared.acquire_calls.load(Ordering::Relaxed) as f64,
-        Waiting::PubSub | Waiting::Poll(_) => {
+        Waiting::Blocking | Waiting::PubSub | Waiting::Poll(_) => {
             server_info::command_stat(server, "rlock.acquire", "calls") - counts_before
         }
     };
@@ -239,6 +270,7 @@ pub struct PubSubFigures {
 pub async fn run(server: &Server) -> (Table, PubSubFigures) {
     let strategies = [
         Waiting::PubSub,
+        Waiting::Blocking,
         Waiting::Scripts,
         Waiting::Poll(Duration::from_millis(100)),
         Waiting::Poll(Duration::from_millis(200)),
