@@ -224,8 +224,8 @@ unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c
 }
 
 /// Events after which a lock with waiters may be free or gone.
-const FREEING_EVENTS: [&CStr; 8] =
-    [c"del", c"expired", c"evicted", c"set", c"rename_to", c"restore", c"hdel", c"move_to"];
+const FREEING_EVENTS: [&CStr; 9] =
+    [c"del", c"expired", c"evicted", c"set", c"rename_from", c"rename_to", c"restore", c"hdel", c"move_from"];
 
 /// Keyspace events: a lock with waiters deleted, expired, evicted or
 /// overwritten gets a grant scheduled (this callback may not write).
@@ -235,8 +235,8 @@ unsafe extern "C" fn key_event(
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    let event = unsafe { CStr::from_ptr(event) };
-    if !FREEING_EVENTS.contains(&event) {
+    // Cheap for the many events that cannot concern a waiter.
+    if waiting() == 0 || !FREEING_EVENTS.contains(&unsafe { CStr::from_ptr(event) }) {
         return raw::REDISMODULE_OK as c_int;
     }
     let mut len = 0;
