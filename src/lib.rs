@@ -32,7 +32,7 @@ mod store;
 
 #[cfg(not(test))]
 mod module {
-    use crate::{api, commands, config, handoff, lease, load_args, store};
+    use crate::{api, commands, config, lease, load_args, store};
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
@@ -47,10 +47,6 @@ mod module {
             return Status::Err;
         }
         if let Err(err) = commands::register(ctx) {
-            ctx.log_warning(&format!("rlock: {err}"));
-            return Status::Err;
-        }
-        if let Err(err) = handoff::blocking::subscribe(ctx) {
             ctx.log_warning(&format!("rlock: {err}"));
             return Status::Err;
         }

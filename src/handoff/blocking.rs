@@ -6,7 +6,8 @@
 //!   so the grant's effects replicate with the release's;
 //! - a DEL, UNLINK, overwrite, eviction by anyone, and an expiry Redis
 //!   noticed: a keyspace-event callback, which on 7.0 must not write,
-//!   schedules a grant on a 0 ms timer;
+//!   schedules a grant on a 0 ms timer (registered while callers wait);
+//! - a FLUSHDB/FLUSHALL: a server-event callback does the same for all;
 //! - a lease running out unnoticed (Redis expires keys lazily or by
 //!   sampling): every lock with waiters has a timer at its expiry, which
 //!   opens the key (expiring it) and grants.
@@ -24,6 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 /// A blocked client's handle, as a number.
@@ -99,6 +101,7 @@ pub fn block(ctx: &Context, name: &RedisString, owner: &RedisString, lease_ms: i
     };
     let waiter = Waiter { client: client as Client, owner: owner.as_slice().to_vec(), lease_ms };
     state().queues.push(&lock_id(ctx, name.as_slice()), waiter);
+    subscribe(ctx);
     arm_expiry_timer(ctx, name);
     RedisValue::NoReply
 }
@@ -122,9 +125,13 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
                 unblock(waiter.client, Outcome::Granted);
                 // The new holder's lease may end before the armed timer.
                 arm_expiry_timer(ctx, name);
+                unsubscribe_if_idle(ctx);
                 return;
             }
-            Err(err) => unblock(waiter.client, Outcome::Failed(error_text(err.into()))),
+            Err(err) => {
+                unblock(waiter.client, Outcome::Failed(error_text(err.into())));
+                unsubscribe_if_idle(ctx);
+            }
         }
     }
 }
@@ -224,11 +231,11 @@ unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c
 }
 
 /// Events after which a lock with waiters may be free or gone.
-const FREEING_EVENTS: [&CStr; 9] =
-    [c"del", c"expired", c"evicted", c"set", c"rename_from", c"rename_to", c"restore", c"hdel", c"move_from"];
+const FREEING_EVENTS: [&CStr; 7] = [c"del", c"expired", c"evicted", c"set", c"rename_from", c"rename_to", c"restore"];
 
 /// Keyspace events: a lock with waiters deleted, expired, evicted or
-/// overwritten gets a grant scheduled (this callback may not write).
+/// overwritten gets a grant scheduled (this callback may not write; it
+/// never unregisters itself either).
 unsafe extern "C" fn key_event(
     ctx: *mut raw::RedisModuleCtx,
     _class: c_int,
@@ -267,17 +274,39 @@ fn flushed(ctx: &Context, subevent: redis_module::server_events::FlushSubevent) 
     }
 }
 
-/// Subscribes to the events that may free a lock. Call at load.
-pub fn subscribe(ctx: &Context) -> Result<(), RedisError> {
-    let classes = raw::REDISMODULE_NOTIFY_GENERIC
-        | raw::REDISMODULE_NOTIFY_EXPIRED
-        | raw::REDISMODULE_NOTIFY_EVICTED
-        | raw::REDISMODULE_NOTIFY_STRING
-        | raw::REDISMODULE_NOTIFY_HASH;
-    match unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.get_raw(), classes, Some(key_event)) } {
-        status if status == raw::REDISMODULE_OK as c_int => Ok(()),
-        _ => Err(RedisError::Str("cannot subscribe to keyspace events")),
+/// The event classes that may free a lock: del, rename, move, restore
+/// (generic), expired, evicted, and a SET over it.
+const FREEING_CLASSES: c_int = raw::REDISMODULE_NOTIFY_GENERIC
+    | raw::REDISMODULE_NOTIFY_EXPIRED
+    | raw::REDISMODULE_NOTIFY_EVICTED
+    | raw::REDISMODULE_NOTIFY_STRING;
+
+/// Whether the keyspace-event callback is registered.
+static SUBSCRIBED: AtomicBool = AtomicBool::new(false);
+
+/// Registers the keyspace-event callback when the first caller waits. It
+/// costs every write on the server a call (a context and a callback), so
+/// it is not registered at load, and where the server can unregister it
+/// (Redis 7.2+, Valkey) [`unsubscribe_if_idle`] does so once nobody waits.
+fn subscribe(ctx: &Context) {
+    if SUBSCRIBED.swap(true, Ordering::Relaxed) {
+        return;
     }
+    let status =
+        unsafe { api!(RedisModule_SubscribeToKeyspaceEvents)(ctx.get_raw(), FREEING_CLASSES, Some(key_event)) };
+    if status != raw::REDISMODULE_OK as c_int {
+        SUBSCRIBED.store(false, Ordering::Relaxed);
+        ctx.log_warning("rlock: cannot subscribe to keyspace events: waiters learn of DELs at their lock's expiry");
+    }
+}
+
+/// Unregisters the callback when nobody waits, where the server allows it.
+fn unsubscribe_if_idle(ctx: &Context) {
+    let Some(unsubscribe) = (unsafe { raw::RedisModule_UnsubscribeFromKeyspaceEvents }) else { return };
+    if waiting() > 0 || !SUBSCRIBED.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    unsafe { unsubscribe(ctx.get_raw(), FREEING_CLASSES, Some(key_event)) };
 }
 
 /// The reply of a call unblocked by [`unblock`]: nil for a grant.
@@ -304,6 +333,7 @@ unsafe extern "C" fn reply_timed_out(
     state().queues.remove(&(client as Client));
     stats::record_wait_timeout();
     let context = Context::new(ctx);
+    unsubscribe_if_idle(&context);
     let pttl = match argc {
         argc if argc >= 2 && !argv.is_null() => {
             let mut len = 0;
@@ -320,9 +350,10 @@ unsafe extern "C" fn reply_timed_out(
 }
 
 /// A blocked client that disconnected (or was killed) leaves the queue.
-unsafe extern "C" fn left(_ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
+unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
     if state().queues.remove(&(client as Client)).is_some() {
         unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
+        unsubscribe_if_idle(&Context::new(ctx));
     }
 }
 
