@@ -141,26 +141,26 @@ async fn run(
 }
 
 /// A grant to record: how it was asked for, and what is known of it.
-struct Granted {
-    renewal: Renewal,
-    lease: Duration,
-    lease_sent: Duration,
-    requested_at: Instant,
+pub(crate) struct Granted {
+    pub renewal: Renewal,
+    pub lease: Duration,
+    pub lease_sent: Duration,
+    pub requested_at: Instant,
     /// Holds counted when the acquire was sent.
-    counted: usize,
+    pub counted: usize,
     /// The owner's count right after the grant, when read.
-    observed: Option<i64>,
+    pub observed: Option<i64>,
     /// The lease left as read later, `(read sent at, lease left)`.
-    lease_left: Option<(Instant, Duration)>,
+    pub lease_left: Option<(Instant, Duration)>,
     /// A fenced lock's fencing token (0 for other kinds).
-    token: i64,
+    pub token: i64,
 }
 
 /// Records the hold and hands it over; a closed client gives it back.
 /// Returns the levels left on the server by holds this client gave up for
 /// lost while the acquire was under way (its own lease estimate ran out),
 /// which the server still counted: nothing else will release them.
-fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
+pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left, token } = granted;
     let state = lock.state();
     let (ticket, orphaned) = state.update(|holds| {
@@ -187,7 +187,7 @@ fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attem
 
 /// Releases levels nothing tracks any more (see [`grant`]), before this
 /// lock's next call: the caller still holds its gate.
-async fn release_orphans(lock: &Handle, connection: &Connection, orphaned: usize) {
+pub(crate) async fn release_orphans(lock: &Handle, connection: &Connection, orphaned: usize) {
     for _ in 0..orphaned {
         give_back(lock, connection).await;
     }
@@ -293,7 +293,7 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 
 /// The owner's hold count, and the lease the key had left when read
 /// (measured from before the read, so never overestimated).
-async fn read_count(connection: &mut Connection, id: &LockId) -> Result<(i64, Option<(Instant, Duration)>)> {
+pub(crate) async fn read_count(connection: &mut Connection, id: &LockId) -> Result<(i64, Option<(Instant, Duration)>)> {
     let sent_at = Instant::now();
     let reply: Value = id.status().query_async(connection).await?;
     let status = Status::parse(reply, id.kind)?;

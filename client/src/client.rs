@@ -1,3 +1,4 @@
+use crate::blocking::BlockingPool;
 use crate::connection::{Connection, Deployment};
 use crate::error::{Error, Result};
 use crate::latch::CountDownLatch;
@@ -33,6 +34,12 @@ pub struct ClientOptions {
     /// `fairLockWaitTimeout`): a waiter that died leaves it then. Default
     /// 5 minutes.
     pub fair_wait_timeout: Duration,
+    /// Connections for the blocking waiting mode: a refused waiter of a
+    /// plain lock blocks on the server (`RLOCK.ACQUIRE … WAIT`) on one of
+    /// these, and is granted the lock in arrival order the moment it
+    /// frees. 0 (the default): waiters wait by pub/sub, as Redisson's.
+    /// Waiters beyond this many, and on a cluster, wait by pub/sub.
+    pub blocking_connections: usize,
 }
 
 impl Default for ClientOptions {
@@ -42,6 +49,7 @@ impl Default for ClientOptions {
             retry: RetryOptions::default(),
             replica_sync: ReplicaSync::default(),
             fair_wait_timeout: Duration::from_secs(300),
+            blocking_connections: 0,
         }
     }
 }
@@ -62,6 +70,12 @@ impl ClientOptions {
     /// Sets [`ClientOptions::fair_wait_timeout`].
     pub fn with_fair_wait_timeout(mut self, timeout: Duration) -> Self {
         self.fair_wait_timeout = timeout;
+        self
+    }
+
+    /// Sets [`ClientOptions::blocking_connections`].
+    pub fn with_blocking_connections(mut self, connections: usize) -> Self {
+        self.blocking_connections = connections;
         self
     }
 
@@ -132,6 +146,8 @@ pub(crate) struct Shared {
     /// a guard is dropped outside the runtime.
     pub runtime: tokio::runtime::Handle,
     subscriptions: OnceCell<Subscriptions>,
+    /// The blocking waiting mode's connections, when enabled.
+    pub blocking: Option<BlockingPool>,
     replica_sync: ReplicaSyncState,
     closed: watch::Receiver<bool>,
 }
@@ -197,6 +213,12 @@ impl Client {
             options.retry.delay,
             closed.clone(),
         );
+        let blocking = match &deployment {
+            Deployment::Single(redis) if options.blocking_connections > 0 => {
+                Some(BlockingPool::new(redis.clone(), options.blocking_connections))
+            }
+            _ => None,
+        };
         let shared = Shared {
             id: Uuid::new_v4(),
             connection,
@@ -209,6 +231,7 @@ impl Client {
             watchdog,
             runtime: tokio::runtime::Handle::current(),
             subscriptions: OnceCell::new(),
+            blocking,
             closed,
         };
         Ok(Self { shared: Arc::new(shared), _running: Arc::new(Running(running)) })

@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod attempt;
+mod blocking;
 mod channel_wait;
 mod client;
 mod commands;

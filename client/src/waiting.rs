@@ -7,6 +7,7 @@
 //! dropping the future.
 
 use crate::attempt::{attempt, give_up_place, Attempt};
+use crate::blocking;
 use crate::channel_wait::{wait_for, Channel, Tried};
 use crate::commands::Kind;
 use crate::error::Result;
@@ -14,7 +15,9 @@ use crate::guard::Hold;
 use crate::handle::Handle;
 use crate::holds::Renewal;
 use crate::protocol;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// How often a waiter retries a lock whose key has no expiry (only a
 /// release message, or this, wakes it).
@@ -40,9 +43,25 @@ impl Handle {
         // An attempt may wait for this lock's earlier call to settle. Past
         // the first, the limit holds: a grant that comes too late is
         // dropped, which gives it back.
+        // Past the first try, a waiter may block on the server instead.
+        let deadline = limit.and_then(|limit| Instant::now().checked_add(limit));
+        let first = AtomicBool::new(true);
         let hold = wait_for(shared, channel, limit, || async {
-            Ok(match attempt(self, renewal, lease, queue_wait_ms).await? {
+            let blocked = match first.swap(false, Ordering::Relaxed) {
+                true => None,
+                false => {
+                    let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+                    blocking::attempt(self, renewal, lease, left).await
+                }
+            };
+            let (attempted, blocked) = match blocked {
+                Some(attempted) => (attempted?, true),
+                None => (attempt(self, renewal, lease, queue_wait_ms).await?, false),
+            };
+            Ok(match attempted {
                 Attempt::Granted(hold) => Tried::Done(hold),
+                // A blocking call ended: ask again at once.
+                Attempt::Refused { .. } if blocked => Tried::Again(Duration::ZERO),
                 Attempt::Refused { retry_ms } => {
                     Tried::Again(u64::try_from(retry_ms).map_or(NO_EXPIRY_RETRY, Duration::from_millis))
                 }

@@ -1,0 +1,105 @@
+//! The blocking waiting mode (`ClientOptions::blocking_connections`):
+//! waiters of a plain lock block on the server and are granted the lock
+//! there; cancelled, timed-out and cut-off waits leave nothing behind.
+
+use redis::AsyncCommands;
+use rlock_client::{Client, ClientOptions};
+use std::time::Duration;
+use testkit::Server;
+
+#[macro_use]
+mod common;
+
+async fn info(server: &Server, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut common::admin(server).await).await.unwrap();
+    let prefix = format!("rlock_{field}:");
+    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
+}
+
+async fn blocking_client(server: &Server, connections: usize) -> Client {
+    let options = ClientOptions::default().with_blocking_connections(connections);
+    Client::connect(server.client(), options).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_tasks_on_eight_blocking_connections_exclude_each_other() {
+    let server = Server::start();
+    let client = blocking_client(&server, 8).await;
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let (lock, redis) = (client.lock("shared"), server.client());
+            tokio::spawn(async move {
+                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                for _ in 0..20 {
+                    let guard = lock.lock().await.unwrap();
+                    let inside: i64 = con.incr("inside", 1).await.unwrap();
+                    assert_eq!(inside, 1, "two holders at once");
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let _: i64 = con.decr("inside", 1).await.unwrap();
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let granted = info(&server, "granted").await;
+    assert!(granted > 0, "the waiters blocked on the server ({granted} grants)");
+    assert_eq!(info(&server, "blocked").await, 0);
+    eprintln!("blocking mode: {granted} of 320 acquires granted by the server");
+}
+
+#[tokio::test]
+async fn given_up_waits_leave_no_grant_behind() {
+    let server = Server::start();
+    let client = blocking_client(&server, 2).await;
+    let holder = client.lock("k").lock().await.unwrap();
+
+    // A wait limit that runs out while blocked.
+    let timed_out = client.lock("k").try_lock(Duration::from_millis(200), None).await.unwrap();
+    assert!(timed_out.is_none());
+    eventually!("the server unblocked it", info(&server, "blocked").await == 0);
+
+    // A waiter dropped while blocked.
+    let waiting = tokio::spawn({
+        let lock = client.lock("k");
+        async move { lock.lock().await }
+    });
+    eventually!("it blocked", info(&server, "blocked").await == 1);
+    waiting.abort();
+    let _ = waiting.await;
+    eventually!("the server unblocked it", info(&server, "blocked").await == 0);
+
+    holder.unlock().await.unwrap();
+    let mut admin = common::admin(&server).await;
+    eventually!("nobody holds the lock", !admin.exists::<_, bool>("k").await.unwrap());
+}
+
+#[tokio::test]
+async fn a_killed_blocking_connection_is_settled_and_the_wait_goes_on() {
+    let server = Server::start();
+    let client = blocking_client(&server, 1).await;
+    let holder = client.lock("k").lock().await.unwrap();
+    let waiting = tokio::spawn({
+        let lock = client.lock("k");
+        async move { lock.lock().await.unwrap() }
+    });
+    eventually!("it blocked", info(&server, "blocked").await == 1);
+    let mut admin = common::admin(&server).await;
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut admin).await.unwrap();
+    let id = clients
+        .lines()
+        .find(|line| line.contains("cmd=rlock.acquire"))
+        .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
+        .expect("the blocked connection")
+        .to_string();
+    let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&id).query_async(&mut admin).await.unwrap();
+    holder.unlock().await.unwrap();
+    let guard = tokio::time::timeout(common::PATIENCE, waiting).await.expect("the wait went on").unwrap();
+    let holds: Option<i64> = admin.hget("k", guard.lock().owner()).await.unwrap();
+    assert_eq!(holds, Some(1), "one hold, not a leaked second");
+    guard.unlock().await.unwrap();
+    let exists: bool = admin.exists("k").await.unwrap();
+    assert!(!exists);
+}
