@@ -84,13 +84,17 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Redis(err) => {
-                err.is_io_error()
-                    || err.is_timeout()
-                    || err.is_connection_dropped()
-                    || err.is_connection_refusal()
-                    || matches!(err.code(), Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY"))
+                err.is_io_error() || err.is_timeout() || err.is_connection_dropped() || self.surely_not_run()
             }
             _ => false,
         }
+    }
+
+    /// True when the request surely did not run: the connection was
+    /// refused, or the server refused it before running it (loading,
+    /// failing over, a replica).
+    pub(crate) fn surely_not_run(&self) -> bool {
+        matches!(self, Error::Redis(err) if err.is_connection_refusal()
+            || matches!(err.code(), Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY")))
     }
 }

@@ -2,7 +2,7 @@
 //! the server of their key, reads again on transient failures, writes once.
 
 use crate::client::Shared;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use redis::Cmd;
 
 /// `verb key`.
@@ -30,11 +30,4 @@ pub(crate) async fn read<T: redis::FromRedisValue>(shared: &Shared, key: &[u8], 
             reply => return reply,
         }
     }
-}
-
-/// Whether a failed request surely did not run: the connection was refused,
-/// or the server refused it before running it.
-pub(crate) fn refused_unrun(err: &Error) -> bool {
-    matches!(err, Error::Redis(err) if err.is_connection_refusal()
-        || matches!(err.code(), Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY")))
 }

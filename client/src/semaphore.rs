@@ -4,7 +4,7 @@
 use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
 use crate::client::Shared;
 use crate::error::{Error, Result};
-use crate::requests::{command, query, read, refused_unrun};
+use crate::requests::{command, query, read};
 use crate::wakeups::WakeRule;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,7 +76,7 @@ impl Semaphore {
             let taken = match reply {
                 Ok(taken) => Ok(taken == 1),
                 // Refused before it ran: safe to send again.
-                Err(err) if refused_unrun(&err) => Err(err),
+                Err(err) if err.surely_not_run() => Err(err),
                 Err(err) => Err(Error::OutcomeUnknown(Box::new(err))),
             };
             if let Err(Ok(true)) = reply_tx.send(taken) {
