@@ -67,6 +67,10 @@ pub fn waiting() -> usize {
     state().queues.waiting()
 }
 
+fn nobody_waits() -> bool {
+    state().queues.is_empty()
+}
+
 /// What a blocked call replies once unblocked by a grant or a failure.
 enum Outcome {
     Granted,
@@ -243,7 +247,7 @@ unsafe extern "C" fn key_event(
     key: *mut raw::RedisModuleString,
 ) -> c_int {
     // Cheap for the many events that cannot concern a waiter.
-    if waiting() == 0 || !FREEING_EVENTS.contains(&unsafe { CStr::from_ptr(event) }) {
+    if nobody_waits() || !FREEING_EVENTS.contains(&unsafe { CStr::from_ptr(event) }) {
         return raw::REDISMODULE_OK as c_int;
     }
     let mut len = 0;
@@ -303,7 +307,7 @@ fn subscribe(ctx: &Context) {
 /// Unregisters the callback when nobody waits, where the server allows it.
 fn unsubscribe_if_idle(ctx: &Context) {
     let Some(unsubscribe) = (unsafe { raw::RedisModule_UnsubscribeFromKeyspaceEvents }) else { return };
-    if waiting() > 0 || !SUBSCRIBED.swap(false, Ordering::Relaxed) {
+    if !nobody_waits() || !SUBSCRIBED.swap(false, Ordering::Relaxed) {
         return;
     }
     unsafe { unsubscribe(ctx.get_raw(), FREEING_CLASSES, Some(key_event)) };

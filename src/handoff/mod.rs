@@ -18,16 +18,16 @@ pub struct Waiter<C> {
     pub lease_ms: i64,
 }
 
-/// Every lock's waiters, in arrival order.
+/// Every lock's waiters, in arrival order. A lock without waiters has no
+/// queue.
 #[derive(Debug)]
 pub struct Queues<C> {
     by_lock: HashMap<Vec<u8>, VecDeque<Waiter<C>>>,
-    waiting: usize,
 }
 
 impl<C> Default for Queues<C> {
     fn default() -> Self {
-        Self { by_lock: HashMap::new(), waiting: 0 }
+        Self { by_lock: HashMap::new() }
     }
 }
 
@@ -35,7 +35,6 @@ impl<C: PartialEq> Queues<C> {
     /// Queues `waiter` behind the lock's others.
     pub fn push(&mut self, lock: &[u8], waiter: Waiter<C>) {
         self.by_lock.entry(lock.to_vec()).or_default().push_back(waiter);
-        self.waiting += 1;
     }
 
     /// Takes the lock's first waiter.
@@ -45,27 +44,25 @@ impl<C: PartialEq> Queues<C> {
         if queue.is_empty() {
             self.by_lock.remove(lock);
         }
-        self.waiting -= usize::from(waiter.is_some());
         waiter
     }
 
     /// Puts a waiter taken with [`Queues::pop_front`] back at the front.
     pub fn push_front(&mut self, lock: &[u8], waiter: Waiter<C>) {
         self.by_lock.entry(lock.to_vec()).or_default().push_front(waiter);
-        self.waiting += 1;
     }
 
     /// Takes `client` out of whichever queue holds it: the lock's name and
     /// the waiter, or `None` when it is in none (granted already).
     pub fn remove(&mut self, client: &C) -> Option<(Vec<u8>, Waiter<C>)> {
-        let lock = self.by_lock.iter().find(|(_, queue)| queue.iter().any(|w| &w.client == client))?.0.clone();
-        let queue = self.by_lock.get_mut(&lock)?;
-        let position = queue.iter().position(|waiter| &waiter.client == client)?;
+        let (lock, queue, position) = self.by_lock.iter_mut().find_map(|(lock, queue)| {
+            let position = queue.iter().position(|waiter| &waiter.client == client)?;
+            Some((lock.clone(), queue, position))
+        })?;
         let waiter = queue.remove(position)?;
         if queue.is_empty() {
             self.by_lock.remove(&lock);
         }
-        self.waiting -= 1;
         Some((lock, waiter))
     }
 
@@ -81,6 +78,11 @@ impl<C: PartialEq> Queues<C> {
 
     /// Waiters over all locks.
     pub fn waiting(&self) -> usize {
-        self.waiting
+        self.by_lock.values().map(VecDeque::len).sum()
+    }
+
+    /// Whether nobody waits for any lock.
+    pub fn is_empty(&self) -> bool {
+        self.by_lock.is_empty()
     }
 }

@@ -46,6 +46,7 @@ fn queues_keep_arrival_order_per_lock_and_drop_leavers() {
             }
         }
         assert_eq!(queues.waiting(), waiting, "{steps:?}");
+        assert_eq!(queues.is_empty(), waiting == 0, "{steps:?}");
         assert_eq!(queues.locks(), locks.iter().map(|lock| lock.to_vec()).collect::<Vec<_>>(), "{steps:?}");
         for lock in [b"a".as_slice(), b"b"] {
             assert_eq!(queues.has_waiters(lock), locks.contains(&lock), "{steps:?}: {lock:?}");
