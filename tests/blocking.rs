@@ -141,12 +141,7 @@ fn timed_out_disconnected_and_killed_waiters_leave_the_queue_at_once() {
     let killed = waiter(&server, "k", "killed", 10_000, |_, reply| reply);
     let live = waiter(&server, "k", "live", 10_000, |_, reply| reply);
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
-    let id = clients
-        .lines()
-        .find(|line| line.contains("cmd=rlock.acquire"))
-        .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
-        .expect("a blocked client")
-        .to_string();
+    let id = testkit::blocked_acquire_client_id(&clients).expect("a blocked client");
     let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&id).query(&mut con).unwrap();
     eventually("the killed waiter left", PATIENCE, || info(&mut con, "blocked") == 1);
     let _: i64 = redis::cmd("RLOCK.RELEASE").arg("k").arg("holder").query(&mut con).unwrap();

@@ -88,12 +88,7 @@ async fn a_killed_blocking_connection_is_settled_and_the_wait_goes_on() {
     eventually!("it blocked", info(&server, "blocked").await == 1);
     let mut admin = common::admin(&server).await;
     let clients: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut admin).await.unwrap();
-    let id = clients
-        .lines()
-        .find(|line| line.contains("cmd=rlock.acquire"))
-        .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
-        .expect("the blocked connection")
-        .to_string();
+    let id = testkit::blocked_acquire_client_id(&clients).expect("the blocked connection");
     let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&id).query_async(&mut admin).await.unwrap();
     holder.unlock().await.unwrap();
     let guard = tokio::time::timeout(common::PATIENCE, waiting).await.expect("the wait went on").unwrap();

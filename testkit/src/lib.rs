@@ -45,3 +45,13 @@ pub fn server_time_ms(con: &mut dyn redis::ConnectionLike) -> i64 {
     let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(con).expect("TIME");
     seconds * 1000 + micros / 1000
 }
+
+/// The id of a client that `CLIENT LIST` (its reply, `client_list`) shows
+/// blocked in `RLOCK.ACQUIRE … WAIT`.
+pub fn blocked_acquire_client_id(client_list: &str) -> Option<String> {
+    client_list
+        .lines()
+        .find(|line| line.contains("cmd=rlock.acquire"))
+        .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
+        .map(str::to_string)
+}
