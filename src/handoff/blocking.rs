@@ -12,6 +12,14 @@
 //!   sampling): every lock with waiters has a timer at its expiry, which
 //!   opens the key (expiring it) and grants.
 //!
+//! A wait ends in exactly one way, decided here: a grant, its own timer
+//! running out, or the client leaving. Redis's blocked-client timeout is
+//! not used, and no timeout callback is registered (so `CLIENT UNBLOCK`
+//! refuses these clients): on 7.0 and Valkey 8.1 a timeout or an unblock
+//! that Redis processes after a grant's `RM_UnblockClient`, in the same
+//! event-loop turn, calls neither callback, and the granted caller would
+//! get no reply at all while holding the lock.
+//!
 //! All of it runs on Redis's main thread; the state's mutex is never held
 //! across a call into Redis (a write's notification calls back in here).
 
@@ -54,6 +62,8 @@ struct State {
     expiry_timers: HashMap<Vec<u8>, (raw::RedisModuleTimerID, i64)>,
     /// Locks with a grant scheduled on a 0 ms timer.
     scheduled: HashSet<Vec<u8>>,
+    /// Each blocked client's timer at the end of its wait.
+    wait_timers: HashMap<Client, raw::RedisModuleTimerID>,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
@@ -71,11 +81,13 @@ fn nobody_waits() -> bool {
     state().queues.is_empty()
 }
 
-/// What a blocked call replies once unblocked by a grant or a failure.
+/// What a blocked call replies once unblocked.
 enum Outcome {
     Granted,
     /// The error reply an acquire would give (the key is not a lock).
     Failed(String),
+    /// Its wait ran out: the holder's PTTL, as without `WAIT`.
+    TimedOut,
 }
 
 /// Whether this call may block: not inside MULTI or a script (or where
@@ -92,19 +104,16 @@ pub fn may_block(ctx: &Context) -> bool {
 /// Blocks the caller, who was refused `name`, until the lock is granted to
 /// it (reply nil) or `timeout_ms` passes (reply the holder's PTTL).
 pub fn block(ctx: &Context, name: &RedisString, owner: &RedisString, lease_ms: i64, timeout_ms: i64) -> RedisValue {
+    // No Redis timeout and no timeout callback: the wait's own timer ends it.
     let client = unsafe {
-        let client = api!(RedisModule_BlockClient)(
-            ctx.get_raw(),
-            Some(reply_granted),
-            Some(reply_timed_out),
-            Some(free_outcome),
-            timeout_ms,
-        );
+        let client = api!(RedisModule_BlockClient)(ctx.get_raw(), Some(reply), None, Some(free_outcome), 0);
         api!(RedisModule_SetDisconnectCallback)(client, Some(left));
         client
-    };
-    let waiter = Waiter { client: client as Client, owner: owner.as_slice().to_vec(), lease_ms };
+    } as Client;
+    let waiter = Waiter { client, owner: owner.as_slice().to_vec(), lease_ms };
     state().queues.push(&lock_id(ctx, name.as_slice()), waiter);
+    let timer = start_timer(ctx, timeout_ms, Some(wait_ran_out), client);
+    state().wait_timers.insert(client, timer);
     subscribe(ctx);
     arm_expiry_timer(ctx, name);
     RedisValue::NoReply
@@ -126,14 +135,14 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
             Ok(outcome) => {
                 stats::record_acquire(outcome);
                 stats::record_grant();
-                unblock(waiter.client, Outcome::Granted);
+                unblock(ctx, waiter.client, Outcome::Granted);
                 // The new holder's lease may end before the armed timer.
                 arm_expiry_timer(ctx, name);
                 unsubscribe_if_idle(ctx);
                 return;
             }
             Err(err) => {
-                unblock(waiter.client, Outcome::Failed(error_text(err.into())));
+                unblock(ctx, waiter.client, Outcome::Failed(error_text(err.into())));
                 unsubscribe_if_idle(ctx);
             }
         }
@@ -147,9 +156,29 @@ fn error_text(err: RedisError) -> String {
     }
 }
 
-fn unblock(client: Client, outcome: Outcome) {
+/// Ends the wait of `client`, taken out of its queue, with `outcome`.
+fn unblock(ctx: &Context, client: Client, outcome: Outcome) {
+    stop_wait_timer(ctx, client);
     let outcome = Box::into_raw(Box::new(outcome)).cast::<c_void>();
     unsafe { api!(RedisModule_UnblockClient)(client as *mut raw::RedisModuleBlockedClient, outcome) };
+}
+
+fn stop_wait_timer(ctx: &Context, client: Client) {
+    if let Some(timer) = state().wait_timers.remove(&client) {
+        stop_timer::<Client>(ctx, timer);
+    }
+}
+
+/// A wait that ran out: out of the queue, unless granted or gone already.
+unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let client = unsafe { timer_data::<Client>(data) };
+    let ctx = Context::new(ctx);
+    state().wait_timers.remove(&client);
+    if state().queues.remove(&client).is_some() {
+        stats::record_wait_timeout();
+        unblock(&ctx, client, Outcome::TimedOut);
+        unsubscribe_if_idle(&ctx);
+    }
 }
 
 /// Opens lock `id` (in a timer) and grants it if it freed (on a primary only).
@@ -187,38 +216,42 @@ fn arm_expiry_timer(ctx: &Context, name: &RedisString) {
     let fire_at = now + pttl + 1;
     match armed_at {
         Some((_, at)) if at <= fire_at => return,
-        Some((timer, _)) => stop_timer(ctx, timer),
+        Some((timer, _)) => stop_timer::<LeaseTimer>(ctx, timer),
         None => {}
     }
-    let timer = start_timer(ctx, pttl + 1, Some(lease_ended), lock, fire_at);
+    let timer = start_timer(ctx, pttl + 1, Some(lease_ended), (lock.to_vec(), fire_at));
     state().expiry_timers.insert(lock.to_vec(), (timer, fire_at));
 }
 
-fn start_timer(
+/// A timer whose callback takes back `data` with [`timer_data`].
+fn start_timer<T>(
     ctx: &Context,
     after_ms: i64,
     callback: raw::RedisModuleTimerProc,
-    lock: &[u8],
-    fire_at: i64,
+    data: T,
 ) -> raw::RedisModuleTimerID {
-    let data = Box::into_raw(Box::new((lock.to_vec(), fire_at))).cast::<c_void>();
+    let data = Box::into_raw(Box::new(data)).cast::<c_void>();
     unsafe { api!(RedisModule_CreateTimer)(ctx.get_raw(), after_ms, callback, data) }
 }
 
-fn stop_timer(ctx: &Context, timer: raw::RedisModuleTimerID) {
+/// Stops a timer started with data of type `T`, if it has not fired.
+fn stop_timer<T>(ctx: &Context, timer: raw::RedisModuleTimerID) {
     let mut data: *mut c_void = ptr::null_mut();
     if unsafe { api!(RedisModule_StopTimer)(ctx.get_raw(), timer, &mut data) } == raw::REDISMODULE_OK as c_int {
-        drop(unsafe { timer_data(data) });
+        drop(unsafe { timer_data::<T>(data) });
     }
 }
 
-/// Takes back the lock name and firing time given to a timer.
-unsafe fn timer_data(data: *mut c_void) -> (Vec<u8>, i64) {
-    *unsafe { Box::from_raw(data.cast::<(Vec<u8>, i64)>()) }
+/// Takes back what was given to a timer.
+unsafe fn timer_data<T>(data: *mut c_void) -> T {
+    *unsafe { Box::from_raw(data.cast::<T>()) }
 }
 
+/// Lock name and firing time, for the expiry timers.
+type LeaseTimer = (Vec<u8>, i64);
+
 unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let (lock, fire_at) = unsafe { timer_data(data) };
+    let (lock, fire_at) = unsafe { timer_data::<LeaseTimer>(data) };
     {
         let mut state = state();
         if state.expiry_timers.get(&lock).is_some_and(|(_, at)| *at == fire_at) {
@@ -229,7 +262,7 @@ unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_voi
 }
 
 unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let (lock, _) = unsafe { timer_data(data) };
+    let (lock, _) = unsafe { timer_data::<LeaseTimer>(data) };
     state().scheduled.remove(&lock);
     grant_if_free(&Context::new(ctx), &lock);
 }
@@ -264,7 +297,7 @@ fn schedule_grant(ctx: &Context, id: &[u8]) {
         state.queues.has_waiters(id) && state.scheduled.insert(id.to_vec())
     };
     if schedule {
-        start_timer(ctx, 0, Some(freed_elsewhere), id, 0);
+        start_timer(ctx, 0, Some(freed_elsewhere), (id.to_vec(), 0));
     }
 }
 
@@ -313,51 +346,40 @@ fn unsubscribe_if_idle(ctx: &Context) {
     unsafe { unsubscribe(ctx.get_raw(), FREEING_CLASSES, Some(key_event)) };
 }
 
-/// The reply of a call unblocked by [`unblock`]: nil for a grant.
-unsafe extern "C" fn reply_granted(
-    ctx: *mut raw::RedisModuleCtx,
-    _argv: *mut *mut raw::RedisModuleString,
-    _argc: c_int,
-) -> c_int {
+/// The reply of a call unblocked by [`unblock`]: nil for a grant, an
+/// acquire's error, or the holder's PTTL for a wait that ran out.
+unsafe extern "C" fn reply(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) -> c_int {
     let outcome = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast::<Outcome>();
     let reply = match unsafe { outcome.as_ref() } {
         Some(Outcome::Granted) | None => Ok(RedisValue::Null),
         Some(Outcome::Failed(err)) => Err(RedisError::String(err.clone())),
+        Some(Outcome::TimedOut) => Ok(RedisValue::Integer(unsafe { holder_pttl(ctx, argv, argc) })),
     };
     Context::new(ctx).reply(reply) as c_int
 }
 
-/// A wait that ran out: out of the queue, and the holder's PTTL as reply.
-unsafe extern "C" fn reply_timed_out(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    let client = unsafe { api!(RedisModule_GetBlockedClientHandle)(ctx) };
-    state().queues.remove(&(client as Client));
-    stats::record_wait_timeout();
+/// The PTTL of the lock named in the blocked call's argv (0 when none).
+unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) -> i64 {
+    if argc < 2 || argv.is_null() {
+        return 0;
+    }
+    let mut len = 0;
+    let name = unsafe { raw::string_ptr_len(*argv.add(1), &mut len) };
+    let name = RedisString::create_from_slice(ctx, unsafe { std::slice::from_raw_parts(name.cast(), len) });
     let context = Context::new(ctx);
-    unsubscribe_if_idle(&context);
-    let pttl = match argc {
-        argc if argc >= 2 && !argv.is_null() => {
-            let mut len = 0;
-            let name = unsafe { raw::string_ptr_len(*argv.add(1), &mut len) };
-            let name = RedisString::create_from_slice(ctx, unsafe { std::slice::from_raw_parts(name.cast(), len) });
-            let key = RedisLock::open_readonly(&context, &name);
-            let pttl = lock::pttl(&key, now_ms());
-            drop(key);
-            pttl.max(0)
-        }
-        _ => 0,
-    };
-    context.reply(Ok(RedisValue::Integer(pttl))) as c_int
+    let key = RedisLock::open_readonly(&context, &name);
+    let pttl = lock::pttl(&key, now_ms());
+    drop(key);
+    pttl.max(0)
 }
 
 /// A blocked client that disconnected (or was killed) leaves the queue.
 unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
+    let ctx = Context::new(ctx);
+    stop_wait_timer(&ctx, client as Client);
     if state().queues.remove(&(client as Client)).is_some() {
         unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
-        unsubscribe_if_idle(&Context::new(ctx));
+        unsubscribe_if_idle(&ctx);
     }
 }
 

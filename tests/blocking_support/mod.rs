@@ -1,0 +1,49 @@
+//! What the blocking tests share: a caller blocked in a thread of its own,
+//! and the module's INFO fields.
+#![allow(dead_code)] // each test file uses a part
+
+use redis::{Connection, Value};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use testkit::{error_text, eventually, Server};
+
+pub const PATIENCE: Duration = Duration::from_secs(10);
+pub const LONG_LEASE: &str = "60000";
+
+pub fn info(con: &mut Connection, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("rlock").query(con).unwrap();
+    let prefix = format!("rlock_{field}:");
+    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
+}
+
+pub fn acquire(con: &mut Connection, key: &str, owner: &str, lease: &str) -> Value {
+    redis::cmd("RLOCK.ACQUIRE").arg(key).arg(owner).arg(lease).query(con).unwrap()
+}
+
+/// A caller blocked on `key` in a thread of its own; returns once the
+/// server counts it blocked. The thread runs `then` after the reply.
+pub fn waiter<T: Send + 'static>(
+    server: &Server,
+    key: &str,
+    owner: &str,
+    wait_ms: u64,
+    then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
+) -> JoinHandle<T> {
+    let mut admin = server.connection();
+    let before = info(&mut admin, "blocked");
+    let mut con = server.connection();
+    let (key, owner) = (key.to_string(), owner.to_string());
+    let handle = std::thread::spawn(move || {
+        let reply: Value = redis::cmd("RLOCK.ACQUIRE")
+            .arg(&key)
+            .arg(&owner)
+            .arg(LONG_LEASE)
+            .arg("WAIT")
+            .arg(wait_ms)
+            .query(&mut con)
+            .unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))));
+        then(&mut con, reply)
+    });
+    eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
+    handle
+}
