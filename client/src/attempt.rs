@@ -1,9 +1,10 @@
-//! One acquire attempt, of any kind. It runs in a task of its own, so a
-//! caller that is cancelled at any point leaves no hold behind: a granted
-//! attempt becomes a [`Hold`] inside the reply channel, and a hold nobody
-//! receives is dropped, which gives it back; a fair waiter queued by an
-//! attempt nobody receives gives its place up. An acquire whose reply
-//! never came is never sent again blindly: its outcome is settled first.
+//! One acquire attempt, of any kind. It runs to its end (see
+//! [`run_to_end`]), so a caller that is cancelled at any point leaves no
+//! hold behind: a granted attempt becomes a [`Hold`] inside the reply
+//! channel, and a hold nobody receives is dropped, which gives it back; a
+//! fair waiter queued by an attempt nobody receives gives its place up. An
+//! acquire whose reply never came is never sent again blindly: its outcome
+//! is settled first.
 
 use crate::commands::Kind;
 use crate::commands::{Acquired, Status};
@@ -16,6 +17,7 @@ use crate::lock_state::{LockId, LockState};
 use crate::protocol;
 use crate::release::release;
 use crate::replica_sync::Plan;
+use crate::run_to_end::run_to_end;
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -59,10 +61,10 @@ pub(crate) async fn attempt(
     lease: Duration,
     queue_wait_ms: Option<i64>,
 ) -> Result<Attempt> {
-    let (reply_tx, reply_rx) = oneshot::channel();
-    let runtime = handle.shared().runtime.clone();
-    runtime.spawn(run(handle.clone(), renewal, (lease, queue_wait_ms), reply_tx));
-    reply_rx.await.unwrap_or(Err(Error::ClientClosed))
+    let lock = handle.clone();
+    run_to_end(&handle.shared().runtime, |reply_tx| run(lock, renewal, (lease, queue_wait_ms), reply_tx))
+        .await
+        .unwrap_or(Err(Error::ClientClosed))
 }
 
 async fn run(
@@ -107,8 +109,11 @@ async fn run(
                 return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
             }
             Err(err) if err.is_transient() => {
+                // After a timeout the connection stays: the acquire runs
+                // before a read sent on it. A broken one loses that order.
+                let ordered = err.is_timeout();
                 let Some((observed, lease_left, reply_tx)) =
-                    settle(&lock, &mut connection, counted, err, reply_tx).await
+                    settle(&lock, &mut connection, counted, err, ordered, reply_tx).await
                 else {
                     return;
                 };
@@ -163,15 +168,15 @@ pub(crate) struct Granted {
 pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left, token } = granted;
     let state = lock.state();
-    let (ticket, orphaned) = state.update(|holds| {
+    let (ticket, orphaned, lease_end) = state.update(|holds| {
         let given_up = counted > 0 && holds.count() == 0 && observed == Some(counted as i64 + 1);
         let (ticket, ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed.filter(|_| !given_up));
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
         }
-        ((ticket, if given_up { counted } else { 0 }), ended)
+        ((ticket, if given_up { counted } else { 0 }, holds.expires_at()), ended)
     });
-    lock.shared().registry.granted.notify_one();
+    lock.shared().registry.note_grant(lease_end);
     // Dropped unsent (the caller is gone) or refused: the hold releases.
     let hold = Hold::new(lock.clone(), ticket, lease, token);
     // Checked after the hold is recorded: the watchdog's stop marks every
@@ -194,24 +199,23 @@ pub(crate) async fn release_orphans(lock: &Handle, connection: &Connection, orph
 }
 
 /// Settles an acquire whose reply never came by reading the owner's count
-/// on the same connection (so after the acquire, if it ran). Returns the
+/// on `connection`, where the read runs after the acquire (if it ran at
+/// all) when `ordered`. Returns the
 /// count when the acquire was granted. When the count cannot be read in
 /// time, the caller gets `err` at once and the settling goes on here (the
 /// acquire may still be queued on a stalled server, so only an answer
 /// settles it) until the server answers or the client closes; a grant
 /// found then is given back. Meanwhile this lock's other calls wait.
-async fn settle(
+pub(crate) async fn settle(
     lock: &Handle,
     connection: &mut Connection,
     counted: usize,
     err: Error,
+    mut ordered: bool,
     reply_tx: oneshot::Sender<Result<Attempt>>,
 ) -> Option<(i64, Option<(Instant, Duration)>, oneshot::Sender<Result<Attempt>>)> {
     let (shared, state) = (lock.shared(), lock.state());
     let retry = &shared.options.retry;
-    // After a timeout the connection stays: the acquire runs before a read
-    // sent on it. A broken connection loses that order.
-    let mut ordered = err.is_timeout();
     let mut reply_tx = Some((reply_tx, err));
     let mut failures = 0;
     let mut pause = retry.delay.min(SETTLE_BACKOFF_MAX);

@@ -2,6 +2,7 @@ use crate::blocking::BlockingPool;
 use crate::connection::{Connection, Deployment};
 use crate::error::{Error, Result};
 use crate::latch::CountDownLatch;
+use crate::latch_sweeper::LatchSweeper;
 use crate::lock::{FairLock, FencedLock, Lock};
 use crate::lock_state::Registry;
 use crate::permits::PermitExpirableSemaphore;
@@ -141,6 +142,7 @@ pub(crate) struct Shared {
     /// Set when the server refused an unlock latch key (ACL): releases go
     /// without one from then on.
     pub latch_refused: AtomicBool,
+    pub latch_sweeper: Arc<LatchSweeper>,
     watchdog: Watchdog,
     /// Where background work (acquire attempts, releases) runs, also when
     /// a guard is dropped outside the runtime.
@@ -219,6 +221,7 @@ impl Client {
             }
             _ => None,
         };
+        let latch_sweeper = LatchSweeper::start(connection.clone(), closed.clone());
         let shared = Shared {
             id: Uuid::new_v4(),
             connection,
@@ -228,6 +231,7 @@ impl Client {
             next_owner: AtomicU64::new(1),
             registry,
             latch_refused: AtomicBool::new(false),
+            latch_sweeper,
             watchdog,
             runtime: tokio::runtime::Handle::current(),
             subscriptions: OnceCell::new(),

@@ -7,7 +7,8 @@ use crate::protocol;
 use crate::release::release;
 use std::future::Future;
 use std::time::Duration;
-use tokio::sync::{oneshot, watch};
+use crate::run_to_end::run_to_end;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Proof of one hold on a lock. Give it back with [`Guard::unlock`].
@@ -96,7 +97,7 @@ impl Hold {
 
     async fn unlock(mut self) -> Result<()> {
         self.held = false;
-        give_back(self.handle.clone(), self.ticket, self.lease).await.unwrap_or(Err(Error::ClientClosed))
+        give_back(&self.handle, self.ticket, self.lease).await.unwrap_or(Err(Error::ClientClosed))
     }
 
     fn is_lost(&self) -> bool {
@@ -107,21 +108,20 @@ impl Hold {
 impl Drop for Hold {
     fn drop(&mut self) {
         if self.held && !self.is_lost() {
-            drop(give_back(self.handle.clone(), self.ticket, self.lease));
+            // Never polled: the release runs in a task of its own.
+            drop(give_back(&self.handle, self.ticket, self.lease));
         }
     }
 }
 
-/// Sends the release for `ticket` and updates the holds, in a task of its
-/// own, so that a cancelled `unlock()` cannot leave the hold half given
-/// back. Nothing is sent when the hold is no longer current.
-fn give_back(handle: Handle, ticket: Ticket, lease: Duration) -> oneshot::Receiver<Result<()>> {
-    let (reply_tx, reply_rx) = oneshot::channel();
-    let runtime = handle.shared().runtime.clone();
-    runtime.spawn(async move {
+/// Sends the release for `ticket` and updates the holds, to the end (see
+/// [`run_to_end`]), so that a cancelled `unlock()` cannot leave the hold
+/// half given back. Nothing is sent when the hold is no longer current.
+fn give_back(handle: &Handle, ticket: Ticket, lease: Duration) -> impl Future<Output = Option<Result<()>>> {
+    let handle = handle.clone();
+    run_to_end(&handle.shared().runtime.clone(), move |reply_tx| async move {
         let _ = reply_tx.send(release_hold(&handle, ticket, lease).await);
-    });
-    reply_rx
+    })
 }
 
 async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Result<()> {

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 /// A lock as the server knows it: name, owner id and kind (a read-write
 /// lock's owner counts its read and its write holds apart).
@@ -85,17 +86,53 @@ impl LockState {
 }
 
 /// Every lock state of a client, by name and owner.
-#[derive(Default)]
 pub(crate) struct Registry {
     states: Mutex<HashMap<LockId, Weak<LockState>>>,
     /// Set when the watchdog stopped: nothing renews any more.
     stopped: AtomicBool,
-    /// Told of every grant, so the watchdog can wake at its lease's end.
+    /// Told of a grant whose lease ends before the watchdog's next wake,
+    /// so that it wakes at the lease's end.
     pub granted: tokio::sync::Notify,
+    /// The watchdog's next wake at the latest, in µs since `epoch`: a grant
+    /// whose lease ends later need not wake it (most grants: waking it
+    /// costs a scan of every lock).
+    watchdog_wakes_by: AtomicU64,
+    epoch: Instant,
     lost_count: Arc<AtomicU64>,
 }
 
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            states: Mutex::default(),
+            stopped: AtomicBool::new(false),
+            granted: tokio::sync::Notify::new(),
+            watchdog_wakes_by: AtomicU64::new(0),
+            epoch: Instant::now(),
+            lost_count: Arc::default(),
+        }
+    }
+}
+
 impl Registry {
+    /// The watchdog will wake by `at`, and look at every hold recorded
+    /// after this call. Called before it scans the holds.
+    pub fn watchdog_wakes_by(&self, at: Instant) {
+        self.watchdog_wakes_by.store(self.micros(at), Ordering::SeqCst);
+    }
+
+    /// A hold was recorded whose lease ends at `lease_end` (by this
+    /// client's estimate): wakes the watchdog unless it wakes by then.
+    pub fn note_grant(&self, lease_end: Option<Instant>) {
+        if lease_end.is_some_and(|end| self.micros(end) < self.watchdog_wakes_by.load(Ordering::SeqCst)) {
+            self.granted.notify_one();
+        }
+    }
+
+    fn micros(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_micros()).unwrap_or(u64::MAX)
+    }
+
     /// The state of `id`, shared with every other live handle on it.
     pub fn state(&self, id: LockId) -> Arc<LockState> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);

@@ -54,8 +54,7 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     };
     if latched {
         // Done with the latch: drop it now rather than let it linger.
-        let mut connection = connection.clone();
-        tokio::spawn(async move { redis::cmd("DEL").arg(latch_key).query_async::<()>(&mut connection).await });
+        shared.latch_sweeper.delete(latch_key);
     }
     match reply {
         Some(1) => Ok(Released::Fully),

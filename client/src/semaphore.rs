@@ -8,7 +8,7 @@ use crate::requests::{command, query, read};
 use crate::wakeups::WakeRule;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
+use crate::run_to_end::run_to_end;
 
 /// A counting semaphore. Get it from
 /// [`Client::semaphore`](crate::Client::semaphore); cloning is cheap.
@@ -63,15 +63,14 @@ impl Semaphore {
         .await
     }
 
-    /// One `RSEM.TRYACQUIRE`, in a task of its own: a caller cancelled while
+    /// One `RSEM.TRYACQUIRE`, run to its end: a caller cancelled while
     /// it runs leaves no permit taken (a grant nobody receives is released).
     /// Its error is never transient, so the wait loop does not send it
     /// again: a take whose reply was lost may have taken the permits, and
     /// a plain semaphore has no owner to ask.
     async fn take(&self, permits: u32) -> Result<bool> {
-        let (reply_tx, reply_rx) = oneshot::channel();
         let (shared, name) = (self.shared.clone(), self.name.clone());
-        self.shared.runtime.spawn(async move {
+        run_to_end(&self.shared.runtime, move |reply_tx| async move {
             let reply = query::<i64>(&shared, &name, command("RSEM.TRYACQUIRE", &name).arg(permits)).await;
             let taken = match reply {
                 Ok(taken) => Ok(taken == 1),
@@ -82,8 +81,9 @@ impl Semaphore {
             if let Err(Ok(true)) = reply_tx.send(taken) {
                 let _ = query::<()>(&shared, &name, command("RSEM.RELEASE", &name).arg(permits)).await;
             }
-        });
-        reply_rx.await.unwrap_or(Err(Error::ClientClosed))
+        })
+        .await
+        .unwrap_or(Err(Error::ClientClosed))
     }
 
     /// Gives `permits` back (to anyone waiting), as Redisson's `release`.

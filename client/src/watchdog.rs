@@ -91,7 +91,8 @@ impl Watchdog {
         loop {
             // Between rounds, wake too when a lease ends by the client's
             // estimate (a fixed lease may be far shorter than the period),
-            // and recompute after every grant.
+            // and recompute after a grant whose lease ends before `next`.
+            self.registry.watchdog_wakes_by(next);
             let lease_ends = self.earliest_lease_end().unwrap_or(next);
             tokio::select! {
                 _ = tokio::time::sleep_until(next.min(lease_ends)) => {}

@@ -148,6 +148,33 @@ async fn a_dropped_guard_is_released_in_the_background() {
     eventually!("the background release", !lock.is_locked().await.unwrap());
 }
 
+/// Every release writes an unlock latch that lives for seconds (about 9 s
+/// with these options) unless the client deletes it once the reply is in;
+/// the client deletes them in batches, and none may be left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_latches_are_deleted_once_released() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let tasks: Vec<_> = (0..32)
+        .map(|task| {
+            let lock = client.lock(format!("latched:{task}"));
+            tokio::spawn(async move {
+                for _ in 0..20 {
+                    lock.lock().await.unwrap().unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut admin = common::admin(&server).await;
+    let latches = || async { admin.clone().keys::<_, Vec<String>>("redisson_unlock_latch:*").await.unwrap() };
+    eventually!("every latch deleted", Duration::from_secs(2), latches().await.is_empty());
+    let keys: i64 = redis::cmd("DBSIZE").query_async(&mut admin).await.unwrap();
+    assert_eq!(keys, 0, "no lock and no latch left");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_client_stops_renewal() {
     let server = Server::start();

@@ -15,7 +15,7 @@ use crate::wakeups::WakeRule;
 use redis::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::sync::oneshot;
+use crate::run_to_end::run_to_end;
 
 /// How a permit is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,13 +116,12 @@ impl PermitExpirableSemaphore {
         .await
     }
 
-    /// One `RPSEM.TRYACQUIRE`, in a task of its own: a caller cancelled
+    /// One `RPSEM.TRYACQUIRE`, run to its end: a caller cancelled
     /// while it runs leaves no permit taken (a grant nobody receives is
     /// released). A lost reply is settled by asking for the permit's lease.
     async fn take(&self, id: [u8; 16], lease_ms: i64) -> Result<Taken> {
-        let (reply_tx, reply_rx) = oneshot::channel();
         let semaphore = self.clone();
-        self.shared.runtime.spawn(async move {
+        run_to_end(&self.shared.runtime, move |reply_tx| async move {
             let try_acquire = command("RPSEM.TRYACQUIRE", &semaphore.name).arg(lease_ms).arg(&id).clone();
             let taken = match query::<Value>(&semaphore.shared, &semaphore.name, &try_acquire).await {
                 Ok(reply) => parse_try_acquire(reply),
@@ -136,8 +135,9 @@ impl PermitExpirableSemaphore {
             if let Err(Ok(Taken::Yes)) = reply_tx.send(taken) {
                 let _ = semaphore.release_id(&id).await;
             }
-        });
-        reply_rx.await.unwrap_or(Err(Error::ClientClosed))
+        })
+        .await
+        .unwrap_or(Err(Error::ClientClosed))
     }
 
     /// `RPSEM.LEASE`: ms left on a held permit, -1 never expires, 0 not held.

@@ -1,0 +1,70 @@
+//! Deleting unlock latch keys once their release's reply is in (Redisson
+//! sends `DEL` fire-and-forget). One background task deletes them in
+//! batches, one `DEL` per server, so a release spawns no task and, under
+//! load, costs a fraction of a command. A latch that is never deleted (the
+//! client closed, the server failed) expires with its lifetime.
+
+use crate::connection::Connection;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+
+/// Longest one batch may take before the sweeper moves on.
+const BATCH_TIMEOUT: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+pub(crate) struct LatchSweeper {
+    pending: Mutex<Vec<Vec<u8>>>,
+    wake: Notify,
+}
+
+impl LatchSweeper {
+    /// Starts the task; it stops when `closed` turns true.
+    pub fn start(connection: Connection, closed: watch::Receiver<bool>) -> Arc<Self> {
+        let sweeper = Arc::new(Self::default());
+        tokio::spawn(sweep(sweeper.clone(), connection, closed));
+        sweeper
+    }
+
+    /// Deletes `latch_key` soon.
+    pub fn delete(&self, latch_key: Vec<u8>) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.push(latch_key);
+        if pending.len() == 1 {
+            self.wake.notify_one();
+        }
+    }
+
+    fn take(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+async fn sweep(sweeper: Arc<LatchSweeper>, mut connection: Connection, mut closed: watch::Receiver<bool>) {
+    loop {
+        let batch = sweeper.take();
+        if batch.is_empty() {
+            tokio::select! {
+                _ = sweeper.wake.notified() => continue,
+                _ = closed.wait_for(|closed| *closed) => return,
+            }
+        }
+        // One command for all on one server; in a cluster, one per key
+        // (keys of different slots), pipelined per primary.
+        let commands = if connection.is_cluster() {
+            batch.into_iter().map(|key| (key.clone(), delete(&[key]))).collect()
+        } else {
+            vec![(Vec::new(), delete(&batch))]
+        };
+        // Failures are left to the latches' expiry.
+        let _ = connection.per_node_pipelines(commands, BATCH_TIMEOUT).await;
+    }
+}
+
+fn delete(keys: &[Vec<u8>]) -> redis::Cmd {
+    let mut del = redis::cmd("DEL");
+    keys.iter().for_each(|key| {
+        del.arg(key);
+    });
+    del
+}
