@@ -3,21 +3,25 @@
 //! (`RLOCK.ACQUIRE … WAIT`), in arrival order, on a connection of its own
 //! from a bounded pool, never on the shared multiplexed one.
 //!
-//! Like every attempt it runs in a task of its own. A caller that gives up
-//! while blocked has the task unblock the call (`CLIENT UNBLOCK … TIMEOUT`)
-//! and read its reply: a grant that came first is given back. A connection
-//! that fails is killed on the server (`CLIENT KILL ID`) before the lock's
+//! Like every attempt it runs to its end. A caller that gives up while
+//! blocked (most often as the server's own wait runs out too) leaves the
+//! rest of it to take the call's reply, for [`CANCEL_GRACE`]; a grant that
+//! came is given back. A call still blocked then, or whose connection
+//! fails, is killed on the server (`CLIENT KILL ID`) before the lock's
 //! count is read, so no grant can follow the read and none goes unclaimed.
+//! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
 //! Without a free pooled connection, for held (re-entered) locks, with
 //! replica sync, on a cluster, or against a module without `WAIT`, the
 //! waiter waits by pub/sub as before.
 
-use crate::attempt::{grant, read_count, release_orphans, Attempt, Granted};
+use crate::attempt::{grant, release_orphans, settle, Attempt, Granted};
 use crate::commands::Kind;
+use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::handle::Handle;
-use crate::holds::{self, Renewal, Settled};
+use crate::holds::Renewal;
 use crate::protocol;
+use crate::run_to_end::run_to_end;
 use redis::aio::MultiplexedConnection;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,6 +32,11 @@ use tokio::time::Instant;
 /// The longest one blocking call waits when the caller has no limit: it
 /// then queues again (at the back).
 const LONGEST_BLOCK: Duration = Duration::from_secs(30);
+
+/// How long a given-up call's reply is awaited before its connection is
+/// killed: the server's wait ends when the caller's limit does, so the
+/// reply is usually a round trip away.
+const CANCEL_GRACE: Duration = Duration::from_millis(100);
 
 /// Dedicated connections for blocking calls, at most `size` at once.
 pub(crate) struct BlockingPool {
@@ -95,9 +104,9 @@ pub(crate) async fn attempt(
     }
     let (dedicated, slot) = pool.take().await?;
     let wait_ms = protocol::clamp_lease_ms(wait.unwrap_or(LONGEST_BLOCK).min(LONGEST_BLOCK));
-    let (reply_tx, reply_rx) = oneshot::channel();
-    shared.runtime.spawn(run(handle.clone(), renewal, lease, wait_ms, (dedicated, slot), reply_tx));
-    Some(reply_rx.await.unwrap_or(Err(Error::ClientClosed)))
+    let lock = handle.clone();
+    let blocked = run_to_end(&shared.runtime, |reply_tx| run(lock, renewal, lease, wait_ms, (dedicated, slot), reply_tx));
+    Some(blocked.await.unwrap_or(Err(Error::ClientClosed)))
 }
 
 async fn run(
@@ -127,10 +136,11 @@ async fn run(
         tokio::select! {
             reply = &mut request => reply,
             _ = reply_tx.closed() => {
-                // The caller gave up: end the wait, and take its reply.
-                let unblock = redis::cmd("CLIENT").arg("UNBLOCK").arg(dedicated.id).arg("TIMEOUT").clone();
-                let _ = unblock.query_async::<i64>(&mut shared.connection.clone()).await;
-                request.await
+                // The caller gave up: take the reply if it comes soon.
+                match tokio::time::timeout(CANCEL_GRACE, &mut request).await {
+                    Ok(reply) => reply,
+                    Err(elapsed) => Err(std::io::Error::from(elapsed).into()),
+                }
             }
         }
     };
@@ -149,13 +159,21 @@ async fn run(
             pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
         }
+        // An error reply: the call ended without a grant.
+        Err(err) if !err.is_transient() => {
+            pool.put_back(dedicated);
+            return drop(reply_tx.send(Err(err)));
+        }
         Err(err) => {
             // No grant can follow once the server dropped the connection.
-            let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(dedicated.id).clone();
-            let _ = kill.query_async::<i64>(&mut shared.connection.clone()).await;
-            match read_count(&mut shared.connection.clone(), &state.id).await {
-                Ok((observed, _)) if holds::settle(0, observed, true) == Settled::Granted => Some(observed),
-                _ => return drop(reply_tx.send(Err(err))),
+            let mut connection = shared.connection.clone();
+            let ordered = kill(&lock, &mut connection, dedicated.id).await;
+            match settle(&lock, &mut connection, 0, err, ordered, reply_tx).await {
+                Some((observed, _, settled_tx)) => {
+                    reply_tx = settled_tx;
+                    Some(observed)
+                }
+                None => return,
             }
         }
     };
@@ -163,4 +181,21 @@ async fn run(
         Granted { renewal, lease, lease_sent, requested_at, counted: 0, observed, lease_left: None, token: 0 };
     let orphaned = grant(&lock, granted, reply_tx);
     release_orphans(&lock, &shared.connection, orphaned).await;
+}
+
+/// Kills the dedicated connection `id` on the server, retrying transient
+/// failures. True once the kill surely runs before what is sent next on
+/// `connection` (it was answered, or is queued there ahead of it).
+async fn kill(lock: &Handle, connection: &mut Connection, id: i64) -> bool {
+    let retry = &lock.shared().options.retry;
+    let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).clone();
+    for _ in 0..=retry.attempts {
+        match kill.query_async::<i64>(connection).await.map_err(Error::from) {
+            Ok(_) => return true,
+            Err(err) if err.is_timeout() => return true,
+            Err(err) if err.is_transient() => tokio::time::sleep(retry.delay).await,
+            Err(_) => return false,
+        }
+    }
+    false
 }

@@ -98,3 +98,101 @@ async fn a_killed_blocking_connection_is_settled_and_the_wait_goes_on() {
     let exists: bool = admin.exists("k").await.unwrap();
     assert!(!exists);
 }
+
+/// The server stops (SIGSTOP) while a waiter blocks: the caller's limit and
+/// the holder's lease both pass meanwhile, and its `CLIENT UNBLOCK` goes
+/// unanswered. When the server runs again it may grant the lock to the
+/// blocked call before it unblocks it; that grant must go back at once, not
+/// stay until its 30 s lease ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_made_as_a_stopped_server_resumes_reaches_no_gone_caller() {
+    let server = Server::start();
+    let client = blocking_client(&server, 2).await;
+    let mut admin = common::admin(&server).await;
+    let _: Option<i64> = redis::cmd("RLOCK.ACQUIRE").arg("k").arg("other").arg(500).query_async(&mut admin).await.unwrap();
+    let waiting = tokio::spawn({
+        let lock = client.lock("k");
+        async move { lock.try_lock(Duration::from_millis(300), None).await }
+    });
+    eventually!("it blocked", info(&server, "blocked").await == 1);
+    server.pause();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    server.resume();
+    let outcome = tokio::time::timeout(common::PATIENCE, waiting).await.expect("the try ended").unwrap();
+    match outcome {
+        Ok(Some(guard)) => guard.unlock().await.unwrap(),
+        Ok(None) | Err(_) => {}
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let all: Vec<(String,String)> = admin.hgetall("k").await.unwrap();
+    let pttl: i64 = admin.pttl("k").await.unwrap();
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut admin).await.unwrap();
+    eprintln!("DEBUG {all:?} pttl {pttl} outcome-none\n{list}");
+    eventually!("nobody holds the lock", Duration::from_secs(5), !admin.exists::<_, bool>("k").await.unwrap());
+    assert_eq!(info(&server, "blocked").await, 0);
+}
+
+/// The server is killed and restarted (without persistence) under blocked
+/// waiters: each wait ends, with the lock or a connection error, none
+/// hangs, none leaves a hold; the pool then blocks on the new server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_waiters_come_through_a_server_restart() {
+    let mut server = Server::start();
+    let client = blocking_client(&server, 4).await;
+    let mut admin = common::admin(&server).await;
+    let _: Option<i64> =
+        redis::cmd("RLOCK.ACQUIRE").arg("k").arg("other").arg(60_000).query_async(&mut admin).await.unwrap();
+    let waiters: Vec<_> = (0..4)
+        .map(|_| {
+            let lock = client.lock("k");
+            tokio::spawn(async move {
+                if let Ok(guard) = lock.lock().await {
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    eventually!("they blocked", info(&server, "blocked").await == 4);
+    server.restart();
+    for waiter in waiters {
+        tokio::time::timeout(common::PATIENCE, waiter).await.expect("the wait ended").unwrap();
+    }
+    let mut admin = common::admin(&server).await;
+    assert!(!admin.exists::<_, bool>("k").await.unwrap(), "no hold left");
+    let _: Option<i64> = redis::cmd("RLOCK.ACQUIRE").arg("k").arg("other").arg(200).query_async(&mut admin).await.unwrap();
+    let granted = info(&server, "granted").await;
+    let guard = client.lock("k").lock().await.unwrap();
+    assert_eq!(info(&server, "granted").await, granted + 1, "granted by the restarted server, from the pool");
+    guard.unlock().await.unwrap();
+}
+
+/// A waiter dropped just as the lock is granted to it, many times over:
+/// whichever comes first on the server, no grant stays behind, and the
+/// pool's connections stay usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_dropped_as_it_is_granted_leaves_no_hold() {
+    let server = Server::start();
+    let client = blocking_client(&server, 2).await;
+    let mut admin = common::admin(&server).await;
+    for round in 0..20u64 {
+        let holder = client.lock("k").lock().await.unwrap();
+        let waiting = tokio::spawn({
+            let lock = client.lock("k");
+            async move { lock.lock().await }
+        });
+        eventually!("it blocked", info(&server, "blocked").await == 1);
+        // Vary which of the two the server sees first.
+        let (unlocked, _) = tokio::join!(holder.unlock(), async {
+            tokio::time::sleep(Duration::from_micros(round * 50)).await;
+            waiting.abort();
+        });
+        unlocked.unwrap();
+        if let Ok(Ok(guard)) = waiting.await {
+            guard.unlock().await.unwrap(); // it finished before the abort
+        }
+        eventually!(format!("round {round}: nobody holds the lock"), !admin.exists::<_, bool>("k").await.unwrap());
+        assert_eq!(info(&server, "blocked").await, 0);
+    }
+    let guard = client.lock("k").lock().await.unwrap();
+    guard.unlock().await.unwrap();
+}
