@@ -2,6 +2,8 @@
 //! kind's commands: see commands.rs).
 
 use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 pub use rlock_protocol::{release_channel, unlock_latch_key};
@@ -23,14 +25,27 @@ pub fn clamp_lease_ms(lease: Duration) -> i64 {
     lease.clamp(Duration::from_millis(1), MAX_LEASE).as_millis() as i64
 }
 
-/// A new unlock request id: 16 random bytes as 32 hex digits, as Redisson's.
+/// A new unlock request id: 32 hex digits, as Redisson's random ones.
+/// Unique without a system call per release: a random 128-bit base per
+/// process, its low bits XORed with a counter (two processes' ids meet only
+/// if their bases differ in the low 64 bits alone: chance 2^-64).
 pub fn request_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
+    static BASE: LazyLock<u128> = LazyLock::new(|| uuid::Uuid::new_v4().as_u128());
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let id = *BASE ^ u128::from(NEXT.fetch_add(1, Ordering::Relaxed));
+    uuid::Uuid::from_u128(id).simple().to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_ids_are_32_hex_digits_and_never_repeat() {
+        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| request_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(ids.iter().all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())));
+    }
 
     #[test]
     fn leases_are_checked() {
