@@ -38,7 +38,8 @@ async fn worker() {
         return;
     };
     match role.as_str() {
-        "counter" => count_under_the_lock(&url).await,
+        "counter" => count_under_the_lock(&url, ClientOptions::default()).await,
+        "blocking-counter" => count_under_the_lock(&url, ClientOptions::default().with_blocking_connections(TASKS)).await,
         "holder" => hold_until_killed(&url).await,
         "paused-holder" => hold_and_report_loss(&url).await,
         "rw-counter" => read_and_write_under_the_lock(&url).await,
@@ -49,8 +50,8 @@ async fn worker() {
 
 /// TASKS tasks, each doing UPDATES_PER_TASK non-atomic GET-then-SET
 /// increments of one counter under the lock.
-async fn count_under_the_lock(url: &str) {
-    let client = Client::open(url).await.unwrap();
+async fn count_under_the_lock(url: &str, options: ClientOptions) {
+    let client = Client::connect(redis::Client::open(url).unwrap(), options).await.unwrap();
     let redis = redis::Client::open(url).unwrap();
     let tasks: Vec<_> = (0..TASKS)
         .map(|_| {
@@ -168,8 +169,22 @@ async fn wait_for_line(lines: &mut Lines<BufReader<ChildStdout>>, marker: &str) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_across_processes_loses_no_update() {
+    count_across_processes("counter").await;
+}
+
+/// The same with the blocking waiting mode: waiters of both processes
+/// queue on the server, which grants the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_waiters_across_processes_lose_no_update() {
+    let granted = count_across_processes("blocking-counter").await;
+    assert!(granted > 0, "no acquire was granted by the server");
+}
+
+/// Runs PROCESSES workers in `role` and checks the counter; returns the
+/// server's count of locks granted to blocked waiters.
+async fn count_across_processes(role: &str) -> i64 {
     let server = Server::start();
-    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| common::start_worker("counter", &server.url())).collect();
+    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| common::start_worker(role, &server.url())).collect();
     for worker in &mut workers {
         let status =
             tokio::time::timeout(Duration::from_secs(120), worker.wait()).await.expect("worker finished").unwrap();
@@ -178,6 +193,8 @@ async fn mutual_exclusion_across_processes_loses_no_update() {
     let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
     let counter: i64 = con.get("counter").await.unwrap();
     assert_eq!(counter, (PROCESSES * TASKS * UPDATES_PER_TASK) as i64, "updates were lost");
+    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut con).await.unwrap();
+    info.lines().find_map(|line| line.strip_prefix("rlock_granted:")).map_or(0, |v| v.trim().parse().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
