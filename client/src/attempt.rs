@@ -12,7 +12,7 @@ use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::guard::Hold;
 use crate::handle::Handle;
-use crate::holds::{self, Renewal, Settled};
+use crate::holds::{self, Ended, Renewal, Settled};
 use crate::lock_state::{LockId, LockState};
 use crate::protocol;
 use crate::release::release;
@@ -62,7 +62,7 @@ pub(crate) async fn attempt(
     queue_wait_ms: Option<i64>,
 ) -> Result<Attempt> {
     let lock = handle.clone();
-    run_to_end(&handle.shared().runtime, |reply_tx| run(lock, renewal, (lease, queue_wait_ms), reply_tx))
+    run_to_end(handle.shared(), |reply_tx| run(lock, renewal, (lease, queue_wait_ms), reply_tx))
         .await
         .unwrap_or(Err(Error::ClientClosed))
 }
@@ -170,13 +170,19 @@ pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<R
     let state = lock.state();
     let (ticket, orphaned, lease_end) = state.update(|holds| {
         let given_up = counted > 0 && holds.count() == 0 && observed == Some(counted as i64 + 1);
-        let (ticket, ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed.filter(|_| !given_up));
+        let (ticket, mut ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed.filter(|_| !given_up));
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
         }
+        // Recorded after its lease may have ended (a caller that left the
+        // future unpolled, a stalled server): lost from the start, never
+        // a guard that looks held.
+        if ended == Ended::No && holds.overdue(Instant::now()) {
+            ended = holds.lose(holds.incarnation());
+        }
         ((ticket, if given_up { counted } else { 0 }, holds.expires_at()), ended)
     });
-    lock.shared().registry.note_grant(lease_end);
+    lock.shared().registry.note_lease_end(lease_end);
     // Dropped unsent (the caller is gone) or refused: the hold releases.
     let hold = Hold::new(lock.clone(), ticket, lease, token);
     // Checked after the hold is recorded: the watchdog's stop marks every

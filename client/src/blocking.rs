@@ -105,7 +105,7 @@ pub(crate) async fn attempt(
     let (dedicated, slot) = pool.take().await?;
     let wait_ms = protocol::clamp_lease_ms(wait.unwrap_or(LONGEST_BLOCK).min(LONGEST_BLOCK));
     let lock = handle.clone();
-    let blocked = run_to_end(&shared.runtime, |reply_tx| run(lock, renewal, lease, wait_ms, (dedicated, slot), reply_tx));
+    let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, lease, wait_ms, (dedicated, slot), reply_tx));
     Some(blocked.await.unwrap_or(Err(Error::ClientClosed)))
 }
 
@@ -130,13 +130,18 @@ async fn run(
     let lease_sent = state.read(|holds| holds.lease_for_acquire(lease, requested_at, watchdog));
     let mut acquire = state.id.acquire(protocol::clamp_lease_ms(lease_sent), None);
     acquire.arg("WAIT").arg(wait_ms);
+    let mut closed = shared.closed();
     let reply = {
         let request = acquire.query_async::<Option<i64>>(&mut dedicated.connection);
         tokio::pin!(request);
         tokio::select! {
             reply = &mut request => reply,
-            _ = reply_tx.closed() => {
-                // The caller gave up: take the reply if it comes soon.
+            _ = async { tokio::select! {
+                _ = reply_tx.closed() => {}
+                _ = closed.wait_for(|closed| *closed) => {}
+            } } => {
+                // The caller gave up, or the client closed: take the reply
+                // if it comes soon.
                 match tokio::time::timeout(CANCEL_GRACE, &mut request).await {
                     Ok(reply) => reply,
                     Err(elapsed) => Err(std::io::Error::from(elapsed).into()),

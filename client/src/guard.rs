@@ -118,9 +118,9 @@ impl Drop for Hold {
 /// [`run_to_end`]), so that a cancelled `unlock()` cannot leave the hold
 /// half given back. Nothing is sent when the hold is no longer current.
 fn give_back(handle: &Handle, ticket: Ticket, lease: Duration) -> impl Future<Output = Option<Result<()>>> {
-    let handle = handle.clone();
-    run_to_end(&handle.shared().runtime.clone(), move |reply_tx| async move {
-        let _ = reply_tx.send(release_hold(&handle, ticket, lease).await);
+    let lock = handle.clone();
+    run_to_end(handle.shared(), move |reply_tx| async move {
+        let _ = reply_tx.send(release_hold(&lock, ticket, lease).await);
     })
 }
 
@@ -138,7 +138,12 @@ async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Resul
     match release(shared, &shared.connection, &state.id, lease_ms).await {
         Ok(reply) => {
             let lease_set = state.id.kind.release_sets_lease().then_some(lease_sent);
-            state.update(|holds| ((), holds.released(&ticket, reply, lease_set, requested_at)));
+            let lease_end = state.update(|holds| {
+                let ended = holds.released(&ticket, reply, lease_set, requested_at);
+                (holds.expires_at(), ended)
+            });
+            // The holds left may now end before the watchdog's next wake.
+            shared.registry.note_lease_end(lease_end);
             if reply == Released::NotHeld {
                 Err(Error::NotOwner)
             } else {

@@ -49,23 +49,34 @@ async fn sweep(sweeper: Arc<LatchSweeper>, mut connection: Connection, mut close
     loop {
         let batch = sweeper.take();
         if batch.is_empty() {
-            tokio::select! {
-                _ = sweeper.wake.notified() => {}
-                _ = closed.wait_for(|closed| *closed) => return,
+            let closing = tokio::select! {
+                _ = sweeper.wake.notified() => false,
+                _ = closed.wait_for(|closed| *closed) => true,
+            };
+            if closing {
+                // The last releases' latches, queued as the client closed.
+                return delete_batch(&mut connection, sweeper.take()).await;
             }
             tokio::time::sleep(GATHER).await;
             continue;
         }
-        // One command for all on one server; in a cluster, one per key
-        // (keys of different slots), pipelined per primary.
-        let commands = if connection.is_cluster() {
-            batch.into_iter().map(|key| (key.clone(), delete(&[key]))).collect()
-        } else {
-            vec![(Vec::new(), delete(&batch))]
-        };
-        // Failures are left to the latches' expiry.
-        let _ = connection.per_node_pipelines(commands, BATCH_TIMEOUT).await;
+        delete_batch(&mut connection, batch).await;
     }
+}
+
+/// One `DEL` for all on one server; in a cluster, one per key (keys of
+/// different slots), pipelined per primary. Failures are left to the
+/// latches' expiry.
+async fn delete_batch(connection: &mut Connection, batch: Vec<Vec<u8>>) {
+    if batch.is_empty() {
+        return;
+    }
+    let commands = if connection.is_cluster() {
+        batch.into_iter().map(|key| (key.clone(), delete(&[key]))).collect()
+    } else {
+        vec![(Vec::new(), delete(&batch))]
+    };
+    let _ = connection.per_node_pipelines(commands, BATCH_TIMEOUT).await;
 }
 
 fn delete(keys: &[Vec<u8>]) -> redis::Cmd {

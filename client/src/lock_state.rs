@@ -90,12 +90,12 @@ pub(crate) struct Registry {
     states: Mutex<HashMap<LockId, Weak<LockState>>>,
     /// Set when the watchdog stopped: nothing renews any more.
     stopped: AtomicBool,
-    /// Told of a grant whose lease ends before the watchdog's next wake,
-    /// so that it wakes at the lease's end.
-    pub granted: tokio::sync::Notify,
-    /// The watchdog's next wake at the latest, in µs since `epoch`: a grant
-    /// whose lease ends later need not wake it (most grants: waking it
-    /// costs a scan of every lock).
+    /// Told of holds whose lease ends before the watchdog's next wake (a
+    /// grant, a release that left a shorter lease), so that it wakes then.
+    pub lease_ends_sooner: tokio::sync::Notify,
+    /// The watchdog's next wake at the latest, in µs since `epoch`: a lease
+    /// that ends later need not wake it (most grants: waking it costs a
+    /// scan of every lock).
     watchdog_wakes_by: AtomicU64,
     epoch: Instant,
     lost_count: Arc<AtomicU64>,
@@ -106,7 +106,7 @@ impl Default for Registry {
         Self {
             states: Mutex::default(),
             stopped: AtomicBool::new(false),
-            granted: tokio::sync::Notify::new(),
+            lease_ends_sooner: tokio::sync::Notify::new(),
             watchdog_wakes_by: AtomicU64::new(0),
             epoch: Instant::now(),
             lost_count: Arc::default(),
@@ -121,11 +121,11 @@ impl Registry {
         self.watchdog_wakes_by.store(self.micros(at), Ordering::SeqCst);
     }
 
-    /// A hold was recorded whose lease ends at `lease_end` (by this
-    /// client's estimate): wakes the watchdog unless it wakes by then.
-    pub fn note_grant(&self, lease_end: Option<Instant>) {
+    /// A lock's holds now end at `lease_end` (by this client's estimate):
+    /// wakes the watchdog unless it wakes by then.
+    pub fn note_lease_end(&self, lease_end: Option<Instant>) {
         if lease_end.is_some_and(|end| self.micros(end) < self.watchdog_wakes_by.load(Ordering::SeqCst)) {
-            self.granted.notify_one();
+            self.lease_ends_sooner.notify_one();
         }
     }
 

@@ -3,9 +3,17 @@
 //! must update the holds). They run inline, in the caller's task, so the
 //! common path spawns nothing; a caller that drops the future before the
 //! work ends hands the rest of it to a task of its own.
+//!
+//! The work advances only while its caller polls: a caller that keeps the
+//! future without polling it (parked in a `select!`, say) holds up the
+//! lock's other calls, and a grant it is slow to take may come back
+//! already lost (see `attempt::grant`). Poll it to the end or drop it.
 
+use crate::client::Shared;
+use crate::lock_state::Registry;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
@@ -14,25 +22,37 @@ use tokio::sync::oneshot;
 /// the reply, or `None` when the work ended without one. The work learns
 /// that its caller is gone from a failed send, and gives back what it got.
 /// Work left when the reply comes (settling in the background, say) goes
-/// on in a task of its own.
-pub(crate) fn run_to_end<T, F>(runtime: &Handle, work: impl FnOnce(oneshot::Sender<T>) -> F) -> RunToEnd<T, F>
+/// on in a task of its own. Once the client stopped (closed, or its
+/// runtime shut down) nothing runs inline: the caller gets `None` at once.
+pub(crate) fn run_to_end<T, F>(shared: &Shared, work: impl FnOnce(oneshot::Sender<T>) -> F) -> RunToEnd<T, F>
 where
     F: Future<Output = ()> + Send + 'static,
 {
     let (reply_tx, reply_rx) = oneshot::channel();
-    RunToEnd { reply: Some(reply_rx), work: Some(Box::pin(work(reply_tx))), runtime: runtime.clone() }
+    RunToEnd {
+        reply: Some(reply_rx),
+        work: Some(Box::pin(work(reply_tx))),
+        runtime: shared.runtime.clone(),
+        registry: shared.registry.clone(),
+    }
 }
 
 pub(crate) struct RunToEnd<T, F: Future<Output = ()> + Send + 'static> {
     reply: Option<oneshot::Receiver<T>>,
     work: Option<Pin<Box<F>>>,
     runtime: Handle,
+    /// Stopped once the client's watchdog ended: then the runtime may be
+    /// gone, and polling the work inline would panic in its timers.
+    registry: Arc<Registry>,
 }
 
 impl<T, F: Future<Output = ()> + Send + 'static> Future for RunToEnd<T, F> {
     type Output = Option<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        if self.registry.is_stopped() {
+            return Poll::Ready(None); // the work, if any, goes to a task at drop
+        }
         // The work's timers and tasks belong to the client's runtime, also
         // when the caller polls from another executor.
         let runtime = self.runtime.clone();

@@ -70,7 +70,7 @@ impl Semaphore {
     /// a plain semaphore has no owner to ask.
     async fn take(&self, permits: u32) -> Result<bool> {
         let (shared, name) = (self.shared.clone(), self.name.clone());
-        run_to_end(&self.shared.runtime, move |reply_tx| async move {
+        run_to_end(&self.shared, move |reply_tx| async move {
             let reply = query::<i64>(&shared, &name, command("RSEM.TRYACQUIRE", &name).arg(permits)).await;
             let taken = match reply {
                 Ok(taken) => Ok(taken == 1),

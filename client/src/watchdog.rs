@@ -84,6 +84,8 @@ impl Watchdog {
         retry_delay: Duration,
         mut closed: watch::Receiver<bool>,
     ) {
+        // Also when the runtime drops this task: nobody renews then either.
+        let _stop = StopOnExit(self.registry.clone());
         let period = timeout / 3;
         // A fixed schedule: a round every `period`, however long rounds
         // take; after a failed round, the next comes after `retry_delay`.
@@ -91,12 +93,12 @@ impl Watchdog {
         loop {
             // Between rounds, wake too when a lease ends by the client's
             // estimate (a fixed lease may be far shorter than the period),
-            // and recompute after a grant whose lease ends before `next`.
+            // and recompute when a lease comes to end before `next`.
             self.registry.watchdog_wakes_by(next);
             let lease_ends = self.earliest_lease_end().unwrap_or(next);
             tokio::select! {
                 _ = tokio::time::sleep_until(next.min(lease_ends)) => {}
-                _ = self.registry.granted.notified() => continue,
+                _ = self.registry.lease_ends_sooner.notified() => continue,
                 _ = closed.wait_for(|closed| *closed) => break,
             }
             if Instant::now() < next {
@@ -109,8 +111,6 @@ impl Watchdog {
                 Instant::now() + retry_delay.min(period)
             };
         }
-        // Nobody renews from now on: no holder may count on its lock.
-        self.registry.stop();
     }
 
     /// One round trip for every lock with holds. False when it failed.
@@ -187,5 +187,16 @@ fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant)
         if let Ok(_idle) = task.state.gate.try_lock() {
             task.state.lose_incarnation(task.incarnation);
         }
+    }
+}
+
+/// Stops the registry when the watchdog's task ends, by returning or by
+/// being dropped with its runtime: nobody renews from then on, so no
+/// holder may count on its lock, and requests no longer run inline.
+struct StopOnExit(Arc<Registry>);
+
+impl Drop for StopOnExit {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }

@@ -121,7 +121,7 @@ impl PermitExpirableSemaphore {
     /// released). A lost reply is settled by asking for the permit's lease.
     async fn take(&self, id: [u8; 16], lease_ms: i64) -> Result<Taken> {
         let semaphore = self.clone();
-        run_to_end(&self.shared.runtime, move |reply_tx| async move {
+        run_to_end(&self.shared, move |reply_tx| async move {
             let try_acquire = command("RPSEM.TRYACQUIRE", &semaphore.name).arg(lease_ms).arg(&id).clone();
             let taken = match query::<Value>(&semaphore.shared, &semaphore.name, &try_acquire).await {
                 Ok(reply) => parse_try_acquire(reply),

@@ -73,3 +73,5 @@ pub fn start_worker(role: &str, url: &str) -> tokio::process::Child {
         .spawn()
         .expect("start a worker process")
 }
+
+pub mod hostile;
