@@ -2,13 +2,15 @@
 //! latency is from the holder's release to the next holder's acquire.
 //! rlock-client's pub/sub waiting, Redisson's own way (its scripts, one
 //! subscription per client whose messages each let one waiter try again)
-//! and fixed-interval polling. All waiters share one client, so the
-//! acquire calls per hand-off show how many waiters a release wakes.
+//! and fixed-interval polling. Most rows share one client among the
+//! waiters, so the acquire calls per hand-off show how many waiters a
+//! release wakes; "a client per waiter" is a fleet of services, one waiter
+//! each, where every release wakes every waiter.
 
 use crate::report::{ratio, Table};
 use crate::server_info;
 use redis::aio::ConnectionManager;
-use rlock_client::Client;
+use rlock_client::{Client, ClientOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,7 +27,11 @@ const BLOCKING_WAIT_MS: i64 = 10_000;
 enum Waiting {
     /// `RLOCK.ACQUIRE … WAIT`: the server grants the lock in arrival order.
     Blocking,
+    /// rlock-client's blocking mode (a dedicated connection per waiter).
+    ClientBlocking,
     PubSub,
+    /// rlock-client pub/sub with a client of its own per waiter.
+    PubSubClientPerWaiter,
     Scripts,
     Poll(Duration),
 }
@@ -34,7 +40,9 @@ impl Waiting {
     fn label(self) -> String {
         match self {
             Waiting::Blocking => "blocking FIFO (`RLOCK.ACQUIRE … WAIT`)".into(),
+            Waiting::ClientBlocking => "rlock-client blocking mode".into(),
             Waiting::PubSub => "rlock-client pub/sub".into(),
+            Waiting::PubSubClientPerWaiter => "rlock-client pub/sub, a client per waiter".into(),
             Waiting::Scripts => "Redisson-protocol scripts, pub/sub".into(),
             Waiting::Poll(interval) => format!("polling every {} ms", interval.as_millis()),
         }
@@ -43,8 +51,8 @@ impl Waiting {
     /// Hand-offs to measure, and the time allowed for them.
     fn budget(self) -> (usize, Duration) {
         match self {
-            Waiting::Blocking | Waiting::PubSub | Waiting::Scripts => (2000, Duration::from_secs(15)),
             Waiting::Poll(_) => (150, Duration::from_secs(10)),
+            _ => (2000, Duration::from_secs(15)),
         }
     }
 }
@@ -108,7 +116,7 @@ async fn waiter(
     loop {
         let wanted_at = Instant::now();
         match waiting {
-            Waiting::PubSub => {
+            Waiting::PubSub | Waiting::ClientBlocking | Waiting::PubSubClientPerWaiter => {
                 let guard = lock.lock_with_lease(Duration::from_millis(LEASE_MS as u64)).await.expect("lock");
                 hold(&shared, wanted_at, &mut acquisitions).await;
                 guard.unlock().await.expect("unlock");
@@ -197,7 +205,11 @@ async fn script_waiting(server: &Server) -> Arc<ScriptWaiting> {
 }
 
 async fn measure(server: &Server, waiting: Waiting, waiters: usize) -> Outcome {
-    let client = Client::open(&server.url()).await.expect("client");
+    let options = match waiting {
+        Waiting::ClientBlocking => ClientOptions::default().with_blocking_connections(waiters),
+        _ => ClientOptions::default().with_blocking_connections(0),
+    };
+    let client = Client::connect(server.client(), options.clone()).await.expect("client");
     let connection = ConnectionManager::new(server.client()).await.expect("connection");
     let scripts = script_waiting(server).await;
     let shared = Arc::new(Shared {
@@ -208,11 +220,18 @@ async fn measure(server: &Server, waiting: Waiting, waiters: usize) -> Outcome {
         acquisitions: watch::channel(0).0,
     });
     let counts_before = server_info::command_stat(server, "rlock.acquire", "calls");
+    let mut clients = Vec::with_capacity(waiters);
+    for _ in 0..waiters {
+        clients.push(match waiting {
+            Waiting::PubSubClientPerWaiter => Client::connect(server.client(), options.clone()).await.expect("client"),
+            _ => client.clone(),
+        });
+    }
     let tasks: Vec<_> = (0..waiters)
         .map(|task| {
             let waiter = waiter(
                 waiting,
-                client.clone(),
+                clients[task].clone(),
                 connection.clone(),
                 server.client(),
                 scripts.clone(),
@@ -237,9 +256,7 @@ async fn measure(server: &Server, waiting: Waiting, waiters: usize) -> Outcome {
     let percentile = |p: usize| latencies.get(latencies.len() * p / 100).copied().unwrap_or_default();
     let attempts = match waiting {
         Waiting::Scripts => shared.acquire_calls.load(Ordering::Relaxed) as f64,
-        Waiting::Blocking | Waiting::PubSub | Waiting::Poll(_) => {
-            server_info::command_stat(server, "rlock.acquire", "calls") - counts_before
-        }
+        _ => server_info::command_stat(server, "rlock.acquire", "calls") - counts_before,
     };
     let waits = shared.waits.lock().expect("mutex").clone();
     let mean_wait = waits.iter().sum::<Duration>().as_secs_f64() / waits.len().max(1) as f64;
@@ -270,7 +287,9 @@ pub struct PubSubFigures {
 pub async fn run(server: &Server) -> (Table, PubSubFigures) {
     let strategies = [
         Waiting::PubSub,
+        Waiting::PubSubClientPerWaiter,
         Waiting::Blocking,
+        Waiting::ClientBlocking,
         Waiting::Scripts,
         Waiting::Poll(Duration::from_millis(100)),
         Waiting::Poll(Duration::from_millis(200)),

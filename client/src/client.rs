@@ -37,9 +37,10 @@ pub struct ClientOptions {
     pub fair_wait_timeout: Duration,
     /// Connections for the blocking waiting mode: a refused waiter of a
     /// plain lock blocks on the server (`RLOCK.ACQUIRE … WAIT`) on one of
-    /// these, and is granted the lock in arrival order the moment it
-    /// frees. 0 (the default): waiters wait by pub/sub, as Redisson's.
-    /// Waiters beyond this many, and on a cluster, wait by pub/sub.
+    /// these, opened when first needed, and is granted the lock in arrival
+    /// order the moment it frees. Default 8. Waiters beyond this many, and
+    /// on a cluster, with replica sync, or against a module without `WAIT`,
+    /// wait by pub/sub; 0 makes every waiter wait by pub/sub, as Redisson's.
     pub blocking_connections: usize,
 }
 
@@ -50,7 +51,7 @@ impl Default for ClientOptions {
             retry: RetryOptions::default(),
             replica_sync: ReplicaSync::default(),
             fair_wait_timeout: Duration::from_secs(300),
-            blocking_connections: 0,
+            blocking_connections: 8,
         }
     }
 }

@@ -38,7 +38,7 @@ async fn worker() {
         return;
     };
     match role.as_str() {
-        "counter" => count_under_the_lock(&url, ClientOptions::default()).await,
+        "counter" => count_under_the_lock(&url, ClientOptions::default().with_blocking_connections(0)).await,
         "blocking-counter" => count_under_the_lock(&url, ClientOptions::default().with_blocking_connections(TASKS)).await,
         "holder" => hold_until_killed(&url).await,
         "paused-holder" => hold_and_report_loss(&url).await,
@@ -167,6 +167,7 @@ async fn wait_for_line(lines: &mut Lines<BufReader<ChildStdout>>, marker: &str) 
     .unwrap_or_else(|_| panic!("the worker did not print {marker}"))
 }
 
+/// Waiters wait by pub/sub here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_across_processes_loses_no_update() {
     count_across_processes("counter").await;

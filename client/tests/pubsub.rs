@@ -31,6 +31,15 @@ async fn release(server: &Server, name: &str) {
     assert_eq!(rlock(server, "RLOCK.RELEASE", name).await, Some(1));
 }
 
+/// Options that wait by pub/sub (not the default blocking mode).
+fn pubsub_waiting() -> ClientOptions {
+    ClientOptions::default().with_blocking_connections(0)
+}
+
+async fn pubsub_client(server: &Server) -> Client {
+    Client::connect(server.client(), pubsub_waiting()).await.unwrap()
+}
+
 /// `rlock_<field>` from `INFO rlock`.
 async fn info(server: &Server, field: &str) -> u64 {
     let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
@@ -43,7 +52,7 @@ async fn info(server: &Server, field: &str) -> u64 {
 async fn a_release_wakes_one_waiter_of_a_client_not_all() {
     const WAITERS: u64 = 20;
     let server = Server::start();
-    let client = Client::open(&server.url()).await.unwrap();
+    let client = pubsub_client(&server).await;
     hold(&server, "herd").await;
     let mut waiters = tokio::task::JoinSet::new();
     for _ in 0..WAITERS {
@@ -67,7 +76,7 @@ async fn a_release_wakes_one_waiter_of_a_client_not_all() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_waiter_passes_its_wake_up_on() {
     let server = Server::start();
-    let client = Client::open(&server.url()).await.unwrap();
+    let client = pubsub_client(&server).await;
     hold(&server, "passed").await;
     let channel = rlock_client::release_channel(b"passed");
 
@@ -104,7 +113,7 @@ async fn a_waiter_cancelled_during_its_subscribe_leaves_no_subscription() {
     let commands = Server::start();
     let pubsub = Server::builder().config("enable-debug-command", "yes").start();
     let connection = ConnectionManager::new(commands.client()).await.unwrap();
-    let client = Client::with_connection(pubsub.client(), connection, ClientOptions::default()).unwrap();
+    let client = Client::with_connection(pubsub.client(), connection, pubsub_waiting()).unwrap();
     hold(&commands, "warm").await;
     hold(&commands, "slow").await;
     // Opens the pub/sub connection.
@@ -127,7 +136,7 @@ async fn waiters_are_woken_by_releases_after_an_outage_longer_than_redis_rs_retr
     const OUTAGE: Duration = Duration::from_secs(14);
     let mut server = Server::builder().config("appendonly", "yes").config("appendfsync", "always").start();
     hold(&server, "outage").await;
-    let options = ClientOptions::default().with_retry(RetryOptions::new(u32::MAX, Duration::from_millis(100)));
+    let options = pubsub_waiting().with_retry(RetryOptions::new(u32::MAX, Duration::from_millis(100)));
     let client = Client::connect(server.client(), options).await.unwrap();
     let lock = client.lock("outage");
     let waiting = tokio::spawn(async move { lock.lock().await.unwrap().unlock().await.unwrap() });
