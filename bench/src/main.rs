@@ -159,7 +159,14 @@ const NOTES: &str = "
   The module's own code is under 2% of server samples. Replicating absolute expiries and every
   effect is a correctness requirement, so on Redis 7.0 the pair stays near 3× cheaper than the
   scripts, about as cheap as `SET NX PX` with a compare-and-delete script, which replicates
-  less (no hash, no publish) and has no reentrancy.
+  less (no hash, no publish) and has no reentrancy. Counted with callgrind over 5,000 read-lock
+  pairs (appendonly no, no replica): the two commands run about 61,000 instructions a pair, 30%
+  of them in `RM_Replicate` (7 calls, about 2,700 instructions each, half of that the command
+  name lookup). With no replica and no AOF, Redis then drops what was replicated; its own
+  commands skip that work (they carry their command entry, and `call()` asks first whether
+  anything will be propagated), which is most of the gap to the \"same effects\" rows. Routing
+  the module's own heap to the system allocator instead of Redis's saved 3.5%; not done, as
+  Redis would then not count that memory.
 - **Noise.** On a quiet VM, throughput figures vary by about ±5% from run to run (server time
   less), far more when other work shares the two cores; compare ratios within one report
   rather than across reports.
@@ -167,24 +174,28 @@ const NOTES: &str = "
   rlock-client does more per cycle, for safety: each release carries Redisson's unlock latch
   (the module also writes a latch key, and the client deletes it after the reply: one more
   command per cycle) so that a release whose reply was lost can be retried without dropping a
-  second level; acquires and releases run in tasks of their own, so that a cancelled call never
-  leaves a hold behind; and every hold is tracked for the watchdog and the lost signal. On this
+  second level; each acquire and release runs to its end even when its caller is cancelled;
+  and every hold is tracked for the watchdog and the lost signal. Requests run inline in the
+  caller's task (a task is spawned only for a caller that drops its future mid-request), the
+  latch keys are deleted in batches by one background task, and request ids need no system
+  call: at 64 tasks that took the client from 0.72× to about 1.1–1.2× the bare loop. On this
   2-core machine the client process shares the cores with the server, and run-to-run noise in
-  this section is large (±30%). At 64 tasks the client, not the server, is the limit: about
-  30 µs of client CPU per cycle against 13 µs for the bare loop. A profile (perf, frame
-  pointers) puts most of it in the scheduler: context switches and futex wake-ups from the
-  two tasks spawned per cycle (the acquire's and the release's, there for cancel-safety), a
-  `writev` per command, and allocator lock contention; deleting the latch key changes little
-  (about 4%). Running the common path inline, spawning only when a caller is cancelled
-  mid-request, is the way to the 1.3× target.
+  this section is large (±30%). What is left (perf): the scheduler's context switches and
+  futex wake-ups that every request through a multiplexed connection costs (the bare loop pays
+  them too), glibc's allocator and its lock contention (about 10% of client samples, a third of
+  it building commands), and the client's bookkeeping.
 - **Hand-off.** Pub/sub waiting hands the lock over in a fraction of a millisecond; polling
   costs about the polling interval. As in Redisson, a release message wakes one waiter per
   client, so acquire calls per hand-off stay flat as waiters grow within one client: the
   taker's call, plus the releaser's two refused calls as it queues again (before and after
-  subscribing). Waiters in different clients still each wake once per release; a server-side
-  FIFO hand-off is planned. Hand-offs per second are bounded by the 1 ms critical section
-  (Tokio's timer rounds it to about 2 ms), so every waiting mode that hands over in well
-  under a millisecond shows about the same rate; fairness is the longest wait over the mean.
+  subscribing). Waiters in different clients each wake at every release (\"a client per
+  waiter\"): at 64 waiters every hand-off costs 65 acquire calls, and arrival order is lost.
+  The blocking FIFO grants the lock on the server to the longest waiter: one call per hand-off
+  for a bare blocking waiter, two for rlock-client's blocking mode (its first try does not
+  block). Hand-offs per second are bounded by the 1 ms critical section (Tokio's timer rounds
+  it to about 2 ms, so at most about 500/s), so every waiting mode that hands over in well
+  under a millisecond shows about the same rate, and no mode can reach 3× pub/sub's rate here;
+  fairness is the longest wait over the mean.
 - **Watchdog.** All of a client's watchdog locks are renewed in one pipelined round trip per
   period (a third of the watchdog timeout).
 - **Fair and read-write locks.** Their commands touch keys derived from the name (the fair
