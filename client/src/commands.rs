@@ -71,8 +71,9 @@ impl Kind {
     }
 
     fn cmd(self, verb: &str, name: &[u8]) -> Cmd {
-        let mut cmd = redis::cmd(&format!("{}.{verb}", self.prefix(verb)));
-        cmd.arg(name);
+        // Sized for the longest (a latched release): no regrowth per argument.
+        let mut cmd = Cmd::with_capacity(9, 128 + 2 * name.len());
+        cmd.arg([self.prefix(verb), ".", verb].concat()).arg(name);
         cmd
     }
 }
