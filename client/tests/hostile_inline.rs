@@ -238,15 +238,10 @@ async fn a_client_from_another_runtime_works_and_releases_dropped_guards() {
     home.join().unwrap();
 }
 
-/// The client's runtime shut down while the client and a guard live on in
-/// another runtime: calls must fail (the README: "If that runtime has shut
-/// down, the lock expires with its lease"), not panic the caller, and the
-/// guard must say it is lost once nothing renews it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_whose_runtime_shut_down_fails_calls_without_panicking() {
-    let server = Server::start();
+/// A client, and a guard on "dead-runtime", made on a runtime since shut down.
+fn client_of_a_dead_runtime(server: &Server) -> (Client, rlock_client::Guard) {
     let url = server.url();
-    let (client, guard) = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let client = runtime.block_on(Client::connect(redis::Client::open(url).unwrap(), options())).unwrap();
         let guard = runtime.block_on(client.lock("dead-runtime").lock()).unwrap();
@@ -254,7 +249,17 @@ async fn a_client_whose_runtime_shut_down_fails_calls_without_panicking() {
         (client, guard)
     })
     .join()
-    .unwrap();
+    .unwrap()
+}
+
+/// The client's runtime shut down while the client and a guard live on in
+/// another runtime: calls must fail (the README: "If that runtime has shut
+/// down, the lock expires with its lease"), not panic the caller, and the
+/// guard must say it is lost once nothing renews it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_whose_runtime_shut_down_fails_calls_without_panicking() {
+    let server = Server::start();
+    let (client, guard) = client_of_a_dead_runtime(&server);
     let lock = client.lock("dead-runtime-2");
     let acquired = tokio::spawn(async move { lock.try_lock(Duration::from_millis(300), None).await.map(|g| g.is_some()) }).await;
     let unlocked = tokio::spawn(guard.unlock()).await;
@@ -267,16 +272,7 @@ async fn a_client_whose_runtime_shut_down_fails_calls_without_panicking() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_whose_client_runtime_shut_down_is_reported_lost() {
     let server = Server::start();
-    let url = server.url();
-    let (client, guard) = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let client = runtime.block_on(Client::connect(redis::Client::open(url).unwrap(), options())).unwrap();
-        let guard = runtime.block_on(client.lock("dead-runtime").lock()).unwrap();
-        drop(runtime);
-        (client, guard)
-    })
-    .join()
-    .unwrap();
+    let (client, guard) = client_of_a_dead_runtime(&server);
     eventually!("the lease ran out on the server", !exists(&server, "dead-runtime").await);
     let lost = tokio::time::timeout(Duration::from_secs(2), guard.lost()).await;
     assert!(lost.is_ok(), "the lock expired on the server (nothing renews it) but lost() never fired");
