@@ -30,6 +30,7 @@ pub fn missing_api() -> Option<&'static str> {
     first_missing!(
         RedisModule_ACLCheckChannelPermissions,
         RedisModule_ACLCheckKeyPermissions,
+        RedisModule_AvoidReplicaTraffic,
         RedisModule_BlockClient,
         RedisModule_CloseKey,
         RedisModule_CreateCommand,
@@ -70,6 +71,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_SetModuleOptions,
         RedisModule_SignalModifiedKey,
         RedisModule_StopTimer,
+        RedisModule_SubscribeToServerEvent,
         RedisModule_StringDMA,
         RedisModule_StringSet,
         RedisModule_StringTruncate,

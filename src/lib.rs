@@ -50,6 +50,9 @@ mod module {
             ctx.log_warning(&format!("rlock: {err}"));
             return Status::Err;
         }
+        if !crate::handoff::blocking::subscribe_to_swapdb(ctx) {
+            ctx.log_warning("rlock: cannot subscribe to SWAPDB: waiters learn of a swap at their lock's expiry");
+        }
         store::detect_cluster_mode(ctx);
         store::signal_modified_keys_explicitly(ctx);
         Status::Ok

@@ -7,10 +7,19 @@
 //! - a DEL, UNLINK, overwrite, eviction by anyone, and an expiry Redis
 //!   noticed: a keyspace-event callback, which on 7.0 must not write,
 //!   schedules a grant on a 0 ms timer (registered while callers wait);
-//! - a FLUSHDB/FLUSHALL: a server-event callback does the same for all;
+//! - a FLUSHDB/FLUSHALL or SWAPDB: a server-event callback does the same
+//!   for all;
 //! - a lease running out unnoticed (Redis expires keys lazily or by
-//!   sampling): every lock with waiters has a timer at its expiry, which
-//!   opens the key (expiring it) and grants.
+//!   sampling): every lock with waiters has a timer at its expiry (moved
+//!   earlier when an `expire` event shortens the lease), which opens the
+//!   key (expiring it) and grants;
+//! - anything missed: a wait that runs out first checks whether its lock
+//!   is free.
+//!
+//! Timers never write while the server pauses writes (`CLIENT PAUSE`, a
+//! failover): keys do not expire then, and a write into an expired key
+//! that is still there crashes Redis 7.0. The check is retried until the
+//! pause ends.
 //!
 //! A wait ends in exactly one way, decided here: a grant, its own timer
 //! running out, or the client leaving. Redis's blocked-client timeout is
@@ -112,7 +121,7 @@ pub fn block(ctx: &Context, name: &RedisString, owner: &RedisString, lease_ms: i
     } as Client;
     let waiter = Waiter { client, owner: owner.as_slice().to_vec(), lease_ms };
     state().queues.push(&lock_id(ctx, name.as_slice()), waiter);
-    let timer = start_timer(ctx, timeout_ms, Some(wait_ran_out), client);
+    let timer = start_timer(ctx, timeout_ms, Some(wait_ran_out), (client, now_ms().saturating_add(timeout_ms)));
     state().wait_timers.insert(client, timer);
     subscribe(ctx);
     arm_expiry_timer(ctx, name);
@@ -165,15 +174,24 @@ fn unblock(ctx: &Context, client: Client, outcome: Outcome) {
 
 fn stop_wait_timer(ctx: &Context, client: Client) {
     if let Some(timer) = state().wait_timers.remove(&client) {
-        stop_timer::<Client>(ctx, timer);
+        stop_timer::<(Client, i64)>(ctx, timer);
     }
 }
 
 /// A wait that ran out: out of the queue, unless granted or gone already.
+/// A timer on time first checks its lock, in case an event freeing it was
+/// missed; a late one (after a stall) does not: the lock may have freed
+/// only after the wait's end.
 unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let client = unsafe { timer_data::<Client>(data) };
+    let (client, ends_at) = unsafe { timer_data::<(Client, i64)>(data) };
     let ctx = Context::new(ctx);
     state().wait_timers.remove(&client);
+    if now_ms() <= ends_at.saturating_add(1) {
+        let lock = state().queues.lock_of(&client); // the state unlocked before the grant
+        if let Some(lock) = lock {
+            grant_if_free(&ctx, &lock);
+        }
+    }
     if state().queues.remove(&client).is_some() {
         stats::record_wait_timeout();
         unblock(&ctx, client, Outcome::TimedOut);
@@ -181,11 +199,18 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     }
 }
 
-/// Opens lock `id` (in a timer) and grants it if it freed (on a primary only).
+/// How soon a grant check put off by a write pause is tried again.
+const PAUSED_RETRY_MS: i64 = 10;
+
+/// Opens lock `id` (in a timer) and grants it if it freed (on a primary
+/// only; while writes are paused, again after [`PAUSED_RETRY_MS`]).
 fn grant_if_free(ctx: &Context, id: &[u8]) {
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
     if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 || !state().queues.has_waiters(id) {
         return;
+    }
+    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
+        return schedule_grant(ctx, id, PAUSED_RETRY_MS);
     }
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     // Opening the key expires it if its lease has run out.
@@ -267,8 +292,29 @@ unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c
     grant_if_free(&Context::new(ctx), &lock);
 }
 
-/// Events after which a lock with waiters may be free or gone.
-const FREEING_EVENTS: [&CStr; 7] = [c"del", c"expired", c"evicted", c"set", c"rename_from", c"rename_to", c"restore"];
+/// Events after which a lock with waiters may be free or gone, or its
+/// lease end earlier (`expire`): deletes, expiries, overwrites (also by
+/// COPY, SORT … STORE and the set and sorted-set *STORE commands).
+const FREEING_EVENTS: [&CStr; 18] = [
+    c"del",
+    c"expired",
+    c"evicted",
+    c"expire",
+    c"set",
+    c"rename_from",
+    c"rename_to",
+    c"restore",
+    c"copy_to",
+    c"sortstore",
+    c"sunionstore",
+    c"sinterstore",
+    c"sdiffstore",
+    c"zunionstore",
+    c"zinterstore",
+    c"zdiffstore",
+    c"zrangestore",
+    c"georadiusstore",
+];
 
 /// Keyspace events: a lock with waiters deleted, expired, evicted or
 /// overwritten gets a grant scheduled (this callback may not write; it
@@ -286,18 +332,18 @@ unsafe extern "C" fn key_event(
     let mut len = 0;
     let name = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(key, &mut len).cast::<u8>(), len) };
     let ctx = Context::new(ctx);
-    schedule_grant(&ctx, &lock_id(&ctx, name));
+    schedule_grant(&ctx, &lock_id(&ctx, name), 0);
     raw::REDISMODULE_OK as c_int
 }
 
-/// Schedules a grant check of lock `id` on a 0 ms timer, once.
-fn schedule_grant(ctx: &Context, id: &[u8]) {
+/// Schedules a grant check of lock `id` on a timer in `after_ms`, once.
+fn schedule_grant(ctx: &Context, id: &[u8], after_ms: i64) {
     let schedule = {
         let mut state = state();
         state.queues.has_waiters(id) && state.scheduled.insert(id.to_vec())
     };
     if schedule {
-        start_timer(ctx, 0, Some(freed_elsewhere), (id.to_vec(), 0));
+        start_timer(ctx, after_ms, Some(freed_elsewhere), (id.to_vec(), 0));
     }
 }
 
@@ -306,17 +352,43 @@ fn schedule_grant(ctx: &Context, id: &[u8]) {
 #[linkme::distributed_slice(redis_module::server_events::FLUSH_SERVER_EVENTS_LIST)]
 fn flushed(ctx: &Context, subevent: redis_module::server_events::FlushSubevent) {
     if subevent == redis_module::server_events::FlushSubevent::Ended {
-        let locks = state().queues.locks();
-        locks.iter().for_each(|id| schedule_grant(ctx, id));
+        check_every_lock(ctx);
     }
 }
 
-/// The event classes that may free a lock: del, rename, move, restore
-/// (generic), expired, evicted, and a SET over it.
+/// Schedules a grant check of every lock with waiters.
+fn check_every_lock(ctx: &Context) {
+    let locks = state().queues.locks();
+    locks.iter().for_each(|id| schedule_grant(ctx, id, 0));
+}
+
+/// Subscribes to SWAPDB, which swaps whole databases without a keyspace
+/// event: every lock with waiters gets a grant check.
+pub fn subscribe_to_swapdb(ctx: &Context) -> bool {
+    let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_SWAPDB, dataver: 1 };
+    let status = unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.get_raw(), event, Some(swapped)) };
+    status == raw::REDISMODULE_OK as c_int
+}
+
+unsafe extern "C" fn swapped(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _sub: u64,
+    _data: *mut c_void,
+) {
+    check_every_lock(&Context::new(ctx));
+}
+
+/// The event classes of [`FREEING_EVENTS`]: generic (del, expire, rename,
+/// restore, copy), expired, evicted, and the overwrites (string, list,
+/// set, sorted set).
 const FREEING_CLASSES: c_int = raw::REDISMODULE_NOTIFY_GENERIC
     | raw::REDISMODULE_NOTIFY_EXPIRED
     | raw::REDISMODULE_NOTIFY_EVICTED
-    | raw::REDISMODULE_NOTIFY_STRING;
+    | raw::REDISMODULE_NOTIFY_STRING
+    | raw::REDISMODULE_NOTIFY_LIST
+    | raw::REDISMODULE_NOTIFY_SET
+    | raw::REDISMODULE_NOTIFY_ZSET;
 
 /// Whether the keyspace-event callback is registered.
 static SUBSCRIBED: AtomicBool = AtomicBool::new(false);
@@ -348,7 +420,11 @@ fn unsubscribe_if_idle(ctx: &Context) {
 
 /// The reply of a call unblocked by [`unblock`]: nil for a grant, an
 /// acquire's error, or the holder's PTTL for a wait that ran out.
-unsafe extern "C" fn reply(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) -> c_int {
+unsafe extern "C" fn reply(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
     let outcome = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast::<Outcome>();
     let reply = match unsafe { outcome.as_ref() } {
         Some(Outcome::Granted) | None => Ok(RedisValue::Null),

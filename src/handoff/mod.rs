@@ -66,6 +66,14 @@ impl<C: PartialEq> Queues<C> {
         Some((lock, waiter))
     }
 
+    /// The lock `client` waits for, if it waits.
+    pub fn lock_of(&self, client: &C) -> Option<Vec<u8>> {
+        self.by_lock
+            .iter()
+            .find(|(_, queue)| queue.iter().any(|waiter| &waiter.client == client))
+            .map(|(lock, _)| lock.clone())
+    }
+
     /// Whether anyone waits for `lock`.
     pub fn has_waiters(&self, lock: &[u8]) -> bool {
         self.by_lock.contains_key(lock)

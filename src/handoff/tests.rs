@@ -33,6 +33,7 @@ fn queues_keep_arrival_order_per_lock_and_drop_leavers() {
                     assert_eq!(queues.pop_front(lock).map(|w| w.client), expected, "{steps:?}")
                 }
                 Op::Remove(client, expected) => {
+                    assert_eq!(queues.lock_of(&client).as_deref(), expected, "{steps:?}");
                     let removed = queues.remove(&client);
                     assert_eq!(removed.as_ref().map(|(lock, _)| lock.as_slice()), expected, "{steps:?}");
                     if let Some((_, removed)) = removed {

@@ -2,7 +2,7 @@
 //! and the module's INFO fields.
 #![allow(dead_code)] // each test file uses a part
 
-use redis::{Connection, Value};
+use redis::{Commands, Connection, Value};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use testkit::{error_text, eventually, Server};
@@ -46,4 +46,33 @@ pub fn waiter<T: Send + 'static>(
     });
     eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
     handle
+}
+
+pub fn alive(server: &Server) -> bool {
+    let Ok(mut con) = server.client().get_connection_with_timeout(Duration::from_secs(2)) else { return false };
+    redis::cmd("PING").query::<String>(&mut con).is_ok()
+}
+
+pub fn assert_no_crash(server: &Server) {
+    let log = server.log();
+    assert!(alive(server), "the server died:\n{log}");
+    assert!(!log.contains("ASSERTION") && !log.contains("crashed by signal"), "crash in log:\n{log}");
+}
+
+pub fn debug_server() -> Server {
+    Server::builder().config("enable-debug-command", "yes").config("enable-module-command", "yes").start()
+}
+
+pub fn holders(con: &mut Connection, key: &str) -> Vec<String> {
+    con.hkeys(key).unwrap()
+}
+
+pub fn release(con: &mut Connection, key: &str, owner: &str) -> Value {
+    redis::cmd("RLOCK.RELEASE").arg(key).arg(owner).query(con).unwrap()
+}
+
+/// The connection answers its next command in step (no reply left over).
+pub fn in_step(con: &mut Connection) {
+    let echo: String = redis::cmd("ECHO").arg("in-step").query(con).unwrap();
+    assert_eq!(echo, "in-step", "protocol desync");
 }
