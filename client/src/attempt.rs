@@ -170,7 +170,8 @@ pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<R
     let state = lock.state();
     let (ticket, orphaned, lease_end) = state.update(|holds| {
         let given_up = counted > 0 && holds.count() == 0 && observed == Some(counted as i64 + 1);
-        let (ticket, mut ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed.filter(|_| !given_up));
+        let (ticket, mut ended) =
+            holds.granted(renewal, lease, lease_sent, requested_at, observed.filter(|_| !given_up));
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
         }

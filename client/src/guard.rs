@@ -5,9 +5,9 @@ use crate::kind::{Fenced, LockKind, Plain};
 use crate::lock::Lock;
 use crate::protocol;
 use crate::release::release;
+use crate::run_to_end::run_to_end;
 use std::future::Future;
 use std::time::Duration;
-use crate::run_to_end::run_to_end;
 use tokio::sync::watch;
 use tokio::time::Instant;
 

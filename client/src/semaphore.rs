@@ -5,10 +5,10 @@ use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
 use crate::client::Shared;
 use crate::error::{Error, Result};
 use crate::requests::{command, query, read};
+use crate::run_to_end::run_to_end;
 use crate::wakeups::WakeRule;
 use std::sync::Arc;
 use std::time::Duration;
-use crate::run_to_end::run_to_end;
 
 /// A counting semaphore. Get it from
 /// [`Client::semaphore`](crate::Client::semaphore); cloning is cheap.

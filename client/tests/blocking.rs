@@ -109,7 +109,8 @@ async fn a_grant_made_as_a_stopped_server_resumes_reaches_no_gone_caller() {
     let server = Server::start();
     let client = blocking_client(&server, 2).await;
     let mut admin = common::admin(&server).await;
-    let _: Option<i64> = redis::cmd("RLOCK.ACQUIRE").arg("k").arg("other").arg(500).query_async(&mut admin).await.unwrap();
+    let _: Option<i64> =
+        redis::cmd("RLOCK.ACQUIRE").arg("k").arg("other").arg(500).query_async(&mut admin).await.unwrap();
     let waiting = tokio::spawn({
         let lock = client.lock("k");
         async move { lock.try_lock(Duration::from_millis(300), None).await }
@@ -153,7 +154,8 @@ async fn blocked_waiters_come_through_a_server_restart() {
     }
     let mut admin = common::admin(&server).await;
     assert!(!admin.exists::<_, bool>("k").await.unwrap(), "no hold left");
-    let _: Option<i64> = redis::cmd("RLOCK.ACQUIRE").arg("k").arg("other").arg(200).query_async(&mut admin).await.unwrap();
+    let _: Option<i64> =
+        redis::cmd("RLOCK.ACQUIRE").arg("k").arg("other").arg(200).query_async(&mut admin).await.unwrap();
     let granted = info(&server, "granted").await;
     let guard = client.lock("k").lock().await.unwrap();
     assert_eq!(info(&server, "granted").await, granted + 1, "granted by the restarted server, from the pool");

@@ -261,7 +261,8 @@ async fn a_client_whose_runtime_shut_down_fails_calls_without_panicking() {
     let server = Server::start();
     let (client, guard) = client_of_a_dead_runtime(&server);
     let lock = client.lock("dead-runtime-2");
-    let acquired = tokio::spawn(async move { lock.try_lock(Duration::from_millis(300), None).await.map(|g| g.is_some()) }).await;
+    let acquired =
+        tokio::spawn(async move { lock.try_lock(Duration::from_millis(300), None).await.map(|g| g.is_some()) }).await;
     let unlocked = tokio::spawn(guard.unlock()).await;
     assert!(matches!(acquired, Ok(Err(_))), "lock() on a client whose runtime is gone: {acquired:?}");
     assert!(matches!(unlocked, Ok(Err(_))), "unlock() on a client whose runtime is gone: {unlocked:?}");

@@ -39,7 +39,9 @@ async fn worker() {
     };
     match role.as_str() {
         "counter" => count_under_the_lock(&url, ClientOptions::default().with_blocking_connections(0)).await,
-        "blocking-counter" => count_under_the_lock(&url, ClientOptions::default().with_blocking_connections(TASKS)).await,
+        "blocking-counter" => {
+            count_under_the_lock(&url, ClientOptions::default().with_blocking_connections(TASKS)).await
+        }
         "holder" => hold_until_killed(&url).await,
         "paused-holder" => hold_and_report_loss(&url).await,
         "rw-counter" => read_and_write_under_the_lock(&url).await,

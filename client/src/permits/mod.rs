@@ -11,11 +11,11 @@ use crate::client::Shared;
 use crate::error::{Error, Result};
 use crate::protocol;
 use crate::requests::{command, query, read};
+use crate::run_to_end::run_to_end;
 use crate::wakeups::WakeRule;
 use redis::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use crate::run_to_end::run_to_end;
 
 /// How a permit is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -60,7 +60,6 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     }
 }
 
-
 /// A `lock()` future polled until its acquire ran on the server, then left
 /// unpolled. `None` in the rare case it completed first.
 pub async fn park_after_acquire<'a>(

@@ -1,0 +1,109 @@
+//! Hostile review of the client's default blocking waiting mode: more
+//! waiters than pooled connections, a server restart, a dropped client.
+
+use redis::AsyncCommands;
+use rlock_client::{Client, ClientOptions};
+use std::time::Duration;
+use testkit::Server;
+
+#[macro_use]
+mod common;
+
+async fn info(server: &Server, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut common::admin(server).await).await.unwrap();
+    let prefix = format!("rlock_{field}:");
+    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
+}
+
+/// 24 tasks on the default 8 blocking connections, short critical
+/// sections: mutual exclusion, and nothing left blocked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_waiters_than_the_default_pool_exclude_each_other() {
+    let server = Server::start();
+    let client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let tasks: Vec<_> = (0..24)
+        .map(|_| {
+            let (lock, redis) = (client.lock("shared"), server.client());
+            tokio::spawn(async move {
+                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                for _ in 0..10 {
+                    let guard = lock.lock().await.unwrap();
+                    let inside: i64 = con.incr("inside", 1).await.unwrap();
+                    assert_eq!(inside, 1, "two holders at once");
+                    let _: i64 = con.decr("inside", 1).await.unwrap();
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert!(info(&server, "granted").await > 0);
+    assert_eq!(info(&server, "blocked").await, 0);
+    let clients: String =
+        redis::cmd("CLIENT").arg("LIST").query_async(&mut common::admin(&server).await).await.unwrap();
+    let connections = clients.lines().count();
+    eprintln!("{connections} connections on the server");
+}
+
+/// The last Client dropped with 12 waiters (8 blocked on the server, 4 by
+/// pub/sub): every waiter ends, the server has nobody blocked, and the
+/// holder's release (another client) leaves the lock free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_client_under_blocked_waiters_leaves_nothing() {
+    let server = Server::start();
+    let holder_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let holder = holder_client.lock("k").lock().await.unwrap();
+    let client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let waiters: Vec<_> = (0..12)
+        .map(|_| {
+            let lock = client.lock("k");
+            tokio::spawn(async move { lock.lock().await.map(|_guard| ()) })
+        })
+        .collect();
+    eventually!("8 blocked", info(&server, "blocked").await == 8);
+    drop(client);
+    for waiter in waiters {
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("a waiter hung after the drop");
+        eprintln!("waiter: {outcome:?}");
+    }
+    eventually!("nobody blocked", info(&server, "blocked").await == 0);
+    holder.unlock().await.unwrap();
+    let mut admin = common::admin(&server).await;
+    eventually!("the lock free", !admin.exists::<_, bool>("k").await.unwrap());
+}
+
+/// A server restart (AOF) with 12 waiters (8 blocked): all of them get the
+/// lock in turn after it, one at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restart_under_blocked_waiters_then_all_are_served() {
+    let mut server = Server::builder().config("appendonly", "yes").config("appendfsync", "always").start();
+    let client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let holder = client.lock("k").lock().await.unwrap();
+    let url = server.url();
+    let waiters: Vec<_> = (0..12)
+        .map(|_| {
+            let lock = client.lock("k");
+            let url = url.clone();
+            tokio::spawn(async move {
+                let guard = tokio::time::timeout(Duration::from_secs(60), lock.lock()).await.expect("hung").unwrap();
+                let mut con = redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+                let inside: i64 = con.incr("inside", 1).await.unwrap();
+                assert_eq!(inside, 1, "two holders at once");
+                let _: i64 = con.decr("inside", 1).await.unwrap();
+                guard.unlock().await.unwrap();
+            })
+        })
+        .collect();
+    eventually!("8 blocked", info(&server, "blocked").await == 8);
+    server.restart();
+    holder.unlock().await.unwrap();
+    for waiter in waiters {
+        waiter.await.unwrap();
+    }
+    assert_eq!(info(&server, "blocked").await, 0);
+    let mut admin = common::admin(&server).await;
+    eventually!("the lock free", !admin.exists::<_, bool>("k").await.unwrap());
+}
