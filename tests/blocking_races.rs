@@ -103,9 +103,10 @@ fn a_waiter_killed_in_the_same_turn_as_its_grant() {
     assert_eq!(info(&mut con, "blocked"), 0);
 }
 
-/// Overwrites of a lock by commands whose keyspace events the module does
-/// not listen to (SUNIONSTORE, COPY … REPLACE): the README promises each
-/// waiter the WRONGTYPE error of an acquire, at once.
+/// Overwrites of a lock by COPY … REPLACE (its event is listened to: the
+/// error at once) and by SUNIONSTORE (a set event, not listened to: the
+/// error at the wait's end): each waiter gets the WRONGTYPE error of an
+/// acquire, never a PTTL.
 #[test]
 fn a_lock_overwritten_by_a_store_command_gives_waiters_an_error() {
     let server = Server::start();

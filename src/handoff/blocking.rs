@@ -293,9 +293,12 @@ unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c
 }
 
 /// Events after which a lock with waiters may be free or gone, or its
-/// lease end earlier (`expire`): deletes, expiries, overwrites (also by
-/// COPY, SORT … STORE and the set and sorted-set *STORE commands).
-const FREEING_EVENTS: [&CStr; 18] = [
+/// lease end earlier (`expire`): deletes, expiries, overwrites. Rarer
+/// overwrites (`SORT … STORE`, the set and sorted-set `*STORE` commands)
+/// reach the waiters at their wait's end: listening to those classes
+/// would cost every list, set and sorted-set write on the server a call,
+/// for good on 7.0.
+const FREEING_EVENTS: [&CStr; 9] = [
     c"del",
     c"expired",
     c"evicted",
@@ -305,15 +308,6 @@ const FREEING_EVENTS: [&CStr; 18] = [
     c"rename_to",
     c"restore",
     c"copy_to",
-    c"sortstore",
-    c"sunionstore",
-    c"sinterstore",
-    c"sdiffstore",
-    c"zunionstore",
-    c"zinterstore",
-    c"zdiffstore",
-    c"zrangestore",
-    c"georadiusstore",
 ];
 
 /// Keyspace events: a lock with waiters deleted, expired, evicted or
@@ -380,15 +374,11 @@ unsafe extern "C" fn swapped(
 }
 
 /// The event classes of [`FREEING_EVENTS`]: generic (del, expire, rename,
-/// restore, copy), expired, evicted, and the overwrites (string, list,
-/// set, sorted set).
+/// restore, copy), expired, evicted, and a SET over the lock.
 const FREEING_CLASSES: c_int = raw::REDISMODULE_NOTIFY_GENERIC
     | raw::REDISMODULE_NOTIFY_EXPIRED
     | raw::REDISMODULE_NOTIFY_EVICTED
-    | raw::REDISMODULE_NOTIFY_STRING
-    | raw::REDISMODULE_NOTIFY_LIST
-    | raw::REDISMODULE_NOTIFY_SET
-    | raw::REDISMODULE_NOTIFY_ZSET;
+    | raw::REDISMODULE_NOTIFY_STRING;
 
 /// Whether the keyspace-event callback is registered.
 static SUBSCRIBED: AtomicBool = AtomicBool::new(false);
