@@ -25,25 +25,7 @@ async fn blocking_client(server: &Server, connections: usize) -> Client {
 async fn sixteen_tasks_on_eight_blocking_connections_exclude_each_other() {
     let server = Server::start();
     let client = blocking_client(&server, 8).await;
-    let tasks: Vec<_> = (0..16)
-        .map(|_| {
-            let (lock, redis) = (client.lock("shared"), server.client());
-            tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
-                for _ in 0..20 {
-                    let guard = lock.lock().await.unwrap();
-                    let inside: i64 = con.incr("inside", 1).await.unwrap();
-                    assert_eq!(inside, 1, "two holders at once");
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    let _: i64 = con.decr("inside", 1).await.unwrap();
-                    guard.unlock().await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
+    common::take_turns_exclusively(&client, &server, 16, 20, Duration::from_millis(1)).await;
     let granted = info(&server, "granted").await;
     assert!(granted > 0, "the waiters blocked on the server ({granted} grants)");
     assert_eq!(info(&server, "blocked").await, 0);

@@ -21,24 +21,7 @@ async fn info(server: &Server, field: &str) -> i64 {
 async fn more_waiters_than_the_default_pool_exclude_each_other() {
     let server = Server::start();
     let client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
-    let tasks: Vec<_> = (0..24)
-        .map(|_| {
-            let (lock, redis) = (client.lock("shared"), server.client());
-            tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
-                for _ in 0..10 {
-                    let guard = lock.lock().await.unwrap();
-                    let inside: i64 = con.incr("inside", 1).await.unwrap();
-                    assert_eq!(inside, 1, "two holders at once");
-                    let _: i64 = con.decr("inside", 1).await.unwrap();
-                    guard.unlock().await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
+    common::take_turns_exclusively(&client, &server, 24, 10, Duration::ZERO).await;
     assert!(info(&server, "granted").await > 0);
     assert_eq!(info(&server, "blocked").await, 0);
     let clients: String =

@@ -74,4 +74,35 @@ pub fn start_worker(role: &str, url: &str) -> tokio::process::Child {
         .expect("start a worker process")
 }
 
+/// `tasks` tasks each take `client`'s lock "shared" `rounds` times and
+/// check, with a counter, that no other holder is inside meanwhile.
+pub async fn take_turns_exclusively(
+    client: &rlock_client::Client,
+    server: &Server,
+    tasks: usize,
+    rounds: usize,
+    hold: Duration,
+) {
+    use redis::AsyncCommands;
+    let tasks: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (lock, redis) = (client.lock("shared"), server.client());
+            tokio::spawn(async move {
+                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                for _ in 0..rounds {
+                    let guard = lock.lock().await.unwrap();
+                    let inside: i64 = con.incr("inside", 1).await.unwrap();
+                    assert_eq!(inside, 1, "two holders at once");
+                    tokio::time::sleep(hold).await;
+                    let _: i64 = con.decr("inside", 1).await.unwrap();
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
 pub mod hostile;
