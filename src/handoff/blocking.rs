@@ -298,17 +298,8 @@ unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c
 /// reach the waiters at their wait's end: listening to those classes
 /// would cost every list, set and sorted-set write on the server a call,
 /// for good on 7.0.
-const FREEING_EVENTS: [&CStr; 9] = [
-    c"del",
-    c"expired",
-    c"evicted",
-    c"expire",
-    c"set",
-    c"rename_from",
-    c"rename_to",
-    c"restore",
-    c"copy_to",
-];
+const FREEING_EVENTS: [&CStr; 9] =
+    [c"del", c"expired", c"evicted", c"expire", c"set", c"rename_from", c"rename_to", c"restore", c"copy_to"];
 
 /// Keyspace events: a lock with waiters deleted, expired, evicted or
 /// overwritten gets a grant scheduled (this callback may not write; it
