@@ -3,10 +3,12 @@
 //! (`RLOCK.ACQUIRE … WAIT`), in arrival order, on a connection of its own
 //! from a bounded pool, never on the shared multiplexed one.
 //!
-//! Like every attempt it runs to its end. A caller that gives up while
-//! blocked (most often as the server's own wait runs out too) leaves the
-//! rest of it to take the call's reply, for [`CANCEL_GRACE`]; a grant that
-//! came is given back. A call still blocked then, or whose connection
+//! Like every attempt it runs to its end. The server times the wait from
+//! the call's arrival, so it ends a little after the caller's limit: the
+//! caller awaits the reply [`REPLY_GRACE`] past its limit (a grant made in
+//! time is the caller's). A caller that gives up while blocked (a dropped
+//! future, a reply later than that) leaves the rest of it to take the
+//! call's reply, for [`REPLY_GRACE`] more; a grant that came is given back. A call still blocked then, or whose connection
 //! fails, is killed on the server (`CLIENT KILL ID`) before the lock's
 //! count is read, so no grant can follow the read and none goes unclaimed.
 //! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
@@ -15,6 +17,7 @@
 //! waiter waits by pub/sub as before.
 
 use crate::attempt::{grant, release_orphans, settle, Attempt, Granted};
+use crate::channel_wait::REPLY_GRACE;
 use crate::commands::Kind;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
@@ -32,11 +35,6 @@ use tokio::time::Instant;
 /// The longest one blocking call waits when the caller has no limit: it
 /// then queues again (at the back).
 const LONGEST_BLOCK: Duration = Duration::from_secs(30);
-
-/// How long a given-up call's reply is awaited before its connection is
-/// killed: the server's wait ends when the caller's limit does, so the
-/// reply is usually a round trip away.
-const CANCEL_GRACE: Duration = Duration::from_millis(100);
 
 /// Dedicated connections for blocking calls, at most `size` at once.
 pub(crate) struct BlockingPool {
@@ -142,7 +140,7 @@ async fn run(
             } } => {
                 // The caller gave up, or the client closed: take the reply
                 // if it comes soon.
-                match tokio::time::timeout(CANCEL_GRACE, &mut request).await {
+                match tokio::time::timeout(REPLY_GRACE, &mut request).await {
                     Ok(reply) => reply,
                     Err(elapsed) => Err(std::io::Error::from(elapsed).into()),
                 }

@@ -18,6 +18,13 @@ use tokio::time::Instant;
 /// Longest pause between two tries while waiting.
 pub(crate) const FALLBACK_PERIOD: Duration = Duration::from_secs(1);
 
+/// How long past the limit a try in flight is awaited. A try sent before
+/// the limit may be granted on the server before it (a blocking wait,
+/// timed by the server from its arrival, ends a little after the caller's
+/// limit): taking that reply beats giving the grant back later, during
+/// which the lock is held by nobody who wants it.
+pub(crate) const REPLY_GRACE: Duration = Duration::from_millis(100);
+
 /// One try's outcome.
 pub(crate) enum Tried<T> {
     Done(T),
@@ -35,7 +42,8 @@ pub(crate) struct Channel<'a> {
 
 /// Runs `try_once` until it is done or `limit` passes (`None`: no limit;
 /// `Ok(None)` once it passes). The first try is always made and awaited;
-/// later ones are dropped at the limit, so `try_once` must be cancel-safe.
+/// a later one in flight at the limit is awaited for [`REPLY_GRACE`] more,
+/// then dropped, so `try_once` must be cancel-safe.
 /// Transient failures are retried within the client's retry options:
 /// `try_once` returns [`Error::is_transient`] errors only when it may be
 /// sent again safely; other errors end the wait.
@@ -65,7 +73,7 @@ where
         }
         let tried = match deadline.filter(|_| tries > 0) {
             None => try_once().await,
-            Some(deadline) => match tokio::time::timeout_at(deadline, try_once()).await {
+            Some(deadline) => match tokio::time::timeout_at(deadline + REPLY_GRACE, try_once()).await {
                 Ok(tried) => tried,
                 Err(_) => return Ok(None),
             },

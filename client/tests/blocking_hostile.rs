@@ -90,3 +90,27 @@ async fn a_server_restart_under_blocked_waiters_then_all_are_served() {
     let mut admin = common::admin(&server).await;
     eventually!("the lock free", !admin.exists::<_, bool>("k").await.unwrap());
 }
+
+/// A blocked waiter whose limit passes returns only once the server's own
+/// wait (timed from the call's arrival, so a little longer) ended: a
+/// release right after `try_lock` returned `None` leaves the lock free,
+/// never granted to the waiter that gave up (a CI run saw that).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_right_after_a_waiter_gave_up_leaves_the_lock_free() {
+    let server = Server::start();
+    let holder_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let waiter_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let (holder, waiter) = (holder_client.lock("k"), waiter_client.lock("k"));
+    let mut admin = common::admin(&server).await;
+    for round in 0..20 {
+        let guard = holder.lock().await.unwrap();
+        let waited = waiter.try_lock(Duration::from_millis(50), None).await.unwrap();
+        assert!(waited.is_none(), "round {round}: granted while held");
+        guard.unlock().await.unwrap();
+        assert!(!admin.exists::<_, bool>("k").await.unwrap(), "round {round}: granted after the waiter gave up");
+    }
+    assert_eq!(info(&server, "granted").await, 0);
+    // A wait the server ended a tick before the caller's limit is followed
+    // by a last short one: at least one per round.
+    assert!(info(&server, "wait_timeouts").await >= 20, "a round did not block on the server");
+}
