@@ -84,18 +84,18 @@ async fn run(
     }
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
-    let (counted, lease_sent) =
-        state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
+    // Levels given up on this clock alone count too: the server may still
+    // have them, and the acquire then reads the count to find out.
+    let (counted, lease_sent) = state
+        .read(|holds| (holds.count() + holds.unaccounted(), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
     let acquire = state.id.acquire(lease_ms, queue_wait_ms);
     let (observed, lease_left, token, reply_tx) =
         match request(&mut connection, &state.id, acquire, counted, sync.as_ref()).await {
             Ok(Reply::Refused { retry_ms }) => {
-                if counted > 0 {
-                    state.lose(); // our owner no longer holds it
-                }
-                // Queued for a caller who is gone: nobody will take the turn.
+                state.update(|holds| ((), holds.refused())); // our owner no longer holds it
+                                                             // Queued for a caller who is gone: nobody will take the turn.
                 if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
                     if let Some(wait_ms) = queue_wait_ms {
                         give_up_place(&lock, &connection, wait_ms).await;
@@ -140,7 +140,7 @@ async fn run(
             }
             Err(err) => return drop(reply_tx.send(Err(err))),
         };
-    let granted = Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left, token };
+    let granted = Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token };
     let orphaned = grant(&lock, granted, reply_tx);
     release_orphans(&lock, &connection, orphaned).await;
 }
@@ -151,8 +151,6 @@ pub(crate) struct Granted {
     pub lease: Duration,
     pub lease_sent: Duration,
     pub requested_at: Instant,
-    /// Holds counted when the acquire was sent.
-    pub counted: usize,
     /// The owner's count right after the grant, when read.
     pub observed: Option<i64>,
     /// The lease left as read later, `(read sent at, lease left)`.
@@ -163,25 +161,25 @@ pub(crate) struct Granted {
 
 /// Records the hold and hands it over; a closed client gives it back.
 /// Returns the levels left on the server by holds this client gave up for
-/// lost while the acquire was under way (its own lease estimate ran out),
-/// which the server still counted: nothing else will release them.
+/// lost on its own lease estimate (before or during the acquire), which
+/// the server still counted: nothing else will release them.
 pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
-    let Granted { renewal, lease, lease_sent, requested_at, counted, observed, lease_left, token } = granted;
+    let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token } = granted;
     let state = lock.state();
     let (ticket, orphaned, lease_end) = state.update(|holds| {
-        let given_up = counted > 0 && holds.count() == 0 && observed == Some(counted as i64 + 1);
-        let (ticket, mut ended) =
-            holds.granted(renewal, lease, lease_sent, requested_at, observed.filter(|_| !given_up));
+        let orphaned = holds.claim_unaccounted(observed);
+        let observed = observed.map(|count| count - orphaned as i64);
+        let (ticket, mut ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed);
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
         }
         // Recorded after its lease may have ended (a caller that left the
         // future unpolled, a stalled server): lost from the start, never
         // a guard that looks held.
-        if ended == Ended::No && holds.overdue(Instant::now()) {
-            ended = holds.lose(holds.incarnation());
+        if ended == Ended::No {
+            ended = holds.expire_overdue(Instant::now());
         }
-        ((ticket, if given_up { counted } else { 0 }, holds.expires_at()), ended)
+        ((ticket, orphaned, holds.expires_at()), ended)
     });
     lock.shared().registry.note_lease_end(lease_end);
     // Dropped unsent (the caller is gone) or refused: the hold releases.
@@ -312,9 +310,10 @@ pub(crate) async fn read_count(connection: &mut Connection, id: &LockId) -> Resu
     Ok((status.hold_count, lease_left))
 }
 
-/// The `acquire`; for a re-entry inside MULTI with the kind's STATUS, so
-/// the count after the grant shows whether the earlier holds survived;
-/// then WAIT when replicas must acknowledge. One round trip.
+/// The `acquire`; for a re-entry (`counted` levels, held or given up on
+/// this clock) inside MULTI with the kind's STATUS, so the count after the
+/// grant shows whether the earlier levels survived; then WAIT when
+/// replicas must acknowledge. One round trip.
 async fn request(
     connection: &mut Connection,
     id: &LockId,

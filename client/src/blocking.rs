@@ -95,7 +95,7 @@ pub(crate) async fn attempt(
     let pool = shared.blocking.as_ref()?;
     if handle.id().kind != Kind::Plain
         || pool.unsupported.load(Ordering::Relaxed)
-        || handle.state().read(|holds| holds.count()) > 0
+        || handle.state().read(|holds| holds.count() + holds.unaccounted()) > 0
         || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
     {
         return None;
@@ -118,19 +118,26 @@ async fn run(
     let (shared, state) = (lock.shared(), lock.state());
     let Some(pool) = shared.blocking.as_ref() else { return };
     let _gate = state.gate.lock().await;
-    // Held meanwhile through another handle: the plain attempt re-enters.
-    if shared.is_closed() || state.read(|holds| holds.count()) > 0 {
+    // Held meanwhile through another handle (or maybe still counted on the
+    // server): the plain attempt re-enters and reads the count.
+    if shared.is_closed() || state.read(|holds| holds.count() + holds.unaccounted()) > 0 {
         pool.put_back(dedicated);
         return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
     }
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
     let lease_sent = state.read(|holds| holds.lease_for_acquire(lease, requested_at, watchdog));
-    let mut acquire = state.id.acquire(protocol::clamp_lease_ms(lease_sent), None);
+    let lease_ms = protocol::clamp_lease_ms(lease_sent);
+    let mut acquire = state.id.acquire(lease_ms, None);
     acquire.arg("WAIT").arg(wait_ms);
+    // The grant's lease starts when it is granted, not when it was asked
+    // for: TIME before the call and PEXPIRETIME queued behind it (it runs
+    // right after the grant) tell how long the server kept the caller.
+    let mut call = redis::pipe();
+    call.ignore_errors().cmd("TIME").add_command(acquire).cmd("PEXPIRETIME").arg(&state.id.name);
     let mut closed = shared.closed();
     let reply = {
-        let request = acquire.query_async::<Option<i64>>(&mut dedicated.connection);
+        let request = call.query_async::<BlockedReply>(&mut dedicated.connection);
         tokio::pin!(request);
         tokio::select! {
             reply = &mut request => reply,
@@ -147,14 +154,21 @@ async fn run(
             }
         }
     };
-    let observed = match reply.map_err(Error::from) {
-        Ok(Some(retry_ms)) => {
+    let received_at = Instant::now();
+    let reply =
+        reply.and_then(|(time, acquired, expiry)| acquired.map(|acquired| (acquired, time.ok().zip(expiry.ok()))));
+    let (observed, lease_start, lease_left) = match reply.map_err(Error::from) {
+        Ok((Some(retry_ms), _)) => {
             pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms })));
         }
-        Ok(None) => {
+        Ok((None, clocks)) => {
             pool.put_back(dedicated);
-            None
+            let lease_start = clocks.map_or(requested_at, |((seconds, micros), expiry_ms)| {
+                let server_time_us = seconds.saturating_mul(1_000_000).saturating_add(micros);
+                lease_start(requested_at, received_at, lease_ms, server_time_us, expiry_ms)
+            });
+            (None, lease_start, None)
         }
         // A module without WAIT: wait by pub/sub from now on.
         Err(Error::Redis(err)) if err.code() == Some("ERR") => {
@@ -172,18 +186,45 @@ async fn run(
             let mut connection = shared.connection.clone();
             let ordered = kill(&lock, &mut connection, dedicated.id).await;
             match settle(&lock, &mut connection, 0, err, ordered, reply_tx).await {
-                Some((observed, _, settled_tx)) => {
+                // The read's lease left is the estimate: the grant may
+                // have come long after the request.
+                Some((observed, lease_left, settled_tx)) => {
                     reply_tx = settled_tx;
-                    Some(observed)
+                    (Some(observed), requested_at, lease_left)
                 }
                 None => return,
             }
         }
     };
-    let granted =
-        Granted { renewal, lease, lease_sent, requested_at, counted: 0, observed, lease_left: None, token: 0 };
+    let granted = Granted { renewal, lease, lease_sent, requested_at: lease_start, observed, lease_left, token: 0 };
     let orphaned = grant(&lock, granted, reply_tx);
     release_orphans(&lock, &shared.connection, orphaned).await;
+}
+
+/// The replies of TIME, the blocking acquire and PEXPIRETIME.
+type BlockedReply = (redis::RedisResult<(i64, i64)>, redis::RedisResult<Option<i64>>, redis::RedisResult<i64>);
+
+/// When a blocked grant's lease started, by this machine's clock, at the
+/// earliest: the call was sent at `requested_at` and answered by
+/// `received_at`; TIME ran after the send, at `server_time_us`, and the
+/// grant's `lease_ms` ends at `expiry_ms` (server clock), so the server
+/// kept the caller at least `expiry − time − lease` before granting.
+/// Without a usable expiry (the key gone, or none): `requested_at`.
+fn lease_start(
+    requested_at: Instant,
+    received_at: Instant,
+    lease_ms: i64,
+    server_time_us: i64,
+    expiry_ms: i64,
+) -> Instant {
+    let until_end_us = expiry_ms.saturating_mul(1000).saturating_sub(server_time_us);
+    let waited_us = until_end_us.saturating_sub(lease_ms.saturating_mul(1000));
+    match u64::try_from(waited_us) {
+        Ok(waited_us) if expiry_ms >= 0 => {
+            requested_at + Duration::from_micros(waited_us).min(received_at.saturating_duration_since(requested_at))
+        }
+        _ => requested_at,
+    }
 }
 
 /// Kills the dedicated connection `id` on the server, retrying transient
@@ -201,4 +242,38 @@ async fn kill(lock: &Handle, connection: &mut Connection, id: i64) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lease_start;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    #[test]
+    fn a_blocked_grants_lease_starts_when_the_server_granted_it() {
+        let sent = Instant::now();
+        let ms = Duration::from_millis;
+        let received = sent + ms(950);
+        // (TIME in µs, PEXPIRETIME in ms, lease ms) -> lease start after the send
+        let cases = [
+            // granted 900 ms after TIME ran
+            (1_000_000_000, 1_000_000 + 900 + 300, 300, Some(ms(900))),
+            // granted at once
+            (1_000_000_000, 1_000_000 + 300, 300, Some(ms(0))),
+            // TIME's sub-millisecond part counts against the wait
+            (1_000_000_400, 1_000_000 + 10 + 300, 300, Some(Duration::from_micros(9_600))),
+            // a wait longer than the client saw (clock skew): what the client saw
+            (1_000_000_000, 1_000_000 + 5_000 + 300, 300, Some(ms(950))),
+            // an expiry before TIME + lease (the lease was cut): no later than the send
+            (1_000_000_000, 1_000_000 + 100, 300, Some(ms(0))),
+            // no expiry, no key
+            (1_000_000_000, -1, 300, Some(ms(0))),
+            (1_000_000_000, -2, 300, Some(ms(0))),
+        ];
+        for (time_us, expiry_ms, lease_ms, after_send) in cases {
+            let start = lease_start(sent, received, lease_ms, time_us, expiry_ms);
+            assert_eq!(Some(start - sent), after_send, "TIME {time_us} µs, expiry {expiry_ms} ms, lease {lease_ms} ms");
+        }
+    }
 }

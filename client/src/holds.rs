@@ -84,6 +84,11 @@ pub(crate) struct Holds {
     /// clock: the request that last set the lease, plus that lease, as
     /// `(sent at, expires at)`.
     lease: Option<(Instant, Instant)>,
+    /// Levels given up for lost on this clock alone (their lease estimate
+    /// ran out) that the server may still count: the estimate runs from
+    /// when a request was sent, and a stalled server applies it later. A
+    /// later acquire would re-enter them unseen; it reads the count instead.
+    unaccounted: usize,
 }
 
 impl Holds {
@@ -111,6 +116,33 @@ impl Holds {
     /// must not cut the outer hold's lease; Redisson's does).
     pub fn lease_for_acquire(&self, lease: Duration, now: Instant, watchdog: Duration) -> Duration {
         self.lease_needed(now, watchdog).map_or(lease, |needed| needed.max(lease))
+    }
+
+    /// Levels the server may still count though no hold here has them
+    /// (see [`Holds::expire_overdue`]): the next acquire must read the
+    /// owner's count after its grant.
+    pub fn unaccounted(&self) -> usize {
+        self.unaccounted
+    }
+
+    /// Of the `observed` count after a grant, the levels beyond the holds
+    /// counted here and the grant that are this client's own, given up on
+    /// its clock alone: nobody holds them any more, so they are to be
+    /// given back. The count settles them either way.
+    pub fn claim_unaccounted(&mut self, observed: Option<i64>) -> usize {
+        let Some(observed) = observed else { return 0 };
+        let beyond = usize::try_from(observed).unwrap_or(0).saturating_sub(self.holds.len() + 1);
+        std::mem::take(&mut self.unaccounted).min(beyond)
+    }
+
+    /// An acquire was refused: another owner has the lock, so none of
+    /// this owner's levels are left.
+    pub fn refused(&mut self) -> Ended {
+        self.unaccounted = 0;
+        match self.holds.is_empty() {
+            true => Ended::No,
+            false => self.end(Ended::Lost),
+        }
     }
 
     /// Records a granted acquire sent at `requested_at` with `lease_sent`.
@@ -227,9 +259,15 @@ impl Holds {
         self.lease.filter(|_| !self.holds.is_empty()).map(|(_, expires_at)| expires_at)
     }
 
-    /// True when holds remain whose lease has surely ended by `now`.
-    pub fn overdue(&self, now: Instant) -> bool {
-        !self.holds.is_empty() && self.lease.is_some_and(|(_, expires_at)| expires_at <= now)
+    /// Holds whose lease has surely ended by `now`, by this clock, are
+    /// lost; the server may still count them (see `unaccounted`).
+    pub fn expire_overdue(&mut self, now: Instant) -> Ended {
+        let overdue = !self.holds.is_empty() && self.lease.is_some_and(|(_, expires_at)| expires_at <= now);
+        if !overdue {
+            return Ended::No;
+        }
+        self.unaccounted += self.holds.len();
+        self.end(Ended::Lost)
     }
 
     fn end(&mut self, how: Ended) -> Ended {

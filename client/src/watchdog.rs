@@ -162,7 +162,7 @@ impl Watchdog {
     fn expire_overdue(&self) {
         let now = Instant::now();
         for state in self.registry.live() {
-            state.update(|holds| ((), if holds.overdue(now) { holds.lose(holds.incarnation()) } else { Ended::No }));
+            state.update(|holds| ((), holds.expire_overdue(now)));
         }
     }
 }

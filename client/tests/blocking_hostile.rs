@@ -114,3 +114,44 @@ async fn a_release_right_after_a_waiter_gave_up_leaves_the_lock_free() {
     // by a last short one: at least one per round.
     assert!(info(&server, "wait_timeouts").await >= 20, "a round did not block on the server");
 }
+
+/// A grant after a wait longer than the lease: the lease runs from the
+/// grant, so the guard is live (it was reported lost at once, as if the
+/// lease had run from the request), a fixed hold unlocks, and a watchdog
+/// hold is renewed. A user without TIME and PEXPIRETIME still gets its
+/// grant (its lease is then estimated from the request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_after_a_wait_longer_than_the_lease_holds_for_the_whole_lease() {
+    let server = Server::start();
+    let short = Duration::from_millis(300);
+    let holder_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let holder = holder_client.lock("k");
+    let client = Client::connect(server.client(), ClientOptions::default().with_watchdog_timeout(short)).await.unwrap();
+    let lock = client.lock("k");
+
+    let _held = holder.lock_with_lease(short * 3).await.unwrap();
+    let fixed = lock.lock_with_lease(short).await.unwrap();
+    assert!(!fixed.is_lost(), "a fresh fixed grant reported lost");
+    fixed.unlock().await.expect("the fixed hold unlocks");
+
+    let _held = holder.lock_with_lease(short * 3).await.unwrap();
+    let renewed = lock.lock().await.unwrap();
+    assert!(!renewed.is_lost(), "a fresh watchdog grant reported lost");
+    tokio::time::sleep(short * 3).await;
+    assert!(!renewed.is_lost() && lock.is_held().await.unwrap(), "the watchdog did not keep it");
+    renewed.unlock().await.unwrap();
+
+    let mut admin = common::admin(&server).await;
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all", "-time", "-pexpiretime"])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let url = format!("redis://limited:pw@{}", server.url().trim_start_matches("redis://"));
+    let limited_client = Client::open(&url).await.unwrap();
+    let limited = limited_client.lock("k");
+    let _held = holder.lock_with_lease(short).await.unwrap();
+    let granted = tokio::time::timeout(common::PATIENCE, limited.lock()).await.expect("granted").unwrap();
+    assert_eq!(info(&server, "granted").await, 3);
+    drop(granted);
+}

@@ -141,6 +141,28 @@ async fn an_acquire_during_a_stall_is_not_sent_twice() {
     assert!(!lock.is_locked().await.unwrap(), "a hold was left behind");
 }
 
+/// A grant the client gave up on its own clock (sent during a stall, its
+/// lease counted from the send had run out by the reply) may still be on
+/// the server, whose lease runs from the grant: the next acquire re-enters
+/// it, reads the count and gives the forgotten level back, so the hold
+/// count stays one per guard and an unlock frees the lock (it stayed held
+/// by nobody for the new lease).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_given_up_on_the_clients_clock_is_given_back_by_the_next_acquire() {
+    let server = stallable_server();
+    let client = client(&server).await;
+    let lock = client.lock("given-up");
+    let stalled = stall(&server, 0.5).await;
+    let given_up = lock.lock_with_lease(Duration::from_millis(100)).await.unwrap();
+    stalled.await.unwrap();
+    assert!(given_up.is_lost(), "its lease, counted from the send, ran out during the stall");
+    let current = lock.try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await.unwrap().expect("re-entered");
+    assert_eq!(hold_count(&server, "given-up", lock.owner()).await, 1);
+    assert!(!current.is_lost());
+    current.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap(), "a forgotten level kept the lock");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_during_a_stall_is_applied_once() {
     let server = stallable_server();

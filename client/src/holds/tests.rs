@@ -12,6 +12,11 @@ fn grant(holds: &mut Holds, renewal: Renewal, lease: Duration, at: Instant, obse
     holds.granted(renewal, lease, sent, at, observed)
 }
 
+/// Whether the lease estimate has run out by `now`.
+fn overdue(holds: &Holds, now: Instant) -> bool {
+    holds.expires_at().is_some_and(|expires_at| expires_at <= now)
+}
+
 #[test]
 fn a_short_reentry_never_cuts_the_outer_holds_lease() {
     let t0 = Instant::now();
@@ -106,11 +111,11 @@ fn leases_run_out_by_the_clock() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
     let (ticket, _) = grant(&mut holds, Renewal::Watchdog, ms(900), t0, None);
-    assert!(!holds.overdue(t0 + ms(899)) && holds.overdue(t0 + ms(900)));
+    assert!(!overdue(&holds, t0 + ms(899)) && overdue(&holds, t0 + ms(900)));
     holds.renewed(ticket.incarnation, t0 + ms(300), ms(900));
-    assert!(!holds.overdue(t0 + ms(1_100)) && holds.overdue(t0 + ms(1_200)));
+    assert!(!overdue(&holds, t0 + ms(1_100)) && overdue(&holds, t0 + ms(1_200)));
     holds.renewed(ticket.incarnation + 1, t0 + ms(600), ms(900));
-    assert!(holds.overdue(t0 + ms(1_200)), "a stale renewal moves nothing");
+    assert!(overdue(&holds, t0 + ms(1_200)), "a stale renewal moves nothing");
 }
 
 #[test]
@@ -123,7 +128,7 @@ fn the_last_command_sent_decides_the_lease() {
     // lease to 900 ms) has its reply handled after the release's.
     holds.released(&inner, Released::OneLevel, Some(ms(900)), t0 + ms(30));
     holds.renewed(outer.incarnation, t0 + ms(20), ms(5_000));
-    assert!(holds.overdue(t0 + ms(930)), "the release ran last on the server: its lease counts");
+    assert!(overdue(&holds, t0 + ms(930)), "the release ran last on the server: its lease counts");
 }
 
 #[test]
@@ -134,7 +139,7 @@ fn a_release_that_sets_no_lease_leaves_the_estimate() {
     let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(900), t0 + ms(10), Some(2));
     // A read release: the holds left keep the leases they had.
     holds.released(&inner, Released::OneLevel, None, t0 + ms(500));
-    assert!(!holds.overdue(t0 + ms(905)) && holds.overdue(t0 + ms(910)), "the last acquire's lease");
+    assert!(!overdue(&holds, t0 + ms(905)) && overdue(&holds, t0 + ms(910)), "the last acquire's lease");
 }
 
 #[test]
@@ -175,4 +180,33 @@ fn lost_replies_are_settled_by_the_count() {
     for (counted, observed, ordered, outcome) in cases {
         assert_eq!(settle(counted, observed, ordered), outcome, "{counted} then {observed}, ordered {ordered}");
     }
+}
+
+#[test]
+fn levels_given_up_on_the_clock_alone_are_claimed_by_the_next_counted_grant() {
+    let t0 = Instant::now();
+    // (holds given up by the clock, count observed after the next grant, levels to give back)
+    let cases = [(2, Some(3), 2), (2, Some(1), 0), (2, Some(2), 1), (2, Some(5), 2), (2, None, 0), (0, Some(3), 0)];
+    for (given_up, observed, claimed) in cases {
+        let mut holds = Holds::default();
+        for _ in 0..given_up {
+            grant(&mut holds, Renewal::Fixed, ms(100), t0, None);
+        }
+        let expired = holds.expire_overdue(t0 + ms(100));
+        assert_eq!(expired, if given_up > 0 { Ended::Lost } else { Ended::No });
+        assert_eq!(holds.unaccounted(), given_up);
+        assert_eq!(holds.claim_unaccounted(observed), claimed, "{given_up} given up, {observed:?} observed");
+        assert_eq!(holds.unaccounted(), if observed.is_some() { 0 } else { given_up });
+    }
+    // Not yet overdue: nothing is given up.
+    let mut holds = Holds::default();
+    grant(&mut holds, Renewal::Fixed, ms(100), t0, None);
+    assert_eq!(holds.expire_overdue(t0 + ms(99)), Ended::No);
+    assert_eq!((holds.count(), holds.unaccounted()), (1, 0));
+    // A refusal shows another owner has the lock: nothing of ours is left.
+    holds.expire_overdue(t0 + ms(100));
+    assert_eq!(holds.refused(), Ended::No);
+    assert_eq!(holds.unaccounted(), 0);
+    grant(&mut holds, Renewal::Fixed, ms(100), t0, None);
+    assert_eq!(holds.refused(), Ended::Lost);
 }
