@@ -26,6 +26,7 @@ use crate::holds::Renewal;
 use crate::protocol;
 use crate::run_to_end::run_to_end;
 use redis::aio::MultiplexedConnection;
+use redis::{RedisResult, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -131,10 +132,14 @@ async fn run(
     let mut acquire = state.id.acquire(lease_ms, None);
     acquire.arg("WAIT").arg(wait_ms);
     // The grant's lease starts when it is granted, not when it was asked
-    // for: TIME before the call and PEXPIRETIME queued behind it (it runs
-    // right after the grant) tell how long the server kept the caller.
+    // for: TIME before the call and PEXPIRETIME queued behind it tell how
+    // long the server kept the caller. Other work may run between the
+    // grant and the read (a stall may even end the lease and let another
+    // owner in), so the expiry counts only if the owner still holds it.
     let mut call = redis::pipe();
-    call.ignore_errors().cmd("TIME").add_command(acquire).cmd("PEXPIRETIME").arg(&state.id.name);
+    call.ignore_errors().cmd("TIME").add_command(acquire);
+    call.cmd("MULTI").cmd("PEXPIRETIME").arg(&state.id.name).cmd("HGET").arg(&state.id.name).arg(&state.id.owner);
+    call.cmd("EXEC");
     let mut closed = shared.closed();
     let reply = {
         let request = call.query_async::<BlockedReply>(&mut dedicated.connection);
@@ -155,8 +160,8 @@ async fn run(
         }
     };
     let received_at = Instant::now();
-    let reply =
-        reply.and_then(|(time, acquired, expiry)| acquired.map(|acquired| (acquired, time.ok().zip(expiry.ok()))));
+    let reply = reply
+        .and_then(|(time, acquired, _, _, _, after)| acquired.map(|acquired| (acquired, time.ok().zip(after.ok()))));
     let (observed, lease_start, lease_left) = match reply.map_err(Error::from) {
         Ok((Some(retry_ms), _)) => {
             pool.put_back(dedicated);
@@ -164,11 +169,16 @@ async fn run(
         }
         Ok((None, clocks)) => {
             pool.put_back(dedicated);
-            let lease_start = clocks.map_or(requested_at, |((seconds, micros), expiry_ms)| {
-                let server_time_us = seconds.saturating_mul(1_000_000).saturating_add(micros);
-                lease_start(requested_at, received_at, lease_ms, server_time_us, expiry_ms)
-            });
-            (None, lease_start, None)
+            match clocks {
+                Some(((seconds, micros), (expiry_ms, Some(count)))) if count > 0 => {
+                    let server_time_us = seconds.saturating_mul(1_000_000).saturating_add(micros);
+                    (None, lease_start(requested_at, received_at, lease_ms, server_time_us, expiry_ms), None)
+                }
+                // Gone by the read right after the grant: lost already.
+                Some(_) => (None, requested_at, Some((received_at, Duration::ZERO))),
+                // The reads were refused (an ACL): the lease counts from the request.
+                None => (None, requested_at, None),
+            }
         }
         // A module without WAIT: wait by pub/sub from now on.
         Err(Error::Redis(err)) if err.code() == Some("ERR") => {
@@ -201,8 +211,16 @@ async fn run(
     release_orphans(&lock, &shared.connection, orphaned).await;
 }
 
-/// The replies of TIME, the blocking acquire and PEXPIRETIME.
-type BlockedReply = (redis::RedisResult<(i64, i64)>, redis::RedisResult<Option<i64>>, redis::RedisResult<i64>);
+/// The replies of TIME, the blocking acquire, and MULTI, PEXPIRETIME,
+/// HGET of the owner's count, EXEC.
+type BlockedReply = (
+    RedisResult<(i64, i64)>,
+    RedisResult<Option<i64>>,
+    RedisResult<Value>,
+    RedisResult<Value>,
+    RedisResult<Value>,
+    RedisResult<(i64, Option<i64>)>,
+);
 
 /// When a blocked grant's lease started, by this machine's clock, at the
 /// earliest: the call was sent at `requested_at` and answered by

@@ -155,3 +155,34 @@ async fn a_grant_after_a_wait_longer_than_the_lease_holds_for_the_whole_lease() 
     assert_eq!(info(&server, "granted").await, 3);
     drop(granted);
 }
+
+/// The read right after a blocked grant may run after other work (here a
+/// slow command in the releaser's pipeline outlasts the grant's lease, and
+/// the next waiter is granted meanwhile): the grant is then reported lost,
+/// never read off the next holder's expiry as if it were still held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_whose_lease_ends_before_its_reply_is_reported_lost() {
+    let server = common::stallable_server();
+    let client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let (first, second) = (client.lock("k"), client.lock("k"));
+    let mut raw = common::admin(&server).await;
+    raw.set_response_timeout(Duration::from_secs(10));
+    let _: Option<i64> = redis::cmd("RLOCK.ACQUIRE").arg("k").arg("h").arg(60_000).query_async(&mut raw).await.unwrap();
+    let short = {
+        let first = first.clone();
+        tokio::spawn(async move { first.lock_with_lease(Duration::from_millis(300)).await })
+    };
+    eventually!("the first waiter blocked", info(&server, "blocked").await == 1);
+    let long = {
+        let second = second.clone();
+        tokio::spawn(async move { second.lock_with_lease(Duration::from_secs(60)).await })
+    };
+    eventually!("the second waiter blocked", info(&server, "blocked").await == 2);
+    let mut release_then_stall = redis::pipe();
+    release_then_stall.cmd("RLOCK.RELEASE").arg("k").arg("h").arg(60_000).cmd("DEBUG").arg("SLEEP").arg(0.5);
+    let _: Vec<redis::Value> = release_then_stall.query_async(&mut raw).await.unwrap();
+    let (short, long) = (short.await.unwrap().unwrap(), long.await.unwrap().unwrap());
+    assert!(short.is_lost(), "the first grant's lease ended in the stall, yet its guard looks held");
+    assert!(!long.is_lost());
+    long.unlock().await.unwrap();
+}
