@@ -86,8 +86,9 @@ async fn run(
     let watchdog = shared.options.watchdog_timeout;
     // Levels given up on this clock alone count too: the server may still
     // have them, and the acquire then reads the count to find out.
-    let (counted, lease_sent) = state
-        .read(|holds| (holds.count() + holds.unaccounted(), holds.lease_for_acquire(lease, requested_at, watchdog)));
+    let (counted, lease_sent) = state.read(|holds| {
+        (holds.count() + holds.unaccounted(requested_at), holds.lease_for_acquire(lease, requested_at, watchdog))
+    });
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
     let acquire = state.id.acquire(lease_ms, queue_wait_ms);
@@ -166,22 +167,29 @@ pub(crate) struct Granted {
 pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token } = granted;
     let state = lock.state();
-    let (ticket, orphaned, lease_end) = state.update(|holds| {
-        let orphaned = holds.claim_unaccounted(observed);
+    let (ticket, orphaned, lease_end, lost_unsettled) = state.update(|holds| {
+        let now = Instant::now();
+        let orphaned = holds.claim_unaccounted(observed, now);
         let observed = observed.map(|count| count - orphaned as i64);
         let (ticket, mut ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed);
+        holds.answered(requested_at, now);
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
+            holds.answered(read_at, now);
         }
         // Recorded after its lease may have ended (a caller that left the
         // future unpolled, a stalled server): lost from the start, never
         // a guard that looks held.
-        if ended == Ended::No {
-            ended = holds.expire_overdue(Instant::now());
+        let lost_unsettled = ended == Ended::No && holds.expire_overdue(now) == Ended::Lost;
+        if lost_unsettled {
+            ended = Ended::Lost;
         }
-        ((ticket, orphaned, holds.expires_at()), ended)
+        ((ticket, orphaned, holds.expires_at(), lost_unsettled), ended)
     });
     lock.shared().registry.note_lease_end(lease_end);
+    if lost_unsettled {
+        lock.shared().registry.keep_unsettled([state.clone()], Instant::now());
+    }
     // Dropped unsent (the caller is gone) or refused: the hold releases.
     let hold = Hold::new(lock.clone(), ticket, lease, token);
     // Checked after the hold is recorded: the watchdog's stop marks every

@@ -96,7 +96,7 @@ pub(crate) async fn attempt(
     let pool = shared.blocking.as_ref()?;
     if handle.id().kind != Kind::Plain
         || pool.unsupported.load(Ordering::Relaxed)
-        || handle.state().read(|holds| holds.count() + holds.unaccounted()) > 0
+        || handle.state().read(|holds| holds.count() + holds.unaccounted(Instant::now())) > 0
         || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
     {
         return None;
@@ -121,7 +121,7 @@ async fn run(
     let _gate = state.gate.lock().await;
     // Held meanwhile through another handle (or maybe still counted on the
     // server): the plain attempt re-enters and reads the count.
-    if shared.is_closed() || state.read(|holds| holds.count() + holds.unaccounted()) > 0 {
+    if shared.is_closed() || state.read(|holds| holds.count() + holds.unaccounted(Instant::now())) > 0 {
         pool.put_back(dedicated);
         return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
     }

@@ -84,11 +84,19 @@ pub(crate) struct Holds {
     /// clock: the request that last set the lease, plus that lease, as
     /// `(sent at, expires at)`.
     lease: Option<(Instant, Instant)>,
+    /// How much later than `lease`'s end the server's expiry may be: the
+    /// time the request that set it took to be answered (it ran somewhere
+    /// in between). `None` until answered, and while a renewal that may
+    /// still land is unanswered.
+    lease_lag: Option<Duration>,
     /// Levels given up for lost on this clock alone (their lease estimate
     /// ran out) that the server may still count: the estimate runs from
     /// when a request was sent, and a stalled server applies it later. A
     /// later acquire would re-enter them unseen; it reads the count instead.
     unaccounted: usize,
+    /// When those levels have surely expired on the server (`None`: no
+    /// bound is known).
+    unaccounted_until: Option<Instant>,
 }
 
 impl Holds {
@@ -121,18 +129,25 @@ impl Holds {
     /// Levels the server may still count though no hold here has them
     /// (see [`Holds::expire_overdue`]): the next acquire must read the
     /// owner's count after its grant.
-    pub fn unaccounted(&self) -> usize {
-        self.unaccounted
+    pub fn unaccounted(&self, now: Instant) -> usize {
+        match self.unaccounted_until {
+            Some(until) if now >= until => 0,
+            _ => self.unaccounted,
+        }
     }
 
     /// Of the `observed` count after a grant, the levels beyond the holds
     /// counted here and the grant that are this client's own, given up on
     /// its clock alone: nobody holds them any more, so they are to be
     /// given back. The count settles them either way.
-    pub fn claim_unaccounted(&mut self, observed: Option<i64>) -> usize {
+    /// Levels that have surely expired are not claimed: with an owner id
+    /// shared with another client, the extra levels may be that client's.
+    pub fn claim_unaccounted(&mut self, observed: Option<i64>, now: Instant) -> usize {
         let Some(observed) = observed else { return 0 };
         let beyond = usize::try_from(observed).unwrap_or(0).saturating_sub(self.holds.len() + 1);
-        std::mem::take(&mut self.unaccounted).min(beyond)
+        let claimed = self.unaccounted(now).min(beyond);
+        self.unaccounted = 0;
+        claimed
     }
 
     /// An acquire was refused: another owner has the lock, so none of
@@ -245,12 +260,27 @@ impl Holds {
         }
     }
 
+    /// The request sent at `sent_at` was answered at `answered_at`: if it
+    /// set the lease, the server's expiry is at most that much later.
+    pub fn answered(&mut self, sent_at: Instant, answered_at: Instant) {
+        if self.lease.is_some_and(|(last_sent_at, _)| last_sent_at == sent_at) {
+            self.lease_lag = Some(answered_at.saturating_duration_since(sent_at));
+        }
+    }
+
+    /// A renewal went unanswered: it may still land and push the expiry
+    /// out by any amount.
+    pub fn unanswered(&mut self) {
+        self.lease_lag = None;
+    }
+
     /// A command sent at `sent_at` set the lease. Commands on one
     /// connection run in the order they were sent, so the last one sent
     /// decides, whatever order their replies are handled in.
     pub fn leased(&mut self, sent_at: Instant, lease: Duration) {
         if self.lease.is_none_or(|(last_sent_at, _)| sent_at >= last_sent_at) {
             self.lease = Some((sent_at, sent_at + lease));
+            self.lease_lag = None;
         }
     }
 
@@ -266,13 +296,19 @@ impl Holds {
         if !overdue {
             return Ended::No;
         }
+        let surely_expired = self.lease.zip(self.lease_lag).map(|((_, expires_at), lag)| expires_at + lag);
+        if self.unaccounted(now) == 0 {
+            (self.unaccounted, self.unaccounted_until) = (0, surely_expired);
+        } else {
+            self.unaccounted_until = self.unaccounted_until.zip(surely_expired).map(|(a, b)| a.max(b));
+        }
         self.unaccounted += self.holds.len();
         self.end(Ended::Lost)
     }
 
     fn end(&mut self, how: Ended) -> Ended {
         self.holds.clear();
-        self.lease = None;
+        (self.lease, self.lease_lag) = (None, None);
         self.incarnation += 1;
         how
     }

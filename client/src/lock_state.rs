@@ -99,6 +99,10 @@ pub(crate) struct Registry {
     watchdog_wakes_by: AtomicU64,
     epoch: Instant,
     lost_count: Arc<AtomicU64>,
+    /// States whose given-up levels the server may still count (see
+    /// `Holds::unaccounted`): kept for that owner's next acquire even
+    /// when no handle is left, until those levels surely expired.
+    unsettled: Mutex<Vec<Arc<LockState>>>,
 }
 
 impl Default for Registry {
@@ -110,6 +114,7 @@ impl Default for Registry {
             watchdog_wakes_by: AtomicU64::new(0),
             epoch: Instant::now(),
             lost_count: Arc::default(),
+            unsettled: Mutex::default(),
         }
     }
 }
@@ -147,6 +152,18 @@ impl Registry {
         });
         states.insert(id, Arc::downgrade(&state));
         state
+    }
+
+    /// Keeps `lost` states while the server may still count levels they
+    /// gave up, and lets go of those that surely expired or were settled.
+    pub fn keep_unsettled(&self, lost: impl IntoIterator<Item = Arc<LockState>>, now: Instant) {
+        let mut unsettled = self.unsettled.lock().unwrap_or_else(PoisonError::into_inner);
+        for state in lost {
+            if !unsettled.iter().any(|kept| Arc::ptr_eq(kept, &state)) {
+                unsettled.push(state);
+            }
+        }
+        unsettled.retain(|kept| kept.read(|holds| holds.unaccounted(now)) > 0);
     }
 
     /// The live states (forgetting the dead ones).

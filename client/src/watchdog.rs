@@ -161,9 +161,13 @@ impl Watchdog {
     /// Holds whose lease has surely ended are lost, renewed or not.
     fn expire_overdue(&self) {
         let now = Instant::now();
-        for state in self.registry.live() {
-            state.update(|holds| ((), holds.expire_overdue(now)));
-        }
+        let lost = self.registry.live().into_iter().filter(|state| {
+            state.update(|holds| {
+                let ended = holds.expire_overdue(now);
+                (ended == Ended::Lost, ended)
+            })
+        });
+        self.registry.keep_unsettled(lost.collect::<Vec<_>>(), now);
     }
 }
 
@@ -172,10 +176,19 @@ impl Watchdog {
 fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant) {
     let held = match (task.upkeep, reply) {
         (Upkeep::Renew(lease), Ok(redis::Value::Int(1))) => {
-            task.state.update(|holds| (holds.renewed(task.incarnation, sent_at, lease), Ended::No));
+            task.state.update(|holds| {
+                holds.renewed(task.incarnation, sent_at, lease);
+                holds.answered(sent_at, Instant::now());
+                ((), Ended::No)
+            });
             true
         }
         (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => false,
+        // It may still land, later than any estimate.
+        (Upkeep::Renew(_), Err(_)) => {
+            task.state.update(|holds| (holds.unanswered(), Ended::No));
+            true
+        }
         (Upkeep::Check, Ok(reply)) => {
             Status::parse(reply, task.state.id.kind).map_or(true, |status| status.hold_count > 0)
         }

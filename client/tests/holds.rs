@@ -161,6 +161,41 @@ async fn a_level_given_up_on_the_clients_clock_is_given_back_by_the_next_acquire
     assert!(!current.is_lost());
     current.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap(), "a forgotten level kept the lock");
+
+    // The same with every handle on that owner dropped in between: the
+    // client still remembers the level for the owner's next acquire.
+    {
+        let lock = client.lock_with_owner("given-up", "worker-1");
+        let stalled = stall(&server, 0.5).await;
+        let given_up = lock.lock_with_lease(Duration::from_millis(100)).await.unwrap();
+        stalled.await.unwrap();
+        assert!(given_up.is_lost());
+    }
+    let lock = client.lock_with_owner("given-up", "worker-1");
+    let current = lock.try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await.unwrap().expect("re-entered");
+    assert_eq!(hold_count(&server, "given-up", b"worker-1").await, 1);
+    current.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap(), "a forgotten level kept the lock");
+}
+
+/// Two clients sharing an owner id: a level one of them gave up because
+/// its lease simply ran out (answered at once, so surely expired) is not
+/// taken for the other client's levels at its next acquire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_that_surely_ran_out_never_claims_another_clients_level() {
+    let server = Server::start();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let (on_a, on_b) = (a.lock_with_owner("shared", "o"), b.lock_with_owner("shared", "o"));
+    let ran_out = on_a.lock_with_lease(Duration::from_millis(100)).await.unwrap();
+    tokio::time::timeout(PATIENCE, ran_out.lost()).await.expect("reported lost at its lease's end");
+    eventually!("the key expired", !on_a.is_locked().await.unwrap());
+    let (b1, b2) = (on_b.lock().await.unwrap(), on_b.lock().await.unwrap());
+    let a1 = on_a.lock().await.unwrap();
+    assert_eq!(hold_count(&server, "shared", b"o").await, 3, "a level of the other client was given back");
+    for guard in [a1, b1, b2] {
+        guard.unlock().await.unwrap();
+    }
+    assert!(!on_a.is_locked().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
