@@ -84,19 +84,17 @@ async fn run(
     }
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
-    // Levels given up on this clock alone count too: the server may still
-    // have them, and the acquire then reads the count to find out.
-    let (counted, lease_sent) = state.read(|holds| {
-        (holds.count() + holds.unaccounted(requested_at), holds.lease_for_acquire(lease, requested_at, watchdog))
-    });
+    let (counted, lease_sent) =
+        state.read(|holds| (holds.levels(requested_at), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
     let acquire = state.id.acquire(lease_ms, queue_wait_ms);
     let (observed, lease_left, token, reply_tx) =
         match request(&mut connection, &state.id, acquire, counted, sync.as_ref()).await {
             Ok(Reply::Refused { retry_ms }) => {
-                state.update(|holds| ((), holds.refused())); // our owner no longer holds it
-                                                             // Queued for a caller who is gone: nobody will take the turn.
+                // Our owner no longer holds it.
+                state.update(|holds| ((), holds.refused()));
+                // Queued for a caller who is gone: nobody will take the turn.
                 if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
                     if let Some(wait_ms) = queue_wait_ms {
                         give_up_place(&lock, &connection, wait_ms).await;
@@ -167,7 +165,7 @@ pub(crate) struct Granted {
 pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token } = granted;
     let state = lock.state();
-    let (ticket, orphaned, lease_end, lost_unsettled) = state.update(|holds| {
+    let (ticket, orphaned, lease_end, lost) = state.update(|holds| {
         let now = Instant::now();
         let orphaned = holds.claim_unaccounted(observed, now);
         let observed = observed.map(|count| count - orphaned as i64);
@@ -180,14 +178,14 @@ pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<R
         // Recorded after its lease may have ended (a caller that left the
         // future unpolled, a stalled server): lost from the start, never
         // a guard that looks held.
-        let lost_unsettled = ended == Ended::No && holds.expire_overdue(now) == Ended::Lost;
-        if lost_unsettled {
-            ended = Ended::Lost;
+        if ended == Ended::No {
+            ended = holds.expire_overdue(now);
         }
-        ((ticket, orphaned, holds.expires_at(), lost_unsettled), ended)
+        ((ticket, orphaned, holds.expires_at(), ended == Ended::Lost), ended)
     });
     lock.shared().registry.note_lease_end(lease_end);
-    if lost_unsettled {
+    // Lost with levels the server may still count: kept for the next acquire.
+    if lost {
         lock.shared().registry.keep_unsettled([state.clone()], Instant::now());
     }
     // Dropped unsent (the caller is gone) or refused: the hold releases.

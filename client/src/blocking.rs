@@ -8,9 +8,10 @@
 //! caller awaits the reply [`REPLY_GRACE`] past its limit (a grant made in
 //! time is the caller's). A caller that gives up while blocked (a dropped
 //! future, a reply later than that) leaves the rest of it to take the
-//! call's reply, for [`REPLY_GRACE`] more; a grant that came is given back. A call still blocked then, or whose connection
-//! fails, is killed on the server (`CLIENT KILL ID`) before the lock's
-//! count is read, so no grant can follow the read and none goes unclaimed.
+//! call's reply, for [`REPLY_GRACE`] more; a grant that came is given
+//! back. A call still blocked then, or whose connection fails, is killed
+//! on the server (`CLIENT KILL ID`) before the lock's count is read, so no
+//! grant can follow the read and none goes unclaimed.
 //! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
 //! Without a free pooled connection, for held (re-entered) locks, with
 //! replica sync, on a cluster, or against a module without `WAIT`, the
@@ -96,7 +97,7 @@ pub(crate) async fn attempt(
     let pool = shared.blocking.as_ref()?;
     if handle.id().kind != Kind::Plain
         || pool.unsupported.load(Ordering::Relaxed)
-        || handle.state().read(|holds| holds.count() + holds.unaccounted(Instant::now())) > 0
+        || handle.state().read(|holds| holds.levels(Instant::now())) > 0
         || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
     {
         return None;
@@ -121,7 +122,7 @@ async fn run(
     let _gate = state.gate.lock().await;
     // Held meanwhile through another handle (or maybe still counted on the
     // server): the plain attempt re-enters and reads the count.
-    if shared.is_closed() || state.read(|holds| holds.count() + holds.unaccounted(Instant::now())) > 0 {
+    if shared.is_closed() || state.read(|holds| holds.levels(Instant::now())) > 0 {
         pool.put_back(dedicated);
         return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
     }

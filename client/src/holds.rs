@@ -136,6 +136,13 @@ impl Holds {
         }
     }
 
+    /// Levels the server may count for this owner: the holds counted here
+    /// and those given up on this clock alone. An acquire with any reads
+    /// the count after its grant.
+    pub fn levels(&self, now: Instant) -> usize {
+        self.holds.len() + self.unaccounted(now)
+    }
+
     /// Of the `observed` count after a grant, the levels beyond the holds
     /// counted here and the grant that are this client's own, given up on
     /// its clock alone: nobody holds them any more, so they are to be

@@ -161,13 +161,18 @@ impl Watchdog {
     /// Holds whose lease has surely ended are lost, renewed or not.
     fn expire_overdue(&self) {
         let now = Instant::now();
-        let lost = self.registry.live().into_iter().filter(|state| {
-            state.update(|holds| {
+        let mut lost = vec![];
+        for state in self.registry.live() {
+            let ended = state.update(|holds| {
                 let ended = holds.expire_overdue(now);
-                (ended == Ended::Lost, ended)
-            })
-        });
-        self.registry.keep_unsettled(lost.collect::<Vec<_>>(), now);
+                (ended, ended)
+            });
+            if ended == Ended::Lost {
+                lost.push(state);
+            }
+        }
+        // The server may still count what they gave up: kept for the next acquire.
+        self.registry.keep_unsettled(lost, now);
     }
 }
 
