@@ -41,6 +41,9 @@ pub enum LockError {
     WaitTooLong,
     /// `WAIT` without `wait_ms`, or something else after the lease.
     WaitSyntax,
+    /// `BLOCK block_ms` is not a positive base-10 integer of at most
+    /// [`crate::lease::MAX_LEASE_MS`].
+    BlockInvalid,
     /// The read-write lock's mode argument is neither `READ` nor `WRITE`.
     ModeInvalid,
     /// The key is a hash but not a read-write lock: no valid `mode`, or a
@@ -109,6 +112,7 @@ impl LockError {
             Self::WaitNotPositiveInteger => "ERR wait_ms must be a positive integer",
             Self::WaitTooLong => "ERR wait_ms is above the maximum of 31536000000 (365 days)",
             Self::WaitSyntax => "ERR syntax error: after owner and lease_ms, only WAIT wait_ms",
+            Self::BlockInvalid => "ERR block_ms must be a positive integer of at most 31536000000 (365 days)",
             Self::ModeInvalid => "ERR mode must be READ or WRITE",
             Self::NotAReadWriteLock => "ERR key is a hash but not a read-write lock: no read/write mode, or a hold count that is not an integer",
             Self::TooManyReadHolds => "ERR too many read holds: a read-write lock takes at most 10000 (each is a key)",

@@ -18,6 +18,11 @@ pub fn parse_latch_ms(arg: &[u8]) -> Result<i64, LockError> {
 }
 
 /// Parses `WAIT wait_ms` by the same rules as `lease_ms`.
+/// A fair waiter's `BLOCK block_ms`, bounded as a lease.
+pub fn parse_block_ms(arg: &[u8]) -> Result<i64, LockError> {
+    parse_ms(arg).map_err(|_| LockError::BlockInvalid)
+}
+
 pub fn parse_wait_ms(arg: &[u8]) -> Result<i64, LockError> {
     parse_ms(arg).map_err(|too_long| if too_long { LockError::WaitTooLong } else { LockError::WaitNotPositiveInteger })
 }
@@ -86,6 +91,9 @@ mod tests {
 
     #[test]
     fn wait_times_parse_like_leases_with_their_own_errors() {
+        assert_eq!(parse_block_ms(b"250"), Ok(250));
+        assert_eq!(parse_block_ms(b"0"), Err(LockError::BlockInvalid));
+        assert_eq!(parse_block_ms(b"31536000001"), Err(LockError::BlockInvalid));
         assert_eq!(parse_wait_ms(b"5000"), Ok(5_000));
         assert_eq!(parse_wait_ms(b"0"), Err(LockError::WaitNotPositiveInteger));
         assert_eq!(parse_wait_ms(b"x"), Err(LockError::WaitNotPositiveInteger));

@@ -87,7 +87,8 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     for (name, counter) in FIELDS {
         ctx.add_info_field_long_long(name, counter.load(Ordering::Relaxed) as i64);
     }
-    ctx.add_info_field_long_long("blocked", crate::handoff::blocking::waiting() as i64);
+    let blocked = crate::handoff::blocking::waiting() + crate::fair::handoff::waiting();
+    ctx.add_info_field_long_long("blocked", blocked as i64);
     Ok(())
 }
 

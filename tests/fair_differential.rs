@@ -10,7 +10,8 @@
 //! queued caller's hint is at least 1 ms (the script may reply 0 or less),
 //! a cancel by the head of a free lock tells the next waiter, and
 //! deadlines move by the commands' rules (see the step loop); the script
-//! twin then takes the commands' deadlines, to go on in step.
+//! twin then takes the commands' deadlines, to go on in step. The queue's
+//! order and progress over time are checked by `fair_model`.
 
 use redis::{Connection, Value};
 use std::collections::HashMap;
@@ -131,6 +132,7 @@ fn run_step(con: &mut Connection, scripts: &FairScripts, step: &Step, now: i64, 
     let (s, c) = (twin(b"s:", name), twin(b"c:", name));
     let mut pipe = redis::pipe();
     pipe.atomic();
+    pipe.cmd("PUBLISH").arg("begin").arg(index);
     match op {
         Op::Acquire => pipe
             .add_command(scripts.acquire(&s, owner, lease, Some(wait), now))
@@ -197,7 +199,7 @@ type Scores = Vec<(Vec<u8>, i64)>;
 /// wait and the commands (having purged it first) do not: `exact_scores`
 /// is false then.
 fn compare_state(replies: &[Value], now: i64, exact_scores: bool, tolerance_ms: i64, context: &str) {
-    let (s, c) = (&replies[2..7], &replies[7..12]);
+    let (s, c) = (&replies[3..8], &replies[8..13]);
     let hash = |v: &Value| -> HashMap<Vec<u8>, Vec<u8>> { redis::from_redis_value(v.clone()).unwrap() };
     assert_eq!(hash(&s[0]), hash(&c[0]), "{context}: lock hash");
     let scores = |v: &Value| -> Scores { redis::from_redis_value(v.clone()).unwrap() };
@@ -238,6 +240,7 @@ fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
     let mut pubsub = listener.as_pubsub();
     pubsub.psubscribe("redisson_lock__channel:*").unwrap();
     pubsub.subscribe("step").unwrap();
+    pubsub.subscribe("begin").unwrap();
     pubsub.subscribe("done").unwrap();
 
     let mut rng = Rng::from_env("fair_differential");
@@ -289,7 +292,7 @@ fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
                 String::from_utf8_lossy(step.owner),
                 step.wait
             );
-            match (op, &replies[0], &replies[1]) {
+            match (op, &replies[1], &replies[2]) {
                 (Op::Acquire, Value::Int(_), Value::Int(hint)) => {
                     queued += 1;
                     assert!(*hint >= 1, "{context}: hint {hint}");
@@ -298,16 +301,20 @@ fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
             }
             let queued_before = before.iter().any(|(m, score)| m == step.owner && *score > now);
             let dead_before = before.iter().any(|(m, score)| m == step.owner && *score <= now);
-            let freed = matches!(op, Op::Release | Op::ForceRelease) && replies[1] == Value::Int(1);
+            let freed = matches!(op, Op::Release | Op::ForceRelease) && replies[2] == Value::Int(1);
             // The commands' own deadline rules: a queued waiter that asks
-            // again is kept alive, a lock freed before its lease's end takes
-            // the unused lease off the deadlines, a dead waiter giving up is
-            // purged without moving the others.
-            let own_rule = (op == Op::Acquire && queued_before) || freed || (op == Op::Cancel && dead_before);
+            // again is kept alive; a queued head taking the lock moves the
+            // others after its lease; a freed lock, or a head of a free lock
+            // giving up, starts the next head's turn (its known wait from
+            // now); a dead waiter giving up is purged without moving the
+            // others.
+            let own_rule = (matches!(op, Op::Acquire | Op::TryAcquire) && queued_before)
+                || freed
+                || (op == Op::Cancel && (dead_before || queued_before));
             compare_state(&replies, now, !own_rule, tolerance_ms, &context);
             if own_rule {
                 // Back in step: the script twin takes the commands' deadlines.
-                let scores: Scores = redis::from_redis_value(replies[9].clone()).unwrap();
+                let scores: Scores = redis::from_redis_value(replies[10].clone()).unwrap();
                 let s_timeouts = rlock_protocol::fair_timeout_key(&twin(b"s:", step.name));
                 for (member, score) in scores {
                     let _: () =
@@ -319,16 +326,24 @@ fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
     let _: () = redis::cmd("PUBLISH").arg("done").arg("").query(&mut con).unwrap();
 
     // Messages per step: the same from both twins, but for the cancels'
-    // wake-ups, which only the commands send.
+    // wake-ups, which only the commands send. Between steps, only the
+    // server's timer tells the commands twin's next head (its head died).
     pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (mut from_scripts, mut from_commands) = (vec![], vec![]);
     let mut pending: Vec<(Vec<u8>, Vec<u8>)> = vec![];
-    let mut cancel_wakeups = 0;
+    let (mut cancel_wakeups, mut timer_wakeups) = (0, 0);
     loop {
         let message = pubsub.get_message().expect("messages");
         let channel: Vec<u8> = message.get_channel().unwrap();
         if channel == b"done" {
             break;
+        }
+        if channel == b"begin" {
+            for (channel, _) in pending.drain(..) {
+                assert_eq!(untwin(&channel).0, "c", "only the commands' timer tells a waiter between steps");
+                timer_wakeups += 1;
+            }
+            continue;
         }
         if channel == b"step" {
             let step: usize = message.get_payload().unwrap();
@@ -351,7 +366,8 @@ fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
     assert!(from_scripts.len() > 50, "releases woke waiters: {}", from_scripts.len());
     assert!(queued > 200 && purged > 10, "queued {queued}, dead waiters purged {purged}");
     eprintln!(
-        "fair differential: {} wake-ups, {queued} queued, {purged} purged, {cancel_wakeups} cancel wake-ups",
+        "fair differential: {} wake-ups, {queued} queued, {purged} purged, {cancel_wakeups} cancel wake-ups, \
+         {timer_wakeups} timer wake-ups",
         from_scripts.len()
     );
 }

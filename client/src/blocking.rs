@@ -1,7 +1,9 @@
 //! The blocking waiting mode ([`ClientOptions::blocking_connections`](crate::ClientOptions)):
 //! a refused waiter of a plain lock asks the server to grant it the lock
-//! (`RLOCK.ACQUIRE … WAIT`), in arrival order, on a connection of its own
-//! from a bounded pool, never on the shared multiplexed one.
+//! (`RLOCK.ACQUIRE … WAIT`), in arrival order, and a queued waiter of a
+//! fair lock to grant it its turn (`RFAIR.ACQUIRE … WAIT queue_wait BLOCK`),
+//! in queue order, on a connection of its own from a bounded pool, never
+//! on the shared multiplexed one.
 //!
 //! Like every attempt it runs to its end. The server times the wait from
 //! the call's arrival, so it ends a little after the caller's limit: the
@@ -14,8 +16,9 @@
 //! grant can follow the read and none goes unclaimed.
 //! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
 //! Without a free pooled connection, for held (re-entered) locks, with
-//! replica sync, on a cluster, or against a module without `WAIT`, the
-//! waiter waits by pub/sub as before.
+//! replica sync, on a cluster, or against a module without `WAIT` (or
+//! `BLOCK`), the waiter waits by pub/sub as before. A fair waiter killed
+//! on the server leaves the queue there too.
 
 use crate::attempt::{grant, release_orphans, settle, Attempt, Granted};
 use crate::channel_wait::REPLY_GRACE;
@@ -43,8 +46,9 @@ pub(crate) struct BlockingPool {
     redis: redis::Client,
     idle: Mutex<Vec<Dedicated>>,
     slots: Arc<Semaphore>,
-    /// Set when the server's module refused `WAIT`.
-    unsupported: AtomicBool,
+    /// Set when the server's module refused `WAIT` (plain locks) or
+    /// `BLOCK` (fair locks): by kind.
+    unsupported: [AtomicBool; 2],
 }
 
 struct Dedicated {
@@ -59,7 +63,7 @@ impl BlockingPool {
             redis,
             idle: Mutex::default(),
             slots: Arc::new(Semaphore::new(size)),
-            unsupported: AtomicBool::new(false),
+            unsupported: [AtomicBool::new(false), AtomicBool::new(false)],
         }
     }
 
@@ -85,18 +89,30 @@ impl BlockingPool {
     }
 }
 
+/// The blocking call of a kind: a plain lock's `RLOCK.ACQUIRE … WAIT`, a
+/// fair lock's `RFAIR.ACQUIRE … WAIT queue_wait BLOCK` (granted in queue
+/// order); `None` for the kinds that wait by pub/sub only.
+fn blocking_kind(kind: Kind, queue_wait_ms: Option<i64>) -> Option<(usize, Option<i64>)> {
+    match (kind, queue_wait_ms) {
+        (Kind::Plain, _) => Some((0, None)),
+        (Kind::Fair, Some(queue_wait_ms)) => Some((1, Some(queue_wait_ms))),
+        _ => None,
+    }
+}
+
 /// One blocking attempt for up to `wait` (`None`: [`LONGEST_BLOCK`]), or
-/// `None` when this attempt cannot block (see the module's notes).
+/// `None` when this attempt cannot block (see the module's notes). A fair
+/// lock's attempt keeps the waiter's place in the queue (`queue_wait_ms`).
 pub(crate) async fn attempt(
     handle: &Handle,
     renewal: Renewal,
     lease: Duration,
-    wait: Option<Duration>,
+    (wait, queue_wait_ms): (Option<Duration>, Option<i64>),
 ) -> Option<Result<Attempt>> {
     let shared = handle.shared();
     let pool = shared.blocking.as_ref()?;
-    if handle.id().kind != Kind::Plain
-        || pool.unsupported.load(Ordering::Relaxed)
+    let (kind, queue_wait_ms) = blocking_kind(handle.id().kind, queue_wait_ms)?;
+    if pool.unsupported[kind].load(Ordering::Relaxed)
         || handle.state().read(|holds| holds.levels(Instant::now())) > 0
         || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
     {
@@ -105,15 +121,25 @@ pub(crate) async fn attempt(
     let (dedicated, slot) = pool.take().await?;
     let wait_ms = protocol::clamp_lease_ms(wait.unwrap_or(LONGEST_BLOCK).min(LONGEST_BLOCK));
     let lock = handle.clone();
-    let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, lease, wait_ms, (dedicated, slot), reply_tx));
+    let call = Call { kind, queue_wait_ms, wait_ms };
+    let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, lease, call, (dedicated, slot), reply_tx));
     Some(blocked.await.unwrap_or(Err(Error::ClientClosed)))
+}
+
+/// What one blocking call asks: its kind's index in
+/// [`BlockingPool::unsupported`], a fair waiter's queue wait, how long it
+/// blocks.
+struct Call {
+    kind: usize,
+    queue_wait_ms: Option<i64>,
+    wait_ms: i64,
 }
 
 async fn run(
     lock: Handle,
     renewal: Renewal,
     lease: Duration,
-    wait_ms: i64,
+    Call { kind, queue_wait_ms, wait_ms }: Call,
     (mut dedicated, _slot): (Dedicated, OwnedSemaphorePermit),
     mut reply_tx: oneshot::Sender<Result<Attempt>>,
 ) {
@@ -130,8 +156,11 @@ async fn run(
     let watchdog = shared.options.watchdog_timeout;
     let lease_sent = state.read(|holds| holds.lease_for_acquire(lease, requested_at, watchdog));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
-    let mut acquire = state.id.acquire(lease_ms, None);
-    acquire.arg("WAIT").arg(wait_ms);
+    let mut acquire = state.id.acquire(lease_ms, queue_wait_ms);
+    match queue_wait_ms {
+        Some(_) => acquire.arg("BLOCK").arg(wait_ms),
+        None => acquire.arg("WAIT").arg(wait_ms),
+    };
     // The grant's lease starts when it is granted, not when it was asked
     // for: TIME before the call and PEXPIRETIME queued behind it tell how
     // long the server kept the caller. Other work may run between the
@@ -183,7 +212,7 @@ async fn run(
         }
         // A module without WAIT: wait by pub/sub from now on.
         Err(Error::Redis(err)) if err.code() == Some("ERR") => {
-            pool.unsupported.store(true, Ordering::Relaxed);
+            pool.unsupported[kind].store(true, Ordering::Relaxed);
             pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
         }

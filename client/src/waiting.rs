@@ -51,7 +51,7 @@ impl Handle {
                 true => None,
                 false => {
                     let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-                    blocking::attempt(self, renewal, lease, left).await
+                    blocking::attempt(self, renewal, lease, (left, queue_wait_ms)).await
                 }
             };
             let (attempted, blocked) = match blocked {

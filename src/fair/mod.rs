@@ -9,21 +9,22 @@
 mod queue;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod turn_tests;
 
 #[cfg(not(test))]
 mod commands;
+#[cfg(not(test))]
+pub mod handoff;
 
 use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
 use crate::keyspace::{parse_count, pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
 pub use crate::lock::Release;
+pub use queue::Waits;
 use queue::{expect_type, Waiters};
 use rlock_protocol::{fair_queue_key, fair_timeout_key, fair_waiter_channel};
-
-/// Redisson's `fairLockWaitTimeout` default: how long a waiter keeps its
-/// place once its turn has come; also the wait of the no-wait form.
-pub use rlock_protocol::DEFAULT_FAIR_WAIT_MS as DEFAULT_WAIT_MS;
 
 /// The keys of one fair lock.
 pub struct FairLock {
@@ -45,6 +46,27 @@ pub enum Acquire {
     Queued {
         hint_ms: i64,
     },
+}
+
+/// A caller blocked on the server for the lock (`RFAIR.ACQUIRE … BLOCK`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocked<'a> {
+    pub owner: &'a [u8],
+    pub lease_ms: i64,
+    pub wait_ms: i64,
+}
+
+/// What [`FairLock::tick`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tick {
+    /// The blocked owner the lock was granted to.
+    pub granted: Option<Vec<u8>>,
+    /// Blocked owners no longer queued.
+    pub unqueued: Vec<Vec<u8>>,
+    /// Whether anyone is queued.
+    pub queued: bool,
+    /// When to look again (server time, ms).
+    pub next_at: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,13 +107,17 @@ impl FairLock {
         }
     }
 
-    /// The lock freed before its lease ended: the waiters' deadlines, which
-    /// counted the lease to its end, move up by what is left of it, so a
-    /// head that never comes holds the queue up at most its wait from now.
-    fn freed_early<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, now_ms: i64) -> Result<()> {
-        match keys.expire_at(&self.name)? {
-            Some(at) if at > now_ms => waiters.move_up(keys, &self.timeouts, at - now_ms),
-            _ => Ok(()),
+    /// The head was told its turn came: its deadline becomes now plus its
+    /// own wait when the server knows it, and every other deadline moves
+    /// with it, so each keeps its wait after the one ahead. (An unknown
+    /// wait, a waiter of Redisson's script, keeps Redisson's deadline.)
+    fn turn_starts<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, waits: &Waits, now_ms: i64) -> Result<()> {
+        match waiters.live.first() {
+            Some((head, deadline)) => match waits.get(head) {
+                Some(wait_ms) => waiters.shift(keys, &self.timeouts, now_ms.saturating_add(wait_ms) - deadline),
+                None => Ok(()),
+            },
+            None => Ok(()),
         }
     }
 
@@ -105,9 +131,8 @@ impl FairLock {
 
     /// The wait hint of a queued owner: the head waits for the holder's
     /// lease (it is told on its channel at the release); the others until
-    /// the head's deadline, when a dead head is purged, but at most their
-    /// own wait: each poll keeps them alive, and a release that comes early
-    /// brings the head's deadline forward without telling them.
+    /// the head's deadline (a dead head's successor is told then too), and
+    /// at most half their own wait: each poll keeps them alive.
     fn hint<K: Keyspace>(
         &self,
         keys: &mut K,
@@ -118,40 +143,46 @@ impl FairLock {
     ) -> Result<i64> {
         let hint = match waiters.position(owner) {
             Some(0) | None => match pttl(keys, &self.name, now_ms)? {
-                -1 => wait_ms,
-                pttl_ms => pttl_ms,
+                pttl_ms if pttl_ms >= 0 => pttl_ms,
+                _ => wait_ms / 2,
             },
-            Some(_) => (waiters.live[0].1 - now_ms).min(wait_ms),
+            Some(_) => (waiters.live[0].1 - now_ms).min(wait_ms / 2),
         };
         Ok(hint.max(1))
     }
 
+    /// A free lock goes to `owner` (nobody waits, or it is the head): it
+    /// takes its turn, and the others' deadlines follow its lease.
+    fn grant<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, owner: &[u8], expire_at: i64) -> Result<()> {
+        waiters.take_turn(keys, &self.queue, &self.timeouts, owner, expire_at)?;
+        keys.hset(&self.name, &[(owner, b"1")])?;
+        keys.set_expire_at(&self.name, expire_at)
+    }
+
     /// `RFAIR.ACQUIRE`: with `wait_ms`, the waiting form (the caller is
-    /// queued when it cannot take the lock); without, the no-wait form.
+    /// queued when it cannot take the lock, and its wait remembered in
+    /// `waits`); without, the no-wait form.
     pub fn acquire<K: Keyspace>(
         &self,
         keys: &mut K,
+        waits: &mut Waits,
         owner: &[u8],
-        lease_ms: i64,
-        wait_ms: Option<i64>,
+        (lease_ms, wait_ms): (i64, Option<i64>),
         now_ms: i64,
     ) -> Result<Acquire> {
         let expire_at = expiry(now_ms, lease_ms)?;
         let (count, mut waiters) = self.read(keys, Some(owner), now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
-        let wait = wait_ms.unwrap_or(DEFAULT_WAIT_MS);
         let outcome = if free && waiters.head().is_none_or(|head| head == owner) {
-            waiters.remove(keys, &self.queue, &self.timeouts, owner, wait)?;
-            keys.hset(&self.name, &[(owner, b"1")])?;
+            self.grant(keys, &mut waiters, owner, expire_at)?;
             Acquire::Acquired
         } else if let Some(count) = count {
             let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
             keys.hincr_by(&self.name, owner, 1, count)?;
+            keys.set_expire_at(&self.name, expire_at)?;
             Acquire::Reentered { count }
-        } else if wait_ms.is_none() {
-            return Ok(Acquire::Refused);
-        } else {
+        } else if let Some(wait) = wait_ms {
             match waiters.position(owner) {
                 None => {
                     let pttl_ms = pttl(keys, &self.name, now_ms)?;
@@ -162,16 +193,27 @@ impl FairLock {
                     waiters.heartbeat(keys, &self.timeouts, position, lease_end, wait)?;
                 }
             }
-            return Ok(Acquire::Queued { hint_ms: self.hint(keys, &waiters, owner, wait, now_ms)? });
+            waits.record(owner, wait);
+            Acquire::Queued { hint_ms: self.hint(keys, &waiters, owner, wait, now_ms)? }
+        } else {
+            Acquire::Refused
         };
-        keys.set_expire_at(&self.name, expire_at)?;
+        waits.keep_queued(&waiters);
         Ok(outcome)
     }
 
     /// `RFAIR.CANCEL`: Redisson's give-up. Waiters after the owner move up
     /// by `wait_ms`; when the owner was the head of a free lock, the new
-    /// head is told (Redisson leaves it to find out at its next poll).
-    pub fn cancel<K: Keyspace>(&self, keys: &mut K, owner: &[u8], wait_ms: i64, now_ms: i64) -> Result<()> {
+    /// head is told, and its turn starts now (Redisson leaves it to find
+    /// out at its next poll).
+    pub fn cancel<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        waits: &mut Waits,
+        owner: &[u8],
+        wait_ms: i64,
+        now_ms: i64,
+    ) -> Result<()> {
         let (_, mut waiters) = self.read(keys, None, now_ms)?;
         let was_head = waiters.head() == Some(owner);
         let next = waiters.live.get(1).map(|(next, _)| next.clone());
@@ -180,28 +222,31 @@ impl FairLock {
             keys.touch_channel(&fair_waiter_channel(&self.name, next))?;
         }
         self.purge(keys, &mut waiters)?;
-        waiters.remove(keys, &self.queue, &self.timeouts, owner, wait_ms)?;
+        waiters.give_up(keys, &self.queue, &self.timeouts, owner, wait_ms)?;
+        waits.keep_queued(&waiters);
         if was_head && free {
+            self.turn_starts(keys, &mut waiters, waits, now_ms)?;
             self.wake_head(keys, &waiters)?;
         }
         Ok(())
     }
 
     /// `RFAIR.RELEASE`: drop one hold; on the last, delete the lock and wake
-    /// the head waiter. A missing lock also wakes the head and replies 1,
-    /// as Redisson's script does.
+    /// the head waiter, whose turn starts now. A missing lock also wakes
+    /// the head and replies 1, as Redisson's script does. Also tells
+    /// whether anyone is left queued.
     pub fn release<K: Keyspace>(
         &self,
         keys: &mut K,
+        waits: &Waits,
         owner: &[u8],
-        lease_ms: i64,
-        latch: Option<&UnlockLatch>,
+        (lease_ms, latch): (i64, Option<&UnlockLatch>),
         now_ms: i64,
-    ) -> Result<Release> {
+    ) -> Result<(Release, bool)> {
         let expire_at = expiry(now_ms, lease_ms)?;
         if let Some(latch) = latch {
             if let Some(released) = latch.recorded(keys)? {
-                return Ok(Release::Latched { released });
+                return Ok((Release::Latched { released }, false));
             }
         }
         let (count, mut waiters) = self.read(keys, Some(owner), now_ms)?;
@@ -213,14 +258,14 @@ impl FairLock {
                 self.wake_head(keys, &waiters)?;
                 Release::Released
             }
-            None => return Ok(Release::NotHeld),
+            None => return Ok((Release::NotHeld, false)),
             Some(count) if count > 1 => {
                 keys.hincr_by(&self.name, owner, -1, count - 1)?;
                 keys.set_expire_at(&self.name, expire_at)?;
                 Release::Decremented { count: count - 1 }
             }
             Some(_) => {
-                self.freed_early(keys, &mut waiters, now_ms)?;
+                self.turn_starts(keys, &mut waiters, waits, now_ms)?;
                 keys.announce(&self.name, Moot::HashIncrement)?;
                 keys.delete(&self.name)?;
                 self.wake_head(keys, &waiters)?;
@@ -230,12 +275,13 @@ impl FairLock {
         if let Some(latch) = latch {
             latch.record(keys, outcome == Release::Released)?;
         }
-        Ok(outcome)
+        Ok((outcome, outcome == Release::Released && waiters.head().is_some()))
     }
 
     /// `RFAIR.FORCERELEASE`: delete the lock whoever holds it and wake the
-    /// head waiter. Refuses a hash that is not a lock.
-    pub fn force_release<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<bool> {
+    /// head waiter. Refuses a hash that is not a lock. Also tells whether
+    /// anyone is left queued.
+    pub fn force_release<K: Keyspace>(&self, keys: &mut K, waits: &Waits, now_ms: i64) -> Result<(bool, bool)> {
         let (_, mut waiters) = self.read(keys, None, now_ms)?;
         let fields = keys.hgetall(&self.name)?;
         if fields.iter().any(|(_, value)| parse_count(Some(value.clone())).is_err()) {
@@ -244,12 +290,65 @@ impl FairLock {
         self.touch_head(keys, &waiters)?;
         self.purge(keys, &mut waiters)?;
         if fields.is_empty() {
-            return Ok(false);
+            return Ok((false, false));
         }
-        self.freed_early(keys, &mut waiters, now_ms)?;
+        self.turn_starts(keys, &mut waiters, waits, now_ms)?;
         keys.delete(&self.name)?;
         self.wake_head(keys, &waiters)?;
-        Ok(true)
+        Ok((true, waiters.head().is_some()))
+    }
+
+    /// The server's own look at the queue, from a timer or after a blocked
+    /// waiter came or went. It drops the dead; a free lock goes to a
+    /// blocked head, or when a dead head was dropped, the new head is told
+    /// and its turn starts; blocked waiters, alive while they block, have
+    /// their deadlines kept up. Replies who was granted, the blocked
+    /// owners no longer queued (a script dropped them), and when to look
+    /// again.
+    pub fn tick<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        waits: &mut Waits,
+        blocked: &[Blocked<'_>],
+        now_ms: i64,
+    ) -> Result<Tick> {
+        let (_, mut waiters) = self.read(keys, None, now_ms)?;
+        let free = keys.key_type(&self.name)? == KeyType::Missing;
+        let head_died = waiters.dead_head();
+        self.touch_head(keys, &waiters)?;
+        self.purge(keys, &mut waiters)?;
+        let find = |owner: &[u8]| blocked.iter().find(|waiter| waiter.owner == owner);
+        let mut tick = Tick {
+            unqueued: blocked
+                .iter()
+                .filter(|waiter| waiters.position(waiter.owner).is_none())
+                .map(|w| w.owner.to_vec())
+                .collect(),
+            ..Tick::default()
+        };
+        match waiters.head().and_then(find) {
+            Some(head) if free => {
+                self.grant(keys, &mut waiters, head.owner, expiry(now_ms, head.lease_ms)?)?;
+                tick.granted = Some(head.owner.to_vec());
+            }
+            None if free && head_died => {
+                self.turn_starts(keys, &mut waiters, waits, now_ms)?;
+                self.wake_head(keys, &waiters)?;
+            }
+            _ => {}
+        }
+        let lease_end = keys.expire_at(&self.name)?;
+        for waiter in blocked {
+            if let Some(position) = waiters.position(waiter.owner) {
+                let turn = lease_end.unwrap_or(now_ms).max(now_ms);
+                waiters.heartbeat(keys, &self.timeouts, position, turn, waiter.wait_ms)?;
+            }
+        }
+        waits.keep_queued(&waiters);
+        tick.queued = waiters.head().is_some();
+        tick.next_at = next_look(&waiters, blocked, keys.key_type(&self.name)? == KeyType::Missing, lease_end)
+            .map(|at| at.max(now_ms + 1));
+        Ok(tick)
     }
 
     /// `RFAIR.STATUS`: read only, so dead waiters are left for the next
@@ -265,4 +364,22 @@ impl FairLock {
             queued: waiters.live.len() as i64,
         })
     }
+}
+
+/// When the server must look at the queue again: a free lock's head that
+/// is not blocked loses its turn at its deadline; a blocked head of a held
+/// lock is granted at the lease's end; a blocked waiter's deadline is kept
+/// up when half its wait is left.
+fn next_look(waiters: &Waiters, blocked: &[Blocked<'_>], free: bool, lease_end: Option<i64>) -> Option<i64> {
+    let is_blocked = |owner: &[u8]| blocked.iter().any(|waiter| waiter.owner == owner);
+    let (head, head_deadline) = waiters.live.first()?;
+    let turn = match (free, is_blocked(head), lease_end) {
+        (true, false, _) => Some(head_deadline.saturating_add(1)),
+        (false, true, Some(end)) => Some(end.saturating_add(1)),
+        _ => None,
+    };
+    let refreshes = blocked
+        .iter()
+        .filter_map(|waiter| waiters.deadline(waiter.owner).map(|deadline| deadline - (waiter.wait_ms / 2).max(1)));
+    turn.into_iter().chain(refreshes).min()
 }

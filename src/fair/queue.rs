@@ -83,19 +83,21 @@ impl Waiters {
         Ok(())
     }
 
-    /// Removes `owner` from the queue (the head when it takes the lock, any
-    /// waiter when it gives up), keeping Redisson's deadline arithmetic:
-    /// every waiter after it (all of them, when it was the head taking the
-    /// lock) gets `wait_ms` less.
-    pub fn remove<K: Keyspace>(
+    /// The deadline of a live `owner`.
+    pub fn deadline(&self, owner: &[u8]) -> Option<i64> {
+        self.live.iter().find(|(live, _)| live == owner).map(|(_, deadline)| *deadline)
+    }
+
+    /// Takes `owner` out of the queue, leaving the others' deadlines as
+    /// they are; returns its place, or `None` when it was not queued.
+    fn take<K: Keyspace>(
         &mut self,
         keys: &mut K,
         queue: &[u8],
         timeouts: &[u8],
         owner: &[u8],
-        wait_ms: i64,
-    ) -> Result<()> {
-        let Some(position) = self.position(owner) else { return Ok(()) };
+    ) -> Result<Option<usize>> {
+        let Some(position) = self.position(owner) else { return Ok(None) };
         if position == 0 {
             keys.lpop(queue)?;
         } else {
@@ -103,6 +105,39 @@ impl Waiters {
         }
         keys.zrem(timeouts, &[owner])?;
         self.live.remove(position);
+        Ok(Some(position))
+    }
+
+    /// The head takes the lock until `lease_end`: it leaves the queue, and
+    /// the others' deadlines move by its lease end less its deadline, so
+    /// that they stay chained after the new lease, each keeping the wait
+    /// it had after the one ahead. (Redisson takes the taker's wait off
+    /// instead, which keeps them chained after the old lease: a lease
+    /// longer than a wait then purges live waiters, #3004.)
+    pub fn take_turn<K: Keyspace>(
+        &mut self,
+        keys: &mut K,
+        queue: &[u8],
+        timeouts: &[u8],
+        owner: &[u8],
+        lease_end: i64,
+    ) -> Result<()> {
+        let Some(deadline) = self.deadline(owner) else { return Ok(()) };
+        self.take(keys, queue, timeouts, owner)?;
+        self.shift(keys, timeouts, lease_end.saturating_sub(deadline))
+    }
+
+    /// `owner` gives up its place, with Redisson's deadline arithmetic:
+    /// every waiter after it gets `wait_ms` less.
+    pub fn give_up<K: Keyspace>(
+        &mut self,
+        keys: &mut K,
+        queue: &[u8],
+        timeouts: &[u8],
+        owner: &[u8],
+        wait_ms: i64,
+    ) -> Result<()> {
+        let Some(position) = self.take(keys, queue, timeouts, owner)? else { return Ok(()) };
         for (later, score) in &mut self.live[position..] {
             *score = score.saturating_sub(wait_ms);
             keys.zadd(timeouts, later, *score)?;
@@ -133,13 +168,21 @@ impl Waiters {
         Ok(())
     }
 
-    /// Every deadline `by_ms` earlier.
-    pub fn move_up<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], by_ms: i64) -> Result<()> {
+    /// Every deadline `by_ms` later (earlier when negative).
+    pub fn shift<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], by_ms: i64) -> Result<()> {
+        if by_ms == 0 {
+            return Ok(());
+        }
         for (owner, score) in &mut self.live {
-            *score = score.saturating_sub(by_ms);
+            *score = score.saturating_add(by_ms);
             keys.zadd(timeouts, owner, *score)?;
         }
         Ok(())
+    }
+
+    /// Whether a dead entry leads the queue (a purge pops it).
+    pub fn dead_head(&self) -> bool {
+        self.dead_at_head > 0
     }
 
     /// Appends `owner` with Redisson's deadline: `wait_ms` after the last
@@ -168,5 +211,35 @@ pub fn expect_type<K: Keyspace>(keys: &mut K, key: &[u8], expected: KeyType) -> 
         KeyType::Missing => Ok(()),
         found if found == expected => Ok(()),
         _ => Err(LockError::WrongType),
+    }
+}
+
+/// What the server knows of its own waiters beyond the keys: the `WAIT`
+/// each native waiter last sent, so that a woken head gets exactly its
+/// wait from its turn. The server never sees the wait of a waiter queued
+/// by Redisson's script, nor keeps these across a restart or failover
+/// (memory, not data): such a head keeps the deadline Redisson's release
+/// leaves it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Waits(HashMap<Vec<u8>, i64>);
+
+impl Waits {
+    pub fn record(&mut self, owner: &[u8], wait_ms: i64) {
+        self.0.insert(owner.to_vec(), wait_ms);
+    }
+
+    pub fn get(&self, owner: &[u8]) -> Option<i64> {
+        self.0.get(owner).copied()
+    }
+
+    /// Forgets the owners that are no longer queued.
+    pub fn keep_queued(&mut self, waiters: &Waiters) {
+        if !self.0.is_empty() {
+            self.0.retain(|owner, _| waiters.position(owner).is_some());
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }

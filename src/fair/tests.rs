@@ -66,11 +66,11 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             effects: &["ZADD redisson_lock_timeout:{f} 1006000 b", "RPUSH redisson_lock_queue:{f} b"],
         },
         Case {
-            name: "a later waiter queues behind the tail and waits for the head's deadline",
+            name: "a later waiter queues behind the tail and asks again within half its wait",
             keys: [vec![held_by("a", "1")], queue(&[("b", NOW + 6_000)])].concat(),
             owner: "c",
             wait: Some(WAIT),
-            reply: Ok(Acquire::Queued { hint_ms: WAIT }),
+            reply: Ok(Acquire::Queued { hint_ms: WAIT / 2 }),
             effects: &["ZADD redisson_lock_timeout:{f} 1011000 c", "RPUSH redisson_lock_queue:{f} c"],
         },
         Case {
@@ -78,7 +78,7 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             keys: [vec![held_by("a", "1")], queue(&[("b", NOW + 6_000), ("c", NOW + 11_000)])].concat(),
             owner: "c",
             wait: Some(WAIT),
-            reply: Ok(Acquire::Queued { hint_ms: WAIT }),
+            reply: Ok(Acquire::Queued { hint_ms: WAIT / 2 }),
             effects: &[],
         },
         Case {
@@ -94,11 +94,11 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             keys: queue(&[("b", NOW + 6_000), ("c", NOW + 11_000)]),
             owner: "c",
             wait: Some(WAIT),
-            reply: Ok(Acquire::Queued { hint_ms: WAIT }),
+            reply: Ok(Acquire::Queued { hint_ms: WAIT / 2 }),
             effects: &[],
         },
         Case {
-            name: "the head takes a free lock; the others move up by the wait",
+            name: "the head takes a free lock; the others' deadlines follow its lease",
             keys: queue(&[("b", NOW + 6_000), ("c", NOW + 11_000)]),
             owner: "b",
             wait: Some(WAIT),
@@ -106,7 +106,7 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             effects: &[
                 "LPOP redisson_lock_queue:{f}",
                 "ZREM redisson_lock_timeout:{f} b",
-                "ZADD redisson_lock_timeout:{f} 1006000 c",
+                "ZADD redisson_lock_timeout:{f} 1035000 c",
                 "HSET f b 1",
                 "PEXPIREAT f 1030000",
             ],
@@ -155,11 +155,11 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             ],
         },
         Case {
-            name: "a lock without expiry gives the head the wait as its hint",
+            name: "a lock without expiry gives the head half its wait as its hint",
             keys: vec![("f", Keys::hash(&[("a", "1")]), None)],
             owner: "b",
             wait: Some(WAIT),
-            reply: Ok(Acquire::Queued { hint_ms: WAIT }),
+            reply: Ok(Acquire::Queued { hint_ms: WAIT / 2 }),
             effects: &["ZADD redisson_lock_timeout:{f} 1004999 b", "RPUSH redisson_lock_queue:{f} b"],
         },
         Case {
@@ -197,7 +197,7 @@ fn acquires_follow_redissons_script_and_its_fixes() {
     ];
     for case in cases {
         let mut keys = Keys::at(case.keys, NOW);
-        let reply = lock().acquire(&mut keys, case.owner.as_bytes(), LEASE, case.wait, NOW);
+        let reply = lock().acquire(&mut keys, &mut Waits::default(), case.owner.as_bytes(), (LEASE, case.wait), NOW);
         assert_eq!(reply, case.reply, "{}: reply", case.name);
         assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
     }
@@ -208,14 +208,16 @@ fn acquires_follow_redissons_script_and_its_fixes() {
 fn releases_wake_the_head_on_its_own_channel() {
     let latch = UnlockLatch::for_request(b"f", Some((b"r", 20_000)), NOW).unwrap().expect("a latch");
     let head_waiting = queue(&[("b", NOW + 6_000)]);
-    let cases: [(&str, Vec<_>, Option<&UnlockLatch>, Result<Release>, &[&str]); 6] = [
+    let mut waits = Waits::default();
+    waits.record(b"b", 2_000);
+    let cases: [(&str, Vec<_>, Option<&UnlockLatch>, Result<Release>, &[&str]); 7] = [
         (
-            "the last hold: delete, wake the head, record 1",
+            "the last hold: the head's turn starts (its known wait from now), delete, wake it, record 1",
             [vec![held_by("a", "1")], head_waiting.clone()].concat(),
             Some(&latch),
             Ok(Release::Released),
             &[
-                "ZADD redisson_lock_timeout:{f} 1005000 b",
+                "ZADD redisson_lock_timeout:{f} 1002000 b",
                 "DEL f",
                 "PUBLISH redisson_lock__channel:{f}:b 0",
                 "SET redisson_unlock_latch:{f}:r 1 PXAT 1020000",
@@ -244,10 +246,21 @@ fn releases_wake_the_head_on_its_own_channel() {
             &[],
         ),
         ("no waiters: no message", vec![held_by("a", "1")], None, Ok(Release::Released), &["DEL f"]),
+        (
+            "a head whose wait the server never saw (a script's waiter) keeps Redisson's deadline",
+            [vec![held_by("a", "1")], queue(&[("j", NOW + 6_000)])].concat(),
+            None,
+            Ok(Release::Released),
+            &["DEL f", "PUBLISH redisson_lock__channel:{f}:j 0"],
+        ),
     ];
     for (name, state, latch, reply, effects) in cases {
         let mut keys = Keys::at(state, NOW);
-        assert_eq!(lock().release(&mut keys, b"a", LEASE, latch, NOW), reply, "{name}: reply");
+        assert_eq!(
+            lock().release(&mut keys, &waits, b"a", (LEASE, latch), NOW).map(|(release, _)| release),
+            reply,
+            "{name}: reply"
+        );
         assert_eq!(keys.effects, effects, "{name}: effects");
     }
 }
@@ -256,7 +269,7 @@ fn releases_wake_the_head_on_its_own_channel() {
 fn cancel_force_release_and_status() {
     // A head giving up on a free lock passes the turn on at once.
     let mut keys = Keys::at(queue(&[("b", NOW + 6_000), ("c", NOW + 11_000)]), NOW);
-    lock().cancel(&mut keys, b"b", WAIT, NOW).unwrap();
+    lock().cancel(&mut keys, &mut Waits::default(), b"b", WAIT, NOW).unwrap();
     assert_eq!(
         keys.effects,
         [
@@ -268,7 +281,7 @@ fn cancel_force_release_and_status() {
     );
     // A waiter behind a held lock leaves quietly; those after it move up.
     let mut keys = Keys::at([vec![held_by("a", "1")], queue(&[("b", NOW + 6_000), ("c", NOW + 11_000)])].concat(), NOW);
-    lock().cancel(&mut keys, b"b", WAIT, NOW).unwrap();
+    lock().cancel(&mut keys, &mut Waits::default(), b"b", WAIT, NOW).unwrap();
     assert_eq!(
         keys.effects,
         [
@@ -279,16 +292,21 @@ fn cancel_force_release_and_status() {
     );
 
     let mut keys = Keys::at([vec![held_by("a", "1")], queue(&[("b", NOW + 6_000)])].concat(), NOW);
-    assert_eq!(lock().force_release(&mut keys, NOW), Ok(true));
+    let mut waits = Waits::default();
+    waits.record(b"b", 5_000);
+    assert_eq!(lock().force_release(&mut keys, &waits, NOW), Ok((true, true)));
     assert_eq!(
         keys.effects,
         ["ZADD redisson_lock_timeout:{f} 1005000 b", "DEL f", "PUBLISH redisson_lock__channel:{f}:b 0"],
-        "the unused lease comes off the deadlines"
+        "the head's turn starts now"
     );
     let mut keys = Keys::at(vec![], NOW);
-    assert_eq!(lock().force_release(&mut keys, NOW), Ok(false));
+    assert_eq!(lock().force_release(&mut keys, &Waits::default(), NOW).map(|(released, _)| released), Ok(false));
     let mut keys = Keys::at(vec![("f", Keys::hash(&[("a", "x")]), None)], NOW);
-    assert_eq!(lock().force_release(&mut keys, NOW), Err(LockError::NotALock));
+    assert_eq!(
+        lock().force_release(&mut keys, &Waits::default(), NOW).map(|(released, _)| released),
+        Err(LockError::NotALock)
+    );
     assert!(keys.effects.is_empty());
 
     let mut keys = Keys::at([vec![held_by("a", "2")], queue(&[("x", NOW), ("b", NOW + 6_000)])].concat(), NOW);

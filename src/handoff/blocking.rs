@@ -32,7 +32,8 @@
 //! All of it runs on Redis's main thread; the state's mutex is never held
 //! across a call into Redis (a write's notification calls back in here).
 
-use super::{Queues, Waiter};
+use super::timers::{lock_id, select_lock, start_timer, stop_timer, timer_data, Client};
+use super::{Queues, Waiter, WAITER_KINDS};
 use crate::api::api;
 use crate::lock::{self, Acquire};
 use crate::stats;
@@ -44,24 +45,6 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
-
-/// A blocked client's handle, as a number.
-type Client = usize;
-
-/// A lock's id in the queues: its database and name (the same name in two
-/// databases is two locks).
-fn lock_id(ctx: &Context, name: &[u8]) -> Vec<u8> {
-    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx.get_raw()) };
-    [&db.to_be_bytes()[..], name].concat()
-}
-
-/// Selects the lock's database on `ctx` (a timer's) and returns its name.
-fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
-    let (db, name) = id.split_at(4);
-    let db = c_int::from_be_bytes([db[0], db[1], db[2], db[3]]);
-    unsafe { api!(RedisModule_SelectDb)(ctx.get_raw(), db) };
-    name
-}
 
 #[derive(Default)]
 struct State {
@@ -87,7 +70,7 @@ pub fn waiting() -> usize {
 }
 
 fn nobody_waits() -> bool {
-    state().queues.is_empty()
+    state().queues.is_empty() && WAITER_KINDS.iter().all(|kind| !(kind.anyone_waits)())
 }
 
 /// What a blocked call replies once unblocked.
@@ -200,7 +183,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
 }
 
 /// How soon a grant check put off by a write pause is tried again.
-const PAUSED_RETRY_MS: i64 = 10;
+pub(crate) const PAUSED_RETRY_MS: i64 = 10;
 
 /// Opens lock `id` (in a timer) and grants it if it freed (on a primary
 /// only; while writes are paused, again after [`PAUSED_RETRY_MS`]).
@@ -248,30 +231,6 @@ fn arm_expiry_timer(ctx: &Context, name: &RedisString) {
     state().expiry_timers.insert(lock.to_vec(), (timer, fire_at));
 }
 
-/// A timer whose callback takes back `data` with [`timer_data`].
-fn start_timer<T>(
-    ctx: &Context,
-    after_ms: i64,
-    callback: raw::RedisModuleTimerProc,
-    data: T,
-) -> raw::RedisModuleTimerID {
-    let data = Box::into_raw(Box::new(data)).cast::<c_void>();
-    unsafe { api!(RedisModule_CreateTimer)(ctx.get_raw(), after_ms, callback, data) }
-}
-
-/// Stops a timer started with data of type `T`, if it has not fired.
-fn stop_timer<T>(ctx: &Context, timer: raw::RedisModuleTimerID) {
-    let mut data: *mut c_void = ptr::null_mut();
-    if unsafe { api!(RedisModule_StopTimer)(ctx.get_raw(), timer, &mut data) } == raw::REDISMODULE_OK as c_int {
-        drop(unsafe { timer_data::<T>(data) });
-    }
-}
-
-/// Takes back what was given to a timer.
-unsafe fn timer_data<T>(data: *mut c_void) -> T {
-    *unsafe { Box::from_raw(data.cast::<T>()) }
-}
-
 /// Lock name and firing time, for the expiry timers.
 type LeaseTimer = (Vec<u8>, i64);
 
@@ -289,7 +248,11 @@ unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_voi
 unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let (lock, _) = unsafe { timer_data::<LeaseTimer>(data) };
     state().scheduled.remove(&lock);
-    grant_if_free(&Context::new(ctx), &lock);
+    let ctx = Context::new(ctx);
+    grant_if_free(&ctx, &lock);
+    for kind in WAITER_KINDS.iter().filter(|kind| (kind.waits_on)(&lock)) {
+        (kind.freed)(&ctx, &lock);
+    }
 }
 
 /// Events after which a lock with waiters may be free or gone, or its
@@ -325,7 +288,8 @@ unsafe extern "C" fn key_event(
 fn schedule_grant(ctx: &Context, id: &[u8], after_ms: i64) {
     let schedule = {
         let mut state = state();
-        state.queues.has_waiters(id) && state.scheduled.insert(id.to_vec())
+        (state.queues.has_waiters(id) || WAITER_KINDS.iter().any(|kind| (kind.waits_on)(id)))
+            && state.scheduled.insert(id.to_vec())
     };
     if schedule {
         start_timer(ctx, after_ms, Some(freed_elsewhere), (id.to_vec(), 0));
@@ -378,7 +342,7 @@ static SUBSCRIBED: AtomicBool = AtomicBool::new(false);
 /// costs every write on the server a call (a context and a callback), so
 /// it is not registered at load, and where the server can unregister it
 /// (Redis 7.2+, Valkey) [`unsubscribe_if_idle`] does so once nobody waits.
-fn subscribe(ctx: &Context) {
+pub(crate) fn subscribe(ctx: &Context) {
     if SUBSCRIBED.swap(true, Ordering::Relaxed) {
         return;
     }
@@ -391,7 +355,7 @@ fn subscribe(ctx: &Context) {
 }
 
 /// Unregisters the callback when nobody waits, where the server allows it.
-fn unsubscribe_if_idle(ctx: &Context) {
+pub(crate) fn unsubscribe_if_idle(ctx: &Context) {
     let Some(unsubscribe) = (unsafe { raw::RedisModule_UnsubscribeFromKeyspaceEvents }) else { return };
     if !nobody_waits() || !SUBSCRIBED.swap(false, Ordering::Relaxed) {
         return;

@@ -7,8 +7,27 @@
 pub mod blocking;
 #[cfg(test)]
 mod tests;
+#[cfg(not(test))]
+pub mod timers;
 
 use std::collections::{HashMap, VecDeque};
+
+/// Another kind of blocked waiter (the fair lock's), registered with
+/// `linkme`: the events that may free a lock (deletes, expiries,
+/// overwrites) reach it through the hand-off's keyspace callback.
+#[cfg(not(test))]
+pub struct WaiterKind {
+    /// Whether any caller of this kind is blocked.
+    pub anyone_waits: fn() -> bool,
+    /// Whether a caller of this kind is blocked on lock `id`.
+    pub waits_on: fn(&[u8]) -> bool,
+    /// Lock `id` may have freed (a timer: it may write).
+    pub freed: fn(&redis_module::Context, &[u8]),
+}
+
+#[cfg(not(test))]
+#[linkme::distributed_slice]
+pub static WAITER_KINDS: [WaiterKind];
 
 /// One blocked caller: `client` identifies it (the blocked-client handle).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -41,6 +41,13 @@ impl MemoryKeyspace {
         Self { keys, ..Self::default() }
     }
 
+    /// The same keys, as the next command sees them at `now_ms`: expired
+    /// keys gone, no effects recorded yet.
+    pub fn next_command(&self, now_ms: i64) -> Self {
+        let keys = self.keys.iter().filter(|(_, (_, at))| at.is_none_or(|at| at > now_ms));
+        Self { keys: keys.map(|(name, entry)| (name.clone(), entry.clone())).collect(), ..Self::default() }
+    }
+
     pub fn hash(fields: &[(&str, &str)]) -> Value {
         Value::Hash(fields.iter().map(|(f, v)| (f.as_bytes().to_vec(), v.as_bytes().to_vec())).collect())
     }

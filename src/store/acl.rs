@@ -24,6 +24,12 @@ impl Caller {
         Self { ctx: ctx.get_raw(), user: None }
     }
 
+    /// The server itself, for a module timer's work (no client runs it;
+    /// the callers it acts for were checked when they called).
+    pub fn server(ctx: &Context) -> Self {
+        Self { ctx: ctx.get_raw(), user: Some(User::Server) }
+    }
+
     /// Whether the caller may touch `key` as `flags` (REDISMODULE_CMD_KEY_*) say.
     pub fn may_access_key(&mut self, key: &RedisString, flags: u32) -> bool {
         match self.user() {

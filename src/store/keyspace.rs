@@ -63,6 +63,11 @@ impl<'a> RedisKeyspace<'a> {
         Self::new(ctx, name, false)
     }
 
+    /// For the server's own work in a timer (see [`Caller::server`]).
+    pub fn open_as_server(ctx: &'a Context, name: &'a RedisString) -> Self {
+        Self { caller: Caller::server(ctx), ..Self::new(ctx, name, true) }
+    }
+
     fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
         let name_bytes = name.as_slice();
         let (keys, index, channels) = (Vec::new(), HashMap::new(), Vec::new());

@@ -1,27 +1,62 @@
-use crate::commands::args::{parse_optional_lease, parse_wait, LEASE_MS, OWNER, WAIT_MS};
-use crate::commands::info::CommandInfo;
+use crate::commands::args::{is_keyword, parse_optional_lease, LEASE_MS, OWNER, WAIT_MS};
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
+use crate::error::LockError;
+use crate::fair::handoff::{self, Session};
 use crate::fair::{Acquire, FairLock};
+use crate::handoff::blocking::may_block;
+use crate::lease;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
-/// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms]`: nil when taken or
-/// re-entered. Otherwise, without WAIT, 1; with WAIT, the caller is queued
-/// and the reply is how many ms to wait before asking again (at least 1)
-/// unless told sooner on `redisson_lock__channel:{key}:<owner>`.
+const SYNTAX: LockError = LockError::Syntax("after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms]");
+
+/// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms]]`:
+/// nil when taken or re-entered. Otherwise, without WAIT, 1; with WAIT,
+/// the caller is queued and the reply is how many ms to wait before asking
+/// again (at least 1) unless told sooner on
+/// `redisson_lock__channel:{key}:<owner>`. With BLOCK, a queued caller
+/// blocks until the lock is granted to it in queue order (nil) or
+/// `block_ms` passes (1: still queued, ask again); inside MULTI or a
+/// script, and on a replica, it does not block.
 fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let lease_ms = parse_optional_lease(&mut args)?;
-    let wait_ms = parse_wait(args)?;
+    let (wait_ms, block_ms) = parse_wait_and_block(args)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
+    let mut session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());
-    Ok(match lock.acquire(&mut keys, owner.as_slice(), lease_ms, wait_ms, now_ms())? {
-        Acquire::Acquired | Acquire::Reentered { .. } => RedisValue::Null,
-        Acquire::Refused => RedisValue::Integer(1),
-        Acquire::Queued { hint_ms } => RedisValue::Integer(hint_ms),
+    let outcome = lock.acquire(&mut keys, &mut session.waits, owner.as_slice(), (lease_ms, wait_ms), now_ms());
+    let queued = matches!(outcome, Ok(Acquire::Queued { .. }));
+    session.close(ctx, &name, &mut keys, false);
+    Ok(match (outcome?, wait_ms, block_ms) {
+        (Acquire::Acquired | Acquire::Reentered { .. }, ..) => RedisValue::Null,
+        (Acquire::Refused, ..) => RedisValue::Integer(1),
+        (Acquire::Queued { .. }, Some(wait_ms), Some(block_ms)) if queued && may_block(ctx) => {
+            handoff::block(ctx, &name, &mut keys, owner.as_slice(), (lease_ms, wait_ms, block_ms))
+        }
+        (Acquire::Queued { hint_ms }, ..) => RedisValue::Integer(hint_ms),
     })
+}
+
+/// The rest of the arguments as `[WAIT wait_ms [BLOCK block_ms]]`.
+fn parse_wait_and_block(mut args: impl Iterator<Item = RedisString>) -> Result<(Option<i64>, Option<i64>), RedisError> {
+    let mut option = |keyword: &[u8], parse: fn(&[u8]) -> Result<i64, LockError>| match args.next() {
+        None => Ok(None),
+        Some(arg) if is_keyword(&arg, keyword) => Ok(Some(parse(args.next().ok_or(SYNTAX)?.as_slice())?)),
+        Some(_) => Err(SYNTAX),
+    };
+    let wait_ms = option(b"WAIT", lease::parse_wait_ms)?;
+    let block_ms = match wait_ms {
+        Some(_) => option(b"BLOCK", lease::parse_block_ms)?,
+        None => None,
+    };
+    match args.next() {
+        Some(_) => Err(SYNTAX.into()),
+        None => Ok((wait_ms, block_ms)),
+    }
 }
 
 command!(
@@ -29,9 +64,12 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rfair.acquire",
-        summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms.",
+        summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms, or with BLOCK waits for its turn on the server.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, WAIT_MS],
+        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS],
     },
 );
+
+/// `[BLOCK block_ms]`, after `WAIT wait_ms`.
+const BLOCK_MS: Arg = Arg { name: c"block_ms", kind: ArgKind::Integer, optional: true, token: Some(c"BLOCK") };

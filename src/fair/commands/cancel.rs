@@ -2,9 +2,11 @@ use crate::commands::args::OWNER;
 use crate::commands::args::{parse_wait, WAIT_MS};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::fair::{FairLock, DEFAULT_WAIT_MS};
+use crate::fair::handoff::Session;
+use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
 
 /// `RFAIR.CANCEL key owner [WAIT wait_ms]`: Redisson's give-up: owner
 /// leaves the queue. Replies nil, as Redisson's script.
@@ -12,9 +14,13 @@ fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
-    let wait_ms = parse_wait(args)?.unwrap_or(DEFAULT_WAIT_MS);
+    let wait_ms = parse_wait(args)?.unwrap_or(DEFAULT_FAIR_WAIT_MS);
     let mut keys = RedisKeyspace::open(ctx, &name);
-    FairLock::new(name.as_slice()).cancel(&mut keys, owner.as_slice(), wait_ms, now_ms())?;
+    let mut session = Session::open(ctx, name.as_slice());
+    let cancelled =
+        FairLock::new(name.as_slice()).cancel(&mut keys, &mut session.waits, owner.as_slice(), wait_ms, now_ms());
+    session.close(ctx, &name, &mut keys, cancelled.is_ok());
+    cancelled?;
     Ok(RedisValue::Null)
 }
 

@@ -1,5 +1,6 @@
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
+use crate::fair::handoff::Session;
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
@@ -11,8 +12,11 @@ fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = args.next_arg()?;
     args.done()?;
     let mut keys = RedisKeyspace::open(ctx, &name);
-    let released = FairLock::new(name.as_slice()).force_release(&mut keys, now_ms())?;
-    Ok(RedisValue::Integer(i64::from(released)))
+    let session = Session::open(ctx, name.as_slice());
+    let released = FairLock::new(name.as_slice()).force_release(&mut keys, &session.waits, now_ms());
+    let waiters_left = matches!(released, Ok((_, true)));
+    session.close(ctx, &name, &mut keys, waiters_left);
+    Ok(RedisValue::Integer(i64::from(released?.0)))
 }
 
 command!(

@@ -2,6 +2,7 @@ use crate::commands::args::{parse_release_tail, LATCH, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply;
+use crate::fair::handoff::Session;
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString};
@@ -17,8 +18,12 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let now = now_ms();
     let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
+    let session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());
-    Ok(reply::release(lock.release(&mut keys, owner.as_slice(), lease_ms, latch.as_ref(), now)?))
+    let released = lock.release(&mut keys, &session.waits, owner.as_slice(), (lease_ms, latch.as_ref()), now);
+    let waiters_left = matches!(released, Ok((_, true)));
+    session.close(ctx, &name, &mut keys, waiters_left);
+    Ok(reply::release(released?.0))
 }
 
 command!(

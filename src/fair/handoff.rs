@@ -1,0 +1,361 @@
+//! The fair lock's Redis side beyond the keys: the waits native waiters
+//! asked for, callers blocked on the server (`RFAIR.ACQUIRE … BLOCK`), and
+//! one timer per lock that keeps the queue moving ([`FairLock::tick`]):
+//! a free lock goes to a blocked head at once, a head that does not come
+//! back within its wait loses its turn and the next is told, and blocked
+//! waiters keep their deadlines up while they block.
+//!
+//! Redisson's script waiters in the same queue are told on their own
+//! channels, as before. Like the RLock hand-off, a wait ends in exactly one
+//! way (a grant, its own timer, or the client leaving), timers never write
+//! while writes are paused, and the state's mutex is never held across a
+//! call into Redis.
+
+use super::{Blocked, FairLock, Tick, Waits};
+use crate::api::api;
+use crate::handoff::blocking::{self, PAUSED_RETRY_MS};
+use crate::handoff::timers::{lock_id, select_lock, start_timer, stop_timer, timer_data, Client};
+use crate::handoff::{WaiterKind, WAITER_KINDS};
+use crate::stats;
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
+use std::collections::HashMap;
+use std::os::raw::{c_int, c_void};
+use std::ptr;
+use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+
+/// One caller blocked for the lock.
+struct Waiter {
+    client: Client,
+    owner: Vec<u8>,
+    lease_ms: i64,
+    wait_ms: i64,
+    timer: raw::RedisModuleTimerID,
+}
+
+/// What the server keeps of one fair lock.
+#[derive(Default)]
+struct Lock {
+    waits: Waits,
+    blocked: Vec<Waiter>,
+    /// The lock's timer, and when it fires.
+    timer: Option<(raw::RedisModuleTimerID, i64)>,
+}
+
+impl Lock {
+    fn idle(&self) -> bool {
+        self.waits.is_empty() && self.blocked.is_empty() && self.timer.is_none()
+    }
+}
+
+static LOCKS: LazyLock<Mutex<HashMap<Vec<u8>, Lock>>> = LazyLock::new(Mutex::default);
+
+fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
+    LOCKS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[linkme::distributed_slice(WAITER_KINDS)]
+static FAIR_WAITERS: WaiterKind = WaiterKind {
+    anyone_waits: || locks().values().any(|lock| !lock.blocked.is_empty()),
+    waits_on: |id| locks().get(id).is_some_and(|lock| !lock.blocked.is_empty()),
+    freed: look,
+};
+
+/// Callers blocked now, over all fair locks.
+pub fn waiting() -> usize {
+    locks().values().map(|lock| lock.blocked.len()).sum()
+}
+
+/// A fair-lock command's view of the server's memory of the lock: taken
+/// by [`Session::open`], handed back (and acted on) by [`Session::close`].
+pub struct Session {
+    id: Option<Vec<u8>>,
+    pub waits: Waits,
+}
+
+impl Session {
+    /// Cheap when no fair lock has native waiters (the uncontended path).
+    pub fn open(ctx: &Context, name: &[u8]) -> Self {
+        let mut locks = locks();
+        if locks.is_empty() {
+            return Self { id: None, waits: Waits::default() };
+        }
+        let id = lock_id(ctx, name);
+        let waits = locks.get_mut(&id).map(|lock| std::mem::take(&mut lock.waits)).unwrap_or_default();
+        Self { id: Some(id), waits }
+    }
+
+    /// Hands the waits back. When the command may have changed what the
+    /// server must watch (`changed`: it freed the lock with waiters left,
+    /// or queued a waiter), or the lock has blocked waiters, the server
+    /// looks at the queue at once, on the command's keys.
+    pub fn close(self, ctx: &Context, name: &RedisString, keys: &mut RedisKeyspace, changed: bool) {
+        if self.id.is_none() && !changed && self.waits.is_empty() {
+            return; // nothing was kept, nothing is to be
+        }
+        let id = self.id.unwrap_or_else(|| lock_id(ctx, name.as_slice()));
+        let blocked = {
+            let mut locks = locks();
+            let has_blocked = locks.get(&id).is_some_and(|lock| !lock.blocked.is_empty());
+            if !changed && !has_blocked && self.waits.is_empty() && !locks.contains_key(&id) {
+                return;
+            }
+            let lock = locks.entry(id.clone()).or_default();
+            lock.waits = self.waits;
+            has_blocked
+        };
+        if changed || blocked {
+            look_with(ctx, &id, name, keys);
+        } else {
+            forget_if_idle(&id);
+        }
+    }
+}
+
+/// Blocks the caller, queued for `name`, until the lock is granted to it
+/// (reply nil) or `block_ms` passes (reply its wait hint).
+pub fn block(
+    ctx: &Context,
+    name: &RedisString,
+    keys: &mut RedisKeyspace,
+    owner: &[u8],
+    (lease_ms, wait_ms, block_ms): (i64, i64, i64),
+) -> RedisValue {
+    // No Redis timeout and no timeout callback: the wait's own timer ends it.
+    let client = unsafe {
+        let client = api!(RedisModule_BlockClient)(ctx.get_raw(), Some(reply), None, Some(free_outcome), 0);
+        api!(RedisModule_SetDisconnectCallback)(client, Some(left));
+        client
+    } as Client;
+    let id = lock_id(ctx, name.as_slice());
+    let timer = start_timer(ctx, block_ms, Some(wait_ran_out), (id.clone(), client));
+    let waiter = Waiter { client, owner: owner.to_vec(), lease_ms, wait_ms, timer };
+    locks().entry(id.clone()).or_default().blocked.push(waiter);
+    blocking::subscribe(ctx);
+    look_with(ctx, &id, name, keys);
+    RedisValue::NoReply
+}
+
+/// What a blocked call replies once unblocked.
+enum Outcome {
+    Granted,
+    Failed(String),
+    /// Still queued: ask again after this many ms (or at once).
+    Hint(i64),
+}
+
+/// Looks at lock `id` from a timer or an event: opens its keys as the
+/// server and runs [`look_with`]; on a replica, nothing; while writes are
+/// paused, again a little later.
+fn look(ctx: &Context, id: &[u8]) {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
+    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
+        return;
+    }
+    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
+        return arm(ctx, id, now_ms() + PAUSED_RETRY_MS);
+    }
+    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
+    let mut keys = RedisKeyspace::open_as_server(ctx, &name);
+    look_with(ctx, id, &name, &mut keys);
+}
+
+/// Runs [`FairLock::tick`] on open keys: unblocks a granted waiter and the
+/// waiters a script dropped from the queue, arms the lock's timer for the
+/// next look, and forgets a lock with nothing left to watch.
+fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeyspace) {
+    let (mut waits, blocked) = {
+        let mut locks = locks();
+        let Some(lock) = locks.get_mut(id) else { return };
+        let blocked: Vec<(Vec<u8>, i64, i64)> =
+            lock.blocked.iter().map(|waiter| (waiter.owner.clone(), waiter.lease_ms, waiter.wait_ms)).collect();
+        (std::mem::take(&mut lock.waits), blocked)
+    };
+    let views: Vec<Blocked<'_>> = blocked
+        .iter()
+        .map(|(owner, lease_ms, wait_ms)| Blocked { owner, lease_ms: *lease_ms, wait_ms: *wait_ms })
+        .collect();
+    let ticked = FairLock::new(name.as_slice()).tick(keys, &mut waits, &views, now_ms());
+    if let Some(lock) = locks().get_mut(id) {
+        lock.waits = waits;
+    }
+    match ticked {
+        Ok(tick) => settle(ctx, id, tick),
+        Err(err) => {
+            // Not a fair lock any more: every blocked caller gets the error.
+            let text = error_text(err.into());
+            for waiter in take_blocked(id, |_| true) {
+                unblock(ctx, waiter, Outcome::Failed(text.clone()));
+            }
+            forget_if_idle(id);
+        }
+    }
+}
+
+fn settle(ctx: &Context, id: &[u8], tick: Tick) {
+    if let Some(granted) = &tick.granted {
+        for waiter in take_blocked(id, |waiter| &waiter.owner == granted) {
+            stats::record_grant();
+            unblock(ctx, waiter, Outcome::Granted);
+        }
+    }
+    for waiter in take_blocked(id, |waiter| tick.unqueued.contains(&waiter.owner)) {
+        unblock(ctx, waiter, Outcome::Hint(1));
+    }
+    match tick.next_at {
+        Some(at) => arm(ctx, id, at),
+        None => disarm(ctx, id),
+    }
+    if !tick.queued {
+        if let Some(lock) = locks().get_mut(id) {
+            lock.waits = Waits::default();
+        }
+    }
+    forget_if_idle(id);
+    blocking::unsubscribe_if_idle(ctx);
+}
+
+/// Takes the blocked waiters of lock `id` that `which` picks.
+fn take_blocked(id: &[u8], which: impl Fn(&Waiter) -> bool) -> Vec<Waiter> {
+    let mut locks = locks();
+    let Some(lock) = locks.get_mut(id) else { return Vec::new() };
+    let (taken, kept) = std::mem::take(&mut lock.blocked).into_iter().partition(which);
+    lock.blocked = kept;
+    taken
+}
+
+fn forget_if_idle(id: &[u8]) {
+    let mut locks = locks();
+    if locks.get(id).is_some_and(Lock::idle) {
+        locks.remove(id);
+    }
+}
+
+/// Keeps the lock's timer at `at`: an earlier one stays, a later one moves.
+fn arm(ctx: &Context, id: &[u8], at: i64) {
+    let armed = locks().get(id).and_then(|lock| lock.timer);
+    match armed {
+        Some((_, armed_at)) if armed_at <= at => return,
+        Some((timer, _)) => stop_timer::<LockTimer>(ctx, timer),
+        None => {}
+    }
+    let timer = start_timer(ctx, (at - now_ms()).max(0), Some(timer_fired), (id.to_vec(), at));
+    locks().entry(id.to_vec()).or_default().timer = Some((timer, at));
+}
+
+fn disarm(ctx: &Context, id: &[u8]) {
+    let armed = locks().get_mut(id).and_then(|lock| lock.timer.take());
+    if let Some((timer, _)) = armed {
+        stop_timer::<LockTimer>(ctx, timer);
+    }
+}
+
+/// Lock id and firing time.
+type LockTimer = (Vec<u8>, i64);
+
+unsafe extern "C" fn timer_fired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let (id, at) = unsafe { timer_data::<LockTimer>(data) };
+    if let Some(lock) = locks().get_mut(&id) {
+        if lock.timer.is_some_and(|(_, armed_at)| armed_at == at) {
+            lock.timer = None;
+        }
+    }
+    look(&Context::new(ctx), &id);
+}
+
+/// A blocked wait that ran out: the queue gets a look first (the lock may
+/// be this waiter's now), then the caller, still queued, gets its hint.
+unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let (id, client) = unsafe { timer_data::<(Vec<u8>, Client)>(data) };
+    let ctx = Context::new(ctx);
+    if let Some(waiter) = locks().get_mut(&id).and_then(|lock| lock.blocked.iter_mut().find(|w| w.client == client)) {
+        waiter.timer = 0; // fired: nothing to stop
+    }
+    look(&ctx, &id);
+    for waiter in take_blocked(&id, |waiter| waiter.client == client) {
+        stats::record_wait_timeout();
+        unblock(&ctx, waiter, Outcome::Hint(1));
+    }
+    forget_if_idle(&id);
+    blocking::unsubscribe_if_idle(&ctx);
+}
+
+/// Ends a blocked call with `outcome`.
+fn unblock(ctx: &Context, waiter: Waiter, outcome: Outcome) {
+    if waiter.timer != 0 {
+        stop_timer::<(Vec<u8>, Client)>(ctx, waiter.timer);
+    }
+    let outcome = Box::into_raw(Box::new(outcome)).cast::<c_void>();
+    unsafe { api!(RedisModule_UnblockClient)(waiter.client as *mut raw::RedisModuleBlockedClient, outcome) };
+}
+
+/// A blocked client that disconnected (or was killed) gives its place up
+/// at once: its timer is stopped, and a 0 ms timer runs the give-up (this
+/// callback does not write).
+unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
+    let ctx = Context::new(ctx);
+    let found = {
+        let mut locks = locks();
+        locks.iter_mut().find_map(|(id, lock)| {
+            let at = lock.blocked.iter().position(|waiter| waiter.client == client as Client)?;
+            Some((id.clone(), lock.blocked.remove(at)))
+        })
+    };
+    let Some((id, waiter)) = found else { return };
+    if waiter.timer != 0 {
+        stop_timer::<(Vec<u8>, Client)>(&ctx, waiter.timer);
+    }
+    unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
+    start_timer(&ctx, 0, Some(give_up), (id, waiter.owner, waiter.wait_ms));
+}
+
+unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let (id, owner, wait_ms) = unsafe { timer_data::<(Vec<u8>, Vec<u8>, i64)>(data) };
+    let ctx = Context::new(ctx);
+    if unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32 & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
+        return;
+    }
+    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
+        start_timer(&ctx, PAUSED_RETRY_MS, Some(give_up), (id, owner, wait_ms));
+        return;
+    }
+    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(&ctx, &id));
+    let mut keys = RedisKeyspace::open_as_server(&ctx, &name);
+    let mut waits = take_waits(&id);
+    // A key that is not a fair lock any more has no place to give up.
+    let _ = FairLock::new(name.as_slice()).cancel(&mut keys, &mut waits, &owner, wait_ms, now_ms());
+    Session { id: Some(id), waits }.close(&ctx, &name, &mut keys, true);
+    blocking::unsubscribe_if_idle(&ctx);
+}
+
+fn take_waits(id: &[u8]) -> Waits {
+    locks().get_mut(id).map(|lock| std::mem::take(&mut lock.waits)).unwrap_or_default()
+}
+
+fn error_text(err: RedisError) -> String {
+    match err {
+        RedisError::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+/// The reply of a call unblocked by [`unblock`].
+unsafe extern "C" fn reply(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    let outcome = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast::<Outcome>();
+    let reply = match unsafe { outcome.as_ref() } {
+        Some(Outcome::Granted) | None => Ok(RedisValue::Null),
+        Some(Outcome::Failed(err)) => Err(RedisError::String(err.clone())),
+        Some(Outcome::Hint(hint_ms)) => Ok(RedisValue::Integer(*hint_ms)),
+    };
+    Context::new(ctx).reply(reply) as c_int
+}
+
+unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, outcome: *mut c_void) {
+    if !outcome.is_null() {
+        drop(unsafe { Box::from_raw(outcome.cast::<Outcome>()) });
+    }
+}

@@ -1,0 +1,149 @@
+//! The fair queue over time: turns, deadlines and the server's own look
+//! ([`FairLock::tick`]), command after command on one keyspace.
+
+use super::*;
+use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
+
+const T0: i64 = 1_000_000;
+const LEASE: i64 = 30_000;
+const WAIT: i64 = 5_000;
+const Q: &[u8] = b"redisson_lock_queue:{f}";
+
+/// One fair lock, its keys and the server's memory of its waits, at a clock.
+struct Fair {
+    lock: FairLock,
+    keys: Keys,
+    waits: Waits,
+    now: i64,
+}
+
+impl Fair {
+    fn new() -> Self {
+        Self { lock: FairLock::new(b"f"), keys: Keys::default(), waits: Waits::default(), now: T0 }
+    }
+
+    /// The next command, `after_ms` later.
+    fn at(&mut self, after_ms: i64) -> &mut Keys {
+        self.now += after_ms;
+        self.keys = self.keys.next_command(self.now);
+        &mut self.keys
+    }
+
+    fn acquire(&mut self, after_ms: i64, owner: &str) -> Acquire {
+        self.at(after_ms);
+        let (lock, now) = (&self.lock, self.now);
+        lock.acquire(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, Some(WAIT)), now).unwrap()
+    }
+
+    fn release(&mut self, after_ms: i64, owner: &str) -> Release {
+        self.at(after_ms);
+        let (lock, now) = (&self.lock, self.now);
+        lock.release(&mut self.keys, &self.waits, owner.as_bytes(), (LEASE, None), now).unwrap().0
+    }
+
+    fn tick(&mut self, after_ms: i64, blocked: &[Blocked<'_>]) -> Tick {
+        self.at(after_ms);
+        let (lock, now) = (&self.lock, self.now);
+        lock.tick(&mut self.keys, &mut self.waits, blocked, now).unwrap()
+    }
+
+    fn queue(&self) -> Vec<String> {
+        match self.keys.keys.get(Q) {
+            Some((Value::List(items), _)) => items.iter().map(|item| String::from_utf8_lossy(item).into()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn deadline(&self, owner: &str) -> Option<i64> {
+        match self.keys.keys.get(b"redisson_lock_timeout:{f}".as_slice()) {
+            Some((Value::Zset(scores), _)) => scores.get(owner.as_bytes()).copied(),
+            _ => None,
+        }
+    }
+}
+
+/// Issue 20's stall: a holder and four waiters; the holder releases
+/// early, and each waiter asks again 3 ms after its turn comes. Every one
+/// gets the lock in arrival order, and each holds it briefly.
+#[test]
+fn waiters_coming_back_a_little_late_get_their_turns_in_order() {
+    let mut fair = Fair::new();
+    assert_eq!(fair.acquire(0, "a"), Acquire::Acquired);
+    for owner in ["b", "c", "d", "e"] {
+        assert!(matches!(fair.acquire(1, owner), Acquire::Queued { .. }), "{owner} queues");
+    }
+    let mut holder = "a";
+    for next in ["b", "c", "d", "e"] {
+        assert_eq!(fair.release(100, holder), Release::Released);
+        assert_eq!(fair.deadline(next), Some(fair.now + WAIT), "{next}'s turn starts at the release");
+        assert_eq!(fair.acquire(3, next), Acquire::Acquired, "{next} takes its turn 3 ms late");
+        holder = next;
+    }
+    assert!(fair.queue().is_empty());
+}
+
+/// A waiter that returns late but within its wait keeps its place, also
+/// after leases longer than its wait (Redisson's #3004).
+#[test]
+fn a_lease_longer_than_the_wait_purges_no_live_waiter() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "a");
+    fair.acquire(1, "b");
+    fair.acquire(1, "c");
+    // The leases run out unreleased; each waiter asks again every 2 s.
+    let mut polls = 0;
+    while fair.acquire(2_000, "b") != Acquire::Acquired {
+        assert!(matches!(fair.acquire(0, "c"), Acquire::Queued { .. }));
+        polls += 1;
+        assert!(polls < 20, "b gets the lock after a's lease");
+    }
+    assert_eq!(fair.queue(), ["c"], "c is still queued behind b");
+    assert!(fair.deadline("c").unwrap() >= fair.now + LEASE + WAIT - 1, "c's deadline follows b's lease");
+}
+
+#[test]
+fn a_head_that_does_not_come_loses_its_turn_and_the_next_is_told() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "a");
+    fair.acquire(1, "b");
+    fair.acquire(1, "c");
+    fair.release(100, "a");
+    let b_deadline = fair.deadline("b").unwrap();
+    let tick = fair.tick(0, &[]);
+    assert_eq!(tick.next_at, Some(b_deadline + 1), "look again when b's turn is over");
+    let tick = fair.tick(b_deadline + 1 - fair.now, &[]);
+    assert_eq!(fair.queue(), ["c"], "b, gone, lost its turn");
+    assert!(fair.keys.effects.contains(&"PUBLISH redisson_lock__channel:{f}:c 0".to_owned()), "c is told");
+    assert_eq!(fair.deadline("c"), Some(fair.now + WAIT), "c's turn starts now");
+    assert_eq!(tick.next_at, Some(fair.now + WAIT + 1));
+    assert_eq!(fair.acquire(WAIT - 1, "c"), Acquire::Acquired);
+    assert!(fair.waits.is_empty(), "the waits of those no longer queued are forgotten");
+}
+
+#[test]
+fn a_blocked_head_is_granted_when_the_lock_frees_and_kept_alive_meanwhile() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "a");
+    fair.acquire(1, "b");
+    let blocked = [Blocked { owner: b"b", lease_ms: 700, wait_ms: WAIT }];
+    let lease_end = T0 + LEASE;
+    let tick = fair.tick(0, &blocked);
+    assert_eq!(tick.granted, None);
+    assert_eq!(tick.next_at, Some(lease_end + 1), "b is granted at the lease's end");
+    assert!(fair.deadline("b").unwrap() >= lease_end + WAIT);
+    fair.release(100, "a");
+    let tick = fair.tick(0, &blocked);
+    assert_eq!(tick.granted.as_deref(), Some(b"b".as_slice()));
+    assert!(fair.queue().is_empty());
+    assert_eq!(fair.keys.keys.get(b"f".as_slice()).and_then(|(_, at)| *at), Some(fair.now + 700));
+}
+
+#[test]
+fn a_blocked_waiter_a_script_dropped_is_told_to_ask_again() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "a");
+    let blocked = [Blocked { owner: b"b", lease_ms: 700, wait_ms: WAIT }];
+    let tick = fair.tick(0, &blocked);
+    assert_eq!(tick.unqueued, [b"b".to_vec()]);
+    assert_eq!(tick.next_at, None, "a held lock with nobody queued needs no look");
+}
