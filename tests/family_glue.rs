@@ -160,17 +160,17 @@ fn bad_input_is_refused_and_changes_nothing() {
     let _: () = redis::cmd("HSET").arg("plainhash").arg("f").arg("v").query(&mut con).unwrap();
     let _: () = redis::cmd("SET").arg("redisson_lock_queue:{q}").arg("x").query(&mut con).unwrap();
     let before = dump(&mut con);
-    let cases: [(&[&str], &str); 14] = [
+    const FAIR_SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms]";
+    const BLOCK_INVALID: &str = "ERR block_ms must be a positive integer of at most 31536000000 (365 days)";
+    let cases: [(&[&str], &str); 18] = [
         (&["RFAIR.ACQUIRE", "fair", "u:9", "0"], "ERR lease_ms must be a positive integer"),
-        (
-            &["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT"],
-            "ERR syntax error: after owner and lease_ms, only WAIT wait_ms",
-        ),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT"], FAIR_SYNTAX),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "-1"], "ERR wait_ms must be a positive integer"),
-        (
-            &["RFAIR.ACQUIRE", "fair", "u:9", "100", "NOWAIT"],
-            "ERR syntax error: after owner and lease_ms, only WAIT wait_ms",
-        ),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "NOWAIT"], FAIR_SYNTAX),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "BLOCK", "10"], FAIR_SYNTAX),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK"], FAIR_SYNTAX),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK", "0"], BLOCK_INVALID),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK", "5", "x"], FAIR_SYNTAX),
         (&["RFAIR.ACQUIRE", "text", "u:9"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
         (&["RFAIR.ACQUIRE", "q", "u:9"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
         (&["RFAIR.ACQUIRE", "plainhash", "f"], "ERR key is a hash but not a lock: a hold count is not an integer"),

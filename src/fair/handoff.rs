@@ -22,6 +22,7 @@ use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 /// One caller blocked for the lock.
@@ -50,20 +51,24 @@ impl Lock {
 
 static LOCKS: LazyLock<Mutex<HashMap<Vec<u8>, Lock>>> = LazyLock::new(Mutex::default);
 
+/// Callers blocked now, over all fair locks: read on every keyspace event
+/// while anyone waits, so kept apart from the map.
+static BLOCKED: AtomicUsize = AtomicUsize::new(0);
+
 fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
     LOCKS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[linkme::distributed_slice(WAITER_KINDS)]
 static FAIR_WAITERS: WaiterKind = WaiterKind {
-    anyone_waits: || locks().values().any(|lock| !lock.blocked.is_empty()),
+    anyone_waits: || waiting() > 0,
     waits_on: |id| locks().get(id).is_some_and(|lock| !lock.blocked.is_empty()),
     freed: look,
 };
 
 /// Callers blocked now, over all fair locks.
 pub fn waiting() -> usize {
-    locks().values().map(|lock| lock.blocked.len()).sum()
+    BLOCKED.load(Ordering::Relaxed)
 }
 
 /// A fair-lock command's view of the server's memory of the lock: taken
@@ -131,6 +136,7 @@ pub fn block(
     let timer = start_timer(ctx, block_ms, Some(wait_ran_out), (id.clone(), client));
     let waiter = Waiter { client, owner: owner.to_vec(), lease_ms, wait_ms, timer };
     locks().entry(id.clone()).or_default().blocked.push(waiter);
+    BLOCKED.fetch_add(1, Ordering::Relaxed);
     blocking::subscribe(ctx);
     look_with(ctx, &id, name, keys);
     RedisValue::NoReply
@@ -219,8 +225,9 @@ fn settle(ctx: &Context, id: &[u8], tick: Tick) {
 fn take_blocked(id: &[u8], which: impl Fn(&Waiter) -> bool) -> Vec<Waiter> {
     let mut locks = locks();
     let Some(lock) = locks.get_mut(id) else { return Vec::new() };
-    let (taken, kept) = std::mem::take(&mut lock.blocked).into_iter().partition(which);
+    let (taken, kept): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut lock.blocked).into_iter().partition(which);
     lock.blocked = kept;
+    BLOCKED.fetch_sub(taken.len(), Ordering::Relaxed);
     taken
 }
 
@@ -298,6 +305,7 @@ unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::Redis
         let mut locks = locks();
         locks.iter_mut().find_map(|(id, lock)| {
             let at = lock.blocked.iter().position(|waiter| waiter.client == client as Client)?;
+            BLOCKED.fetch_sub(1, Ordering::Relaxed);
             Some((id.clone(), lock.blocked.remove(at)))
         })
     };

@@ -1,0 +1,222 @@
+//! `RFAIR.ACQUIRE … WAIT w BLOCK b`: queued callers block until the fair
+//! lock is granted to them in queue order, at the moment it frees (release,
+//! force release, DEL, lease expiry) or when a head that did not come back
+//! loses its turn; a killed blocked waiter leaves the queue at once; a
+//! block that runs out replies 1 and keeps the place; Redisson's script
+//! waiters in the same queue keep their turns; grants replicate.
+
+mod blocking_support;
+
+use blocking_support::{info, PATIENCE};
+use redis::{Commands, Connection, Value};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use testkit::{error_text, eventually, server_time_ms, FairScripts, Server};
+
+const QUEUE: &str = "redisson_lock_queue:{f}";
+const LONG: i64 = 60_000;
+
+fn fair_acquire(con: &mut Connection, owner: &str, lease: i64, wait: Option<i64>) -> Value {
+    let mut cmd = redis::cmd("RFAIR.ACQUIRE");
+    cmd.arg("f").arg(owner).arg(lease);
+    if let Some(wait) = wait {
+        cmd.arg("WAIT").arg(wait);
+    }
+    cmd.query(con).unwrap()
+}
+
+fn fair_release(con: &mut Connection, owner: &str) -> Value {
+    redis::cmd("RFAIR.RELEASE").arg("f").arg(owner).query(con).unwrap()
+}
+
+fn queue(con: &mut Connection) -> Vec<String> {
+    con.lrange(QUEUE, 0, -1).unwrap()
+}
+
+/// A fair waiter blocked on `f` in a thread of its own (lease `lease`, wait
+/// `wait`, block `block` ms); returns once the server counts it blocked.
+/// The thread runs `then` after the reply.
+fn blocked<T: Send + 'static>(
+    server: &Server,
+    owner: &str,
+    (lease, wait, block): (i64, i64, i64),
+    then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
+) -> JoinHandle<T> {
+    let mut admin = server.connection();
+    let before = info(&mut admin, "blocked");
+    let mut con = server.connection();
+    let owner = owner.to_string();
+    let handle = std::thread::spawn(move || {
+        let reply: Value = redis::cmd("RFAIR.ACQUIRE")
+            .arg("f")
+            .arg(&owner)
+            .arg(lease)
+            .arg("WAIT")
+            .arg(wait)
+            .arg("BLOCK")
+            .arg(block)
+            .query(&mut con)
+            .unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))));
+        then(&mut con, reply)
+    });
+    eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
+    handle
+}
+
+#[test]
+fn sixteen_blocked_waiters_are_granted_in_queue_order_at_each_release() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
+    let waiters: Vec<_> = (0..16)
+        .map(|n| {
+            blocked(&server, &format!("w{n}"), (LONG, 5_000, 10_000), move |con, reply| {
+                assert_eq!(reply, Value::Nil, "granted");
+                let _: i64 = con.rpush("order", n).unwrap();
+                assert_eq!(fair_release(con, &format!("w{n}")), Value::Int(1));
+            })
+        })
+        .collect();
+    assert_eq!(queue(&mut con).len(), 16);
+    assert_eq!(fair_release(&mut con, "holder"), Value::Int(1));
+    waiters.into_iter().for_each(|w| w.join().unwrap());
+    let order: Vec<i64> = con.lrange("order", 0, -1).unwrap();
+    assert_eq!(order, (0..16).collect::<Vec<_>>());
+    assert_eq!(info(&mut con, "blocked"), 0);
+    assert!(queue(&mut con).is_empty());
+}
+
+#[test]
+fn a_blocked_head_is_granted_at_force_release_del_and_lease_expiry() {
+    let server = Server::start();
+    let mut con = server.connection();
+    fair_acquire(&mut con, "a", LONG, None);
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
+    let _: i64 = redis::cmd("RFAIR.FORCERELEASE").arg("f").query(&mut con).unwrap();
+    assert_eq!(b.join().unwrap(), Value::Nil);
+
+    let c = blocked(&server, "c", (LONG, 5_000, 10_000), |_, reply| reply);
+    let _: i64 = con.del("f").unwrap();
+    assert_eq!(c.join().unwrap(), Value::Nil, "a DEL (a script's release) frees it");
+    let holder: Option<i64> = con.hget("f", "c").unwrap();
+    assert_eq!(holder, Some(1));
+
+    let _: i64 = con.pexpire("f", 300).unwrap();
+    let expiry = server_time_ms(&mut con) + 300;
+    let d = blocked(&server, "d", (LONG, 5_000, 10_000), |_, reply| reply);
+    assert_eq!(d.join().unwrap(), Value::Nil);
+    let granted_at: i64 = redis::cmd("PEXPIRETIME").arg("f").query(&mut con).unwrap();
+    let late = granted_at - LONG - expiry;
+    assert!((0..=10).contains(&late), "granted {late} ms after the lease ran out");
+}
+
+#[test]
+fn a_head_that_does_not_come_back_loses_its_turn_to_the_blocked_waiter_behind() {
+    let server = Server::start();
+    let mut con = server.connection();
+    fair_acquire(&mut con, "a", LONG, None);
+    // "gone" queues by polling, then never comes back.
+    assert!(matches!(fair_acquire(&mut con, "gone", LONG, Some(400)), Value::Int(_)));
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| (reply, Instant::now()));
+    let released = Instant::now();
+    fair_release(&mut con, "a");
+    let (reply, granted) = b.join().unwrap();
+    assert_eq!(reply, Value::Nil);
+    let waited = granted - released;
+    assert!(waited >= Duration::from_millis(390), "gone had its wait from the release: {waited:?}");
+    assert!(waited < Duration::from_millis(600), "b was granted once gone's turn was over: {waited:?}");
+}
+
+#[test]
+fn a_killed_blocked_waiter_leaves_the_queue_at_once() {
+    let server = Server::start();
+    let mut con = server.connection();
+    fair_acquire(&mut con, "a", LONG, None);
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
+    let c = blocked(&server, "c", (LONG, 5_000, 10_000), |_, reply| reply);
+    assert_eq!(queue(&mut con), ["b", "c"]);
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
+    let first = list.lines().find(|line| line.contains("cmd=rfair.acquire")).expect("a blocked client");
+    let id = first.split_whitespace().find_map(|field| field.strip_prefix("id=")).unwrap();
+    let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).query(&mut con).unwrap();
+    eventually("the killed waiter left the queue", PATIENCE, || queue(&mut con).len() == 1);
+    fair_release(&mut con, "a");
+    let replies = [b.join().unwrap(), c.join().unwrap()];
+    assert!(replies.contains(&Value::Nil), "the survivor was granted: {replies:?}");
+    assert!(queue(&mut con).is_empty());
+}
+
+#[test]
+fn a_block_that_runs_out_keeps_the_place_and_no_block_in_multi() {
+    let server = Server::start();
+    let mut con = server.connection();
+    fair_acquire(&mut con, "a", LONG, None);
+    let b = blocked(&server, "b", (LONG, 5_000, 100), |_, reply| reply);
+    assert_eq!(b.join().unwrap(), Value::Int(1), "still queued: ask again");
+    assert_eq!(queue(&mut con), ["b"]);
+    let (reply,): (Value,) = redis::pipe()
+        .atomic()
+        .cmd("RFAIR.ACQUIRE")
+        .arg("f")
+        .arg("b")
+        .arg(LONG)
+        .arg("WAIT")
+        .arg(5_000)
+        .arg("BLOCK")
+        .arg(10_000)
+        .query(&mut con)
+        .unwrap();
+    assert!(matches!(reply, Value::Int(hint) if hint > 0), "inside MULTI: the hint at once, {reply:?}");
+}
+
+#[test]
+fn script_waiters_and_blocked_waiters_share_the_queue_in_order() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let scripts = FairScripts::default();
+    scripts.load(&mut con).unwrap();
+    let now = |con: &mut Connection| server_time_ms(con);
+    fair_acquire(&mut con, "a", LONG, None);
+    let script_waiter = |con: &mut Connection, owner: &str| -> Value {
+        let at = now(con);
+        scripts.acquire(b"f", owner.as_bytes(), LONG, Some(5_000), at).query(con).unwrap()
+    };
+    assert!(matches!(script_waiter(&mut con, "java:1"), Value::Int(_)));
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
+    assert!(matches!(script_waiter(&mut con, "java:2"), Value::Int(_)));
+    assert_eq!(queue(&mut con), ["java:1", "b", "java:2"]);
+    // The native release tells the script's head; the blocked waiter waits.
+    fair_release(&mut con, "a");
+    assert_eq!(info(&mut con, "blocked"), 1);
+    assert_eq!(script_waiter(&mut con, "java:2"), Value::Int(0), "java:2 is not next");
+    assert_eq!(script_waiter(&mut con, "java:1"), Value::Nil, "java:1 takes its turn");
+    // The script's release (a DEL) hands over to the blocked waiter.
+    let at = now(&mut con);
+    let released: i64 = scripts.release(b"f", b"java:1", LONG, b"r1", at).query(&mut con).unwrap();
+    assert_eq!(released, 1);
+    assert_eq!(b.join().unwrap(), Value::Nil);
+    assert_eq!(queue(&mut con), ["java:2"]);
+    fair_release(&mut con, "b");
+    assert_eq!(script_waiter(&mut con, "java:2"), Value::Nil);
+}
+
+#[test]
+fn a_grant_to_a_blocked_waiter_replicates() {
+    let primary = Server::start();
+    let replica = Server::start();
+    replica.replicate(&primary);
+    let mut con = primary.connection();
+    fair_acquire(&mut con, "a", LONG, None);
+    let b = blocked(&primary, "b", (LONG, 5_000, 10_000), |_, reply| reply);
+    fair_release(&mut con, "a");
+    assert_eq!(b.join().unwrap(), Value::Nil);
+    let _: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut con).unwrap();
+    let mut replica_con = replica.connection();
+    let holder: Option<i64> = replica_con.hget("f", "b").unwrap();
+    assert_eq!(holder, Some(1));
+    let queued: i64 = replica_con.exists(QUEUE).unwrap();
+    assert_eq!(queued, 0);
+    let primary_expiry: i64 = redis::cmd("PEXPIRETIME").arg("f").query(&mut con).unwrap();
+    let replica_expiry: i64 = redis::cmd("PEXPIRETIME").arg("f").query(&mut replica_con).unwrap();
+    assert_eq!(primary_expiry, replica_expiry, "absolute expiry");
+}
