@@ -220,3 +220,40 @@ fn a_grant_to_a_blocked_waiter_replicates() {
     let replica_expiry: i64 = redis::cmd("PEXPIRETIME").arg("f").query(&mut replica_con).unwrap();
     assert_eq!(primary_expiry, replica_expiry, "absolute expiry");
 }
+
+#[test]
+fn blocked_waiters_survive_attacks_on_their_lock() {
+    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let mut con = server.connection();
+    // An overwrite: every blocked waiter gets the error an acquire would.
+    fair_acquire(&mut con, "a", LONG, None);
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
+    let _: () = con.set("f", "text").unwrap();
+    let reply = b.join().unwrap();
+    assert!(format!("{reply:?}").contains("WRONGTYPE"), "{reply:?}");
+    let _: i64 = con.del(&["f", QUEUE, "redisson_lock_timeout:{f}"]).unwrap();
+
+    // A FLUSHALL: the waiter is no longer queued and is told to ask again.
+    fair_acquire(&mut con, "a", LONG, None);
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    assert_eq!(b.join().unwrap(), Value::Int(1));
+
+    // Writes paused while the lease runs out: granted once they resume.
+    fair_acquire(&mut con, "a", 200, None);
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| (reply, Instant::now()));
+    let _: () = redis::cmd("CLIENT").arg("PAUSE").arg(600).arg("WRITE").query(&mut con).unwrap();
+    let paused = Instant::now();
+    let (reply, granted) = b.join().unwrap();
+    assert_eq!(reply, Value::Nil);
+    assert!(granted - paused >= Duration::from_millis(550), "no grant during the pause");
+    // A stalled server: the grant comes after the stall, once.
+    let c = blocked(&server, "c", (LONG, 5_000, 10_000), |_, reply| reply);
+    let _: () = redis::cmd("PEXPIRE").arg("f").arg(100).query(&mut con).unwrap();
+    let _: () = redis::cmd("DEBUG").arg("SLEEP").arg("0.3").query(&mut con).unwrap();
+    assert_eq!(c.join().unwrap(), Value::Nil);
+    let holders: Vec<String> = con.hkeys("f").unwrap();
+    assert_eq!(holders, ["c"]);
+    assert_eq!(info(&mut con, "blocked"), 0);
+    blocking_support::assert_no_crash(&server);
+}

@@ -10,11 +10,7 @@ use testkit::Server;
 #[macro_use]
 mod common;
 
-async fn info(server: &Server, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut common::admin(server).await).await.unwrap();
-    let prefix = format!("rlock_{field}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
-}
+use common::info;
 
 async fn blocking_client(server: &Server, connections: usize) -> Client {
     let options = ClientOptions::default().with_blocking_connections(connections);

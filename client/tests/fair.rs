@@ -4,7 +4,7 @@
 #[macro_use]
 mod common;
 
-use common::{admin, PATIENCE};
+use common::{admin, info, PATIENCE};
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::sync::{Arc, Mutex};
@@ -37,7 +37,22 @@ async fn queue_keys_exist(server: &Server, name: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_get_the_lock_in_arrival_order() {
     let server = Server::start();
-    let client = client(&server).await;
+    arrival_order(&server, client(&server).await).await;
+    // The default waiting mode: queued waiters block on the server (one per
+    // pooled connection, 8; the others wait by pub/sub) and are granted
+    // their turns there.
+    assert!(info(&server, "granted").await >= 8, "granted by the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pubsub_waiters_get_the_lock_in_arrival_order() {
+    let server = Server::start();
+    let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG).with_blocking_connections(0);
+    arrival_order(&server, Client::connect(server.client(), options).await.expect("client")).await;
+    assert_eq!(info(&server, "granted").await, 0, "woken on their channels, no server grants");
+}
+
+async fn arrival_order(server: &Server, client: Client) {
     let holder = client.fair_lock("fifo").lock().await.unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut waiters = Vec::new();

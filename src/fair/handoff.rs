@@ -63,6 +63,7 @@ fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
 static FAIR_WAITERS: WaiterKind = WaiterKind {
     anyone_waits: || waiting() > 0,
     waits_on: |id| locks().get(id).is_some_and(|lock| !lock.blocked.is_empty()),
+    locks: || locks().iter().filter(|(_, lock)| !lock.blocked.is_empty()).map(|(id, _)| id.clone()).collect(),
     freed: look,
 };
 

@@ -21,6 +21,9 @@ pub struct WaiterKind {
     pub anyone_waits: fn() -> bool,
     /// Whether a caller of this kind is blocked on lock `id`.
     pub waits_on: fn(&[u8]) -> bool,
+    /// The locks callers of this kind are blocked on (a FLUSH or SWAPDB
+    /// checks them all).
+    pub locks: fn() -> Vec<Vec<u8>>,
     /// Lock `id` may have freed (a timer: it may write).
     pub freed: fn(&redis_module::Context, &[u8]),
 }

@@ -106,3 +106,10 @@ pub async fn take_turns_exclusively(
 }
 
 pub mod hostile;
+
+/// A field of the module's `INFO rlock` section (0 when absent).
+pub async fn info(server: &Server, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut admin(server).await).await.unwrap();
+    let prefix = format!("rlock_{field}:");
+    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
+}
