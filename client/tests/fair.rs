@@ -66,14 +66,14 @@ async fn arrival_order(server: &Server, client: Client) {
             guard.unlock().await.unwrap();
         }));
         // Arrival order is queue order: the next comes once this one is in.
-        eventually!(format!("waiter {n} queued"), queue(&server, "fifo", &owner).await == (n + 1, n + 1));
+        eventually!(format!("waiter {n} queued"), queue(server, "fifo", &owner).await == (n + 1, n + 1));
     }
     holder.unlock().await.unwrap();
     for waiter in waiters {
         tokio::time::timeout(PATIENCE, waiter).await.expect("every waiter gets its turn").unwrap();
     }
     assert_eq!(*order.lock().unwrap(), (0..16).collect::<Vec<_>>());
-    assert_eq!(queue_keys_exist(&server, "fifo").await, 0, "the queue is gone with its last waiter");
+    assert_eq!(queue_keys_exist(server, "fifo").await, 0, "the queue is gone with its last waiter");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
