@@ -201,7 +201,10 @@ fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeysp
 
 fn settle(ctx: &Context, id: &[u8], tick: Tick) {
     if let Some(granted) = &tick.granted {
-        for waiter in take_blocked(id, |waiter| &waiter.owner == granted) {
+        // One grant, to the first caller blocked for the owner; another of
+        // the same owner waits on (its next call re-enters).
+        let first = locks().get(id).and_then(|lock| lock.blocked.iter().find(|w| &w.owner == granted).map(|w| w.client));
+        for waiter in take_blocked(id, |waiter| Some(waiter.client) == first) {
             stats::record_grant();
             unblock(ctx, waiter, Outcome::Granted);
         }
