@@ -71,7 +71,7 @@ $(VALKEY_BIN)/valkey-server:
 	$(VALKEY_BIN)/valkey-server --version
 
 # Release builds, servers of its own (AOF off, then on), a markdown report
-# on stdout, saved as BENCHMARKS.md. Takes about two minutes.
+# on stdout, saved as BENCHMARKS.md. Takes about two and a half minutes.
 bench: deps
 	$(CARGO) build --release -p rlock -p rlock-bench
 	RLOCK_MODULE=$(abspath target/release/librlock.so) target/release/rlock-bench | tee BENCHMARKS.md

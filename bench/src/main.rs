@@ -3,6 +3,7 @@
 //! markdown report; `make bench` saves it as BENCHMARKS.md.
 
 mod client_e2e;
+mod fair_handoff;
 mod family_cost;
 mod handoff;
 mod memory;
@@ -34,7 +35,7 @@ async fn main() {
     println!("bench program on loopback. Every ratio compares figures measured side by side in this run.\n");
     println!("## Machine\n\n{}", report::machine());
 
-    // `rlock-bench cost family synchronizers handoff e2e` runs only those sections (for development;
+    // `rlock-bench cost family synchronizers handoff fair e2e` runs only those sections (for development;
     // `make bench` runs them all).
     let only: Vec<String> = std::env::args().skip(1).collect();
     if !only.is_empty() {
@@ -53,6 +54,9 @@ async fn main() {
             }
             if !aof && only.iter().any(|s| s == "handoff") {
                 println!("{}", handoff::run(&server).await.0);
+            }
+            if !aof && only.iter().any(|s| s == "fair") {
+                println!("{}", fair_handoff::run(&server).await);
             }
             if only.iter().any(|s| s == "family") {
                 for family in tokio::task::block_in_place(|| family_cost::run(&server)) {
@@ -91,6 +95,9 @@ async fn main() {
     let (handoff, pubsub) = handoff::run(&handoff_server).await;
     println!("{handoff}");
     drop(handoff_server);
+    // Section 8's, of its own for the same reason (started here, before
+    // the name is taken by the next sections' server).
+    let fair_server = server(false);
 
     let server = server(false);
 
@@ -118,6 +125,11 @@ async fn main() {
     for family in &synchronizers {
         println!("### {}\n\n{}", family.name, family.table);
     }
+
+    println!("## 8. Fair lock hand-off ({})\n", appendonly(false));
+    println!("{FAIR_HANDOFF}");
+    println!("{}", fair_handoff::run(&fair_server).await);
+    drop(fair_server);
 
     println!("## Targets\n");
     for (aof, (time_ratio, throughput_ratio)) in summary {
@@ -150,6 +162,19 @@ async fn main() {
     }
     println!("{NOTES}");
 }
+
+const FAIR_HANDOFF: &str = "\
+Waiters take turns on one fair lock, each holding it 1 ms (Tokio rounds it to about 2 ms) and
+queuing again at once; each row runs until 1,000 hand-offs or 4 s. Latency is from the holder
+starting its release to the next holder's acquire returning. \"Longest free while queued\" is the
+longest time from a release's reply to the next grant's reply while someone waited, a lock still
+free at the end of the row included: a queue that stalls shows here, and in a row that ends at
+4 s with few hand-offs. rlock-client's default waiting gets a blocking connection per waiter;
+Redisson's loop is its `lock()`: the waiting acquire with its `fairLockWaitTimeout` (5 min) as
+the wait, then, while refused, a sleep for the hint or until a message on the waiter's own
+channel (one subscriber connection for all waiters, subscribed once up front). Everything runs
+on the bench machine's clock, which is also the server's.
+";
 
 /// What the figures mean, from profiling (callgrind and perf on the server).
 const NOTES: &str = "
