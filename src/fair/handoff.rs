@@ -14,13 +14,16 @@
 use super::{Blocked, FairLock, Tick, Waits};
 use crate::api::api;
 use crate::handoff::blocking::{self, PAUSED_RETRY_MS};
-use crate::handoff::timers::{lock_id, select_lock, start_timer, stop_timer, timer_data, Client};
+use crate::handoff::glue::{
+    block_client, error_text, lock_id, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
+    Outcome,
+};
 use crate::handoff::{WaiterKind, WAITER_KINDS};
 use crate::stats;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisString, RedisValue};
 use std::collections::HashMap;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
@@ -128,11 +131,7 @@ pub fn block(
     (lease_ms, wait_ms, block_ms): (i64, i64, i64),
 ) -> RedisValue {
     // No Redis timeout and no timeout callback: the wait's own timer ends it.
-    let client = unsafe {
-        let client = api!(RedisModule_BlockClient)(ctx.get_raw(), Some(reply), None, Some(free_outcome), 0);
-        api!(RedisModule_SetDisconnectCallback)(client, Some(left));
-        client
-    } as Client;
+    let client = block_client(ctx, left);
     let id = lock_id(ctx, name.as_slice());
     let timer = start_timer(ctx, block_ms, Some(wait_ran_out), (id.clone(), client));
     let waiter = Waiter { client, owner: owner.to_vec(), lease_ms, wait_ms, timer };
@@ -141,14 +140,6 @@ pub fn block(
     blocking::subscribe(ctx);
     look_with(ctx, &id, name, keys);
     RedisValue::NoReply
-}
-
-/// What a blocked call replies once unblocked.
-enum Outcome {
-    Granted,
-    Failed(String),
-    /// Still queued: ask again after this many ms (or at once).
-    Hint(i64),
 }
 
 /// Looks at lock `id` from a timer or an event: opens its keys as the
@@ -203,14 +194,15 @@ fn settle(ctx: &Context, id: &[u8], tick: Tick) {
     if let Some(granted) = &tick.granted {
         // One grant, to the first caller blocked for the owner; another of
         // the same owner waits on (its next call re-enters).
-        let first = locks().get(id).and_then(|lock| lock.blocked.iter().find(|w| &w.owner == granted).map(|w| w.client));
+        let first =
+            locks().get(id).and_then(|lock| lock.blocked.iter().find(|w| &w.owner == granted).map(|w| w.client));
         for waiter in take_blocked(id, |waiter| Some(waiter.client) == first) {
             stats::record_grant();
             unblock(ctx, waiter, Outcome::Granted);
         }
     }
     for waiter in take_blocked(id, |waiter| tick.unqueued.contains(&waiter.owner)) {
-        unblock(ctx, waiter, Outcome::Hint(1));
+        unblock(ctx, waiter, Outcome::Integer(1));
     }
     match tick.next_at {
         Some(at) => arm(ctx, id, at),
@@ -285,7 +277,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     look(&ctx, &id);
     for waiter in take_blocked(&id, |waiter| waiter.client == client) {
         stats::record_wait_timeout();
-        unblock(&ctx, waiter, Outcome::Hint(1));
+        unblock(&ctx, waiter, Outcome::Integer(1));
     }
     forget_if_idle(&id);
     blocking::unsubscribe_if_idle(&ctx);
@@ -296,8 +288,7 @@ fn unblock(ctx: &Context, waiter: Waiter, outcome: Outcome) {
     if waiter.timer != 0 {
         stop_timer::<(Vec<u8>, Client)>(ctx, waiter.timer);
     }
-    let outcome = Box::into_raw(Box::new(outcome)).cast::<c_void>();
-    unsafe { api!(RedisModule_UnblockClient)(waiter.client as *mut raw::RedisModuleBlockedClient, outcome) };
+    unblock_client(waiter.client, outcome);
 }
 
 /// A blocked client that disconnected (or was killed) gives its place up
@@ -342,32 +333,4 @@ unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 
 fn take_waits(id: &[u8]) -> Waits {
     locks().get_mut(id).map(|lock| std::mem::take(&mut lock.waits)).unwrap_or_default()
-}
-
-fn error_text(err: RedisError) -> String {
-    match err {
-        RedisError::String(text) => text,
-        other => other.to_string(),
-    }
-}
-
-/// The reply of a call unblocked by [`unblock`].
-unsafe extern "C" fn reply(
-    ctx: *mut raw::RedisModuleCtx,
-    _argv: *mut *mut raw::RedisModuleString,
-    _argc: c_int,
-) -> c_int {
-    let outcome = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast::<Outcome>();
-    let reply = match unsafe { outcome.as_ref() } {
-        Some(Outcome::Granted) | None => Ok(RedisValue::Null),
-        Some(Outcome::Failed(err)) => Err(RedisError::String(err.clone())),
-        Some(Outcome::Hint(hint_ms)) => Ok(RedisValue::Integer(*hint_ms)),
-    };
-    Context::new(ctx).reply(reply) as c_int
-}
-
-unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, outcome: *mut c_void) {
-    if !outcome.is_null() {
-        drop(unsafe { Box::from_raw(outcome.cast::<Outcome>()) });
-    }
 }

@@ -32,13 +32,16 @@
 //! All of it runs on Redis's main thread; the state's mutex is never held
 //! across a call into Redis (a write's notification calls back in here).
 
-use super::timers::{lock_id, select_lock, start_timer, stop_timer, timer_data, Client};
+use super::glue::{
+    block_client, error_text, lock_id, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
+    Outcome,
+};
 use super::{Queues, Waiter, WAITER_KINDS};
 use crate::api::api;
 use crate::lock::{self, Acquire};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
-use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisString, RedisValue};
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
@@ -73,15 +76,6 @@ fn nobody_waits() -> bool {
     state().queues.is_empty() && WAITER_KINDS.iter().all(|kind| !(kind.anyone_waits)())
 }
 
-/// What a blocked call replies once unblocked.
-enum Outcome {
-    Granted,
-    /// The error reply an acquire would give (the key is not a lock).
-    Failed(String),
-    /// Its wait ran out: the holder's PTTL, as without `WAIT`.
-    TimedOut,
-}
-
 /// Whether this call may block: not inside MULTI or a script (or where
 /// Redis denies blocking otherwise), and never on a replica.
 pub fn may_block(ctx: &Context) -> bool {
@@ -97,11 +91,7 @@ pub fn may_block(ctx: &Context) -> bool {
 /// it (reply nil) or `timeout_ms` passes (reply the holder's PTTL).
 pub fn block(ctx: &Context, name: &RedisString, owner: &RedisString, lease_ms: i64, timeout_ms: i64) -> RedisValue {
     // No Redis timeout and no timeout callback: the wait's own timer ends it.
-    let client = unsafe {
-        let client = api!(RedisModule_BlockClient)(ctx.get_raw(), Some(reply), None, Some(free_outcome), 0);
-        api!(RedisModule_SetDisconnectCallback)(client, Some(left));
-        client
-    } as Client;
+    let client = block_client(ctx, left);
     let waiter = Waiter { client, owner: owner.as_slice().to_vec(), lease_ms };
     state().queues.push(&lock_id(ctx, name.as_slice()), waiter);
     let timer = start_timer(ctx, timeout_ms, Some(wait_ran_out), (client, now_ms().saturating_add(timeout_ms)));
@@ -141,18 +131,10 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
     }
 }
 
-fn error_text(err: RedisError) -> String {
-    match err {
-        RedisError::String(text) => text,
-        other => other.to_string(),
-    }
-}
-
 /// Ends the wait of `client`, taken out of its queue, with `outcome`.
 fn unblock(ctx: &Context, client: Client, outcome: Outcome) {
     stop_wait_timer(ctx, client);
-    let outcome = Box::into_raw(Box::new(outcome)).cast::<c_void>();
-    unsafe { api!(RedisModule_UnblockClient)(client as *mut raw::RedisModuleBlockedClient, outcome) };
+    unblock_client(client, outcome);
 }
 
 fn stop_wait_timer(ctx: &Context, client: Client) {
@@ -177,7 +159,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     }
     if state().queues.remove(&client).is_some() {
         stats::record_wait_timeout();
-        unblock(&ctx, client, Outcome::TimedOut);
+        unblock(&ctx, client, Outcome::HolderPttl);
         unsubscribe_if_idle(&ctx);
     }
 }
@@ -364,37 +346,6 @@ pub(crate) fn unsubscribe_if_idle(ctx: &Context) {
     unsafe { unsubscribe(ctx.get_raw(), FREEING_CLASSES, Some(key_event)) };
 }
 
-/// The reply of a call unblocked by [`unblock`]: nil for a grant, an
-/// acquire's error, or the holder's PTTL for a wait that ran out.
-unsafe extern "C" fn reply(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    let outcome = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast::<Outcome>();
-    let reply = match unsafe { outcome.as_ref() } {
-        Some(Outcome::Granted) | None => Ok(RedisValue::Null),
-        Some(Outcome::Failed(err)) => Err(RedisError::String(err.clone())),
-        Some(Outcome::TimedOut) => Ok(RedisValue::Integer(unsafe { holder_pttl(ctx, argv, argc) })),
-    };
-    Context::new(ctx).reply(reply) as c_int
-}
-
-/// The PTTL of the lock named in the blocked call's argv (0 when none).
-unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) -> i64 {
-    if argc < 2 || argv.is_null() {
-        return 0;
-    }
-    let mut len = 0;
-    let name = unsafe { raw::string_ptr_len(*argv.add(1), &mut len) };
-    let name = RedisString::create_from_slice(ctx, unsafe { std::slice::from_raw_parts(name.cast(), len) });
-    let context = Context::new(ctx);
-    let key = RedisLock::open_readonly(&context, &name);
-    let pttl = lock::pttl(&key, now_ms());
-    drop(key);
-    pttl.max(0)
-}
-
 /// A blocked client that disconnected (or was killed) leaves the queue.
 unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
     let ctx = Context::new(ctx);
@@ -402,11 +353,5 @@ unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::Redis
     if state().queues.remove(&(client as Client)).is_some() {
         unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
         unsubscribe_if_idle(&ctx);
-    }
-}
-
-unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, outcome: *mut c_void) {
-    if !outcome.is_null() {
-        drop(unsafe { Box::from_raw(outcome.cast::<Outcome>()) });
     }
 }

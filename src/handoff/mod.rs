@@ -5,10 +5,10 @@
 
 #[cfg(not(test))]
 pub mod blocking;
+#[cfg(not(test))]
+pub mod glue;
 #[cfg(test)]
 mod tests;
-#[cfg(not(test))]
-pub mod timers;
 
 use std::collections::{HashMap, VecDeque};
 

@@ -1,0 +1,128 @@
+//! What the hand-offs share on Redis's side: a lock's id in the queues,
+//! module timers that carry their own data, and blocked callers with
+//! their replies.
+
+use crate::api::api;
+use crate::lock;
+use crate::store::{now_ms, RedisLock};
+use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
+use std::os::raw::{c_int, c_void};
+use std::ptr;
+
+/// A blocked client's handle, as a number.
+pub type Client = usize;
+
+/// A lock's id in the queues: its database and name (the same name in two
+/// databases is two locks).
+pub fn lock_id(ctx: &Context, name: &[u8]) -> Vec<u8> {
+    let db = unsafe { api!(RedisModule_GetSelectedDb)(ctx.get_raw()) };
+    [&db.to_be_bytes()[..], name].concat()
+}
+
+/// Selects the lock's database on `ctx` (a timer's) and returns its name.
+pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
+    let (db, name) = id.split_at(4);
+    let db = c_int::from_be_bytes([db[0], db[1], db[2], db[3]]);
+    unsafe { api!(RedisModule_SelectDb)(ctx.get_raw(), db) };
+    name
+}
+
+/// A timer whose callback takes back `data` with [`timer_data`].
+pub fn start_timer<T>(
+    ctx: &Context,
+    after_ms: i64,
+    callback: raw::RedisModuleTimerProc,
+    data: T,
+) -> raw::RedisModuleTimerID {
+    let data = Box::into_raw(Box::new(data)).cast::<c_void>();
+    unsafe { api!(RedisModule_CreateTimer)(ctx.get_raw(), after_ms, callback, data) }
+}
+
+/// Stops a timer started with data of type `T`, if it has not fired.
+pub fn stop_timer<T>(ctx: &Context, timer: raw::RedisModuleTimerID) {
+    let mut data: *mut c_void = ptr::null_mut();
+    if unsafe { api!(RedisModule_StopTimer)(ctx.get_raw(), timer, &mut data) } == raw::REDISMODULE_OK as c_int {
+        drop(unsafe { timer_data::<T>(data) });
+    }
+}
+
+/// Takes back what was given to a timer.
+pub unsafe fn timer_data<T>(data: *mut c_void) -> T {
+    *unsafe { Box::from_raw(data.cast::<T>()) }
+}
+
+/// What a blocked call replies once unblocked.
+pub enum Outcome {
+    Granted,
+    /// The error reply an acquire would give (the key is not a lock).
+    Failed(String),
+    /// A number, known when unblocked (a fair waiter's "ask again").
+    Integer(i64),
+    /// An RLock wait ran out: the holder's PTTL as the reply goes out, as
+    /// without `WAIT`.
+    HolderPttl,
+}
+
+/// Blocks the calling client, with no Redis timeout and no timeout
+/// callback (the caller's own timer ends the wait); `left` runs if it
+/// disconnects first.
+pub fn block_client(
+    ctx: &Context,
+    left: unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut raw::RedisModuleBlockedClient),
+) -> Client {
+    unsafe {
+        let client = api!(RedisModule_BlockClient)(ctx.get_raw(), Some(reply), None, Some(free_outcome), 0);
+        api!(RedisModule_SetDisconnectCallback)(client, Some(left));
+        client as Client
+    }
+}
+
+/// Ends a blocked call with `outcome`.
+pub fn unblock_client(client: Client, outcome: Outcome) {
+    let outcome = Box::into_raw(Box::new(outcome)).cast::<c_void>();
+    unsafe { api!(RedisModule_UnblockClient)(client as *mut raw::RedisModuleBlockedClient, outcome) };
+}
+
+pub fn error_text(err: RedisError) -> String {
+    match err {
+        RedisError::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+/// The reply of a call unblocked by [`unblock_client`].
+unsafe extern "C" fn reply(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let outcome = unsafe { api!(RedisModule_GetBlockedClientPrivateData)(ctx) }.cast::<Outcome>();
+    let reply = match unsafe { outcome.as_ref() } {
+        Some(Outcome::Granted) | None => Ok(RedisValue::Null),
+        Some(Outcome::Failed(err)) => Err(RedisError::String(err.clone())),
+        Some(Outcome::Integer(value)) => Ok(RedisValue::Integer(*value)),
+        Some(Outcome::HolderPttl) => Ok(RedisValue::Integer(unsafe { holder_pttl(ctx, argv, argc) })),
+    };
+    Context::new(ctx).reply(reply) as c_int
+}
+
+/// The PTTL of the lock named in the blocked call's argv (0 when none).
+unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) -> i64 {
+    if argc < 2 || argv.is_null() {
+        return 0;
+    }
+    let mut len = 0;
+    let name = unsafe { raw::string_ptr_len(*argv.add(1), &mut len) };
+    let name = RedisString::create_from_slice(ctx, unsafe { std::slice::from_raw_parts(name.cast(), len) });
+    let context = Context::new(ctx);
+    let key = RedisLock::open_readonly(&context, &name);
+    let pttl = lock::pttl(&key, now_ms());
+    drop(key);
+    pttl.max(0)
+}
+
+unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, outcome: *mut c_void) {
+    if !outcome.is_null() {
+        drop(unsafe { Box::from_raw(outcome.cast::<Outcome>()) });
+    }
+}
