@@ -75,6 +75,15 @@ pub fn waiting() -> usize {
     BLOCKED.load(Ordering::Relaxed)
 }
 
+/// The server's memory of lock `name`'s waiters, for a read-only command.
+pub fn waits_of(ctx: &Context, name: &[u8]) -> Waits {
+    let locks = locks();
+    if locks.is_empty() {
+        return Waits::default();
+    }
+    locks.get(&lock_id(ctx, name)).map(|lock| lock.waits.clone()).unwrap_or_default()
+}
+
 /// A fair-lock command's view of the server's memory of the lock: taken
 /// by [`Session::open`], handed back (and acted on) by [`Session::close`].
 pub struct Session {

@@ -85,13 +85,19 @@ impl FairLock {
     }
 
     /// Reads the lock's type and the owner's count, then the waiters.
-    fn read<K: Keyspace>(&self, keys: &mut K, owner: Option<&[u8]>, now_ms: i64) -> Result<(Option<i64>, Waiters)> {
+    fn read<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        owner: Option<&[u8]>,
+        waits: &Waits,
+        now_ms: i64,
+    ) -> Result<(Option<i64>, Waiters)> {
         expect_type(keys, &self.name, KeyType::Hash)?;
         let count = match owner {
             Some(owner) => parse_count(keys.hget(&self.name, owner)?)?,
             None => None,
         };
-        Ok((count, Waiters::read(keys, &self.queue, &self.timeouts, now_ms)?))
+        Ok((count, Waiters::read(keys, (&self.queue, &self.timeouts), waits, now_ms)?))
     }
 
     fn purge<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters) -> Result<()> {
@@ -108,15 +114,12 @@ impl FairLock {
     }
 
     /// The head was told its turn came: its deadline becomes now plus its
-    /// own wait when the server knows it, and every other deadline moves
-    /// with it, so each keeps its wait after the one ahead. (An unknown
-    /// wait, a waiter of Redisson's script, keeps Redisson's deadline.)
+    /// own wait when the server knows it. (An unknown wait, a waiter of
+    /// Redisson's script, keeps Redisson's deadline; the others keep
+    /// theirs, which never come before the head's turn ends.)
     fn turn_starts<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, waits: &Waits, now_ms: i64) -> Result<()> {
-        match waiters.live.first() {
-            Some((head, deadline)) => match waits.get(head) {
-                Some(wait_ms) => waiters.shift(keys, &self.timeouts, now_ms.saturating_add(wait_ms) - deadline),
-                None => Ok(()),
-            },
+        match waiters.head().and_then(|head| waits.get(head)) {
+            Some(wait_ms) => waiters.set_head_deadline(keys, &self.timeouts, now_ms.saturating_add(wait_ms)),
             None => Ok(()),
         }
     }
@@ -171,7 +174,7 @@ impl FairLock {
         now_ms: i64,
     ) -> Result<Acquire> {
         let expire_at = expiry(now_ms, lease_ms)?;
-        let (count, mut waiters) = self.read(keys, Some(owner), now_ms)?;
+        let (count, mut waiters) = self.read(keys, Some(owner), waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
         let outcome = if free && waiters.head().is_none_or(|head| head == owner) {
@@ -198,7 +201,7 @@ impl FairLock {
         } else {
             Acquire::Refused
         };
-        waits.keep_queued(&waiters);
+        waits.sync(&waiters);
         Ok(outcome)
     }
 
@@ -214,7 +217,7 @@ impl FairLock {
         wait_ms: i64,
         now_ms: i64,
     ) -> Result<()> {
-        let (_, mut waiters) = self.read(keys, None, now_ms)?;
+        let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let was_head = waiters.head() == Some(owner);
         let next = waiters.live.get(1).map(|(next, _)| next.clone());
         let free = keys.key_type(&self.name)? == KeyType::Missing;
@@ -223,11 +226,11 @@ impl FairLock {
         }
         self.purge(keys, &mut waiters)?;
         waiters.give_up(keys, &self.queue, &self.timeouts, owner, wait_ms)?;
-        waits.keep_queued(&waiters);
         if was_head && free {
             self.turn_starts(keys, &mut waiters, waits, now_ms)?;
             self.wake_head(keys, &waiters)?;
         }
+        waits.sync(&waiters);
         Ok(())
     }
 
@@ -238,7 +241,7 @@ impl FairLock {
     pub fn release<K: Keyspace>(
         &self,
         keys: &mut K,
-        waits: &Waits,
+        waits: &mut Waits,
         owner: &[u8],
         (lease_ms, latch): (i64, Option<&UnlockLatch>),
         now_ms: i64,
@@ -249,7 +252,7 @@ impl FairLock {
                 return Ok((Release::Latched { released }, false));
             }
         }
-        let (count, mut waiters) = self.read(keys, Some(owner), now_ms)?;
+        let (count, mut waiters) = self.read(keys, Some(owner), waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         self.touch_head(keys, &waiters)?;
         self.purge(keys, &mut waiters)?;
@@ -275,14 +278,15 @@ impl FairLock {
         if let Some(latch) = latch {
             latch.record(keys, outcome == Release::Released)?;
         }
+        waits.sync(&waiters);
         Ok((outcome, outcome == Release::Released && waiters.head().is_some()))
     }
 
     /// `RFAIR.FORCERELEASE`: delete the lock whoever holds it and wake the
     /// head waiter. Refuses a hash that is not a lock. Also tells whether
     /// anyone is left queued.
-    pub fn force_release<K: Keyspace>(&self, keys: &mut K, waits: &Waits, now_ms: i64) -> Result<(bool, bool)> {
-        let (_, mut waiters) = self.read(keys, None, now_ms)?;
+    pub fn force_release<K: Keyspace>(&self, keys: &mut K, waits: &mut Waits, now_ms: i64) -> Result<(bool, bool)> {
+        let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let fields = keys.hgetall(&self.name)?;
         if fields.iter().any(|(_, value)| parse_count(Some(value.clone())).is_err()) {
             return Err(LockError::NotALock);
@@ -295,6 +299,7 @@ impl FairLock {
         self.turn_starts(keys, &mut waiters, waits, now_ms)?;
         keys.delete(&self.name)?;
         self.wake_head(keys, &waiters)?;
+        waits.sync(&waiters);
         Ok((true, waiters.head().is_some()))
     }
 
@@ -312,7 +317,7 @@ impl FairLock {
         blocked: &[Blocked<'_>],
         now_ms: i64,
     ) -> Result<Tick> {
-        let (_, mut waiters) = self.read(keys, None, now_ms)?;
+        let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         let head_died = waiters.dead_head();
         self.touch_head(keys, &waiters)?;
@@ -344,7 +349,7 @@ impl FairLock {
                 waiters.heartbeat(keys, &self.timeouts, position, turn, waiter.wait_ms)?;
             }
         }
-        waits.keep_queued(&waiters);
+        waits.sync(&waiters);
         tick.queued = waiters.head().is_some();
         tick.next_at = next_look(&waiters, blocked, keys.key_type(&self.name)? == KeyType::Missing, lease_end)
             .map(|at| at.max(now_ms + 1));
@@ -353,8 +358,14 @@ impl FairLock {
 
     /// `RFAIR.STATUS`: read only, so dead waiters are left for the next
     /// command to purge, but not counted.
-    pub fn status<K: Keyspace>(&self, keys: &mut K, owner: Option<&[u8]>, now_ms: i64) -> Result<Status> {
-        let (count, waiters) = self.read(keys, owner, now_ms)?;
+    pub fn status<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        waits: &Waits,
+        owner: Option<&[u8]>,
+        now_ms: i64,
+    ) -> Result<Status> {
+        let (count, waiters) = self.read(keys, owner, waits, now_ms)?;
         Ok(Status {
             locked: keys.key_type(&self.name)? == KeyType::Hash,
             pttl_ms: pttl(keys, &self.name, now_ms)?,

@@ -17,14 +17,25 @@ pub struct Waiters {
     dead_at_head: usize,
     /// Deadlines of owners that are dead or not in the queue.
     dead_scored: Vec<Vec<u8>>,
+    /// Native waiters whose deadline a script lowered below the one the
+    /// server last gave them: written back by the purge.
+    repaired: Vec<(Vec<u8>, i64)>,
 }
 
 impl Waiters {
     /// Reads the queue and the deadlines. Redisson purges only a dead head;
     /// here every dead entry goes (#1353, #3730, #4153): an entry whose
     /// deadline is at or before `now`, a queued owner without a deadline,
-    /// a deadline without a queued owner.
-    pub fn read<K: Keyspace>(keys: &mut K, queue: &[u8], timeouts: &[u8], now_ms: i64) -> Result<Self> {
+    /// a deadline without a queued owner. A native waiter's deadline is at
+    /// least the one the server last gave it (`waits`): Redisson's scripts
+    /// take waits off the deadlines of everyone behind them, and would
+    /// otherwise purge live native waiters.
+    pub fn read<K: Keyspace>(
+        keys: &mut K,
+        (queue, timeouts): (&[u8], &[u8]),
+        waits: &Waits,
+        now_ms: i64,
+    ) -> Result<Self> {
         expect_type(keys, queue, KeyType::List)?;
         expect_type(keys, timeouts, KeyType::Zset)?;
         let queued = keys.lrange(queue)?;
@@ -34,8 +45,18 @@ impl Waiters {
         let mut live: HashSet<Vec<u8>> = HashSet::new();
         let mut waiters = Self::default();
         for owner in queued {
-            match by_owner.get(owner.as_slice()) {
-                Some(&score) if score > now_ms => {
+            let stored = by_owner.get(owner.as_slice()).copied();
+            let score = match (stored, waits.deadline(&owner)) {
+                (stored, Some(given)) if stored.is_none_or(|stored| stored < given) && given > now_ms => {
+                    if !live.contains(&owner) {
+                        waiters.repaired.push((owner.clone(), given));
+                    }
+                    Some(given)
+                }
+                (stored, _) => stored,
+            };
+            match score {
+                Some(score) if score > now_ms => {
                     if live.insert(owner.clone()) {
                         waiters.live.push((owner, score));
                     }
@@ -80,6 +101,9 @@ impl Waiters {
         for owner in self.dead_scored.drain(..) {
             keys.zrem(timeouts, &[&owner])?;
         }
+        for (owner, deadline) in self.repaired.drain(..) {
+            keys.zadd(timeouts, &owner, deadline)?;
+        }
         Ok(())
     }
 
@@ -109,11 +133,13 @@ impl Waiters {
     }
 
     /// The head takes the lock until `lease_end`: it leaves the queue, and
-    /// the others' deadlines move by its lease end less its deadline, so
-    /// that they stay chained after the new lease, each keeping the wait
-    /// it had after the one ahead. (Redisson takes the taker's wait off
-    /// instead, which keeps them chained after the old lease: a lease
-    /// longer than a wait then purges live waiters, #3004.)
+    /// when its lease ends after its deadline, the others' deadlines move
+    /// by the difference, so that they stay chained after the new lease,
+    /// each keeping the time it had after the one ahead. They never move
+    /// earlier: the taker's deadline may have been kept up past its turn,
+    /// and the gaps behind it are then no waits. (Redisson takes the
+    /// taker's wait off instead, which keeps them chained after the old
+    /// lease: a lease longer than a wait then purges live waiters, #3004.)
     pub fn take_turn<K: Keyspace>(
         &mut self,
         keys: &mut K,
@@ -124,7 +150,18 @@ impl Waiters {
     ) -> Result<()> {
         let Some(deadline) = self.deadline(owner) else { return Ok(()) };
         self.take(keys, queue, timeouts, owner)?;
-        self.shift(keys, timeouts, lease_end.saturating_sub(deadline))
+        self.shift(keys, timeouts, lease_end.saturating_sub(deadline).max(0))
+    }
+
+    /// The head's turn starts now: its deadline becomes `deadline`.
+    pub fn set_head_deadline<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], deadline: i64) -> Result<()> {
+        match self.live.first_mut() {
+            Some((head, score)) if *score != deadline => {
+                *score = deadline;
+                keys.zadd(timeouts, head, deadline)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// `owner` gives up its place, with Redisson's deadline arithmetic:
@@ -168,8 +205,8 @@ impl Waiters {
         Ok(())
     }
 
-    /// Every deadline `by_ms` later (earlier when negative).
-    pub fn shift<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], by_ms: i64) -> Result<()> {
+    /// Every deadline `by_ms` later.
+    fn shift<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], by_ms: i64) -> Result<()> {
         if by_ms == 0 {
             return Ok(());
         }
@@ -216,27 +253,47 @@ pub fn expect_type<K: Keyspace>(keys: &mut K, key: &[u8], expected: KeyType) -> 
 
 /// What the server knows of its own waiters beyond the keys: the `WAIT`
 /// each native waiter last sent, so that a woken head gets exactly its
-/// wait from its turn. The server never sees the wait of a waiter queued
-/// by Redisson's script, nor keeps these across a restart or failover
-/// (memory, not data): such a head keeps the deadline Redisson's release
-/// leaves it.
+/// wait from its turn, and the deadline the server last gave it, which a
+/// script may lower but not below that. The server never sees the wait of
+/// a waiter queued by Redisson's script, nor keeps these across a restart
+/// or failover (memory, not data): such a head keeps the deadline
+/// Redisson's release leaves it.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Waits(HashMap<Vec<u8>, i64>);
+pub struct Waits(HashMap<Vec<u8>, Known>);
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Known {
+    wait_ms: i64,
+    /// The deadline the server last gave it (0: none yet).
+    deadline: i64,
+}
 
 impl Waits {
     pub fn record(&mut self, owner: &[u8], wait_ms: i64) {
-        self.0.insert(owner.to_vec(), wait_ms);
+        self.0.entry(owner.to_vec()).or_default().wait_ms = wait_ms;
     }
 
     pub fn get(&self, owner: &[u8]) -> Option<i64> {
-        self.0.get(owner).copied()
+        self.0.get(owner).map(|known| known.wait_ms)
     }
 
-    /// Forgets the owners that are no longer queued.
-    pub fn keep_queued(&mut self, waiters: &Waiters) {
-        if !self.0.is_empty() {
-            self.0.retain(|owner, _| waiters.position(owner).is_some());
+    fn deadline(&self, owner: &[u8]) -> Option<i64> {
+        self.0.get(owner).map(|known| known.deadline).filter(|deadline| *deadline > 0)
+    }
+
+    /// Forgets the owners that are no longer queued, and remembers the
+    /// deadlines of the others as a command leaves them.
+    pub fn sync(&mut self, waiters: &Waiters) {
+        if self.0.is_empty() {
+            return;
         }
+        self.0.retain(|owner, known| match waiters.deadline(owner) {
+            Some(deadline) => {
+                known.deadline = deadline;
+                true
+            }
+            None => false,
+        });
     }
 
     pub fn is_empty(&self) -> bool {

@@ -257,7 +257,7 @@ fn releases_wake_the_head_on_its_own_channel() {
     for (name, state, latch, reply, effects) in cases {
         let mut keys = Keys::at(state, NOW);
         assert_eq!(
-            lock().release(&mut keys, &waits, b"a", (LEASE, latch), NOW).map(|(release, _)| release),
+            lock().release(&mut keys, &mut waits.clone(), b"a", (LEASE, latch), NOW).map(|(release, _)| release),
             reply,
             "{name}: reply"
         );
@@ -294,23 +294,23 @@ fn cancel_force_release_and_status() {
     let mut keys = Keys::at([vec![held_by("a", "1")], queue(&[("b", NOW + 6_000)])].concat(), NOW);
     let mut waits = Waits::default();
     waits.record(b"b", 5_000);
-    assert_eq!(lock().force_release(&mut keys, &waits, NOW), Ok((true, true)));
+    assert_eq!(lock().force_release(&mut keys, &mut waits, NOW), Ok((true, true)));
     assert_eq!(
         keys.effects,
         ["ZADD redisson_lock_timeout:{f} 1005000 b", "DEL f", "PUBLISH redisson_lock__channel:{f}:b 0"],
         "the head's turn starts now"
     );
     let mut keys = Keys::at(vec![], NOW);
-    assert_eq!(lock().force_release(&mut keys, &Waits::default(), NOW).map(|(released, _)| released), Ok(false));
+    assert_eq!(lock().force_release(&mut keys, &mut Waits::default(), NOW).map(|(released, _)| released), Ok(false));
     let mut keys = Keys::at(vec![("f", Keys::hash(&[("a", "x")]), None)], NOW);
     assert_eq!(
-        lock().force_release(&mut keys, &Waits::default(), NOW).map(|(released, _)| released),
+        lock().force_release(&mut keys, &mut Waits::default(), NOW).map(|(released, _)| released),
         Err(LockError::NotALock)
     );
     assert!(keys.effects.is_empty());
 
     let mut keys = Keys::at([vec![held_by("a", "2")], queue(&[("x", NOW), ("b", NOW + 6_000)])].concat(), NOW);
-    let status = lock().status(&mut keys, Some(b"b"), NOW).unwrap();
+    let status = lock().status(&mut keys, &Waits::default(), Some(b"b"), NOW).unwrap();
     assert_eq!(status, Status { locked: true, pttl_ms: 1_000, holders: 1, owner: Some((0, 1)), queued: 1 });
     assert!(keys.effects.is_empty(), "status writes nothing");
 }

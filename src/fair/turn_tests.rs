@@ -38,7 +38,7 @@ impl Fair {
     fn release(&mut self, after_ms: i64, owner: &str) -> Release {
         self.at(after_ms);
         let (lock, now) = (&self.lock, self.now);
-        lock.release(&mut self.keys, &self.waits, owner.as_bytes(), (LEASE, None), now).unwrap().0
+        lock.release(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, None), now).unwrap().0
     }
 
     fn tick(&mut self, after_ms: i64, blocked: &[Blocked<'_>]) -> Tick {
@@ -146,4 +146,67 @@ fn a_blocked_waiter_a_script_dropped_is_told_to_ask_again() {
     let tick = fair.tick(0, &blocked);
     assert_eq!(tick.unqueued, [b"b".to_vec()]);
     assert_eq!(tick.next_at, None, "a held lock with nobody queued needs no look");
+}
+
+impl Fair {
+    /// What a Redisson script does to the keys between two commands: set
+    /// `owner`'s deadline, queueing it at the tail if it is not queued.
+    fn script_sets(&mut self, owner: &str, deadline: i64) {
+        let zset = self
+            .keys
+            .keys
+            .entry(b"redisson_lock_timeout:{f}".to_vec())
+            .or_insert((Value::Zset(Default::default()), None));
+        if let Value::Zset(scores) = &mut zset.0 {
+            scores.insert(owner.as_bytes().to_vec(), deadline);
+        }
+        let list = self.keys.keys.entry(Q.to_vec()).or_insert((Value::List(Default::default()), None));
+        if let Value::List(items) = &mut list.0 {
+            if !items.iter().any(|item| item == owner.as_bytes()) {
+                items.push_back(owner.as_bytes().to_vec());
+            }
+        }
+    }
+}
+
+/// Redisson's give-up takes the giver's wait off every deadline behind
+/// it: a native waiter behind keeps the deadline the server gave it.
+#[test]
+fn a_script_lowering_a_native_waiters_deadline_does_not_purge_it() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "h");
+    fair.script_sets("s", T0 + LEASE + 300);
+    assert!(matches!(fair.acquire(0, "n"), Acquire::Queued { .. }));
+    assert!(matches!(fair.acquire(0, "m"), Acquire::Queued { .. }));
+    let given = fair.deadline("n").unwrap();
+    // s gives up by script: n's deadline goes 1 s into the past.
+    if let Some((Value::List(items), _)) = fair.keys.keys.get_mut(Q) {
+        items.pop_front();
+    }
+    fair.script_sets("n", fair.now - 1_000);
+    let _ = fair.acquire(10, "m");
+    assert_eq!(fair.queue(), ["n", "m"], "n keeps its place");
+    assert_eq!(fair.deadline("n"), Some(given), "and the deadline the server gave it");
+}
+
+/// A native head whose deadline was kept up past the chain (it asked
+/// again during a longer lease) is released to: the script waiter behind
+/// it keeps its own deadline, never pushed into the past.
+#[test]
+fn a_turn_starting_moves_no_other_deadline_earlier() {
+    let mut fair = Fair::new();
+    fair.at(0);
+    let (lock, now) = (&fair.lock, fair.now);
+    lock.acquire(&mut fair.keys, &mut fair.waits, b"h", (300, None), now).unwrap();
+    let _ = fair.acquire(0, "b");
+    fair.script_sets("s", T0 + 300 + 5_000 + 150);
+    let s_deadline = fair.deadline("s").unwrap();
+    assert!(matches!(fair.acquire(0, "h"), Acquire::Reentered { .. }), "h re-enters with a 30 s lease");
+    assert!(matches!(fair.acquire(10, "b"), Acquire::Queued { .. }), "b asks again: kept up past the lease");
+    assert_eq!(fair.release(10, "h"), Release::Decremented { count: 1 });
+    assert_eq!(fair.release(10, "h"), Release::Released);
+    assert_eq!(fair.deadline("b"), Some(fair.now + WAIT), "b's turn starts");
+    assert_eq!(fair.deadline("s"), Some(s_deadline), "s keeps its deadline");
+    assert_eq!(fair.acquire(5, "b"), Acquire::Acquired);
+    assert!(fair.deadline("s").unwrap() >= s_deadline, "and never loses time when b takes its turn");
 }

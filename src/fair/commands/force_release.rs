@@ -12,8 +12,8 @@ fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = args.next_arg()?;
     args.done()?;
     let mut keys = RedisKeyspace::open(ctx, &name);
-    let session = Session::open(ctx, name.as_slice());
-    let released = FairLock::new(name.as_slice()).force_release(&mut keys, &session.waits, now_ms());
+    let mut session = Session::open(ctx, name.as_slice());
+    let released = FairLock::new(name.as_slice()).force_release(&mut keys, &mut session.waits, now_ms());
     let waiters_left = matches!(released, Ok((_, true)));
     session.close(ctx, &name, &mut keys, waiters_left);
     Ok(RedisValue::Integer(i64::from(released?.0)))

@@ -18,9 +18,9 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let now = now_ms();
     let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
-    let session = Session::open(ctx, name.as_slice());
+    let mut session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());
-    let released = lock.release(&mut keys, &session.waits, owner.as_slice(), (lease_ms, latch.as_ref()), now);
+    let released = lock.release(&mut keys, &mut session.waits, owner.as_slice(), (lease_ms, latch.as_ref()), now);
     let waiters_left = matches!(released, Ok((_, true)));
     session.close(ctx, &name, &mut keys, waiters_left);
     Ok(reply::release(released?.0))

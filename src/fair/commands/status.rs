@@ -1,7 +1,7 @@
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::commands::reply;
-use crate::fair::FairLock;
+use crate::fair::{handoff, FairLock};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -15,7 +15,9 @@ fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let owner = args.next();
     args.done()?;
     let mut keys = RedisKeyspace::open_readonly(ctx, &name);
-    let status = FairLock::new(name.as_slice()).status(&mut keys, owner.as_ref().map(|o| o.as_slice()), now_ms())?;
+    let waits = handoff::waits_of(ctx, name.as_slice());
+    let status =
+        FairLock::new(name.as_slice()).status(&mut keys, &waits, owner.as_ref().map(|o| o.as_slice()), now_ms())?;
     let owner = status.owner;
     Ok(reply::fields(vec![
         ("locked", RedisValue::Integer(i64::from(status.locked))),
