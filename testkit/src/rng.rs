@@ -6,10 +6,19 @@ pub struct Rng(u64);
 impl Rng {
     /// Seeded from `RLOCK_SEED`, else from the clock; the seed is printed.
     pub fn from_env(test: &str) -> Self {
+        Self::from_seed(Self::seed_from_env(test))
+    }
+
+    /// `RLOCK_SEED`, else one from the clock; printed with the test's name.
+    pub fn seed_from_env(test: &str) -> u64 {
         let seed = std::env::var("RLOCK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
         });
         eprintln!("{test}: RLOCK_SEED={seed}");
+        seed
+    }
+
+    pub fn from_seed(seed: u64) -> Self {
         Self(seed)
     }
 
