@@ -98,6 +98,8 @@ pub struct Driver<'s> {
     lags: VecDeque<(Instant, Duration)>,
     pub draining: bool,
     pub stats: Stats,
+    /// The deadlines last logged (ms since the start).
+    deadlines: Vec<(Uid, u128)>,
 }
 
 impl<'s> Driver<'s> {
@@ -128,6 +130,7 @@ impl<'s> Driver<'s> {
             lags: VecDeque::new(),
             draining: false,
             stats: Stats::default(),
+            deadlines: vec![],
         }
     }
 
@@ -297,6 +300,18 @@ impl<'s> Driver<'s> {
         for uid in learned.dropped {
             self.stats.dropped += 1;
             self.note(format!("{uid} dropped from the queue"));
+        }
+        let deadlines: Vec<(Uid, u128)> = snap
+            .deadlines
+            .iter()
+            .map(|(uid, at)| (*uid, at.saturating_duration_since(self.start).as_millis()))
+            .collect();
+        let moved = deadlines.len() != self.deadlines.len()
+            || deadlines.iter().zip(&self.deadlines).any(|(a, b)| a.0 != b.0 || a.1.abs_diff(b.1) > 2);
+        if moved {
+            let text: Vec<String> = deadlines.iter().map(|(uid, at)| format!("{uid}@{at}")).collect();
+            self.note(format!("   deadlines {}", text.join(" ")));
+            self.deadlines = deadlines;
         }
         for uid in learned.lapsed {
             self.stats.lapsed += 1;

@@ -34,7 +34,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use testkit::{Rng, Server};
 
-const DEFAULT_RUN_MS: u64 = 4000;
+const DEFAULT_RUN_MS: u64 = 3500;
 const LOG_TAIL: usize = 80;
 
 /// One run at a time: they keep time on a shared machine.
@@ -75,6 +75,11 @@ fn waiters_mixed_with_redisson_scripts_keep_arrival_order_and_progress() {
 }
 
 #[test]
+fn blocking_waiters_among_native_pollers_keep_arrival_order_and_progress() {
+    run("blocking", &[Kind::Block, Kind::Poll]);
+}
+
+#[test]
 fn blocking_waiters_among_pollers_and_scripts_keep_arrival_order_and_progress() {
-    run("blocking", &[Kind::Block, Kind::Poll, Kind::Script]);
+    run("blocking mixed", &[Kind::Block, Kind::Poll, Kind::Script]);
 }

@@ -140,13 +140,19 @@ impl Model {
     }
 
     /// `uid` left the queue by `at` (gave up). When nobody live was ahead
-    /// of it and the lock is free, the next waiter's turn comes at `at`.
+    /// of it and the lock is free, the next waiter's turn comes at `at`
+    /// (RFAIR.CANCEL tells it), or when the server sees it (Redisson's
+    /// give-up tells no one: by the script waiter's deadline).
     pub fn leave(&mut self, uid: Uid, at: Instant) {
         let Some(position) = self.position(uid) else { return };
         let first = self.order[..position].iter().all(|w| w.life != Life::Live);
-        self.order.remove(position);
+        let waiter = self.order.remove(position);
+        let turn = match waiter.kind {
+            Kind::Script => waiter.deadline.unwrap_or(at),
+            _ => at,
+        };
         if let (true, Some(base)) = (first, self.free_base) {
-            self.free_base = Some(base.max(at));
+            self.free_base = Some(base.max(turn));
         }
     }
 
