@@ -346,8 +346,8 @@ impl<'s> Driver<'s> {
         let wait = Duration::from_millis(self.between(WAIT_MS.0, WAIT_MS.1));
         let lease = Duration::from_millis(self.between(LEASE_MS.0, LEASE_MS.1));
         let now = Instant::now();
-        let give_up_at = self.rng.chance(10).then(|| now + Duration::from_millis(self.rng.below(800)));
-        let kill_at = self.rng.chance(10).then(|| now + Duration::from_millis(self.rng.below(800)));
+        let give_up_at = self.rng.chance(12).then(|| now + Duration::from_millis(self.rng.below(600)));
+        let kill_at = self.rng.chance(15).then(|| now + Duration::from_millis(self.rng.below(500)));
         let blocker = (kind == Kind::Block).then(|| Blocker::new(self.server, uid, self.events_tx.clone()));
         self.next_arrival = now + Duration::from_millis(self.between(5, 60));
         self.leases.insert(uid, lease);
