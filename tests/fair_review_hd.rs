@@ -1,0 +1,141 @@
+//! Hostile review of the fair lock's blocking hand-off (issue 20): each
+//! test is one reproduced failure; see the report for expected vs actual.
+
+mod blocking_support;
+
+use blocking_support::{info, PATIENCE};
+use redis::{Commands, Connection, Value};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use testkit::{error_text, eventually, Server};
+
+const QUEUE: &str = "redisson_lock_queue:{f}";
+const LONG: i64 = 60_000;
+
+fn fair_acquire(con: &mut Connection, owner: &str, lease: i64, wait: Option<i64>) -> Value {
+    let mut cmd = redis::cmd("RFAIR.ACQUIRE");
+    cmd.arg("f").arg(owner).arg(lease);
+    if let Some(wait) = wait {
+        cmd.arg("WAIT").arg(wait);
+    }
+    cmd.query(con).unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))))
+}
+
+fn queue(con: &mut Connection) -> Vec<String> {
+    con.lrange(QUEUE, 0, -1).unwrap()
+}
+
+/// A fair waiter blocked on `f` in a thread of its own; returns once the
+/// server counts it blocked; the thread returns the reply.
+fn blocked(server: &Server, owner: &str, (lease, wait, block): (i64, i64, i64)) -> JoinHandle<Value> {
+    let mut admin = server.connection();
+    let before = info(&mut admin, "blocked");
+    let mut con = server.connection();
+    let owner = owner.to_string();
+    let handle = std::thread::spawn(move || {
+        redis::cmd("RFAIR.ACQUIRE")
+            .arg("f")
+            .arg(&owner)
+            .arg(lease)
+            .arg("WAIT")
+            .arg(wait)
+            .arg("BLOCK")
+            .arg(block)
+            .query(&mut con)
+            .unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))))
+    });
+    eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
+    handle
+}
+
+/// Finding 1: another user's command ends every blocked waiter of the lock
+/// with *its* ACL error. A user allowed the lock's name but not the derived
+/// keys (refused itself, as documented) - or a user with every key but no
+/// channel rights, whose own command succeeds - makes the server's look at
+/// the queue run under that user's ACL; the error goes to all blocked
+/// waiters of other users, who lose their wait.
+#[test]
+fn another_users_acl_error_ends_every_blocked_waiter() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
+    let a = blocked(&server, "a", (LONG, 5_000, 20_000));
+    let b = blocked(&server, "b", (LONG, 5_000, 20_000));
+    // Only the name: its own call is refused with NOPERM (fine) ...
+    let mut intruder = server.login("intruder", &["~f"]);
+    let reply = fair_acquire(&mut intruder, "intruder", 1_000, None);
+    assert!(matches!(&reply, Value::SimpleString(text) if text.contains("NOPERM")), "{reply:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    // ... and nothing happened to the others' waits.
+    assert_eq!(info(&mut con, "blocked"), 2, "the blocked waiters were ended by another user's NOPERM");
+    drop((a, b));
+}
+
+#[test]
+fn a_user_without_channel_rights_ends_every_blocked_waiter_with_a_successful_command() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
+    let a = blocked(&server, "a", (LONG, 5_000, 20_000));
+    // Every key, no channel: its own no-wait acquire succeeds (refused: 1).
+    let mut app = server.login("app", &["~*"]);
+    assert_eq!(fair_acquire(&mut app, "other", LONG, None), Value::Int(1));
+    std::thread::sleep(Duration::from_millis(200));
+    let still_blocked = info(&mut con, "blocked");
+    if still_blocked == 0 {
+        let reply = a.join().unwrap();
+        panic!("the blocked waiter got {reply:?} from another user's successful command");
+    }
+}
+
+/// Finding 2: a blocked waiter is alive while it blocks, and the server is
+/// to keep its deadline up, but a stall longer than its wait (here CLIENT
+/// PAUSE ALL, as FAILOVER does, or DEBUG SLEEP / any slow command) lets its
+/// deadline pass: the first command after the stall purges it as dead. A
+/// caller that arrived later (during the stall) is granted first, and the
+/// blocked waiter is told `1` ("still queued") though it is no longer
+/// queued.
+#[test]
+fn a_stall_longer_than_the_wait_drops_live_blocked_waiters_and_a_later_caller_overtakes() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "holder", 300, None), Value::Nil);
+    let first = blocked(&server, "first", (LONG, 300, 5_000));
+    let _: () = redis::cmd("CLIENT").arg("PAUSE").arg(1_000).arg("ALL").query(&mut con).unwrap();
+    // A later caller, postponed by the pause, runs at its end.
+    let mut later = server.connection();
+    let later = std::thread::spawn(move || fair_acquire(&mut later, "later", LONG, Some(300)));
+    let later = later.join().unwrap();
+    let first = first.join().unwrap();
+    let holder: Vec<String> = con.hkeys("f").unwrap();
+    assert_eq!(
+        (first.clone(), holder.clone()),
+        (Value::Nil, vec!["first".to_string()]),
+        "first (blocked all along) got {first:?}, later got {later:?}, the lock is held by {holder:?}, queue {:?}",
+        queue(&mut con)
+    );
+}
+
+#[test]
+fn debug_sleep_drops_live_blocked_waiters_and_a_newcomer_takes_the_lock() {
+    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "holder", 300, None), Value::Nil);
+    let a = blocked(&server, "a", (LONG, 200, 10_000));
+    let b = blocked(&server, "b", (LONG, 200, 10_000));
+    let mut sleeper = server.connection();
+    let sleep = std::thread::spawn(move || {
+        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query(&mut sleeper).unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    // Sent while the server sleeps: it runs first thing after the stall.
+    let newcomer = fair_acquire(&mut con, "newcomer", LONG, None);
+    sleep.join().unwrap();
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    let queued = queue(&mut con);
+    assert_eq!(
+        newcomer,
+        Value::Int(1),
+        "a newcomer took the lock ahead of 2 blocked waiters; they got {a:?} and {b:?} (\"still queued\"), queue {queued:?}"
+    );
+}
