@@ -139,3 +139,46 @@ fn debug_sleep_drops_live_blocked_waiters_and_a_newcomer_takes_the_lock() {
         "a newcomer took the lock ahead of 2 blocked waiters; they got {a:?} and {b:?} (\"still queued\"), queue {queued:?}"
     );
 }
+
+fn status_position(con: &mut Connection, owner: &str) -> i64 {
+    let fields: Vec<Value> = redis::cmd("RFAIR.STATUS").arg("f").arg(owner).query(con).unwrap();
+    let at = fields.iter().position(|field| matches!(field, Value::BulkString(b) if b == b"position")).unwrap();
+    match &fields[at + 1] {
+        Value::Int(position) => *position,
+        other => panic!("position: {other:?}"),
+    }
+}
+
+/// Finding 3: the head's deadline jumps when it polls after the holder's
+/// lease was extended (watchdog renewal, re-entry with a longer lease):
+/// heartbeat = lease end + its wait. The waiters behind keep the deadline
+/// chained after the head's *old* one until their next poll (up to half
+/// their wait later). An early release in that window moves every
+/// deadline by (now + head's wait - head's deadline), which is the whole
+/// extension: the waiters behind land in the past and are purged while
+/// live. A newcomer then queues ahead of them.
+#[test]
+fn an_early_release_after_a_lease_extension_purges_live_pubsub_waiters() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "holder", 1_000, None), Value::Nil);
+    assert!(matches!(fair_acquire(&mut con, "a", LONG, Some(500)), Value::Int(_)));
+    // b is told to poll again in at most 250 ms (half its wait).
+    let Value::Int(hint_b) = fair_acquire(&mut con, "b", LONG, Some(500)) else { panic!() };
+    assert!(hint_b <= 250);
+    // The holder's watchdog extends the lease; the head polls and is kept
+    // alive until after the new lease.
+    let _: Value = redis::cmd("RFAIR.RENEW").arg("f").arg("holder").arg(10_000).query(&mut con).unwrap();
+    assert!(matches!(fair_acquire(&mut con, "a", LONG, Some(500)), Value::Int(_)));
+    // The holder finishes early, well within b's hint.
+    assert_eq!(redis::cmd("RFAIR.RELEASE").arg("f").arg("holder").query::<Value>(&mut con).unwrap(), Value::Int(1));
+    let position = status_position(&mut con, "b");
+    // A newcomer, then b polls back on time (0 ms into its 250 ms hint).
+    fair_acquire(&mut con, "newcomer", LONG, Some(500));
+    fair_acquire(&mut con, "b", LONG, Some(500));
+    assert_eq!(
+        (position, queue(&mut con)),
+        (2, vec!["a".to_string(), "b".to_string(), "newcomer".to_string()]),
+        "live waiter b was purged by the release (its position right after it: {position})"
+    );
+}
