@@ -182,3 +182,42 @@ fn an_early_release_after_a_lease_extension_purges_live_pubsub_waiters() {
         "live waiter b was purged by the release (its position right after it: {position})"
     );
 }
+
+/// Finding 4: in a queue mixed with Redisson's script waiters, a native
+/// waiter that polls on time is purged when a script waiter ahead of it,
+/// with a longer wait, takes its turn late (but within its own wait): the
+/// script takes the taker's wait off every deadline, which puts the native
+/// waiter's in the past. The native waiter behind it (a longer wait)
+/// survives, so the native order breaks.
+#[test]
+fn a_script_waiter_taking_its_turn_late_purges_a_live_native_waiter_behind_it() {
+    use testkit::{server_time_ms, FairScripts};
+    let server = Server::start();
+    let mut con = server.connection();
+    let scripts = FairScripts::default();
+    scripts.load(&mut con).unwrap();
+    assert_eq!(fair_acquire(&mut con, "holder", 300, None), Value::Nil);
+    let at = server_time_ms(&mut con);
+    let java: Value = scripts.acquire(b"f", b"java:1", LONG, Some(3_000), at).query(&mut con).unwrap();
+    assert!(matches!(java, Value::Int(_)));
+    assert!(matches!(fair_acquire(&mut con, "b", LONG, Some(600)), Value::Int(_)));
+    assert!(matches!(fair_acquire(&mut con, "c", LONG, Some(5_000)), Value::Int(_)));
+    // b and c poll back at their hints (at most half their waits); the
+    // lease ends at 300 ms; the Java waiter comes back at 1 s, 700 ms after
+    // its turn came, well within its 3 s wait.
+    let started = std::time::Instant::now();
+    let mut java_took = false;
+    while started.elapsed() < Duration::from_millis(1_600) {
+        // (Polling every 50 ms: far more often than their hints ask.)
+        assert!(matches!(fair_acquire(&mut con, "b", LONG, Some(600)), Value::Int(_)));
+        assert!(matches!(fair_acquire(&mut con, "c", LONG, Some(5_000)), Value::Int(_)));
+        if !java_took && started.elapsed() >= Duration::from_millis(1_000) {
+            let at = server_time_ms(&mut con);
+            let took: Value = scripts.acquire(b"f", b"java:1", LONG, Some(3_000), at).query(&mut con).unwrap();
+            assert_eq!(took, Value::Nil, "the Java waiter takes its turn");
+            java_took = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(queue(&mut con), vec!["b".to_string(), "c".to_string()], "b polled every 50 ms yet lost its place");
+}
