@@ -221,3 +221,36 @@ fn a_script_waiter_taking_its_turn_late_purges_a_live_native_waiter_behind_it() 
     }
     assert_eq!(queue(&mut con), vec!["b".to_string(), "c".to_string()], "b polled every 50 ms yet lost its place");
 }
+
+fn used_memory(con: &mut Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(con).unwrap();
+    info.lines().find_map(|line| line.strip_prefix("used_memory:")).unwrap().trim().parse().unwrap()
+}
+
+/// Finding 5: the server's memory of native waits (owner -> wait_ms, per
+/// lock) outlives the data: a lock whose queued (pub/sub) waiters never
+/// come back keeps its entry until a command touches that lock again; a
+/// FLUSHALL (or DEL of the keys) leaves every entry behind. Many names
+/// grow the module's memory without bound (about 450 bytes per lock).
+#[test]
+fn the_memory_of_waits_survives_flushall_and_grows_with_every_name() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let round = |con: &mut Connection, round: usize| {
+        let mut pipe = redis::pipe();
+        for n in 0..10_000 {
+            let name = format!("r{round}:{n}");
+            pipe.cmd("RFAIR.ACQUIRE").arg(&name).arg("holder").arg(LONG).ignore();
+            pipe.cmd("RFAIR.ACQUIRE").arg(&name).arg("waiter-0123456789abcdef:1").arg(LONG).arg("WAIT").arg(1_000).ignore();
+        }
+        let _: () = pipe.query(con).unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(con).unwrap();
+    };
+    round(&mut con, 0);
+    let before = used_memory(&mut con);
+    for n in 1..=3 {
+        round(&mut con, n);
+    }
+    let grown = used_memory(&mut con) - before;
+    assert!(grown < 1_000_000, "after 3 x (10,000 locks, FLUSHALL) the empty server holds {grown} more bytes");
+}
