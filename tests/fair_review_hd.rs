@@ -254,3 +254,33 @@ fn the_memory_of_waits_survives_flushall_and_grows_with_every_name() {
     let grown = used_memory(&mut con) - before;
     assert!(grown < 1_000_000, "after 3 x (10,000 locks, FLUSHALL) the empty server holds {grown} more bytes");
 }
+
+/// Finding 6 (low): an owner blocked on two connections (a8b0f22 made
+/// that grant once); one connection is killed (a cancelled call: the
+/// client kills it). The give-up takes the owner out of the queue though
+/// its other call still blocks: that call is told 1 ("still queued") while
+/// it is not, and its owner's place goes to the waiter behind.
+#[test]
+fn killing_one_of_two_blocked_calls_of_an_owner_gives_up_the_place_of_the_other() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
+    let mut killed = server.connection();
+    let killed_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut killed).unwrap();
+    let before = info(&mut con, "blocked");
+    let first = std::thread::spawn(move || {
+        redis::cmd("RFAIR.ACQUIRE").arg("f").arg("x").arg(LONG).arg("WAIT").arg(5_000).arg("BLOCK").arg(20_000).query::<Value>(&mut killed)
+    });
+    eventually("blocked", PATIENCE, || info(&mut con, "blocked") == before + 1);
+    let _y = blocked(&server, "y", (LONG, 5_000, 20_000));
+    let second = blocked(&server, "x", (LONG, 5_000, 20_000));
+    let _: Value = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(killed_id).query(&mut con).unwrap();
+    assert!(first.join().unwrap().is_err());
+    std::thread::sleep(Duration::from_millis(200));
+    let queued = queue(&mut con);
+    if info(&mut con, "blocked") == 1 {
+        let reply = second.join().unwrap();
+        panic!("x's other call got {reply:?} and x is out of the queue: {queued:?}");
+    }
+    assert_eq!(queued, vec!["x".to_string(), "y".to_string()]);
+}
