@@ -241,7 +241,13 @@ fn the_memory_of_waits_survives_flushall_and_grows_with_every_name() {
         for n in 0..10_000 {
             let name = format!("r{round}:{n}");
             pipe.cmd("RFAIR.ACQUIRE").arg(&name).arg("holder").arg(LONG).ignore();
-            pipe.cmd("RFAIR.ACQUIRE").arg(&name).arg("waiter-0123456789abcdef:1").arg(LONG).arg("WAIT").arg(1_000).ignore();
+            pipe.cmd("RFAIR.ACQUIRE")
+                .arg(&name)
+                .arg("waiter-0123456789abcdef:1")
+                .arg(LONG)
+                .arg("WAIT")
+                .arg(1_000)
+                .ignore();
         }
         let _: () = pipe.query(con).unwrap();
         let _: () = redis::cmd("FLUSHALL").query(con).unwrap();
@@ -269,7 +275,15 @@ fn killing_one_of_two_blocked_calls_of_an_owner_gives_up_the_place_of_the_other(
     let killed_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut killed).unwrap();
     let before = info(&mut con, "blocked");
     let first = std::thread::spawn(move || {
-        redis::cmd("RFAIR.ACQUIRE").arg("f").arg("x").arg(LONG).arg("WAIT").arg(5_000).arg("BLOCK").arg(20_000).query::<Value>(&mut killed)
+        redis::cmd("RFAIR.ACQUIRE")
+            .arg("f")
+            .arg("x")
+            .arg(LONG)
+            .arg("WAIT")
+            .arg(5_000)
+            .arg("BLOCK")
+            .arg(20_000)
+            .query::<Value>(&mut killed)
     });
     eventually("blocked", PATIENCE, || info(&mut con, "blocked") == before + 1);
     let _y = blocked(&server, "y", (LONG, 5_000, 20_000));

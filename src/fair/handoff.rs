@@ -11,7 +11,7 @@
 //! while writes are paused, and the state's mutex is never held across a
 //! call into Redis.
 
-use super::{Blocked, FairLock, Tick, Waits};
+use super::{Blocked, FairLock, Tick, Told, Waits};
 use crate::api::api;
 use crate::handoff::blocking::{self, PAUSED_RETRY_MS};
 use crate::handoff::glue::{
@@ -44,11 +44,15 @@ struct Lock {
     blocked: Vec<Waiter>,
     /// The lock's timer, and when it fires.
     timer: Option<(raw::RedisModuleTimerID, i64)>,
+    /// The head the server last told its turn (while the lock was free).
+    told: Option<Vec<u8>>,
+    /// A command just told the head.
+    head_told: bool,
 }
 
 impl Lock {
     fn idle(&self) -> bool {
-        self.waits.is_empty() && self.blocked.is_empty() && self.timer.is_none()
+        self.waits.is_empty() && self.blocked.is_empty() && self.timer.is_none() && self.told.is_none()
     }
 }
 
@@ -65,10 +69,26 @@ fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
 #[linkme::distributed_slice(WAITER_KINDS)]
 static FAIR_WAITERS: WaiterKind = WaiterKind {
     anyone_waits: || waiting() > 0,
-    waits_on: |id| locks().get(id).is_some_and(|lock| !lock.blocked.is_empty()),
+    // Also the locks with native waiters that poll: a DEL or an expiry
+    // starts their head's turn.
+    waits_on: |id| locks().contains_key(id),
     locks: || locks().iter().filter(|(_, lock)| !lock.blocked.is_empty()).map(|(id, _)| id.clone()).collect(),
     freed: look,
+    flushed: forget_unblocked,
 };
+
+/// After a FLUSH or SWAPDB: the memory of locks nobody blocks on goes
+/// (their keys may be gone; waiters that poll are remembered again when
+/// they next ask).
+fn forget_unblocked(ctx: &Context) {
+    let timers: Vec<raw::RedisModuleTimerID> = {
+        let mut locks = locks();
+        let forgotten: Vec<Vec<u8>> =
+            locks.iter().filter(|(_, lock)| lock.blocked.is_empty()).map(|(id, _)| id.clone()).collect();
+        forgotten.iter().filter_map(|id| locks.remove(id).and_then(|lock| lock.timer)).map(|(timer, _)| timer).collect()
+    };
+    timers.into_iter().for_each(|timer| stop_timer::<LockTimer>(ctx, timer));
+}
 
 /// Callers blocked now, over all fair locks.
 pub fn waiting() -> usize {
@@ -91,6 +111,17 @@ pub struct Session {
     pub waits: Waits,
 }
 
+/// What a command did that the server may have to act on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Nothing of note (a re-entry, a refusal, a renewal).
+    None,
+    /// It queued a waiter, or one asked again.
+    Queued,
+    /// It freed the lock, or took its head out, and told the next head.
+    HeadTold,
+}
+
 impl Session {
     /// Cheap when no fair lock has native waiters (the uncontended path).
     pub fn open(ctx: &Context, name: &[u8]) -> Self {
@@ -103,27 +134,28 @@ impl Session {
         Self { id: Some(id), waits }
     }
 
-    /// Hands the waits back. When the command may have changed what the
-    /// server must watch (`changed`: it freed the lock with waiters left,
-    /// or queued a waiter), or the lock has blocked waiters, the server
-    /// looks at the queue at once, on the command's keys.
-    pub fn close(self, ctx: &Context, name: &RedisString, keys: &mut RedisKeyspace, changed: bool) {
-        if self.id.is_none() && !changed && self.waits.is_empty() {
+    /// Hands the waits back, once the command's keys are closed. When the
+    /// command changed what the server watches, or the lock has blocked
+    /// waiters, the server looks at the queue at once, as itself (another
+    /// user's ACL never decides what happens to the waiters).
+    pub fn close(self, ctx: &Context, name: &RedisString, change: Change) {
+        if self.id.is_none() && change == Change::None && self.waits.is_empty() {
             return; // nothing was kept, nothing is to be
         }
         let id = self.id.unwrap_or_else(|| lock_id(ctx, name.as_slice()));
         let blocked = {
             let mut locks = locks();
             let has_blocked = locks.get(&id).is_some_and(|lock| !lock.blocked.is_empty());
-            if !changed && !has_blocked && self.waits.is_empty() && !locks.contains_key(&id) {
+            if change == Change::None && !has_blocked && self.waits.is_empty() && !locks.contains_key(&id) {
                 return;
             }
             let lock = locks.entry(id.clone()).or_default();
             lock.waits = self.waits;
+            lock.head_told = change == Change::HeadTold;
             has_blocked
         };
-        if changed || blocked {
-            look_with(ctx, &id, name, keys);
+        if change != Change::None || blocked {
+            look_as_server(ctx, &id, name);
         } else {
             forget_if_idle(&id);
         }
@@ -131,11 +163,10 @@ impl Session {
 }
 
 /// Blocks the caller, queued for `name`, until the lock is granted to it
-/// (reply nil) or `block_ms` passes (reply its wait hint).
+/// (reply nil) or `block_ms` passes (reply 1: still queued).
 pub fn block(
     ctx: &Context,
     name: &RedisString,
-    keys: &mut RedisKeyspace,
     owner: &[u8],
     (lease_ms, wait_ms, block_ms): (i64, i64, i64),
 ) -> RedisValue {
@@ -144,11 +175,21 @@ pub fn block(
     let id = lock_id(ctx, name.as_slice());
     let timer = start_timer(ctx, block_ms, Some(wait_ran_out), (id.clone(), client));
     let waiter = Waiter { client, owner: owner.to_vec(), lease_ms, wait_ms, timer };
-    locks().entry(id.clone()).or_default().blocked.push(waiter);
+    {
+        let mut locks = locks();
+        let lock = locks.entry(id.clone()).or_default();
+        lock.waits.set_blocked(owner, wait_ms);
+        lock.blocked.push(waiter);
+    }
     BLOCKED.fetch_add(1, Ordering::Relaxed);
     blocking::subscribe(ctx);
-    look_with(ctx, &id, name, keys);
+    look_as_server(ctx, &id, name);
     RedisValue::NoReply
+}
+
+fn look_as_server(ctx: &Context, id: &[u8], name: &RedisString) {
+    let mut keys = RedisKeyspace::open_as_server(ctx, name);
+    look_with(ctx, id, name, &mut keys);
 }
 
 /// Looks at lock `id` from a timer or an event: opens its keys as the
@@ -163,33 +204,35 @@ fn look(ctx: &Context, id: &[u8]) {
         return arm(ctx, id, now_ms() + PAUSED_RETRY_MS);
     }
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
-    let mut keys = RedisKeyspace::open_as_server(ctx, &name);
-    look_with(ctx, id, &name, &mut keys);
+    look_as_server(ctx, id, &name);
 }
 
 /// Runs [`FairLock::tick`] on open keys: unblocks a granted waiter and the
 /// waiters a script dropped from the queue, arms the lock's timer for the
 /// next look, and forgets a lock with nothing left to watch.
 fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeyspace) {
-    let (mut waits, blocked) = {
+    let (mut waits, blocked, told, head_told) = {
         let mut locks = locks();
         let Some(lock) = locks.get_mut(id) else { return };
         let blocked: Vec<(Vec<u8>, i64, i64)> =
             lock.blocked.iter().map(|waiter| (waiter.owner.clone(), waiter.lease_ms, waiter.wait_ms)).collect();
-        (std::mem::take(&mut lock.waits), blocked)
+        (std::mem::take(&mut lock.waits), blocked, lock.told.take(), std::mem::take(&mut lock.head_told))
     };
+    let told = if head_told { Told::Head } else { Told::Owner(told.as_deref()) };
     let views: Vec<Blocked<'_>> = blocked
         .iter()
         .map(|(owner, lease_ms, wait_ms)| Blocked { owner, lease_ms: *lease_ms, wait_ms: *wait_ms })
         .collect();
-    let ticked = FairLock::new(name.as_slice()).tick(keys, &mut waits, &views, now_ms());
+    let ticked = FairLock::new(name.as_slice()).tick(keys, &mut waits, (&views, told), now_ms());
     if let Some(lock) = locks().get_mut(id) {
         lock.waits = waits;
+        lock.told = ticked.as_ref().ok().and_then(|tick| tick.told.clone());
     }
     match ticked {
         Ok(tick) => settle(ctx, id, tick),
         Err(err) => {
-            // Not a fair lock any more: every blocked caller gets the error.
+            // Not a fair lock any more (the server itself may touch every
+            // key): every blocked caller gets the error an acquire would.
             let text = error_text(err.into());
             for waiter in take_blocked(id, |_| true) {
                 unblock(ctx, waiter, Outcome::Failed(text.clone()));
@@ -232,6 +275,11 @@ fn take_blocked(id: &[u8], which: impl Fn(&Waiter) -> bool) -> Vec<Waiter> {
     let Some(lock) = locks.get_mut(id) else { return Vec::new() };
     let (taken, kept): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut lock.blocked).into_iter().partition(which);
     lock.blocked = kept;
+    for waiter in &taken {
+        if !lock.blocked.iter().any(|other| other.owner == waiter.owner) {
+            lock.waits.clear_blocked(&waiter.owner);
+        }
+    }
     BLOCKED.fetch_sub(taken.len(), Ordering::Relaxed);
     taken
 }
@@ -305,20 +353,22 @@ fn unblock(ctx: &Context, waiter: Waiter, outcome: Outcome) {
 /// callback does not write).
 unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
     let ctx = Context::new(ctx);
-    let found = {
-        let mut locks = locks();
-        locks.iter_mut().find_map(|(id, lock)| {
-            let at = lock.blocked.iter().position(|waiter| waiter.client == client as Client)?;
-            BLOCKED.fetch_sub(1, Ordering::Relaxed);
-            Some((id.clone(), lock.blocked.remove(at)))
-        })
-    };
-    let Some((id, waiter)) = found else { return };
-    if waiter.timer != 0 {
-        stop_timer::<(Vec<u8>, Client)>(&ctx, waiter.timer);
+    let id = locks()
+        .iter()
+        .find(|(_, lock)| lock.blocked.iter().any(|w| w.client == client as Client))
+        .map(|(id, _)| id.clone());
+    let Some(id) = id else { return };
+    for waiter in take_blocked(&id, |waiter| waiter.client == client as Client) {
+        if waiter.timer != 0 {
+            stop_timer::<(Vec<u8>, Client)>(&ctx, waiter.timer);
+        }
+        unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
+        // The owner's other call, if any, keeps the place.
+        let still_blocked = locks().get(&id).is_some_and(|lock| lock.blocked.iter().any(|w| w.owner == waiter.owner));
+        if !still_blocked {
+            start_timer(&ctx, 0, Some(give_up), (id.clone(), waiter.owner, waiter.wait_ms));
+        }
     }
-    unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
-    start_timer(&ctx, 0, Some(give_up), (id, waiter.owner, waiter.wait_ms));
 }
 
 unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
@@ -336,7 +386,8 @@ unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let mut waits = take_waits(&id);
     // A key that is not a fair lock any more has no place to give up.
     let _ = FairLock::new(name.as_slice()).cancel(&mut keys, &mut waits, &owner, wait_ms, now_ms());
-    Session { id: Some(id), waits }.close(&ctx, &name, &mut keys, true);
+    drop(keys);
+    Session { id: Some(id), waits }.close(&ctx, &name, Change::HeadTold);
     blocking::unsubscribe_if_idle(&ctx);
 }
 

@@ -56,6 +56,16 @@ pub struct Blocked<'a> {
     pub wait_ms: i64,
 }
 
+/// Whom the server last told its turn, so that a look tells each new
+/// head of a free lock once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Told<'a> {
+    /// The head as it is now: a command just told it.
+    Head,
+    /// This owner, or nobody (the lock was held at the last look).
+    Owner(Option<&'a [u8]>),
+}
+
 /// What [`FairLock::tick`] found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tick {
@@ -65,6 +75,8 @@ pub struct Tick {
     pub unqueued: Vec<Vec<u8>>,
     /// Whether anyone is queued.
     pub queued: bool,
+    /// The head told its turn, while the lock is free (for the next look).
+    pub told: Option<Vec<u8>>,
     /// When to look again (server time, ms).
     pub next_at: Option<i64>,
 }
@@ -156,8 +168,14 @@ impl FairLock {
 
     /// A free lock goes to `owner` (nobody waits, or it is the head): it
     /// takes its turn, and the others' deadlines follow its lease.
-    fn grant<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, owner: &[u8], expire_at: i64) -> Result<()> {
-        waiters.take_turn(keys, &self.queue, &self.timeouts, owner, expire_at)?;
+    fn grant<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        (waiters, waits): (&mut Waiters, &Waits),
+        owner: &[u8],
+        (expire_at, wait_ms): (i64, i64),
+    ) -> Result<()> {
+        waiters.take_turn(keys, (&self.queue, &self.timeouts), owner, (expire_at, wait_ms), waits)?;
         keys.hset(&self.name, &[(owner, b"1")])?;
         keys.set_expire_at(&self.name, expire_at)
     }
@@ -178,7 +196,8 @@ impl FairLock {
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
         let outcome = if free && waiters.head().is_none_or(|head| head == owner) {
-            self.grant(keys, &mut waiters, owner, expire_at)?;
+            let taker_wait = wait_ms.unwrap_or(rlock_protocol::DEFAULT_FAIR_WAIT_MS);
+            self.grant(keys, (&mut waiters, waits), owner, (expire_at, taker_wait))?;
             Acquire::Acquired
         } else if let Some(count) = count {
             let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
@@ -303,23 +322,23 @@ impl FairLock {
         Ok((true, waiters.head().is_some()))
     }
 
-    /// The server's own look at the queue, from a timer or after a blocked
-    /// waiter came or went. It drops the dead; a free lock goes to a
-    /// blocked head, or when a dead head was dropped, the new head is told
-    /// and its turn starts; blocked waiters, alive while they block, have
-    /// their deadlines kept up. Replies who was granted, the blocked
-    /// owners no longer queued (a script dropped them), and when to look
-    /// again.
+    /// The server's own look at the queue, from a timer, an event or after
+    /// a command. It drops the dead; a free lock goes to a blocked head, or
+    /// a head not told yet (`told`: its lease ran out, a dead head was
+    /// dropped, a script released the lock or gave up) is told and its
+    /// turn starts; blocked waiters, alive while they block, have their
+    /// deadlines kept up. Replies who was granted, the blocked owners no
+    /// longer queued (a script dropped them), whom it told, and when to
+    /// look again.
     pub fn tick<K: Keyspace>(
         &self,
         keys: &mut K,
         waits: &mut Waits,
-        blocked: &[Blocked<'_>],
+        (blocked, told): (&[Blocked<'_>], Told<'_>),
         now_ms: i64,
     ) -> Result<Tick> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
-        let head_died = waiters.dead_head();
         self.touch_head(keys, &waiters)?;
         self.purge(keys, &mut waiters)?;
         let find = |owner: &[u8]| blocked.iter().find(|waiter| waiter.owner == owner);
@@ -333,10 +352,11 @@ impl FairLock {
         };
         match waiters.head().and_then(find) {
             Some(head) if free => {
-                self.grant(keys, &mut waiters, head.owner, expiry(now_ms, head.lease_ms)?)?;
+                let lease_end = expiry(now_ms, head.lease_ms)?;
+                self.grant(keys, (&mut waiters, waits), head.owner, (lease_end, head.wait_ms))?;
                 tick.granted = Some(head.owner.to_vec());
             }
-            None if free && head_died => {
+            None if free && told != Told::Head && told != Told::Owner(waiters.head()) => {
                 self.turn_starts(keys, &mut waiters, waits, now_ms)?;
                 self.wake_head(keys, &waiters)?;
             }
@@ -351,8 +371,9 @@ impl FairLock {
         }
         waits.sync(&waiters);
         tick.queued = waiters.head().is_some();
-        tick.next_at = next_look(&waiters, blocked, keys.key_type(&self.name)? == KeyType::Missing, lease_end)
-            .map(|at| at.max(now_ms + 1));
+        let free = keys.key_type(&self.name)? == KeyType::Missing;
+        tick.told = waiters.head().filter(|_| free).map(<[u8]>::to_vec);
+        tick.next_at = next_look(&waiters, blocked, free, lease_end).map(|at| at.max(now_ms + 1));
         Ok(tick)
     }
 
@@ -378,15 +399,15 @@ impl FairLock {
 }
 
 /// When the server must look at the queue again: a free lock's head that
-/// is not blocked loses its turn at its deadline; a blocked head of a held
-/// lock is granted at the lease's end; a blocked waiter's deadline is kept
-/// up when half its wait is left.
+/// is not blocked loses its turn at its deadline; a held lock's head gets
+/// its turn at the lease's end (granted, or told); a blocked waiter's
+/// deadline is kept up when half its wait is left.
 fn next_look(waiters: &Waiters, blocked: &[Blocked<'_>], free: bool, lease_end: Option<i64>) -> Option<i64> {
     let is_blocked = |owner: &[u8]| blocked.iter().any(|waiter| waiter.owner == owner);
     let (head, head_deadline) = waiters.live.first()?;
     let turn = match (free, is_blocked(head), lease_end) {
         (true, false, _) => Some(head_deadline.saturating_add(1)),
-        (false, true, Some(end)) => Some(end.saturating_add(1)),
+        (false, _, Some(end)) => Some(end.saturating_add(1)),
         _ => None,
     };
     let refreshes = blocked

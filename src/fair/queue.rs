@@ -46,8 +46,8 @@ impl Waiters {
         let mut waiters = Self::default();
         for owner in queued {
             let stored = by_owner.get(owner.as_slice()).copied();
-            let score = match (stored, waits.deadline(&owner)) {
-                (stored, Some(given)) if stored.is_none_or(|stored| stored < given) && given > now_ms => {
+            let score = match (stored, waits.deadline(&owner, now_ms)) {
+                (stored, Some(given)) if stored.is_none_or(|stored| stored < given) => {
                     if !live.contains(&owner) {
                         waiters.repaired.push((owner.clone(), given));
                     }
@@ -132,25 +132,37 @@ impl Waiters {
         Ok(Some(position))
     }
 
-    /// The head takes the lock until `lease_end`: it leaves the queue, and
-    /// when its lease ends after its deadline, the others' deadlines move
-    /// by the difference, so that they stay chained after the new lease,
-    /// each keeping the time it had after the one ahead. They never move
-    /// earlier: the taker's deadline may have been kept up past its turn,
-    /// and the gaps behind it are then no waits. (Redisson takes the
-    /// taker's wait off instead, which keeps them chained after the old
-    /// lease: a lease longer than a wait then purges live waiters, #3004.)
+    /// The head takes the lock until `lease_end`: it leaves the queue.
+    /// The deadlines of the native waiters (their waits in `waits`) move by
+    /// its lease end less its deadline when that is later, so that they stay
+    /// chained after the new lease (never earlier: the taker's deadline may
+    /// have been kept up past its turn). A script waiter's deadline follows
+    /// Redisson's arithmetic, the taker's wait (`taker_wait_ms`) off, so
+    /// that a dead one holds the queue up no longer than under Redisson;
+    /// live native waiters are kept alive by their own calls, which
+    /// Redisson's never refresh (#3004).
     pub fn take_turn<K: Keyspace>(
         &mut self,
         keys: &mut K,
-        queue: &[u8],
-        timeouts: &[u8],
+        (queue, timeouts): (&[u8], &[u8]),
         owner: &[u8],
-        lease_end: i64,
+        (lease_end, taker_wait_ms): (i64, i64),
+        waits: &Waits,
     ) -> Result<()> {
         let Some(deadline) = self.deadline(owner) else { return Ok(()) };
         self.take(keys, queue, timeouts, owner)?;
-        self.shift(keys, timeouts, lease_end.saturating_sub(deadline).max(0))
+        let later = lease_end.saturating_sub(deadline).max(0);
+        for (waiter, score) in &mut self.live {
+            let moved = match waits.get(waiter) {
+                Some(_) => score.saturating_add(later),
+                None => score.saturating_sub(taker_wait_ms),
+            };
+            if moved != *score {
+                *score = moved;
+                keys.zadd(timeouts, waiter, moved)?;
+            }
+        }
+        Ok(())
     }
 
     /// The head's turn starts now: its deadline becomes `deadline`.
@@ -205,23 +217,6 @@ impl Waiters {
         Ok(())
     }
 
-    /// Every deadline `by_ms` later.
-    fn shift<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], by_ms: i64) -> Result<()> {
-        if by_ms == 0 {
-            return Ok(());
-        }
-        for (owner, score) in &mut self.live {
-            *score = score.saturating_add(by_ms);
-            keys.zadd(timeouts, owner, *score)?;
-        }
-        Ok(())
-    }
-
-    /// Whether a dead entry leads the queue (a purge pops it).
-    pub fn dead_head(&self) -> bool {
-        self.dead_at_head > 0
-    }
-
     /// Appends `owner` with Redisson's deadline: `wait_ms` after the last
     /// waiter's deadline, or after the lock's PTTL (`pttl_ms`) when the
     /// queue is empty. Returns Redisson's reply, that base.
@@ -266,6 +261,9 @@ struct Known {
     wait_ms: i64,
     /// The deadline the server last gave it (0: none yet).
     deadline: i64,
+    /// Blocked on the server: alive whatever its deadline says (a stall
+    /// may have kept the server from keeping it up).
+    blocked: bool,
 }
 
 impl Waits {
@@ -277,8 +275,26 @@ impl Waits {
         self.0.get(owner).map(|known| known.wait_ms)
     }
 
-    fn deadline(&self, owner: &[u8]) -> Option<i64> {
-        self.0.get(owner).map(|known| known.deadline).filter(|deadline| *deadline > 0)
+    /// The deadline a live native waiter has at least at `now`: the one
+    /// the server gave it, and a blocked one's wait from now.
+    fn deadline(&self, owner: &[u8], now_ms: i64) -> Option<i64> {
+        let known = self.0.get(owner)?;
+        let alive = if known.blocked { now_ms.saturating_add(known.wait_ms) } else { 0 };
+        Some(known.deadline.max(alive)).filter(|deadline| *deadline > now_ms)
+    }
+
+    /// Marks `owner`, of wait `wait_ms`, blocked on the server.
+    pub fn set_blocked(&mut self, owner: &[u8], wait_ms: i64) {
+        let known = self.0.entry(owner.to_vec()).or_default();
+        known.wait_ms = wait_ms;
+        known.blocked = true;
+    }
+
+    /// `owner` no longer blocks (it may still poll).
+    pub fn clear_blocked(&mut self, owner: &[u8]) {
+        if let Some(known) = self.0.get_mut(owner) {
+            known.blocked = false;
+        }
     }
 
     /// Forgets the owners that are no longer queued, and remembers the

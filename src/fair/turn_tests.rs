@@ -9,17 +9,19 @@ const LEASE: i64 = 30_000;
 const WAIT: i64 = 5_000;
 const Q: &[u8] = b"redisson_lock_queue:{f}";
 
-/// One fair lock, its keys and the server's memory of its waits, at a clock.
+/// One fair lock, its keys and the server's memory of it (waits, the
+/// head last told its turn), at a clock.
 struct Fair {
     lock: FairLock,
     keys: Keys,
     waits: Waits,
+    told: Option<Vec<u8>>,
     now: i64,
 }
 
 impl Fair {
     fn new() -> Self {
-        Self { lock: FairLock::new(b"f"), keys: Keys::default(), waits: Waits::default(), now: T0 }
+        Self { lock: FairLock::new(b"f"), keys: Keys::default(), waits: Waits::default(), told: None, now: T0 }
     }
 
     /// The next command, `after_ms` later.
@@ -38,13 +40,18 @@ impl Fair {
     fn release(&mut self, after_ms: i64, owner: &str) -> Release {
         self.at(after_ms);
         let (lock, now) = (&self.lock, self.now);
-        lock.release(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, None), now).unwrap().0
+        let released = lock.release(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, None), now).unwrap().0;
+        self.told = self.queue().first().map(|head| head.as_bytes().to_vec()); // the release told it
+        released
     }
 
     fn tick(&mut self, after_ms: i64, blocked: &[Blocked<'_>]) -> Tick {
         self.at(after_ms);
         let (lock, now) = (&self.lock, self.now);
-        lock.tick(&mut self.keys, &mut self.waits, blocked, now).unwrap()
+        let tick =
+            lock.tick(&mut self.keys, &mut self.waits, (blocked, Told::Owner(self.told.as_deref())), now).unwrap();
+        self.told = tick.told.clone();
+        tick
     }
 
     fn queue(&self) -> Vec<String> {
@@ -191,7 +198,8 @@ fn a_script_lowering_a_native_waiters_deadline_does_not_purge_it() {
 
 /// A native head whose deadline was kept up past the chain (it asked
 /// again during a longer lease) is released to: the script waiter behind
-/// it keeps its own deadline, never pushed into the past.
+/// it keeps its own deadline, never pushed into the past, and follows
+/// Redisson's arithmetic when the head takes its turn.
 #[test]
 fn a_turn_starting_moves_no_other_deadline_earlier() {
     let mut fair = Fair::new();
@@ -208,5 +216,39 @@ fn a_turn_starting_moves_no_other_deadline_earlier() {
     assert_eq!(fair.deadline("b"), Some(fair.now + WAIT), "b's turn starts");
     assert_eq!(fair.deadline("s"), Some(s_deadline), "s keeps its deadline");
     assert_eq!(fair.acquire(5, "b"), Acquire::Acquired);
-    assert!(fair.deadline("s").unwrap() >= s_deadline, "and never loses time when b takes its turn");
+    assert_eq!(fair.deadline("s"), Some(s_deadline - WAIT), "and loses b's wait when b takes its turn, as in Redisson");
+}
+
+/// A lease that runs out starts the head's turn at the server's next look
+/// (a timer at the lease's end): it is told, and a native head gets its
+/// wait from then, not from a deadline kept up past the lease.
+#[test]
+fn a_lease_running_out_starts_the_heads_turn() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "a");
+    fair.acquire(1, "b");
+    assert!(matches!(fair.acquire(LEASE - 10, "b"), Acquire::Queued { .. }));
+    let tick = fair.tick(0, &[]);
+    assert_eq!(tick.next_at, Some(T0 + LEASE + 1), "look at the lease's end");
+    let tick = fair.tick(tick.next_at.unwrap() - fair.now, &[]);
+    assert!(fair.keys.effects.contains(&"PUBLISH redisson_lock__channel:{f}:b 0".to_owned()), "b is told");
+    assert_eq!(fair.deadline("b"), Some(fair.now + WAIT));
+    assert_eq!(tick.next_at, Some(fair.now + WAIT + 1));
+    fair.tick(1, &[]);
+    assert!(fair.keys.effects.is_empty(), "told once: {:?}", fair.keys.effects);
+}
+
+/// A blocked waiter is alive whatever its deadline says: a stall kept the
+/// server from keeping it up.
+#[test]
+fn a_blocked_waiter_outlives_its_deadline() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "a");
+    fair.acquire(1, "b");
+    fair.waits.set_blocked(b"b", WAIT);
+    let stalled = fair.deadline("b").unwrap() - fair.now + 5_000;
+    assert!(matches!(fair.acquire(stalled, "c"), Acquire::Queued { .. }), "a's lease ran out; b is still ahead");
+    assert_eq!(fair.queue(), ["b", "c"]);
+    fair.waits.clear_blocked(b"b");
+    assert_eq!(fair.acquire(WAIT + 1, "c"), Acquire::Acquired, "once it no longer blocks, its deadline counts");
 }

@@ -289,6 +289,7 @@ fn flushed(ctx: &Context, subevent: redis_module::server_events::FlushSubevent) 
 
 /// Schedules a grant check of every lock with waiters.
 fn check_every_lock(ctx: &Context) {
+    WAITER_KINDS.iter().for_each(|kind| (kind.flushed)(ctx));
     let mut locks = state().queues.locks();
     locks.extend(WAITER_KINDS.iter().flat_map(|kind| (kind.locks)()));
     locks.iter().for_each(|id| schedule_grant(ctx, id, 0));

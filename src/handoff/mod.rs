@@ -26,6 +26,8 @@ pub struct WaiterKind {
     pub locks: fn() -> Vec<Vec<u8>>,
     /// Lock `id` may have freed (a timer: it may write).
     pub freed: fn(&redis_module::Context, &[u8]),
+    /// A FLUSH or SWAPDB ran: what the kind remembers of keys may be gone.
+    pub flushed: fn(&redis_module::Context),
 }
 
 #[cfg(not(test))]

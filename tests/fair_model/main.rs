@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use testkit::{Rng, Server};
 
 const DEFAULT_RUN_MS: u64 = 3500;
-const LOG_TAIL: usize = 80;
+const LOG_TAIL: usize = 400;
 
 /// One run at a time: they keep time on a shared machine.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

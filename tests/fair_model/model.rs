@@ -127,7 +127,16 @@ impl Model {
                 return Err(format!("two holders: {uid} was granted while {} held for {left} ms more", hold.uid));
             }
         }
+        let taker_wait = self.order.iter().find(|w| w.uid == uid).map(|w| w.wait);
         self.order.retain(|w| w.uid != uid);
+        // Every grant takes the taker's wait off a script waiter's deadline
+        // (Redisson's arithmetic, which the commands keep for them): a step
+        // may drop one before a snapshot saw the lowered deadline.
+        for waiter in self.order.iter_mut().filter(|w| w.kind == Kind::Script) {
+            if let (Some(deadline), Some(wait)) = (waiter.deadline, taker_wait) {
+                waiter.deadline = deadline.checked_sub(wait).or(Some(deadline));
+            }
+        }
         self.holder = Some(Hold { uid, lease_end: (at.0 + lease, at.1 + lease) });
         self.free_base = None;
         Ok(())
@@ -269,7 +278,14 @@ impl Model {
                 continue;
             }
             if let (false, Some(base)) = (first_live_seen, turn) {
-                turn = Some(Self::skipped_by(&waiter, base).min(after).max(base));
+                // A script waiter's deadline moves with every grant and
+                // give-up (Redisson's arithmetic): it was dropped by this
+                // snapshot, which is when the next one's turn came.
+                let skipped = match waiter.kind {
+                    Kind::Script => before,
+                    _ => Self::skipped_by(&waiter, base).min(after),
+                };
+                turn = Some(skipped.max(base));
             }
             learned.dropped.push(waiter.uid);
         }

@@ -2,7 +2,7 @@ use crate::commands::args::{is_keyword, parse_optional_lease, LEASE_MS, OWNER, W
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
-use crate::fair::handoff::{self, Session};
+use crate::fair::handoff::{self, Change, Session};
 use crate::fair::{Acquire, FairLock};
 use crate::handoff::blocking::may_block;
 use crate::lease;
@@ -29,13 +29,15 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());
     let outcome = lock.acquire(&mut keys, &mut session.waits, owner.as_slice(), (lease_ms, wait_ms), now_ms());
+    drop(keys);
+    // A queued caller: the server watches its turn (at the lease's end).
     let queued = matches!(outcome, Ok(Acquire::Queued { .. }));
-    session.close(ctx, &name, &mut keys, false);
+    session.close(ctx, &name, if queued { Change::Queued } else { Change::None });
     Ok(match (outcome?, wait_ms, block_ms) {
         (Acquire::Acquired | Acquire::Reentered { .. }, ..) => RedisValue::Null,
         (Acquire::Refused, ..) => RedisValue::Integer(1),
-        (Acquire::Queued { .. }, Some(wait_ms), Some(block_ms)) if queued && may_block(ctx) => {
-            handoff::block(ctx, &name, &mut keys, owner.as_slice(), (lease_ms, wait_ms, block_ms))
+        (Acquire::Queued { .. }, Some(wait_ms), Some(block_ms)) if may_block(ctx) => {
+            handoff::block(ctx, &name, owner.as_slice(), (lease_ms, wait_ms, block_ms))
         }
         (Acquire::Queued { hint_ms }, ..) => RedisValue::Integer(hint_ms),
     })

@@ -2,7 +2,7 @@ use crate::commands::args::OWNER;
 use crate::commands::args::{parse_wait, WAIT_MS};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::fair::handoff::Session;
+use crate::fair::handoff::{Change, Session};
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
@@ -19,7 +19,8 @@ fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut session = Session::open(ctx, name.as_slice());
     let cancelled =
         FairLock::new(name.as_slice()).cancel(&mut keys, &mut session.waits, owner.as_slice(), wait_ms, now_ms());
-    session.close(ctx, &name, &mut keys, cancelled.is_ok());
+    drop(keys);
+    session.close(ctx, &name, if cancelled.is_ok() { Change::HeadTold } else { Change::None });
     cancelled?;
     Ok(RedisValue::Null)
 }

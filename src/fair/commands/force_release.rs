@@ -1,6 +1,6 @@
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::fair::handoff::Session;
+use crate::fair::handoff::{Change, Session};
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
@@ -15,7 +15,8 @@ fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut session = Session::open(ctx, name.as_slice());
     let released = FairLock::new(name.as_slice()).force_release(&mut keys, &mut session.waits, now_ms());
     let waiters_left = matches!(released, Ok((_, true)));
-    session.close(ctx, &name, &mut keys, waiters_left);
+    drop(keys);
+    session.close(ctx, &name, if waiters_left { Change::HeadTold } else { Change::None });
     Ok(RedisValue::Integer(i64::from(released?.0)))
 }
 

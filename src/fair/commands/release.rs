@@ -2,7 +2,7 @@ use crate::commands::args::{parse_release_tail, LATCH, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply;
-use crate::fair::handoff::Session;
+use crate::fair::handoff::{Change, Session};
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString};
@@ -22,7 +22,8 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let lock = FairLock::new(name.as_slice());
     let released = lock.release(&mut keys, &mut session.waits, owner.as_slice(), (lease_ms, latch.as_ref()), now);
     let waiters_left = matches!(released, Ok((_, true)));
-    session.close(ctx, &name, &mut keys, waiters_left);
+    drop(keys);
+    session.close(ctx, &name, if waiters_left { Change::HeadTold } else { Change::None });
     Ok(reply::release(released?.0))
 }
 
