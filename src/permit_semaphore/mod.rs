@@ -10,7 +10,11 @@
 //! [`RECLAIM_LIMIT`]; Redisson's acquire reclaims only as many as it asks
 //! for, its release and setPermits none); releasing one permit whose lease
 //! had run out says so (-1, where Redisson says 0 as for an unknown id);
-//! adding permits keeps the TTL (#3224); an id given twice, or an acquire
+//! adding permits keeps the TTL (#3224); releasing one permit publishes
+//! the new count only when it is positive (Redisson's release(id) script
+//! publishes it even when it is 0 or less, and its SemaphorePubSub turns a
+//! negative message into `Semaphore.release(-1)`, which throws; a count of
+//! 0 or less lets no waiter in anyway); an id given twice, or an acquire
 //! of an id held already, is refused (Redisson takes n permits but records
 //! fewer, leaking them).
 
@@ -134,7 +138,10 @@ impl PermitSemaphore {
         }
     }
 
-    /// release(id): returns the permit and publishes the new count.
+    /// release(id): returns the permit and publishes the new count, as
+    /// Redisson's script does, but only when it is positive (as its
+    /// reclaim does): Redisson's SemaphorePubSub releases
+    /// `min(waiting, message)` latch permits, and a negative message throws.
     pub fn release<K: Keyspace>(&self, keys: &mut K, now_ms: i64, id: &[u8]) -> Result<Release> {
         check_ids(&[id])?;
         let available = self.open(keys)?;
@@ -150,7 +157,9 @@ impl PermitSemaphore {
             Some(_) => {
                 let available = self.reclaim(keys, now_ms, available, RECLAIM_LIMIT, &[])?;
                 let new = self.give_back(keys, available, &[id])?;
-                keys.publish(&self.channel, new.to_string().as_bytes())?;
+                if new > 0 {
+                    keys.publish(&self.channel, new.to_string().as_bytes())?;
+                }
                 Ok(Release::Returned)
             }
         }

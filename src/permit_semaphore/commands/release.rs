@@ -29,7 +29,7 @@ command!(
     c"write",
     CommandInfo {
         name: c"rpsem.release",
-        summary: c"Returns permits (id [id ...]) and publishes: one id: 1, 0 not held, -1 its lease had run out (returned now); several: all or none, how many, else 0.",
+        summary: c"Returns permits (id [id ...]) and publishes (one id: the new count if positive; several: how many): one id: 1, 0 not held, -1 its lease had run out (returned now); several: all or none, how many, else 0.",
         arity: -3,
         key_flags: KEY_FLAGS,
         args: &[ID],
