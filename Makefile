@@ -1,6 +1,6 @@
 # rlock: `make run` builds the module and starts redis-server with it;
-# `make test` builds and runs every test, on Redis and on Valkey. Both
-# install missing Debian packages first.
+# `make test` builds and runs every test, on Redis and on Valkey, then the
+# Java suite with real Redisson. Both install missing Debian packages first.
 
 CARGO ?= cargo
 PORT ?= 6379
@@ -8,7 +8,7 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test test-redis test-valkey valkey bench lint clean
+.PHONY: all deps java-deps build run test test-redis test-valkey test-java valkey bench lint clean
 # One target at a time: the test runs share the machine's two cores.
 .NOTPARALLEL:
 
@@ -48,8 +48,9 @@ run: build
 	@echo "rlock: stop with Ctrl-C. Port taken? make run PORT=6380"
 	exec redis-server redis.conf --port $(PORT)
 
-# The whole suite on Redis (Debian's redis-server), then on Valkey 8.1.
-test: test-redis test-valkey
+# The whole suite on Redis (Debian's redis-server), then on Valkey 8.1,
+# then real Redisson (Java) against both.
+test: test-redis test-valkey test-java
 
 test-redis: deps
 	$(CARGO) build --workspace
@@ -58,6 +59,35 @@ test-redis: deps
 test-valkey: deps valkey
 	$(CARGO) build --workspace
 	RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli $(CARGO) test --workspace
+
+# Real Redisson from Maven Central (never vendored) against the module:
+# interop/java, one Maven run per version (RlockServer.java starts the
+# server, interop/rust-peer is the rlock-client side). Every version on
+# Redis, the newest on Valkey. 3.45.1 is the last with the script cache off
+# by default (EVAL); 3.52.0 the last 3.x. About a minute a version.
+REDISSON_VERSIONS ?= 3.14.1 3.23.5 3.45.1 3.52.0 4.7.0
+REDISSON_NEWEST ?= 4.7.0
+JAVA_RUN := interop/java/run.sh
+MODULE_SO := $(abspath target/debug/librlock.so)
+PEER_BIN := $(abspath target/debug/rlock-peer)
+
+# A JDK (17+) and Maven, from Debian where missing.
+java-deps:
+	@missing=""; \
+	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing:$$missing"; \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+test-java: deps java-deps valkey
+	$(CARGO) build -p rlock --lib -p rlock-peer
+	@status=0; \
+	$(JAVA_RUN) redis-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_VERSIONS) || status=1; \
+	$(JAVA_RUN) $(VALKEY_BIN)/valkey-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_NEWEST) || status=1; \
+	exit $$status
 
 valkey: $(VALKEY_BIN)/valkey-server
 

@@ -1,0 +1,280 @@
+package rlock.interop;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.redisson.api.RBucket;
+import org.redisson.api.RCountDownLatch;
+import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
+import org.redisson.api.RSemaphore;
+import org.redisson.client.codec.StringCodec;
+
+/** Java (Redisson) and Rust (rlock-client, interop/rust-peer) on one name. */
+class InteropTest extends RedissonTest {
+    private static final int HANDOFF_ROUNDS = 15;
+    /** A hand-off woken by the release message, not by the lease (1.5 s / 3 s) running out. */
+    private static final long HANDOFF_BOUND_MS = 1000;
+
+    private Peer rust;
+
+    @BeforeAll
+    void startPeer() {
+        rust = new Peer(server, 3000);
+    }
+
+    @AfterAll
+    void stopPeer() {
+        if (rust != null) {
+            rust.close();
+        }
+    }
+
+    private static long nowMicros() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
+    }
+
+    @Test
+    void mutualExclusionUnderLoad(TestInfo info) throws Exception {
+        String name = name(info, "lock");
+        String key = name(info, "counter");
+        int javaThreads = 3;
+        int rustTasks = 3;
+        int rounds = 60;
+        RBucket<String> counter = redisson.getBucket(key, StringCodec.INSTANCE);
+        counter.set("0");
+        CompletableFuture<String> rustSide = rust.callAsync("counter " + name + " " + key + " " + rustTasks + " " + rounds);
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < javaThreads; t++) {
+            Thread thread = new Thread(() -> {
+                RLock lock = redisson.getLock(name);
+                for (int i = 0; i < rounds; i++) {
+                    lock.lock();
+                    try {
+                        long value = Long.parseLong(counter.get());
+                        counter.set(Long.toString(value + 1));
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+            });
+            thread.start();
+            threads.add(thread);
+        }
+        for (Thread thread : threads) {
+            thread.join(60_000);
+            assertFalse(thread.isAlive());
+        }
+        rustSide.get(60, TimeUnit.SECONDS);
+        assertEquals(Integer.toString((javaThreads + rustTasks) * rounds), counter.get(), "no update lost");
+    }
+
+    @Test
+    void handOffBothWays(TestInfo info) throws Exception {
+        String name = name(info, "lock");
+        RLock lock = redisson.getLock(name);
+        List<Long> rustToJava = new ArrayList<>();
+        List<Long> javaToRust = new ArrayList<>();
+        for (int round = 0; round < HANDOFF_ROUNDS; round++) {
+            // Rust holds, a Java thread waits, Rust releases.
+            rust.call("lock lock " + name);
+            CompletableFuture<Long> javaWaiter = CompletableFuture.supplyAsync(() -> {
+                lock.lock();
+                long at = nowMicros();
+                lock.unlock();
+                return at;
+            });
+            Thread.sleep(30);
+            assertFalse(javaWaiter.isDone(), "Rust holds the lock");
+            long released = Long.parseLong(rust.call("unlock " + name));
+            rustToJava.add(javaWaiter.get(5, TimeUnit.SECONDS) - released);
+
+            // Java holds, Rust waits, Java releases.
+            lock.lock();
+            CompletableFuture<String> rustWaiter = rust.callAsync("lock lock " + name);
+            Thread.sleep(30);
+            assertFalse(rustWaiter.isDone(), "Java holds the lock");
+            long javaReleased = nowMicros();
+            lock.unlock();
+            long acquired = Long.parseLong(rustWaiter.get(5, TimeUnit.SECONDS).split(" ")[0]);
+            javaToRust.add(acquired - javaReleased);
+            rust.call("unlock " + name);
+        }
+        long p50RustToJava = median(rustToJava);
+        long p50JavaToRust = median(javaToRust);
+        System.out.printf("[Redisson %s on %s] hand-off p50: rlock release -> Redisson waiter %.2f ms, "
+                + "Redisson unlock -> rlock waiter %.2f ms (max %.2f / %.2f ms, %d rounds)%n",
+                version(), RlockServer.serverBin(), p50RustToJava / 1000.0, p50JavaToRust / 1000.0,
+                rustToJava.stream().mapToLong(Long::longValue).max().getAsLong() / 1000.0,
+                javaToRust.stream().mapToLong(Long::longValue).max().getAsLong() / 1000.0, HANDOFF_ROUNDS);
+        for (long us : rustToJava) {
+            assertTrue(us < HANDOFF_BOUND_MS * 1000, "rlock -> Redisson hand-offs (us): " + rustToJava);
+        }
+        for (long us : javaToRust) {
+            assertTrue(us < HANDOFF_BOUND_MS * 1000, "Redisson -> rlock hand-offs (us): " + javaToRust);
+        }
+    }
+
+    @Test
+    void reentrantHoldsAreInvisibleToTheOtherSide(TestInfo info) throws Exception {
+        String name = name(info, "lock");
+        RLock lock = redisson.getLock(name);
+        lock.lock();
+        lock.lock();
+        assertEquals("0", rust.call("trylock lock " + name + " 0"));
+        lock.unlock();
+        assertEquals("0", rust.call("trylock lock " + name + " 0"), "Java still holds once");
+        lock.unlock();
+        assertEquals("1 0", rust.call("trylock lock " + name + " 1000"));
+        assertEquals("1 0", rust.call("trylock lock " + name + " 0"), "Rust re-enters");
+        assertEquals("2", rust.call("held " + name));
+        assertFalse(CompletableFuture.supplyAsync(lock::tryLock).join());
+        rust.call("unlock " + name);
+        assertFalse(CompletableFuture.supplyAsync(lock::tryLock).join(), "Rust still holds once");
+        assertTrue(lock.isLocked());
+        assertFalse(lock.isHeldByCurrentThread());
+        rust.call("unlock " + name);
+        assertFalse(lock.isLocked());
+        assertTrue(lock.tryLock());
+        lock.unlock();
+    }
+
+    @Test
+    void javaSeesAndForceUnlocksARustHold(TestInfo info) throws Exception {
+        String name = name(info, "lock");
+        RLock lock = redisson.getLock(name);
+        rust.call("lock lock " + name);
+        assertTrue(lock.isLocked());
+        assertFalse(lock.isHeldByCurrentThread());
+        assertEquals(0, lock.getHoldCount());
+        long ttl = lock.remainTimeToLive();
+        assertTrue(ttl > 0 && ttl <= 3000, "the rlock-client watchdog's lease, remainTimeToLive " + ttl);
+        Thread.sleep(1500); // renewed by rlock-client's watchdog (every second)
+        ttl = lock.remainTimeToLive();
+        assertTrue(ttl > 1000, "renewed, remainTimeToLive " + ttl);
+        assertTrue(lock.forceUnlock());
+        try {
+            rust.call("unlock " + name);
+            throw new AssertionError("rlock-client's release of a force-unlocked hold succeeded");
+        } catch (IllegalStateException expected) {
+            assertTrue(expected.getMessage().contains("not held"), expected.getMessage());
+        }
+        assertTrue(lock.tryLock());
+        lock.unlock();
+    }
+
+    @Test
+    void semaphorePermitsShared(TestInfo info) throws Exception {
+        String name = name(info, "sem");
+        RSemaphore semaphore = redisson.getSemaphore(name);
+        assertTrue(semaphore.trySetPermits(2));
+        rust.call("sem-acquire " + name + " 2");
+        assertEquals(0, semaphore.availablePermits());
+        assertFalse(semaphore.tryAcquire(100, TimeUnit.MILLISECONDS));
+        // A Java waiter woken by an rlock release, and the reverse.
+        CompletableFuture<Boolean> javaWaiter = CompletableFuture.supplyAsync(() -> {
+            try {
+                return semaphore.tryAcquire(2, 5, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        Thread.sleep(100);
+        rust.call("sem-release " + name + " 1");
+        Thread.sleep(100);
+        assertFalse(javaWaiter.isDone(), "one permit is not two");
+        rust.call("sem-release " + name + " 1");
+        assertTrue(javaWaiter.get(3, TimeUnit.SECONDS));
+        CompletableFuture<String> rustWaiter = rust.callAsync("sem-try " + name + " 1 5000");
+        Thread.sleep(100);
+        assertFalse(rustWaiter.isDone());
+        semaphore.release();
+        assertEquals("1", rustWaiter.get(3, TimeUnit.SECONDS));
+        assertEquals(0, semaphore.availablePermits());
+        semaphore.release();
+        rust.call("sem-release " + name + " 1");
+        assertEquals(2, semaphore.availablePermits());
+    }
+
+    @Test
+    void permitSemaphoreShared(TestInfo info) throws Exception {
+        String name = name(info, "psem");
+        RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name);
+        assertTrue(semaphore.trySetPermits(2));
+        String first = rust.call("psem-acquire " + name + " 10000");
+        String second = rust.call("psem-acquire " + name + " 10000");
+        assertEquals(0, semaphore.availablePermits());
+        // Two Java waiters, each woken by one RPSEM.RELEASE (its message).
+        List<CompletableFuture<String>> waiters = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            waiters.add(CompletableFuture.supplyAsync(() -> {
+                try {
+                    return semaphore.tryAcquire(5000, 10_000, TimeUnit.MILLISECONDS);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }, runnable -> new Thread(runnable).start()));
+        }
+        Thread.sleep(200);
+        long start = System.nanoTime();
+        rust.call("psem-release " + first);
+        rust.call("psem-release " + second);
+        List<String> javaIds = new ArrayList<>();
+        for (CompletableFuture<String> waiter : waiters) {
+            javaIds.add(waiter.get(4, TimeUnit.SECONDS));
+        }
+        assertTrue((System.nanoTime() - start) / 1_000_000 < 2000, "woken by the messages, not their wait");
+        javaIds.forEach(id -> assertNotNull(id));
+        // Rust waits; a Java release lets it in.
+        CompletableFuture<String> rustWaiter = rust.callAsync("psem-acquire " + name + " 10000");
+        Thread.sleep(100);
+        assertFalse(rustWaiter.isDone());
+        semaphore.release(javaIds.get(0));
+        String rustId = rustWaiter.get(3, TimeUnit.SECONDS);
+        rust.call("psem-release " + rustId);
+        semaphore.release(javaIds.get(1));
+        assertEquals(2, semaphore.availablePermits());
+    }
+
+    @Test
+    void latchCountedDownByTheOtherSide(TestInfo info) throws Exception {
+        String name = name(info, "latch");
+        RCountDownLatch latch = redisson.getCountDownLatch(name);
+        // Rust counts down, Java waiters are released.
+        assertTrue(latch.trySetCount(2));
+        List<CompletableFuture<Boolean>> javaWaiters = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            javaWaiters.add(CompletableFuture.supplyAsync(() -> {
+                try {
+                    return latch.await(5, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }, runnable -> new Thread(runnable).start()));
+        }
+        Thread.sleep(100);
+        rust.call("latch-count-down " + name);
+        rust.call("latch-count-down " + name);
+        for (CompletableFuture<Boolean> waiter : javaWaiters) {
+            assertTrue(waiter.get(2, TimeUnit.SECONDS));
+        }
+        // Java counts down, a Rust waiter is released.
+        assertTrue(latch.trySetCount(1));
+        CompletableFuture<String> rustWaiter = rust.callAsync("latch-wait " + name + " 5000");
+        Thread.sleep(100);
+        assertFalse(rustWaiter.isDone());
+        latch.countDown();
+        assertEquals("1", rustWaiter.get(2, TimeUnit.SECONDS));
+    }
+}

@@ -1,0 +1,104 @@
+package rlock.interop;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.TestWatcher;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * Base of every test class: the JVM's server (see {@link RlockServer}) and
+ * one Redisson client per class with a short watchdog. Each test names its
+ * objects with {@link #name} so tests never share keys. On a failure the
+ * server's log is printed.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(RedissonTest.LogOnFailure.class)
+public abstract class RedissonTest {
+    /** Redisson's lockWatchdogTimeout in these tests: renewal every 500 ms. */
+    public static final long WATCHDOG_MS = 1500;
+
+    protected RlockServer server;
+    protected RedissonClient redisson;
+
+    @BeforeAll
+    void startRedisson() {
+        server = RlockServer.shared();
+        redisson = client();
+    }
+
+    @AfterAll
+    void stopRedisson() {
+        if (redisson != null) {
+            redisson.shutdown();
+        }
+    }
+
+    /** Another Redisson client (another uuid: other owners). */
+    protected RedissonClient client() {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(WATCHDOG_MS);
+        config.useSingleServer()
+                .setAddress(server.url())
+                .setConnectionMinimumIdleSize(2)
+                .setConnectionPoolSize(24)
+                .setSubscriptionConnectionMinimumIdleSize(1);
+        return Redisson.create(config);
+    }
+
+    /** A key name unique to this test. */
+    protected static String name(TestInfo info, String what) {
+        String method = info.getTestMethod().map(m -> m.getName()).orElse("test");
+        return method + ":" + what + ":" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    public static String version() {
+        return System.getProperty("redisson.version", "?");
+    }
+
+    /** True when the Redisson under test is at least {@code major.minor}. */
+    public static boolean atLeast(int major, int minor) {
+        String[] parts = version().split("\\.");
+        int ma = Integer.parseInt(parts[0]);
+        int mi = Integer.parseInt(parts[1]);
+        return ma > major || (ma == major && mi >= minor);
+    }
+
+    static long median(List<Long> values) {
+        List<Long> sorted = values.stream().sorted().toList();
+        return sorted.get(sorted.size() / 2);
+    }
+
+    /** Prints the server log when a test fails. */
+    static final class LogOnFailure implements TestWatcher {
+        @Override
+        public void testFailed(ExtensionContext context, Throwable cause) {
+            String log;
+            try {
+                log = RlockServer.shared().log();
+            } catch (RuntimeException noServer) {
+                return;
+            }
+            String[] lines = log.split("\n");
+            int from = Math.max(0, lines.length - 60);
+            System.err.println("---- " + context.getDisplayName() + " failed (Redisson " + version()
+                    + ", " + RlockServer.serverBin() + "); server log tail:");
+            for (int i = from; i < lines.length; i++) {
+                System.err.println(lines[i]);
+            }
+            System.err.println("----");
+        }
+    }
+
+    static <T> T orFail(Optional<T> value, String what) {
+        return value.orElseThrow(() -> new AssertionError(what));
+    }
+}

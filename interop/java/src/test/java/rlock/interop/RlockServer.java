@@ -1,0 +1,204 @@
+package rlock.interop;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * A redis-server (or valkey-server) with the rlock module on a free loopback
+ * port, as testkit/src/server.rs starts them for the Rust tests: its own
+ * directory, bounded readiness, the log on failure, killed at the end (a
+ * shutdown hook, also when tests fail or the JVM is interrupted).
+ *
+ * <p>System properties (the Makefile sets them): {@code rlock.server.bin}
+ * (default {@code redis-server}), {@code rlock.module} (the .so),
+ * {@code rlock.module.args} (words after the module path on the loadmodule
+ * line; the switch for the native-scripts mode of issue 21 part 2).
+ */
+public final class RlockServer implements AutoCloseable {
+    private static final long READY_TIMEOUT_MS = 20_000;
+    private static final int PORT_ATTEMPTS = 5;
+    private static RlockServer shared;
+    private static RuntimeException sharedFailure;
+
+    private final Path dir;
+    private final Path log;
+    private Process process;
+    private int port;
+
+    /** The one server of this JVM: every test class shares it (names differ). */
+    public static synchronized RlockServer shared() {
+        if (sharedFailure != null) {
+            throw new IllegalStateException("the server did not start (see the first failure)", sharedFailure);
+        }
+        if (shared == null) {
+            try {
+                shared = start();
+            } catch (RuntimeException e) {
+                sharedFailure = e;
+                throw e;
+            }
+            RlockServer server = shared;
+            Runtime.getRuntime().addShutdownHook(new Thread(server::close));
+        }
+        return shared;
+    }
+
+    public static String serverBin() {
+        return prop("rlock.server.bin", "RLOCK_SERVER_BIN", "redis-server");
+    }
+
+    public static String modulePath() {
+        String module = prop("rlock.module", "RLOCK_MODULE", null);
+        if (module == null || module.isEmpty()) {
+            throw new IllegalStateException("set -Drlock.module=/path/to/librlock.so (make test-java does)");
+        }
+        if (!Files.isRegularFile(Path.of(module))) {
+            throw new IllegalStateException("no rlock module at " + module + ": build it first (cargo build -p rlock)");
+        }
+        return Path.of(module).toAbsolutePath().toString();
+    }
+
+    /** {@code lua} (Redisson's scripts run as Lua) unless rlock.module.args says otherwise. */
+    public static String mode() {
+        return prop("rlock.mode", "RLOCK_MODE", "lua");
+    }
+
+    private static String prop(String name, String env, String fallback) {
+        String value = System.getProperty(name);
+        if (value == null || value.isEmpty()) {
+            value = System.getenv(env);
+        }
+        return value == null || value.isEmpty() ? fallback : value;
+    }
+
+    private RlockServer() throws IOException {
+        dir = Files.createTempDirectory("rlock-java-");
+        log = dir.resolve("server.log");
+    }
+
+    public static RlockServer start() {
+        try {
+            RlockServer server = new RlockServer();
+            for (int attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
+                server.port = freePort();
+                String failure = server.spawn();
+                if (failure == null) {
+                    return server;
+                }
+                if (!failure.contains("Address already in use")) {
+                    throw new IllegalStateException("server did not start:\n" + failure);
+                }
+            }
+            throw new IllegalStateException("no free port after " + PORT_ATTEMPTS + " attempts");
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    /** Starts the process; null when it answers PING, else why not (with its log). */
+    private String spawn() throws IOException {
+        List<String> command = new ArrayList<>(List.of(serverBin(),
+                "--port", Integer.toString(port), "--bind", "127.0.0.1",
+                "--dir", dir.toString(), "--logfile", log.toString(),
+                "--save", "", "--appendonly", "no", "--loadmodule", modulePath()));
+        String args = prop("rlock.module.args", "RLOCK_MODULE_ARGS", "");
+        for (String arg : args.trim().split("\\s+")) {
+            if (!arg.isEmpty()) {
+                command.add(arg);
+            }
+        }
+        Files.deleteIfExists(log);
+        process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("stdout.log").toFile()).start();
+        long deadline = System.currentTimeMillis() + READY_TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            if (!process.isAlive()) {
+                return "exited with " + process.exitValue() + "\n" + log();
+            }
+            try (Resp resp = new Resp(port)) {
+                if ("PONG".equals(resp.call("PING"))) {
+                    return null;
+                }
+            } catch (IOException notYet) {
+                // not listening yet
+            }
+            sleep(20);
+        }
+        process.destroyForcibly();
+        return "not ready within " + READY_TIMEOUT_MS + " ms\n" + log();
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public String url() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    public Resp resp() {
+        try {
+            return new Resp(port);
+        } catch (IOException e) {
+            throw new IllegalStateException("connect: " + e + "\n" + log(), e);
+        }
+    }
+
+    /** The server's log (and anything it wrote before opening it). */
+    public String log() {
+        StringBuilder text = new StringBuilder();
+        for (Path file : List.of(dir.resolve("stdout.log"), log)) {
+            try {
+                if (Files.exists(file)) {
+                    text.append(Files.readString(file));
+                }
+            } catch (IOException e) {
+                text.append("(cannot read ").append(file).append(": ").append(e).append(")\n");
+            }
+        }
+        return text.toString();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (process != null) {
+            process.destroy();
+            try {
+                if (!process.waitFor(5, TimeUnit.SECONDS)) {
+                    process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+            process = null;
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException ignored) {
+            // a temp dir left behind
+        }
+    }
+
+    static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+}

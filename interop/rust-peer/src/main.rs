@@ -1,0 +1,219 @@
+//! The Rust side of the Java interop suite (`interop/java`): one
+//! rlock-client on the server given as the first argument, driven by one
+//! command a line on stdin, one reply a line on stdout (`ok ...` or
+//! `err ...`). Commands run one at a time, in order; a waiting command
+//! (`lock`) blocks the ones after it, which is what the Java side relies
+//! on to measure hand-offs. Times are Unix microseconds.
+//!
+//! ```text
+//! lock KIND NAME              -> ok <acquired_us> <token>     (KIND: lock|fenced)
+//! trylock KIND NAME WAIT_MS   -> ok 1 <token> | ok 0
+//! unlock NAME                 -> ok <released_us>   (the time just before the release)
+//! held NAME                   -> ok <hold_count of the handle's owner>
+//! counter NAME KEY TASKS N    -> ok   (TASKS tasks, N times each: lock, GET KEY, SET KEY+1, unlock)
+//! tokens NAME N               -> ok <token> ...   (N fenced acquires and releases)
+//! sem-acquire NAME N          -> ok
+//! sem-try NAME N WAIT_MS      -> ok 1 | ok 0
+//! sem-release NAME N          -> ok
+//! psem-acquire NAME LEASE_MS  -> ok <id hex>
+//! psem-release ID_HEX         -> ok | err <error>
+//! latch-count-down NAME       -> ok
+//! latch-wait NAME TIMEOUT_MS  -> ok 1 | ok 0
+//! quit
+//! ```
+
+use redis::AsyncCommands;
+use rlock_client::{Client, ClientOptions, Error, FencedLock, Guard, Lock, Permit};
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+enum Held {
+    Lock(Guard<rlock_client::kind::Plain>),
+    Fenced(Guard<rlock_client::kind::Fenced>),
+}
+
+struct Peer {
+    client: Client,
+    redis: redis::Client,
+    locks: HashMap<String, Lock>,
+    fenced: HashMap<String, FencedLock>,
+    held: HashMap<String, Vec<Held>>,
+    permits: HashMap<String, Permit>,
+}
+
+fn now_us() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros()
+}
+
+type Reply = Result<String, Box<dyn std::error::Error>>;
+
+impl Peer {
+    fn lock(&mut self, name: &str) -> Lock {
+        self.locks.entry(name.into()).or_insert_with(|| self.client.lock(name)).clone()
+    }
+
+    fn fenced(&mut self, name: &str) -> FencedLock {
+        self.fenced.entry(name.into()).or_insert_with(|| self.client.fenced_lock(name)).clone()
+    }
+
+    async fn run(&mut self, words: &[&str]) -> Reply {
+        let arg = |i: usize| words.get(i).copied().ok_or("missing argument");
+        let num = |i: usize| -> Result<u64, Box<dyn std::error::Error>> { Ok(arg(i)?.parse()?) };
+        Ok(match words[0] {
+            "lock" | "trylock" => {
+                let name = arg(2)?;
+                let wait = if words[0] == "trylock" { Some(Duration::from_millis(num(3)?)) } else { None };
+                let held = match arg(1)? {
+                    "lock" => {
+                        let lock = self.lock(name);
+                        match wait {
+                            None => Some(lock.lock().await?),
+                            Some(wait) => lock.try_lock(wait, None).await?,
+                        }
+                        .map(Held::Lock)
+                    }
+                    "fenced" => {
+                        let lock = self.fenced(name);
+                        match wait {
+                            None => Some(lock.lock().await?),
+                            Some(wait) => lock.try_lock(wait, None).await?,
+                        }
+                        .map(Held::Fenced)
+                    }
+                    kind => return Err(format!("unknown kind {kind}").into()),
+                };
+                let at = now_us();
+                match held {
+                    None => "ok 0".into(),
+                    Some(held) => {
+                        let token = match &held {
+                            Held::Fenced(guard) => guard.token(),
+                            Held::Lock(_) => 0,
+                        };
+                        self.held.entry(name.into()).or_default().push(held);
+                        if wait.is_some() {
+                            format!("ok 1 {token}")
+                        } else {
+                            format!("ok {at} {token}")
+                        }
+                    }
+                }
+            }
+            "unlock" => {
+                let held = self.held.get_mut(arg(1)?).and_then(Vec::pop).ok_or("not held here")?;
+                let at = now_us();
+                match held {
+                    Held::Lock(guard) => guard.unlock().await?,
+                    Held::Fenced(guard) => guard.unlock().await?,
+                }
+                format!("ok {at}")
+            }
+            "held" => format!("ok {}", self.lock(arg(1)?).hold_count().await?),
+            "counter" => {
+                let (name, key) = (arg(1)?, arg(2)?.to_owned());
+                let (tasks, rounds) = (num(3)?, num(4)?);
+                let con = self.redis.get_multiplexed_async_connection().await?;
+                let mut running = Vec::new();
+                for _ in 0..tasks {
+                    // One handle a task: each is its own owner.
+                    let lock = self.client.lock(name);
+                    let (mut con, key) = (con.clone(), key.clone());
+                    running.push(tokio::spawn(async move {
+                        for _ in 0..rounds {
+                            let guard = lock.lock().await?;
+                            let value: Option<i64> = con.get(&key).await?;
+                            tokio::task::yield_now().await;
+                            con.set::<_, _, ()>(&key, value.unwrap_or(0) + 1).await?;
+                            guard.unlock().await?;
+                        }
+                        Ok::<_, Error>(())
+                    }));
+                }
+                for task in running {
+                    task.await??;
+                }
+                "ok".into()
+            }
+            "tokens" => {
+                let lock = self.fenced(arg(1)?);
+                let mut tokens = Vec::new();
+                for _ in 0..num(2)? {
+                    let guard = lock.lock().await?;
+                    tokens.push(guard.token().to_string());
+                    guard.unlock().await?;
+                }
+                format!("ok {}", tokens.join(" "))
+            }
+            "sem-acquire" => {
+                self.client.semaphore(arg(1)?).acquire(num(2)? as u32).await?;
+                "ok".into()
+            }
+            "sem-try" => {
+                let got =
+                    self.client.semaphore(arg(1)?).try_acquire(num(2)? as u32, Duration::from_millis(num(3)?)).await?;
+                format!("ok {}", u8::from(got))
+            }
+            "sem-release" => {
+                self.client.semaphore(arg(1)?).release(num(2)? as u32).await?;
+                "ok".into()
+            }
+            "psem-acquire" => {
+                let permit = self.client.permit_semaphore(arg(1)?).acquire(Duration::from_millis(num(2)?)).await?;
+                let id = permit.id_hex();
+                self.permits.insert(id.clone(), permit);
+                format!("ok {id}")
+            }
+            "psem-release" => {
+                self.permits.remove(arg(1)?).ok_or("no such permit here")?.release().await?;
+                "ok".into()
+            }
+            "latch-count-down" => {
+                self.client.count_down_latch(arg(1)?).count_down().await?;
+                "ok".into()
+            }
+            "latch-wait" => {
+                let done = self.client.count_down_latch(arg(1)?).wait_timeout(Duration::from_millis(num(2)?)).await?;
+                format!("ok {}", u8::from(done))
+            }
+            other => return Err(format!("unknown command {other}").into()),
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = std::env::args().nth(1).ok_or("usage: rlock-peer redis://host:port/")?;
+    let watchdog_ms: u64 = std::env::args().nth(2).map_or(Ok(3000), |ms| ms.parse())?;
+    let redis = redis::Client::open(url.as_str())?;
+    let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(watchdog_ms));
+    let client = Client::connect(redis.clone(), options).await?;
+    let mut peer = Peer {
+        client,
+        redis,
+        locks: HashMap::new(),
+        fenced: HashMap::new(),
+        held: HashMap::new(),
+        permits: HashMap::new(),
+    };
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut out = tokio::io::stdout();
+    out.write_all(b"ready\n").await?;
+    out.flush().await?;
+    while let Some(line) = lines.next_line().await? {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.is_empty() {
+            continue;
+        }
+        if words[0] == "quit" {
+            break;
+        }
+        let reply = match peer.run(&words).await {
+            Ok(reply) => reply,
+            Err(e) => format!("err {}", e.to_string().replace('\n', " ")),
+        };
+        out.write_all(format!("{reply}\n").as_bytes()).await?;
+        out.flush().await?;
+    }
+    Ok(())
+}
