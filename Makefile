@@ -83,7 +83,7 @@ java-deps:
 	fi
 
 test-java: deps java-deps valkey
-	$(CARGO) build -p rlock --lib -p rlock-peer
+	$(CARGO) build -p rlock -p rlock-peer
 	@status=0; \
 	$(JAVA_RUN) redis-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_VERSIONS) || status=1; \
 	$(JAVA_RUN) $(VALKEY_BIN)/valkey-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_NEWEST) || status=1; \
