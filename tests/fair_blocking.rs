@@ -6,62 +6,13 @@
 //! waiters in the same queue keep their turns; grants replicate.
 
 mod blocking_support;
+mod fair_support;
 
 use blocking_support::{info, PATIENCE};
+use fair_support::{blocked, fair_acquire, fair_release, queue, LONG, QUEUE};
 use redis::{Commands, Connection, Value};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use testkit::{error_text, eventually, server_time_ms, FairScripts, Server};
-
-const QUEUE: &str = "redisson_lock_queue:{f}";
-const LONG: i64 = 60_000;
-
-fn fair_acquire(con: &mut Connection, owner: &str, lease: i64, wait: Option<i64>) -> Value {
-    let mut cmd = redis::cmd("RFAIR.ACQUIRE");
-    cmd.arg("f").arg(owner).arg(lease);
-    if let Some(wait) = wait {
-        cmd.arg("WAIT").arg(wait);
-    }
-    cmd.query(con).unwrap()
-}
-
-fn fair_release(con: &mut Connection, owner: &str) -> Value {
-    redis::cmd("RFAIR.RELEASE").arg("f").arg(owner).query(con).unwrap()
-}
-
-fn queue(con: &mut Connection) -> Vec<String> {
-    con.lrange(QUEUE, 0, -1).unwrap()
-}
-
-/// A fair waiter blocked on `f` in a thread of its own (lease `lease`, wait
-/// `wait`, block `block` ms); returns once the server counts it blocked.
-/// The thread runs `then` after the reply.
-fn blocked<T: Send + 'static>(
-    server: &Server,
-    owner: &str,
-    (lease, wait, block): (i64, i64, i64),
-    then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
-) -> JoinHandle<T> {
-    let mut admin = server.connection();
-    let before = info(&mut admin, "blocked");
-    let mut con = server.connection();
-    let owner = owner.to_string();
-    let handle = std::thread::spawn(move || {
-        let reply: Value = redis::cmd("RFAIR.ACQUIRE")
-            .arg("f")
-            .arg(&owner)
-            .arg(lease)
-            .arg("WAIT")
-            .arg(wait)
-            .arg("BLOCK")
-            .arg(block)
-            .query(&mut con)
-            .unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))));
-        then(&mut con, reply)
-    });
-    eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
-    handle
-}
+use testkit::{eventually, server_time_ms, FairScripts, Server};
 
 #[test]
 fn sixteen_blocked_waiters_are_granted_in_queue_order_at_each_release() {

@@ -1,51 +1,19 @@
-//! Hostile review of the fair lock's blocking hand-off (issue 20): each
-//! test is one reproduced failure; see the report for expected vs actual.
+//! Attacks on the fair lock's blocking hand-off from a hostile review
+//! (issue 20): each test is a failure it reproduced, fixed since.
 
 mod blocking_support;
+mod fair_support;
 
 use blocking_support::{info, PATIENCE};
+use fair_support::{fair_acquire, queue, LONG};
 use redis::{Commands, Connection, Value};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use testkit::{error_text, eventually, Server};
+use testkit::{eventually, Server};
 
-const QUEUE: &str = "redisson_lock_queue:{f}";
-const LONG: i64 = 60_000;
-
-fn fair_acquire(con: &mut Connection, owner: &str, lease: i64, wait: Option<i64>) -> Value {
-    let mut cmd = redis::cmd("RFAIR.ACQUIRE");
-    cmd.arg("f").arg(owner).arg(lease);
-    if let Some(wait) = wait {
-        cmd.arg("WAIT").arg(wait);
-    }
-    cmd.query(con).unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))))
-}
-
-fn queue(con: &mut Connection) -> Vec<String> {
-    con.lrange(QUEUE, 0, -1).unwrap()
-}
-
-/// A fair waiter blocked on `f` in a thread of its own; returns once the
-/// server counts it blocked; the thread returns the reply.
-fn blocked(server: &Server, owner: &str, (lease, wait, block): (i64, i64, i64)) -> JoinHandle<Value> {
-    let mut admin = server.connection();
-    let before = info(&mut admin, "blocked");
-    let mut con = server.connection();
-    let owner = owner.to_string();
-    let handle = std::thread::spawn(move || {
-        redis::cmd("RFAIR.ACQUIRE")
-            .arg("f")
-            .arg(&owner)
-            .arg(lease)
-            .arg("WAIT")
-            .arg(wait)
-            .arg("BLOCK")
-            .arg(block)
-            .query(&mut con)
-            .unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))))
-    });
-    eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
-    handle
+/// A fair waiter blocked on `f`; the thread returns the reply.
+fn blocked(server: &Server, owner: &str, times: (i64, i64, i64)) -> JoinHandle<Value> {
+    fair_support::blocked(server, owner, times, |_, reply| reply)
 }
 
 /// Finding 1: another user's command ends every blocked waiter of the lock
