@@ -1,4 +1,6 @@
-//! Fair waiters through rlock-client while the holder's watchdog renews (a hostile review of issue 20 found the early release after a renewal purging live pub/sub waiters).
+//! Fair waiters through rlock-client while the holder's watchdog renews:
+//! a hostile review of issue 20 found an early release after a renewal
+//! purging live pub/sub waiters.
 
 #[macro_use]
 mod common;
