@@ -5,7 +5,7 @@
 
 use redis::Value;
 use std::time::Duration;
-use testkit::Server;
+use testkit::{server_time_ms, FairScripts, Server};
 
 const WAITERS: usize = 200;
 
@@ -16,13 +16,21 @@ fn dead_waiters_spread_through_the_queue_are_purged_in_one_pass() {
     replica.replicate(&master);
     let mut con = master.connection();
     let _: Value = redis::cmd("RFAIR.ACQUIRE").arg("long").arg("holder").arg(60_000).query(&mut con).unwrap();
+    // Every other waiter is a Redisson script's (the server keeps no memory
+    // of its deadline), and dies: its deadline passed. Dead ones sit between
+    // live ones, so the purge must search the queue, not pop its head.
+    let scripts = FairScripts::default();
+    scripts.load(&mut con).unwrap();
+    let now = server_time_ms(&mut con);
     let mut pipe = redis::pipe();
     for n in 0..WAITERS {
-        pipe.cmd("RFAIR.ACQUIRE").arg("long").arg(format!("w{n}")).arg(60_000).arg("WAIT").arg(600_000).ignore();
+        let owner = format!("w{n}");
+        match n % 2 {
+            0 => pipe.add_command(scripts.acquire(b"long", owner.as_bytes(), 60_000, Some(600_000), now)).ignore(),
+            _ => pipe.cmd("RFAIR.ACQUIRE").arg("long").arg(owner).arg(60_000).arg("WAIT").arg(600_000).ignore(),
+        };
     }
     let _: () = pipe.query(&mut con).unwrap();
-    // Every other waiter dies (its deadline passed): dead ones sit between
-    // live ones, so the purge must search the queue, not pop its head.
     let mut deadlines = redis::pipe();
     for n in (0..WAITERS).step_by(2) {
         deadlines.cmd("ZADD").arg("redisson_lock_timeout:{long}").arg("XX").arg(1).arg(format!("w{n}")).ignore();
