@@ -38,7 +38,8 @@ use super::glue::{
 };
 use super::{Queues, Waiter, WAITER_KINDS};
 use crate::api::api;
-use crate::lock::{self, Acquire};
+use crate::error::LockError;
+use crate::lock::{self, Acquire, KeyKind, LockStore};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
 use redis_module::{raw, Context, RedisString, RedisValue};
@@ -151,17 +152,27 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     let (client, ends_at) = unsafe { timer_data::<(Client, i64)>(data) };
     let ctx = Context::new(ctx);
     state().wait_timers.remove(&client);
-    if now_ms() <= ends_at.saturating_add(1) {
-        let lock = state().queues.lock_of(&client); // the state unlocked before the grant
-        if let Some(lock) = lock {
-            grant_if_free(&ctx, &lock);
-        }
+    let lock = state().queues.lock_of(&client); // the state unlocked before the grant
+    if let (true, Some(lock)) = (now_ms() <= ends_at.saturating_add(1), &lock) {
+        grant_if_free(&ctx, lock);
     }
     if state().queues.remove(&client).is_some() {
         stats::record_wait_timeout();
-        unblock(&ctx, client, Outcome::HolderPttl);
+        // A key that is no lock any more (a *STORE overwrote it: no event
+        // this module listens to) gets the acquire's error, late or not.
+        let outcome = match lock {
+            Some(lock) if !holds_a_hash(&ctx, &lock) => Outcome::Failed(error_text(LockError::WrongType.into())),
+            _ => Outcome::HolderPttl,
+        };
+        unblock(&ctx, client, outcome);
         unsubscribe_if_idle(&ctx);
     }
+}
+
+/// Whether lock `id`'s key is a hash or missing (not another type).
+fn holds_a_hash(ctx: &Context, id: &[u8]) -> bool {
+    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
+    RedisLock::open_readonly(ctx, &name).kind() != KeyKind::Other
 }
 
 /// How soon a grant check put off by a write pause is tried again.
