@@ -3,10 +3,13 @@
 //! command a line on stdin, one reply a line on stdout (`ok ...` or
 //! `err ...`). Commands run one at a time, in order; a waiting command
 //! (`lock`) blocks the ones after it, which is what the Java side relies
-//! on to measure hand-offs. Times are Unix microseconds.
+//! on to measure hand-offs. Times are Unix microseconds. `fair-task`
+//! is the exception: it starts a waiter in the background and replies at
+//! once, so several Rust waiters can queue between Java's; `task-wait`
+//! collects its outcome.
 //!
 //! ```text
-//! lock KIND NAME              -> ok <acquired_us> <token>     (KIND: lock|fenced)
+//! lock KIND NAME              -> ok <acquired_us> <token>     (KIND: lock|fenced|fair)
 //! trylock KIND NAME WAIT_MS   -> ok 1 <token> | ok 0
 //! unlock NAME                 -> ok <released_us>   (the time just before the release)
 //! held NAME                   -> ok <hold_count of the handle's owner>
@@ -19,8 +22,20 @@
 //! psem-release ID_HEX         -> ok | err <error>
 //! latch-count-down NAME       -> ok
 //! latch-wait NAME TIMEOUT_MS  -> ok 1 | ok 0
+//! fair-task TAG NAME MODE LOG_KEY HOLD_MS [WAIT_MS]
+//!                             -> ok <owner>   (at once; the task runs on)
+//! task-wait TAG TIMEOUT_MS    -> ok <task's reply> | err <error or timeout>
 //! quit
 //! ```
+//!
+//! `fair-task` starts one fair-lock waiter with a handle (an owner) of its
+//! own: `lock()`, or `try_lock(WAIT_MS)` when given, on the blocking client
+//! (MODE `block`, rlock-client's default: blocked on the server) or on a
+//! second client without blocking connections (MODE `pubsub`: woken on its
+//! channel). Once it holds the lock it sleeps HOLD_MS, then, still holding,
+//! appends `TAG <acquired_us> <released_us>` to the list LOG_KEY (RPUSH: the
+//! grant order, whatever side each waiter is on), then unlocks. Its reply
+//! for `task-wait`: `1` (held and logged) or `0` (gave up).
 
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions, Error, FencedLock, Guard, Lock, Permit};
@@ -31,11 +46,15 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 enum Held {
     Lock(Guard<rlock_client::kind::Plain>),
     Fenced(Guard<rlock_client::kind::Fenced>),
+    Fair(Guard<rlock_client::kind::Fair>),
 }
 
 struct Peer {
     client: Client,
+    /// Fair waiters that wait by pub/sub (no blocking connections).
+    pubsub: Client,
     redis: redis::Client,
+    tasks: HashMap<String, tokio::task::JoinHandle<Result<String, Error>>>,
     locks: HashMap<String, Lock>,
     fenced: HashMap<String, FencedLock>,
     held: HashMap<String, Vec<Held>>,
@@ -81,6 +100,14 @@ impl Peer {
                         }
                         .map(Held::Fenced)
                     }
+                    "fair" => {
+                        let lock = self.client.fair_lock(name);
+                        match wait {
+                            None => Some(lock.lock().await?),
+                            Some(wait) => lock.try_lock(wait, None).await?,
+                        }
+                        .map(Held::Fair)
+                    }
                     kind => return Err(format!("unknown kind {kind}").into()),
                 };
                 let at = now_us();
@@ -89,7 +116,7 @@ impl Peer {
                     Some(held) => {
                         let token = match &held {
                             Held::Fenced(guard) => guard.token(),
-                            Held::Lock(_) => 0,
+                            Held::Lock(_) | Held::Fair(_) => 0,
                         };
                         self.held.entry(name.into()).or_default().push(held);
                         if wait.is_some() {
@@ -106,6 +133,7 @@ impl Peer {
                 match held {
                     Held::Lock(guard) => guard.unlock().await?,
                     Held::Fenced(guard) => guard.unlock().await?,
+                    Held::Fair(guard) => guard.unlock().await?,
                 }
                 format!("ok {at}")
             }
@@ -176,6 +204,52 @@ impl Peer {
                 let done = self.client.count_down_latch(arg(1)?).wait_timeout(Duration::from_millis(num(2)?)).await?;
                 format!("ok {}", u8::from(done))
             }
+            "fair-task" => {
+                let (tag, name, log_key) = (arg(1)?.to_owned(), arg(2)?, arg(4)?.to_owned());
+                let hold = Duration::from_millis(num(5)?);
+                let wait = if words.len() > 6 { Some(Duration::from_millis(num(6)?)) } else { None };
+                let lock = match arg(3)? {
+                    "block" => self.client.fair_lock(name),
+                    "pubsub" => self.pubsub.fair_lock(name),
+                    mode => return Err(format!("unknown mode {mode}").into()),
+                };
+                if self.tasks.contains_key(&tag) {
+                    return Err(format!("task {tag} exists").into());
+                }
+                let owner = String::from_utf8_lossy(lock.owner()).into_owned();
+                let mut con = self.redis.get_multiplexed_async_connection().await?;
+                let task_tag = tag.clone();
+                self.tasks.insert(
+                    tag,
+                    tokio::spawn(async move {
+                        let guard = match wait {
+                            None => lock.lock().await?,
+                            Some(wait) => match lock.try_lock(wait, None).await? {
+                                Some(guard) => guard,
+                                None => return Ok("0".into()),
+                            },
+                        };
+                        let acquired = now_us();
+                        tokio::time::sleep(hold).await;
+                        let entry = format!("{task_tag} {acquired} {}", now_us());
+                        con.rpush::<_, _, ()>(&log_key, entry).await?;
+                        guard.unlock().await?;
+                        Ok("1".into())
+                    }),
+                );
+                format!("ok {owner}")
+            }
+            "task-wait" => {
+                let tag = arg(1)?;
+                let task = self.tasks.get_mut(tag).ok_or("no such task")?;
+                match tokio::time::timeout(Duration::from_millis(num(2)?), task).await {
+                    Err(_) => return Err(format!("task {tag} not done").into()),
+                    Ok(done) => {
+                        self.tasks.remove(tag);
+                        format!("ok {}", done??)
+                    }
+                }
+            }
             other => return Err(format!("unknown command {other}").into()),
         })
     }
@@ -185,12 +259,15 @@ impl Peer {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args().nth(1).ok_or("usage: rlock-peer redis://host:port/")?;
     let watchdog_ms: u64 = std::env::args().nth(2).map_or(Ok(3000), |ms| ms.parse())?;
-    let redis = redis::Client::open(url.as_str())?;
     let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(watchdog_ms));
-    let client = Client::connect(redis.clone(), options).await?;
+    let redis = redis::Client::open(url.as_str())?;
+    let client = Client::connect(redis.clone(), options.clone()).await?;
+    let pubsub = Client::connect(redis.clone(), options.with_blocking_connections(0)).await?;
     let mut peer = Peer {
         client,
+        pubsub,
         redis,
+        tasks: HashMap::new(),
         locks: HashMap::new(),
         fenced: HashMap::new(),
         held: HashMap::new(),

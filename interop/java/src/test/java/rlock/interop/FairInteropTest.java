@@ -1,0 +1,162 @@
+package rlock.interop;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import rlock.interop.FairQueue.Waiter;
+
+/**
+ * One fair-lock queue shared by Java and Rust: Redisson's fair-lock waiters
+ * (its scripts) and rlock-client's (RFAIR.* natively, blocked on the server
+ * or woken by pub/sub) queue in one list, {@code redisson_lock_queue:{name}},
+ * and are granted in the order they arrived, whichever side each is on
+ * (see {@link FairQueue} for how arrival and grant order are known).
+ */
+class FairInteropTest extends RedissonTest {
+    /** A hand-off woken by the release (message or server grant), not by a hint or a lease running out. */
+    private static final long HANDOFF_BOUND_MS = 1000;
+    /** The tryLock wait of a waiter that gives up: long enough for the ones behind it to queue first. */
+    private static final long GIVE_UP_MS = 1500;
+
+    private Peer rust;
+
+    @BeforeAll
+    void startPeer() {
+        rust = new Peer(server, 3000);
+    }
+
+    @AfterAll
+    void stopPeer() {
+        if (rust != null) {
+            rust.close();
+        }
+    }
+
+    /** INFO rlock's rlock_granted: waiters granted the lock by the server (rlock-client's blocking mode). */
+    private long granted() {
+        try (Resp resp = server.resp()) {
+            String info = (String) resp.cmd("INFO", "rlock");
+            for (String line : info.split("\r\n")) {
+                if (line.startsWith("rlock_granted:")) {
+                    return Long.parseLong(line.substring("rlock_granted:".length()).trim());
+                }
+            }
+            throw new AssertionError("no rlock_granted in INFO rlock:\n" + info);
+        }
+    }
+
+    /** The blocking Rust waiters were granted by the server (not by polling). */
+    private void assertServerGrants(long before, List<Waiter> waiters) {
+        long blocking = waiters.stream().filter(w -> w.tag.startsWith("B")).count();
+        long grants = granted() - before;
+        assertTrue(grants >= blocking, grants + " server grants for " + blocking + " blocking Rust waiters");
+    }
+
+    /**
+     * A Rust holder, then 8 waiters alternating Java and Rust (blocking and
+     * pub/sub Rust waiters in turn): granted in arrival order across both
+     * sides, each within the bound of the release before it.
+     */
+    @Test
+    void oneQueueSharedInArrivalOrder(TestInfo info) throws Exception {
+        FairQueue fair = new FairQueue(redisson, rust, name(info, "fair"));
+        rust.call("lock fair " + fair.name);
+        long grantedBefore = granted();
+        List<Waiter> waiters = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            Waiter waiter = i % 2 == 0 ? fair.java("J" + i, -1)
+                    : i % 4 == 1 ? fair.rust("B" + i, "block", -1) : fair.rust("P" + i, "pubsub", -1);
+            waiters.add(fair.queued(waiter));
+        }
+        Thread.sleep(50);
+        for (Waiter waiter : waiters) {
+            assertFalse(waiter.isJava() && waiter.java.isDone(), "the Rust holder still holds: " + waiter.tag);
+        }
+        assertEquals(fair.queued, fair.queue(), "nobody left the queue while it was held");
+        long released = Long.parseLong(rust.call("unlock " + fair.name));
+        fair.awaitAll(waiters);
+        FairQueue.report("queue (Rust holder, J/B/P alternating)", fair.checkGrants(waiters, released, HANDOFF_BOUND_MS));
+        assertServerGrants(grantedBefore, waiters);
+        fair.assertGone();
+        assertFalse(fair.lock.isLocked());
+    }
+
+    /**
+     * A Java holder; a Java waiter in the middle of a mixed queue gives up
+     * (tryLock's wait runs out, Redisson's give-up script): it leaves the
+     * queue, the others keep their places, and after the release the queue
+     * goes on in arrival order without waiting for the one that left.
+     */
+    @Test
+    void aJavaWaiterInTheMiddleGivesUp(TestInfo info) throws Exception {
+        FairQueue fair = new FairQueue(redisson, rust, name(info, "fair"));
+        fair.lock.lock();
+        long grantedBefore = granted();
+        List<Waiter> waiters = new ArrayList<>();
+        Waiter quitter = null;
+        for (String tag : List.of("J0", "B1", "P2", "J3", "B4", "J5", "P6")) {
+            Waiter waiter = fair.queued(switch (tag.charAt(0)) {
+                case 'J' -> fair.java(tag, tag.equals("J3") ? GIVE_UP_MS : -1);
+                case 'B' -> fair.rust(tag, "block", -1);
+                default -> fair.rust(tag, "pubsub", -1);
+            });
+            if (tag.equals("J3")) {
+                quitter = waiter;
+            } else {
+                waiters.add(waiter);
+            }
+        }
+        assertFalse(quitter.java.get(5, TimeUnit.SECONDS), "J3 gives up while the holder holds");
+        fair.queued.remove(quitter.owner);
+        assertEquals(fair.queued, fair.queue(), "J3 left; the others kept their places");
+        long released = FairQueue.nowMicros();
+        fair.lock.unlock();
+        fair.awaitAll(waiters);
+        FairQueue.report("queue after a Java give-up (Java holder)", fair.checkGrants(waiters, released, HANDOFF_BOUND_MS));
+        assertServerGrants(grantedBefore, waiters);
+        fair.assertGone();
+    }
+
+    /**
+     * The same from the other side: a Rust holder, and two Rust waiters in
+     * the middle (one blocking, one pub/sub) give up (try_lock's wait runs
+     * out, RFAIR.CANCEL) between Redisson waiters, which keep their places
+     * and are granted in order after the release.
+     */
+    @Test
+    void rustWaitersInTheMiddleGiveUp(TestInfo info) throws Exception {
+        FairQueue fair = new FairQueue(redisson, rust, name(info, "fair"));
+        rust.call("lock fair " + fair.name);
+        List<Waiter> waiters = new ArrayList<>();
+        List<Waiter> quitters = new ArrayList<>();
+        for (String tag : List.of("J0", "B1", "J2", "P3", "J4", "B5")) {
+            boolean quits = tag.equals("B1") || tag.equals("P3");
+            Waiter waiter = fair.queued(switch (tag.charAt(0)) {
+                case 'J' -> fair.java(tag, -1);
+                case 'B' -> fair.rust(tag, "block", quits ? GIVE_UP_MS : -1);
+                default -> fair.rust(tag, "pubsub", quits ? GIVE_UP_MS : -1);
+            });
+            (quits ? quitters : waiters).add(waiter);
+        }
+        for (Waiter quitter : quitters) {
+            assertEquals("0", rust.call("task-wait " + quitter.tag + " 5000", 10_000), quitter.tag + " gives up");
+            fair.queued.remove(quitter.owner);
+        }
+        // rlock-client cancels from a task, after try_lock returned: soon, not at once.
+        long left = fair.awaitQueue(1000, "B1 and P3 left; the others kept their places");
+        System.out.printf("[Redisson %s on %s] fair: the Rust give-ups left the queue %d ms after try_lock returned%n",
+                version(), RlockServer.serverBin(), left);
+        long released = Long.parseLong(rust.call("unlock " + fair.name));
+        fair.awaitAll(waiters);
+        FairQueue.report("queue after Rust give-ups (Rust holder)", fair.checkGrants(waiters, released, HANDOFF_BOUND_MS));
+        fair.assertGone();
+    }
+}
