@@ -1,5 +1,6 @@
 //! The Rust side of the Java interop suite (`interop/java`): one
-//! rlock-client on the server given as the first argument, driven by one
+//! rlock-client on the server given as the first argument (a cluster when
+//! it lists several node URLs, comma-separated), driven by one
 //! command a line on stdin, one reply a line on stdout (`ok ...` or
 //! `err ...`). Commands run one at a time, in order; a waiting command
 //! (`lock`) blocks the ones after it, which is what the Java side relies
@@ -37,7 +38,10 @@
 //! grant order, whatever side each waiter is on), then unlocks. Its reply
 //! for `task-wait`: `1` (held and logged) or `0` (gave up).
 
-use redis::AsyncCommands;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncCommands, Cmd, Pipeline, RedisFuture, Value};
 use rlock_client::{Client, ClientOptions, Error, FencedLock, Guard, Lock, Permit};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -49,11 +53,46 @@ enum Held {
     Fair(Guard<rlock_client::kind::Fair>),
 }
 
+/// Plain commands (the counter's GET/SET, the grant log) to one server or a cluster.
+#[derive(Clone)]
+enum Con {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Con {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Con::Single(c) => c.req_packed_command(cmd),
+            Con::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Con::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Con::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Con::Single(c) => c.get_db(),
+            Con::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 struct Peer {
     client: Client,
     /// Fair waiters that wait by pub/sub (no blocking connections).
     pubsub: Client,
-    redis: redis::Client,
+    con: Con,
     tasks: HashMap<String, tokio::task::JoinHandle<Result<String, Error>>>,
     locks: HashMap<String, Lock>,
     fenced: HashMap<String, FencedLock>,
@@ -141,7 +180,7 @@ impl Peer {
             "counter" => {
                 let (name, key) = (arg(1)?, arg(2)?.to_owned());
                 let (tasks, rounds) = (num(3)?, num(4)?);
-                let con = self.redis.get_multiplexed_async_connection().await?;
+                let con = self.con.clone();
                 let mut running = Vec::new();
                 for _ in 0..tasks {
                     // One handle a task: each is its own owner.
@@ -217,7 +256,7 @@ impl Peer {
                     return Err(format!("task {tag} exists").into());
                 }
                 let owner = String::from_utf8_lossy(lock.owner()).into_owned();
-                let mut con = self.redis.get_multiplexed_async_connection().await?;
+                let mut con = self.con.clone();
                 let task_tag = tag.clone();
                 self.tasks.insert(
                     tag,
@@ -257,16 +296,28 @@ impl Peer {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = std::env::args().nth(1).ok_or("usage: rlock-peer redis://host:port/")?;
+    let url =
+        std::env::args().nth(1).ok_or("usage: rlock-peer redis://host:port/[,redis://host:port...] [watchdog_ms]")?;
     let watchdog_ms: u64 = std::env::args().nth(2).map_or(Ok(3000), |ms| ms.parse())?;
     let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(watchdog_ms));
-    let redis = redis::Client::open(url.as_str())?;
-    let client = Client::connect(redis.clone(), options.clone()).await?;
-    let pubsub = Client::connect(redis.clone(), options.with_blocking_connections(0)).await?;
+    let urls: Vec<&str> = url.split(',').collect();
+    let (client, pubsub, con) = if urls.len() > 1 {
+        // A cluster: rlock-client waits by sharded pub/sub there (no blocking mode).
+        let client = Client::connect_cluster(urls.clone(), options.clone()).await?;
+        let pubsub = Client::connect_cluster(urls.clone(), options.with_blocking_connections(0)).await?;
+        let con = ClusterClient::new(urls)?.get_async_connection().await?;
+        (client, pubsub, Con::Cluster(con))
+    } else {
+        let redis = redis::Client::open(url.as_str())?;
+        let client = Client::connect(redis.clone(), options.clone()).await?;
+        let pubsub = Client::connect(redis.clone(), options.with_blocking_connections(0)).await?;
+        let con = redis.get_multiplexed_async_connection().await?;
+        (client, pubsub, Con::Single(con))
+    };
     let mut peer = Peer {
         client,
         pubsub,
-        redis,
+        con,
         tasks: HashMap::new(),
         locks: HashMap::new(),
         fenced: HashMap::new(),

@@ -22,12 +22,17 @@ public final class Peer implements AutoCloseable {
     private final BufferedReader stdout;
 
     public Peer(RlockServer server, long watchdogMs) {
+        this(server.url() + "/", watchdogMs);
+    }
+
+    /** On {@code urls}: one server's URL, or a cluster's node URLs joined by commas. */
+    public Peer(String urls, long watchdogMs) {
         String bin = System.getProperty("rlock.peer");
         if (bin == null || !Files.isExecutable(Path.of(bin))) {
             throw new IllegalStateException("no rlock-peer at " + bin + ": cargo build -p rlock-peer (make test-java does)");
         }
         try {
-            process = new ProcessBuilder(bin, server.url() + "/", Long.toString(watchdogMs))
+            process = new ProcessBuilder(bin, urls, Long.toString(watchdogMs))
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
         } catch (IOException e) {
             throw new IllegalStateException(e);

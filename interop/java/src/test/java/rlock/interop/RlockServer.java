@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 /**
@@ -29,6 +30,7 @@ public final class RlockServer implements AutoCloseable {
 
     private final Path dir;
     private final Path log;
+    private final Supplier<List<String>> extraArgs;
     private Process process;
     private int port;
 
@@ -78,14 +80,23 @@ public final class RlockServer implements AutoCloseable {
         return value == null || value.isEmpty() ? fallback : value;
     }
 
-    private RlockServer() throws IOException {
+    private RlockServer(Supplier<List<String>> extraArgs) throws IOException {
+        this.extraArgs = extraArgs;
         dir = Files.createTempDirectory("rlock-java-");
         log = dir.resolve("server.log");
     }
 
     public static RlockServer start() {
+        return start(List::of);
+    }
+
+    /**
+     * A server with more config words after the module's (a cluster node's,
+     * see {@link RlockCluster}), asked again for each attempt at a port.
+     */
+    public static RlockServer start(Supplier<List<String>> extraArgs) {
         try {
-            RlockServer server = new RlockServer();
+            RlockServer server = new RlockServer(extraArgs);
             for (int attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
                 server.port = freePort();
                 String failure = server.spawn();
@@ -102,7 +113,7 @@ public final class RlockServer implements AutoCloseable {
         }
     }
 
-    private static int freePort() throws IOException {
+    static int freePort() throws IOException {
         try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return socket.getLocalPort();
         }
@@ -120,6 +131,7 @@ public final class RlockServer implements AutoCloseable {
                 command.add(arg);
             }
         }
+        command.addAll(extraArgs.get());
         Files.deleteIfExists(log);
         process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("stdout.log").toFile()).start();
@@ -139,6 +151,11 @@ public final class RlockServer implements AutoCloseable {
         }
         process.destroyForcibly();
         return "not ready within " + READY_TIMEOUT_MS + " ms\n" + log();
+    }
+
+    /** This server's directory (a cluster node's nodes.conf lives there). */
+    public Path dir() {
+        return dir;
     }
 
     public int port() {
