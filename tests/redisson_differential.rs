@@ -140,8 +140,12 @@ fn redissons_rlock_scripts_run_natively_as_they_run_in_lua() {
             _ => assert_eq!(lua, native, "{context}: replies"),
         }
         calls += usize::from(lua.is_some());
+        // A lease running out is announced when the server expires the key
+        // (lazily or by its sampling), not by the step that set it.
+        let stepped =
+            messages.into_iter().filter(|(channel, message)| message != "expired" && !channel.ends_with(":expired"));
         let (lua_messages, native_messages): (Vec<_>, Vec<_>) =
-            messages.into_iter().partition(|(channel, message)| !channel.contains(NATIVE) && !message.contains(NATIVE));
+            stepped.partition(|(channel, message)| !channel.contains(NATIVE) && !message.contains(NATIVE));
         let native_messages: Vec<_> = native_messages
             .into_iter()
             .map(|(channel, message)| (channel.replace(NATIVE, LUA), message.replace(NATIVE, LUA)))
