@@ -14,6 +14,7 @@ mod lease;
 mod load_args;
 mod lock;
 mod permit_semaphore;
+mod redisson;
 mod rwlock;
 mod semaphore;
 
@@ -32,7 +33,7 @@ mod store;
 
 #[cfg(not(test))]
 mod module {
-    use crate::{api, commands, config, lease, load_args, store};
+    use crate::{api, commands, config, lease, load_args, redisson, store};
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
@@ -47,6 +48,10 @@ mod module {
             return Status::Err;
         }
         if let Err(err) = commands::register(ctx) {
+            ctx.log_warning(&format!("rlock: {err}"));
+            return Status::Err;
+        }
+        if let Err(err) = redisson::filter::register(ctx) {
             ctx.log_warning(&format!("rlock: {err}"));
             return Status::Err;
         }
@@ -80,7 +85,15 @@ mod module {
             ],
             string: [],
             bool: [],
-            enum: [],
+            enum: [
+                [
+                    load_args::REDISSON_SCRIPTS,
+                    &config::REDISSON_SCRIPTS,
+                    redisson::default_setting(),
+                    ConfigurationFlags::DEFAULT,
+                    None
+                ],
+            ],
             module_args_as_configuration: true,
         ]
     }
@@ -103,6 +116,7 @@ mod tests {
             include_str!("store/keyspace.rs"),
             include_str!("commands/info.rs"),
             include_str!("commands/registry.rs"),
+            include_str!("redisson/filter.rs"),
         ];
         for source in sources {
             for call in source.split("api!(").skip(1) {

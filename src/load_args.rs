@@ -1,4 +1,5 @@
-//! Module load arguments: `loadmodule librlock.so [default-lease-ms <ms>]`.
+//! Module load arguments: `loadmodule librlock.so [default-lease-ms <ms>]
+//! [redisson-scripts native|off]`.
 //!
 //! redis-module applies them as configuration defaults without the bounds
 //! CONFIG SET enforces (and ignores names it does not know), so the
@@ -6,8 +7,12 @@
 
 use crate::lease::parse_lease_ms;
 
-/// The only load argument: `rlock.default-lease-ms` as a name/value pair.
+/// `rlock.default-lease-ms` as a name/value pair.
 pub const DEFAULT_LEASE_MS: &str = "default-lease-ms";
+/// `rlock.redisson-scripts` as a name/value pair.
+pub const REDISSON_SCRIPTS: &str = "redisson-scripts";
+
+const KNOWN: &str = "default-lease-ms <ms>, redisson-scripts native|off";
 
 /// Checks every name/value pair; the error says which argument is wrong
 /// and why, for the server log.
@@ -18,12 +23,20 @@ pub fn check(args: &[&[u8]]) -> Result<(), String> {
             let why = err.message().trim_start_matches("ERR ").replace("lease_ms", DEFAULT_LEASE_MS);
             format!("module argument {DEFAULT_LEASE_MS} {}: {why}", escaped(value))
         }),
-        [name] if *name == DEFAULT_LEASE_MS.as_bytes() => {
-            Err(format!("module argument {DEFAULT_LEASE_MS} has no value"))
+        [name, value] if *name == REDISSON_SCRIPTS.as_bytes() => match *value {
+            b"native" | b"off" => Ok(()),
+            _ => Err(format!("module argument {REDISSON_SCRIPTS} {}: must be native or off", escaped(value))),
+        },
+        [name] if *name == DEFAULT_LEASE_MS.as_bytes() || *name == REDISSON_SCRIPTS.as_bytes() => {
+            Err(format!("module argument {} has no value", escaped_plain(name)))
         }
-        [name, ..] => Err(format!("unknown module argument {} (known: {DEFAULT_LEASE_MS} <ms>)", escaped(name))),
+        [name, ..] => Err(format!("unknown module argument {} (known: {KNOWN})", escaped(name))),
         [] => Ok(()),
     })
+}
+
+fn escaped_plain(arg: &[u8]) -> String {
+    arg.escape_ascii().to_string()
 }
 
 fn escaped(arg: &[u8]) -> String {
@@ -58,14 +71,21 @@ mod tests {
                 Err("module argument default-lease-ms \"99999999999999\": default-lease-ms is above the maximum of 31536000000 (365 days)"),
             ),
             (&[b"default-lease-ms"], Err("module argument default-lease-ms has no value")),
-            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>)")),
+            (&[b"redisson-scripts", b"native"], Ok(())),
+            (&[b"redisson-scripts", b"off", b"default-lease-ms", b"5000"], Ok(())),
+            (
+                &[b"redisson-scripts", b"lua"],
+                Err("module argument redisson-scripts \"lua\": must be native or off"),
+            ),
+            (&[b"redisson-scripts"], Err("module argument redisson-scripts has no value")),
+            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off)")),
             (
                 &[b"default-lease-ms", b"5000", b"default-lease-ms", b"0"],
                 Err("module argument default-lease-ms \"0\": default-lease-ms must be a positive integer"),
             ),
             (
                 &[b"default-lease-ms", b"5000", b"x\x00"],
-                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>)"),
+                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off)"),
             ),
         ];
         for (args, expected) in cases {

@@ -1,6 +1,7 @@
 //! Counters shown in the `INFO rlock` section.
 
 use crate::lock::{Acquire, ForceRelease, Release, Renew};
+use crate::redisson::scripts::Script;
 use linkme::distributed_slice;
 use redis_module::server_events::INFO_COMMAND_HANDLER_LIST;
 use redis_module::{InfoContext, RedisResult};
@@ -18,9 +19,11 @@ static RENEWED: AtomicU64 = AtomicU64::new(0);
 static RENEW_MISSED: AtomicU64 = AtomicU64::new(0);
 static GRANTED: AtomicU64 = AtomicU64::new(0);
 static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
+static REDISSON_NATIVE_LOCK: AtomicU64 = AtomicU64::new(0);
+static REDISSON_ACL_LUA: AtomicU64 = AtomicU64::new(0);
 
 /// INFO field names (Redis prefixes them with `rlock_`), in display order.
-const FIELDS: [(&str, &AtomicU64); 12] = [
+const FIELDS: [(&str, &AtomicU64); 14] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("contended", &CONTENDED),
@@ -35,6 +38,11 @@ const FIELDS: [(&str, &AtomicU64); 12] = [
     // Blocked acquires (WAIT) granted the lock, and those whose wait ran out.
     ("granted", &GRANTED),
     ("wait_timeouts", &WAIT_TIMEOUTS),
+    // Redisson's RLock scripts the filter ran as native commands, and the
+    // known scripts left to Lua because the caller's ACL did not allow
+    // the native command.
+    ("redisson_native_lock", &REDISSON_NATIVE_LOCK),
+    ("redisson_acl_lua", &REDISSON_ACL_LUA),
 ];
 
 fn bump(counter: &AtomicU64) {
@@ -71,6 +79,16 @@ pub fn record_grant() {
 
 pub fn record_wait_timeout() {
     bump(&WAIT_TIMEOUTS);
+}
+
+pub fn record_redisson_native(script: Script) {
+    bump(match script {
+        Script::LockAcquire | Script::LockRelease | Script::LockForceRelease => &REDISSON_NATIVE_LOCK,
+    });
+}
+
+pub fn record_redisson_acl_lua() {
+    bump(&REDISSON_ACL_LUA);
 }
 
 pub fn record_force_release(outcome: ForceRelease) {

@@ -38,16 +38,35 @@ pub struct RedisLock<'a> {
     ctx: &'a Context,
     name: &'a RedisString,
     key: SignalOnWriteKey,
+    via: Via,
+}
+
+/// How a release is announced: the module's default, or the one publish
+/// command a Redisson script names in its arguments (`VIA`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// PUBLISH, and in cluster mode SPUBLISH too (see [`publish`]).
+    Default,
+    /// PUBLISH only, as Redis's own command.
+    Publish,
+    /// SPUBLISH only, as Redis's own command.
+    Spublish,
 }
 
 impl<'a> RedisLock<'a> {
     pub fn open(ctx: &'a Context, name: &'a RedisString) -> Self {
-        Self { ctx, name, key: SignalOnWriteKey::open(ctx, name.inner) }
+        Self { ctx, name, key: SignalOnWriteKey::open(ctx, name.inner), via: Via::Default }
+    }
+
+    /// Announces releases as `via` says.
+    pub fn via(mut self, via: Via) -> Self {
+        self.via = via;
+        self
     }
 
     /// For read-only commands: the lock store's writes need `&mut`.
     pub fn open_readonly(ctx: &'a Context, name: &'a RedisString) -> Self {
-        Self { ctx, name, key: SignalOnWriteKey::open_readonly(ctx, name.inner) }
+        Self { ctx, name, key: SignalOnWriteKey::open_readonly(ctx, name.inner), via: Via::Default }
     }
 
     /// Sends the keyspace notification Redis's own command would send.
@@ -174,7 +193,29 @@ impl LockStore for RedisLock<'_> {
 
     fn publish_release(&mut self) {
         let channel = RedisString::create_from_slice(self.ctx.get_raw(), &release_channel(self.name.as_slice()));
-        publish(self.ctx, &channel, unlock_message(), self.name.as_slice());
+        match self.via {
+            Via::Default => publish(self.ctx, &channel, unlock_message(), self.name.as_slice()),
+            Via::Publish => publish_only(self.ctx, &channel, unlock_message(), false),
+            Via::Spublish => publish_only(self.ctx, &channel, unlock_message(), true),
+        }
+    }
+}
+
+/// Publishes as Redis's own PUBLISH (or SPUBLISH, `sharded`) command: the
+/// cluster spreads it in cluster mode; otherwise it goes to replicas, not
+/// to the AOF.
+fn publish_only(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleString, sharded: bool) {
+    let ctx_raw = ctx.get_raw();
+    if sharded {
+        unsafe { api!(RedisModule_PublishMessageShard)(ctx_raw, channel.inner, message) };
+        if !cluster_mode() {
+            replicate!(ctx, c"SPUBLISH", c"ssA", channel.inner, message);
+        }
+    } else {
+        unsafe { api!(RedisModule_PublishMessage)(ctx_raw, channel.inner, message) };
+        if !cluster_mode() {
+            replicate!(ctx, c"PUBLISH", c"ssA", channel.inner, message);
+        }
     }
 }
 
@@ -204,7 +245,7 @@ fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleS
 /// Whether the server runs in cluster mode; set once at load.
 static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 
-fn cluster_mode() -> bool {
+pub fn cluster_mode() -> bool {
     CLUSTER_MODE.load(Ordering::Relaxed)
 }
 

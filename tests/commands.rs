@@ -331,9 +331,9 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
             &["write", "fast"],
             -3,
             &["RW", "delete"],
-            &["key", "owner", "lease_ms", "latch"],
+            &["key", "owner", "lease_ms", "latch", "publisher"],
         ),
-        ("RLOCK.FORCERELEASE", &["k"], &["write"], 2, &["RW", "delete"], &["key"]),
+        ("RLOCK.FORCERELEASE", &["k"], &["write"], -2, &["RW", "delete"], &["key", "publisher"]),
         ("RLOCK.STATUS", &["k", "owner"], &["readonly", "fast"], -2, &["RO", "access"], &["key", "owner"]),
     ];
     let strings = |value: &Value| -> Vec<String> { redis::from_redis_value(value.clone()).unwrap() };

@@ -21,7 +21,10 @@ fn bad_load_arguments_refuse_the_module_and_say_why() {
         (&["default-lease-ms", "9223372036854775807"], TOO_LONG),
         // A 3,000-year lease.
         (&["default-lease-ms", "99999999999999"], TOO_LONG),
-        (&["bogus", "5"], "unknown module argument \"bogus\" (known: default-lease-ms <ms>)"),
+        (
+            &["bogus", "5"],
+            "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off)",
+        ),
         (&["default-lease-ms"], "module argument default-lease-ms has no value"),
         (&["default-lease-ms", "5000", "default-lease-ms", "0"], NOT_POSITIVE),
     ];

@@ -3,6 +3,7 @@
 use super::info::{Arg, ArgKind};
 use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
+use crate::store::Via;
 use crate::{config, lease};
 use redis_module::{NextArg, RedisError, RedisString};
 use rlock_protocol::DEFAULT_LATCH_MS;
@@ -121,6 +122,23 @@ pub fn parse_optional_ttl(mut args: impl Iterator<Item = RedisString>) -> Result
     Ok(ttl_ms)
 }
 
+/// Takes a trailing `VIA PUBLISH|SPUBLISH` off `args` when more than
+/// `fixed` arguments come before it: the one command a release is
+/// announced with, as Redisson's scripts take it as an argument.
+pub fn take_via(args: &mut Vec<RedisString>, fixed: usize) -> Result<Via, LockError> {
+    let n = args.len();
+    if n < fixed + 2 || !is_keyword(&args[n - 2], b"VIA") {
+        return Ok(Via::Default);
+    }
+    let via = match &args[n - 1] {
+        arg if is_keyword(arg, b"PUBLISH") => Via::Publish,
+        arg if is_keyword(arg, b"SPUBLISH") => Via::Spublish,
+        _ => return Err(LockError::Syntax("VIA takes PUBLISH or SPUBLISH")),
+    };
+    args.truncate(n - 2);
+    Ok(via)
+}
+
 /// Keywords are case-insensitive.
 pub fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
     arg.as_slice().eq_ignore_ascii_case(keyword)
@@ -140,3 +158,5 @@ pub const LATCH: Arg = Arg {
     optional: true,
     token: None,
 };
+/// `[VIA PUBLISH|SPUBLISH]`
+pub const VIA: Arg = Arg { name: c"publisher", kind: ArgKind::String, optional: true, token: Some(c"VIA") };

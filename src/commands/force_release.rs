@@ -1,20 +1,31 @@
+use super::args::{take_via, VIA};
 use super::info::CommandInfo;
 use super::registry::command;
 use crate::handoff::blocking;
-use crate::lock::{self, ForceRelease};
+use crate::lock::{self, ForceRelease, KeyKind, LockStore};
 use crate::stats;
-use crate::store::RedisLock;
+use crate::store::{RedisLock, Via};
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
-/// `RLOCK.FORCERELEASE key`: 1 when a lock was deleted, 0 when there was none.
-pub fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// `RLOCK.FORCERELEASE key [VIA PUBLISH|SPUBLISH]`: 1 when a lock was
+/// deleted, 0 when there was none. With `VIA` it is Redisson's script:
+/// whatever the key holds is deleted, and announced with that command.
+pub fn force_release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+    let via = take_via(&mut args, 2)?;
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;
 
-    let mut key = RedisLock::open(ctx, &name);
-    let outcome = lock::force_release(&mut key)?;
+    let mut key = RedisLock::open(ctx, &name).via(via);
+    let outcome = match key.kind() {
+        KeyKind::Other | KeyKind::Hash if via != Via::Default => {
+            key.delete();
+            key.publish_release();
+            ForceRelease::Released
+        }
+        _ => lock::force_release(&mut key)?,
+    };
     if outcome == ForceRelease::Released {
         blocking::grant_next(ctx, &name, &mut key);
     }
@@ -28,8 +39,8 @@ command!(
     CommandInfo {
         name: c"rlock.forcerelease",
         summary: c"Deletes the lock whoever holds it; replies 1, or 0 when there was none.",
-        arity: 2,
+        arity: -2,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[],
+        args: &[VIA],
     },
 );

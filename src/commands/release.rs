@@ -1,22 +1,24 @@
-use super::args::{parse_latch, parse_optional_lease, LATCH, LEASE_MS, OWNER};
+use super::args::{parse_latch, parse_optional_lease, take_via, LATCH, LEASE_MS, OWNER, VIA};
 use super::info::CommandInfo;
 use super::registry::command;
 use super::reply;
 use crate::handoff::blocking;
 use crate::lock;
 use crate::stats;
-use crate::store::{now_ms, RedisLatch, RedisLock};
+use crate::store::{now_ms, RedisLatch, RedisLock, Via};
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString};
 
-/// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
+/// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]
+/// [VIA PUBLISH|SPUBLISH]`: nil
 /// when `owner` does not hold the lock, 0 when one reentry level was
 /// released, 1 when fully released. With `ID`, the reply is recorded in
 /// Redisson's unlock latch key for `latch_ms`, and a release with the same
-/// request id replies it again and changes nothing.
+/// request id replies it again and changes nothing. `VIA` announces a
+/// full release with that one command, as Redisson's script does.
 pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let ReleaseArgs { name, owner, lease_ms, latch } = ReleaseArgs::parse(args)?;
-    let mut key = RedisLock::open(ctx, &name);
+    let ReleaseArgs { name, owner, lease_ms, latch, via } = ReleaseArgs::parse(args)?;
+    let mut key = RedisLock::open(ctx, &name).via(via);
     let outcome = match latch {
         None => lock::release(&mut key, &owner, lease_ms, now_ms())?,
         Some((request_id, latch_ms)) => {
@@ -37,18 +39,20 @@ struct ReleaseArgs {
     lease_ms: i64,
     /// The request id and how long its latch lives.
     latch: Option<(RedisString, i64)>,
+    via: Via,
 }
 
 impl ReleaseArgs {
     /// `lease_ms` is digits only, so it cannot be mistaken for `ID`;
     /// keywords are case-insensitive.
-    fn parse(args: Vec<RedisString>) -> Result<Self, RedisError> {
+    fn parse(mut args: Vec<RedisString>) -> Result<Self, RedisError> {
+        let via = take_via(&mut args, 3)?;
         let mut args = args.into_iter().skip(1).peekable();
         let name = args.next_arg()?;
         let owner = args.next_arg()?;
         let lease_ms = parse_optional_lease(&mut args)?;
         let latch = parse_latch(args)?;
-        Ok(Self { name, owner, lease_ms, latch })
+        Ok(Self { name, owner, lease_ms, latch, via })
     }
 }
 
@@ -60,6 +64,6 @@ command!(
         summary: c"Releases one hold of owner; replies 1 when released, 0 when still held, nil when not held.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[OWNER, LEASE_MS, LATCH,],
+        args: &[OWNER, LEASE_MS, LATCH, VIA],
     },
 );

@@ -1,0 +1,149 @@
+//! The command filter: every command passes it before Redis looks it up.
+//! A call of a known Redisson script becomes its native command (see
+//! `scripts`); everything else is left as it came, after a check of the
+//! command name's length and the setting.
+//!
+//! - Registered with `REDISMODULE_CMDFILTER_NOSELF`: the module's own
+//!   `RM_Call`s are never rewritten.
+//! - Inside a script (`redis.call`) nothing is rewritten: a script may not
+//!   call EVAL/EVALSHA, and a rewrite would turn that error into a lock.
+//! - Idempotent: a rewritten call names an `RLOCK.*` command, which the
+//!   filter leaves alone when it sees it again (Redis 7.0 filters a
+//!   command postponed by CLIENT PAUSE a second time).
+//! - The strings given to ArgReplace/ArgInsert are created without a
+//!   context and belong to Redis from then on.
+//! - Where the filter can learn its caller (`CommandFilterGetClientId`:
+//!   Valkey 8, Redis 7.2+), a call is rewritten only when the caller's
+//!   user may run both the script and the native command, and publish on
+//!   the script's channel; otherwise it runs as Lua, as it would without
+//!   the module. Where it cannot (Redis 7.0), ACL is not checked: see
+//!   README.
+
+use super::scripts::{identify, rewrite, Rewrite};
+use crate::api::api;
+use crate::{config, stats, store};
+use redis_module::{raw, Context};
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// A detached context for the filter's calls that need one (the filter
+/// itself gets none). Created once at load, never freed.
+static FILTER_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(ptr::null_mut());
+
+/// The most arguments of a call the filter rewrites (the release's).
+const MAX_ARGS: c_int = 11;
+
+/// Registers the filter.
+pub fn register(ctx: &Context) -> Result<(), String> {
+    let detached = unsafe { api!(RedisModule_GetDetachedThreadSafeContext)(ctx.get_raw()) };
+    FILTER_CTX.store(detached, Ordering::Relaxed);
+    let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
+    let filter = unsafe { api!(RedisModule_RegisterCommandFilter)(ctx.get_raw(), Some(filter), flags) };
+    if filter.is_null() {
+        return Err("cannot register the command filter for Redisson's scripts".to_owned());
+    }
+    Ok(())
+}
+
+/// Whether the filter can tell who calls: then it checks the ACL, and the
+/// setting's default is `native`.
+pub fn knows_caller() -> bool {
+    unsafe { raw::RedisModule_CommandFilterGetClientId }.is_some()
+        && unsafe { raw::RedisModule_GetClientUserNameById }.is_some()
+        && unsafe { raw::RedisModule_ACLCheckCommandPermissions }.is_some()
+}
+
+extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    if !config::redisson_native() {
+        return;
+    }
+    // A panic (a bug) leaves the call as it came.
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { filter_call(fctx) }));
+}
+
+unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    let argc = api!(RedisModule_CommandFilterArgsCount)(fctx);
+    if !(6..=MAX_ARGS).contains(&argc) {
+        return;
+    }
+    let command = bytes(api!(RedisModule_CommandFilterArgGet)(fctx, 0));
+    if command.len() != 4 && command.len() != 7 {
+        return;
+    }
+    let originals: Vec<*mut raw::RedisModuleString> =
+        (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
+    let args: Vec<&[u8]> = originals.iter().map(|&arg| bytes(arg)).collect();
+    let Some(script) = identify(&args) else { return };
+    let ctx = FILTER_CTX.load(Ordering::Relaxed);
+    if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
+        return;
+    }
+    let Some(Rewrite { argv, channel }) = rewrite(script, &args, store::cluster_mode()) else { return };
+    let mut strings: Vec<*mut raw::RedisModuleString> = argv
+        .iter()
+        .map(|arg| api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()))
+        .collect();
+    if knows_caller() && !caller_may(ctx, fctx, &originals, &mut strings, channel.as_deref()) {
+        strings.into_iter().for_each(|arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
+        stats::record_redisson_acl_lua();
+        return;
+    }
+    let count = strings.len() as c_int;
+    for (i, arg) in strings.into_iter().enumerate() {
+        api!(RedisModule_CommandFilterArgReplace)(fctx, i as c_int, arg);
+    }
+    for _ in count..argc {
+        api!(RedisModule_CommandFilterArgDelete)(fctx, count);
+    }
+    stats::record_redisson_native(script);
+}
+
+/// Whether the caller's user may run the script call, the native call,
+/// and publish on the script's channel.
+unsafe fn caller_may(
+    ctx: *mut raw::RedisModuleCtx,
+    fctx: *mut raw::RedisModuleCommandFilterCtx,
+    original: &[*mut raw::RedisModuleString],
+    native: &mut [*mut raw::RedisModuleString],
+    channel: Option<&[u8]>,
+) -> bool {
+    let (Some(client_id), Some(user_name), Some(check_command)) = (
+        raw::RedisModule_CommandFilterGetClientId,
+        raw::RedisModule_GetClientUserNameById,
+        raw::RedisModule_ACLCheckCommandPermissions,
+    ) else {
+        return false;
+    };
+    let name = user_name(ctx, client_id(fctx));
+    if name.is_null() {
+        // No such client or no user (a module's RM_Call): Lua decides.
+        return false;
+    }
+    let user = api!(RedisModule_GetModuleUserFromUserName)(name);
+    api!(RedisModule_FreeString)(ctx, name);
+    if user.is_null() {
+        return false;
+    }
+    let ok = raw::REDISMODULE_OK as c_int;
+    let mut original = original.to_vec();
+    let allowed = check_command(user, original.as_mut_ptr(), original.len() as c_int) == ok
+        && check_command(user, native.as_mut_ptr(), native.len() as c_int) == ok
+        && channel.is_none_or(|channel| {
+            let channel = api!(RedisModule_CreateString)(ctx, channel.as_ptr().cast(), channel.len());
+            let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
+            let may = api!(RedisModule_ACLCheckChannelPermissions)(user, channel, flags) == ok;
+            api!(RedisModule_FreeString)(ctx, channel);
+            may
+        });
+    api!(RedisModule_FreeModuleUser)(user);
+    allowed
+}
+
+/// The bytes of a string Redis owns, valid while the call lasts.
+unsafe fn bytes<'a>(arg: *mut raw::RedisModuleString) -> &'a [u8] {
+    let mut len = 0;
+    let data = raw::string_ptr_len(arg, &mut len);
+    std::slice::from_raw_parts(data.cast::<u8>(), len)
+}

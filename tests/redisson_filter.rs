@@ -1,0 +1,156 @@
+//! The Redisson script filter: what passes through untouched, the
+//! setting and its defaults, idempotence under CLIENT PAUSE, scripts
+//! calling scripts, and ACL (Valkey tells the filter its caller; Redis
+//! 7.0 does not).
+
+mod redisson_support;
+
+use redis::{Commands, Connection, Value};
+use redisson_support::{call, info_field, is_valkey, native_count, scripts, set_mode, VERSION};
+use redisson_support::{ACQUIRE_SHA, RELEASE_SHA};
+use std::time::{Duration, Instant};
+use testkit::{error_text, release_channel, unlock_latch_key, Server};
+
+fn calls_of(con: &mut Connection, command: &str) -> i64 {
+    let stats = info_field(con, "commandstats", &format!("cmdstat_{command}"));
+    stats.split(',').find_map(|part| part.strip_prefix("calls=")).map_or(0, |n| n.parse().unwrap())
+}
+
+fn mode(con: &mut Connection) -> String {
+    let reply: Vec<String> = redis::cmd("CONFIG").arg(&["GET", "rlock.redisson-scripts"]).query(con).unwrap();
+    reply[1].clone()
+}
+
+#[test]
+fn the_default_is_native_only_where_the_filter_knows_its_caller() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let expected = if is_valkey(&mut con) { "native" } else { "off" };
+    assert_eq!(mode(&mut con), expected);
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    assert_eq!(mode(&mut server.connection()), "native");
+    let log = Server::builder().module_arg("redisson-scripts").module_arg("lua").start_expecting_failure();
+    // redis-module checks its enum settings before the module's own check.
+    assert!(log.contains("Enum 'lua' not exists") || log.contains("must be native or off"), "{log}");
+    let mut con = server.connection();
+    set_mode(&mut con, "off");
+    assert_eq!(mode(&mut con), "off");
+    let err = redis::cmd("CONFIG").arg(&["SET", "rlock.redisson-scripts", "lua"]).query::<()>(&mut con);
+    assert!(err.is_err());
+}
+
+#[test]
+fn everything_else_passes_through_untouched() {
+    let scripts = scripts(VERSION);
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let mut con = server.connection();
+    // SCRIPT LOAD of a known text loads it.
+    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(&scripts.acquire).query(&mut con).unwrap();
+    assert_eq!(sha, ACQUIRE_SHA);
+    let sha: String = redis::cmd("SCRIPT").arg("LOAD").arg(&scripts.release).query(&mut con).unwrap();
+    assert_eq!(sha, RELEASE_SHA);
+    // A text one byte longer, or one byte different, runs as Lua.
+    let mut longer = scripts.acquire.clone();
+    longer.push(b' ');
+    let mut changed = scripts.acquire.clone();
+    changed[0] = b'I';
+    let before = native_count(&mut con);
+    assert_eq!(call(&mut con, false, &longer, &[b"a"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
+    assert!(error_text(call(&mut con, false, &changed, &[b"b"], &[b"30000", b"o:1"])).contains("script"));
+    // Arguments the native command would not take the same way: Lua (a
+    // lease of 0 deletes the key it just wrote).
+    assert_eq!(call(&mut con, true, &scripts.acquire, &[b"c"], &[b"0", b"o:1"]).unwrap(), Value::Nil);
+    assert!(!con.exists::<_, bool>("c").unwrap());
+    // A release whose latch is another lock's, or whose publish command is not one.
+    let channel = release_channel(b"d");
+    let other_latch = unlock_latch_key(b"e", b"r1");
+    let args: [&[u8]; 5] = [b"0", b"30000", b"o:1", b"publish", b"20000"];
+    assert_eq!(call(&mut con, true, &scripts.release, &[b"d", &channel, &other_latch], &args).unwrap(), Value::Nil);
+    assert_eq!(native_count(&mut con), before, "all of these ran as Lua");
+    assert_eq!(calls_of(&mut con, "rlock.acquire") + calls_of(&mut con, "rlock.release"), 0);
+    // An unknown SHA is NOSCRIPT; WAIT and DEL of a latch are themselves.
+    let unknown = call(&mut con, true, b"return 1", &[b"a"], &[]);
+    assert!(error_text(unknown).contains("NOSCRIPT"));
+    let acked: i64 = redis::cmd("WAIT").arg(0).arg(0).query(&mut con).unwrap();
+    assert_eq!(acked, 0);
+    assert_eq!(con.del::<_, i64>(unlock_latch_key(b"a", b"r1")).unwrap(), 0);
+    // Off: a known script runs as Lua.
+    set_mode(&mut con, "off");
+    assert_eq!(call(&mut con, true, &scripts.acquire, &[b"f"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
+    assert_eq!(native_count(&mut con), before);
+    // On: natively, by SHA (even one never loaded: no NOSCRIPT) and by text.
+    set_mode(&mut con, "native");
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
+    assert_eq!(call(&mut con, true, &scripts.acquire, &[b"g"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
+    let contended = call(&mut con, false, &scripts.acquire, &[b"g"], &[b"30000", b"o:2"]).unwrap();
+    assert!(matches!(contended, Value::Int(pttl) if (29_000..=30_000).contains(&pttl)), "{contended:?}");
+    assert_eq!(native_count(&mut con), before + 2);
+    assert_eq!(calls_of(&mut con, "rlock.acquire"), 2);
+}
+
+#[test]
+fn a_script_calling_a_known_script_gets_the_error_it_gets_without_the_filter() {
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let mut con = server.connection();
+    let inner = format!("return redis.call('evalsha', '{ACQUIRE_SHA}', 1, KEYS[1], '30000', 'o:1')");
+    let native = error_text(redis::cmd("EVAL").arg(&inner).arg(1).arg("k").query::<Value>(&mut con));
+    set_mode(&mut con, "off");
+    let lua = error_text(redis::cmd("EVAL").arg(&inner).arg(1).arg("k").query::<Value>(&mut con));
+    assert_eq!(native, lua);
+    assert!(native.contains("not allowed from script"), "{native}");
+    assert!(!con.exists::<_, bool>("k").unwrap());
+}
+
+#[test]
+fn a_call_postponed_by_client_pause_runs_once_natively() {
+    let scripts = scripts(VERSION);
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let mut admin = server.connection();
+    let _: () = redis::cmd("CLIENT").arg(&["PAUSE", "300", "WRITE"]).query(&mut admin).unwrap();
+    let started = Instant::now();
+    let mut con = server.connection();
+    let reply = call(&mut con, true, &scripts.acquire, &[b"p"], &[b"30000", b"o:1"]).unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(250), "the pause held the call");
+    assert_eq!(reply, Value::Nil);
+    assert_eq!(con.hget::<_, _, String>("p", "o:1").unwrap(), "1");
+    assert_eq!(native_count(&mut con), 1);
+    assert_eq!(calls_of(&mut con, "rlock.acquire"), 1);
+    assert_eq!(calls_of(&mut con, "evalsha"), 0);
+}
+
+#[test]
+fn acl_decides_where_the_filter_knows_its_caller() {
+    let scripts = scripts(VERSION);
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let mut admin = server.connection();
+    let valkey = is_valkey(&mut admin);
+    // Lua needs them loaded, as Redisson would after a NOSCRIPT.
+    for body in [&scripts.acquire, &scripts.release] {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut admin).unwrap();
+    }
+    let mut lua_only = server.login("lua-only", &["~*", "&*", "-rlock.acquire", "-rlock.release"]);
+    let reply = call(&mut lua_only, true, &scripts.acquire, &[b"x"], &[b"30000", b"o:1"]);
+    if valkey {
+        // The user may not run RLOCK.ACQUIRE: the script runs as Lua, as it would without the module.
+        assert_eq!(reply.unwrap(), Value::Nil);
+        assert_eq!(info_field(&mut admin, "rlock", "rlock_redisson_acl_lua"), "1");
+        assert_eq!(native_count(&mut admin), 0);
+    } else {
+        // Redis 7.0 cannot tell the filter who calls (README: why the default is off there).
+        assert!(error_text(reply).contains("NOPERM"));
+    }
+    // A user who may publish on no channel: the release would publish, so Lua decides.
+    let mut no_channels = server.login("no-channels", &["~*"]);
+    let channel = release_channel(b"y");
+    let latch = unlock_latch_key(b"y", b"r1");
+    let args: [&[u8]; 5] = [b"0", b"30000", b"o:1", b"publish", b"20000"];
+    let reply = call(&mut no_channels, true, &scripts.release, &[b"y", &channel, &latch], &args);
+    if valkey {
+        assert_eq!(reply.unwrap(), Value::Nil, "not held, published nothing: Lua's reply");
+        assert_eq!(info_field(&mut admin, "rlock", "rlock_redisson_acl_lua"), "2");
+    }
+    // A user allowed everything runs natively.
+    let mut all = server.login("all", &["~*", "&*"]);
+    assert_eq!(call(&mut all, true, &scripts.acquire, &[b"z"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
+    assert_eq!(calls_of(&mut admin, "rlock.acquire"), 1);
+}
