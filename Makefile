@@ -29,6 +29,7 @@ deps:
 	dpkg -s libclang-dev >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing build-essential"; \
 	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
+	command -v unzip >/dev/null 2>&1 || missing="$$missing unzip"; \
 	python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
 		echo "Installing:$$missing"; \
@@ -52,11 +53,11 @@ run: build
 # then real Redisson (Java) against both.
 test: test-redis test-valkey test-java
 
-test-redis: deps
+test-redis: deps java-deps
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
 
-test-valkey: deps valkey
+test-valkey: deps java-deps valkey
 	$(CARGO) build --workspace
 	RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli $(CARGO) test --workspace
 
@@ -65,7 +66,8 @@ test-valkey: deps valkey
 # server, interop/rust-peer is the rlock-client side). Every version on
 # Redis, the newest on Valkey. 3.45.1 is the last with the script cache off
 # by default (EVAL); 3.52.0 the last 3.x. About 30 s a version; the newest
-# also runs the cluster tests (3 primaries, about 6 s).
+# also runs the cluster tests (3 primaries, about 6 s), and runs again on
+# both servers with Redisson's scripts run natively (the command filter).
 REDISSON_VERSIONS ?= 3.14.1 3.23.5 3.45.1 3.52.0 4.7.0
 REDISSON_NEWEST ?= 4.7.0
 JAVA_RUN := interop/java/run.sh
@@ -88,6 +90,8 @@ test-java: deps java-deps valkey
 	@status=0; \
 	$(JAVA_RUN) redis-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_VERSIONS) || status=1; \
 	$(JAVA_RUN) $(VALKEY_BIN)/valkey-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_NEWEST) || status=1; \
+	RLOCK_MODE=native $(JAVA_RUN) redis-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_NEWEST) || status=1; \
+	RLOCK_MODE=native $(JAVA_RUN) $(VALKEY_BIN)/valkey-server $(MODULE_SO) $(PEER_BIN) $(REDISSON_NEWEST) || status=1; \
 	exit $$status
 
 valkey: $(VALKEY_BIN)/valkey-server

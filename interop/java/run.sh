@@ -6,8 +6,10 @@
 #
 #   interop/java/run.sh SERVER_BIN MODULE PEER VERSION...
 #
-# RLOCK_MODE (lua) and RLOCK_MODULE_ARGS select how Redisson's scripts run
-# (part 2 of issue 21 adds the native mode). Full logs are kept in
+# RLOCK_MODE selects how Redisson's scripts run: `lua` (the module's
+# `redisson-scripts off`) or `native` (`redisson-scripts native`: its
+# command filter runs the scripts it knows as native commands);
+# RLOCK_MODULE_ARGS overrides the module arguments. Full logs are kept in
 # interop/java/target/logs/; a failed run's log tail is printed. Exits
 # non-zero when any version failed, after running them all.
 set -u
@@ -15,6 +17,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 server_bin=$1 module=$2 peer=$3
 shift 3
 mode=${RLOCK_MODE:-lua}
+case $mode in
+    lua) module_args=${RLOCK_MODULE_ARGS:-redisson-scripts off} ;;
+    native) module_args=${RLOCK_MODULE_ARGS:-redisson-scripts native} ;;
+    *) echo "RLOCK_MODE must be lua or native, not $mode"; exit 2 ;;
+esac
 logs=$here/target/logs
 mkdir -p "$logs"
 server_name=$(basename "$server_bin")
@@ -32,7 +39,7 @@ for version in "$@"; do
     (cd "$here" && mvn -B -ntp test \
         -Dredisson.version="$version" -Drlock.exclude="$exclude" \
         -Drlock.server.bin="$server_bin" -Drlock.module="$module" -Drlock.peer="$peer" \
-        -Drlock.mode="$mode" -Drlock.module.args="${RLOCK_MODULE_ARGS:-}") >"$log" 2>&1
+        -Drlock.mode="$mode" -Drlock.module.args="$module_args") >"$log" 2>&1
     status=$?
     took=$(( $(date +%s) - start ))
     grep -E "hand-off p50|Tests run: .*, Fail|\[ERROR\] (Tests|  )|FAIL" "$log" | grep -v "^\[INFO\] Tests run: [0-9]*, Failures: 0, Errors: 0, Skipped: [0-9]*, Time" | sed 's/^/   /'
