@@ -1,6 +1,5 @@
 package rlock.interop;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -20,10 +19,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.TestWatcher;
 import org.redisson.Redisson;
-import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
-import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 import org.redisson.config.ClusterServersConfig;
 import rlock.interop.FairQueue.Waiter;
@@ -113,35 +110,7 @@ class ClusterTest {
     @Test
     void mutualExclusionUnderLoad() throws Exception {
         String name = name("lock");
-        String key = "{" + name + "}:counter";
-        int javaThreads = 2;
-        int rustTasks = 2;
-        int rounds = 40;
-        RBucket<String> counter = redisson.getBucket(key, StringCodec.INSTANCE);
-        counter.set("0");
-        CompletableFuture<String> rustSide = rust.callAsync("counter " + name + " " + key + " " + rustTasks + " " + rounds);
-        List<Thread> threads = new ArrayList<>();
-        for (int t = 0; t < javaThreads; t++) {
-            Thread thread = new Thread(() -> {
-                RLock lock = redisson.getLock(name);
-                for (int i = 0; i < rounds; i++) {
-                    lock.lock();
-                    try {
-                        counter.set(Long.toString(Long.parseLong(counter.get()) + 1));
-                    } finally {
-                        lock.unlock();
-                    }
-                }
-            });
-            thread.start();
-            threads.add(thread);
-        }
-        for (Thread thread : threads) {
-            thread.join(30_000);
-            assertFalse(thread.isAlive());
-        }
-        rustSide.get(30, TimeUnit.SECONDS);
-        assertEquals(Integer.toString((javaThreads + rustTasks) * rounds), counter.get(), "no update lost");
+        SharedCounter.incrementAndCheck(redisson, rust, name, "{" + name + "}:counter", 2, 2, 40, 30);
     }
 
     /**

@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import rlock.interop.FairQueue.Waiter;
@@ -20,25 +18,12 @@ import rlock.interop.FairQueue.Waiter;
  * and are granted in the order they arrived, whichever side each is on
  * (see {@link FairQueue} for how arrival and grant order are known).
  */
-class FairInteropTest extends RedissonTest {
+class FairInteropTest extends PeerTest {
     /** A hand-off woken by the release (message or server grant), not by a hint or a lease running out. */
     private static final long HANDOFF_BOUND_MS = 1000;
     /** The tryLock wait of a waiter that gives up: long enough for the ones behind it to queue first. */
     private static final long GIVE_UP_MS = 1500;
 
-    private Peer rust;
-
-    @BeforeAll
-    void startPeer() {
-        rust = new Peer(server, 3000);
-    }
-
-    @AfterAll
-    void stopPeer() {
-        if (rust != null) {
-            rust.close();
-        }
-    }
 
     /** INFO rlock's rlock_granted: waiters granted the lock by the server (rlock-client's blocking mode). */
     private long granted() {

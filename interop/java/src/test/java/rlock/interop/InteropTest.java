@@ -9,36 +9,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
-import org.redisson.api.RBucket;
 import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
-import org.redisson.client.codec.StringCodec;
 
 /** Java (Redisson) and Rust (rlock-client, interop/rust-peer) on one name. */
-class InteropTest extends RedissonTest {
+class InteropTest extends PeerTest {
     private static final int HANDOFF_ROUNDS = 15;
     /** A hand-off woken by the release message, not by the lease (1.5 s / 3 s) running out. */
     private static final long HANDOFF_BOUND_MS = 1000;
 
-    private Peer rust;
-
-    @BeforeAll
-    void startPeer() {
-        rust = new Peer(server, 3000);
-    }
-
-    @AfterAll
-    void stopPeer() {
-        if (rust != null) {
-            rust.close();
-        }
-    }
 
     private static long nowMicros() {
         java.time.Instant now = java.time.Instant.now();
@@ -47,37 +30,7 @@ class InteropTest extends RedissonTest {
 
     @Test
     void mutualExclusionUnderLoad(TestInfo info) throws Exception {
-        String name = name(info, "lock");
-        String key = name(info, "counter");
-        int javaThreads = 3;
-        int rustTasks = 3;
-        int rounds = 60;
-        RBucket<String> counter = redisson.getBucket(key, StringCodec.INSTANCE);
-        counter.set("0");
-        CompletableFuture<String> rustSide = rust.callAsync("counter " + name + " " + key + " " + rustTasks + " " + rounds);
-        List<Thread> threads = new ArrayList<>();
-        for (int t = 0; t < javaThreads; t++) {
-            Thread thread = new Thread(() -> {
-                RLock lock = redisson.getLock(name);
-                for (int i = 0; i < rounds; i++) {
-                    lock.lock();
-                    try {
-                        long value = Long.parseLong(counter.get());
-                        counter.set(Long.toString(value + 1));
-                    } finally {
-                        lock.unlock();
-                    }
-                }
-            });
-            thread.start();
-            threads.add(thread);
-        }
-        for (Thread thread : threads) {
-            thread.join(60_000);
-            assertFalse(thread.isAlive());
-        }
-        rustSide.get(60, TimeUnit.SECONDS);
-        assertEquals(Integer.toString((javaThreads + rustTasks) * rounds), counter.get(), "no update lost");
+        SharedCounter.incrementAndCheck(redisson, rust, name(info, "lock"), name(info, "counter"), 3, 3, 60, 60);
     }
 
     @Test
