@@ -11,6 +11,7 @@ use crate::lease::expiry;
 pub mod latch;
 #[cfg(test)]
 mod memory;
+pub mod redisson;
 
 /// What the lock key currently holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Counters shown in the `INFO rlock` section.
 
 use crate::lock::{Acquire, ForceRelease, Release, Renew};
-use crate::redisson::scripts::Script;
+use crate::redisson::scripts::FAMILIES;
 use linkme::distributed_slice;
 use redis_module::server_events::INFO_COMMAND_HANDLER_LIST;
 use redis_module::{InfoContext, RedisResult};
@@ -19,11 +19,10 @@ static RENEWED: AtomicU64 = AtomicU64::new(0);
 static RENEW_MISSED: AtomicU64 = AtomicU64::new(0);
 static GRANTED: AtomicU64 = AtomicU64::new(0);
 static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
-static REDISSON_NATIVE_LOCK: AtomicU64 = AtomicU64::new(0);
 static REDISSON_ACL_LUA: AtomicU64 = AtomicU64::new(0);
 
 /// INFO field names (Redis prefixes them with `rlock_`), in display order.
-const FIELDS: [(&str, &AtomicU64); 14] = [
+const FIELDS: [(&str, &AtomicU64); 13] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("contended", &CONTENDED),
@@ -38,10 +37,8 @@ const FIELDS: [(&str, &AtomicU64); 14] = [
     // Blocked acquires (WAIT) granted the lock, and those whose wait ran out.
     ("granted", &GRANTED),
     ("wait_timeouts", &WAIT_TIMEOUTS),
-    // Redisson's RLock scripts the filter ran as native commands, and the
-    // known scripts left to Lua because the caller's ACL did not allow
-    // the native command.
-    ("redisson_native_lock", &REDISSON_NATIVE_LOCK),
+    // Known Redisson scripts left to Lua because the caller's ACL did not
+    // allow the native command (those run natively: `redisson_native_*`).
     ("redisson_acl_lua", &REDISSON_ACL_LUA),
 ];
 
@@ -81,12 +78,6 @@ pub fn record_wait_timeout() {
     bump(&WAIT_TIMEOUTS);
 }
 
-pub fn record_redisson_native(script: Script) {
-    bump(match script {
-        Script::LockAcquire | Script::LockRelease | Script::LockForceRelease => &REDISSON_NATIVE_LOCK,
-    });
-}
-
 pub fn record_redisson_acl_lua() {
     bump(&REDISSON_ACL_LUA);
 }
@@ -104,6 +95,11 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     ctx.add_info_section(None);
     for (name, counter) in FIELDS {
         ctx.add_info_field_long_long(name, counter.load(Ordering::Relaxed) as i64);
+    }
+    // Redisson's scripts the filter ran as native commands, per primitive.
+    for family in FAMILIES {
+        let count = family.native.load(Ordering::Relaxed) as i64;
+        ctx.add_info_field_long_long(&format!("redisson_native_{}", family.name), count);
     }
     let blocked = crate::handoff::blocking::waiting() + crate::fair::handoff::waiting();
     ctx.add_info_field_long_long("blocked", blocked as i64);

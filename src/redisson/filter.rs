@@ -32,8 +32,11 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// itself gets none). Created once at load, never freed.
 static FILTER_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(ptr::null_mut());
 
-/// The most arguments of a call the filter rewrites (the release's).
-const MAX_ARGS: c_int = 11;
+/// The fewest arguments of a script call (`EVALSHA sha numkeys key`), and
+/// the most the filter looks at (Redisson's batch renewals name up to 100
+/// locks: more than this stays with Lua).
+const MIN_ARGS: c_int = 4;
+const MAX_ARGS: c_int = 256;
 
 /// Registers the filter.
 pub fn register(ctx: &Context) -> Result<(), String> {
@@ -65,7 +68,7 @@ extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
 
 unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let argc = api!(RedisModule_CommandFilterArgsCount)(fctx);
-    if !(6..=MAX_ARGS).contains(&argc) {
+    if !(MIN_ARGS..=MAX_ARGS).contains(&argc) {
         return;
     }
     let command = bytes(api!(RedisModule_CommandFilterArgGet)(fctx, 0));
@@ -75,12 +78,12 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let originals: Vec<*mut raw::RedisModuleString> =
         (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
     let args: Vec<&[u8]> = originals.iter().map(|&arg| bytes(arg)).collect();
-    let Some(script) = identify(&args) else { return };
+    let Some((family, known)) = identify(&args) else { return };
     let ctx = FILTER_CTX.load(Ordering::Relaxed);
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
     }
-    let Some(Rewrite { argv, channel }) = rewrite(script, &args, store::cluster_mode()) else { return };
+    let Some(Rewrite { argv, channel }) = rewrite(known, &args, store::cluster_mode()) else { return };
     let mut strings: Vec<*mut raw::RedisModuleString> = argv
         .iter()
         .map(|arg| api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()))
@@ -97,7 +100,7 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     for _ in count..argc {
         api!(RedisModule_CommandFilterArgDelete)(fctx, count);
     }
-    stats::record_redisson_native(script);
+    family.record_native();
 }
 
 /// Whether the caller's user may run the script call, the native call,

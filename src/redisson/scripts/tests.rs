@@ -1,89 +1,64 @@
 use super::*;
 
-const ACQUIRE: &[u8] = b"149c5a8bf18676fd99e9e6e24923bd64d9b62f94";
-const RELEASE: &[u8] = b"6866459238a13a701d42f4971f12d9f3a50e2442";
-const FORCE: &[u8] = b"605e338249a7a1d40df83b04f7658354f883b41b";
-const LATCH: &[u8] = b"redisson_unlock_latch:{n}:0123abcd";
+#[linkme::distributed_slice(FAMILIES)]
+static ECHO: Family =
+    Family::new("echo", &[Known { sha1: "0000000000000000000000000000000000000001", len: 3, rewrite: echo }]);
 
-fn argv(args: &[&str]) -> Vec<Vec<u8>> {
-    args.iter().map(|arg| arg.as_bytes().to_vec()).collect()
+/// The keys and arguments it was given, keys first.
+fn echo(call: &Call) -> Option<Rewrite> {
+    let mut argv = vec![call.keys.len().to_string().into_bytes()];
+    argv.extend(call.keys.iter().chain(call.argv).map(|arg| arg.to_vec()));
+    Some(Rewrite { argv, channel: None })
 }
 
-#[test]
-fn scripts_are_known_by_sha_in_either_case_and_by_body_length_first() {
-    assert_eq!(identify(&[b"EVALSHA", ACQUIRE]), Some(Script::LockAcquire));
-    assert_eq!(identify(&[b"evalsha", &ACQUIRE.to_ascii_uppercase()]), Some(Script::LockAcquire));
-    assert_eq!(identify(&[b"EvalSha", RELEASE]), Some(Script::LockRelease));
-    assert_eq!(identify(&[b"EVALSHA", FORCE]), Some(Script::LockForceRelease));
-    assert_eq!(identify(&[b"EVALSHA", &ACQUIRE[1..]]), None);
-    assert_eq!(identify(&[b"FCALL", ACQUIRE]), None);
-    assert_eq!(identify(&[b"EVAL", ACQUIRE]), None, "a sha is no body");
-    // A body of a known length whose hash is not known.
-    assert_eq!(identify(&[b"EVAL", &[b'x'; 234]]), None);
-    assert_eq!(identify(&[b"EVAL"]), None);
-}
+const SHA: &[u8] = b"0000000000000000000000000000000000000001";
 
 #[test]
-fn the_acquire_becomes_rlock_acquire() {
-    let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"1", b"n", b"30000", b"u:1"];
-    let expected = Rewrite { argv: argv(&["RLOCK.ACQUIRE", "n", "u:1", "30000"]), channel: None };
-    assert_eq!(rewrite(Script::LockAcquire, call, false), Some(expected));
-    for lease in [&b"0"[..], b"030000", b"-1", b"1.5", b"", b"31536000001", b"abc"] {
-        let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"1", b"n", lease, b"u:1"];
-        assert_eq!(rewrite(Script::LockAcquire, call, false), None, "lease {lease:?} stays with Lua");
-    }
-    let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"01", b"n", b"30000", b"u:1"];
-    assert_eq!(rewrite(Script::LockAcquire, call, false), None, "numkeys as Redisson sends it only");
-    let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"1", b"n", b"30000", b"u:1", b"extra"];
-    assert_eq!(rewrite(Script::LockAcquire, call, false), None);
-}
-
-#[test]
-fn the_release_takes_its_request_id_from_the_latch_key_and_its_publish_command() {
-    let call: &[&[u8]] = &[
-        b"EVALSHA",
-        RELEASE,
-        b"3",
-        b"n",
-        b"redisson_lock__channel:{n}",
-        LATCH,
-        b"0",
-        b"30000",
-        b"u:1",
-        b"spublish",
-        b"13500",
+fn numkeys_splits_keys_from_arguments_and_is_taken_only_as_redis_writes_it() {
+    let (_, known) = identify(&[b"EVALSHA", SHA]).unwrap();
+    let cases: &[(&[u8], Option<&[&str]>)] = &[
+        (b"2", Some(&["2", "k1", "k2", "a1"])),
+        (b"3", Some(&["3", "k1", "k2", "a1"])),
+        (b"4", None),
+        (b"02", None),
+        (b"+2", None),
+        (b"-1", None),
+        (b"", None),
+        (b"0", None),
     ];
-    let expected = Rewrite {
-        argv: argv(&["RLOCK.RELEASE", "n", "u:1", "30000", "ID", "0123abcd", "PX", "13500", "VIA", "SPUBLISH"]),
-        channel: Some(b"redisson_lock__channel:{n}".to_vec()),
-    };
-    assert_eq!(rewrite(Script::LockRelease, call, false), Some(expected));
-    assert!(rewrite(Script::LockRelease, call, true).is_some(), "one slot");
-
-    let with = |index: usize, value: &'static [u8]| {
-        let mut call = call.to_vec();
-        call[index] = value;
-        rewrite(Script::LockRelease, &call, false)
-    };
-    assert_eq!(with(4, b"redisson_lock__channel:{m}"), None, "another channel");
-    assert_eq!(with(5, b"redisson_unlock_latch:{n}:"), None, "no request id");
-    assert_eq!(with(5, b"redisson_unlock_latch:{m}:0123"), None, "another lock's latch");
-    assert_eq!(with(6, b"1"), None, "another message");
-    assert_eq!(with(7, b"0"), None, "a lease Redis would take but the command not");
-    assert_eq!(with(9, b"del"), None, "not a publish command");
-    assert!(with(9, b"PUBLISH").is_some());
-    assert_eq!(with(10, b"0"), None, "a latch time the command does not take");
+    for (numkeys, expected) in cases {
+        let call: &[&[u8]] = &[b"EVALSHA", SHA, numkeys, b"k1", b"k2", b"a1"];
+        let expected = expected.map(|args| args.iter().map(|arg| arg.as_bytes().to_vec()).collect::<Vec<_>>());
+        assert_eq!(rewrite(known, call, false).map(|r| r.argv), expected, "numkeys {numkeys:?}");
+    }
 }
 
 #[test]
-fn the_force_release_checks_channel_and_message() {
-    let call: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"a{t}", b"redisson_lock__channel:a{t}", b"0", b"publish"];
-    let expected = Rewrite {
-        argv: argv(&["RLOCK.FORCERELEASE", "a{t}", "VIA", "PUBLISH"]),
-        channel: Some(b"redisson_lock__channel:a{t}".to_vec()),
-    };
-    assert_eq!(rewrite(Script::LockForceRelease, call, true), Some(expected));
-    let odd: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"{}x", b"redisson_lock__channel:{}x", b"0", b"publish"];
-    assert!(rewrite(Script::LockForceRelease, odd, false).is_some());
-    assert_eq!(rewrite(Script::LockForceRelease, odd, true), None, "cross-slot in a cluster stays with Lua");
+fn texts_are_found_by_sha_in_either_case_or_by_body_of_a_known_length() {
+    assert!(identify(&[b"evalsha", &SHA.to_ascii_uppercase()]).is_some());
+    assert!(identify(&[b"EVALSHA", &SHA[1..]]).is_none());
+    assert!(identify(&[b"EVAL", SHA]).is_none(), "a sha is no body");
+    assert!(identify(&[b"FCALL", SHA]).is_none());
+    assert!(identify(&[b"EVAL"]).is_none());
+}
+
+#[test]
+fn same_slot_matters_only_in_a_cluster() {
+    let call = |cluster| Call { keys: &[], argv: &[], cluster };
+    assert!(call(false).same_slot(b"{a}x", b"{b}x"));
+    assert!(!call(true).same_slot(b"{a}x", b"{b}x"));
+    assert!(call(true).same_slot(b"{a}x", b"y{a}"));
+}
+
+#[test]
+fn publish_commands_in_any_case() {
+    assert_eq!(publish_command(b"publish"), Some(&b"PUBLISH"[..]));
+    assert_eq!(publish_command(b"SPublish"), Some(&b"SPUBLISH"[..]));
+    assert_eq!(publish_command(b"del"), None);
+}
+
+#[test]
+fn each_family_counts_its_native_calls() {
+    ECHO.record_native();
+    assert_eq!(ECHO.native.load(Ordering::Relaxed), 1);
 }

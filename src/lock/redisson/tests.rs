@@ -1,0 +1,107 @@
+use crate::redisson::scripts::{identify, rewrite, Rewrite};
+
+const ACQUIRE: &[u8] = b"149c5a8bf18676fd99e9e6e24923bd64d9b62f94";
+const RELEASE: &[u8] = b"6866459238a13a701d42f4971f12d9f3a50e2442";
+const FORCE: &[u8] = b"605e338249a7a1d40df83b04f7658354f883b41b";
+const LATCH: &[u8] = b"redisson_unlock_latch:{n}:0123abcd";
+
+fn argv(args: &[&str]) -> Vec<Vec<u8>> {
+    args.iter().map(|arg| arg.as_bytes().to_vec()).collect()
+}
+
+/// The SHA-1 of the text a call names.
+fn text(args: &[&[u8]]) -> Option<&'static str> {
+    identify(args).map(|(family, known)| {
+        assert_eq!(family.name, "lock");
+        known.sha1
+    })
+}
+
+fn sha(text: &[u8]) -> &str {
+    std::str::from_utf8(text).unwrap()
+}
+
+/// The rewrite of a call (`args[1]` names the text).
+fn rewritten(args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+    let (_, known) = identify(&[b"EVALSHA", args[1]]).expect("a known text");
+    rewrite(known, args, cluster)
+}
+
+#[test]
+fn scripts_are_known_by_sha_in_either_case_and_by_body_length_first() {
+    assert_eq!(text(&[b"EVALSHA", ACQUIRE]), Some(sha(ACQUIRE)));
+    assert_eq!(text(&[b"evalsha", &ACQUIRE.to_ascii_uppercase()]), Some(sha(ACQUIRE)));
+    assert_eq!(text(&[b"EvalSha", RELEASE]), Some(sha(RELEASE)));
+    assert_eq!(text(&[b"EVALSHA", FORCE]), Some(sha(FORCE)));
+    assert_eq!(text(&[b"EVALSHA", &ACQUIRE[1..]]), None);
+    assert_eq!(text(&[b"FCALL", ACQUIRE]), None);
+    assert_eq!(text(&[b"EVAL", ACQUIRE]), None, "a sha is no body");
+    // A body of a known length whose hash is not known.
+    assert_eq!(text(&[b"EVAL", &[b'x'; 234]]), None);
+    assert_eq!(text(&[b"EVAL"]), None);
+}
+
+#[test]
+fn the_acquire_becomes_rlock_acquire() {
+    let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"1", b"n", b"30000", b"u:1"];
+    let expected = Rewrite { argv: argv(&["RLOCK.ACQUIRE", "n", "u:1", "30000"]), channel: None };
+    assert_eq!(rewritten(call, false), Some(expected));
+    for lease in [&b"0"[..], b"030000", b"-1", b"1.5", b"", b"31536000001", b"abc"] {
+        let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"1", b"n", lease, b"u:1"];
+        assert_eq!(rewritten(call, false), None, "lease {lease:?} stays with Lua");
+    }
+    let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"01", b"n", b"30000", b"u:1"];
+    assert_eq!(rewritten(call, false), None, "numkeys as Redisson sends it only");
+    let call: &[&[u8]] = &[b"EVALSHA", ACQUIRE, b"1", b"n", b"30000", b"u:1", b"extra"];
+    assert_eq!(rewritten(call, false), None);
+}
+
+#[test]
+fn the_release_takes_its_request_id_from_the_latch_key_and_its_publish_command() {
+    let call: &[&[u8]] = &[
+        b"EVALSHA",
+        RELEASE,
+        b"3",
+        b"n",
+        b"redisson_lock__channel:{n}",
+        LATCH,
+        b"0",
+        b"30000",
+        b"u:1",
+        b"spublish",
+        b"13500",
+    ];
+    let expected = Rewrite {
+        argv: argv(&["RLOCK.RELEASE", "n", "u:1", "30000", "ID", "0123abcd", "PX", "13500", "VIA", "SPUBLISH"]),
+        channel: Some(b"redisson_lock__channel:{n}".to_vec()),
+    };
+    assert_eq!(rewritten(call, false), Some(expected));
+    assert!(rewritten(call, true).is_some(), "one slot");
+
+    let with = |index: usize, value: &'static [u8]| {
+        let mut call = call.to_vec();
+        call[index] = value;
+        rewritten(&call, false)
+    };
+    assert_eq!(with(4, b"redisson_lock__channel:{m}"), None, "another channel");
+    assert_eq!(with(5, b"redisson_unlock_latch:{n}:"), None, "no request id");
+    assert_eq!(with(5, b"redisson_unlock_latch:{m}:0123"), None, "another lock's latch");
+    assert_eq!(with(6, b"1"), None, "another message");
+    assert_eq!(with(7, b"0"), None, "a lease Redis would take but the command not");
+    assert_eq!(with(9, b"del"), None, "not a publish command");
+    assert!(with(9, b"PUBLISH").is_some());
+    assert_eq!(with(10, b"0"), None, "a latch time the command does not take");
+}
+
+#[test]
+fn the_force_release_checks_channel_and_message() {
+    let call: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"a{t}", b"redisson_lock__channel:a{t}", b"0", b"publish"];
+    let expected = Rewrite {
+        argv: argv(&["RLOCK.FORCERELEASE", "a{t}", "VIA", "PUBLISH"]),
+        channel: Some(b"redisson_lock__channel:a{t}".to_vec()),
+    };
+    assert_eq!(rewritten(call, true), Some(expected));
+    let odd: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"{}x", b"redisson_lock__channel:{}x", b"0", b"publish"];
+    assert!(rewritten(odd, false).is_some());
+    assert_eq!(rewritten(odd, true), None, "cross-slot in a cluster stays with Lua");
+}
