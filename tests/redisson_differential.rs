@@ -1,14 +1,14 @@
-//! Redisson's RLock scripts (texts from the jar of the newest Redisson
+//! Redisson's RLock scripts (texts from the jars of three generations:
 #![allow(clippy::explicit_auto_deref)]
-//! tested) run through Lua on one lock name and through the filter's
-//! native rewrite on a twin name, on one server, in random sequences of
-//! EVAL and EVALSHA calls: replies, keys, TTLs, keyspace notifications
-//! and published messages must be the same.
+//! 4.7.0, 3.23.5 and 3.14.1) run through Lua on one lock name and through
+//! the filter's native rewrite on a twin name, on one server, in random
+//! sequences of EVAL and EVALSHA calls: replies, keys, TTLs, keyspace
+//! notifications and published messages must be the same.
 
 mod redisson_support;
 
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, native_count, scripts, set_mode, Scripts, VERSION};
+use redisson_support::{call, native_count, scripts, set_mode, Scripts, Unlock, VERSION};
 use std::time::Duration;
 use testkit::{publications, release_channel, unlock_latch_key, Rng, Server};
 
@@ -33,6 +33,10 @@ enum Op {
     ForceRelease {
         publish: &'static str,
     },
+    Renew {
+        owner: &'static str,
+        lease: u64,
+    },
     /// Somebody else's value at the lock name: both error (texts differ,
     /// see README), until a force release deletes it.
     Clobber,
@@ -52,7 +56,8 @@ fn random_op(rng: &mut Rng) -> Op {
             latch_ms: *rng.pick(&[150, 20_000]),
             publish,
         },
-        80..=89 => Op::ForceRelease { publish },
+        80..=84 => Op::ForceRelease { publish },
+        85..=89 => Op::Renew { owner: *rng.pick(&OWNERS), lease },
         90..=91 => Op::Clobber,
         _ => Op::Sleep,
     }
@@ -69,10 +74,22 @@ fn run(con: &mut Connection, scripts: &Scripts, by_sha: bool, name: &str, op: &O
             let latch = unlock_latch_key(name.as_bytes(), request.as_bytes());
             let (lease, latch_ms) = (lease.to_string(), latch_ms.to_string());
             let args: [&[u8]; 5] = [b"0", lease.as_bytes(), owner.as_bytes(), publish.as_bytes(), latch_ms.as_bytes()];
-            call(con, by_sha, &scripts.release, &[name.as_bytes(), &channel, &latch], &args)
+            let keys: [&[u8]; 3] = [name.as_bytes(), &channel, &latch];
+            let (keys, args) = match scripts.unlock {
+                Unlock::Plain => (&keys[..2], &args[..3]),
+                Unlock::Publish => (&keys[..2], &args[..4]),
+                Unlock::Latch => (&keys[..], &args[..]),
+            };
+            call(con, by_sha, &scripts.release, keys, args)
         }
         Op::ForceRelease { publish } => {
-            call(con, by_sha, &scripts.force, &[name.as_bytes(), &channel], &[b"0", publish.as_bytes()])
+            let args: [&[u8]; 2] = [b"0", publish.as_bytes()];
+            let args = if scripts.force_takes_publish() { &args[..] } else { &args[..1] };
+            call(con, by_sha, &scripts.force, &[name.as_bytes(), &channel], args)
+        }
+        Op::Renew { owner, lease } => {
+            let renew = scripts.renew.as_ref()?;
+            call(con, by_sha, renew, &[name.as_bytes()], &[lease.to_string().as_bytes(), owner.as_bytes()])
         }
         Op::Clobber => {
             let _: () = con.set(name, "not a lock").unwrap();
@@ -107,13 +124,30 @@ fn state(con: &mut Connection, name: &str) -> Vec<(String, i64)> {
 
 #[test]
 fn redissons_rlock_scripts_run_natively_as_they_run_in_lua() {
-    let scripts = scripts(VERSION);
+    differential(VERSION);
+}
+
+/// 3.22 .. 3.23: the publish command as an argument, no unlock latch; the
+/// single-lock renewal.
+#[test]
+fn redisson_3_23_rlock_scripts_run_natively_as_they_run_in_lua() {
+    differential("3.23.5");
+}
+
+/// 3.12.3 .. 3.18: `publish` in the texts, the older acquire text.
+#[test]
+fn redisson_3_14_rlock_scripts_run_natively_as_they_run_in_lua() {
+    differential("3.14.1");
+}
+
+fn differential(version: &str) {
+    let scripts = scripts(version);
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
-    for body in [&scripts.acquire, &scripts.release, &scripts.force] {
+    for body in [&scripts.acquire, &scripts.release, &scripts.force].into_iter().chain(&scripts.renew) {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
     }
-    let mut rng = Rng::from_env("redisson_differential");
+    let mut rng = Rng::from_env(&format!("redisson_differential {version}"));
     let (mut calls, mut errors) = (0, 0);
     for step in 0..300 {
         let op = random_op(&mut rng);
@@ -130,7 +164,7 @@ fn redissons_rlock_scripts_run_natively_as_they_run_in_lua() {
             replies.push(run(con, &scripts, by_sha, NATIVE, &op));
         });
         let (lua, native) = (&replies[0], &replies[1]);
-        let context = format!("step {step}: {op:?} (EVALSHA: {by_sha})");
+        let context = format!("{version} step {step}: {op:?} (EVALSHA: {by_sha})");
         match (lua, native) {
             (Some(Err(_)), Some(Err(_))) => errors += 1,
             // An acquire's PTTL, read a moment apart.

@@ -105,3 +105,38 @@ fn the_force_release_checks_channel_and_message() {
     assert!(rewritten(odd, false).is_some());
     assert_eq!(rewritten(odd, true), None, "cross-slot in a cluster stays with Lua");
 }
+
+const ACQUIRE_3_12: &[u8] = b"dad0f8d619e548e04f21fb48d50be5034df3adae";
+const RELEASE_3_22: &[u8] = b"778cea8aada230ae060b432fc333adaec85f2f4c";
+const RELEASE_3_10: &[u8] = b"3ffe249c16dee540ac8ab32e39bd408626b9aff7";
+const FORCE_3_10: &[u8] = b"7e9c80b3d786b95d5d4aaf8fd73adb9775fa6fb1";
+const RENEW: &[u8] = b"8e19a1ddbdee9138df9f32a480c57addab4353d1";
+const CHANNEL: &[u8] = b"redisson_lock__channel:{n}";
+
+/// Older texts: each call as its version sends it, and its native form
+/// (`None`: Lua runs it).
+#[test]
+fn older_texts_become_the_same_commands() {
+    let cases: &[(&[&[u8]], Option<&[&str]>)] = &[
+        (&[b"EVALSHA", ACQUIRE_3_12, b"1", b"n", b"30000", b"u:1"], Some(&["RLOCK.ACQUIRE", "n", "u:1", "30000"])),
+        (&[b"EVALSHA", RENEW, b"1", b"n", b"30000", b"u:1"], Some(&["RLOCK.RENEW", "n", "u:1", "30000"])),
+        (&[b"EVALSHA", RENEW, b"1", b"n", b"0", b"u:1"], None),
+        (
+            &[b"EVALSHA", RELEASE_3_10, b"2", b"n", CHANNEL, b"0", b"30000", b"u:1"],
+            Some(&["RLOCK.RELEASE", "n", "u:1", "30000", "VIA", "PUBLISH"]),
+        ),
+        (&[b"EVALSHA", RELEASE_3_10, b"2", b"n", CHANNEL, b"1", b"30000", b"u:1"], None),
+        (&[b"EVALSHA", RELEASE_3_10, b"2", b"n", b"redisson_lock__channel:{m}", b"0", b"30000", b"u:1"], None),
+        (
+            &[b"EVALSHA", RELEASE_3_22, b"2", b"n", CHANNEL, b"0", b"30000", b"u:1", b"spublish"],
+            Some(&["RLOCK.RELEASE", "n", "u:1", "30000", "VIA", "SPUBLISH"]),
+        ),
+        (&[b"EVALSHA", RELEASE_3_22, b"2", b"n", CHANNEL, b"0", b"30000", b"u:1", b"hset"], None),
+        (&[b"EVALSHA", FORCE_3_10, b"2", b"n", CHANNEL, b"0"], Some(&["RLOCK.FORCERELEASE", "n", "VIA", "PUBLISH"])),
+        (&[b"EVALSHA", FORCE_3_10, b"2", b"n", CHANNEL, b"0", b"publish"], None),
+    ];
+    for (call, expected) in cases {
+        let expected = expected.map(argv);
+        assert_eq!(rewritten(call, false).map(|r| r.argv), expected, "{call:?}");
+    }
+}
