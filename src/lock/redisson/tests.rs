@@ -113,11 +113,13 @@ const FORCE_3_10: &[u8] = b"7e9c80b3d786b95d5d4aaf8fd73adb9775fa6fb1";
 const RENEW: &[u8] = b"8e19a1ddbdee9138df9f32a480c57addab4353d1";
 const CHANNEL: &[u8] = b"redisson_lock__channel:{n}";
 
-/// Older texts: each call as its version sends it, and its native form
-/// (`None`: Lua runs it).
+/// A call as Redisson sends it, and its native form (`None`: Lua runs it).
+type Case = (&'static [&'static [u8]], Option<&'static [&'static str]>);
+
+/// Older texts become the same commands.
 #[test]
 fn older_texts_become_the_same_commands() {
-    let cases: &[(&[&[u8]], Option<&[&str]>)] = &[
+    let cases: &[Case] = &[
         (&[b"EVALSHA", ACQUIRE_3_12, b"1", b"n", b"30000", b"u:1"], Some(&["RLOCK.ACQUIRE", "n", "u:1", "30000"])),
         (&[b"EVALSHA", RENEW, b"1", b"n", b"30000", b"u:1"], Some(&["RLOCK.RENEW", "n", "u:1", "30000"])),
         (&[b"EVALSHA", RENEW, b"1", b"n", b"0", b"u:1"], None),
