@@ -8,7 +8,7 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps java-deps build run test test-redis test-valkey test-java valkey bench lint clean
+.PHONY: all deps java-deps redisson-jars build run test test-redis test-valkey test-java valkey bench lint clean
 # One target at a time: the test runs share the machine's two cores.
 .NOTPARALLEL:
 
@@ -53,11 +53,11 @@ run: build
 # then real Redisson (Java) against both.
 test: test-redis test-valkey test-java
 
-test-redis: deps java-deps
+test-redis: deps java-deps redisson-jars
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
 
-test-valkey: deps java-deps valkey
+test-valkey: deps java-deps valkey redisson-jars
 	$(CARGO) build --workspace
 	RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli $(CARGO) test --workspace
 
@@ -84,6 +84,14 @@ java-deps:
 		$(SUDO) apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+
+# The Rust tests read Redisson's scripts from its jars (tests/redisson_*):
+# fetched once here, not by tests racing each other.
+redisson-jars: java-deps
+	@for version in $(REDISSON_VERSIONS); do \
+		[ -f "$$HOME/.m2/repository/org/redisson/redisson/$$version/redisson-$$version.jar" ] || \
+		mvn -B -q -ntp dependency:get -Dartifact=org.redisson:redisson:$$version || exit 1; \
+	done
 
 test-java: deps java-deps valkey
 	$(CARGO) build -p rlock -p rlock-peer

@@ -11,7 +11,7 @@ mod twins;
 
 pub use cluster::Cluster;
 pub use events::{keyspace_events, publications};
-pub use redisson_jar::redisson_scripts;
+pub use redisson_jar::{redisson_class_scripts, redisson_scripts};
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, RedissonScripts, RwScripts, UNLOCK_MESSAGE};
 pub use scripts::{FencedScripts, LatchScripts, PermitSemaphoreScripts, SemaphoreScripts};

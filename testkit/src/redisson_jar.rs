@@ -9,6 +9,11 @@ use std::process::Command;
 /// `version`, in constant-pool order. Fetches the jar with Maven when the
 /// local repository lacks it.
 pub fn redisson_scripts(version: &str, class: &str) -> Vec<Vec<u8>> {
+    redisson_class_scripts(version, class).unwrap_or_else(|| panic!("{class} not in Redisson {version}"))
+}
+
+/// The same, or `None` when that version has no such class.
+pub fn redisson_class_scripts(version: &str, class: &str) -> Option<Vec<Vec<u8>>> {
     let jar = jar_path(version);
     if !jar.exists() {
         let artifact = format!("-Dartifact=org.redisson:redisson:{version}");
@@ -16,8 +21,8 @@ pub fn redisson_scripts(version: &str, class: &str) -> Vec<Vec<u8>> {
         assert!(matches!(status, Ok(s) if s.success()), "cannot fetch Redisson {version} with Maven");
     }
     let output = Command::new("unzip").arg("-p").arg(&jar).arg(format!("{class}.class")).output().expect("unzip");
-    assert!(output.status.success() && !output.stdout.is_empty(), "{class} not in {}", jar.display());
-    string_constants(&output.stdout).into_iter().filter(|text| contains(text, b"redis.call")).collect()
+    (output.status.success() && !output.stdout.is_empty())
+        .then(|| string_constants(&output.stdout).into_iter().filter(|text| contains(text, b"redis.call")).collect())
 }
 
 fn jar_path(version: &str) -> PathBuf {
