@@ -1,23 +1,26 @@
 use super::{parse_side, MODE};
-use crate::commands::args::{parse_release_tail, LATCH, LEASE_MS, OWNER};
+use crate::commands::args::{parse_release_tail, take_via, LATCH, LEASE_MS, OWNER, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::rwlock::{ReadWriteLock, Release};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
-/// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]`:
-/// Redisson's read or write unlock: nil when owner holds nothing that way,
-/// 0 when the lock is still held (by owner or others), 1 when released.
-/// The lease applies to a write release that leaves the writer holding.
-fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]
+/// [VIA PUBLISH|SPUBLISH]`: Redisson's read or write unlock: nil when owner
+/// holds nothing that way, 0 when the lock is still held (by owner or
+/// others), 1 when released. The lease applies to a write release that
+/// leaves the writer holding. `VIA` publishes with that one command, as
+/// Redisson's script does.
+fn release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+    let via = take_via(&mut args, 4)?;
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
     let now = now_ms();
     let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
+    let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let lock = ReadWriteLock::new(name.as_slice());
     Ok(match lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)? {
         Release::NotHeld { .. } => RedisValue::Null,
@@ -35,6 +38,6 @@ command!(
         summary: c"Releases one read or write hold of owner; replies 1 when released, 0 when the lock is still held, nil when not held.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[OWNER, MODE, LEASE_MS, LATCH],
+        args: &[OWNER, MODE, LEASE_MS, LATCH, VIA],
     },
 );
