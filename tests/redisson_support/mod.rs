@@ -1,8 +1,10 @@
-//! Shared by the Redisson filter tests: Redisson's RLock script texts
+//! Shared by the Redisson filter tests: Redisson's script texts (read
 #![allow(dead_code)]
-//! (read from its jar), calls as Redisson sends them, INFO counters.
+//! from its jar), calls as Redisson sends them, INFO counters.
 
-use redis::{Connection, RedisResult, Value};
+pub mod twins;
+
+use redis::{Cmd, Connection, RedisResult, Value};
 use testkit::redisson_scripts;
 
 pub const ACQUIRE_SHA: &str = "149c5a8bf18676fd99e9e6e24923bd64d9b62f94";
@@ -24,22 +26,35 @@ fn sha1_hex(text: &[u8]) -> String {
 
 /// RedissonLock's texts of `version`, found by their SHA-1.
 pub fn scripts(version: &str) -> Scripts {
-    let texts = redisson_scripts(version, "org/redisson/RedissonLock");
-    let find = |sha: &str| {
+    let [acquire, release, force] =
+        texts(version, &["org/redisson/RedissonLock"], [ACQUIRE_SHA, RELEASE_SHA, FORCE_SHA]);
+    Scripts { acquire, release, force }
+}
+
+/// The texts whose SHA-1s are `shas`, in that order, from the classes
+/// (`org/redisson/RedissonLock`, …) of Redisson `version`'s jar.
+pub fn texts<const N: usize>(version: &str, classes: &[&str], shas: [&str; N]) -> [Vec<u8>; N] {
+    let texts: Vec<Vec<u8>> = classes.iter().flat_map(|class| redisson_scripts(version, class)).collect();
+    shas.map(|sha| {
         texts.iter().find(|text| sha1_hex(text) == sha).cloned().unwrap_or_else(|| panic!("{sha} not in {version}"))
-    };
-    Scripts { acquire: find(ACQUIRE_SHA), release: find(RELEASE_SHA), force: find(FORCE_SHA) }
+    })
 }
 
 /// Runs a script as Redisson does: EVALSHA by SHA-1, or EVAL with the body.
 pub fn call(con: &mut Connection, by_sha: bool, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) -> RedisResult<Value> {
+    script_call(by_sha, body, keys, args).query(con)
+}
+
+/// A script call as Redisson sends it.
+pub fn script_call(by_sha: bool, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
     let mut cmd = if by_sha { redis::cmd("EVALSHA") } else { redis::cmd("EVAL") };
     if by_sha {
         cmd.arg(sha1_hex(body));
     } else {
         cmd.arg(body);
     }
-    cmd.arg(keys.len()).arg(keys).arg(args).query(con)
+    cmd.arg(keys.len()).arg(keys).arg(args);
+    cmd
 }
 
 pub fn info_field(con: &mut Connection, section: &str, name: &str) -> String {
@@ -48,8 +63,14 @@ pub fn info_field(con: &mut Connection, section: &str, name: &str) -> String {
     info.lines().find_map(|line| line.strip_prefix(&prefix)).unwrap_or_default().trim().to_owned()
 }
 
+/// The RLock calls run natively.
 pub fn native_count(con: &mut Connection) -> i64 {
-    info_field(con, "rlock", "rlock_redisson_native_lock").parse().unwrap()
+    family_native_count(con, "lock")
+}
+
+/// The calls of a family's texts run natively (`rlock_redisson_native_<family>`).
+pub fn family_native_count(con: &mut Connection, family: &str) -> i64 {
+    info_field(con, "rlock", &format!("rlock_redisson_native_{family}")).parse().unwrap()
 }
 
 pub fn set_mode(con: &mut Connection, mode: &str) {
