@@ -1,8 +1,9 @@
 //! RRW commands on a real server where they keep Redisson's layout but
 //! improve on its TTL rules (renewal of every hold, never shortening the
 //! hash; a write re-entry that does not grow the lease), and the keyspace
-//! notifications of the read path, which must be the script's; and `VIA`,
-//! the publish command a Redisson script names.
+//! notifications of the read path, which must be the script's; and the
+//! options Redisson's scripts imply: `VIA` (the publish command a script
+//! names) and `MISSING` (what older scripts reply for a missing lock).
 
 use redis::{Connection, Value};
 use testkit::{error_text, keyspace_events, publications, RwScripts, Server};
@@ -110,4 +111,23 @@ fn via_names_the_one_command_a_release_publishes_with() {
         let error = error_text(redis::cmd(bad[0]).arg(&bad[1..]).query::<Value>(&mut con));
         assert!(error.contains("VIA takes PUBLISH or SPUBLISH"), "{bad:?}: {error}");
     }
+}
+
+#[test]
+fn missing_says_what_a_release_of_a_missing_lock_replies() {
+    let server = Server::start();
+    let messages = publications(&server, |con| {
+        assert_eq!(run(con, &["RRW.RELEASE", "m", "o", "READ", "MISSING", "1", "VIA", "PUBLISH"]), Value::Int(1));
+        assert_eq!(run(con, &["RRW.RELEASE", "m", "o", "WRITE", "30000", "MISSING", "nil"]), Value::Nil);
+        let latched = ["RRW.RELEASE", "m", "o", "WRITE", "30000", "ID", "r", "PX", "5000", "MISSING", "1"];
+        assert_eq!(run(con, &latched), Value::Int(1));
+        assert_eq!(run(con, &["GET", "redisson_unlock_latch:{m}:r"]), Value::BulkString(b"1".to_vec()));
+    });
+    let expected = [("redisson_rwlock:{m}", "0"), ("redisson_rwlock:{m}", "1"), ("redisson_rwlock:{m}", "1")];
+    assert_eq!(messages, expected.map(|(channel, message)| (channel.to_owned(), message.to_owned())));
+    let mut con = server.connection();
+    run(&mut con, &["RRW.ACQUIRE", "h", "o", "READ", "30000"]);
+    assert_eq!(run(&mut con, &["RRW.RELEASE", "h", "p", "READ", "MISSING", "1"]), Value::Nil, "held by another");
+    let error = error_text(redis::cmd("RRW.RELEASE").arg(&["m", "o", "READ", "MISSING", "2"]).query::<Value>(&mut con));
+    assert!(error.contains("MISSING takes NIL or 1"), "{error}");
 }

@@ -5,8 +5,7 @@
 //! the write acquire (a re-entry adds the lease to the PTTL), the read
 //! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry),
 //! the read renewals (`RRW.RENEW` never shortens the expiry and renews a
-//! write hold too); and the releases before 3.44.0, which reply 1 for a
-//! missing lock where `RRW.RELEASE` replies nil.
+//! write hold too); and `isLocked`, which no native command answers.
 
 use super::{check_owner, READ_RELEASED, WRITE_RELEASED};
 use crate::lease::{parse_latch_ms, parse_lease_ms};
@@ -18,22 +17,72 @@ use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, r
 #[linkme::distributed_slice(FAMILIES)]
 static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
 
-const SCRIPTS: [Known; 7] = [
+const SCRIPTS: [Known; 13] = [
     // RedissonReadLock.tryLockInnerAsync, 3.11.1 .. 4.7.0
     Known { sha1: "95553a6ff11176c18e71344e89d116b06fd6f753", len: 717, rewrite: read_acquire },
     // RedissonReadLock.unlockInnerAsync, 3.44.0 .. 4.7.0
-    Known { sha1: "6e1b10e11ac0a3ed8e902562ecd32ce01b553039", len: 1295, rewrite: read_release },
+    Known { sha1: "6e1b10e11ac0a3ed8e902562ecd32ce01b553039", len: 1295, rewrite: |call| read_release(call, V3_44) },
     // RedissonWriteLock.unlockInnerAsync, 3.44.0 .. 4.7.0
-    Known { sha1: "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6", len: 860, rewrite: write_release },
+    Known { sha1: "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6", len: 860, rewrite: |call| write_release(call, V3_44) },
     // RedissonReadLock.forceUnlockAsync, 3.22.0 .. 4.7.0
-    Known { sha1: "27dbe744e95c1d854a7f556cc6817030de2d0d01", len: 148, rewrite: read_force_release },
+    Known { sha1: "27dbe744e95c1d854a7f556cc6817030de2d0d01", len: 148, rewrite: |call| force_release(call, READ) },
     // RedissonWriteLock.forceUnlockAsync, 3.22.0 .. 4.7.0
-    Known { sha1: "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608", len: 149, rewrite: write_force_release },
-    // RedissonReadLock.forceUnlockAsync, 3.10.0 .. 3.21.3 (publishes with PUBLISH)
-    Known { sha1: "23f9bc91439172625235ce2ee06d6647f08a7e27", len: 150, rewrite: read_force_release_by_publish },
-    // RedissonWriteLock.forceUnlockAsync, 3.10.0 .. 3.21.3 (publishes with PUBLISH)
-    Known { sha1: "23639b0b2d18d26ce352e148ff4ac5b8e984b696", len: 151, rewrite: write_force_release_by_publish },
+    Known { sha1: "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608", len: 149, rewrite: |call| force_release(call, WRITE) },
+    // RedissonReadLock.unlockInnerAsync, 3.24.0 .. 3.43.0
+    Known { sha1: "5947c0fee6ca25ae094ec1b3e7a2559a9273d29f", len: 1293, rewrite: |call| read_release(call, V3_24) },
+    // RedissonWriteLock.unlockInnerAsync, 3.24.0 .. 3.43.0
+    Known { sha1: "d29c5559782035515d32e926762830b3304b49be", len: 858, rewrite: |call| write_release(call, V3_24) },
+    // RedissonReadLock.unlockInnerAsync, 3.22.0 .. 3.23.5
+    Known { sha1: "92a54c31a4dc3b46f81e24a6dd5bb7d677c6f882", len: 1022, rewrite: |call| read_release(call, V3_22) },
+    // RedissonWriteLock.unlockInnerAsync, 3.22.0 .. 3.23.5
+    Known { sha1: "319a1cdf1b56c767a0a9adf2224250bf811f110c", len: 633, rewrite: |call| write_release(call, V3_22) },
+    // RedissonReadLock.unlockInnerAsync, 3.10.0 .. 3.21.3
+    Known { sha1: "f5469be4bfe5232d519471092634b3ee84e5ee6f", len: 1026, rewrite: |call| read_release(call, V3_10) },
+    // RedissonWriteLock.unlockInnerAsync, 3.10.0 .. 3.21.3
+    Known { sha1: "baa634f6184acc1b8f145e810a0e0e00967a3cbe", len: 637, rewrite: |call| write_release(call, V3_10) },
+    // RedissonReadLock.forceUnlockAsync, 3.10.0 .. 3.21.3
+    Known {
+        sha1: "23f9bc91439172625235ce2ee06d6647f08a7e27",
+        len: 150,
+        rewrite: |call| force_release(call, READ_V3_10),
+    },
+    // RedissonWriteLock.forceUnlockAsync, 3.10.0 .. 3.21.3
+    Known {
+        sha1: "23639b0b2d18d26ce352e148ff4ac5b8e984b696",
+        len: 151,
+        rewrite: |call| force_release(call, WRITE_V3_10),
+    },
 ];
+
+/// How the release texts of some releases are called, and what they reply.
+#[derive(Clone, Copy)]
+struct Era {
+    /// 3.22+: the publish command is an argument (the last but the latch's).
+    publish_argument: bool,
+    /// 3.24+: the unlock latch is the last key, and its PX the last argument.
+    latched: bool,
+    /// Before 3.44: a release of a missing lock replies 1 (later, nil).
+    missing_replies_one: bool,
+}
+
+const V3_44: Era = Era { publish_argument: true, latched: true, missing_replies_one: false };
+const V3_24: Era = Era { publish_argument: true, latched: true, missing_replies_one: true };
+const V3_22: Era = Era { publish_argument: true, latched: false, missing_replies_one: true };
+const V3_10: Era = Era { publish_argument: false, latched: false, missing_replies_one: true };
+
+/// A force release text: the side it deletes and the message it must be
+/// given, and whether the publish command is an argument (3.22+).
+#[derive(Clone, Copy)]
+struct Force {
+    side: &'static [u8],
+    message: &'static [u8],
+    publish_argument: bool,
+}
+
+const READ: Force = Force { side: b"READ", message: READ_RELEASED, publish_argument: true };
+const WRITE: Force = Force { side: b"WRITE", message: WRITE_RELEASED, publish_argument: true };
+const READ_V3_10: Force = Force { publish_argument: false, ..READ };
+const WRITE_V3_10: Force = Force { publish_argument: false, ..WRITE };
 
 /// The owner a call names, when `RRW.*` takes it: the module refuses the
 /// read-write lock's own fields as owners (`mode`, `*:write`).
@@ -49,98 +98,78 @@ fn read_acquire(call: &Call) -> Option<Rewrite> {
         .then(|| Rewrite { argv: native(&[b"RRW.ACQUIRE", name, owner, b"READ", lease]), channel: None })
 }
 
-/// KEYS name, channel, owner's hold prefix, every hold's prefix, latch;
-/// ARGV message, owner, publish command, latch px.
-fn read_release(call: &Call) -> Option<Rewrite> {
-    let ([name, channel, timeouts, holds, latch], [message, owner, publish, latch_ms]) = (call.keys, call.argv) else {
-        return None;
-    };
+/// KEYS name, channel, owner's hold prefix, every hold's prefix; ARGV
+/// message, owner; then the era's (see [`EraCall`]).
+fn read_release(call: &Call, era: Era) -> Option<Rewrite> {
+    let EraCall { keys, args, tail } = EraCall::split(call, era, 4, 2)?;
+    let ([name, channel, timeouts, holds], [message, owner]) = (keys, args) else { return None };
     let derived = *timeouts == rwlock_timeout_prefix(name, owner) && *holds == rwlock_key_prefix(name);
     if !(derived && owner_taken(owner) && call.prefix_in_slot(name, holds)) {
         return None;
     }
-    let (request_id, publish) = release_tail(call, name, channel, message, READ_RELEASED, latch, latch_ms, publish)?;
-    let argv: &[&[u8]] = &[b"RRW.RELEASE", name, owner, b"READ", b"ID", request_id, b"PX", latch_ms, b"VIA", publish];
-    Some(Rewrite { argv: native(argv), channel: Some(channel.to_vec()) })
+    let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"READ"][..], &tail].concat();
+    is_channel(call, name, channel, message, READ_RELEASED)
+        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.to_vec()) })
 }
 
-/// KEYS name, channel, latch; ARGV message, lease, owner's write field,
-/// publish command, latch px.
-fn write_release(call: &Call) -> Option<Rewrite> {
-    let ([name, channel, latch], [message, lease, write_field, publish, latch_ms]) = (call.keys, call.argv) else {
-        return None;
-    };
+/// KEYS name, channel; ARGV message, lease, owner's write field; then the
+/// era's (see [`EraCall`]).
+fn write_release(call: &Call, era: Era) -> Option<Rewrite> {
+    let EraCall { keys, args, tail } = EraCall::split(call, era, 2, 3)?;
+    let ([name, channel], [message, lease, write_field]) = (keys, args) else { return None };
     let owner = write_field.strip_suffix(b":write").filter(|owner| owner_taken(owner))?;
-    if !is_time(lease, parse_lease_ms) {
-        return None;
+    let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"WRITE", lease][..], &tail].concat();
+    (is_time(lease, parse_lease_ms) && is_channel(call, name, channel, message, WRITE_RELEASED))
+        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.to_vec()) })
+}
+
+/// A release call of some era: the text's own keys and arguments, and the
+/// native call's tail for what the era adds after them (the latch key; the
+/// publish command, the latch's PX):
+/// `[ID request_id PX latch_ms] [MISSING 1] VIA publish`.
+struct EraCall<'a> {
+    keys: &'a [&'a [u8]],
+    args: &'a [&'a [u8]],
+    tail: Vec<&'a [u8]>,
+}
+
+impl<'a> EraCall<'a> {
+    /// The text's own are the first `own_keys` keys and `own_args` arguments.
+    fn split(call: &Call<'a>, era: Era, own_keys: usize, own_args: usize) -> Option<Self> {
+        let (keys, latch) = call.keys.split_at_checked(own_keys)?;
+        let (args, added) = call.argv.split_at_checked(own_args)?;
+        let name = keys.first()?;
+        let mut tail: Vec<&[u8]> = Vec::new();
+        let publish = match (era.publish_argument, era.latched, latch, added) {
+            (false, false, [], []) => b"PUBLISH",
+            (true, false, [], [publish]) => publish_command(publish)?,
+            (true, true, [latch], [publish, latch_ms]) => {
+                if !(is_time(latch_ms, parse_latch_ms) && call.same_slot(name, latch)) {
+                    return None;
+                }
+                tail.extend::<[&[u8]; 4]>([b"ID", latch_request_id(name, latch)?, b"PX", latch_ms]);
+                publish_command(publish)?
+            }
+            _ => return None,
+        };
+        if era.missing_replies_one {
+            tail.extend::<[&[u8]; 2]>([b"MISSING", b"1"]);
+        }
+        tail.extend::<[&[u8]; 2]>([b"VIA", publish]);
+        Some(Self { keys, args, tail })
     }
-    let (request_id, publish) = release_tail(call, name, channel, message, WRITE_RELEASED, latch, latch_ms, publish)?;
-    let argv: &[&[u8]] =
-        &[b"RRW.RELEASE", name, owner, b"WRITE", lease, b"ID", request_id, b"PX", latch_ms, b"VIA", publish];
-    Some(Rewrite { argv: native(argv), channel: Some(channel.to_vec()) })
 }
 
-/// What a release's channel, message, latch and publish command must be
-/// for `RRW.RELEASE`: its request id and publish command.
-#[allow(clippy::too_many_arguments)]
-fn release_tail<'a>(
-    call: &Call,
-    name: &[u8],
-    channel: &[u8],
-    message: &[u8],
-    expected_message: &[u8],
-    latch: &'a [u8],
-    latch_ms: &[u8],
-    publish: &[u8],
-) -> Option<(&'a [u8], &'static [u8])> {
-    if !(is_channel(call, name, channel, message, expected_message)
-        && is_time(latch_ms, parse_latch_ms)
-        && call.same_slot(name, latch))
-    {
-        return None;
-    }
-    Some((latch_request_id(name, latch)?, publish_command(publish)?))
-}
-
-/// KEYS name, channel; ARGV message, publish command.
-fn read_force_release(call: &Call) -> Option<Rewrite> {
-    force_release(call, b"READ", READ_RELEASED)
-}
-
-fn write_force_release(call: &Call) -> Option<Rewrite> {
-    force_release(call, b"WRITE", WRITE_RELEASED)
-}
-
-fn force_release(call: &Call, side: &[u8], expected_message: &[u8]) -> Option<Rewrite> {
-    let ([name, channel], [message, publish]) = (call.keys, call.argv) else { return None };
-    forced(call, name, channel, message, expected_message, side, publish_command(publish)?)
-}
-
-/// KEYS name, channel; ARGV message (the text names `publish` itself).
-fn read_force_release_by_publish(call: &Call) -> Option<Rewrite> {
-    force_release_by_publish(call, b"READ", READ_RELEASED)
-}
-
-fn write_force_release_by_publish(call: &Call) -> Option<Rewrite> {
-    force_release_by_publish(call, b"WRITE", WRITE_RELEASED)
-}
-
-fn force_release_by_publish(call: &Call, side: &[u8], expected_message: &[u8]) -> Option<Rewrite> {
-    let ([name, channel], [message]) = (call.keys, call.argv) else { return None };
-    forced(call, name, channel, message, expected_message, side, b"PUBLISH")
-}
-
-fn forced(
-    call: &Call,
-    name: &[u8],
-    channel: &[u8],
-    message: &[u8],
-    expected_message: &[u8],
-    side: &[u8],
-    publish: &[u8],
-) -> Option<Rewrite> {
-    is_channel(call, name, channel, message, expected_message).then(|| Rewrite {
-        argv: native(&[b"RRW.FORCERELEASE", name, side, b"VIA", publish]),
+/// KEYS name, channel; ARGV message, and from 3.22 the publish command.
+fn force_release(call: &Call, force: Force) -> Option<Rewrite> {
+    let publish = match (force.publish_argument, call.argv) {
+        (true, [_, publish]) => publish_command(publish)?,
+        (false, [_]) => b"PUBLISH",
+        _ => return None,
+    };
+    let ([name, channel], [message, ..]) = (call.keys, call.argv) else { return None };
+    is_channel(call, name, channel, message, force.message).then(|| Rewrite {
+        argv: native(&[b"RRW.FORCERELEASE", name, force.side, b"VIA", publish]),
         channel: Some(channel.to_vec()),
     })
 }

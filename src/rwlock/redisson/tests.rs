@@ -7,6 +7,13 @@ const READ_FORCE: &str = "27dbe744e95c1d854a7f556cc6817030de2d0d01";
 const WRITE_FORCE: &str = "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608";
 const READ_FORCE_BY_PUBLISH: &str = "23f9bc91439172625235ce2ee06d6647f08a7e27";
 const WRITE_FORCE_BY_PUBLISH: &str = "23639b0b2d18d26ce352e148ff4ac5b8e984b696";
+/// The releases of 3.24.0 .. 3.43.0, of 3.22.0 .. 3.23.5, of 3.10.0 .. 3.21.3.
+const READ_RELEASE_3_24: &str = "5947c0fee6ca25ae094ec1b3e7a2559a9273d29f";
+const WRITE_RELEASE_3_24: &str = "d29c5559782035515d32e926762830b3304b49be";
+const READ_RELEASE_3_22: &str = "92a54c31a4dc3b46f81e24a6dd5bb7d677c6f882";
+const WRITE_RELEASE_3_22: &str = "319a1cdf1b56c767a0a9adf2224250bf811f110c";
+const READ_RELEASE_3_10: &str = "f5469be4bfe5232d519471092634b3ee84e5ee6f";
+const WRITE_RELEASE_3_10: &str = "baa634f6184acc1b8f145e810a0e0e00967a3cbe";
 
 const CHANNEL: &str = "redisson_rwlock:{n}";
 const LATCH: &str = "redisson_unlock_latch:{n}:0123abcd";
@@ -57,6 +64,12 @@ fn every_text_is_known_by_sha() {
         WRITE_FORCE,
         READ_FORCE_BY_PUBLISH,
         WRITE_FORCE_BY_PUBLISH,
+        READ_RELEASE_3_24,
+        WRITE_RELEASE_3_24,
+        READ_RELEASE_3_22,
+        WRITE_RELEASE_3_22,
+        READ_RELEASE_3_10,
+        WRITE_RELEASE_3_10,
     ] {
         let (family, known) = identify(&[b"EVALSHA", sha.as_bytes()]).expect(sha);
         assert_eq!((family.name, known.sha1), ("rwlock", sha));
@@ -164,4 +177,44 @@ fn force_releases_check_channel_and_message_per_side() {
     }
     let extra = call(READ_FORCE_BY_PUBLISH, &["n", CHANNEL], &["0", "publish"]);
     assert_eq!(rewritten(&extra, false), None, "the old text takes no publish command");
+}
+
+#[test]
+fn older_releases_reply_1_for_a_missing_lock_and_take_fewer_arguments() {
+    let read_keys = ["n", CHANNEL, "{n}:u:1:rwlock_timeout", "{n}"];
+    let read_latched = ["n", CHANNEL, "{n}:u:1:rwlock_timeout", "{n}", LATCH];
+    let write_latched = ["n", CHANNEL, LATCH];
+    let read = |tail: &[&'static str]| [&["RRW.RELEASE", "n", "u:1", "READ"][..], tail].concat();
+    let write = |tail: &[&'static str]| [&["RRW.RELEASE", "n", "u:1", "WRITE", "30000"][..], tail].concat();
+    let latched = ["ID", "0123abcd", "PX", "20000", "MISSING", "1", "VIA", "SPUBLISH"];
+    let cases: [(Vec<String>, Vec<&str>); 6] = [
+        (call(READ_RELEASE_3_24, &read_latched, &["0", "u:1", "spublish", "20000"]), read(&latched)),
+        (call(WRITE_RELEASE_3_24, &write_latched, &["1", "30000", "u:1:write", "spublish", "20000"]), write(&latched)),
+        (call(READ_RELEASE_3_22, &read_keys, &["0", "u:1", "publish"]), read(&["MISSING", "1", "VIA", "PUBLISH"])),
+        (
+            call(WRITE_RELEASE_3_22, &["n", CHANNEL], &["1", "30000", "u:1:write", "spublish"]),
+            write(&["MISSING", "1", "VIA", "SPUBLISH"]),
+        ),
+        (call(READ_RELEASE_3_10, &read_keys, &["0", "u:1"]), read(&["MISSING", "1", "VIA", "PUBLISH"])),
+        (
+            call(WRITE_RELEASE_3_10, &["n", CHANNEL], &["1", "30000", "u:1:write"]),
+            write(&["MISSING", "1", "VIA", "PUBLISH"]),
+        ),
+    ];
+    for (call, argv) in cases {
+        assert_eq!(rewritten(&call, false), expected(&argv, Some(CHANNEL)), "{call:?}");
+        let mut longer = call.clone();
+        longer.push("x".to_owned());
+        assert_eq!(rewritten(&longer, false), None, "{call:?} with one more argument");
+        // The message is the first argument, after the keys.
+        let (message_at, other_message) =
+            (3 + call[2].parse::<usize>().unwrap(), if argv[3] == "READ" { "1" } else { "0" });
+        assert_left_to_lua(
+            &call,
+            &[(4, "redisson_rwlock:{m}", "another channel"), (message_at, other_message, "message")],
+        );
+    }
+    // The 3.24 texts' latch is checked as the 3.44 ones'.
+    let call = call(READ_RELEASE_3_24, &read_latched, &["0", "u:1", "publish", "20000"]);
+    assert_left_to_lua(&call, &[(7, "redisson_unlock_latch:{m}:0123abcd", "another lock's latch"), (11, "0", "latch")]);
 }
