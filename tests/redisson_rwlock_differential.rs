@@ -22,7 +22,7 @@ const TWINS: Twins = Twins { lua: "lua-rw", native: "nat-rw" };
 const OWNERS: [&str; 3] = ["6f1c:1", "6f1c:2", "a9e0:7"];
 const REQUESTS: [&str; 2] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "r3"];
 /// Read holds per owner whose keys are compared (more are rare).
-const HOLDS: i64 = 4;
+const HOLDS: i64 = 8;
 const READ_MESSAGE: &[u8] = b"0";
 const WRITE_MESSAGE: &[u8] = b"1";
 /// The one text the filter leaves to Lua (see `rwlock/redisson.rs`), as
