@@ -35,6 +35,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_CloseKey,
         RedisModule_CommandFilterArgDelete,
         RedisModule_CommandFilterArgGet,
+        RedisModule_CommandFilterArgInsert,
         RedisModule_CommandFilterArgReplace,
         RedisModule_CommandFilterArgsCount,
         RedisModule_CreateCommand,

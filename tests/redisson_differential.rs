@@ -7,13 +7,13 @@
 
 mod redisson_support;
 
-use redis::{Commands, Connection, Value};
-use redisson_support::{call, native_count, scripts, set_mode, Scripts, Unlock, VERSION};
+use redis::{Cmd, Commands};
+use redisson_support::twins::{assert_same_reply, same_states, Twins};
+use redisson_support::{native_count, script_call, scripts, Scripts, Unlock, VERSION};
 use std::time::Duration;
-use testkit::{publications, release_channel, unlock_latch_key, Rng, Server};
+use testkit::{release_channel, unlock_latch_key, Rng, Server};
 
-const LUA: &str = "lua-lock";
-const NATIVE: &str = "nat-lock";
+const TWINS: Twins = Twins { lua: "lua-lock", native: "nat-lock" };
 const OWNERS: [&str; 3] = ["6f1c:1", "6f1c:2", "a9e0:7"];
 const REQUESTS: [&str; 3] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "ffeeddccbbaa99887766554433221100", "r3"];
 
@@ -63,12 +63,15 @@ fn random_op(rng: &mut Rng) -> Op {
     }
 }
 
-/// Runs `op` on `name`; `None` for the steps that are no script call.
-fn run(con: &mut Connection, scripts: &Scripts, by_sha: bool, name: &str, op: &Op) -> Option<Result<Value, String>> {
+/// The script call of `op` on `name` as the version's texts take it
+/// (Clobber and Sleep are none; nor is a renewal where the version renews
+/// in batches).
+fn script(scripts: &Scripts, by_sha: bool, name: &str, op: &Op) -> Option<Cmd> {
     let channel = release_channel(name.as_bytes());
-    let reply = match op {
+    Some(match op {
         Op::Acquire { owner, lease } => {
-            call(con, by_sha, &scripts.acquire, &[name.as_bytes()], &[lease.to_string().as_bytes(), owner.as_bytes()])
+            let lease = lease.to_string();
+            script_call(by_sha, &scripts.acquire, &[name.as_bytes()], &[lease.as_bytes(), owner.as_bytes()])
         }
         Op::Release { owner, lease, request, latch_ms, publish } => {
             let latch = unlock_latch_key(name.as_bytes(), request.as_bytes());
@@ -80,46 +83,26 @@ fn run(con: &mut Connection, scripts: &Scripts, by_sha: bool, name: &str, op: &O
                 Unlock::Publish => (&keys[..2], &args[..4]),
                 Unlock::Latch => (&keys[..], &args[..]),
             };
-            call(con, by_sha, &scripts.release, keys, args)
+            script_call(by_sha, &scripts.release, keys, args)
         }
         Op::ForceRelease { publish } => {
             let args: [&[u8]; 2] = [b"0", publish.as_bytes()];
             let args = if scripts.force_takes_publish() { &args[..] } else { &args[..1] };
-            call(con, by_sha, &scripts.force, &[name.as_bytes(), &channel], args)
+            script_call(by_sha, &scripts.force, &[name.as_bytes(), &channel], args)
         }
         Op::Renew { owner, lease } => {
-            let renew = scripts.renew.as_ref()?;
-            call(con, by_sha, renew, &[name.as_bytes()], &[lease.to_string().as_bytes(), owner.as_bytes()])
+            let lease = lease.to_string();
+            script_call(by_sha, scripts.renew.as_ref()?, &[name.as_bytes()], &[lease.as_bytes(), owner.as_bytes()])
         }
-        Op::Clobber => {
-            let _: () = con.set(name, "not a lock").unwrap();
-            return None;
-        }
-        Op::Sleep => return None,
-    };
-    Some(reply.map_err(|err| err.to_string()))
+        Op::Clobber | Op::Sleep => unreachable!("no script call"),
+    })
 }
 
-/// Everything about `name` and its latches: type and value, and PTTL.
-fn state(con: &mut Connection, name: &str) -> Vec<(String, i64)> {
+/// The lock and its latches.
+fn keys(name: &str) -> Vec<Vec<u8>> {
     let mut keys = vec![name.as_bytes().to_vec()];
     keys.extend(REQUESTS.iter().map(|request| unlock_latch_key(name.as_bytes(), request.as_bytes())));
-    keys.iter()
-        .map(|key| {
-            let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
-            let value = match kind.as_str() {
-                "hash" => {
-                    let mut fields: Vec<(String, String)> = con.hgetall(key).unwrap();
-                    fields.sort();
-                    format!("{fields:?}")
-                }
-                "string" => con.get::<_, String>(key).unwrap(),
-                _ => String::new(),
-            };
-            let pttl: i64 = con.pttl(key).unwrap();
-            (format!("{} {kind} {value}", String::from_utf8_lossy(key).replace(NATIVE, LUA)), pttl)
-        })
-        .collect()
+    keys
 }
 
 #[test]
@@ -147,50 +130,35 @@ fn differential(version: &str) {
     for body in [&scripts.acquire, &scripts.release, &scripts.force].into_iter().chain(&scripts.renew) {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
     }
+    let mut control = server.connection();
     let mut rng = Rng::from_env(&format!("redisson_differential {version}"));
     let (mut calls, mut errors) = (0, 0);
-    for step in 0..300 {
+    for step_no in 0..300 {
         let op = random_op(&mut rng);
-        if matches!(op, Op::Sleep) {
-            std::thread::sleep(Duration::from_millis(200));
+        match op {
+            Op::Sleep => std::thread::sleep(Duration::from_millis(200)),
+            Op::Clobber => {
+                for name in [TWINS.lua, TWINS.native] {
+                    let _: () = con.set(name, "not a lock").unwrap();
+                }
+            }
+            _ => {}
+        }
+        if matches!(op, Op::Sleep | Op::Clobber) {
             continue;
         }
         let by_sha = rng.chance(50);
-        let mut replies = vec![];
-        let messages = publications(&server, |con| {
-            set_mode(con, "off");
-            replies.push(run(con, &scripts, by_sha, LUA, &op));
-            set_mode(con, "native");
-            replies.push(run(con, &scripts, by_sha, NATIVE, &op));
-        });
-        let (lua, native) = (&replies[0], &replies[1]);
-        let context = format!("{version} step {step}: {op:?} (EVALSHA: {by_sha})");
-        match (lua, native) {
-            (Some(Err(_)), Some(Err(_))) => errors += 1,
-            // An acquire's PTTL, read a moment apart.
-            (Some(Ok(Value::Int(a))), Some(Ok(Value::Int(b)))) if matches!(op, Op::Acquire { .. }) && *a > 0 => {
-                assert!((a - b).abs() <= 50, "{context}: PTTL {a} against {b}")
-            }
-            _ => assert_eq!(lua, native, "{context}: replies"),
+        if script(&scripts, by_sha, TWINS.lua, &op).is_none() {
+            continue;
         }
-        calls += usize::from(lua.is_some());
-        // A lease running out is announced when the server expires the key
-        // (lazily or by its sampling), not by the step that set it.
-        let stepped =
-            messages.into_iter().filter(|(channel, message)| message != "expired" && !channel.ends_with(":expired"));
-        let (lua_messages, native_messages): (Vec<_>, Vec<_>) =
-            stepped.partition(|(channel, message)| !channel.contains(NATIVE) && !message.contains(NATIVE));
-        let native_messages: Vec<_> = native_messages
-            .into_iter()
-            .map(|(channel, message)| (channel.replace(NATIVE, LUA), message.replace(NATIVE, LUA)))
-            .collect();
-        assert_eq!(lua_messages, native_messages, "{context}: keyspace events and messages");
-        let (lua, native) = (state(&mut con, LUA), state(&mut con, NATIVE));
-        let same = lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
-            // The two calls run a moment apart.
-            a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= 50))
-        });
-        assert!(same, "{context}: keys\n{lua:?}\n{native:?}");
+        let step = TWINS.step(&server, &mut control, |name| script(&scripts, by_sha, name, &op).expect("a call"));
+        let context = format!("{version} step {step_no}: {op:?} (EVALSHA: {by_sha})");
+        let acquire = matches!(op, Op::Acquire { .. });
+        errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));
+        calls += 1;
+        assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events and messages");
+        let states = TWINS.states(&mut con, keys);
+        assert!(same_states(&states), "{context}: keys\n{:?}\n{:?}", states[0], states[1]);
     }
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
     assert_eq!(native_count(&mut con), calls as i64);

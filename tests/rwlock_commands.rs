@@ -1,10 +1,12 @@
 //! RRW commands on a real server where they keep Redisson's layout but
 //! improve on its TTL rules (renewal of every hold, never shortening the
 //! hash; a write re-entry that does not grow the lease), and the keyspace
-//! notifications of the read path, which must be the script's.
+//! notifications of the read path, which must be the script's; and the
+//! options Redisson's scripts imply: `VIA` (the publish command a script
+//! names) and `MISSING` (what older scripts reply for a missing lock).
 
 use redis::{Connection, Value};
-use testkit::{keyspace_events, RwScripts, Server};
+use testkit::{error_text, keyspace_events, publications, RwScripts, Server};
 
 fn run(con: &mut Connection, args: &[&str]) -> Value {
     redis::cmd(args[0]).arg(&args[1..]).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
@@ -85,4 +87,47 @@ fn read_path_keyspace_notifications_match_the_script() {
     let script = of("s:r");
     assert!(script.len() >= 20, "holds set, expired, counted down and deleted: {script:?}");
     assert_eq!(of("c:r"), script);
+}
+
+#[test]
+fn via_names_the_one_command_a_release_publishes_with() {
+    let server = Server::start();
+    let messages = publications(&server, |con| {
+        run(con, &["RRW.ACQUIRE", "a", "o", "READ", "30000"]);
+        // SPUBLISH reaches SSUBSCRIBE only, not the pattern listener.
+        assert_eq!(run(con, &["RRW.RELEASE", "a", "o", "READ", "VIA", "spublish"]), Value::Int(1));
+        run(con, &["RRW.ACQUIRE", "b", "o", "WRITE", "30000"]);
+        let release = ["RRW.RELEASE", "b", "o", "WRITE", "30000", "ID", "r", "PX", "1000", "VIA", "PUBLISH"];
+        assert_eq!(run(con, &release), Value::Int(1));
+        run(con, &["RRW.ACQUIRE", "c", "o", "READ", "30000"]);
+        assert_eq!(run(con, &["RRW.FORCERELEASE", "c", "READ", "VIA", "SPUBLISH"]), Value::Int(1));
+        run(con, &["RRW.ACQUIRE", "d", "o", "WRITE", "30000"]);
+        assert_eq!(run(con, &["RRW.FORCERELEASE", "d", "VIA", "publish"]), Value::Int(1));
+    });
+    let expected = [("redisson_rwlock:{b}", "1"), ("redisson_rwlock:{d}", "1")];
+    assert_eq!(messages, expected.map(|(channel, message)| (channel.to_owned(), message.to_owned())));
+    let mut con = server.connection();
+    for bad in [&["RRW.RELEASE", "a", "o", "READ", "VIA", "del"][..], &["RRW.FORCERELEASE", "a", "VIA", "x"]] {
+        let error = error_text(redis::cmd(bad[0]).arg(&bad[1..]).query::<Value>(&mut con));
+        assert!(error.contains("VIA takes PUBLISH or SPUBLISH"), "{bad:?}: {error}");
+    }
+}
+
+#[test]
+fn missing_says_what_a_release_of_a_missing_lock_replies() {
+    let server = Server::start();
+    let messages = publications(&server, |con| {
+        assert_eq!(run(con, &["RRW.RELEASE", "m", "o", "READ", "MISSING", "1", "VIA", "PUBLISH"]), Value::Int(1));
+        assert_eq!(run(con, &["RRW.RELEASE", "m", "o", "WRITE", "30000", "MISSING", "nil"]), Value::Nil);
+        let latched = ["RRW.RELEASE", "m", "o", "WRITE", "30000", "ID", "r", "PX", "5000", "MISSING", "1"];
+        assert_eq!(run(con, &latched), Value::Int(1));
+        assert_eq!(run(con, &["GET", "redisson_unlock_latch:{m}:r"]), Value::BulkString(b"1".to_vec()));
+    });
+    let expected = [("redisson_rwlock:{m}", "0"), ("redisson_rwlock:{m}", "1"), ("redisson_rwlock:{m}", "1")];
+    assert_eq!(messages, expected.map(|(channel, message)| (channel.to_owned(), message.to_owned())));
+    let mut con = server.connection();
+    run(&mut con, &["RRW.ACQUIRE", "h", "o", "READ", "30000"]);
+    assert_eq!(run(&mut con, &["RRW.RELEASE", "h", "p", "READ", "MISSING", "1"]), Value::Nil, "held by another");
+    let error = error_text(redis::cmd("RRW.RELEASE").arg(&["m", "o", "READ", "MISSING", "2"]).query::<Value>(&mut con));
+    assert!(error.contains("MISSING takes NIL or 1"), "{error}");
 }

@@ -54,7 +54,9 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hash_tag(key).unwrap_or(key)) % SLOTS
 }
 
-fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+/// The bytes between a key's first `{` and the next `}`, when not empty:
+/// all that its slot is computed from.
+pub fn hash_tag(key: &[u8]) -> Option<&[u8]> {
     let open = key.iter().position(|&b| b == b'{')?;
     let rest = &key[open + 1..];
     let close = rest.iter().position(|&b| b == b'}')?;

@@ -126,17 +126,24 @@ pub fn parse_optional_ttl(mut args: impl Iterator<Item = RedisString>) -> Result
 /// `fixed` arguments come before it: the one command a release is
 /// announced with, as Redisson's scripts take it as an argument.
 pub fn take_via(args: &mut Vec<RedisString>, fixed: usize) -> Result<Via, LockError> {
+    Ok(match take_trailing(args, fixed, b"VIA") {
+        None => Via::Default,
+        Some(arg) if is_keyword(&arg, b"PUBLISH") => Via::Publish,
+        Some(arg) if is_keyword(&arg, b"SPUBLISH") => Via::Spublish,
+        Some(_) => return Err(LockError::Syntax("VIA takes PUBLISH or SPUBLISH")),
+    })
+}
+
+/// Takes a trailing `<keyword> value` off `args` when more than `fixed`
+/// arguments come before it, and returns the value.
+pub fn take_trailing(args: &mut Vec<RedisString>, fixed: usize, keyword: &[u8]) -> Option<RedisString> {
     let n = args.len();
-    if n < fixed + 2 || !is_keyword(&args[n - 2], b"VIA") {
-        return Ok(Via::Default);
+    if n < fixed + 2 || !is_keyword(&args[n - 2], keyword) {
+        return None;
     }
-    let via = match &args[n - 1] {
-        arg if is_keyword(arg, b"PUBLISH") => Via::Publish,
-        arg if is_keyword(arg, b"SPUBLISH") => Via::Spublish,
-        _ => return Err(LockError::Syntax("VIA takes PUBLISH or SPUBLISH")),
-    };
-    args.truncate(n - 2);
-    Ok(via)
+    let value = args.pop();
+    args.pop();
+    value
 }
 
 /// Keywords are case-insensitive.

@@ -2,8 +2,10 @@
 //! becomes (see `redisson::scripts`).
 
 use crate::lease::{parse_latch_ms, parse_lease_ms};
-use crate::redisson::scripts::{is_time, native, publish_command, Call, Family, Known, Rewrite, FAMILIES};
-use rlock_protocol::{release_channel, unlock_latch_key, UNLOCK_MESSAGE};
+use crate::redisson::scripts::{
+    is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite, FAMILIES,
+};
+use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 
 #[linkme::distributed_slice(FAMILIES)]
 static LOCK: Family = Family::new("lock", &SCRIPTS);
@@ -89,10 +91,7 @@ fn release(call: &Call) -> Option<Rewrite> {
     {
         return None;
     }
-    let request_id = latch.strip_prefix(unlock_latch_key(name, b"").as_slice())?.strip_prefix(b":")?;
-    if request_id.is_empty() || unlock_latch_key(name, request_id) != *latch {
-        return None;
-    }
+    let request_id = latch_request_id(name, latch)?;
     let publish = publish_command(publish)?;
     Some(Rewrite {
         argv: native(&[b"RLOCK.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms, b"VIA", publish]),

@@ -94,8 +94,14 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         return;
     }
     let count = strings.len() as c_int;
-    for (i, arg) in strings.into_iter().enumerate() {
-        api!(RedisModule_CommandFilterArgReplace)(fctx, i as c_int, arg);
+    // A native call may be longer than the script call (an option the
+    // script's text implies, such as `MISSING 1`): the rest is appended.
+    for (i, arg) in (0..).zip(strings) {
+        if i < argc {
+            api!(RedisModule_CommandFilterArgReplace)(fctx, i, arg);
+        } else {
+            api!(RedisModule_CommandFilterArgInsert)(fctx, i, arg);
+        }
     }
     for _ in count..argc {
         api!(RedisModule_CommandFilterArgDelete)(fctx, count);

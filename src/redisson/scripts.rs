@@ -13,7 +13,7 @@
 //! native command takes. Anything else runs as Lua.
 
 use crate::error::LockError;
-use rlock_protocol::key_slot;
+use rlock_protocol::{hash_tag, key_slot, unlock_latch_key};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One primitive's scripts, and how many calls of them ran natively.
@@ -62,6 +62,15 @@ impl Call<'_> {
     /// cluster, in one slot within one.
     pub fn same_slot(&self, name: &[u8], other: &[u8]) -> bool {
         !self.cluster || key_slot(name) == key_slot(other)
+    }
+
+    /// Whether every key that starts with `prefix` (keys a script builds
+    /// from it, such as a read-write lock's hold keys) is in the slot of
+    /// `name`: within a cluster, only when `prefix` has a hash tag of the
+    /// name's slot (without one, the whole key is hashed, and what follows
+    /// the prefix would decide).
+    pub fn prefix_in_slot(&self, name: &[u8], prefix: &[u8]) -> bool {
+        !self.cluster || (hash_tag(prefix).is_some() && key_slot(name) == key_slot(prefix))
     }
 }
 
@@ -131,6 +140,13 @@ pub fn publish_command(arg: &[u8]) -> Option<&'static [u8]> {
     } else {
         None
     }
+}
+
+/// The request id of Redisson's unlock latch key `latch` of the lock
+/// `name` (`redisson_unlock_latch:{name}:<request id>`), when it is one.
+pub fn latch_request_id<'a>(name: &[u8], latch: &'a [u8]) -> Option<&'a [u8]> {
+    let request_id = latch.strip_prefix(unlock_latch_key(name, b"").as_slice())?.strip_prefix(b":")?;
+    (!request_id.is_empty() && unlock_latch_key(name, request_id) == latch).then_some(request_id)
 }
 
 /// Builds a native argv from byte strings.

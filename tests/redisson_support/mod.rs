@@ -1,8 +1,10 @@
-//! Shared by the Redisson filter tests: Redisson's RLock script texts
+//! Shared by the Redisson filter tests: Redisson's script texts (read
 #![allow(dead_code)]
-//! (read from its jar), calls as Redisson sends them, INFO counters.
+//! from its jar), calls as Redisson sends them, INFO counters.
 
-use redis::{Connection, RedisResult, Value};
+pub mod twins;
+
+use redis::{Cmd, Connection, RedisResult, Value};
 use testkit::redisson_scripts;
 
 pub const ACQUIRE_SHA: &str = "149c5a8bf18676fd99e9e6e24923bd64d9b62f94";
@@ -44,18 +46,28 @@ pub fn sha1_hex(text: &[u8]) -> String {
     redis::Script::new(std::str::from_utf8(text).expect("UTF-8 script")).get_hash().to_owned()
 }
 
-/// The texts of `classes` (under `org/redisson/`) of `version`.
-pub fn texts(version: &str, classes: &[&str]) -> Vec<Vec<u8>> {
-    classes.iter().flat_map(|class| redisson_scripts(version, &format!("org/redisson/{class}"))).collect()
+/// The texts of `classes` (`org/redisson/RedissonLock`, …) of Redisson
+/// `version`'s jar.
+pub fn all_texts(version: &str, classes: &[&str]) -> Vec<Vec<u8>> {
+    classes.iter().flat_map(|class| redisson_scripts(version, class)).collect()
+}
+
+/// The texts whose SHA-1s are `shas`, in that order, from the classes of
+/// Redisson `version`'s jar.
+pub fn texts<const N: usize>(version: &str, classes: &[&str], shas: [&str; N]) -> [Vec<u8>; N] {
+    let texts = all_texts(version, classes);
+    shas.map(|sha| {
+        texts.iter().find(|text| sha1_hex(text) == sha).cloned().unwrap_or_else(|| panic!("{sha} not in {version}"))
+    })
 }
 
 /// RLock's texts of `version`, found by their SHA-1.
 pub fn scripts(version: &str) -> Scripts {
-    let mut classes = vec!["RedissonLock"];
-    if texts(version, &["RedissonLock"]).iter().all(|text| sha1_hex(text) != RENEW_SHA) {
-        classes.push("RedissonBaseLock");
+    let mut classes = vec!["org/redisson/RedissonLock"];
+    if all_texts(version, &classes).iter().all(|text| sha1_hex(text) != RENEW_SHA) {
+        classes.push("org/redisson/RedissonBaseLock");
     }
-    let texts = texts(version, &classes);
+    let texts = all_texts(version, &classes);
     let find = |shas: &[&str]| texts.iter().find(|text| shas.contains(&sha1_hex(text).as_str())).cloned();
     let unlock =
         [(RELEASE_SHA, Unlock::Latch), (RELEASE_PUBLISH_SHA, Unlock::Publish), (RELEASE_PLAIN_SHA, Unlock::Plain)];
@@ -82,13 +94,19 @@ const RENEW_SHA: &str = "8e19a1ddbdee9138df9f32a480c57addab4353d1";
 
 /// Runs a script as Redisson does: EVALSHA by SHA-1, or EVAL with the body.
 pub fn call(con: &mut Connection, by_sha: bool, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) -> RedisResult<Value> {
+    script_call(by_sha, body, keys, args).query(con)
+}
+
+/// A script call as Redisson sends it.
+pub fn script_call(by_sha: bool, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
     let mut cmd = if by_sha { redis::cmd("EVALSHA") } else { redis::cmd("EVAL") };
     if by_sha {
         cmd.arg(sha1_hex(body));
     } else {
         cmd.arg(body);
     }
-    cmd.arg(keys.len()).arg(keys).arg(args).query(con)
+    cmd.arg(keys.len()).arg(keys).arg(args);
+    cmd
 }
 
 pub fn info_field(con: &mut Connection, section: &str, name: &str) -> String {
@@ -97,6 +115,7 @@ pub fn info_field(con: &mut Connection, section: &str, name: &str) -> String {
     info.lines().find_map(|line| line.strip_prefix(&prefix)).unwrap_or_default().trim().to_owned()
 }
 
+/// The RLock calls run natively.
 pub fn native_count(con: &mut Connection) -> i64 {
     family_native_count(con, "lock")
 }

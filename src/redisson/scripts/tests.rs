@@ -62,3 +62,21 @@ fn each_family_counts_its_native_calls() {
     ECHO.record_native();
     assert_eq!(ECHO.native.load(Ordering::Relaxed), 1);
 }
+
+#[test]
+fn keys_built_from_a_prefix_share_the_names_slot_only_under_a_hash_tag() {
+    let call = |cluster| Call { keys: &[], argv: &[], cluster };
+    assert!(call(false).prefix_in_slot(b"a{b", b"a{b:u:rwlock_timeout"));
+    assert!(call(true).prefix_in_slot(b"n", b"{n}:u:rwlock_timeout"));
+    assert!(!call(true).prefix_in_slot(b"a{b", b"a{b:u:rwlock_timeout"), "no tag: the suffix decides");
+    assert!(!call(true).prefix_in_slot(b"{a}", b"{b}:u:rwlock_timeout"));
+}
+
+#[test]
+fn a_latch_key_names_its_request_id() {
+    assert_eq!(latch_request_id(b"n", b"redisson_unlock_latch:{n}:r1"), Some(&b"r1"[..]));
+    assert_eq!(latch_request_id(b"a{t}", b"redisson_unlock_latch:a{t}:r1"), Some(&b"r1"[..]));
+    assert_eq!(latch_request_id(b"n", b"redisson_unlock_latch:{n}:"), None);
+    assert_eq!(latch_request_id(b"n", b"redisson_unlock_latch:{m}:r1"), None);
+    assert_eq!(latch_request_id(b"n", b"redisson_unlock_latch:{n}r1"), None);
+}

@@ -1,18 +1,22 @@
 use super::parse_side;
+use crate::commands::args::{take_via, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::rwlock::ReadWriteLock;
 use crate::store::RedisKeyspace;
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
-/// `RRW.FORCERELEASE key [READ|WRITE]`: deletes the lock when it is held
-/// that way (either way without a mode); 1 when deleted, else 0.
-fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// `RRW.FORCERELEASE key [READ|WRITE] [VIA PUBLISH|SPUBLISH]`: deletes the
+/// lock when it is held that way (either way without a mode); 1 when
+/// deleted, else 0. `VIA` publishes with that one command, as Redisson's
+/// script does.
+fn force_release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+    let via = take_via(&mut args, 2)?;
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let side = args.next().map(|arg| parse_side(&arg)).transpose()?;
     args.done()?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
+    let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let released = ReadWriteLock::new(name.as_slice()).force_release(&mut keys, side)?;
     Ok(RedisValue::Integer(i64::from(released)))
 }
@@ -26,6 +30,6 @@ command!(
             c"Deletes the read-write lock whoever holds it (only when held that way, given a mode); replies 1, or 0.",
         arity: -2,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[Arg { name: c"mode", kind: ArgKind::String, optional: true, token: None }],
+        args: &[Arg { name: c"mode", kind: ArgKind::String, optional: true, token: None }, VIA],
     },
 );

@@ -1,31 +1,51 @@
 use super::{parse_side, MODE};
-use crate::commands::args::{parse_release_tail, LATCH, LEASE_MS, OWNER};
-use crate::commands::info::CommandInfo;
+use crate::commands::args::{is_keyword, parse_release_tail, take_trailing, take_via, LATCH, LEASE_MS, OWNER, VIA};
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
+use crate::error::LockError;
 use crate::rwlock::{ReadWriteLock, Release};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
-/// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]`:
-/// Redisson's read or write unlock: nil when owner holds nothing that way,
-/// 0 when the lock is still held (by owner or others), 1 when released.
-/// The lease applies to a write release that leaves the writer holding.
-fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]
+/// [MISSING NIL|1] [VIA PUBLISH|SPUBLISH]`: Redisson's read or write unlock:
+/// nil when owner holds nothing that way, 0 when the lock is still held (by
+/// owner or others), 1 when released. The lease applies to a write release
+/// that leaves the writer holding. A missing lock is announced all the
+/// same, and replies what `MISSING` says (nil; Redisson before 3.44 replies
+/// 1). `VIA` publishes with that one command, as Redisson's script does.
+fn release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+    let via = take_via(&mut args, 4)?;
+    let missing = take_missing_reply(&mut args)?;
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
     let now = now_ms();
     let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
+    let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let lock = ReadWriteLock::new(name.as_slice());
     Ok(match lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)? {
-        Release::NotHeld { .. } => RedisValue::Null,
+        Release::NotHeld { published: true } => missing,
+        Release::NotHeld { published: false } => RedisValue::Null,
         Release::StillHeld => RedisValue::Integer(0),
         Release::Released => RedisValue::Integer(1),
         Release::Latched { released } => RedisValue::Integer(i64::from(released)),
     })
 }
+
+/// A trailing `MISSING NIL|1` (before `VIA`): the reply for a missing lock.
+fn take_missing_reply(args: &mut Vec<RedisString>) -> Result<RedisValue, LockError> {
+    match take_trailing(args, 4, b"MISSING") {
+        None => Ok(RedisValue::Null),
+        Some(arg) if is_keyword(&arg, b"NIL") => Ok(RedisValue::Null),
+        Some(arg) if arg.as_slice() == b"1" => Ok(RedisValue::Integer(1)),
+        Some(_) => Err(LockError::Syntax("MISSING takes NIL or 1")),
+    }
+}
+
+/// `[MISSING NIL|1]`
+const MISSING: Arg = Arg { name: c"missing_reply", kind: ArgKind::String, optional: true, token: Some(c"MISSING") };
 
 command!(
     release,
@@ -35,6 +55,6 @@ command!(
         summary: c"Releases one read or write hold of owner; replies 1 when released, 0 when the lock is still held, nil when not held.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[OWNER, MODE, LEASE_MS, LATCH],
+        args: &[OWNER, MODE, LEASE_MS, LATCH, MISSING, VIA],
     },
 );

@@ -1,0 +1,184 @@
+//! The read-write lock's scripts as Redisson sends them, and the `RRW.*`
+//! call each becomes (see `redisson::scripts`).
+//!
+//! Left to Lua, because `RRW.*` deliberately differs from them (README):
+//! the write acquire (a re-entry adds the lease to the PTTL), the read
+//! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry),
+//! the read renewals (`RRW.RENEW` never shortens the expiry and renews a
+//! write hold too); and `isLocked`, which no native command answers.
+
+use super::{check_owner, READ_RELEASED, WRITE_RELEASED};
+use crate::lease::{parse_latch_ms, parse_lease_ms};
+use crate::redisson::scripts::{
+    is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite, FAMILIES,
+};
+use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
+
+#[linkme::distributed_slice(FAMILIES)]
+static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
+
+const SCRIPTS: [Known; 13] = [
+    // RedissonReadLock.tryLockInnerAsync, 3.11.1 .. 4.7.0
+    Known { sha1: "95553a6ff11176c18e71344e89d116b06fd6f753", len: 717, rewrite: read_acquire },
+    // RedissonReadLock.unlockInnerAsync, 3.44.0 .. 4.7.0
+    Known { sha1: "6e1b10e11ac0a3ed8e902562ecd32ce01b553039", len: 1295, rewrite: |call| read_release(call, V3_44) },
+    // RedissonWriteLock.unlockInnerAsync, 3.44.0 .. 4.7.0
+    Known { sha1: "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6", len: 860, rewrite: |call| write_release(call, V3_44) },
+    // RedissonReadLock.forceUnlockAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "27dbe744e95c1d854a7f556cc6817030de2d0d01", len: 148, rewrite: |call| force_release(call, READ) },
+    // RedissonWriteLock.forceUnlockAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608", len: 149, rewrite: |call| force_release(call, WRITE) },
+    // RedissonReadLock.unlockInnerAsync, 3.24.0 .. 3.43.0
+    Known { sha1: "5947c0fee6ca25ae094ec1b3e7a2559a9273d29f", len: 1293, rewrite: |call| read_release(call, V3_24) },
+    // RedissonWriteLock.unlockInnerAsync, 3.24.0 .. 3.43.0
+    Known { sha1: "d29c5559782035515d32e926762830b3304b49be", len: 858, rewrite: |call| write_release(call, V3_24) },
+    // RedissonReadLock.unlockInnerAsync, 3.22.0 .. 3.23.5
+    Known { sha1: "92a54c31a4dc3b46f81e24a6dd5bb7d677c6f882", len: 1022, rewrite: |call| read_release(call, V3_22) },
+    // RedissonWriteLock.unlockInnerAsync, 3.22.0 .. 3.23.5
+    Known { sha1: "319a1cdf1b56c767a0a9adf2224250bf811f110c", len: 633, rewrite: |call| write_release(call, V3_22) },
+    // RedissonReadLock.unlockInnerAsync, 3.10.0 .. 3.21.3
+    Known { sha1: "f5469be4bfe5232d519471092634b3ee84e5ee6f", len: 1026, rewrite: |call| read_release(call, V3_10) },
+    // RedissonWriteLock.unlockInnerAsync, 3.10.0 .. 3.21.3
+    Known { sha1: "baa634f6184acc1b8f145e810a0e0e00967a3cbe", len: 637, rewrite: |call| write_release(call, V3_10) },
+    // RedissonReadLock.forceUnlockAsync, 3.10.0 .. 3.21.3
+    Known {
+        sha1: "23f9bc91439172625235ce2ee06d6647f08a7e27",
+        len: 150,
+        rewrite: |call| force_release(call, READ_V3_10),
+    },
+    // RedissonWriteLock.forceUnlockAsync, 3.10.0 .. 3.21.3
+    Known {
+        sha1: "23639b0b2d18d26ce352e148ff4ac5b8e984b696",
+        len: 151,
+        rewrite: |call| force_release(call, WRITE_V3_10),
+    },
+];
+
+/// How the release texts of some releases are called, and what they reply.
+#[derive(Clone, Copy)]
+struct Era {
+    /// 3.22+: the publish command is an argument (the last but the latch's).
+    publish_argument: bool,
+    /// 3.24+: the unlock latch is the last key, and its PX the last argument.
+    latched: bool,
+    /// Before 3.44: a release of a missing lock replies 1 (later, nil).
+    missing_replies_one: bool,
+}
+
+const V3_44: Era = Era { publish_argument: true, latched: true, missing_replies_one: false };
+const V3_24: Era = Era { publish_argument: true, latched: true, missing_replies_one: true };
+const V3_22: Era = Era { publish_argument: true, latched: false, missing_replies_one: true };
+const V3_10: Era = Era { publish_argument: false, latched: false, missing_replies_one: true };
+
+/// A force release text: the side it deletes and the message it must be
+/// given, and whether the publish command is an argument (3.22+).
+#[derive(Clone, Copy)]
+struct Force {
+    side: &'static [u8],
+    message: &'static [u8],
+    publish_argument: bool,
+}
+
+const READ: Force = Force { side: b"READ", message: READ_RELEASED, publish_argument: true };
+const WRITE: Force = Force { side: b"WRITE", message: WRITE_RELEASED, publish_argument: true };
+const READ_V3_10: Force = Force { publish_argument: false, ..READ };
+const WRITE_V3_10: Force = Force { publish_argument: false, ..WRITE };
+
+/// The owner a call names, when `RRW.*` takes it: the module refuses the
+/// read-write lock's own fields as owners (`mode`, `*:write`).
+fn owner_taken(owner: &[u8]) -> bool {
+    check_owner(owner).is_ok()
+}
+
+/// KEYS name, owner's hold prefix; ARGV lease, owner, owner's write field.
+fn read_acquire(call: &Call) -> Option<Rewrite> {
+    let ([name, timeouts], [lease, owner, write_field]) = (call.keys, call.argv) else { return None };
+    let derived = *timeouts == rwlock_timeout_prefix(name, owner) && *write_field == rwlock_write_field(owner);
+    (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, timeouts))
+        .then(|| Rewrite { argv: native(&[b"RRW.ACQUIRE", name, owner, b"READ", lease]), channel: None })
+}
+
+/// KEYS name, channel, owner's hold prefix, every hold's prefix; ARGV
+/// message, owner; then the era's (see [`EraCall`]).
+fn read_release(call: &Call, era: Era) -> Option<Rewrite> {
+    let EraCall { keys, args, tail } = EraCall::split(call, era, 4, 2)?;
+    let ([name, channel, timeouts, holds], [message, owner]) = (keys, args) else { return None };
+    let derived = *timeouts == rwlock_timeout_prefix(name, owner) && *holds == rwlock_key_prefix(name);
+    if !(derived && owner_taken(owner) && call.prefix_in_slot(name, holds)) {
+        return None;
+    }
+    let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"READ"][..], &tail].concat();
+    is_channel(call, name, channel, message, READ_RELEASED)
+        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.to_vec()) })
+}
+
+/// KEYS name, channel; ARGV message, lease, owner's write field; then the
+/// era's (see [`EraCall`]).
+fn write_release(call: &Call, era: Era) -> Option<Rewrite> {
+    let EraCall { keys, args, tail } = EraCall::split(call, era, 2, 3)?;
+    let ([name, channel], [message, lease, write_field]) = (keys, args) else { return None };
+    let owner = write_field.strip_suffix(b":write").filter(|owner| owner_taken(owner))?;
+    let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"WRITE", lease][..], &tail].concat();
+    (is_time(lease, parse_lease_ms) && is_channel(call, name, channel, message, WRITE_RELEASED))
+        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.to_vec()) })
+}
+
+/// A release call of some era: the text's own keys and arguments, and the
+/// native call's tail for what the era adds after them (the latch key; the
+/// publish command, the latch's PX):
+/// `[ID request_id PX latch_ms] [MISSING 1] VIA publish`.
+struct EraCall<'a> {
+    keys: &'a [&'a [u8]],
+    args: &'a [&'a [u8]],
+    tail: Vec<&'a [u8]>,
+}
+
+impl<'a> EraCall<'a> {
+    /// The text's own are the first `own_keys` keys and `own_args` arguments.
+    fn split(call: &Call<'a>, era: Era, own_keys: usize, own_args: usize) -> Option<Self> {
+        let (keys, latch) = call.keys.split_at_checked(own_keys)?;
+        let (args, added) = call.argv.split_at_checked(own_args)?;
+        let name = keys.first()?;
+        let mut tail: Vec<&[u8]> = Vec::new();
+        let publish = match (era.publish_argument, era.latched, latch, added) {
+            (false, false, [], []) => b"PUBLISH",
+            (true, false, [], [publish]) => publish_command(publish)?,
+            (true, true, [latch], [publish, latch_ms]) => {
+                if !(is_time(latch_ms, parse_latch_ms) && call.same_slot(name, latch)) {
+                    return None;
+                }
+                tail.extend::<[&[u8]; 4]>([b"ID", latch_request_id(name, latch)?, b"PX", latch_ms]);
+                publish_command(publish)?
+            }
+            _ => return None,
+        };
+        if era.missing_replies_one {
+            tail.extend::<[&[u8]; 2]>([b"MISSING", b"1"]);
+        }
+        tail.extend::<[&[u8]; 2]>([b"VIA", publish]);
+        Some(Self { keys, args, tail })
+    }
+}
+
+/// KEYS name, channel; ARGV message, and from 3.22 the publish command.
+fn force_release(call: &Call, force: Force) -> Option<Rewrite> {
+    let publish = match (force.publish_argument, call.argv) {
+        (true, [_, publish]) => publish_command(publish)?,
+        (false, [_]) => b"PUBLISH",
+        _ => return None,
+    };
+    let ([name, channel], [message, ..]) = (call.keys, call.argv) else { return None };
+    is_channel(call, name, channel, message, force.message).then(|| Rewrite {
+        argv: native(&[b"RRW.FORCERELEASE", name, force.side, b"VIA", publish]),
+        channel: Some(channel.to_vec()),
+    })
+}
+
+/// The channel `RRW.*` publishes on, in the name's slot, and the message
+/// it publishes.
+fn is_channel(call: &Call, name: &[u8], channel: &[u8], message: &[u8], expected_message: &[u8]) -> bool {
+    message == expected_message && channel == rwlock_channel(name).as_slice() && call.same_slot(name, channel)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+//! Redisson's read-write lock scripts (texts from the jars of 4.7.0, and
+//! of 3.43.0, 3.23.5 and 3.14.1, whose releases and force releases differ) run through Lua on
+//! one lock name and through the filter's native rewrite on a twin name,
+//! on one server, in random sequences of EVAL and EVALSHA calls: replies,
+//! keys (the hash, every read hold's key, the latches), TTLs, keyspace
+//! notifications and published messages must be the same. The text the
+//! filter leaves to Lua (the write acquire) runs as Lua on both names, so
+//! that the rewritten ones meet every state.
+
+mod redisson_support;
+
+use redis::Cmd;
+use redisson_support::twins::{assert_same_reply, same_states, Twins};
+use redisson_support::{family_native_count, script_call, texts};
+use rlock_protocol::{
+    rwlock_channel, rwlock_key_prefix, rwlock_timeout_key, rwlock_timeout_prefix, rwlock_write_field,
+};
+use std::time::Duration;
+use testkit::{server_time_ms, unlock_latch_key, Rng, Server};
+
+const TWINS: Twins = Twins { lua: "lua-rw", native: "nat-rw" };
+const OWNERS: [&str; 3] = ["6f1c:1", "6f1c:2", "a9e0:7"];
+const REQUESTS: [&str; 2] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "r3"];
+/// Read holds per owner whose keys are compared (more are rare).
+const HOLDS: i64 = 8;
+const READ_MESSAGE: &[u8] = b"0";
+const WRITE_MESSAGE: &[u8] = b"1";
+/// The one text the filter leaves to Lua (see `rwlock/redisson.rs`), as
+/// an index into [`Version::shas`].
+const WRITE_ACQUIRE: usize = 1;
+const CLASSES: [&str; 2] = ["org/redisson/RedissonReadLock", "org/redisson/RedissonWriteLock"];
+
+/// One Redisson version's texts, and how its releases are called.
+struct Version {
+    name: &'static str,
+    /// read acquire, write acquire, read release, write release, read
+    /// force release, write force release.
+    shas: [&'static str; 6],
+    /// 3.22+: the publish command is an argument.
+    publish_argument: bool,
+    /// 3.24+: releases take an unlock latch key and its PX.
+    latched: bool,
+}
+
+const V4_7: Version = Version {
+    name: "4.7.0",
+    shas: [
+        "95553a6ff11176c18e71344e89d116b06fd6f753",
+        "6306ba3bf1f563b284bed52d305fce615c6664d9",
+        "6e1b10e11ac0a3ed8e902562ecd32ce01b553039",
+        "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6",
+        "27dbe744e95c1d854a7f556cc6817030de2d0d01",
+        "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608",
+    ],
+    publish_argument: true,
+    latched: true,
+};
+
+const V3_43: Version = Version {
+    name: "3.43.0",
+    shas: [
+        "95553a6ff11176c18e71344e89d116b06fd6f753",
+        "6306ba3bf1f563b284bed52d305fce615c6664d9",
+        "5947c0fee6ca25ae094ec1b3e7a2559a9273d29f",
+        "d29c5559782035515d32e926762830b3304b49be",
+        "27dbe744e95c1d854a7f556cc6817030de2d0d01",
+        "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608",
+    ],
+    publish_argument: true,
+    latched: true,
+};
+
+const V3_23: Version = Version {
+    name: "3.23.5",
+    shas: [
+        "95553a6ff11176c18e71344e89d116b06fd6f753",
+        "6306ba3bf1f563b284bed52d305fce615c6664d9",
+        "92a54c31a4dc3b46f81e24a6dd5bb7d677c6f882",
+        "319a1cdf1b56c767a0a9adf2224250bf811f110c",
+        "27dbe744e95c1d854a7f556cc6817030de2d0d01",
+        "2e2cb2a3b13e2e80e4236ef6a25beaf365dba608",
+    ],
+    publish_argument: true,
+    latched: false,
+};
+
+const V3_14: Version = Version {
+    name: "3.14.1",
+    shas: [
+        "95553a6ff11176c18e71344e89d116b06fd6f753",
+        "6306ba3bf1f563b284bed52d305fce615c6664d9",
+        "f5469be4bfe5232d519471092634b3ee84e5ee6f",
+        "baa634f6184acc1b8f145e810a0e0e00967a3cbe",
+        "23f9bc91439172625235ce2ee06d6647f08a7e27",
+        "23639b0b2d18d26ce352e148ff4ac5b8e984b696",
+    ],
+    publish_argument: false,
+    latched: false,
+};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Acquire {
+        write: bool,
+        owner: &'static str,
+        lease: u64,
+    },
+    Release {
+        write: bool,
+        owner: &'static str,
+        lease: u64,
+        request: &'static str,
+        latch_ms: u64,
+    },
+    ForceRelease {
+        write: bool,
+    },
+    /// Somebody else's value at the lock name, for 30 ms (a few steps): both error
+    /// (texts differ, see README).
+    Clobber,
+    /// Leases and latches of 150 ms run out.
+    Sleep,
+}
+
+impl Op {
+    /// Its text, as an index into [`Version::shas`].
+    fn text(&self) -> Option<usize> {
+        match self {
+            Op::Acquire { write, .. } => Some(usize::from(*write)),
+            Op::Release { write, .. } => Some(2 + usize::from(*write)),
+            Op::ForceRelease { write } => Some(4 + usize::from(*write)),
+            Op::Clobber | Op::Sleep => None,
+        }
+    }
+}
+
+fn random_op(rng: &mut Rng) -> Op {
+    let (write, owner) = (rng.chance(40), *rng.pick(&OWNERS));
+    let lease = *rng.pick(&[150, 30_000, 60_000]);
+    match rng.below(100) {
+        0..=44 => Op::Acquire { write, owner, lease },
+        45..=84 => {
+            let (request, latch_ms) = (*rng.pick(&REQUESTS), *rng.pick(&[150, 20_000]));
+            Op::Release { write, owner, lease, request, latch_ms }
+        }
+        85..=91 => Op::ForceRelease { write },
+        92 => Op::Clobber,
+        _ => Op::Sleep,
+    }
+}
+
+/// The arguments of `op` on `name` as `version` sends them: keys, then ARGV.
+fn arguments(version: &Version, publish: &str, name: &str, op: &Op) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let name = name.as_bytes();
+    let channel = rwlock_channel(name);
+    let message = |write: bool| if write { WRITE_MESSAGE } else { READ_MESSAGE }.to_vec();
+    let text = |number: u64| number.to_string().into_bytes();
+    let (mut keys, mut args) = match op {
+        Op::Acquire { write: false, owner, lease } => {
+            let owner = owner.as_bytes();
+            let keys = vec![name.to_vec(), rwlock_timeout_prefix(name, owner)];
+            return (keys, vec![text(*lease), owner.to_vec(), rwlock_write_field(owner)]);
+        }
+        Op::Acquire { write: true, owner, lease } => {
+            return (vec![name.to_vec()], vec![text(*lease), rwlock_write_field(owner.as_bytes())]);
+        }
+        Op::Release { write: false, owner, .. } => {
+            let owner = owner.as_bytes();
+            let keys = vec![name.to_vec(), channel, rwlock_timeout_prefix(name, owner), rwlock_key_prefix(name)];
+            (keys, vec![message(false), owner.to_vec()])
+        }
+        Op::Release { write: true, owner, lease, .. } => {
+            (vec![name.to_vec(), channel], vec![message(true), text(*lease), rwlock_write_field(owner.as_bytes())])
+        }
+        Op::ForceRelease { write } => {
+            let keys = vec![name.to_vec(), channel];
+            let mut args = vec![message(*write)];
+            if version.publish_argument {
+                args.push(publish.as_bytes().to_vec());
+            }
+            return (keys, args);
+        }
+        Op::Clobber | Op::Sleep => unreachable!("no script call"),
+    };
+    if version.publish_argument {
+        args.push(publish.as_bytes().to_vec());
+    }
+    if let (true, Op::Release { request, latch_ms, .. }) = (version.latched, op) {
+        keys.push(unlock_latch_key(name, request.as_bytes()));
+        args.push(text(*latch_ms));
+    }
+    (keys, args)
+}
+
+/// The script call of `op` on `name` (Clobber and Sleep are none).
+fn script(version: &Version, bodies: &[Vec<u8>; 6], call_as: (bool, &str), name: &str, op: &Op) -> Cmd {
+    let (by_sha, publish) = call_as;
+    let text = op.text().expect("a script call");
+    let (keys, args) = arguments(version, publish, name, op);
+    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    script_call(by_sha, &bodies[text], &keys, &args)
+}
+
+/// The lock, every read hold's key and the latches.
+fn keys(name: &str) -> Vec<Vec<u8>> {
+    let name = name.as_bytes();
+    let mut keys = vec![name.to_vec()];
+    for owner in OWNERS {
+        keys.extend((1..=HOLDS).map(|n| rwlock_timeout_key(name, owner.as_bytes(), n)));
+    }
+    keys.extend(REQUESTS.iter().map(|request| unlock_latch_key(name, request.as_bytes())));
+    keys
+}
+
+fn differential(version: &Version) {
+    let bodies = texts(version.name, &CLASSES, version.shas);
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    for body in &bodies {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
+    }
+    let mut control = server.connection();
+    let mut rng = Rng::from_env(&format!("redisson_rwlock_differential {}", version.name));
+    let (mut natives, mut calls, mut errors) = (0, 0, 0);
+    for step_no in 0..400 {
+        let op = random_op(&mut rng);
+        match op {
+            Op::Sleep => std::thread::sleep(Duration::from_millis(200)),
+            Op::Clobber => {
+                // One expiry for both, so that both are gone at once.
+                let at = server_time_ms(&mut con) + 30;
+                for name in [TWINS.lua, TWINS.native] {
+                    let _: () =
+                        redis::cmd("SET").arg(name).arg("not a lock").arg("PXAT").arg(at).query(&mut con).unwrap();
+                }
+            }
+            _ => {}
+        }
+        let Some(text) = op.text() else { continue };
+        let call_as = (rng.chance(50), *rng.pick(&["publish", "PUBLISH", "spublish"]));
+        let step = TWINS.step(&server, &mut control, |name| script(version, &bodies, call_as, name, &op));
+        let context = format!("{} step {step_no}: {op:?} (EVALSHA, publish: {call_as:?})", version.name);
+        let acquire = matches!(op, Op::Acquire { .. });
+        errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));
+        calls += 1;
+        natives += usize::from(text != WRITE_ACQUIRE);
+        assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events and messages");
+        let states = TWINS.states(&mut con, keys);
+        assert!(same_states(&states), "{context}: keys\n{:?}\n{:?}", states[0], states[1]);
+    }
+    // Every call of a rewritten text on the twin ran natively: the
+    // comparison was not Lua's with itself.
+    assert_eq!(family_native_count(&mut con, "rwlock"), natives as i64);
+    assert!(natives > calls / 2 && errors < calls / 2, "{calls} calls, {natives} native, {errors} errors");
+}
+
+#[test]
+fn redissons_newest_rwlock_scripts_run_natively_as_they_run_in_lua() {
+    differential(&V4_7);
+}
+
+#[test]
+fn redisson_3_43s_rwlock_scripts_run_natively_as_they_run_in_lua() {
+    differential(&V3_43);
+}
+
+#[test]
+fn redisson_3_23s_rwlock_scripts_run_natively_as_they_run_in_lua() {
+    differential(&V3_23);
+}
+
+#[test]
+fn redisson_3_14s_rwlock_scripts_run_natively_as_they_run_in_lua() {
+    differential(&V3_14);
+}

@@ -1,0 +1,133 @@
+//! Differentials on twin lock names: each step runs a script call as Lua
+//! on one name and natively on its twin, in one MULTI/EXEC, so that both
+//! meet the same clock (Redis expires keys at the time EXEC began); their
+//! keys are then read in one script, for the same reason.
+
+use super::set_mode;
+use redis::{Cmd, Connection, ConnectionLike, Value};
+use testkit::{publications, Server};
+
+/// A differential's two lock names on one server: scripts run as Lua on
+/// `lua` (the filter off), and natively on `native` (the filter on).
+pub struct Twins {
+    pub lua: &'static str,
+    pub native: &'static str,
+}
+
+/// A reply, or the error's text.
+pub type Reply = Result<Value, String>;
+
+/// One step on both twins: its replies and the keyspace events and
+/// messages of each twin, the native twin's renamed to the Lua twin's.
+/// Expiries are left out: a lease running out is announced when the
+/// server expires the key (lazily or by its sampling), not by the step
+/// that set it.
+pub struct Step {
+    pub lua: Reply,
+    pub native: Reply,
+    pub lua_messages: Vec<(String, String)>,
+    pub native_messages: Vec<(String, String)>,
+}
+
+/// Reads type, value and PTTL of each key at one moment.
+const READ_KEYS: &str = "local out = {} \
+    for i, key in ipairs(KEYS) do \
+        local kind = redis.call('type', key).ok; local value = {} \
+        if kind == 'hash' then value = redis.call('hgetall', key) \
+        elseif kind == 'string' then value = {redis.call('get', key)} end \
+        out[i] = {kind, value, redis.call('pttl', key)} \
+    end return out";
+
+impl Twins {
+    /// Runs `call(name)` on both twins in one MULTI/EXEC: the filter
+    /// rewrites a call as it is queued, so `control` (another connection)
+    /// turns it off for the Lua twin's call and on for the native twin's.
+    pub fn step(&self, server: &Server, control: &mut Connection, call: impl Fn(&str) -> Cmd) -> Step {
+        let mut replies = Value::Nil;
+        let messages = publications(server, |con| {
+            let _: () = redis::cmd("MULTI").query(con).unwrap();
+            set_mode(control, "off");
+            let _: () = call(self.lua).query(con).unwrap();
+            set_mode(control, "native");
+            let _: () = call(self.native).query(con).unwrap();
+            replies = con.req_command(&redis::cmd("EXEC")).unwrap();
+        });
+        let Value::Array(replies) = replies else { panic!("EXEC replied {replies:?}") };
+        let [lua, native] = <[Value; 2]>::try_from(replies).expect("two replies").map(|reply| match reply {
+            Value::ServerError(err) => Err(err.to_string()),
+            value => Ok(value),
+        });
+        let stepped =
+            messages.into_iter().filter(|(channel, message)| message != "expired" && !channel.ends_with(":expired"));
+        let (lua_messages, native_messages): (Vec<_>, Vec<_>) =
+            stepped.partition(|(channel, message)| !channel.contains(self.native) && !message.contains(self.native));
+        let native_messages = native_messages
+            .into_iter()
+            .map(|(channel, message)| (self.as_lua(&channel), self.as_lua(&message)))
+            .collect();
+        Step { lua, native, lua_messages, native_messages }
+    }
+
+    fn as_lua(&self, text: &str) -> String {
+        text.replace(self.native, self.lua)
+    }
+
+    /// Type, value and PTTL of each key (`keys(name)` lists them), named
+    /// as on the Lua twin.
+    pub fn states(&self, con: &mut Connection, keys: impl Fn(&str) -> Vec<Vec<u8>>) -> [Vec<(String, i64)>; 2] {
+        let (lua, native) = (keys(self.lua), keys(self.native));
+        let all: Vec<&Vec<u8>> = lua.iter().chain(&native).collect();
+        let read: Vec<(String, Vec<Vec<u8>>, i64)> =
+            redis::cmd("EVAL").arg(READ_KEYS).arg(all.len()).arg(&all).query(con).unwrap();
+        let mut states = all.iter().zip(read).map(|(key, (kind, value, pttl))| {
+            let value: Vec<String> = value.iter().map(|part| String::from_utf8_lossy(part).into_owned()).collect();
+            let value = match kind.as_str() {
+                "hash" => {
+                    let mut fields: Vec<(&String, &String)> =
+                        value.chunks(2).map(|pair| (&pair[0], &pair[1])).collect();
+                    fields.sort();
+                    format!("{fields:?}")
+                }
+                _ => value.concat(),
+            };
+            (format!("{} {kind} {value}", self.as_lua(&String::from_utf8_lossy(key))), pttl)
+        });
+        [states.by_ref().take(lua.len()).collect(), states.collect()]
+    }
+}
+
+/// Whether the twins' keys are the same, TTLs give or take the moment
+/// between the two calls. A key about to expire counts as gone: the
+/// twins' expiries may be a millisecond apart (Lua's relative to the
+/// script's clock, the module's absolute from its own), and the keys may
+/// be read within that millisecond.
+pub fn same_states([lua, native]: &[Vec<(String, i64)>; 2]) -> bool {
+    lua.len() == native.len()
+        && lua.iter().zip(native).all(|(a, b)| {
+            let close = |x: i64, y: i64| x == y || (x >= 0 && y >= 0 && (x - y).abs() <= 50);
+            (a.0 == b.0 && close(a.1, b.1)) || expired_early(a, b) || expired_early(b, a)
+        })
+}
+
+/// Whether `gone` is the key `expiring` about to expire, read as gone.
+fn expired_early(gone: &(String, i64), expiring: &(String, i64)) -> bool {
+    let key = expiring.0.split(' ').next().unwrap_or_default();
+    gone.1 == -2 && gone.0 == format!("{key} none ") && (0..=EXPIRING_MS).contains(&expiring.1)
+}
+
+/// A key this close to its expiry may be read as gone on one twin.
+const EXPIRING_MS: i64 = 5;
+
+/// Asserts the twins' replies are the same (`pttl`: a positive integer is
+/// a PTTL, read a moment apart); true when both are errors (their texts
+/// differ, see README).
+pub fn assert_same_reply(context: &str, lua: &Reply, native: &Reply, pttl: bool) -> bool {
+    match (lua, native) {
+        (Err(_), Err(_)) => return true,
+        (Ok(Value::Int(a)), Ok(Value::Int(b))) if pttl && *a > 0 => {
+            assert!((a - b).abs() <= 50, "{context}: PTTL {a} against {b}")
+        }
+        _ => assert_eq!(lua, native, "{context}: replies"),
+    }
+    false
+}
