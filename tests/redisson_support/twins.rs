@@ -29,13 +29,17 @@ pub struct Step {
     pub native_messages: Vec<(String, String)>,
 }
 
-/// Reads type, value and PTTL of each key at one moment.
+/// Reads type, value and PTTL of each key at one moment: the PTTLs from
+/// the absolute expiries and one clock reading (Redis 7.0's PTTL reads the
+/// clock anew, so a server descheduled mid-script would skew the twins).
 const READ_KEYS: &str = "local out = {} \
+    local time = redis.call('time'); local now = time[1] * 1000 + math.floor(time[2] / 1000) \
     for i, key in ipairs(KEYS) do \
         local kind = redis.call('type', key).ok; local value = {} \
         if kind == 'hash' then value = redis.call('hgetall', key) \
         elseif kind == 'string' then value = {redis.call('get', key)} end \
-        out[i] = {kind, value, redis.call('pttl', key)} \
+        local at = redis.call('pexpiretime', key); if at >= 0 then at = math.max(at - now, 0) end \
+        out[i] = {kind, value, at} \
     end return out";
 
 impl Twins {
