@@ -193,11 +193,17 @@ impl LockStore for RedisLock<'_> {
 
     fn publish_release(&mut self) {
         let channel = RedisString::create_from_slice(self.ctx.get_raw(), &release_channel(self.name.as_slice()));
-        match self.via {
-            Via::Default => publish(self.ctx, &channel, unlock_message(), self.name.as_slice()),
-            Via::Publish => publish_only(self.ctx, &channel, unlock_message(), false),
-            Via::Spublish => publish_only(self.ctx, &channel, unlock_message(), true),
-        }
+        publish_via(self.ctx, &channel, unlock_message(), self.name.as_slice(), self.via);
+    }
+}
+
+/// Publishes as `via` says: the module's default for `name`'s command
+/// ([`publish`]), or as the one command a Redisson script names.
+fn publish_via(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleString, name: &[u8], via: Via) {
+    match via {
+        Via::Default => publish(ctx, channel, message, name),
+        Via::Publish => publish_only(ctx, channel, message, false),
+        Via::Spublish => publish_only(ctx, channel, message, true),
     }
 }
 

@@ -9,7 +9,7 @@
 
 use super::acl::Caller;
 use super::key::SignalOnWriteKey;
-use super::{cluster_mode, notify, publish, replicate};
+use super::{cluster_mode, notify, publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Moot, Result};
@@ -49,6 +49,7 @@ pub struct RedisKeyspace<'a> {
     /// may touch thousands of hold keys; most commands touch a few).
     index: HashMap<Vec<u8>, usize>,
     channels: Vec<RedisString>,
+    via: Via,
 }
 
 impl<'a> RedisKeyspace<'a> {
@@ -71,7 +72,12 @@ impl<'a> RedisKeyspace<'a> {
     fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
         let name_bytes = name.as_slice();
         let (keys, index, channels) = (Vec::new(), HashMap::new(), Vec::new());
-        Self { ctx, name, name_bytes, writable, caller: Caller::new(ctx), keys, index, channels }
+        Self { ctx, name, name_bytes, writable, caller: Caller::new(ctx), keys, index, channels, via: Via::Default }
+    }
+
+    /// Publishes as `via` says (a Redisson script's publish command).
+    pub fn via(self, via: Via) -> Self {
+        Self { via, ..self }
     }
 
     /// The open key named `key`, opened (and checked) on first use.
@@ -585,7 +591,7 @@ impl Keyspace for RedisKeyspace<'_> {
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
         self.touch_channel(channel)?;
         let (channel, message) = (self.string(channel), self.string(message));
-        publish(self.ctx, &channel, message.inner, self.name_bytes);
+        publish_via(self.ctx, &channel, message.inner, self.name_bytes, self.via);
         Ok(())
     }
 }
