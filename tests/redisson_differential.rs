@@ -8,12 +8,12 @@
 mod redisson_support;
 
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, native_count, scripts, set_mode, Scripts, VERSION};
+use redisson_support::differential::{Reply, Twins};
+use redisson_support::{call, load, native_count, scripts, Scripts, VERSION};
 use std::time::Duration;
-use testkit::{publications, release_channel, unlock_latch_key, Rng, Server};
+use testkit::{release_channel, unlock_latch_key, Rng, Server};
 
-const LUA: &str = "lua-lock";
-const NATIVE: &str = "nat-lock";
+const TWINS: Twins = Twins { lua: "lua-lock", native: "nat-lock" };
 const OWNERS: [&str; 3] = ["6f1c:1", "6f1c:2", "a9e0:7"];
 const REQUESTS: [&str; 3] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "ffeeddccbbaa99887766554433221100", "r3"];
 
@@ -59,7 +59,7 @@ fn random_op(rng: &mut Rng) -> Op {
 }
 
 /// Runs `op` on `name`; `None` for the steps that are no script call.
-fn run(con: &mut Connection, scripts: &Scripts, by_sha: bool, name: &str, op: &Op) -> Option<Result<Value, String>> {
+fn run(con: &mut Connection, scripts: &Scripts, by_sha: bool, name: &str, op: &Op) -> Reply {
     let channel = release_channel(name.as_bytes());
     let reply = match op {
         Op::Acquire { owner, lease } => {
@@ -83,26 +83,10 @@ fn run(con: &mut Connection, scripts: &Scripts, by_sha: bool, name: &str, op: &O
     Some(reply.map_err(|err| err.to_string()))
 }
 
-/// Everything about `name` and its latches: type and value, and PTTL.
-fn state(con: &mut Connection, name: &str) -> Vec<(String, i64)> {
-    let mut keys = vec![name.as_bytes().to_vec()];
-    keys.extend(REQUESTS.iter().map(|request| unlock_latch_key(name.as_bytes(), request.as_bytes())));
-    keys.iter()
-        .map(|key| {
-            let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
-            let value = match kind.as_str() {
-                "hash" => {
-                    let mut fields: Vec<(String, String)> = con.hgetall(key).unwrap();
-                    fields.sort();
-                    format!("{fields:?}")
-                }
-                "string" => con.get::<_, String>(key).unwrap(),
-                _ => String::new(),
-            };
-            let pttl: i64 = con.pttl(key).unwrap();
-            (format!("{} {kind} {value}", String::from_utf8_lossy(key).replace(NATIVE, LUA)), pttl)
-        })
-        .collect()
+/// `name` and its latches.
+fn keys(name: &str) -> Vec<Vec<u8>> {
+    let latches = REQUESTS.iter().map(|request| unlock_latch_key(name.as_bytes(), request.as_bytes()));
+    std::iter::once(name.as_bytes().to_vec()).chain(latches).collect()
 }
 
 #[test]
@@ -110,9 +94,7 @@ fn redissons_rlock_scripts_run_natively_as_they_run_in_lua() {
     let scripts = scripts(VERSION);
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
-    for body in [&scripts.acquire, &scripts.release, &scripts.force] {
-        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
-    }
+    load(&mut con, &[&scripts.acquire, &scripts.release, &scripts.force]);
     let mut rng = Rng::from_env("redisson_differential");
     let (mut calls, mut errors) = (0, 0);
     for step in 0..300 {
@@ -122,16 +104,9 @@ fn redissons_rlock_scripts_run_natively_as_they_run_in_lua() {
             continue;
         }
         let by_sha = rng.chance(50);
-        let mut replies = vec![];
-        let messages = publications(&server, |con| {
-            set_mode(con, "off");
-            replies.push(run(con, &scripts, by_sha, LUA, &op));
-            set_mode(con, "native");
-            replies.push(run(con, &scripts, by_sha, NATIVE, &op));
-        });
-        let (lua, native) = (&replies[0], &replies[1]);
         let context = format!("step {step}: {op:?} (EVALSHA: {by_sha})");
-        match (lua, native) {
+        let [lua, native] = TWINS.step(&server, &context, |con, name| run(con, &scripts, by_sha, name, &op));
+        match (&lua, &native) {
             (Some(Err(_)), Some(Err(_))) => errors += 1,
             // An acquire's PTTL, read a moment apart.
             (Some(Ok(Value::Int(a))), Some(Ok(Value::Int(b)))) if matches!(op, Op::Acquire { .. }) && *a > 0 => {
@@ -140,23 +115,7 @@ fn redissons_rlock_scripts_run_natively_as_they_run_in_lua() {
             _ => assert_eq!(lua, native, "{context}: replies"),
         }
         calls += usize::from(lua.is_some());
-        // A lease running out is announced when the server expires the key
-        // (lazily or by its sampling), not by the step that set it.
-        let stepped =
-            messages.into_iter().filter(|(channel, message)| message != "expired" && !channel.ends_with(":expired"));
-        let (lua_messages, native_messages): (Vec<_>, Vec<_>) =
-            stepped.partition(|(channel, message)| !channel.contains(NATIVE) && !message.contains(NATIVE));
-        let native_messages: Vec<_> = native_messages
-            .into_iter()
-            .map(|(channel, message)| (channel.replace(NATIVE, LUA), message.replace(NATIVE, LUA)))
-            .collect();
-        assert_eq!(lua_messages, native_messages, "{context}: keyspace events and messages");
-        let (lua, native) = (state(&mut con, LUA), state(&mut con, NATIVE));
-        let same = lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
-            // The two calls run a moment apart.
-            a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= 50))
-        });
-        assert!(same, "{context}: keys\n{lua:?}\n{native:?}");
+        TWINS.assert_same_keys(&mut con, &context, keys);
     }
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
     assert_eq!(native_count(&mut con), calls as i64);
