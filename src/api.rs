@@ -38,6 +38,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_CommandFilterArgReplace,
         RedisModule_CommandFilterArgsCount,
         RedisModule_CreateCommand,
+        RedisModule_CreateStringFromDouble,
         RedisModule_CreateString,
         RedisModule_CreateTimer,
         RedisModule_CreateStringFromLongLong,

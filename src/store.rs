@@ -248,6 +248,18 @@ fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleS
     }
 }
 
+/// `n` as `redis.call` gets it from a script's Lua number: a double,
+/// written by the server's own routine for doubles (exact up to 2^53).
+pub fn lua_number_text(n: i64) -> Vec<u8> {
+    unsafe {
+        let text = api!(RedisModule_CreateStringFromDouble)(ptr::null_mut(), n as f64);
+        let mut len = 0;
+        let bytes = std::slice::from_raw_parts(raw::string_ptr_len(text, &mut len).cast::<u8>(), len).to_vec();
+        api!(RedisModule_FreeString)(ptr::null_mut(), text);
+        bytes
+    }
+}
+
 /// Whether the server runs in cluster mode; set once at load.
 static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 

@@ -5,7 +5,8 @@
 
 use super::{OPEN_MESSAGE, SET_MESSAGE};
 use crate::lock::parse_hold_count;
-use crate::redisson::scripts::{native, publish_command, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
 use rlock_protocol::count_down_latch_channel;
 
 #[linkme::distributed_slice(FAMILIES)]
@@ -38,7 +39,7 @@ fn count_down_older(call: &Call) -> Option<Rewrite> {
 fn count_down_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
     let ([name, channel], [message]) = (call.keys, argv) else { return None };
     let taken = *message == OPEN_MESSAGE && is_latch_channel(call, name, channel);
-    taken.then(|| rewrite(&[b"RLATCH.COUNTDOWN", name], publish, channel))
+    taken.then(|| rewrite_via(&[b"RLATCH.COUNTDOWN", name], publish, channel))
 }
 
 /// KEYS name, channel; ARGV `1`, count, publish command (older texts:
@@ -56,7 +57,7 @@ fn try_set_count_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrit
     let ([name, channel], [message, count]) = (call.keys, argv) else { return None };
     let count_taken = parse_hold_count(count).is_ok_and(|count| count >= 0);
     let taken = *message == SET_MESSAGE && count_taken && is_latch_channel(call, name, channel);
-    taken.then(|| rewrite(&[b"RLATCH.TRYSETCOUNT", name, count], publish, channel))
+    taken.then(|| rewrite_via(&[b"RLATCH.TRYSETCOUNT", name, count], publish, channel))
 }
 
 /// KEYS name, channel; ARGV `1`, publish command (older texts: `1`).
@@ -71,32 +72,12 @@ fn delete_older(call: &Call) -> Option<Rewrite> {
 fn delete_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
     let ([name, channel], [message]) = (call.keys, argv) else { return None };
     let taken = *message == SET_MESSAGE && is_latch_channel(call, name, channel);
-    taken.then(|| rewrite(&[b"RLATCH.DELETE", name], publish, channel))
-}
-
-/// A script's arguments before its publish command, and that command.
-type Publishing<'a> = (&'a [&'a [u8]], &'static [u8]);
-
-/// The newer texts take the publish command as their last argument.
-fn last_names_publish<'a>(call: &'a Call) -> Option<Publishing<'a>> {
-    let (publish, argv) = call.argv.split_last()?;
-    Some((argv, publish_command(publish)?))
-}
-
-/// The older texts call `publish` (whatever the arguments say).
-fn text_names_publish<'a>(call: &'a Call) -> Publishing<'a> {
-    (call.argv, b"PUBLISH")
+    taken.then(|| rewrite_via(&[b"RLATCH.DELETE", name], publish, channel))
 }
 
 /// The latch's own channel, in the name's slot.
 fn is_latch_channel(call: &Call, name: &[u8], channel: &[u8]) -> bool {
     channel == count_down_latch_channel(name).as_slice() && call.same_slot(name, channel)
-}
-
-fn rewrite(command: &[&[u8]], publish: &[u8], channel: &[u8]) -> Rewrite {
-    let mut argv = native(command);
-    argv.extend([b"VIA".to_vec(), publish.to_vec()]);
-    Rewrite { argv, channel: Some(channel.to_vec()) }
 }
 
 #[cfg(test)]

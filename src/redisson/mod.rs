@@ -7,6 +7,7 @@
 #[cfg(not(test))]
 pub mod filter;
 pub mod scripts;
+pub mod via;
 
 /// The setting's default: `native` where the filter can check the
 /// caller's ACL, `off` where it cannot (Redis 7.0).

@@ -6,27 +6,56 @@
 //! Where it differs from Redisson's scripts: adding permits and draining
 //! keep the key's TTL (Redisson's SET drops it, #3224); a drain of an empty
 //! semaphore writes nothing; a value that is not an integer is refused
-//! instead of being read by Lua's `tonumber`.
+//! instead of being read by Lua's `tonumber`. A semaphore opened
+//! [`Semaphore::like_redissons_scripts`] (the commands' `VIA`) does what
+//! the scripts do where the filter's rewrites need it.
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(not(test))]
 mod commands;
+mod redisson;
 
 use crate::error::LockError;
-use crate::keyspace::{read_counter, Keyspace, Result};
+use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
 use rlock_protocol::semaphore_channel;
+
+/// How the server writes a number a script gives `redis.call`: Lua holds
+/// it as a double.
+pub type LuaNumberText = fn(i64) -> Vec<u8>;
 
 /// The key and channel of one semaphore.
 pub struct Semaphore {
     name: Vec<u8>,
     channel: Vec<u8>,
+    /// Set when the semaphore acts like Redisson's scripts.
+    like_scripts: Option<LuaNumberText>,
 }
 
 impl Semaphore {
     pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), channel: semaphore_channel(name) }
+        Self { name: name.to_vec(), channel: semaphore_channel(name), like_scripts: None }
+    }
+
+    /// The semaphore as Redisson's scripts treat it: a release publishes
+    /// the new count as Lua's number (`lua_number`: exact up to 2^53, a
+    /// double beyond), and trySetPermits finds any string there (GET).
+    pub fn like_redissons_scripts(self, lua_number: LuaNumberText) -> Self {
+        Self { like_scripts: Some(lua_number), ..self }
+    }
+
+    /// Whether the semaphore exists: any string for the scripts' GET (which
+    /// refuses another type), else a count.
+    fn exists<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
+        if self.like_scripts.is_none() {
+            return Ok(read_counter(keys, &self.name)?.is_some());
+        }
+        match keys.key_type(&self.name)? {
+            KeyType::Missing => Ok(false),
+            KeyType::String => Ok(true),
+            _ => Err(LockError::WrongType),
+        }
     }
 
     /// tryAcquire: takes `permits` when that many are available. 0 permits
@@ -59,16 +88,17 @@ impl Semaphore {
         }
         let new = self.add(available.unwrap_or(0), permits)?;
         keys.incr_by(&self.name, permits, new)?;
-        keys.publish(&self.channel, new.to_string().as_bytes())?;
+        let message = self.like_scripts.map_or_else(|| new.to_string().into_bytes(), |lua_number| lua_number(new));
+        keys.publish(&self.channel, &message)?;
         Ok(true)
     }
 
     /// trySetPermits: only a missing semaphore is set, expiring at
     /// `expire_at` if given; publishes the permits.
     pub fn try_set_permits<K: Keyspace>(&self, keys: &mut K, permits: i64, expire_at: Option<i64>) -> Result<bool> {
-        let available = read_counter(keys, &self.name)?;
+        let exists = self.exists(keys)?;
         keys.touch_channel(&self.channel)?;
-        if available.is_some() {
+        if exists {
             return Ok(false);
         }
         let permits = permits.to_string();

@@ -298,3 +298,23 @@ fn the_channel_follows_redissons_prefix_rule() {
     assert_eq!(keys.effects, ["INCRBY {tag}s 1", "PUBLISH redisson_sc:{tag}s 1"]);
     assert_eq!(C, String::from_utf8(semaphore_channel(b"s")).unwrap());
 }
+
+#[test]
+fn like_redissons_scripts_it_publishes_lua_numbers_and_finds_any_string() {
+    fn lua_number(n: i64) -> Vec<u8> {
+        format!("lua:{n}").into_bytes()
+    }
+    let semaphore = Semaphore::new(b"s").like_redissons_scripts(lua_number);
+    let mut keys = Keys::at(permits("2", None), NOW);
+    assert_eq!(semaphore.release(&mut keys, 3, true), Ok(true));
+    assert_eq!(keys.effects, ["INCRBY s 3", "PUBLISH redisson_sc:{s} lua:5"]);
+
+    let mut keys = Keys::at(permits("five", None), NOW);
+    assert_eq!(semaphore.try_set_permits(&mut keys, 3, None), Ok(false), "GET finds a string");
+    assert!(keys.effects.is_empty());
+    let mut keys = Keys::at(vec![("s", Keys::hash(&[("a", "1")]), None)], NOW);
+    assert_eq!(semaphore.try_set_permits(&mut keys, 3, None), Err(LockError::WrongType), "GET refuses a hash");
+    let mut keys = Keys::at(vec![], NOW);
+    assert_eq!(semaphore.try_set_permits(&mut keys, 3, Some(NOW + 5)), Ok(true));
+    assert_eq!(keys.effects, [format!("SET s 3 PXAT {}", NOW + 5).as_str(), "PUBLISH redisson_sc:{s} 3"]);
+}

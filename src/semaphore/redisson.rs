@@ -1,0 +1,105 @@
+//! RSemaphore's scripts as Redisson sends them, and the `RSEM.*` call each
+//! becomes (see `redisson::scripts`). Every rewrite names the publish
+//! command (`VIA`), which makes the command do what the script does where
+//! the two otherwise differ (see `Semaphore`).
+//!
+//! Left to Lua: tryAcquire, addPermits and drainPermits read a stored
+//! value that is no integer with Lua's `tonumber` or return it as it is,
+//! where the commands refuse it (and addPermits and drainPermits drop the
+//! TTL, which the commands keep).
+
+use crate::lease::parse_ttl_ms;
+use crate::lock::parse_hold_count;
+use crate::redisson::scripts::{is_time, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
+use rlock_protocol::semaphore_channel;
+
+#[linkme::distributed_slice(FAMILIES)]
+static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
+
+const SCRIPTS: [Known; 7] = [
+    // RedissonSemaphore.releaseAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "ae27582488dd01f4e238cc0733a12146d410eb44", len: 91, rewrite: release },
+    // RedissonSemaphore.releaseAsync, 3.10.0 .. 3.21.3 (publish in the text)
+    Known { sha1: "6ef996845b2b97db21c5bc1ed04b8eae2babe56f", len: 93, rewrite: release_older },
+    // RedissonSemaphore.releaseIfExistsAsync, 4.0.0 .. 4.7.0
+    Known { sha1: "6883802454c09d455e3234c8b01549adf1fb8b4c", len: 154, rewrite: release_if_exists },
+    // RedissonSemaphore.trySetPermitsAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c", len: 165, rewrite: try_set_permits },
+    // RedissonSemaphore.trySetPermitsAsync, 3.16.3 .. 3.21.3 (publish in the text)
+    Known { sha1: "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573", len: 167, rewrite: try_set_permits_older },
+    // RedissonSemaphore.trySetPermitsAsync, 3.10.0 .. 3.16.2 (publish in the
+    // text; its `value == 0` compares a string with a number: never true)
+    Known { sha1: "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5", len: 181, rewrite: try_set_permits_older },
+    // RedissonSemaphore.trySetPermitsAsync#2 (with a TTL), 3.29.0 .. 4.7.0
+    Known { sha1: "38bf99884eb94708a40a9aabacb15b4c5f16e804", len: 180, rewrite: try_set_permits_expiring },
+];
+
+/// KEYS name, channel; ARGV permits, publish command (older texts:
+/// permits). Only permits Redisson sends (1 or more) are rewritten: the
+/// script's INCRBY of 0 is still a write, which the command skips.
+fn release(call: &Call) -> Option<Rewrite> {
+    release_with(call, last_names_publish(call)?, false)
+}
+
+fn release_older(call: &Call) -> Option<Rewrite> {
+    release_with(call, text_names_publish(call), false)
+}
+
+/// As release; the script answers 0 on a missing key, else 1.
+fn release_if_exists(call: &Call) -> Option<Rewrite> {
+    release_with(call, last_names_publish(call)?, true)
+}
+
+fn release_with(call: &Call, (argv, publish): Publishing, if_exists: bool) -> Option<Rewrite> {
+    let ([name, channel], [permits]) = (call.keys, argv) else { return None };
+    if !(parse_hold_count(permits).is_ok_and(|permits| permits > 0) && is_semaphore_channel(call, name, channel)) {
+        return None;
+    }
+    let command: &[&[u8]] =
+        if if_exists { &[b"RSEM.RELEASE", name, permits, b"IFEXISTS"] } else { &[b"RSEM.RELEASE", name, permits] };
+    Some(rewrite_via(command, publish, channel))
+}
+
+/// KEYS name, channel; ARGV permits, publish command (older texts:
+/// permits). The script stores and publishes the permits as given: only
+/// ones the command takes and writes back the same way are rewritten.
+fn try_set_permits(call: &Call) -> Option<Rewrite> {
+    let (argv, publish) = last_names_publish(call)?;
+    let [permits] = argv else { return None };
+    try_set_permits_with(call, permits, None, publish)
+}
+
+fn try_set_permits_older(call: &Call) -> Option<Rewrite> {
+    let (argv, publish) = text_names_publish(call);
+    let [permits] = argv else { return None };
+    try_set_permits_with(call, permits, None, publish)
+}
+
+/// KEYS name, channel; ARGV permits, publish command, TTL in ms (SET PX).
+fn try_set_permits_expiring(call: &Call) -> Option<Rewrite> {
+    let [permits, publish, ttl_ms] = call.argv else { return None };
+    let (_, publish) = last_names_publish(&Call { argv: &[publish], ..*call })?;
+    is_time(ttl_ms, parse_ttl_ms).then_some(())?;
+    try_set_permits_with(call, permits, Some(ttl_ms), publish)
+}
+
+fn try_set_permits_with(call: &Call, permits: &[u8], ttl_ms: Option<&[u8]>, publish: &[u8]) -> Option<Rewrite> {
+    let [name, channel] = call.keys else { return None };
+    if !(parse_hold_count(permits).is_ok_and(|permits| permits >= 0) && is_semaphore_channel(call, name, channel)) {
+        return None;
+    }
+    let command: &[&[u8]] = match ttl_ms {
+        None => &[b"RSEM.TRYSETPERMITS", name, permits],
+        Some(ttl_ms) => &[b"RSEM.TRYSETPERMITS", name, permits, b"PX", ttl_ms],
+    };
+    Some(rewrite_via(command, publish, channel))
+}
+
+/// The semaphore's own channel, in the name's slot.
+fn is_semaphore_channel(call: &Call, name: &[u8], channel: &[u8]) -> bool {
+    channel == semaphore_channel(name).as_slice() && call.same_slot(name, channel)
+}
+
+#[cfg(test)]
+mod tests;

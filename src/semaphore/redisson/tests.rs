@@ -1,0 +1,87 @@
+use crate::redisson::scripts::{identify, rewrite, Rewrite};
+
+const RELEASE: &[u8] = b"ae27582488dd01f4e238cc0733a12146d410eb44";
+const RELEASE_OLDER: &[u8] = b"6ef996845b2b97db21c5bc1ed04b8eae2babe56f";
+const RELEASE_IF_EXISTS: &[u8] = b"6883802454c09d455e3234c8b01549adf1fb8b4c";
+const TRY_SET: &[u8] = b"241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c";
+const TRY_SET_OLDER: &[u8] = b"8d41a082c3a98f3e882844af9c9e9f9fbd7f8573";
+const TRY_SET_OLDEST: &[u8] = b"44d63d4882cfdb9af87c32c96c24a9e1e15cffd5";
+const TRY_SET_EXPIRING: &[u8] = b"38bf99884eb94708a40a9aabacb15b4c5f16e804";
+const CHANNEL: &[u8] = b"redisson_sc:{s}";
+
+/// A text's SHA-1, the call's numkeys, keys and arguments, and what it
+/// becomes (the native argv, or why it stays with Lua).
+type Case<T> = (&'static [u8], &'static [&'static [u8]], T);
+
+/// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
+/// numkeys on), checking the text is the semaphore's.
+fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+    let (family, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
+    assert_eq!(family.name, "semaphore");
+    let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
+    rewrite(known, &call, cluster)
+}
+
+fn native(args: &[&str]) -> Option<Rewrite> {
+    let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
+    Some(Rewrite { argv, channel: Some(CHANNEL.to_vec()) })
+}
+
+#[test]
+fn calls_as_redisson_sends_them_become_rsem_commands_via_their_publish_command() {
+    let cases: [Case<&[&str]>; 8] = [
+        (RELEASE, &[b"2", b"s", CHANNEL, b"3", b"publish"], &["RSEM.RELEASE", "s", "3", "VIA", "PUBLISH"]),
+        (RELEASE, &[b"2", b"s", CHANNEL, b"1", b"spublish"], &["RSEM.RELEASE", "s", "1", "VIA", "SPUBLISH"]),
+        (RELEASE_OLDER, &[b"2", b"s", CHANNEL, b"2"], &["RSEM.RELEASE", "s", "2", "VIA", "PUBLISH"]),
+        (
+            RELEASE_IF_EXISTS,
+            &[b"2", b"s", CHANNEL, b"4", b"PUBLISH"],
+            &["RSEM.RELEASE", "s", "4", "IFEXISTS", "VIA", "PUBLISH"],
+        ),
+        (TRY_SET, &[b"2", b"s", CHANNEL, b"0", b"publish"], &["RSEM.TRYSETPERMITS", "s", "0", "VIA", "PUBLISH"]),
+        (TRY_SET_OLDER, &[b"2", b"s", CHANNEL, b"7"], &["RSEM.TRYSETPERMITS", "s", "7", "VIA", "PUBLISH"]),
+        (TRY_SET_OLDEST, &[b"2", b"s", CHANNEL, b"7"], &["RSEM.TRYSETPERMITS", "s", "7", "VIA", "PUBLISH"]),
+        (
+            TRY_SET_EXPIRING,
+            &[b"2", b"s", CHANNEL, b"5", b"spublish", b"60000"],
+            &["RSEM.TRYSETPERMITS", "s", "5", "PX", "60000", "VIA", "SPUBLISH"],
+        ),
+    ];
+    for (sha, args, expected) in cases {
+        assert_eq!(rewritten(sha, args, false), native(expected), "{args:?}");
+        assert_eq!(rewritten(sha, args, true), native(expected), "{args:?} in a cluster");
+    }
+}
+
+#[test]
+fn calls_the_commands_would_answer_otherwise_stay_with_lua() {
+    let cases: [Case<&str>; 15] = [
+        (RELEASE, &[b"2", b"s", b"redisson_sc:{t}", b"1", b"publish"], "another semaphore's channel"),
+        (RELEASE, &[b"2", b"s", b"redisson_sc:s", b"1", b"publish"], "no braces"),
+        (RELEASE, &[b"2", b"s", CHANNEL, b"0", b"publish"], "INCRBY 0 writes, the command does not"),
+        (RELEASE, &[b"2", b"s", CHANNEL, b"-1", b"publish"], "negative permits"),
+        (RELEASE, &[b"2", b"s", CHANNEL, b"01", b"publish"], "permits INCRBY refuses"),
+        (RELEASE, &[b"2", b"s", CHANNEL, b"1", b"del"], "not a publish command"),
+        (RELEASE, &[b"2", b"s", CHANNEL, b"1"], "no publish command"),
+        (RELEASE_OLDER, &[b"2", b"s", CHANNEL, b"1", b"spublish"], "an argument the text does not take"),
+        (RELEASE_IF_EXISTS, &[b"2", b"s", CHANNEL, b"1.5", b"publish"], "not an integer"),
+        (TRY_SET, &[b"2", b"s", CHANNEL, b"-3", b"publish"], "negative permits, stored as given"),
+        (TRY_SET, &[b"2", b"s", CHANNEL, b"+3", b"publish"], "permits written otherwise"),
+        (TRY_SET_OLDER, &[b"2", b"s", CHANNEL, b"3", b"publish"], "an argument the text does not take"),
+        (TRY_SET_EXPIRING, &[b"2", b"s", CHANNEL, b"3", b"publish", b"0"], "SET PX 0 fails"),
+        (TRY_SET_EXPIRING, &[b"2", b"s", CHANNEL, b"3", b"publish", b"031"], "a TTL SET refuses"),
+        (TRY_SET_EXPIRING, &[b"2", b"s", CHANNEL, b"3", b"publish", b"99999999999999"], "beyond the command's TTLs"),
+    ];
+    for (sha, args, why) in cases {
+        assert_eq!(rewritten(sha, args, false), None, "{why}: {args:?}");
+    }
+}
+
+#[test]
+fn a_name_whose_channel_is_in_another_slot_stays_with_lua_in_a_cluster() {
+    // Empty braces are no hash tag: the whole name and the whole channel
+    // are hashed, to other slots.
+    let args: &[&[u8]] = &[b"2", b"x{}", b"redisson_sc:x{}", b"1", b"publish"];
+    assert!(rewritten(RELEASE, args, false).is_some());
+    assert_eq!(rewritten(RELEASE, args, true), None);
+}
