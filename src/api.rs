@@ -54,6 +54,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_GetDetachedThreadSafeContext,
         RedisModule_GetModuleUserFromUserName,
         RedisModule_GetSelectedDb,
+        RedisModule_GetServerVersion,
         RedisModule_HashGet,
         RedisModule_HashSet,
         RedisModule_KeyType,

@@ -248,9 +248,13 @@ fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleS
     }
 }
 
-/// `n` as `redis.call` gets it from a script's Lua number: a double,
-/// written by the server's own routine for doubles (exact up to 2^53).
+/// `n` as `redis.call` gets it from a script's Lua number: a double
+/// (exact up to 2^53), written with `%.17g` by Redis 7.0, and by Redis
+/// 7.2+ and Valkey as the server writes any double.
 pub fn lua_number_text(n: i64) -> Vec<u8> {
+    if LUA_WRITES_17G.load(Ordering::Relaxed) {
+        return crate::redisson::lua_number::percent_17g(n).into_bytes();
+    }
     unsafe {
         let text = api!(RedisModule_CreateStringFromDouble)(ptr::null_mut(), n as f64);
         let mut len = 0;
@@ -267,10 +271,16 @@ pub fn cluster_mode() -> bool {
     CLUSTER_MODE.load(Ordering::Relaxed)
 }
 
-/// Records the server's mode. Cluster mode cannot change while it runs.
-pub fn detect_cluster_mode(ctx: &Context) {
+/// Whether the server's scripts write numbers with `%.17g` (before 7.2).
+static LUA_WRITES_17G: AtomicBool = AtomicBool::new(false);
+
+/// Records the server's mode (cluster mode cannot change while it runs)
+/// and how its scripts write numbers.
+pub fn detect_server(ctx: &Context) {
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
     CLUSTER_MODE.store(flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0, Ordering::Relaxed);
+    let version = unsafe { api!(RedisModule_GetServerVersion)() };
+    LUA_WRITES_17G.store(version < 0x00_07_02_00, Ordering::Relaxed);
 }
 
 /// The unlock message as a module string, created once: it is published

@@ -6,6 +6,7 @@
 
 #[cfg(not(test))]
 pub mod filter;
+pub mod lua_number;
 pub mod scripts;
 pub mod via;
 

@@ -80,7 +80,8 @@ pub fn describe(con: &mut Connection, key: &[u8]) -> KeyState {
             fields.sort();
             format!("{fields:?}")
         }
-        "string" => redis::cmd("GET").arg(key).query(con).unwrap(),
+        // A key may run out between TYPE and GET.
+        "string" => redis::cmd("GET").arg(key).query::<Option<String>>(con).unwrap().unwrap_or_default(),
         "list" => format!("{:?}", redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query::<Vec<String>>(con).unwrap()),
         _ => String::new(),
     };

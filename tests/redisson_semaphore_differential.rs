@@ -1,0 +1,206 @@
+//! Redisson's semaphore scripts that run natively (texts from its jars:
+//! the newest tested, and older ones that name `publish` in the text) run
+//! through Lua on one semaphore and through the filter's native rewrite on
+//! a twin, on one server, in random sequences of EVAL and EVALSHA calls:
+//! replies, keys, TTLs, keyspace notifications and published messages
+//! must be the same. Counts beyond 2^53 check that a release publishes
+//! the count as Lua writes a number.
+
+mod redisson_support;
+
+use redis::{Commands, Connection, RedisResult, Value};
+use redisson_support::differential::{Reply, Twins};
+use redisson_support::{call, family_native_count, load, texts, VERSION};
+use rlock_protocol::semaphore_channel;
+use std::time::Duration;
+use testkit::{Rng, Server};
+
+const CLASS: &str = "org/redisson/RedissonSemaphore";
+const TWINS: Twins = Twins { lua: "lua-sem", native: "nat-sem" };
+/// Permits and stored counts: small ones, and ones beyond 2^53 and 10^17,
+/// which Lua's doubles write otherwise.
+const PERMITS: [u64; 5] = [1, 2, 5, 9_007_199_254_740_993, 123_456_789_012_345_678];
+
+/// One Redisson release's semaphore texts (`None`: not in that release).
+struct Texts {
+    release: Vec<u8>,
+    release_if_exists: Option<Vec<u8>>,
+    try_set_permits: Vec<u8>,
+    try_set_permits_expiring: Option<Vec<u8>>,
+    /// From 3.22.0 the publish command is the last argument; before, the
+    /// texts name `publish`.
+    takes_publish: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Release(u64),
+    ReleaseIfExists(u64),
+    TrySetPermits(u64),
+    TrySetPermitsExpiring(u64, u64),
+    /// Plain commands on both twins: a taker, a delete, a TTL.
+    Take,
+    Delete,
+    Expire,
+    /// Something else at the name: no integer, or a hash.
+    Clobber(usize),
+    /// TTLs of 100 ms run out.
+    Sleep,
+}
+
+fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
+    let permits = *rng.pick(&PERMITS);
+    match rng.below(100) {
+        0..=34 => Op::Release(permits),
+        35..=49 if texts.release_if_exists.is_some() => Op::ReleaseIfExists(permits),
+        35..=64 => Op::TrySetPermits(permits),
+        65..=74 if texts.try_set_permits_expiring.is_some() => {
+            Op::TrySetPermitsExpiring(permits, *rng.pick(&[100, 60_000]))
+        }
+        65..=79 => Op::Take,
+        80..=87 => Op::Delete,
+        88..=92 => Op::Expire,
+        93..=96 => Op::Clobber(rng.below(3) as usize),
+        _ => Op::Sleep,
+    }
+}
+
+/// Runs `op` on `name`; `None` for the steps that are no script call.
+fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, publish: &str) -> Reply {
+    let keys: [&[u8]; 2] = [name.as_bytes(), &semaphore_channel(name.as_bytes())];
+    let publish = texts.takes_publish.then_some(publish.as_bytes());
+    let (count, ttl);
+    let (text, argv): (&[u8], Vec<&[u8]>) = match op {
+        Op::Release(n) | Op::ReleaseIfExists(n) | Op::TrySetPermits(n) => {
+            count = n.to_string();
+            let text = match op {
+                Op::Release(_) => &texts.release,
+                Op::ReleaseIfExists(_) => texts.release_if_exists.as_ref().expect("a text"),
+                _ => &texts.try_set_permits,
+            };
+            (text, [count.as_bytes()].into_iter().chain(publish).collect())
+        }
+        Op::TrySetPermitsExpiring(n, ttl_ms) => {
+            (count, ttl) = (n.to_string(), ttl_ms.to_string());
+            let text = texts.try_set_permits_expiring.as_ref().expect("a text");
+            (text, vec![count.as_bytes(), publish.expect("newer"), ttl.as_bytes()])
+        }
+        Op::Take => {
+            let _: RedisResult<Value> = con.decr(name, 3);
+            return None;
+        }
+        Op::Delete => {
+            let _: () = con.del(name).unwrap();
+            return None;
+        }
+        Op::Expire => {
+            let _: bool = con.pexpire(name, 100).unwrap();
+            return None;
+        }
+        Op::Clobber(kind) => {
+            let _: () = con.del(name).unwrap();
+            let _: () = match kind {
+                0 => con.set(name, "five").unwrap(),
+                1 => con.set(name, "1.5").unwrap(),
+                _ => con.hset(name, "field", "1").unwrap(),
+            };
+            return None;
+        }
+        Op::Sleep => return None,
+    };
+    Some(call(con, by_sha, text, &keys, &argv).map_err(|err| err.to_string()))
+}
+
+fn differential(texts: &Texts, seed: &str) {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    let bodies = [Some(&texts.release), texts.release_if_exists.as_ref(), Some(&texts.try_set_permits)];
+    let bodies: Vec<&[u8]> = bodies
+        .into_iter()
+        .chain([texts.try_set_permits_expiring.as_ref()])
+        .flatten()
+        .map(|body| body.as_slice())
+        .collect();
+    load(&mut con, &bodies);
+    let mut rng = Rng::from_env(seed);
+    let (mut calls, mut errors) = (0, 0);
+    for step in 0..300 {
+        let op = random_op(&mut rng, texts);
+        if matches!(op, Op::Sleep) {
+            std::thread::sleep(Duration::from_millis(150));
+            continue;
+        }
+        let (by_sha, publish) = (rng.chance(50), *rng.pick(&["publish", "PUBLISH"]));
+        let context = format!("step {step}: {op:?} (EVALSHA: {by_sha}, {publish})");
+        let [lua, native] = TWINS.step(&server, &context, |con, name| run(con, texts, by_sha, name, &op, publish));
+        match (&lua, &native) {
+            (Some(Err(_)), Some(Err(_))) => errors += 1,
+            _ => assert_eq!(lua, native, "{context}: replies"),
+        }
+        calls += usize::from(lua.is_some());
+        TWINS.assert_same_keys(&mut con, &context, |name| vec![name.as_bytes().to_vec()]);
+    }
+    // Every call on the twin ran natively: the comparison was not Lua's with itself.
+    assert_eq!(family_native_count(&mut con, "semaphore"), calls as i64);
+    assert!(calls > 150 && errors < calls / 2, "{calls} calls, {errors} errors");
+}
+
+#[test]
+fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
+    let shas = [
+        "ae27582488dd01f4e238cc0733a12146d410eb44",
+        "6883802454c09d455e3234c8b01549adf1fb8b4c",
+        "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
+        "38bf99884eb94708a40a9aabacb15b4c5f16e804",
+    ];
+    let [release, release_if_exists, try_set_permits, expiring] = texts(VERSION, CLASS, shas);
+    let texts = Texts {
+        release,
+        release_if_exists: Some(release_if_exists),
+        try_set_permits,
+        try_set_permits_expiring: Some(expiring),
+        takes_publish: true,
+    };
+    differential(&texts, "redisson_semaphore_differential");
+}
+
+#[test]
+fn older_semaphore_scripts_that_name_publish_run_natively_as_they_run_in_lua() {
+    // 3.20.1's trySetPermits; 3.14.1's, whose `value == 0` is never true.
+    for (version, try_set_sha) in
+        [("3.20.1", "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573"), ("3.14.1", "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5")]
+    {
+        let [release, try_set_permits] =
+            texts(version, CLASS, ["6ef996845b2b97db21c5bc1ed04b8eae2babe56f", try_set_sha]);
+        let texts = Texts {
+            release,
+            release_if_exists: None,
+            try_set_permits,
+            try_set_permits_expiring: None,
+            takes_publish: false,
+        };
+        differential(&texts, &format!("redisson_semaphore_differential_{version}"));
+    }
+}
+
+#[test]
+fn the_semaphore_commands_take_via_publish_or_spublish_last() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let mut query = |args: &[&str]| redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con);
+    assert_eq!(query(&["RSEM.TRYSETPERMITS", "s", "2", "PX", "60000", "VIA", "spublish"]), Ok(Value::Int(1)));
+    assert_eq!(query(&["RSEM.RELEASE", "s", "3", "VIA", "PUBLISH"]), Ok(Value::Nil));
+    assert_eq!(query(&["RSEM.RELEASE", "s", "1", "IFEXISTS", "VIA", "PUBLISH"]), Ok(Value::Int(1)));
+    assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"6".to_vec())));
+    assert_eq!(query(&["SET", "s", "five"]), Ok(Value::Okay));
+    assert_eq!(query(&["RSEM.TRYSETPERMITS", "s", "2", "VIA", "PUBLISH"]), Ok(Value::Int(0)), "any string, as GET");
+    for (args, error) in [
+        (&["RSEM.RELEASE", "s", "1", "VIA", "DEL"][..], "VIA takes PUBLISH or SPUBLISH"),
+        (&["RSEM.RELEASE", "s", "1", "VIA"], "after permits, only IFEXISTS"),
+        (&["RSEM.TRYSETPERMITS", "s", "2", "PX", "100", "VIA"], "after permits, only PX ttl_ms"),
+        (&["RSEM.TRYSETPERMITS", "s", "2", "VIA", "PUBLISH", "PX", "100"], "after permits, only PX ttl_ms"),
+    ] {
+        let refused = query(args).expect_err("refused").to_string();
+        assert!(refused.contains(error), "{args:?}: {refused}");
+    }
+}
