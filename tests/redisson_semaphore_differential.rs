@@ -4,7 +4,8 @@
 //! a twin, on one server, in random sequences of EVAL and EVALSHA calls:
 //! replies, keys, TTLs, keyspace notifications and published messages
 //! must be the same. Counts beyond 2^53 check that a release publishes
-//! the count as Lua writes a number.
+//! the count as Lua writes a number; strings that are no count, that a
+//! drain replies them as they are.
 
 mod redisson_support;
 
@@ -27,6 +28,7 @@ struct Texts {
     release_if_exists: Option<Vec<u8>>,
     try_set_permits: Vec<u8>,
     try_set_permits_expiring: Option<Vec<u8>>,
+    drain: Vec<u8>,
     /// From 3.22.0 the publish command is the last argument; before, the
     /// texts name `publish`.
     takes_publish: bool,
@@ -38,6 +40,7 @@ enum Op {
     ReleaseIfExists(u64),
     TrySetPermits(u64),
     TrySetPermitsExpiring(u64, u64),
+    Drain,
     /// Plain commands on both twins: a taker, a delete, a TTL.
     Take,
     Delete,
@@ -57,8 +60,9 @@ fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
         65..=74 if texts.try_set_permits_expiring.is_some() => {
             Op::TrySetPermitsExpiring(permits, *rng.pick(&[100, 60_000]))
         }
-        65..=79 => Op::Take,
-        80..=87 => Op::Delete,
+        65..=74 => Op::Take,
+        75..=81 => Op::Drain,
+        82..=87 => Op::Delete,
         88..=92 => Op::Expire,
         93..=96 => Op::Clobber(rng.below(3) as usize),
         _ => Op::Sleep,
@@ -85,6 +89,7 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
             let text = texts.try_set_permits_expiring.as_ref().expect("a text");
             (text, vec![count.as_bytes(), publish.expect("newer"), ttl.as_bytes()])
         }
+        Op::Drain => return Some(call(con, by_sha, &texts.drain, &keys[..1], &[]).map_err(|err| err.to_string())),
         Op::Take => {
             let _: RedisResult<Value> = con.decr(name, 3);
             return None;
@@ -114,7 +119,8 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
 fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
-    let bodies = [Some(&texts.release), texts.release_if_exists.as_ref(), Some(&texts.try_set_permits)];
+    let bodies =
+        [Some(&texts.release), texts.release_if_exists.as_ref(), Some(&texts.try_set_permits), Some(&texts.drain)];
     let bodies: Vec<&[u8]> = bodies
         .into_iter()
         .chain([texts.try_set_permits_expiring.as_ref()])
@@ -152,13 +158,15 @@ fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
         "6883802454c09d455e3234c8b01549adf1fb8b4c",
         "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
         "38bf99884eb94708a40a9aabacb15b4c5f16e804",
+        "c87766d572855e9461c4ecd453db5d1cbab6119e",
     ];
-    let [release, release_if_exists, try_set_permits, expiring] = texts(VERSION, CLASS, shas);
+    let [release, release_if_exists, try_set_permits, expiring, drain] = texts(VERSION, CLASS, shas);
     let texts = Texts {
         release,
         release_if_exists: Some(release_if_exists),
         try_set_permits,
         try_set_permits_expiring: Some(expiring),
+        drain,
         takes_publish: true,
     };
     differential(&texts, "redisson_semaphore_differential");
@@ -166,17 +174,20 @@ fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
 
 #[test]
 fn older_semaphore_scripts_that_name_publish_run_natively_as_they_run_in_lua() {
-    // 3.20.1's trySetPermits; 3.14.1's, whose `value == 0` is never true.
-    for (version, try_set_sha) in
-        [("3.20.1", "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573"), ("3.14.1", "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5")]
-    {
-        let [release, try_set_permits] =
-            texts(version, CLASS, ["6ef996845b2b97db21c5bc1ed04b8eae2babe56f", try_set_sha]);
+    // 3.20.1's trySetPermits; 3.14.1's and its drain, whose `value == 0`
+    // are never true.
+    for (version, try_set_sha, drain_sha) in [
+        ("3.20.1", "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573", "c87766d572855e9461c4ecd453db5d1cbab6119e"),
+        ("3.14.1", "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5", "74e35a16120f0f07ddf9bccd2f3593b769a9fd11"),
+    ] {
+        let [release, try_set_permits, drain] =
+            texts(version, CLASS, ["6ef996845b2b97db21c5bc1ed04b8eae2babe56f", try_set_sha, drain_sha]);
         let texts = Texts {
             release,
             release_if_exists: None,
             try_set_permits,
             try_set_permits_expiring: None,
+            drain,
             takes_publish: false,
         };
         differential(&texts, &format!("redisson_semaphore_differential_{version}"));
@@ -194,8 +205,12 @@ fn the_semaphore_commands_take_via_publish_or_spublish_last() {
     assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"6".to_vec())));
     assert_eq!(query(&["SET", "s", "five"]), Ok(Value::Okay));
     assert_eq!(query(&["RSEM.TRYSETPERMITS", "s", "2", "VIA", "PUBLISH"]), Ok(Value::Int(0)), "any string, as GET");
+    assert_eq!(query(&["RSEM.DRAIN", "s", "likescript"]), Ok(Value::BulkString(b"five".to_vec())));
+    assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"0".to_vec())));
     for (args, error) in [
         (&["RSEM.RELEASE", "s", "1", "VIA", "DEL"][..], "VIA takes PUBLISH or SPUBLISH"),
+        (&["RSEM.DRAIN", "s", "VIA"], "after the key, only LIKESCRIPT"),
+        (&["RSEM.DRAIN", "s", "LIKESCRIPT", "x"], "wrong number of arguments"),
         (&["RSEM.RELEASE", "s", "1", "VIA"], "after permits, only IFEXISTS"),
         (&["RSEM.TRYSETPERMITS", "s", "2", "PX", "100", "VIA"], "after permits, only PX ttl_ms"),
         (&["RSEM.TRYSETPERMITS", "s", "2", "VIA", "PUBLISH", "PX", "100"], "after permits, only PX ttl_ms"),

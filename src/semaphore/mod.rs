@@ -131,6 +131,20 @@ impl Semaphore {
         Ok(available)
     }
 
+    /// drainPermits as Redisson's script: the value as it is (any string),
+    /// set to 0 without its TTL (SET); `None` when the key is missing.
+    pub fn drain_like_script<K: Keyspace>(&self, keys: &mut K) -> Result<Option<Vec<u8>>> {
+        match keys.key_type(&self.name)? {
+            KeyType::Missing => Ok(None),
+            KeyType::String => {
+                let value = keys.get(&self.name)?.unwrap_or_default();
+                keys.set(&self.name, b"0", None)?;
+                Ok(Some(value))
+            }
+            _ => Err(LockError::WrongType),
+        }
+    }
+
     /// availablePermits: 0 when the key is missing.
     pub fn available<K: Keyspace>(&self, keys: &mut K) -> Result<i64> {
         Ok(read_counter(keys, &self.name)?.unwrap_or(0))

@@ -3,21 +3,21 @@
 //! command (`VIA`), which makes the command do what the script does where
 //! the two otherwise differ (see `Semaphore`).
 //!
-//! Left to Lua: tryAcquire, addPermits and drainPermits read a stored
-//! value that is no integer with Lua's `tonumber` or return it as it is,
-//! where the commands refuse it (and addPermits and drainPermits drop the
-//! TTL, which the commands keep).
+//! Left to Lua: tryAcquire and addPermits read a stored value that is no
+//! integer with Lua's `tonumber` (as `1.5`, ` 3`, `0x10`), where the
+//! commands refuse it; addPermits also writes the sum as a Lua number
+//! and drops the TTL.
 
 use crate::lease::parse_ttl_ms;
 use crate::lock::parse_hold_count;
-use crate::redisson::scripts::{is_time, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{is_time, native, Call, Family, Known, Rewrite, FAMILIES};
 use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
 use rlock_protocol::semaphore_channel;
 
 #[linkme::distributed_slice(FAMILIES)]
 static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 7] = [
+const SCRIPTS: [Known; 9] = [
     // RedissonSemaphore.releaseAsync, 3.22.0 .. 4.7.0
     Known { sha1: "ae27582488dd01f4e238cc0733a12146d410eb44", len: 91, rewrite: release },
     // RedissonSemaphore.releaseAsync, 3.10.0 .. 3.21.3 (publish in the text)
@@ -33,6 +33,11 @@ const SCRIPTS: [Known; 7] = [
     Known { sha1: "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5", len: 181, rewrite: try_set_permits_older },
     // RedissonSemaphore.trySetPermitsAsync#2 (with a TTL), 3.29.0 .. 4.7.0
     Known { sha1: "38bf99884eb94708a40a9aabacb15b4c5f16e804", len: 180, rewrite: try_set_permits_expiring },
+    // RedissonSemaphore.drainPermitsAsync, 3.16.3 .. 4.7.0
+    Known { sha1: "c87766d572855e9461c4ecd453db5d1cbab6119e", len: 126, rewrite: drain },
+    // RedissonSemaphore.drainPermits(Async), 3.10.0 .. 3.16.2 (its `value ==
+    // 0` compares a string with a number: never true)
+    Known { sha1: "74e35a16120f0f07ddf9bccd2f3593b769a9fd11", len: 140, rewrite: drain },
 ];
 
 /// KEYS name, channel; ARGV permits, publish command (older texts:
@@ -94,6 +99,13 @@ fn try_set_permits_with(call: &Call, permits: &[u8], ttl_ms: Option<&[u8]>, publ
         Some(ttl_ms) => &[b"RSEM.TRYSETPERMITS", name, permits, b"PX", ttl_ms],
     };
     Some(rewrite_via(command, publish, channel))
+}
+
+/// KEYS name; no ARGV. The script replies any string as it is and sets
+/// it to 0 without its TTL: the command's LIKESCRIPT.
+fn drain(call: &Call) -> Option<Rewrite> {
+    let ([name], []) = (call.keys, call.argv) else { return None };
+    Some(Rewrite { argv: native(&[b"RSEM.DRAIN", name, b"LIKESCRIPT"]), channel: None })
 }
 
 /// The semaphore's own channel, in the name's slot.

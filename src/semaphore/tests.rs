@@ -318,3 +318,20 @@ fn like_redissons_scripts_it_publishes_lua_numbers_and_finds_any_string() {
     assert_eq!(semaphore.try_set_permits(&mut keys, 3, Some(NOW + 5)), Ok(true));
     assert_eq!(keys.effects, [format!("SET s 3 PXAT {}", NOW + 5).as_str(), "PUBLISH redisson_sc:{s} 3"]);
 }
+
+#[test]
+fn drain_like_script_replies_any_string_as_it_is_and_sets_0_without_the_ttl() {
+    let semaphore = Semaphore::new(b"s");
+    let mut keys = Keys::at(permits("1.5", Some(NOW + 60_000)), NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(Some(b"1.5".to_vec())));
+    assert_eq!(keys.effects, ["SET s 0"]);
+    assert_eq!(value(&keys), Some(("0".to_owned(), None)));
+    let mut keys = Keys::at(permits("0", None), NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(Some(b"0".to_vec())));
+    assert_eq!(keys.effects, ["SET s 0"], "written even at 0");
+    let mut keys = Keys::at(vec![], NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(None));
+    assert!(keys.effects.is_empty());
+    let mut keys = Keys::at(vec![("s", Keys::hash(&[("a", "1")]), None)], NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Err(LockError::WrongType));
+}

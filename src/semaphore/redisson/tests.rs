@@ -7,6 +7,8 @@ const TRY_SET: &[u8] = b"241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c";
 const TRY_SET_OLDER: &[u8] = b"8d41a082c3a98f3e882844af9c9e9f9fbd7f8573";
 const TRY_SET_OLDEST: &[u8] = b"44d63d4882cfdb9af87c32c96c24a9e1e15cffd5";
 const TRY_SET_EXPIRING: &[u8] = b"38bf99884eb94708a40a9aabacb15b4c5f16e804";
+const DRAIN: &[u8] = b"c87766d572855e9461c4ecd453db5d1cbab6119e";
+const DRAIN_OLDER: &[u8] = b"74e35a16120f0f07ddf9bccd2f3593b769a9fd11";
 const CHANNEL: &[u8] = b"redisson_sc:{s}";
 
 /// A text's SHA-1, the call's numkeys, keys and arguments, and what it
@@ -84,4 +86,15 @@ fn a_name_whose_channel_is_in_another_slot_stays_with_lua_in_a_cluster() {
     let args: &[&[u8]] = &[b"2", b"x{}", b"redisson_sc:x{}", b"1", b"publish"];
     assert!(rewritten(RELEASE, args, false).is_some());
     assert_eq!(rewritten(RELEASE, args, true), None);
+}
+
+#[test]
+fn a_drain_becomes_rsem_drain_likescript() {
+    let expected =
+        || Rewrite { argv: vec![b"RSEM.DRAIN".to_vec(), b"s".to_vec(), b"LIKESCRIPT".to_vec()], channel: None };
+    for sha in [DRAIN, DRAIN_OLDER] {
+        assert_eq!(rewritten(sha, &[b"1", b"s"], true), Some(expected()));
+        assert_eq!(rewritten(sha, &[b"1", b"s", b"x"], false), None, "an argument the text does not take");
+        assert_eq!(rewritten(sha, &[b"2", b"s", b"t"], false), None, "two keys");
+    }
 }
