@@ -4,8 +4,8 @@
 //! a twin, on one server, in random sequences of EVAL and EVALSHA calls:
 //! replies, keys, TTLs, keyspace notifications and published messages
 //! must be the same. Counts beyond 2^53 check that a release publishes
-//! the count as Lua writes a number; strings that are no count, that a
-//! drain replies them as they are.
+//! the count as Lua writes a number; strings that are no count, that
+//! tryAcquire reads them as Lua's `tonumber` and a drain replies them.
 
 mod redisson_support;
 
@@ -22,8 +22,13 @@ const TWINS: Twins = Twins { lua: "lua-sem", native: "nat-sem" };
 /// which Lua's doubles write otherwise.
 const PERMITS: [u64; 5] = [1, 2, 5, 9_007_199_254_740_993, 123_456_789_012_345_678];
 
+/// What a clobber stores: a hash (empty), or a string.
+const CLOBBERS: [&str; 12] =
+    ["", "five", "1.5", " 3", "2 ", "0x10", "0x1p1", "1e1", "nan", "-inf", "7\0junk", "99999999999999999999"];
+
 /// One Redisson release's semaphore texts (`None`: not in that release).
 struct Texts {
+    try_acquire: Vec<u8>,
     release: Vec<u8>,
     release_if_exists: Option<Vec<u8>>,
     try_set_permits: Vec<u8>,
@@ -36,6 +41,7 @@ struct Texts {
 
 #[derive(Debug, Clone)]
 enum Op {
+    TryAcquire(u64),
     Release(u64),
     ReleaseIfExists(u64),
     TrySetPermits(u64),
@@ -45,8 +51,9 @@ enum Op {
     Take,
     Delete,
     Expire,
-    /// Something else at the name: no integer, or a hash.
-    Clobber(usize),
+    /// Something else at the name: a hash, or strings that are no integer,
+    /// which Lua's `tonumber` reads or not.
+    Clobber(&'static str),
     /// TTLs of 100 ms run out.
     Sleep,
 }
@@ -54,9 +61,10 @@ enum Op {
 fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
     let permits = *rng.pick(&PERMITS);
     match rng.below(100) {
-        0..=34 => Op::Release(permits),
-        35..=49 if texts.release_if_exists.is_some() => Op::ReleaseIfExists(permits),
-        35..=64 => Op::TrySetPermits(permits),
+        0..=19 => Op::TryAcquire(*rng.pick(&[1, 2, 3, 20])),
+        20..=39 => Op::Release(permits),
+        40..=49 if texts.release_if_exists.is_some() => Op::ReleaseIfExists(permits),
+        40..=64 => Op::TrySetPermits(permits),
         65..=74 if texts.try_set_permits_expiring.is_some() => {
             Op::TrySetPermitsExpiring(permits, *rng.pick(&[100, 60_000]))
         }
@@ -64,7 +72,7 @@ fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
         75..=81 => Op::Drain,
         82..=87 => Op::Delete,
         88..=92 => Op::Expire,
-        93..=96 => Op::Clobber(rng.below(3) as usize),
+        93..=96 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as _) as usize]),
         _ => Op::Sleep,
     }
 }
@@ -89,7 +97,11 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
             let text = texts.try_set_permits_expiring.as_ref().expect("a text");
             (text, vec![count.as_bytes(), publish.expect("newer"), ttl.as_bytes()])
         }
-        Op::Drain => return Some(call(con, by_sha, &texts.drain, &keys[..1], &[]).map_err(|err| err.to_string())),
+        Op::TryAcquire(n) => {
+            count = n.to_string();
+            (&texts.try_acquire, vec![count.as_bytes()])
+        }
+        Op::Drain => (&texts.drain, vec![]),
         Op::Take => {
             let _: RedisResult<Value> = con.decr(name, 3);
             return None;
@@ -102,31 +114,24 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
             let _: bool = con.pexpire(name, 100).unwrap();
             return None;
         }
-        Op::Clobber(kind) => {
+        Op::Clobber(value) => {
             let _: () = con.del(name).unwrap();
-            let _: () = match kind {
-                0 => con.set(name, "five").unwrap(),
-                1 => con.set(name, "1.5").unwrap(),
-                _ => con.hset(name, "field", "1").unwrap(),
-            };
+            let _: () = if value.is_empty() { con.hset(name, "field", "1") } else { con.set(name, value) }.unwrap();
             return None;
         }
         Op::Sleep => return None,
     };
-    Some(call(con, by_sha, text, &keys, &argv).map_err(|err| err.to_string()))
+    // Only release and trySetPermits name the channel.
+    let keys = if matches!(op, Op::TryAcquire(_) | Op::Drain) { &keys[..1] } else { &keys[..] };
+    Some(call(con, by_sha, text, keys, &argv).map_err(|err| err.to_string()))
 }
 
 fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
-    let bodies =
-        [Some(&texts.release), texts.release_if_exists.as_ref(), Some(&texts.try_set_permits), Some(&texts.drain)];
-    let bodies: Vec<&[u8]> = bodies
-        .into_iter()
-        .chain([texts.try_set_permits_expiring.as_ref()])
-        .flatten()
-        .map(|body| body.as_slice())
-        .collect();
+    let always = [&texts.try_acquire, &texts.release, &texts.try_set_permits, &texts.drain];
+    let sometimes = [texts.release_if_exists.as_ref(), texts.try_set_permits_expiring.as_ref()];
+    let bodies: Vec<&[u8]> = always.into_iter().chain(sometimes.into_iter().flatten()).map(Vec::as_slice).collect();
     load(&mut con, &bodies);
     let mut rng = Rng::from_env(seed);
     let (mut calls, mut errors) = (0, 0);
@@ -154,14 +159,16 @@ fn differential(texts: &Texts, seed: &str) {
 #[test]
 fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
     let shas = [
+        "c7dc9d189c1715465a31a06ddbc008585e0c20be",
         "ae27582488dd01f4e238cc0733a12146d410eb44",
         "6883802454c09d455e3234c8b01549adf1fb8b4c",
         "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
         "38bf99884eb94708a40a9aabacb15b4c5f16e804",
         "c87766d572855e9461c4ecd453db5d1cbab6119e",
     ];
-    let [release, release_if_exists, try_set_permits, expiring, drain] = texts(VERSION, CLASS, shas);
+    let [try_acquire, release, release_if_exists, try_set_permits, expiring, drain] = texts(VERSION, CLASS, shas);
     let texts = Texts {
+        try_acquire,
         release,
         release_if_exists: Some(release_if_exists),
         try_set_permits,
@@ -180,9 +187,15 @@ fn older_semaphore_scripts_that_name_publish_run_natively_as_they_run_in_lua() {
         ("3.20.1", "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573", "c87766d572855e9461c4ecd453db5d1cbab6119e"),
         ("3.14.1", "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5", "74e35a16120f0f07ddf9bccd2f3593b769a9fd11"),
     ] {
-        let [release, try_set_permits, drain] =
-            texts(version, CLASS, ["6ef996845b2b97db21c5bc1ed04b8eae2babe56f", try_set_sha, drain_sha]);
+        let shas = [
+            "c7dc9d189c1715465a31a06ddbc008585e0c20be",
+            "6ef996845b2b97db21c5bc1ed04b8eae2babe56f",
+            try_set_sha,
+            drain_sha,
+        ];
+        let [try_acquire, release, try_set_permits, drain] = texts(version, CLASS, shas);
         let texts = Texts {
+            try_acquire,
             release,
             release_if_exists: None,
             try_set_permits,
@@ -218,4 +231,46 @@ fn the_semaphore_commands_take_via_publish_or_spublish_last() {
         let refused = query(args).expect_err("refused").to_string();
         assert!(refused.contains(error), "{args:?}: {refused}");
     }
+}
+
+#[test]
+fn try_acquire_reads_every_kind_of_stored_string_as_lua_does() {
+    let shas = ["c7dc9d189c1715465a31a06ddbc008585e0c20be", "c87766d572855e9461c4ecd453db5d1cbab6119e"];
+    let [try_acquire, drain] = texts(VERSION, CLASS, shas);
+    let [release, try_set_permits] = [Vec::new(), Vec::new()];
+    let texts = Texts {
+        try_acquire,
+        release,
+        release_if_exists: None,
+        try_set_permits,
+        try_set_permits_expiring: None,
+        drain,
+        takes_publish: true,
+    };
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    let stored =
+        CLOBBERS.iter().chain(&["0x1.8p1", "+4", "-0", "007", "\t5\n", "1e400", "infinity", "nan(1)", "0x", "5e"]);
+    let (mut calls, mut answered) = (0, 0);
+    for value in stored {
+        for permits in [1, 2, 3, 10, 20] {
+            let context = format!("{value:?} for {permits}");
+            for name in [TWINS.lua, TWINS.native] {
+                run(&mut con, &texts, false, name, &Op::Clobber(value), "publish");
+            }
+            let [lua, native] =
+                TWINS.step(&server, &context, |con, name| run(con, &texts, false, name, &Op::TryAcquire(permits), ""));
+            match (&lua, &native) {
+                (Some(Err(_)), Some(Err(_))) => {}
+                _ => {
+                    assert_eq!(lua, native, "{context}: replies");
+                    answered += 1;
+                }
+            }
+            calls += 1;
+            TWINS.assert_same_keys(&mut con, &context, |name| vec![name.as_bytes().to_vec()]);
+        }
+    }
+    assert_eq!(family_native_count(&mut con, "semaphore"), calls);
+    assert!(answered > 20, "{answered} of {calls} answered");
 }

@@ -19,6 +19,8 @@ mod redisson;
 
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
+use crate::lock::parse_hold_count;
+use crate::redisson::lua_number::lua_tonumber;
 use rlock_protocol::semaphore_channel;
 
 /// How the server writes a number a script gives `redis.call`: Lua holds
@@ -72,6 +74,33 @@ impl Semaphore {
             }
             _ => Ok(false),
         }
+    }
+
+    /// tryAcquire as Redisson's script: `tonumber(value) >= tonumber(permits)`
+    /// compared as Lua's doubles, then DECRBY. A string that is no integer
+    /// fails where the script fails (a `tonumber` of nil, or DECRBY) and is
+    /// left with 0 where Lua finds it below the permits (as `1.5`, `nan`).
+    pub fn try_acquire_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64) -> Result<bool> {
+        let value = match keys.key_type(&self.name)? {
+            KeyType::Missing => return Ok(false),
+            KeyType::String => keys.get(&self.name)?.unwrap_or_default(),
+            _ => return Err(LockError::WrongType),
+        };
+        let not_integer = || LockError::StoredNotInteger(self.name.clone());
+        // Lua's `>=`: false for a NaN too.
+        let lua_at_least = |number: f64| number >= permits as f64;
+        let Ok(available) = parse_hold_count(&value) else {
+            return match lua_tonumber(&value) {
+                Some(number) if !lua_at_least(number) => Ok(false),
+                _ => Err(not_integer()),
+            };
+        };
+        if !lua_at_least(available as f64) {
+            return Ok(false);
+        }
+        let new = self.add(available, -permits)?;
+        keys.incr_by(&self.name, -permits, new)?;
+        Ok(true)
     }
 
     /// release (creating the key) or, with `if_exists`, releaseIfExists

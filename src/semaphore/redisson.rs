@@ -3,10 +3,10 @@
 //! command (`VIA`), which makes the command do what the script does where
 //! the two otherwise differ (see `Semaphore`).
 //!
-//! Left to Lua: tryAcquire and addPermits read a stored value that is no
-//! integer with Lua's `tonumber` (as `1.5`, ` 3`, `0x10`), where the
-//! commands refuse it; addPermits also writes the sum as a Lua number
-//! and drops the TTL.
+//! Left to Lua: addPermits reads a stored value with Lua's arithmetic
+//! (`value + ARGV[1]`: `1.5` gives 2.5), writes the sum as a Lua number and
+//! drops the TTL, where the command refuses what is no integer and keeps
+//! the TTL; reducePermits (3.10.0 .. 3.11.6) likewise.
 
 use crate::lease::parse_ttl_ms;
 use crate::lock::parse_hold_count;
@@ -17,7 +17,10 @@ use rlock_protocol::semaphore_channel;
 #[linkme::distributed_slice(FAMILIES)]
 static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 9] = [
+const SCRIPTS: [Known; 10] = [
+    // RedissonSemaphore.tryAcquireAsync, 3.10.0 .. 3.20.1, then
+    // tryAcquireAsync0, 3.21.0 .. 4.7.0 (one text)
+    Known { sha1: "c7dc9d189c1715465a31a06ddbc008585e0c20be", len: 184, rewrite: try_acquire },
     // RedissonSemaphore.releaseAsync, 3.22.0 .. 4.7.0
     Known { sha1: "ae27582488dd01f4e238cc0733a12146d410eb44", len: 91, rewrite: release },
     // RedissonSemaphore.releaseAsync, 3.10.0 .. 3.21.3 (publish in the text)
@@ -39,6 +42,14 @@ const SCRIPTS: [Known; 9] = [
     // 0` compares a string with a number: never true)
     Known { sha1: "74e35a16120f0f07ddf9bccd2f3593b769a9fd11", len: 140, rewrite: drain },
 ];
+
+/// KEYS name; ARGV permits. The script compares `tonumber`s, which the
+/// command's LIKESCRIPT does too.
+fn try_acquire(call: &Call) -> Option<Rewrite> {
+    let ([name], [permits]) = (call.keys, call.argv) else { return None };
+    let taken = parse_hold_count(permits).is_ok_and(|permits| permits >= 0);
+    taken.then(|| Rewrite { argv: native(&[b"RSEM.TRYACQUIRE", name, permits, b"LIKESCRIPT"]), channel: None })
+}
 
 /// KEYS name, channel; ARGV permits, publish command (older texts:
 /// permits). Only permits Redisson sends (1 or more) are rewritten: the

@@ -335,3 +335,29 @@ fn drain_like_script_replies_any_string_as_it_is_and_sets_0_without_the_ttl() {
     let mut keys = Keys::at(vec![("s", Keys::hash(&[("a", "1")]), None)], NOW);
     assert_eq!(semaphore.drain_like_script(&mut keys), Err(LockError::WrongType));
 }
+
+#[test]
+fn try_acquire_like_script_compares_as_lua_tonumber_does() {
+    let semaphore = Semaphore::new(b"s");
+    let not_integer = || Err(LockError::StoredNotInteger(b"s".to_vec()));
+    // Stored, permits, reply, effects.
+    type ScriptCase = (&'static str, i64, Result<bool>, &'static [&'static str]);
+    let cases: [ScriptCase; 9] = [
+        ("5", 2, Ok(true), &["INCRBY s -2"]),
+        ("5", 6, Ok(false), &[]),
+        ("0", 0, Ok(true), &["INCRBY s 0"]),
+        ("1.5", 2, Ok(false), &[]),
+        ("1.5", 1, not_integer(), &[]),
+        (" 3", 5, Ok(false), &[]),
+        ("0x10", 20, Ok(false), &[]),
+        ("nan", 1, Ok(false), &[]),
+        ("five", 1, not_integer(), &[]),
+    ];
+    for (stored, taken, reply, effects) in cases {
+        let mut keys = Keys::at(permits(stored, None), NOW);
+        assert_eq!(semaphore.try_acquire_like_script(&mut keys, taken), reply, "{stored} for {taken}");
+        assert_eq!(keys.effects, effects, "{stored} for {taken}");
+    }
+    let mut keys = Keys::at(vec![], NOW);
+    assert_eq!(semaphore.try_acquire_like_script(&mut keys, 1), Ok(false));
+}

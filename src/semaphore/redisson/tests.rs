@@ -7,6 +7,7 @@ const TRY_SET: &[u8] = b"241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c";
 const TRY_SET_OLDER: &[u8] = b"8d41a082c3a98f3e882844af9c9e9f9fbd7f8573";
 const TRY_SET_OLDEST: &[u8] = b"44d63d4882cfdb9af87c32c96c24a9e1e15cffd5";
 const TRY_SET_EXPIRING: &[u8] = b"38bf99884eb94708a40a9aabacb15b4c5f16e804";
+const TRY_ACQUIRE: &[u8] = b"c7dc9d189c1715465a31a06ddbc008585e0c20be";
 const DRAIN: &[u8] = b"c87766d572855e9461c4ecd453db5d1cbab6119e";
 const DRAIN_OLDER: &[u8] = b"74e35a16120f0f07ddf9bccd2f3593b769a9fd11";
 const CHANNEL: &[u8] = b"redisson_sc:{s}";
@@ -97,4 +98,17 @@ fn a_drain_becomes_rsem_drain_likescript() {
         assert_eq!(rewritten(sha, &[b"1", b"s", b"x"], false), None, "an argument the text does not take");
         assert_eq!(rewritten(sha, &[b"2", b"s", b"t"], false), None, "two keys");
     }
+}
+
+#[test]
+fn a_try_acquire_becomes_rsem_tryacquire_likescript() {
+    let expected = Rewrite {
+        argv: ["RSEM.TRYACQUIRE", "s", "2", "LIKESCRIPT"].map(|arg| arg.as_bytes().to_vec()).to_vec(),
+        channel: None,
+    };
+    assert_eq!(rewritten(TRY_ACQUIRE, &[b"1", b"s", b"2"], true), Some(expected));
+    for permits in [&b"-1"[..], b"02", b"1.5", b"x", b"9223372036854775808"] {
+        assert_eq!(rewritten(TRY_ACQUIRE, &[b"1", b"s", permits], false), None, "{permits:?}");
+    }
+    assert_eq!(rewritten(TRY_ACQUIRE, &[b"2", b"s", b"t", b"1"], false), None);
 }
