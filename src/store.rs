@@ -248,15 +248,15 @@ fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleS
     }
 }
 
-/// `n` as `redis.call` gets it from a script's Lua number: a double
-/// (exact up to 2^53), written with `%.17g` by Redis 7.0, and by Redis
-/// 7.2+ and Valkey as the server writes any double.
-pub fn lua_number_text(n: i64) -> Vec<u8> {
+/// `x` as `redis.call` gets a script's Lua number: written with `%.17g`
+/// by Redis 7.0, and by Redis 7.2+ and Valkey as the server writes any
+/// double.
+pub fn lua_number_text(x: f64) -> Vec<u8> {
     if LUA_WRITES_17G.load(Ordering::Relaxed) {
-        return crate::redisson::lua_number::percent_17g(n).into_bytes();
+        return crate::redisson::lua_number::percent_17g(x).into_bytes();
     }
     unsafe {
-        let text = api!(RedisModule_CreateStringFromDouble)(ptr::null_mut(), n as f64);
+        let text = api!(RedisModule_CreateStringFromDouble)(ptr::null_mut(), x);
         let mut len = 0;
         let bytes = std::slice::from_raw_parts(raw::string_ptr_len(text, &mut len).cast::<u8>(), len).to_vec();
         api!(RedisModule_FreeString)(ptr::null_mut(), text);

@@ -23,8 +23,22 @@ const TWINS: Twins = Twins { lua: "lua-sem", native: "nat-sem" };
 const PERMITS: [u64; 5] = [1, 2, 5, 9_007_199_254_740_993, 123_456_789_012_345_678];
 
 /// What a clobber stores: a hash (empty), or a string.
-const CLOBBERS: [&str; 12] =
-    ["", "five", "1.5", " 3", "2 ", "0x10", "0x1p1", "1e1", "nan", "-inf", "7\0junk", "99999999999999999999"];
+const CLOBBERS: [&str; 14] = [
+    "",
+    "five",
+    "1.5",
+    "0.1",
+    " 3",
+    "2 ",
+    "0x10",
+    "0x1p1",
+    "1e1",
+    "nan",
+    "-inf",
+    "7\0junk",
+    "99999999999999999999",
+    "1e-7",
+];
 
 /// One Redisson release's semaphore texts (`None`: not in that release).
 struct Texts {
@@ -34,6 +48,7 @@ struct Texts {
     try_set_permits: Vec<u8>,
     try_set_permits_expiring: Option<Vec<u8>>,
     drain: Vec<u8>,
+    add_permits: Vec<u8>,
     /// From 3.22.0 the publish command is the last argument; before, the
     /// texts name `publish`.
     takes_publish: bool,
@@ -47,6 +62,7 @@ enum Op {
     TrySetPermits(u64),
     TrySetPermitsExpiring(u64, u64),
     Drain,
+    AddPermits(i64),
     /// Plain commands on both twins: a taker, a delete, a TTL.
     Take,
     Delete,
@@ -68,8 +84,9 @@ fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
         65..=74 if texts.try_set_permits_expiring.is_some() => {
             Op::TrySetPermitsExpiring(permits, *rng.pick(&[100, 60_000]))
         }
-        65..=74 => Op::Take,
-        75..=81 => Op::Drain,
+        65..=69 => Op::Take,
+        70..=75 => Op::Drain,
+        76..=81 => Op::AddPermits(*rng.pick(&[-3, -1, 2, 7, 9_007_199_254_740_993])),
         82..=87 => Op::Delete,
         88..=92 => Op::Expire,
         93..=96 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as _) as usize]),
@@ -102,6 +119,10 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
             (&texts.try_acquire, vec![count.as_bytes()])
         }
         Op::Drain => (&texts.drain, vec![]),
+        Op::AddPermits(delta) => {
+            count = delta.to_string();
+            (&texts.add_permits, [count.as_bytes()].into_iter().chain(publish).collect())
+        }
         Op::Take => {
             let _: RedisResult<Value> = con.decr(name, 3);
             return None;
@@ -129,7 +150,7 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
 fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
-    let always = [&texts.try_acquire, &texts.release, &texts.try_set_permits, &texts.drain];
+    let always = [&texts.try_acquire, &texts.release, &texts.try_set_permits, &texts.drain, &texts.add_permits];
     let sometimes = [texts.release_if_exists.as_ref(), texts.try_set_permits_expiring.as_ref()];
     let bodies: Vec<&[u8]> = always.into_iter().chain(sometimes.into_iter().flatten()).map(Vec::as_slice).collect();
     load(&mut con, &bodies);
@@ -165,8 +186,10 @@ fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
         "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
         "38bf99884eb94708a40a9aabacb15b4c5f16e804",
         "c87766d572855e9461c4ecd453db5d1cbab6119e",
+        "98238d408c6755085344670d3a2ddaa55cf177a9",
     ];
-    let [try_acquire, release, release_if_exists, try_set_permits, expiring, drain] = texts(VERSION, CLASS, shas);
+    let [try_acquire, release, release_if_exists, try_set_permits, expiring, drain, add_permits] =
+        texts(VERSION, CLASS, shas);
     let texts = Texts {
         try_acquire,
         release,
@@ -174,6 +197,7 @@ fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
         try_set_permits,
         try_set_permits_expiring: Some(expiring),
         drain,
+        add_permits,
         takes_publish: true,
     };
     differential(&texts, "redisson_semaphore_differential");
@@ -194,6 +218,8 @@ fn older_semaphore_scripts_that_name_publish_run_natively_as_they_run_in_lua() {
             drain_sha,
         ];
         let [try_acquire, release, try_set_permits, drain] = texts(version, CLASS, shas);
+        // addPermits publishes from 3.16.2 only: both run 3.20.1's text.
+        let [add_permits] = texts("3.20.1", CLASS, ["af883fdf25153ad9a41ad1c0d5dfde728728961a"]);
         let texts = Texts {
             try_acquire,
             release,
@@ -201,6 +227,7 @@ fn older_semaphore_scripts_that_name_publish_run_natively_as_they_run_in_lua() {
             try_set_permits,
             try_set_permits_expiring: None,
             drain,
+            add_permits,
             takes_publish: false,
         };
         differential(&texts, &format!("redisson_semaphore_differential_{version}"));
@@ -220,9 +247,15 @@ fn the_semaphore_commands_take_via_publish_or_spublish_last() {
     assert_eq!(query(&["RSEM.TRYSETPERMITS", "s", "2", "VIA", "PUBLISH"]), Ok(Value::Int(0)), "any string, as GET");
     assert_eq!(query(&["RSEM.DRAIN", "s", "likescript"]), Ok(Value::BulkString(b"five".to_vec())));
     assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"0".to_vec())));
+    assert_eq!(query(&["SET", "s", "1.5"]), Ok(Value::Okay));
+    assert_eq!(query(&["RSEM.ADDPERMITS", "s", "2", "VIA", "PUBLISH"]), Ok(Value::Nil));
+    assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"3.5".to_vec())), "Lua's 1.5 + 2");
+    assert_eq!(query(&["RSEM.TRYACQUIRE", "s", "4", "LIKESCRIPT"]), Ok(Value::Int(0)), "Lua's 3.5 < 4");
     for (args, error) in [
         (&["RSEM.RELEASE", "s", "1", "VIA", "DEL"][..], "VIA takes PUBLISH or SPUBLISH"),
         (&["RSEM.DRAIN", "s", "VIA"], "after the key, only LIKESCRIPT"),
+        (&["RSEM.TRYACQUIRE", "s", "1", "VIA"], "after permits, only LIKESCRIPT"),
+        (&["RSEM.ADDPERMITS", "s", "1", "VIA", "x"], "VIA takes PUBLISH or SPUBLISH"),
         (&["RSEM.DRAIN", "s", "LIKESCRIPT", "x"], "wrong number of arguments"),
         (&["RSEM.RELEASE", "s", "1", "VIA"], "after permits, only IFEXISTS"),
         (&["RSEM.TRYSETPERMITS", "s", "2", "PX", "100", "VIA"], "after permits, only PX ttl_ms"),
@@ -234,9 +267,13 @@ fn the_semaphore_commands_take_via_publish_or_spublish_last() {
 }
 
 #[test]
-fn try_acquire_reads_every_kind_of_stored_string_as_lua_does() {
-    let shas = ["c7dc9d189c1715465a31a06ddbc008585e0c20be", "c87766d572855e9461c4ecd453db5d1cbab6119e"];
-    let [try_acquire, drain] = texts(VERSION, CLASS, shas);
+fn try_acquire_add_and_drain_read_every_kind_of_stored_string_as_lua_does() {
+    let shas = [
+        "c7dc9d189c1715465a31a06ddbc008585e0c20be",
+        "c87766d572855e9461c4ecd453db5d1cbab6119e",
+        "98238d408c6755085344670d3a2ddaa55cf177a9",
+    ];
+    let [try_acquire, drain, add_permits] = texts(VERSION, CLASS, shas);
     let [release, try_set_permits] = [Vec::new(), Vec::new()];
     let texts = Texts {
         try_acquire,
@@ -245,6 +282,7 @@ fn try_acquire_reads_every_kind_of_stored_string_as_lua_does() {
         try_set_permits,
         try_set_permits_expiring: None,
         drain,
+        add_permits,
         takes_publish: true,
     };
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
@@ -253,13 +291,15 @@ fn try_acquire_reads_every_kind_of_stored_string_as_lua_does() {
         CLOBBERS.iter().chain(&["0x1.8p1", "+4", "-0", "007", "\t5\n", "1e400", "infinity", "nan(1)", "0x", "5e"]);
     let (mut calls, mut answered) = (0, 0);
     for value in stored {
-        for permits in [1, 2, 3, 10, 20] {
-            let context = format!("{value:?} for {permits}");
+        let ops =
+            [1, 2, 3, 10, 20].map(Op::TryAcquire).into_iter().chain([-3, 2, 7].map(Op::AddPermits)).chain([Op::Drain]);
+        for op in ops {
+            let context = format!("{value:?}: {op:?}");
             for name in [TWINS.lua, TWINS.native] {
                 run(&mut con, &texts, false, name, &Op::Clobber(value), "publish");
             }
             let [lua, native] =
-                TWINS.step(&server, &context, |con, name| run(con, &texts, false, name, &Op::TryAcquire(permits), ""));
+                TWINS.step(&server, &context, |con, name| run(con, &texts, false, name, &op, "publish"));
             match (&lua, &native) {
                 (Some(Err(_)), Some(Err(_))) => {}
                 _ => {

@@ -3,19 +3,37 @@
 //! and Valkey write it as the server writes any double, which the module
 //! asks the server for), and how Lua 5.1's `tonumber` reads a string.
 
-/// `n` as `%.17g` writes it as a double: its integer digits below 10^17,
-/// else 17 significant digits without trailing zeros, as `1.2345e+17`.
-pub fn percent_17g(n: i64) -> String {
-    let x = n as f64;
-    let scientific = format!("{x:.16e}");
+/// `x` as glibc's `%.17g` writes it: 17 significant digits without
+/// trailing zeros, in fixed notation for exponents from -4 to 16, else as
+/// `1.2345e+17`; `nan`, `inf` with their sign.
+pub fn percent_17g(x: f64) -> String {
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    if x.is_nan() {
+        return format!("{sign}nan");
+    }
+    if x.is_infinite() {
+        return format!("{sign}inf");
+    }
+    if x == 0.0 {
+        return format!("{sign}0");
+    }
+    let scientific = format!("{:.16e}", x.abs());
     let Some((mantissa, exponent)) = scientific.split_once('e') else { return scientific };
     let exponent: i32 = exponent.parse().unwrap_or_default();
-    if exponent < 17 {
-        // At most 17 digits: the double's integer value, exactly.
-        return format!("{x:.0}");
+    if (-4..17).contains(&exponent) {
+        let fixed = format!("{:.*}", (16 - exponent) as usize, x.abs());
+        return format!("{sign}{}", without_trailing_zeros(&fixed));
     }
-    let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
-    format!("{mantissa}e+{exponent:02}")
+    let exponent_sign = if exponent < 0 { '-' } else { '+' };
+    format!("{sign}{}e{exponent_sign}{:02}", without_trailing_zeros(mantissa), exponent.abs())
+}
+
+fn without_trailing_zeros(digits: &str) -> &str {
+    if digits.contains('.') {
+        digits.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        digits
+    }
 }
 
 /// Lua 5.1's `tonumber(s)` (`luaO_str2d`): C's `strtod` up to the first
@@ -184,20 +202,27 @@ mod tests {
     }
 
     #[test]
-    fn integers_are_written_as_17g_writes_their_double() {
-        let cases: [(i64, &str); 9] = [
-            (0, "0"),
-            (5, "5"),
-            (-42, "-42"),
-            (9_007_199_254_740_993, "9007199254740992"),
-            (99_999_999_999_999_999, "1e+17"),
-            (123_456_789_012_345_678, "1.2345678901234568e+17"),
-            (132_463_988_267_086_672, "1.3246398826708667e+17"),
-            (-123_456_789_012_345_678, "-1.2345678901234568e+17"),
-            (i64::MAX, "9.2233720368547758e+18"),
+    fn doubles_are_written_as_17g_writes_them() {
+        let cases: [(f64, &str); 16] = [
+            (0.0, "0"),
+            (5.0, "5"),
+            (-42.0, "-42"),
+            (2.5, "2.5"),
+            (0.1, "0.10000000000000001"),
+            (1.0 / 3.0, "0.33333333333333331"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+            (9_007_199_254_740_993_i64 as f64, "9007199254740992"),
+            (99_999_999_999_999_999_i64 as f64, "1e+17"),
+            (123_456_789_012_345_678_i64 as f64, "1.2345678901234568e+17"),
+            (-123_456_789_012_345_678_i64 as f64, "-1.2345678901234568e+17"),
+            (i64::MAX as f64, "9.2233720368547758e+18"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
         ];
-        for (n, text) in cases {
-            assert_eq!(percent_17g(n), text, "{n}");
+        for (x, text) in cases {
+            assert_eq!(percent_17g(x), text, "{x}");
         }
     }
 }

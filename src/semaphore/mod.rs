@@ -25,7 +25,7 @@ use rlock_protocol::semaphore_channel;
 
 /// How the server writes a number a script gives `redis.call`: Lua holds
 /// it as a double.
-pub type LuaNumberText = fn(i64) -> Vec<u8>;
+pub type LuaNumberText = fn(f64) -> Vec<u8>;
 
 /// The key and channel of one semaphore.
 pub struct Semaphore {
@@ -42,7 +42,8 @@ impl Semaphore {
 
     /// The semaphore as Redisson's scripts treat it: a release publishes
     /// the new count as Lua's number (`lua_number`: exact up to 2^53, a
-    /// double beyond), and trySetPermits finds any string there (GET).
+    /// double beyond), trySetPermits finds any string there (GET), and
+    /// addPermits adds in Lua's numbers.
     pub fn like_redissons_scripts(self, lua_number: LuaNumberText) -> Self {
         Self { like_scripts: Some(lua_number), ..self }
     }
@@ -117,7 +118,8 @@ impl Semaphore {
         }
         let new = self.add(available.unwrap_or(0), permits)?;
         keys.incr_by(&self.name, permits, new)?;
-        let message = self.like_scripts.map_or_else(|| new.to_string().into_bytes(), |lua_number| lua_number(new));
+        let message =
+            self.like_scripts.map_or_else(|| new.to_string().into_bytes(), |lua_number| lua_number(new as f64));
         keys.publish(&self.channel, &message)?;
         Ok(true)
     }
@@ -139,12 +141,33 @@ impl Semaphore {
     /// addPermits: adds `delta` (which may be negative) and publishes the
     /// new count, even when it is 0 or less, as Redisson does. Keeps the TTL.
     pub fn add_permits<K: Keyspace>(&self, keys: &mut K, delta: i64) -> Result<()> {
+        if let Some(lua_number) = self.like_scripts {
+            return self.add_permits_like_script(keys, delta, lua_number);
+        }
         let available = read_counter(keys, &self.name)?;
         let expire_at = keys.expire_at(&self.name)?;
         keys.touch_channel(&self.channel)?;
         let new = self.add(available.unwrap_or(0), delta)?.to_string();
         keys.set(&self.name, new.as_bytes(), expire_at)?;
         keys.publish(&self.channel, new.as_bytes())
+    }
+
+    /// addPermits as Redisson's script: `value + delta` in Lua's doubles
+    /// (a missing key counts 0; a string Lua reads as no number fails),
+    /// SET as Lua writes that number (dropping the TTL) and published so.
+    fn add_permits_like_script<K: Keyspace>(&self, keys: &mut K, delta: i64, lua_number: LuaNumberText) -> Result<()> {
+        let value = match keys.key_type(&self.name)? {
+            KeyType::Missing => 0.0,
+            KeyType::String => {
+                let value = keys.get(&self.name)?.unwrap_or_default();
+                lua_tonumber(&value).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?
+            }
+            _ => return Err(LockError::WrongType),
+        };
+        keys.touch_channel(&self.channel)?;
+        let sum = lua_number(value + delta as f64);
+        keys.set(&self.name, &sum, None)?;
+        keys.publish(&self.channel, &sum)
     }
 
     /// drainPermits: takes every available permit; `None` when the key is

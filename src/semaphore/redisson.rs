@@ -3,10 +3,8 @@
 //! command (`VIA`), which makes the command do what the script does where
 //! the two otherwise differ (see `Semaphore`).
 //!
-//! Left to Lua: addPermits reads a stored value with Lua's arithmetic
-//! (`value + ARGV[1]`: `1.5` gives 2.5), writes the sum as a Lua number and
-//! drops the TTL, where the command refuses what is no integer and keeps
-//! the TTL; reducePermits (3.10.0 .. 3.11.6) likewise.
+//! Left to Lua: addPermits of 3.12.0 .. 3.16.1 and reducePermits of
+//! 3.10.0 .. 3.11.6, which publish nothing (the command always does).
 
 use crate::lease::parse_ttl_ms;
 use crate::lock::parse_hold_count;
@@ -17,7 +15,11 @@ use rlock_protocol::semaphore_channel;
 #[linkme::distributed_slice(FAMILIES)]
 static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 10] = [
+const SCRIPTS: [Known; 12] = [
+    // RedissonSemaphore.addPermitsAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "98238d408c6755085344670d3a2ddaa55cf177a9", len: 173, rewrite: add_permits },
+    // RedissonSemaphore.addPermitsAsync, 3.16.2 .. 3.21.3 (publish in the text)
+    Known { sha1: "af883fdf25153ad9a41ad1c0d5dfde728728961a", len: 175, rewrite: add_permits_older },
     // RedissonSemaphore.tryAcquireAsync, 3.10.0 .. 3.20.1, then
     // tryAcquireAsync0, 3.21.0 .. 4.7.0 (one text)
     Known { sha1: "c7dc9d189c1715465a31a06ddbc008585e0c20be", len: 184, rewrite: try_acquire },
@@ -110,6 +112,22 @@ fn try_set_permits_with(call: &Call, permits: &[u8], ttl_ms: Option<&[u8]>, publ
         Some(ttl_ms) => &[b"RSEM.TRYSETPERMITS", name, permits, b"PX", ttl_ms],
     };
     Some(rewrite_via(command, publish, channel))
+}
+
+/// KEYS name, channel; ARGV delta, publish command (older texts: delta).
+/// The script adds in Lua's numbers, which the command's `VIA` does too.
+fn add_permits(call: &Call) -> Option<Rewrite> {
+    add_permits_with(call, last_names_publish(call)?)
+}
+
+fn add_permits_older(call: &Call) -> Option<Rewrite> {
+    add_permits_with(call, text_names_publish(call))
+}
+
+fn add_permits_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+    let ([name, channel], [delta]) = (call.keys, argv) else { return None };
+    let taken = parse_hold_count(delta).is_ok() && is_semaphore_channel(call, name, channel);
+    taken.then(|| rewrite_via(&[b"RSEM.ADDPERMITS", name, delta], publish, channel))
 }
 
 /// KEYS name; no ARGV. The script replies any string as it is and sets

@@ -301,8 +301,8 @@ fn the_channel_follows_redissons_prefix_rule() {
 
 #[test]
 fn like_redissons_scripts_it_publishes_lua_numbers_and_finds_any_string() {
-    fn lua_number(n: i64) -> Vec<u8> {
-        format!("lua:{n}").into_bytes()
+    fn lua_number(x: f64) -> Vec<u8> {
+        format!("lua:{x}").into_bytes()
     }
     let semaphore = Semaphore::new(b"s").like_redissons_scripts(lua_number);
     let mut keys = Keys::at(permits("2", None), NOW);
@@ -314,6 +314,12 @@ fn like_redissons_scripts_it_publishes_lua_numbers_and_finds_any_string() {
     assert!(keys.effects.is_empty());
     let mut keys = Keys::at(vec![("s", Keys::hash(&[("a", "1")]), None)], NOW);
     assert_eq!(semaphore.try_set_permits(&mut keys, 3, None), Err(LockError::WrongType), "GET refuses a hash");
+    let mut keys = Keys::at(permits("1.5", Some(NOW + 5)), NOW);
+    assert_eq!(semaphore.add_permits(&mut keys, 2), Ok(()), "Lua's 1.5 + 2");
+    assert_eq!(keys.effects, ["SET s lua:3.5", "PUBLISH redisson_sc:{s} lua:3.5"]);
+    assert_eq!(value(&keys), Some(("lua:3.5".to_owned(), None)), "SET drops the TTL");
+    let mut keys = Keys::at(permits("five", None), NOW);
+    assert_eq!(semaphore.add_permits(&mut keys, 2), Err(LockError::StoredNotInteger(b"s".to_vec())));
     let mut keys = Keys::at(vec![], NOW);
     assert_eq!(semaphore.try_set_permits(&mut keys, 3, Some(NOW + 5)), Ok(true));
     assert_eq!(keys.effects, [format!("SET s 3 PXAT {}", NOW + 5).as_str(), "PUBLISH redisson_sc:{s} 3"]);

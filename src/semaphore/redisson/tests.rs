@@ -7,6 +7,8 @@ const TRY_SET: &[u8] = b"241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c";
 const TRY_SET_OLDER: &[u8] = b"8d41a082c3a98f3e882844af9c9e9f9fbd7f8573";
 const TRY_SET_OLDEST: &[u8] = b"44d63d4882cfdb9af87c32c96c24a9e1e15cffd5";
 const TRY_SET_EXPIRING: &[u8] = b"38bf99884eb94708a40a9aabacb15b4c5f16e804";
+const ADD: &[u8] = b"98238d408c6755085344670d3a2ddaa55cf177a9";
+const ADD_OLDER: &[u8] = b"af883fdf25153ad9a41ad1c0d5dfde728728961a";
 const TRY_ACQUIRE: &[u8] = b"c7dc9d189c1715465a31a06ddbc008585e0c20be";
 const DRAIN: &[u8] = b"c87766d572855e9461c4ecd453db5d1cbab6119e";
 const DRAIN_OLDER: &[u8] = b"74e35a16120f0f07ddf9bccd2f3593b769a9fd11";
@@ -32,7 +34,9 @@ fn native(args: &[&str]) -> Option<Rewrite> {
 
 #[test]
 fn calls_as_redisson_sends_them_become_rsem_commands_via_their_publish_command() {
-    let cases: [Case<&[&str]>; 8] = [
+    let cases: [Case<&[&str]>; 10] = [
+        (ADD, &[b"2", b"s", CHANNEL, b"-3", b"spublish"], &["RSEM.ADDPERMITS", "s", "-3", "VIA", "SPUBLISH"]),
+        (ADD_OLDER, &[b"2", b"s", CHANNEL, b"4"], &["RSEM.ADDPERMITS", "s", "4", "VIA", "PUBLISH"]),
         (RELEASE, &[b"2", b"s", CHANNEL, b"3", b"publish"], &["RSEM.RELEASE", "s", "3", "VIA", "PUBLISH"]),
         (RELEASE, &[b"2", b"s", CHANNEL, b"1", b"spublish"], &["RSEM.RELEASE", "s", "1", "VIA", "SPUBLISH"]),
         (RELEASE_OLDER, &[b"2", b"s", CHANNEL, b"2"], &["RSEM.RELEASE", "s", "2", "VIA", "PUBLISH"]),
@@ -58,7 +62,9 @@ fn calls_as_redisson_sends_them_become_rsem_commands_via_their_publish_command()
 
 #[test]
 fn calls_the_commands_would_answer_otherwise_stay_with_lua() {
-    let cases: [Case<&str>; 15] = [
+    let cases: [Case<&str>; 17] = [
+        (ADD, &[b"2", b"s", CHANNEL, b"1.5", b"publish"], "a delta Lua adds, the command refuses"),
+        (ADD_OLDER, &[b"2", b"s", CHANNEL, b"1", b"publish"], "an argument the text does not take"),
         (RELEASE, &[b"2", b"s", b"redisson_sc:{t}", b"1", b"publish"], "another semaphore's channel"),
         (RELEASE, &[b"2", b"s", b"redisson_sc:s", b"1", b"publish"], "no braces"),
         (RELEASE, &[b"2", b"s", CHANNEL, b"0", b"publish"], "INCRBY 0 writes, the command does not"),
