@@ -40,6 +40,15 @@ const CLOBBERS: [&str; 14] = [
     "1e-7",
 ];
 
+/// What a release's addPermits text does: publishes the sum (3.16.2 on),
+/// or not (3.12.0 .. 3.16.1), or is reducePermits (3.10.0 .. 3.11.6).
+#[derive(Clone, Copy, PartialEq)]
+enum Adds {
+    Publishing,
+    Silently,
+    Reducing,
+}
+
 /// One Redisson release's semaphore texts (`None`: not in that release).
 struct Texts {
     try_acquire: Vec<u8>,
@@ -49,6 +58,7 @@ struct Texts {
     try_set_permits_expiring: Option<Vec<u8>>,
     drain: Vec<u8>,
     add_permits: Vec<u8>,
+    adds: Adds,
     /// From 3.22.0 the publish command is the last argument; before, the
     /// texts name `publish`.
     takes_publish: bool,
@@ -120,7 +130,8 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
         }
         Op::Drain => (&texts.drain, vec![]),
         Op::AddPermits(delta) => {
-            count = delta.to_string();
+            count = if texts.adds == Adds::Reducing { -delta } else { *delta }.to_string();
+            let publish = publish.filter(|_| texts.adds == Adds::Publishing);
             (&texts.add_permits, [count.as_bytes()].into_iter().chain(publish).collect())
         }
         Op::Take => {
@@ -143,7 +154,8 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, p
         Op::Sleep => return None,
     };
     // Only release and trySetPermits name the channel.
-    let keys = if matches!(op, Op::TryAcquire(_) | Op::Drain) { &keys[..1] } else { &keys[..] };
+    let silent = matches!(op, Op::AddPermits(_)) && texts.adds != Adds::Publishing;
+    let keys = if silent || matches!(op, Op::TryAcquire(_) | Op::Drain) { &keys[..1] } else { &keys[..] };
     Some(call(con, by_sha, text, keys, &argv).map_err(|err| err.to_string()))
 }
 
@@ -198,6 +210,7 @@ fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
         try_set_permits_expiring: Some(expiring),
         drain,
         add_permits,
+        adds: Adds::Publishing,
         takes_publish: true,
     };
     differential(&texts, "redisson_semaphore_differential");
@@ -205,21 +218,25 @@ fn redissons_semaphore_scripts_run_natively_as_they_run_in_lua() {
 
 #[test]
 fn older_semaphore_scripts_that_name_publish_run_natively_as_they_run_in_lua() {
-    // 3.20.1's trySetPermits; 3.14.1's and its drain, whose `value == 0`
-    // are never true.
-    for (version, try_set_sha, drain_sha) in [
-        ("3.20.1", "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573", "c87766d572855e9461c4ecd453db5d1cbab6119e"),
-        ("3.14.1", "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5", "74e35a16120f0f07ddf9bccd2f3593b769a9fd11"),
-    ] {
+    // 3.20.1's trySetPermits; 3.14.1's and 3.10.6's and their drain, whose
+    // `value == 0` are never true; 3.14.1's addPermits publishes nothing,
+    // 3.10.6 has reducePermits instead.
+    const TRY_SET: [&str; 2] = ["8d41a082c3a98f3e882844af9c9e9f9fbd7f8573", "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5"];
+    const DRAIN: [&str; 2] = ["c87766d572855e9461c4ecd453db5d1cbab6119e", "74e35a16120f0f07ddf9bccd2f3593b769a9fd11"];
+    let releases = [
+        ("3.20.1", TRY_SET[0], DRAIN[0], "af883fdf25153ad9a41ad1c0d5dfde728728961a", Adds::Publishing),
+        ("3.14.1", TRY_SET[1], DRAIN[1], "c3c3c87b52a880a2a73e312c1cc9d21f500d80f5", Adds::Silently),
+        ("3.10.6", TRY_SET[1], DRAIN[1], "6bb281549022225c6d8228b4af1e06c9d6610b90", Adds::Reducing),
+    ];
+    for (version, try_set_sha, drain_sha, add_sha, adds) in releases {
         let shas = [
             "c7dc9d189c1715465a31a06ddbc008585e0c20be",
             "6ef996845b2b97db21c5bc1ed04b8eae2babe56f",
             try_set_sha,
             drain_sha,
+            add_sha,
         ];
-        let [try_acquire, release, try_set_permits, drain] = texts(version, CLASS, shas);
-        // addPermits publishes from 3.16.2 only: both run 3.20.1's text.
-        let [add_permits] = texts("3.20.1", CLASS, ["af883fdf25153ad9a41ad1c0d5dfde728728961a"]);
+        let [try_acquire, release, try_set_permits, drain, add_permits] = texts(version, CLASS, shas);
         let texts = Texts {
             try_acquire,
             release,
@@ -228,6 +245,7 @@ fn older_semaphore_scripts_that_name_publish_run_natively_as_they_run_in_lua() {
             try_set_permits_expiring: None,
             drain,
             add_permits,
+            adds,
             takes_publish: false,
         };
         differential(&texts, &format!("redisson_semaphore_differential_{version}"));
@@ -251,11 +269,14 @@ fn the_semaphore_commands_take_via_publish_or_spublish_last() {
     assert_eq!(query(&["RSEM.ADDPERMITS", "s", "2", "VIA", "PUBLISH"]), Ok(Value::Nil));
     assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"3.5".to_vec())), "Lua's 1.5 + 2");
     assert_eq!(query(&["RSEM.TRYACQUIRE", "s", "4", "LIKESCRIPT"]), Ok(Value::Int(0)), "Lua's 3.5 < 4");
+    assert_eq!(query(&["RSEM.ADDPERMITS", "s", "-1", "likescript"]), Ok(Value::Nil));
+    assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"2.5".to_vec())));
     for (args, error) in [
         (&["RSEM.RELEASE", "s", "1", "VIA", "DEL"][..], "VIA takes PUBLISH or SPUBLISH"),
         (&["RSEM.DRAIN", "s", "VIA"], "after the key, only LIKESCRIPT"),
         (&["RSEM.TRYACQUIRE", "s", "1", "VIA"], "after permits, only LIKESCRIPT"),
         (&["RSEM.ADDPERMITS", "s", "1", "VIA", "x"], "VIA takes PUBLISH or SPUBLISH"),
+        (&["RSEM.ADDPERMITS", "s", "1", "LIKESCRIPT", "VIA", "PUBLISH"], "wrong number of arguments"),
         (&["RSEM.DRAIN", "s", "LIKESCRIPT", "x"], "wrong number of arguments"),
         (&["RSEM.RELEASE", "s", "1", "VIA"], "after permits, only IFEXISTS"),
         (&["RSEM.TRYSETPERMITS", "s", "2", "PX", "100", "VIA"], "after permits, only PX ttl_ms"),
@@ -283,6 +304,7 @@ fn try_acquire_add_and_drain_read_every_kind_of_stored_string_as_lua_does() {
         try_set_permits_expiring: None,
         drain,
         add_permits,
+        adds: Adds::Publishing,
         takes_publish: true,
     };
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();

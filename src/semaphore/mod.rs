@@ -142,7 +142,7 @@ impl Semaphore {
     /// new count, even when it is 0 or less, as Redisson does. Keeps the TTL.
     pub fn add_permits<K: Keyspace>(&self, keys: &mut K, delta: i64) -> Result<()> {
         if let Some(lua_number) = self.like_scripts {
-            return self.add_permits_like_script(keys, delta, lua_number);
+            return self.add_permits_like_script(keys, delta, lua_number, true);
         }
         let available = read_counter(keys, &self.name)?;
         let expire_at = keys.expire_at(&self.name)?;
@@ -154,8 +154,15 @@ impl Semaphore {
 
     /// addPermits as Redisson's script: `value + delta` in Lua's doubles
     /// (a missing key counts 0; a string Lua reads as no number fails),
-    /// SET as Lua writes that number (dropping the TTL) and published so.
-    fn add_permits_like_script<K: Keyspace>(&self, keys: &mut K, delta: i64, lua_number: LuaNumberText) -> Result<()> {
+    /// SET as Lua writes that number (dropping the TTL) and, when the
+    /// script `publishes` (from 3.16.2), published so.
+    pub fn add_permits_like_script<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        delta: i64,
+        lua_number: LuaNumberText,
+        publishes: bool,
+    ) -> Result<()> {
         let value = match keys.key_type(&self.name)? {
             KeyType::Missing => 0.0,
             KeyType::String => {
@@ -164,10 +171,15 @@ impl Semaphore {
             }
             _ => return Err(LockError::WrongType),
         };
-        keys.touch_channel(&self.channel)?;
+        if publishes {
+            keys.touch_channel(&self.channel)?;
+        }
         let sum = lua_number(value + delta as f64);
         keys.set(&self.name, &sum, None)?;
-        keys.publish(&self.channel, &sum)
+        if publishes {
+            keys.publish(&self.channel, &sum)?;
+        }
+        Ok(())
     }
 
     /// drainPermits: takes every available permit; `None` when the key is

@@ -3,8 +3,7 @@
 //! command (`VIA`), which makes the command do what the script does where
 //! the two otherwise differ (see `Semaphore`).
 //!
-//! Left to Lua: addPermits of 3.12.0 .. 3.16.1 and reducePermits of
-//! 3.10.0 .. 3.11.6, which publish nothing (the command always does).
+//! Every text of RSemaphore in 3.10.0 .. 4.7.0 is rewritten.
 
 use crate::lease::parse_ttl_ms;
 use crate::lock::parse_hold_count;
@@ -15,7 +14,12 @@ use rlock_protocol::semaphore_channel;
 #[linkme::distributed_slice(FAMILIES)]
 static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 12] = [
+const SCRIPTS: [Known; 14] = [
+    // RedissonSemaphore.addPermitsAsync, 3.12.0 .. 3.16.1 (publishes nothing)
+    Known { sha1: "c3c3c87b52a880a2a73e312c1cc9d21f500d80f5", len: 126, rewrite: add_permits_unpublished },
+    // RedissonSemaphore.reducePermitsAsync, 3.10.0 .. 3.11.6 (`value -
+    // ARGV[1]`, publishes nothing)
+    Known { sha1: "6bb281549022225c6d8228b4af1e06c9d6610b90", len: 126, rewrite: reduce_permits },
     // RedissonSemaphore.addPermitsAsync, 3.22.0 .. 4.7.0
     Known { sha1: "98238d408c6755085344670d3a2ddaa55cf177a9", len: 173, rewrite: add_permits },
     // RedissonSemaphore.addPermitsAsync, 3.16.2 .. 3.21.3 (publish in the text)
@@ -128,6 +132,26 @@ fn add_permits_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite>
     let ([name, channel], [delta]) = (call.keys, argv) else { return None };
     let taken = parse_hold_count(delta).is_ok() && is_semaphore_channel(call, name, channel);
     taken.then(|| rewrite_via(&[b"RSEM.ADDPERMITS", name, delta], publish, channel))
+}
+
+/// KEYS name; ARGV delta: addPermits before it published.
+fn add_permits_unpublished(call: &Call) -> Option<Rewrite> {
+    let ([name], [delta]) = (call.keys, call.argv) else { return None };
+    let taken = parse_hold_count(delta).is_ok();
+    taken.then(|| Rewrite { argv: native(&[b"RSEM.ADDPERMITS", name, delta, b"LIKESCRIPT"]), channel: None })
+}
+
+/// KEYS name; ARGV permits, taken away: `value - p` is `value + (-p)` in
+/// Lua's doubles too.
+fn reduce_permits(call: &Call) -> Option<Rewrite> {
+    let ([name], [permits]) = (call.keys, call.argv) else { return None };
+    let delta = match *permits {
+        b"0" => b"0".to_vec(),
+        [b'-', digits @ ..] => digits.to_vec(),
+        digits => [b"-", digits].concat(),
+    };
+    let taken = parse_hold_count(permits).is_ok() && parse_hold_count(&delta).is_ok();
+    taken.then(|| Rewrite { argv: native(&[b"RSEM.ADDPERMITS", name, &delta, b"LIKESCRIPT"]), channel: None })
 }
 
 /// KEYS name; no ARGV. The script replies any string as it is and sets

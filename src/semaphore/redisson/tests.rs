@@ -118,3 +118,24 @@ fn a_try_acquire_becomes_rsem_tryacquire_likescript() {
     }
     assert_eq!(rewritten(TRY_ACQUIRE, &[b"2", b"s", b"t", b"1"], false), None);
 }
+
+#[test]
+fn older_silent_adds_and_reduces_become_rsem_addpermits_likescript() {
+    const ADD_SILENT: &[u8] = b"c3c3c87b52a880a2a73e312c1cc9d21f500d80f5";
+    const REDUCE: &[u8] = b"6bb281549022225c6d8228b4af1e06c9d6610b90";
+    let add = |delta: &str| {
+        let argv = ["RSEM.ADDPERMITS", "s", delta, "LIKESCRIPT"].map(|arg| arg.as_bytes().to_vec()).to_vec();
+        Some(Rewrite { argv, channel: None })
+    };
+    assert_eq!(rewritten(ADD_SILENT, &[b"1", b"s", b"-2"], true), add("-2"));
+    assert_eq!(rewritten(REDUCE, &[b"1", b"s", b"3"], true), add("-3"));
+    assert_eq!(rewritten(REDUCE, &[b"1", b"s", b"-3"], false), add("3"));
+    assert_eq!(rewritten(REDUCE, &[b"1", b"s", b"0"], false), add("0"));
+    assert_eq!(
+        rewritten(REDUCE, &[b"1", b"s", b"-9223372036854775808"], false),
+        None,
+        "its negation is beyond 64 bits"
+    );
+    assert_eq!(rewritten(REDUCE, &[b"1", b"s", b"1.5"], false), None);
+    assert_eq!(rewritten(ADD_SILENT, &[b"2", b"s", CHANNEL, b"1"], false), None, "the text takes one key");
+}
