@@ -69,6 +69,9 @@ test-valkey: deps java-deps valkey redisson-jars
 # off by default (EVAL); 3.52.0 the last 3.x. About 35 s a run, 12 minutes
 # in all; 4.x also runs the cluster tests (3 primaries, about 6 s).
 REDISSON_VERSIONS ?= 3.14.1 3.23.5 3.45.1 3.52.0 4.7.0
+# More releases whose script texts the Rust tests read (differentials, and
+# tests/redisson_texts.rs for ranges no tested release falls in).
+REDISSON_TEXT_VERSIONS := 3.10.6 3.20.1 3.30.0 3.31.0 3.43.0
 JAVA_RUN := interop/java/run.sh
 MODULE_SO := $(abspath target/debug/librlock.so)
 PEER_BIN := $(abspath target/debug/rlock-peer)
@@ -87,7 +90,7 @@ java-deps:
 # The Rust tests read Redisson's scripts from its jars (tests/redisson_*):
 # fetched once here, not by tests racing each other.
 redisson-jars: java-deps
-	@for version in $(REDISSON_VERSIONS); do \
+	@for version in $(REDISSON_VERSIONS) $(REDISSON_TEXT_VERSIONS); do \
 		[ -f "$$HOME/.m2/repository/org/redisson/redisson/$$version/redisson-$$version.jar" ] || \
 		mvn -B -q -ntp dependency:get -Dartifact=org.redisson:redisson:$$version || exit 1; \
 	done

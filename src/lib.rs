@@ -58,7 +58,7 @@ mod module {
         if !crate::handoff::blocking::subscribe_to_swapdb(ctx) {
             ctx.log_warning("rlock: cannot subscribe to SWAPDB: waiters learn of a swap at their lock's expiry");
         }
-        store::detect_cluster_mode(ctx);
+        store::detect_server(ctx);
         store::signal_modified_keys_explicitly(ctx);
         Status::Ok
     }

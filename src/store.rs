@@ -197,8 +197,8 @@ impl LockStore for RedisLock<'_> {
     }
 }
 
-/// Publishes a release as `via` says: the module's default (see
-/// [`publish`]), or the one command a Redisson script names.
+/// Publishes as `via` says: the module's default for `name`'s command
+/// ([`publish`]), or as the one command a Redisson script names.
 fn publish_via(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleString, name: &[u8], via: Via) {
     match via {
         Via::Default => publish(ctx, channel, message, name),
@@ -248,6 +248,22 @@ fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleS
     }
 }
 
+/// `x` as `redis.call` gets a script's Lua number: written with `%.17g`
+/// by Redis 7.0, and by Redis 7.2+ and Valkey as the server writes any
+/// double.
+pub fn lua_number_text(x: f64) -> Vec<u8> {
+    if LUA_WRITES_17G.load(Ordering::Relaxed) {
+        return crate::redisson::lua_number::percent_17g(x).into_bytes();
+    }
+    unsafe {
+        let text = api!(RedisModule_CreateStringFromDouble)(ptr::null_mut(), x);
+        let mut len = 0;
+        let bytes = std::slice::from_raw_parts(raw::string_ptr_len(text, &mut len).cast::<u8>(), len).to_vec();
+        api!(RedisModule_FreeString)(ptr::null_mut(), text);
+        bytes
+    }
+}
+
 /// Whether the server runs in cluster mode; set once at load.
 static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 
@@ -255,10 +271,16 @@ pub fn cluster_mode() -> bool {
     CLUSTER_MODE.load(Ordering::Relaxed)
 }
 
-/// Records the server's mode. Cluster mode cannot change while it runs.
-pub fn detect_cluster_mode(ctx: &Context) {
+/// Whether the server's scripts write numbers with `%.17g` (before 7.2).
+static LUA_WRITES_17G: AtomicBool = AtomicBool::new(false);
+
+/// Records the server's mode (cluster mode cannot change while it runs)
+/// and how its scripts write numbers.
+pub fn detect_server(ctx: &Context) {
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
     CLUSTER_MODE.store(flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0, Ordering::Relaxed);
+    let version = unsafe { api!(RedisModule_GetServerVersion)() };
+    LUA_WRITES_17G.store(version < 0x00_07_02_00, Ordering::Relaxed);
 }
 
 /// The unlock message as a module string, created once: it is published

@@ -48,16 +48,16 @@ fn random_op(rng: &mut Rng) -> Op {
     let lease = *rng.pick(&[150, 30_000, 60_000]);
     let publish = *rng.pick(&["publish", "publish", "PUBLISH"]);
     match rng.below(100) {
-        0..=39 => Op::Acquire { owner: *rng.pick(&OWNERS), lease },
-        40..=79 => Op::Release {
+        0..=36 => Op::Acquire { owner: *rng.pick(&OWNERS), lease },
+        37..=74 => Op::Release {
             owner: *rng.pick(&OWNERS),
             lease,
             request: *rng.pick(&REQUESTS),
             latch_ms: *rng.pick(&[150, 20_000]),
             publish,
         },
-        80..=84 => Op::ForceRelease { publish },
-        85..=89 => Op::Renew { owner: *rng.pick(&OWNERS), lease },
+        75..=79 => Op::Renew { owner: *rng.pick(&OWNERS), lease },
+        80..=89 => Op::ForceRelease { publish },
         90..=91 => Op::Clobber,
         _ => Op::Sleep,
     }

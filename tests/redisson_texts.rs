@@ -2,9 +2,9 @@
 //! `src/<primitive>/redisson.rs`) checked against Redisson's jars: every
 //! entry's SHA-1 and length are those of a text that each class named in
 //! its comment sends in every tested release of the range given there
-//! (and in the range's first release when no tested one is inside it),
-//! and in no tested release outside it. The tested releases are the
-//! Makefile's `REDISSON_VERSIONS`.
+//! (or in one of the Makefile's `REDISSON_TEXT_VERSIONS` when no tested
+//! one is inside it), and in no tested release outside it. The tested
+//! releases are the Makefile's `REDISSON_VERSIONS`.
 
 mod redisson_support;
 
@@ -35,6 +35,7 @@ fn release(version: Version) -> String {
 }
 
 /// `RedissonLock.unlockInnerAsync, 3.10.6 .. 3.21.3; RedissonSpinLock.…`
+/// (a method may carry `#2`: the second text it sends).
 fn senders(comment: &str) -> Vec<(String, Version, Version)> {
     comment
         .split(';')
@@ -55,26 +56,51 @@ fn claims(dir: &Path, claims: &mut Vec<Claim>) {
             self::claims(&path, claims);
         } else if path.file_name().is_some_and(|name| name == "redisson.rs") {
             let source = std::fs::read_to_string(&path).unwrap();
-            let mut comment = String::new();
-            for line in source.lines().map(str::trim) {
+            let (mut comment, mut in_comment) = (String::new(), false);
+            let mut lines = source.lines().map(str::trim);
+            while let Some(line) = lines.next() {
                 if let Some(text) = line.strip_prefix("// ") {
-                    comment = text.to_owned();
-                } else if let Some(rest) = line.strip_prefix("Known { sha1: \"") {
-                    let (sha1, rest) = rest.split_once('"').unwrap();
-                    let len = rest.split("len: ").nth(1).and_then(|n| n.split(',').next()).expect("len on the line");
-                    let file = path.display().to_string();
-                    let claim =
-                        Claim { file, sha1: sha1.to_owned(), len: len.parse().unwrap(), senders: senders(&comment) };
-                    claims.push(claim);
+                    if !in_comment {
+                        comment.clear();
+                    }
+                    comment.push_str(text);
+                    comment.push(' ');
+                    in_comment = true;
+                    continue;
                 }
+                in_comment = false;
+                let Some((_, rest)) = line.split_once("sha1: \"") else { continue };
+                let sha1 = rest.split('"').next().unwrap().to_owned();
+                let mut rest = rest.to_owned();
+                while !rest.contains("len: ") {
+                    rest = lines.next().expect("len after sha1").to_owned();
+                }
+                let len = rest.split("len: ").nth(1).and_then(|n| n.split(',').next()).unwrap().parse().unwrap();
+                let file = path.display().to_string();
+                claims.push(Claim { file, sha1, len, senders: senders(&without_notes(&comment)) });
             }
         }
     }
 }
 
-fn tested_versions() -> Vec<Version> {
+/// A comment without its notes in parentheses.
+fn without_notes(comment: &str) -> String {
+    let mut depth = 0;
+    comment
+        .chars()
+        .filter(|&c| {
+            depth += i32::from(c == '(');
+            let keep = depth == 0;
+            depth -= i32::from(c == ')');
+            keep
+        })
+        .collect()
+}
+
+/// The releases a Makefile variable lists.
+fn makefile_versions(variable: &str) -> Vec<Version> {
     let makefile = include_str!("../Makefile");
-    let line = makefile.lines().find_map(|line| line.strip_prefix("REDISSON_VERSIONS ?=")).expect("REDISSON_VERSIONS");
+    let line = makefile.lines().find_map(|line| line.strip_prefix(variable)).expect(variable);
     line.split_whitespace().map(version).collect()
 }
 
@@ -83,16 +109,30 @@ fn every_text_the_filter_claims_is_the_one_redisson_sends() {
     let mut table = vec![];
     claims(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")), &mut table);
     assert!(table.len() >= 8, "the table: {table:?}");
-    let tested = tested_versions();
+    let tested = makefile_versions("REDISSON_VERSIONS ?=");
+    let more = makefile_versions("REDISSON_TEXT_VERSIONS :=");
     for claim in &table {
         for (class, first, last) in &claim.senders {
-            let inside = tested.iter().filter(|v| (first..=last).contains(v)).count();
-            let extra = (inside == 0).then_some(*first);
+            let inside = |v: &&Version| (first..=last).contains(v);
+            let extra = match tested.iter().any(|v| inside(&v)) {
+                true => None,
+                false => Some(*more.iter().find(inside).unwrap_or_else(|| {
+                    panic!(
+                        "{}: add a release of {}..{} to REDISSON_TEXT_VERSIONS",
+                        claim.sha1,
+                        release(*first),
+                        release(*last)
+                    )
+                })),
+            };
             for version in tested.iter().copied().chain(extra) {
                 let texts = redisson_class_scripts(&release(version), &format!("org/redisson/{class}"));
                 let sent = texts.iter().flatten().find(|text| sha1_hex(text) == claim.sha1);
                 let context = format!("{} ({}) in {class} of {}", claim.sha1, claim.file, release(version));
-                if (first..=last).contains(&&version) {
+                let sends = |(other, first, last): &(String, Version, Version)| {
+                    other == class && (first..=last).contains(&&version)
+                };
+                if claim.senders.iter().any(sends) {
                     let text = sent.unwrap_or_else(|| panic!("{context}: not sent"));
                     assert_eq!(text.len(), claim.len, "{context}: length");
                 } else {

@@ -6,16 +6,19 @@
 //! Where it differs from Redisson's scripts: counting down a missing latch
 //! writes nothing (Redisson's DECR creates -1 and deletes it again); delete
 //! publishes `0`, so waiters see the latch open (Redisson publishes `1` and
-//! leaves them blocked while the count reads 0).
+//! leaves them blocked while the count reads 0). A latch opened
+//! [`CountDownLatch::like_redissons_scripts`] (the commands' `VIA`) does
+//! exactly what the scripts do instead, for the filter's rewrites.
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(not(test))]
 mod commands;
+mod redisson;
 
 use crate::error::LockError;
-use crate::keyspace::{read_counter, Keyspace, Moot, Result};
+use crate::keyspace::{read_counter, KeyType, Keyspace, Moot, Result};
 use rlock_protocol::count_down_latch_channel;
 
 /// The message that opens the latch.
@@ -27,18 +30,35 @@ pub const SET_MESSAGE: &[u8] = b"1";
 pub struct CountDownLatch {
     name: Vec<u8>,
     channel: Vec<u8>,
+    as_scripts: bool,
 }
 
 impl CountDownLatch {
     pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), channel: count_down_latch_channel(name) }
+        Self { name: name.to_vec(), channel: count_down_latch_channel(name), as_scripts: false }
+    }
+
+    /// The latch as Redisson's scripts treat it: trySetCount and delete
+    /// see any key (EXISTS, DEL), delete publishes `1`, and counting down
+    /// a missing latch writes -1 and deletes it (DECR, DEL).
+    pub fn like_redissons_scripts(self) -> Self {
+        Self { as_scripts: true, ..self }
+    }
+
+    /// Whether the latch exists: any key for the scripts' EXISTS and DEL,
+    /// else a count (another key is refused).
+    fn exists<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
+        if self.as_scripts {
+            return Ok(keys.key_type(&self.name)? != KeyType::Missing);
+        }
+        Ok(read_counter(keys, &self.name)?.is_some())
     }
 
     /// trySetCount: only a missing latch is set (with no TTL); publishes `1`.
     pub fn try_set_count<K: Keyspace>(&self, keys: &mut K, count: i64) -> Result<bool> {
-        let current = read_counter(keys, &self.name)?;
+        let exists = self.exists(keys)?;
         keys.touch_channel(&self.channel)?;
-        if current.is_some() {
+        if exists {
             return Ok(false);
         }
         keys.set(&self.name, count.to_string().as_bytes(), None)?;
@@ -50,6 +70,11 @@ impl CountDownLatch {
     /// exactly 0 publishes `0`. A missing latch is left alone.
     pub fn count_down<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
         let Some(count) = read_counter(keys, &self.name)? else {
+            if self.as_scripts {
+                // DECR creates -1, which the script deletes at once.
+                keys.incr_by(&self.name, -1, -1)?;
+                keys.delete(&self.name)?;
+            }
             return Ok(());
         };
         keys.touch_channel(&self.channel)?;
@@ -71,16 +96,17 @@ impl CountDownLatch {
         Ok(read_counter(keys, &self.name)?.unwrap_or(0))
     }
 
-    /// delete: removes the latch and opens it for every waiter; false when
+    /// delete: removes the latch and opens it for every waiter (as the
+    /// scripts: tells them it was set, leaving them blocked); false when
     /// there was none.
     pub fn delete<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
-        let current = read_counter(keys, &self.name)?;
+        let exists = self.exists(keys)?;
         keys.touch_channel(&self.channel)?;
-        if current.is_none() {
+        if !exists {
             return Ok(false);
         }
         keys.delete(&self.name)?;
-        keys.publish(&self.channel, OPEN_MESSAGE)?;
+        keys.publish(&self.channel, if self.as_scripts { SET_MESSAGE } else { OPEN_MESSAGE })?;
         Ok(true)
     }
 }

@@ -170,3 +170,69 @@ fn the_channel_always_gets_braces() {
     CountDownLatch::new(b"a{b}").try_set_count(&mut keys, 1).unwrap();
     assert_eq!(keys.effects, ["SET a{b} 1", "PUBLISH redisson_countdownlatch__channel__{a{b}} 1"]);
 }
+
+#[test]
+fn like_redissons_scripts_it_sees_any_key_counts_a_missing_latch_down_and_deletes_with_1() {
+    let other = || vec![("l", Keys::list(&["1"]), None)];
+    // What, on which keys, the reply, the effects and the value after.
+    type ScriptCase = (&'static str, Vec<Key>, Op, Reply, &'static [&'static str], Option<Value>);
+    let cases: [ScriptCase; 6] = [
+        (
+            "countDown of a missing latch: DECR to -1, DEL",
+            vec![],
+            Op::CountDown,
+            Reply::Nothing,
+            &["INCRBY l -1", "DEL l"],
+            None,
+        ),
+        ("trySetCount: any key exists", other(), Op::TrySetCount(3), Reply::Bool(false), &[], Some(Keys::list(&["1"]))),
+        (
+            "trySetCount: any string exists",
+            latch("x"),
+            Op::TrySetCount(3),
+            Reply::Bool(false),
+            &[],
+            Some(Keys::string("x")),
+        ),
+        (
+            "delete: any key, and 1 is published",
+            other(),
+            Op::Delete,
+            Reply::Bool(true),
+            &["DEL l", "PUBLISH redisson_countdownlatch__channel__{l} 1"],
+            None,
+        ),
+        (
+            "delete of a latch publishes 1",
+            latch("4"),
+            Op::Delete,
+            Reply::Bool(true),
+            &["DEL l", "PUBLISH redisson_countdownlatch__channel__{l} 1"],
+            None,
+        ),
+        (
+            "countDown to 0 as without",
+            latch("1"),
+            Op::CountDown,
+            Reply::Nothing,
+            &["DEL l", "PUBLISH redisson_countdownlatch__channel__{l} 0"],
+            None,
+        ),
+    ];
+    for (name, stored, op, reply, effects, after) in cases {
+        let mut keys = Keys::at(stored, NOW);
+        let latch = CountDownLatch::new(b"l").like_redissons_scripts();
+        let answer = match op {
+            Op::TrySetCount(count) => Reply::Bool(latch.try_set_count(&mut keys, count).unwrap()),
+            Op::CountDown => {
+                latch.count_down(&mut keys).unwrap();
+                Reply::Nothing
+            }
+            Op::Delete => Reply::Bool(latch.delete(&mut keys).unwrap()),
+            Op::Count => unreachable!("not a script of these"),
+        };
+        assert_eq!(answer, reply, "{name}: reply");
+        assert_eq!(keys.effects, effects, "{name}: effects");
+        assert_eq!(keys.keys.get(b"l".as_slice()).map(|(value, _)| value.clone()), after, "{name}: value");
+    }
+}

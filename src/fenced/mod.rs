@@ -9,25 +9,30 @@
 //! Where it differs from Redisson's script: a contended acquire never
 //! replies -1 as the holder's TTL (Java reads a first element of -1 as
 //! "acquired"); a lock hash without a TTL gives the caller's lease as the
-//! wait hint instead.
+//! wait hint instead; the token is taken after the hold count is raised.
+//! [`acquire_like_script`] (the command's `LIKESCRIPT`) does exactly what
+//! the script does instead, for the filter's rewrites.
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(not(test))]
 mod commands;
+mod redisson;
 
 use crate::error::LockError;
 use crate::keyspace::lock::KeyspaceLock;
-use crate::keyspace::{read_counter, Keyspace, Result};
-use crate::lock::{self, Acquire};
+use crate::keyspace::{pttl, read_counter, KeyType, Keyspace, Result};
+use crate::lease::expiry;
+use crate::lock::{self, parse_hold_count, Acquire};
 use rlock_protocol::fenced_token_key;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FencedAcquire {
     /// Taken or re-entered, with the new token.
     Granted { token: i64 },
-    /// Someone else holds it: retry after `pttl_ms` (never below 0, never -1).
+    /// Someone else holds it: retry after `pttl_ms` (never below 0, never -1
+    /// but [`acquire_like_script`]'s).
     Contended { pttl_ms: i64 },
 }
 
@@ -55,6 +60,39 @@ pub fn acquire<K: Keyspace>(
         Acquire::Contended { pttl_ms: -1 } => FencedAcquire::Contended { pttl_ms: lease_ms },
         Acquire::Contended { pttl_ms } => FencedAcquire::Contended { pttl_ms },
     })
+}
+
+/// Acquire as Redisson's scripts do, in their order: a contended lock
+/// gives its PTTL as PTTL does (-1 without a TTL); a grant takes the next
+/// token (INCR) before it raises the hold count (HINCRBY), so a hold count
+/// that is no integer is refused after the token was taken, as by the script.
+pub fn acquire_like_script<K: Keyspace>(
+    keys: &mut K,
+    name: &[u8],
+    owner: &[u8],
+    lease_ms: i64,
+    now_ms: i64,
+) -> Result<FencedAcquire> {
+    let expire_at = expiry(now_ms, lease_ms)?;
+    let held = match keys.key_type(name)? {
+        KeyType::Missing => None,
+        KeyType::Hash => match keys.hget(name, owner)? {
+            None => return Ok(FencedAcquire::Contended { pttl_ms: pttl(keys, name, now_ms)? }),
+            held => held,
+        },
+        _ => return Err(LockError::WrongType),
+    };
+    let token_key = fenced_token_key(name);
+    let last = read_counter(keys, &token_key)?.unwrap_or(0);
+    let token = last.checked_add(1).ok_or_else(|| LockError::CounterOverflow(token_key.clone()))?;
+    keys.incr_by(&token_key, 1, token)?;
+    let count = match held {
+        None => 1,
+        Some(count) => parse_hold_count(&count)?.checked_add(1).ok_or(LockError::HoldCountOverflow)?,
+    };
+    keys.hincr_by(name, owner, 1, count)?;
+    keys.set_expire_at(name, expire_at)?;
+    Ok(FencedAcquire::Granted { token })
 }
 
 /// getToken: the last token given, 0 when none was.

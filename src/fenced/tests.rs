@@ -129,3 +129,44 @@ fn tokens_strictly_increase_across_holders_releases_and_expiries() {
 fn the_token_of_a_lock_never_taken_is_0() {
     assert_eq!(token(&mut Keys::default(), b"f"), Ok(0));
 }
+
+#[test]
+fn like_the_script_the_token_comes_first_and_pttl_may_be_minus_1() {
+    let granted = &["INCRBY redisson_lock_token:{f} 1", "HINCRBY f a 1", "PEXPIREAT f 1030000"][..];
+    let case = |name, keys, reply, effects| Case { name, keys, owner: "a", reply, effects };
+    let cases = [
+        case("a free lock", vec![], Ok(FencedAcquire::Granted { token: 1 }), granted),
+        case(
+            "a re-entry",
+            vec![held_by("a", "2", None), token_at("4")],
+            Ok(FencedAcquire::Granted { token: 5 }),
+            granted,
+        ),
+        case(
+            "held without a TTL: -1",
+            vec![held_by("b", "1", None)],
+            Ok(FencedAcquire::Contended { pttl_ms: -1 }),
+            &[],
+        ),
+        case("held", vec![held_by("b", "1", Some(NOW + 7))], Ok(FencedAcquire::Contended { pttl_ms: 7 }), &[]),
+        case(
+            "a hold count that is no integer fails after the token was taken",
+            vec![held_by("a", "x", None)],
+            Err(LockError::NotALock),
+            &["INCRBY redisson_lock_token:{f} 1"],
+        ),
+        case(
+            "a token that is no integer",
+            vec![token_at("x")],
+            Err(LockError::StoredNotInteger(T.as_bytes().to_vec())),
+            &[],
+        ),
+        case("a lock of another type", vec![("f", Keys::string("x"), None)], Err(LockError::WrongType), &[]),
+    ];
+    for case in cases {
+        let mut keys = Keys::at(case.keys, NOW);
+        let reply = acquire_like_script(&mut keys, b"f", case.owner.as_bytes(), LEASE, NOW);
+        assert_eq!(reply, case.reply, "{}: reply", case.name);
+        assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
+    }
+}

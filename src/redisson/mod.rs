@@ -1,12 +1,15 @@
 //! Redisson's lock scripts as native commands: a command filter
 //! recognises the scripts unmodified Redisson clients send (`EVAL` by
-//! text, `EVALSHA` by SHA-1) and rewrites each call into the `RLOCK.*`
-//! command that answers exactly as the script, with the same effects.
+//! text, `EVALSHA` by SHA-1) and rewrites each call into the family's
+//! native command (`RLOCK.*`, `RLATCH.*`, `RSEM.*`, `RFENCED.*`) that
+//! answers exactly as the script, with the same effects.
 //! `rlock.redisson-scripts` (`native` | `off`) switches it.
 
 #[cfg(not(test))]
 pub mod filter;
+pub mod lua_number;
 pub mod scripts;
+pub mod via;
 
 /// The setting's default: `native` where the filter can check the
 /// caller's ACL, `off` where it cannot (Redis 7.0).

@@ -6,27 +6,59 @@
 //! Where it differs from Redisson's scripts: adding permits and draining
 //! keep the key's TTL (Redisson's SET drops it, #3224); a drain of an empty
 //! semaphore writes nothing; a value that is not an integer is refused
-//! instead of being read by Lua's `tonumber`.
+//! instead of being read by Lua's `tonumber`. A semaphore opened
+//! [`Semaphore::like_redissons_scripts`] (the commands' `VIA`) does what
+//! the scripts do where the filter's rewrites need it.
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(not(test))]
 mod commands;
+mod redisson;
 
 use crate::error::LockError;
-use crate::keyspace::{read_counter, Keyspace, Result};
+use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
+use crate::lock::parse_hold_count;
+use crate::redisson::lua_number::lua_tonumber;
 use rlock_protocol::semaphore_channel;
+
+/// How the server writes a number a script gives `redis.call`: Lua holds
+/// it as a double.
+pub type LuaNumberText = fn(f64) -> Vec<u8>;
 
 /// The key and channel of one semaphore.
 pub struct Semaphore {
     name: Vec<u8>,
     channel: Vec<u8>,
+    /// Set when the semaphore acts like Redisson's scripts.
+    like_scripts: Option<LuaNumberText>,
 }
 
 impl Semaphore {
     pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), channel: semaphore_channel(name) }
+        Self { name: name.to_vec(), channel: semaphore_channel(name), like_scripts: None }
+    }
+
+    /// The semaphore as Redisson's scripts treat it: a release publishes
+    /// the new count as Lua's number (`lua_number`: exact up to 2^53, a
+    /// double beyond), trySetPermits finds any string there (GET), and
+    /// addPermits adds in Lua's numbers.
+    pub fn like_redissons_scripts(self, lua_number: LuaNumberText) -> Self {
+        Self { like_scripts: Some(lua_number), ..self }
+    }
+
+    /// Whether the semaphore exists: any string for the scripts' GET (which
+    /// refuses another type), else a count.
+    fn exists<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
+        if self.like_scripts.is_none() {
+            return Ok(read_counter(keys, &self.name)?.is_some());
+        }
+        match keys.key_type(&self.name)? {
+            KeyType::Missing => Ok(false),
+            KeyType::String => Ok(true),
+            _ => Err(LockError::WrongType),
+        }
     }
 
     /// tryAcquire: takes `permits` when that many are available. 0 permits
@@ -45,6 +77,33 @@ impl Semaphore {
         }
     }
 
+    /// tryAcquire as Redisson's script: `tonumber(value) >= tonumber(permits)`
+    /// compared as Lua's doubles, then DECRBY. A string that is no integer
+    /// fails where the script fails (a `tonumber` of nil, or DECRBY) and is
+    /// left with 0 where Lua finds it below the permits (as `1.5`, `nan`).
+    pub fn try_acquire_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64) -> Result<bool> {
+        let value = match keys.key_type(&self.name)? {
+            KeyType::Missing => return Ok(false),
+            KeyType::String => keys.get(&self.name)?.unwrap_or_default(),
+            _ => return Err(LockError::WrongType),
+        };
+        let not_integer = || LockError::StoredNotInteger(self.name.clone());
+        // Lua's `>=`: false for a NaN too.
+        let lua_at_least = |number: f64| number >= permits as f64;
+        let Ok(available) = parse_hold_count(&value) else {
+            return match lua_tonumber(&value) {
+                Some(number) if !lua_at_least(number) => Ok(false),
+                _ => Err(not_integer()),
+            };
+        };
+        if !lua_at_least(available as f64) {
+            return Ok(false);
+        }
+        let new = self.add(available, -permits)?;
+        keys.incr_by(&self.name, -permits, new)?;
+        Ok(true)
+    }
+
     /// release (creating the key) or, with `if_exists`, releaseIfExists
     /// (nothing when the key is missing): adds `permits` and publishes the
     /// new count. False only when `if_exists` found no key.
@@ -59,16 +118,18 @@ impl Semaphore {
         }
         let new = self.add(available.unwrap_or(0), permits)?;
         keys.incr_by(&self.name, permits, new)?;
-        keys.publish(&self.channel, new.to_string().as_bytes())?;
+        let message =
+            self.like_scripts.map_or_else(|| new.to_string().into_bytes(), |lua_number| lua_number(new as f64));
+        keys.publish(&self.channel, &message)?;
         Ok(true)
     }
 
     /// trySetPermits: only a missing semaphore is set, expiring at
     /// `expire_at` if given; publishes the permits.
     pub fn try_set_permits<K: Keyspace>(&self, keys: &mut K, permits: i64, expire_at: Option<i64>) -> Result<bool> {
-        let available = read_counter(keys, &self.name)?;
+        let exists = self.exists(keys)?;
         keys.touch_channel(&self.channel)?;
-        if available.is_some() {
+        if exists {
             return Ok(false);
         }
         let permits = permits.to_string();
@@ -80,12 +141,45 @@ impl Semaphore {
     /// addPermits: adds `delta` (which may be negative) and publishes the
     /// new count, even when it is 0 or less, as Redisson does. Keeps the TTL.
     pub fn add_permits<K: Keyspace>(&self, keys: &mut K, delta: i64) -> Result<()> {
+        if let Some(lua_number) = self.like_scripts {
+            return self.add_permits_like_script(keys, delta, lua_number, true);
+        }
         let available = read_counter(keys, &self.name)?;
         let expire_at = keys.expire_at(&self.name)?;
         keys.touch_channel(&self.channel)?;
         let new = self.add(available.unwrap_or(0), delta)?.to_string();
         keys.set(&self.name, new.as_bytes(), expire_at)?;
         keys.publish(&self.channel, new.as_bytes())
+    }
+
+    /// addPermits as Redisson's script: `value + delta` in Lua's doubles
+    /// (a missing key counts 0; a string Lua reads as no number fails),
+    /// SET as Lua writes that number (dropping the TTL) and, when the
+    /// script `publishes` (from 3.16.2), published so.
+    pub fn add_permits_like_script<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        delta: i64,
+        lua_number: LuaNumberText,
+        publishes: bool,
+    ) -> Result<()> {
+        let value = match keys.key_type(&self.name)? {
+            KeyType::Missing => 0.0,
+            KeyType::String => {
+                let value = keys.get(&self.name)?.unwrap_or_default();
+                lua_tonumber(&value).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?
+            }
+            _ => return Err(LockError::WrongType),
+        };
+        if publishes {
+            keys.touch_channel(&self.channel)?;
+        }
+        let sum = lua_number(value + delta as f64);
+        keys.set(&self.name, &sum, None)?;
+        if publishes {
+            keys.publish(&self.channel, &sum)?;
+        }
+        Ok(())
     }
 
     /// drainPermits: takes every available permit; `None` when the key is
@@ -99,6 +193,20 @@ impl Semaphore {
             return Ok(Some(taken));
         }
         Ok(available)
+    }
+
+    /// drainPermits as Redisson's script: the value as it is (any string),
+    /// set to 0 without its TTL (SET); `None` when the key is missing.
+    pub fn drain_like_script<K: Keyspace>(&self, keys: &mut K) -> Result<Option<Vec<u8>>> {
+        match keys.key_type(&self.name)? {
+            KeyType::Missing => Ok(None),
+            KeyType::String => {
+                let value = keys.get(&self.name)?.unwrap_or_default();
+                keys.set(&self.name, b"0", None)?;
+                Ok(Some(value))
+            }
+            _ => Err(LockError::WrongType),
+        }
     }
 
     /// availablePermits: 0 when the key is missing.

@@ -298,3 +298,72 @@ fn the_channel_follows_redissons_prefix_rule() {
     assert_eq!(keys.effects, ["INCRBY {tag}s 1", "PUBLISH redisson_sc:{tag}s 1"]);
     assert_eq!(C, String::from_utf8(semaphore_channel(b"s")).unwrap());
 }
+
+#[test]
+fn like_redissons_scripts_it_publishes_lua_numbers_and_finds_any_string() {
+    fn lua_number(x: f64) -> Vec<u8> {
+        format!("lua:{x}").into_bytes()
+    }
+    let semaphore = Semaphore::new(b"s").like_redissons_scripts(lua_number);
+    let mut keys = Keys::at(permits("2", None), NOW);
+    assert_eq!(semaphore.release(&mut keys, 3, true), Ok(true));
+    assert_eq!(keys.effects, ["INCRBY s 3", "PUBLISH redisson_sc:{s} lua:5"]);
+
+    let mut keys = Keys::at(permits("five", None), NOW);
+    assert_eq!(semaphore.try_set_permits(&mut keys, 3, None), Ok(false), "GET finds a string");
+    assert!(keys.effects.is_empty());
+    let mut keys = Keys::at(vec![("s", Keys::hash(&[("a", "1")]), None)], NOW);
+    assert_eq!(semaphore.try_set_permits(&mut keys, 3, None), Err(LockError::WrongType), "GET refuses a hash");
+    let mut keys = Keys::at(permits("1.5", Some(NOW + 5)), NOW);
+    assert_eq!(semaphore.add_permits(&mut keys, 2), Ok(()), "Lua's 1.5 + 2");
+    assert_eq!(keys.effects, ["SET s lua:3.5", "PUBLISH redisson_sc:{s} lua:3.5"]);
+    assert_eq!(value(&keys), Some(("lua:3.5".to_owned(), None)), "SET drops the TTL");
+    let mut keys = Keys::at(permits("five", None), NOW);
+    assert_eq!(semaphore.add_permits(&mut keys, 2), Err(LockError::StoredNotInteger(b"s".to_vec())));
+    let mut keys = Keys::at(vec![], NOW);
+    assert_eq!(semaphore.try_set_permits(&mut keys, 3, Some(NOW + 5)), Ok(true));
+    assert_eq!(keys.effects, [format!("SET s 3 PXAT {}", NOW + 5).as_str(), "PUBLISH redisson_sc:{s} 3"]);
+}
+
+#[test]
+fn drain_like_script_replies_any_string_as_it_is_and_sets_0_without_the_ttl() {
+    let semaphore = Semaphore::new(b"s");
+    let mut keys = Keys::at(permits("1.5", Some(NOW + 60_000)), NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(Some(b"1.5".to_vec())));
+    assert_eq!(keys.effects, ["SET s 0"]);
+    assert_eq!(value(&keys), Some(("0".to_owned(), None)));
+    let mut keys = Keys::at(permits("0", None), NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(Some(b"0".to_vec())));
+    assert_eq!(keys.effects, ["SET s 0"], "written even at 0");
+    let mut keys = Keys::at(vec![], NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(None));
+    assert!(keys.effects.is_empty());
+    let mut keys = Keys::at(vec![("s", Keys::hash(&[("a", "1")]), None)], NOW);
+    assert_eq!(semaphore.drain_like_script(&mut keys), Err(LockError::WrongType));
+}
+
+#[test]
+fn try_acquire_like_script_compares_as_lua_tonumber_does() {
+    let semaphore = Semaphore::new(b"s");
+    let not_integer = || Err(LockError::StoredNotInteger(b"s".to_vec()));
+    // Stored, permits, reply, effects.
+    type ScriptCase = (&'static str, i64, Result<bool>, &'static [&'static str]);
+    let cases: [ScriptCase; 9] = [
+        ("5", 2, Ok(true), &["INCRBY s -2"]),
+        ("5", 6, Ok(false), &[]),
+        ("0", 0, Ok(true), &["INCRBY s 0"]),
+        ("1.5", 2, Ok(false), &[]),
+        ("1.5", 1, not_integer(), &[]),
+        (" 3", 5, Ok(false), &[]),
+        ("0x10", 20, Ok(false), &[]),
+        ("nan", 1, Ok(false), &[]),
+        ("five", 1, not_integer(), &[]),
+    ];
+    for (stored, taken, reply, effects) in cases {
+        let mut keys = Keys::at(permits(stored, None), NOW);
+        assert_eq!(semaphore.try_acquire_like_script(&mut keys, taken), reply, "{stored} for {taken}");
+        assert_eq!(keys.effects, effects, "{stored} for {taken}");
+    }
+    let mut keys = Keys::at(vec![], NOW);
+    assert_eq!(semaphore.try_acquire_like_script(&mut keys, 1), Ok(false));
+}

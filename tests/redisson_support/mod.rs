@@ -120,9 +120,16 @@ pub fn native_count(con: &mut Connection) -> i64 {
     family_native_count(con, "lock")
 }
 
-/// Calls of `family`'s scripts run natively (`rlock_redisson_native_<family>`).
+/// How many calls of `family`'s scripts ran natively.
 pub fn family_native_count(con: &mut Connection, family: &str) -> i64 {
     info_field(con, "rlock", &format!("rlock_redisson_native_{family}")).parse().unwrap()
+}
+
+/// Loads `bodies` into the script cache, for EVALSHA.
+pub fn load(con: &mut Connection, bodies: &[&[u8]]) {
+    for body in bodies {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(*body).query(con).unwrap();
+    }
 }
 
 pub fn set_mode(con: &mut Connection, mode: &str) {

@@ -72,6 +72,26 @@ impl Twins {
         Step { lua, native, lua_messages, native_messages }
     }
 
+    /// Runs one call on both twins (see `step`) and asserts that their
+    /// replies, keyspace events, messages and keys (`keys` of each name)
+    /// are the same. True when both calls failed.
+    pub fn check(
+        &self,
+        server: &Server,
+        [con, control]: [&mut Connection; 2],
+        context: &str,
+        pttl: bool,
+        call: impl Fn(&str) -> Cmd,
+        keys: impl Fn(&str) -> Vec<Vec<u8>>,
+    ) -> bool {
+        let step = self.step(server, control, call);
+        let failed = assert_same_reply(context, &step.lua, &step.native, pttl);
+        assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events and messages");
+        let states = self.states(con, keys);
+        assert!(same_states(&states), "{context}: keys\n{:?}\n{:?}", states[0], states[1]);
+        failed
+    }
+
     fn as_lua(&self, text: &str) -> String {
         text.replace(self.native, self.lua)
     }
@@ -122,14 +142,24 @@ fn expired_early(gone: &(String, i64), expiring: &(String, i64)) -> bool {
 /// A key this close to its expiry may be read as gone on one twin.
 const EXPIRING_MS: i64 = 5;
 
-/// Asserts the twins' replies are the same (`pttl`: a positive integer is
-/// a PTTL, read a moment apart); true when both are errors (their texts
-/// differ, see README).
+/// Asserts the twins' replies are the same (`pttl`: a positive integer,
+/// alone or first in an array, is a PTTL, read a moment apart); true when
+/// both are errors (their texts differ, see README).
 pub fn assert_same_reply(context: &str, lua: &Reply, native: &Reply, pttl: bool) -> bool {
-    match (lua, native) {
-        (Err(_), Err(_)) => return true,
-        (Ok(Value::Int(a)), Ok(Value::Int(b))) if pttl && *a > 0 => {
-            assert!((a - b).abs() <= 50, "{context}: PTTL {a} against {b}")
+    fn split(reply: &Reply, pttl: bool) -> Option<(i64, &[Value])> {
+        match reply {
+            Ok(Value::Int(ttl)) if pttl && *ttl > 0 => Some((*ttl, &[])),
+            Ok(Value::Array(items)) if pttl => match items.as_slice() {
+                [Value::Int(ttl), rest @ ..] if *ttl > 0 => Some((*ttl, rest)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    match (lua, native, split(lua, pttl), split(native, pttl)) {
+        (Err(_), Err(_), ..) => return true,
+        (.., Some((a, rest_a)), Some((b, rest_b))) => {
+            assert!((a - b).abs() <= 50 && rest_a == rest_b, "{context}: {lua:?} against {native:?}")
         }
         _ => assert_eq!(lua, native, "{context}: replies"),
     }

@@ -1,17 +1,21 @@
+use super::latch;
+use crate::commands::args::{take_via, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::countdown::CountDownLatch;
 use crate::store::RedisKeyspace;
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
-/// `RLATCH.DELETE key`: deletes the latch and publishes `0`, so waiters
-/// see it open; 1, or 0 when there was none.
-fn delete(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// `RLATCH.DELETE key [VIA PUBLISH|SPUBLISH]`: deletes the latch and
+/// publishes `0`, so waiters see it open; 1, or 0 when there was none. With
+/// `VIA` it is Redisson's script: any key is deleted, and `1` is published
+/// with that command.
+fn delete(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+    let via = take_via(&mut args, 2)?;
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
-    let deleted = CountDownLatch::new(name.as_slice()).delete(&mut keys)?;
+    let mut keys = RedisKeyspace::open(ctx, &name).via(via);
+    let deleted = latch(&name, via).delete(&mut keys)?;
     Ok(RedisValue::Integer(i64::from(deleted)))
 }
 
@@ -21,8 +25,8 @@ command!(
     CommandInfo {
         name: c"rlatch.delete",
         summary: c"Deletes the count-down latch and publishes 0 (open); replies 1, or 0 when there was none.",
-        arity: 2,
+        arity: -2,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[],
+        args: &[VIA],
     },
 );

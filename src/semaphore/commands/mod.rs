@@ -8,5 +8,19 @@ mod try_acquire;
 mod try_set_permits;
 
 use crate::commands::info::{Arg, ArgKind};
+use crate::semaphore::Semaphore;
+use crate::store::{lua_number_text, Via};
+use redis_module::RedisString;
 
 const PERMITS: Arg = Arg { name: c"permits", kind: ArgKind::Integer, optional: true, token: None };
+
+/// The semaphore named `name`; with `VIA` (a rewritten Redisson script),
+/// as Redisson's scripts treat it.
+fn semaphore(name: &RedisString, via: Via) -> Semaphore {
+    let semaphore = Semaphore::new(name.as_slice());
+    if via == Via::Default {
+        semaphore
+    } else {
+        semaphore.like_redissons_scripts(lua_number_text)
+    }
+}

@@ -1,20 +1,33 @@
 use super::PERMITS;
-use crate::commands::args::parse_non_negative;
-use crate::commands::info::CommandInfo;
+use crate::commands::args::{is_keyword, parse_non_negative};
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
+use crate::error::LockError;
 use crate::semaphore::Semaphore;
 use crate::store::RedisKeyspace;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
-/// `RSEM.TRYACQUIRE key [permits]`: 1 when `permits` (default 1) were
-/// taken, else 0 (a missing key has no permits).
+/// `RSEM.TRYACQUIRE key [permits [LIKESCRIPT]]`: 1 when `permits`
+/// (default 1) were taken, else 0 (a missing key has no permits). With
+/// LIKESCRIPT it is Redisson's script: the count is compared as Lua's
+/// `tonumber` reads it (a string that is no integer may give 0).
 fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let permits = args.next().map_or(Ok(1), |arg| parse_non_negative(&arg, "permits"))?;
+    let like_script = match args.next() {
+        None => false,
+        Some(arg) if is_keyword(&arg, b"LIKESCRIPT") => true,
+        Some(_) => return Err(RedisError::from(LockError::Syntax("after permits, only LIKESCRIPT"))),
+    };
     args.done()?;
     let mut keys = RedisKeyspace::open(ctx, &name);
-    let acquired = Semaphore::new(name.as_slice()).try_acquire(&mut keys, permits)?;
+    let semaphore = Semaphore::new(name.as_slice());
+    let acquired = if like_script {
+        semaphore.try_acquire_like_script(&mut keys, permits)?
+    } else {
+        semaphore.try_acquire(&mut keys, permits)?
+    };
     Ok(RedisValue::Integer(i64::from(acquired)))
 }
 
@@ -26,6 +39,9 @@ command!(
         summary: c"Takes permits (default 1) from the semaphore when that many are available; replies 1, else 0.",
         arity: -2,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[PERMITS],
+        args: &[
+            PERMITS,
+            Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") }
+        ],
     },
 );

@@ -1,0 +1,26 @@
+//! Rewrites of scripts that publish: the publish command they use, and
+//! the native call that names it (`VIA`), shared by the primitives whose
+//! commands take it.
+
+use super::scripts::{native, publish_command, Call, Rewrite};
+
+/// A script's arguments before its publish command, and that command.
+pub type Publishing<'a> = (&'a [&'a [u8]], &'static [u8]);
+
+/// The texts from 3.22.0 take the publish command as their last argument.
+pub fn last_names_publish<'a>(call: &'a Call) -> Option<Publishing<'a>> {
+    let (publish, argv) = call.argv.split_last()?;
+    Some((argv, publish_command(publish)?))
+}
+
+/// The older texts call `publish` (whatever the arguments say).
+pub fn text_names_publish<'a>(call: &'a Call) -> Publishing<'a> {
+    (call.argv, b"PUBLISH")
+}
+
+/// `command` publishing with `publish` on `channel`, the script's.
+pub fn rewrite_via(command: &[&[u8]], publish: &[u8], channel: &[u8]) -> Rewrite {
+    let mut argv = native(command);
+    argv.extend([b"VIA".to_vec(), publish.to_vec()]);
+    Rewrite { argv, channel: Some(channel.to_vec()) }
+}
