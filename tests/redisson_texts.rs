@@ -63,7 +63,8 @@ fn claims(dir: &Path, claims: &mut Vec<Claim>) {
                     let (sha1, rest) = rest.split_once('"').unwrap();
                     let len = rest.split("len: ").nth(1).and_then(|n| n.split(',').next()).expect("len on the line");
                     let file = path.display().to_string();
-                    let claim = Claim { file, sha1: sha1.to_owned(), len: len.parse().unwrap(), senders: senders(&comment) };
+                    let claim =
+                        Claim { file, sha1: sha1.to_owned(), len: len.parse().unwrap(), senders: senders(&comment) };
                     claims.push(claim);
                 }
             }
