@@ -17,7 +17,7 @@ import org.redisson.config.Config;
  * {@code rlock.bench.address} names a server (the bench's, with the module).
  * Redisson's {@code lock()}/{@code unlock()} cycles on {@code rlock.bench.threads}
  * threads (64), each on a name of its own (uncontended: the scripts' cost, not
- * pub/sub waiting), for {@code rlock.bench.ms} per phase after a warm-up. Each
+ * pub/sub waiting), for {@code rlock.bench.ms} per phase after a warm-up as long. Each
  * phase of {@code rlock.bench.modes} (comma-separated {@code native}/{@code off})
  * first sets {@code rlock.redisson-scripts}; each prints one line for the bench:
  * {@code rlock-bench redisson-cycles mode=<mode> per_sec=<cycles per second>}.
@@ -29,7 +29,7 @@ class LockThroughputBench {
         String address = System.getProperty("rlock.bench.address");
         int threads = Integer.getInteger("rlock.bench.threads", 64);
         long phaseMs = Long.getLong("rlock.bench.ms", 3000);
-        String[] modes = System.getProperty("rlock.bench.modes", "off,native,off,native").split(",");
+        String[] modes = System.getProperty("rlock.bench.modes", "off,native,native,off").split(",");
         Config config = new Config();
         config.useSingleServer()
                 .setAddress(address)
@@ -37,7 +37,7 @@ class LockThroughputBench {
                 .setConnectionPoolSize(threads);
         RedissonClient redisson = Redisson.create(config);
         try (Resp admin = new Resp(URI.create(address).getPort())) {
-            cyclesPerSec(redisson, threads, phaseMs / 2);
+            cyclesPerSec(redisson, threads, phaseMs);
             for (String mode : modes) {
                 admin.cmd("CONFIG", "SET", "rlock.redisson-scripts", mode);
                 double perSec = cyclesPerSec(redisson, threads, phaseMs);
