@@ -6,15 +6,15 @@
 
 use crate::raw::encode;
 use crate::report::{ratio, Table};
-use crate::server_cost::{measure_batches, Style, LEASE_MS, OWNER};
+use crate::server_cost::{measure_batches, Style, BATCH, CONNECTIONS, LEASE_MS, OWNER};
 use crate::server_info;
 use std::process::Command;
 use testkit::redisson_lock::{scripts, sha1_hex, VERSION};
 use testkit::{release_channel, unlock_latch_key, Server};
 
-/// Measured passes over the lock-pair rows, and batches of 100 pairs per
-/// connection in each (2 connections).
-const PASSES: usize = 2;
+/// Measured passes over the lock-pair rows, and pipelined batches per
+/// connection in each (section 1's connections and batch size).
+const PASSES: usize = 3;
 const BATCHES: usize = 300;
 /// Interleaved redis-benchmark rounds per server, and requests per test.
 const ROUNDS: usize = 7;
@@ -75,10 +75,11 @@ lock's channel, a fresh unlock latch key per call (32 hex digits, as Redisson's 
 both modes, not counted here). Measured as in section 1 (fresh keys, 2 connections pipelining
 100 pairs a batch; server time from `INFO commandstats`: `evalsha` for Lua, `rlock.acquire` +
 `rlock.release` for the calls the filter rewrote), 60,000 pairs a row, each row on an emptied
-database (`FLUSHALL`); after an unmeasured pass, the rows take turns twice and each figure is the
-mean of its two. The filter runs before the command, outside `commandstats`; server CPU (the
+database (`FLUSHALL`); after an unmeasured pass, the rows take turns three times and each figure
+is the median of its three. The filter runs before the command, outside `commandstats`; server CPU (the
 main thread's, from `INFO cpu`, over the row) and pairs/s include it, and the last row sends
-directly the native commands the filter produces.
+directly the native commands the filter produces: the gap between the two native rows' CPU is
+the filter's own work (matching, and replacing the call's arguments) and the longer request.
 ";
 
 /// Redisson's pair with the filter on and off, and the native commands sent
@@ -163,23 +164,24 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
     ];
     // An unmeasured warm-up, then the rows in turn, PASSES times, each on an
     // emptied database (the latch keys pile up otherwise).
-    let mut sums = vec![(0.0, 0.0, 0.0); styles.len()];
+    let mut passes = vec![[vec![], vec![], vec![]]; styles.len()];
     for pass in 0..=PASSES {
-        for ((mode, style), sum) in styles.iter().zip(&mut sums) {
+        for ((mode, style), figures) in styles.iter().zip(&mut passes) {
             let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
             set_mode(server, mode);
             let native_before = server_info::field(server, "rlock", "rlock_redisson_native_lock");
             let cpu_before = cpu_usec(server);
             let measured = measure_batches(server, style, BATCHES);
-            let cpu = (cpu_usec(server) - cpu_before) / (2 * 100 * BATCHES) as f64;
+            let cpu = (cpu_usec(server) - cpu_before) / (CONNECTIONS * BATCH * BATCHES) as f64;
             // Every call went the way its row says: all rewritten, or none.
             let rewritten = server_info::field(server, "rlock", "rlock_redisson_native_lock") - native_before;
             let native_calls: f64 =
                 ["rlock.acquire", "rlock.release"].map(|c| server_info::command_stat(server, c, "calls")).iter().sum();
             assert_eq!(rewritten, if *mode == "native" { native_calls } else { 0.0 }, "{}", style.label);
             if pass > 0 {
-                let n = PASSES as f64;
-                *sum = (sum.0 + measured.usec_per_pair / n, sum.1 + cpu / n, sum.2 + measured.pairs_per_sec / n);
+                for (figure, value) in figures.iter_mut().zip([measured.usec_per_pair, cpu, measured.pairs_per_sec]) {
+                    figure.push(value);
+                }
             }
         }
     }
@@ -193,8 +195,9 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
         "pairs/s pipelined",
         "this ÷ Lua",
     ]);
-    let (lua_usec, lua_cpu, lua_rate) = sums[0];
-    for ((_, style), (usec, cpu, rate)) in styles.iter().zip(&sums) {
+    let medians: Vec<[f64; 3]> = passes.into_iter().map(|row| row.map(|mut values| median(&mut values))).collect();
+    let [lua_usec, lua_cpu, lua_rate] = medians[0];
+    for ((_, style), [usec, cpu, rate]) in styles.iter().zip(&medians) {
         table.row(vec![
             style.label.into(),
             format!("{usec:.2}"),
@@ -205,7 +208,7 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
             ratio(*rate, lua_rate),
         ]);
     }
-    (table, (lua_usec / sums[1].0, lua_cpu / sums[1].1))
+    (table, (lua_usec / medians[1][0], lua_cpu / medians[1][1]))
 }
 
 const GET_SET: &str = "\

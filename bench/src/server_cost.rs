@@ -11,9 +11,9 @@ use testkit::{RedissonScripts, Server};
 pub const OWNER: &[u8] = b"8f2c6e1a-5b7d-4c1e-9a3f-2d4b6c8e0f1a:1";
 pub const LEASE_MS: i64 = 30_000;
 /// Pairs per pipelined batch, batches per connection, connections.
-const BATCH: usize = 100;
+pub const BATCH: usize = 100;
 const BATCHES: usize = 1000;
-const CONNECTIONS: usize = 2;
+pub const CONNECTIONS: usize = 2;
 
 /// The compare-and-delete release of SET-NX locks (redsync, redis-py).
 const COMPARE_AND_DELETE: &str =
