@@ -117,8 +117,10 @@ $(VALKEY_BIN)/valkey-server:
 	$(VALKEY_BIN)/valkey-server --version
 
 # Release builds, servers of its own (AOF off, then on), a markdown report
-# on stdout, saved as BENCHMARKS.md. Takes about two and a half minutes.
-bench: deps
+# on stdout, saved as BENCHMARKS.md. Takes about three and a half minutes.
+# Section 9 reads Redisson's scripts from its jar and runs Redisson itself
+# (interop/java's LockThroughputBench) through Maven.
+bench: deps java-deps
 	$(CARGO) build --release -p rlock -p rlock-bench
 	RLOCK_MODULE=$(abspath target/release/librlock.so) target/release/rlock-bench | tee BENCHMARKS.md
 

@@ -8,6 +8,7 @@ mod family_cost;
 mod handoff;
 mod memory;
 mod raw;
+mod redisson_filter;
 mod report;
 mod server_cost;
 mod server_info;
@@ -35,8 +36,8 @@ async fn main() {
     println!("bench program on loopback. Every ratio compares figures measured side by side in this run.\n");
     println!("## Machine\n\n{}", report::machine());
 
-    // `rlock-bench cost family synchronizers handoff fair e2e` runs only those sections (for development;
-    // `make bench` runs them all).
+    // `rlock-bench cost family synchronizers handoff fair e2e redisson` runs only those sections (for
+    // development; `make bench` runs them all).
     let only: Vec<String> = std::env::args().skip(1).collect();
     if !only.is_empty() {
         for aof in [false, true] {
@@ -54,6 +55,9 @@ async fn main() {
             }
             if !aof && only.iter().any(|s| s == "handoff") {
                 println!("{}", handoff::run(&server).await.0);
+            }
+            if !aof && only.iter().any(|s| s == "redisson") {
+                println!("{}", tokio::task::block_in_place(|| redisson_filter::run(&server)).0);
             }
             if !aof && only.iter().any(|s| s == "fair") {
                 println!("{}", fair_handoff::run(&server).await);
@@ -131,6 +135,11 @@ async fn main() {
     println!("{}", fair_handoff::run(&fair_server).await);
     drop(fair_server);
 
+    println!("## 9. Redisson's scripts, natively ({})\n", appendonly(false));
+    // A server of its own: the section empties its database between rows.
+    let (redisson, redisson_headline) = tokio::task::block_in_place(|| redisson_filter::run(&self::server(false)));
+    println!("{redisson}");
+
     println!("## Targets\n");
     for (aof, (time_ratio, throughput_ratio)) in summary {
         println!(
@@ -158,6 +167,20 @@ async fn main() {
         println!(
             "- {}: server time {:.2}× lower than the scripts' (target 2.5×), {:.2}× the same effects as own commands (target ≤ 1.5×)",
             family.name, family.scripts_over_native, family.native_over_own
+        );
+    }
+    println!(
+        "- Redisson {}'s lock+unlock pair (`EVALSHA`): server time {:.2}× lower with the filter `native` than as Lua (target 2.3×); server CPU {:.2}× lower",
+        testkit::redisson_lock::VERSION,
+        redisson_headline.server_time_ratio,
+        redisson_headline.server_cpu_ratio
+    );
+    if let Some((get, set, cpu)) = redisson_headline.get_set_change {
+        println!("- GET/SET with the module loaded and the filter on, against no module: throughput {get:+.2}% and {set:+.2}% (target within 1%), server CPU per request {cpu:+.2}%");
+    }
+    if let Some(java) = redisson_headline.java_ratio {
+        println!(
+            "- Redisson on 64 threads, lock/unlock cycles per second: {java:.2}× with the filter `native` against Lua"
         );
     }
     println!("{NOTES}");

@@ -11,9 +11,9 @@ use testkit::{RedissonScripts, Server};
 pub const OWNER: &[u8] = b"8f2c6e1a-5b7d-4c1e-9a3f-2d4b6c8e0f1a:1";
 pub const LEASE_MS: i64 = 30_000;
 /// Pairs per pipelined batch, batches per connection, connections.
-const BATCH: usize = 100;
+pub const BATCH: usize = 100;
 const BATCHES: usize = 1000;
-const CONNECTIONS: usize = 2;
+pub const CONNECTIONS: usize = 2;
 
 /// The compare-and-delete release of SET-NX locks (redsync, redis-py).
 const COMPARE_AND_DELETE: &str =
@@ -40,6 +40,11 @@ pub struct Measurement {
 }
 
 fn measure(server: &Server, style: &Style) -> Measurement {
+    measure_batches(server, style, BATCHES)
+}
+
+/// [`measure`] with `batches` pipelined batches per connection.
+pub fn measure_batches(server: &Server, style: &Style, batches: usize) -> Measurement {
     let mut admin = server.connection();
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut admin).unwrap();
     let started = std::time::Instant::now();
@@ -48,8 +53,8 @@ fn measure(server: &Server, style: &Style) -> Measurement {
             scope.spawn(move || {
                 let mut connection = RawConnection::connect(server.port());
                 let keys: Vec<Vec<u8>> = (0..BATCH).map(|i| format!("bench:{c}:{i}").into_bytes()).collect();
-                for round in 0..BATCHES {
-                    let unique = ((c * BATCHES + round) * BATCH) as u64;
+                for round in 0..batches {
+                    let unique = ((c * batches + round) * BATCH) as u64;
                     let batch: Vec<u8> =
                         keys.iter().enumerate().flat_map(|(i, key)| (style.pair)(key, unique + i as u64)).collect();
                     connection.round_trip(&batch, style.replies * BATCH);
@@ -58,7 +63,7 @@ fn measure(server: &Server, style: &Style) -> Measurement {
         }
     });
     let elapsed = started.elapsed().as_secs_f64();
-    let pairs = (CONNECTIONS * BATCHES * BATCH) as f64;
+    let pairs = (CONNECTIONS * batches * BATCH) as f64;
     let usec: f64 = style.commands.iter().map(|name| server_info::command_stat(server, name, "usec")).sum();
     Measurement { usec_per_pair: usec / pairs, pairs_per_sec: pairs / elapsed }
 }

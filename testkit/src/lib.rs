@@ -3,6 +3,7 @@
 mod cluster;
 mod events;
 mod redisson_jar;
+pub mod redisson_lock;
 mod rng;
 mod scripts;
 mod server;
