@@ -2,8 +2,8 @@
 //! becomes (see `redisson::scripts`).
 
 use crate::lease::{parse_latch_ms, parse_lease_ms};
-use crate::redisson::scripts::{is_time, native, publish_command, Call, Family, Known, Rewrite, FAMILIES};
-use rlock_protocol::{release_channel, unlock_latch_key, UNLOCK_MESSAGE};
+use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
+use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
 
 #[linkme::distributed_slice(FAMILIES)]
 static LOCK: Family = Family::new("lock", &SCRIPTS);
@@ -38,10 +38,7 @@ fn release(call: &Call) -> Option<Rewrite> {
     {
         return None;
     }
-    let request_id = latch.strip_prefix(unlock_latch_key(name, b"").as_slice())?.strip_prefix(b":")?;
-    if request_id.is_empty() || unlock_latch_key(name, request_id) != *latch {
-        return None;
-    }
+    let request_id = latch_request_id(name, latch)?;
     let publish = publish_command(publish)?;
     Some(Rewrite {
         argv: native(&[b"RLOCK.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms, b"VIA", publish]),
@@ -57,11 +54,6 @@ fn force_release(call: &Call) -> Option<Rewrite> {
     }
     let publish = publish_command(publish)?;
     Some(Rewrite { argv: native(&[b"RLOCK.FORCERELEASE", name, b"VIA", publish]), channel: Some(channel.to_vec()) })
-}
-
-/// The channel the native command publishes on, and its message.
-fn is_release_channel(name: &[u8], channel: &[u8], message: &[u8]) -> bool {
-    message == UNLOCK_MESSAGE && channel == release_channel(name).as_slice()
 }
 
 #[cfg(test)]
