@@ -1,6 +1,6 @@
-//! Shared by the Redisson filter tests: Redisson's RLock script texts
+//! Shared by the Redisson filter tests: Redisson's script texts (read
 #![allow(dead_code)]
-//! (read from its jar), calls as Redisson sends them, INFO counters.
+//! from its jar), calls as Redisson sends them, INFO counters.
 
 use redis::{Connection, RedisResult, Value};
 use testkit::redisson_scripts;
@@ -24,11 +24,17 @@ fn sha1_hex(text: &[u8]) -> String {
 
 /// RedissonLock's texts of `version`, found by their SHA-1.
 pub fn scripts(version: &str) -> Scripts {
-    let texts = redisson_scripts(version, "org/redisson/RedissonLock");
-    let find = |sha: &str| {
+    let [acquire, release, force] = texts(version, "org/redisson/RedissonLock", [ACQUIRE_SHA, RELEASE_SHA, FORCE_SHA]);
+    Scripts { acquire, release, force }
+}
+
+/// The texts of `class` in Redisson `version` whose SHA-1s are `shas`, in
+/// that order; fails when one is not there.
+pub fn texts<const N: usize>(version: &str, class: &str, shas: [&str; N]) -> [Vec<u8>; N] {
+    let texts = redisson_scripts(version, class);
+    shas.map(|sha| {
         texts.iter().find(|text| sha1_hex(text) == sha).cloned().unwrap_or_else(|| panic!("{sha} not in {version}"))
-    };
-    Scripts { acquire: find(ACQUIRE_SHA), release: find(RELEASE_SHA), force: find(FORCE_SHA) }
+    })
 }
 
 /// Runs a script as Redisson does: EVALSHA by SHA-1, or EVAL with the body.
@@ -49,7 +55,12 @@ pub fn info_field(con: &mut Connection, section: &str, name: &str) -> String {
 }
 
 pub fn native_count(con: &mut Connection) -> i64 {
-    info_field(con, "rlock", "rlock_redisson_native_lock").parse().unwrap()
+    family_native_count(con, "lock")
+}
+
+/// INFO rlock's count of one family's calls run natively.
+pub fn family_native_count(con: &mut Connection, family: &str) -> i64 {
+    info_field(con, "rlock", &format!("rlock_redisson_native_{family}")).parse().unwrap()
 }
 
 pub fn set_mode(con: &mut Connection, mode: &str) {
