@@ -1,6 +1,7 @@
 package rlock.interop;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -12,13 +13,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.redisson.api.RLock;
 
-/** Redisson's fair lock alone (its Lua scripts): waiters get it in arrival order. */
+/**
+ * Redisson's fair lock alone: waiters get it in arrival order, with its
+ * scripts run as Lua, or natively (RFAIR.*, RlockServer.mode() native).
+ */
 class FairLockTest extends RedissonTest {
     private static final int WAITERS = 6;
 
     @Test
     void fifoOrder(TestInfo info) throws Exception {
         String name = name(info, "fair");
+        long nativeBefore = rlockInfo("rlock_redisson_native_fair");
         RLock lock = redisson.getFairLock(name);
         lock.lock();
         List<Integer> order = Collections.synchronizedList(new ArrayList<>());
@@ -49,5 +54,37 @@ class FairLockTest extends RedissonTest {
             expected.add(i);
         }
         assertEquals(expected, order);
+        // Every lock and unlock (at least) ran as RFAIR.*.
+        assertNativeCalls(nativeBefore, 2 * (WAITERS + 1));
+    }
+
+    /** tryLock() without a wait (its own script), and forceUnlock, by another thread. */
+    @Test
+    void tryLockWithoutWaitAndForceUnlock(TestInfo info) throws Exception {
+        RLock lock = redisson.getFairLock(name(info, "fair"));
+        long nativeBefore = rlockInfo("rlock_redisson_native_fair");
+        lock.lock();
+        assertFalse(CompletableFuture.supplyAsync(lock::tryLock).get(5, TimeUnit.SECONDS), "held by another thread");
+        assertTrue(lock.tryLock(), "reentered");
+        assertEquals(2, lock.getHoldCount());
+        assertTrue(CompletableFuture.supplyAsync(lock::forceUnlock).get(5, TimeUnit.SECONDS));
+        assertFalse(lock.isLocked());
+        assertFalse(lock.forceUnlock(), "nothing left to force");
+        assertTrue(CompletableFuture.supplyAsync(() -> {
+            boolean taken = lock.tryLock();
+            lock.unlock();
+            return taken;
+        }).get(5, TimeUnit.SECONDS), "free again");
+        assertNativeCalls(nativeBefore, 7);
+    }
+
+    /** At least {@code calls} fair-lock scripts ran as RFAIR.* since {@code before}; none with Lua. */
+    private void assertNativeCalls(long before, long calls) {
+        long nativeCalls = rlockInfo("rlock_redisson_native_fair") - before;
+        if (RlockServer.mode().equals("native")) {
+            assertTrue(nativeCalls >= calls, nativeCalls + " fair-lock calls ran natively, expected " + calls);
+        } else {
+            assertEquals(0, nativeCalls, "Lua mode runs no script natively");
+        }
     }
 }
