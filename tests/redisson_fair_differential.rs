@@ -298,38 +298,54 @@ fn check_messages(context: &str, messages: Vec<(String, String)>) {
     }
 }
 
+// RedissonFairLock's texts: tryLock (no wait), the waiting acquire, the
+// give-up, the unlock, the force unlock.
+const TRY_LOCK_3_31: &str = "d20501c26a30adf6fb0fe9883bbbcc497e6157e2";
+const TRY_LOCK_3_11: &str = "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40";
+const LOCK_3_45: &str = "8f6ed299ffd259f0539c20f89253998c0777ea75";
+const LOCK_3_32: &str = "929defe0321e0a4c943b4244951d3a730b6eaabc";
+const LOCK_3_31: &str = "f453a73adbe05f097ff2810e5e0c0489a9350076";
+const LOCK_3_11: &str = "762bfafa6be221431a0b668685dd15c926483619";
+const GIVE_UP: &str = "d1ddef65ad80886b5d36e023c99930044ddd653a";
+const UNLOCK_3_31: &str = "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6";
+const UNLOCK_3_24: &str = "ca303f8587d0942f8a0021f62338626ca4dd0118";
+const UNLOCK_3_22: &str = "14f85250fb2a386500bf8e4b25a8e95db140ff0c";
+const UNLOCK_3_10: &str = "35d32367b21753c39b55dc64d1906fee627cc9a8";
+const FORCE_3_31: &str = "71ed11d4e4818119ac560b3d670a7f08256afc46";
+const FORCE_3_22: &str = "047c11d7fec40d0102fe9903ff1e19e9a1dec610";
+const FORCE_3_10: &str = "95cdf4b03f82c82edf987c7d216b4b67d861b14f";
+
+/// Runs the differential on the texts of `version` (named by SHA-1).
+fn differential_of(version: &str, shas: [&str; 5], publish: Publish) {
+    differential(&Texts::of(version, shas, publish), &format!("redisson_fair_differential {version}"));
+}
+
 #[test]
 fn redisson_4_7_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
-    let shas = [
-        "d20501c26a30adf6fb0fe9883bbbcc497e6157e2",
-        "8f6ed299ffd259f0539c20f89253998c0777ea75",
-        "d1ddef65ad80886b5d36e023c99930044ddd653a",
-        "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6",
-        "71ed11d4e4818119ac560b3d670a7f08256afc46",
-    ];
-    differential(&Texts::of("4.7.0", shas, Publish::ArgumentAndLatch), "redisson_fair_differential_4_7");
+    differential_of("4.7.0", [TRY_LOCK_3_31, LOCK_3_45, GIVE_UP, UNLOCK_3_31, FORCE_3_31], Publish::ArgumentAndLatch);
+}
+
+#[test]
+fn redisson_3_43_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.43.0", [TRY_LOCK_3_31, LOCK_3_32, GIVE_UP, UNLOCK_3_31, FORCE_3_31], Publish::ArgumentAndLatch);
+}
+
+#[test]
+fn redisson_3_31_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.31.0", [TRY_LOCK_3_31, LOCK_3_31, GIVE_UP, UNLOCK_3_31, FORCE_3_31], Publish::ArgumentAndLatch);
+}
+
+#[test]
+fn redisson_3_30_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.30.0", [TRY_LOCK_3_11, LOCK_3_11, GIVE_UP, UNLOCK_3_24, FORCE_3_22], Publish::ArgumentAndLatch);
 }
 
 #[test]
 fn redisson_3_23_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
-    let shas = [
-        "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40",
-        "762bfafa6be221431a0b668685dd15c926483619",
-        "d1ddef65ad80886b5d36e023c99930044ddd653a",
-        "14f85250fb2a386500bf8e4b25a8e95db140ff0c",
-        "047c11d7fec40d0102fe9903ff1e19e9a1dec610",
-    ];
-    differential(&Texts::of("3.23.5", shas, Publish::Argument), "redisson_fair_differential_3_23");
+    differential_of("3.23.5", [TRY_LOCK_3_11, LOCK_3_11, GIVE_UP, UNLOCK_3_22, FORCE_3_22], Publish::Argument);
 }
 
 #[test]
 fn redisson_3_14_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
-    let shas = [
-        "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40",
-        "762bfafa6be221431a0b668685dd15c926483619",
-        "d1ddef65ad80886b5d36e023c99930044ddd653a",
-        "35d32367b21753c39b55dc64d1906fee627cc9a8",
-        "95cdf4b03f82c82edf987c7d216b4b67d861b14f",
-    ];
-    differential(&Texts::of("3.14.1", shas, Publish::Fixed), "redisson_fair_differential_3_14");
+    differential_of("3.14.1", [TRY_LOCK_3_11, LOCK_3_11, GIVE_UP, UNLOCK_3_10, FORCE_3_10], Publish::Fixed);
 }
