@@ -62,14 +62,27 @@ fn acquire_no_wait(call: &Call) -> Option<Rewrite> {
         .then(|| Rewrite { argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease]), channel: None })
 }
 
+/// The least wait a Redisson waiter is given natively (Redisson's own
+/// fair wait before 3.13.3). `tryLock(wait, unit)` without a lease sends
+/// `wait` in the caller's unit as if in ms (RedissonLock.tryAcquireAsync):
+/// `tryLock(20, SECONDS)` queues with a wait of 20 ms. The native lock
+/// keeps a waiter's place only while it comes back within its wait, and
+/// has one behind the head ask again within half of it: such a Java
+/// waiter would poll every few ms and lose its place whenever its thread
+/// wakes late. A killed one holds the queue up this long at most.
+const LEAST_WAIT_MS: i64 = 5_000;
+
 /// KEYS name, queue, deadlines; ARGV lease, owner, wait, now.
 fn acquire_waiting(call: &Call) -> Option<Rewrite> {
     let ([name, queue, deadlines], [lease, owner, wait, now]) = (call.keys, call.argv) else { return None };
-    (is_queue(call, name, queue, deadlines)
-        && is_time(lease, parse_lease_ms)
-        && is_time(wait, parse_wait_ms)
-        && is_now(now))
-    .then(|| Rewrite { argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease, b"WAIT", wait]), channel: None })
+    if !is_time(wait, parse_wait_ms) {
+        return None;
+    }
+    let wait = parse_wait_ms(wait).ok()?.max(LEAST_WAIT_MS).to_string();
+    (is_queue(call, name, queue, deadlines) && is_time(lease, parse_lease_ms) && is_now(now)).then(|| Rewrite {
+        argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease, b"WAIT", wait.as_bytes()]),
+        channel: None,
+    })
 }
 
 /// KEYS queue, deadlines; ARGV owner, wait. The script does not name the

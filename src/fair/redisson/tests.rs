@@ -60,7 +60,12 @@ fn every_text_becomes_its_rfair_command() {
             expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000"], None),
         ),
         (
-            call(WAITING, &keys, &["30000", "u:1", "5000", NOW]),
+            call(WAITING, &keys, &["30000", "u:1", "20000", NOW]),
+            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "20000"], None),
+        ),
+        // tryLock(20, SECONDS) without a lease sends 20: a Java waiter needs more.
+        (
+            call(WAITING, &keys, &["30000", "u:1", "20", NOW]),
             expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "5000"], None),
         ),
         (
