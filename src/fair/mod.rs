@@ -7,6 +7,7 @@
 //! below 1 ms, so no waiter spins.
 
 mod queue;
+mod redisson;
 #[cfg(test)]
 mod tests;
 mod tick;

@@ -2,10 +2,8 @@
 //! becomes (see `redisson::scripts`).
 
 use crate::lease::{parse_latch_ms, parse_lease_ms};
-use crate::redisson::scripts::{
-    is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite, FAMILIES,
-};
-use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
+use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
+use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
 
 #[linkme::distributed_slice(FAMILIES)]
 static LOCK: Family = Family::new("lock", &SCRIPTS);
@@ -116,11 +114,6 @@ fn forced(call: &Call, name: &[u8], channel: &[u8], message: &[u8], publish: &[u
         argv: native(&[b"RLOCK.FORCERELEASE", name, b"VIA", publish]),
         channel: Some(channel.to_vec()),
     })
-}
-
-/// The channel the native command publishes on, and its message.
-fn is_release_channel(name: &[u8], channel: &[u8], message: &[u8]) -> bool {
-    message == UNLOCK_MESSAGE && channel == release_channel(name).as_slice()
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! native command takes. Anything else runs as Lua.
 
 use crate::error::LockError;
-use rlock_protocol::{hash_tag, key_slot, unlock_latch_key};
+use rlock_protocol::{hash_tag, key_slot, release_channel, unlock_latch_key, UNLOCK_MESSAGE};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One primitive's scripts, and how many calls of them ran natively.
@@ -142,8 +142,14 @@ pub fn publish_command(arg: &[u8]) -> Option<&'static [u8]> {
     }
 }
 
-/// The request id of Redisson's unlock latch key `latch` of the lock
-/// `name` (`redisson_unlock_latch:{name}:<request id>`), when it is one.
+/// Whether `channel` and `message` are the release channel of `name` and
+/// the unlock message, which the native commands derive and publish.
+pub fn is_release_channel(name: &[u8], channel: &[u8], message: &[u8]) -> bool {
+    message == UNLOCK_MESSAGE && channel == release_channel(name).as_slice()
+}
+
+/// The request id of `latch`, when it is the unlock latch key the native
+/// command derives from `name` and that id.
 pub fn latch_request_id<'a>(name: &[u8], latch: &'a [u8]) -> Option<&'a [u8]> {
     let request_id = latch.strip_prefix(unlock_latch_key(name, b"").as_slice())?.strip_prefix(b":")?;
     (!request_id.is_empty() && unlock_latch_key(name, request_id) == latch).then_some(request_id)

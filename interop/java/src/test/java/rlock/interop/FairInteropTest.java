@@ -27,15 +27,7 @@ class FairInteropTest extends PeerTest {
 
     /** INFO rlock's rlock_granted: waiters granted the lock by the server (rlock-client's blocking mode). */
     private long granted() {
-        try (Resp resp = server.resp()) {
-            String info = (String) resp.cmd("INFO", "rlock");
-            for (String line : info.split("\r\n")) {
-                if (line.startsWith("rlock_granted:")) {
-                    return Long.parseLong(line.substring("rlock_granted:".length()).trim());
-                }
-            }
-            throw new AssertionError("no rlock_granted in INFO rlock:\n" + info);
-        }
+        return rlockInfo("rlock_granted");
     }
 
     /** The blocking Rust waiters were granted by the server (not by polling). */

@@ -54,6 +54,19 @@ public abstract class RedissonTest {
         return Redisson.create(config);
     }
 
+    /** A counter of INFO rlock (for example rlock_granted). */
+    protected long rlockInfo(String field) {
+        try (Resp resp = server.resp()) {
+            String info = (String) resp.cmd("INFO", "rlock");
+            for (String line : info.split("\r\n")) {
+                if (line.startsWith(field + ":")) {
+                    return Long.parseLong(line.substring(field.length() + 1).trim());
+                }
+            }
+            throw new AssertionError("no " + field + " in INFO rlock:\n" + info);
+        }
+    }
+
     /** A key name unique to this test. */
     protected static String name(TestInfo info, String what) {
         String method = info.getTestMethod().map(m -> m.getName()).orElse("test");

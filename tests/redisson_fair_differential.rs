@@ -1,0 +1,351 @@
+//! Redisson's fair-lock scripts (texts from Redisson's jars) run through
+//! Lua on one lock name and through the filter's native rewrite on a twin
+//! name, on one server, in random sequences of EVAL and EVALSHA calls.
+//!
+//! The rewrite is not exact: the native fair lock differs from the scripts
+//! on purpose (README, "What differs from Redisson, and why"). So what is
+//! compared is what Redisson's Java code and its waiters rely on:
+//! - replies of the same kind: nil where the script replies nil; the same
+//!   integer for tryLock(), releases and force releases; an integer hint
+//!   for a queued waiter, never below 1 natively (the script's may be 0);
+//! - the same keys with the same layout: the lock hash (fields, and PTTL
+//!   within a few ms), the queue (the same owners in the same order), the
+//!   deadlines (the same owners, as absolute ms still ahead), the unlock
+//!   latches; and the same keyspace events on the lock hash;
+//! - every message the script publishes is published natively too; the
+//!   native side's others are `0` on the channel of an owner that waits.
+//!
+//! Every waiter waits Redisson's default (300 s), so that no deadline runs
+//! out in either twin: where deadlines do run out, the two differ by
+//! design (Redisson purges live waiters, #3004).
+
+mod redisson_support;
+
+use redis::{Commands, Connection, Value};
+use redisson_support::{call, family_native_count, set_mode, texts};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use testkit::{publications, quiet_now, unlock_latch_key, Rng, Server};
+
+/// Names with a hash tag: the give-up script names only the queue, whose
+/// key tells the lock's name only when the name has a `{` (see
+/// `fair/redisson.rs`).
+const LUA: &str = "{lua}fair";
+const NATIVE: &str = "{nat}fair";
+const OWNERS: [&str; 4] = ["6f1c:1", "6f1c:2", "a9e0:7", "a9e0:8"];
+const REQUESTS: [&str; 2] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "r3"];
+const WAIT: &str = "300000";
+/// How far apart the twins' calls run, at most (on a loaded machine).
+const TOLERANCE_MS: i64 = 200;
+/// No step starts this close to a lease's end.
+const GUARD_MS: i64 = 100;
+
+/// How a version's unlock and force-unlock scripts publish.
+#[derive(Clone, Copy, PartialEq)]
+enum Publish {
+    /// `publish` in the text.
+    Fixed,
+    /// The command is an argument (3.22.0+).
+    Argument,
+    /// An argument, and the unlock takes a latch key (3.24.0+).
+    ArgumentAndLatch,
+}
+
+struct Texts {
+    try_lock: Vec<u8>,
+    lock: Vec<u8>,
+    give_up: Vec<u8>,
+    unlock: Vec<u8>,
+    force: Vec<u8>,
+    publish: Publish,
+}
+
+impl Texts {
+    /// RedissonFairLock's texts of `version`: tryLock, the waiting
+    /// acquire, the give-up, the unlock and the force unlock.
+    fn of(version: &str, shas: [&str; 5], publish: Publish) -> Self {
+        let [try_lock, lock, give_up, unlock, force] = texts(version, &["org/redisson/RedissonFairLock"], shas);
+        Self { try_lock, lock, give_up, unlock, force, publish }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    TryLock {
+        owner: &'static str,
+        lease: u64,
+    },
+    Lock {
+        owner: &'static str,
+        lease: u64,
+    },
+    GiveUp {
+        owner: &'static str,
+    },
+    Unlock {
+        owner: &'static str,
+        lease: u64,
+        request: &'static str,
+        latch_ms: u64,
+    },
+    ForceUnlock,
+    /// Leases of 150 ms run out.
+    Sleep,
+}
+
+fn random_op(rng: &mut Rng) -> Op {
+    let owner = *rng.pick(&OWNERS);
+    let lease = *rng.pick(&[150, 30_000]);
+    match rng.below(100) {
+        0..=14 => Op::TryLock { owner, lease },
+        15..=49 => Op::Lock { owner, lease },
+        50..=59 => Op::GiveUp { owner },
+        60..=89 => Op::Unlock {
+            owner,
+            lease,
+            request: REQUESTS[rng.below(REQUESTS.len() as u64) as usize],
+            latch_ms: *rng.pick(&[150, 20_000]),
+        },
+        90..=94 => Op::ForceUnlock,
+        _ => Op::Sleep,
+    }
+}
+
+struct Keys {
+    name: Vec<u8>,
+    queue: Vec<u8>,
+    deadlines: Vec<u8>,
+    channel: Vec<u8>,
+}
+
+impl Keys {
+    fn of(name: &str) -> Self {
+        let name = name.as_bytes();
+        Self {
+            name: name.to_vec(),
+            queue: rlock_protocol::fair_queue_key(name),
+            deadlines: rlock_protocol::fair_timeout_key(name),
+            channel: rlock_protocol::release_channel(name),
+        }
+    }
+}
+
+/// Runs `op` on `name` as Redisson sends it, with `now` as its clock.
+fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64) -> Result<Value, String> {
+    let keys = Keys::of(name);
+    let now = now.to_string();
+    let (name, queue, deadlines, channel) = (&keys.name[..], &keys.queue[..], &keys.deadlines[..], &keys.channel[..]);
+    let reply = match *op {
+        Op::TryLock { owner, lease } => {
+            let lease = lease.to_string();
+            let args: [&[u8]; 4] = [lease.as_bytes(), owner.as_bytes(), now.as_bytes(), WAIT.as_bytes()];
+            call(con, by_sha, &texts.try_lock, &[name, queue, deadlines], &args)
+        }
+        Op::Lock { owner, lease } => {
+            let lease = lease.to_string();
+            let args: [&[u8]; 4] = [lease.as_bytes(), owner.as_bytes(), WAIT.as_bytes(), now.as_bytes()];
+            call(con, by_sha, &texts.lock, &[name, queue, deadlines], &args)
+        }
+        Op::GiveUp { owner } => {
+            call(con, by_sha, &texts.give_up, &[queue, deadlines], &[owner.as_bytes(), WAIT.as_bytes()])
+        }
+        Op::Unlock { owner, lease, request, latch_ms } => {
+            let (lease, latch_ms) = (lease.to_string(), latch_ms.to_string());
+            let mut args: Vec<&[u8]> = vec![b"0", lease.as_bytes(), owner.as_bytes(), now.as_bytes()];
+            let latch = unlock_latch_key(name, request.as_bytes());
+            let mut keys: Vec<&[u8]> = vec![name, queue, deadlines, channel];
+            match texts.publish {
+                Publish::Fixed => {}
+                Publish::Argument => args.push(b"publish"),
+                Publish::ArgumentAndLatch => {
+                    args.extend([&b"PUBLISH"[..], latch_ms.as_bytes()]);
+                    keys.push(&latch);
+                }
+            }
+            call(con, by_sha, &texts.unlock, &keys, &args)
+        }
+        Op::ForceUnlock => {
+            let mut args: Vec<&[u8]> = vec![b"0", now.as_bytes()];
+            if texts.publish != Publish::Fixed {
+                args.push(b"publish");
+            }
+            call(con, by_sha, &texts.force, &[name, queue, deadlines, channel], &args)
+        }
+        Op::Sleep => unreachable!("no script call"),
+    };
+    reply.map_err(|err| err.to_string())
+}
+
+/// What a twin holds, its name replaced by the Lua twin's: the lock hash,
+/// the queue, the owners with a deadline, the latches (type, value), each
+/// with its PTTL where it has one; and whether every deadline is still
+/// ahead of `now`.
+fn state(con: &mut Connection, name: &str, now: i64) -> (Vec<(String, i64)>, bool) {
+    let keys = Keys::of(name);
+    let mut described = vec![];
+    let mut fields: Vec<(String, String)> = con.hgetall(&keys.name).unwrap();
+    fields.sort();
+    described.push((format!("hash {fields:?}"), con.pttl(&keys.name).unwrap()));
+    let queue: Vec<String> = con.lrange(&keys.queue, 0, -1).unwrap();
+    described.push((format!("queue {queue:?}"), con.pttl(&keys.queue).unwrap()));
+    let deadlines: Vec<(String, i64)> = con.zrange_withscores(&keys.deadlines, 0, -1).unwrap();
+    let waiting: BTreeSet<&String> = deadlines.iter().map(|(owner, _)| owner).collect();
+    described.push((format!("deadlines of {waiting:?}"), con.pttl(&keys.deadlines).unwrap()));
+    for request in REQUESTS {
+        let latch = unlock_latch_key(name.as_bytes(), request.as_bytes());
+        let value: Option<String> = con.get(&latch).unwrap();
+        described.push((format!("latch {request} {value:?}"), con.pttl(&latch).unwrap()));
+    }
+    let ahead = deadlines.iter().all(|(_, deadline)| *deadline > now);
+    (described.into_iter().map(|(what, pttl)| (what.replace(NATIVE, LUA), pttl)).collect(), ahead)
+}
+
+/// The replies Redisson's Java code reads alike.
+fn same_kind(op: &Op, lua: &Result<Value, String>, native: &Result<Value, String>) -> bool {
+    match (op, lua, native) {
+        (_, Err(_), Err(_)) => true,
+        // A queued waiter's hint: Redisson's may be 0 or less, ours is at least 1.
+        (Op::Lock { .. }, Ok(Value::Int(_)), Ok(Value::Int(hint))) => *hint >= 1,
+        _ => lua == native,
+    }
+}
+
+/// The channels of the owners waiting on `name`: where the native side
+/// may tell a head its turn came when the script does not.
+fn waiter_channels(name: &str) -> Vec<String> {
+    OWNERS
+        .iter()
+        .map(|owner| String::from_utf8(rlock_protocol::fair_waiter_channel(name.as_bytes(), owner.as_bytes())).unwrap())
+        .collect()
+}
+
+fn differential(texts: &Texts, seed: &str) {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    for body in [&texts.try_lock, &texts.lock, &texts.give_up, &texts.unlock, &texts.force] {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
+    }
+    let mut rng = Rng::from_env(seed);
+    let (mut calls, mut acquired, mut queued) = (0, 0, 0);
+    for step in 0..300 {
+        let op = random_op(&mut rng);
+        if matches!(op, Op::Sleep) {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        let by_sha = rng.chance(50);
+        // No lease or latch ends between the twins' calls.
+        let now = quiet_now(&mut con, GUARD_MS, |con| {
+            let latches = [LUA, NATIVE].into_iter().flat_map(|name| {
+                REQUESTS.into_iter().map(move |request| unlock_latch_key(name.as_bytes(), request.as_bytes()))
+            });
+            let keys: Vec<Vec<u8>> =
+                [LUA, NATIVE].map(|name| name.as_bytes().to_vec()).into_iter().chain(latches).collect();
+            keys.iter().map(|key| redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap()).collect()
+        });
+        let mut replies = vec![];
+        let messages = publications(&server, |con| {
+            set_mode(con, "off");
+            replies.push(run(con, texts, by_sha, LUA, &op, now));
+            set_mode(con, "native");
+            replies.push(run(con, texts, by_sha, NATIVE, &op, now));
+        });
+        let (lua, native) = (&replies[0], &replies[1]);
+        let context = format!("step {step}: {op:?} (EVALSHA: {by_sha}): {lua:?} / {native:?}");
+        assert!(same_kind(&op, lua, native), "{context}: replies");
+        acquired += usize::from(matches!(op, Op::Lock { .. } | Op::TryLock { .. }) && *lua == Ok(Value::Nil));
+        queued += usize::from(matches!((&op, lua), (Op::Lock { .. }, Ok(Value::Int(_)))));
+        calls += 1;
+        check_messages(&context, messages);
+        let ((lua, lua_ahead), (native, native_ahead)) = (state(&mut con, LUA, now), state(&mut con, NATIVE, now));
+        let same = lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
+            a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= TOLERANCE_MS))
+        });
+        assert!(same && lua_ahead && native_ahead, "{context}: keys\n{lua:?}\n{native:?}");
+    }
+    // Every call on the twin ran natively: the comparison was not Lua's with itself.
+    assert_eq!(family_native_count(&mut con, "fair"), calls as i64);
+    assert!(calls > 200 && acquired > 20 && queued > 20, "{calls} calls, {acquired} acquired, {queued} queued");
+}
+
+/// Keyspace events on the lock hash alike; every script message published
+/// natively too; the native side's others tell a waiter its turn.
+fn check_messages(context: &str, messages: Vec<(String, String)>) {
+    let (mut lua_events, mut native_events, mut lua_messages, mut native_messages) = (vec![], vec![], vec![], vec![]);
+    for (channel, message) in messages {
+        // A lease running out is announced when the server expires the key.
+        if message == "expired" || channel.ends_with(":expired") {
+            continue;
+        }
+        let native = channel.contains(NATIVE) || message.contains(NATIVE);
+        let (channel, message) = (channel.replace(NATIVE, LUA), message.replace(NATIVE, LUA));
+        let on_hash = channel == format!("__keyspace@0__:{LUA}") || message == LUA;
+        match (channel.starts_with("__key"), native) {
+            (true, false) if on_hash => lua_events.push((channel, message)),
+            (true, true) if on_hash => native_events.push((channel, message)),
+            (true, _) => {}
+            (false, false) => lua_messages.push((channel, message)),
+            (false, true) => native_messages.push((channel, message)),
+        }
+    }
+    assert_eq!(lua_events, native_events, "{context}: keyspace events on the lock");
+    let waiters = waiter_channels(LUA);
+    for message in &lua_messages {
+        assert!(native_messages.contains(message), "{context}: {message:?} not published natively");
+    }
+    for (channel, message) in &native_messages {
+        assert!(message == "0" && waiters.contains(channel), "{context}: native message {message} on {channel}");
+    }
+}
+
+// RedissonFairLock's texts: tryLock (no wait), the waiting acquire, the
+// give-up, the unlock, the force unlock.
+const TRY_LOCK_3_31: &str = "d20501c26a30adf6fb0fe9883bbbcc497e6157e2";
+const TRY_LOCK_3_11: &str = "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40";
+const LOCK_3_45: &str = "8f6ed299ffd259f0539c20f89253998c0777ea75";
+const LOCK_3_32: &str = "929defe0321e0a4c943b4244951d3a730b6eaabc";
+const LOCK_3_31: &str = "f453a73adbe05f097ff2810e5e0c0489a9350076";
+const LOCK_3_11: &str = "762bfafa6be221431a0b668685dd15c926483619";
+const GIVE_UP: &str = "d1ddef65ad80886b5d36e023c99930044ddd653a";
+const UNLOCK_3_31: &str = "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6";
+const UNLOCK_3_24: &str = "ca303f8587d0942f8a0021f62338626ca4dd0118";
+const UNLOCK_3_22: &str = "14f85250fb2a386500bf8e4b25a8e95db140ff0c";
+const UNLOCK_3_10: &str = "35d32367b21753c39b55dc64d1906fee627cc9a8";
+const FORCE_3_31: &str = "71ed11d4e4818119ac560b3d670a7f08256afc46";
+const FORCE_3_22: &str = "047c11d7fec40d0102fe9903ff1e19e9a1dec610";
+const FORCE_3_10: &str = "95cdf4b03f82c82edf987c7d216b4b67d861b14f";
+
+/// Runs the differential on the texts of `version` (named by SHA-1).
+fn differential_of(version: &str, shas: [&str; 5], publish: Publish) {
+    differential(&Texts::of(version, shas, publish), &format!("redisson_fair_differential {version}"));
+}
+
+#[test]
+fn redisson_4_7_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("4.7.0", [TRY_LOCK_3_31, LOCK_3_45, GIVE_UP, UNLOCK_3_31, FORCE_3_31], Publish::ArgumentAndLatch);
+}
+
+#[test]
+fn redisson_3_43_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.43.0", [TRY_LOCK_3_31, LOCK_3_32, GIVE_UP, UNLOCK_3_31, FORCE_3_31], Publish::ArgumentAndLatch);
+}
+
+#[test]
+fn redisson_3_31_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.31.0", [TRY_LOCK_3_31, LOCK_3_31, GIVE_UP, UNLOCK_3_31, FORCE_3_31], Publish::ArgumentAndLatch);
+}
+
+#[test]
+fn redisson_3_30_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.30.0", [TRY_LOCK_3_11, LOCK_3_11, GIVE_UP, UNLOCK_3_24, FORCE_3_22], Publish::ArgumentAndLatch);
+}
+
+#[test]
+fn redisson_3_23_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.23.5", [TRY_LOCK_3_11, LOCK_3_11, GIVE_UP, UNLOCK_3_22, FORCE_3_22], Publish::Argument);
+}
+
+#[test]
+fn redisson_3_14_fair_scripts_run_natively_with_the_same_layout_replies_and_messages() {
+    differential_of("3.14.1", [TRY_LOCK_3_11, LOCK_3_11, GIVE_UP, UNLOCK_3_10, FORCE_3_10], Publish::Fixed);
+}

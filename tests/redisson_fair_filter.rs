@@ -1,0 +1,105 @@
+//! The filter on Redisson's fair-lock scripts: the calls it leaves to Lua
+//! (a give-up whose queue key names two locks, a tryLock whose wait is not
+//! Redisson's default), and ACL: the release publishes on the head
+//! waiter's channel, unknown before it runs, so where the filter knows its
+//! caller (Valkey) it rewrites only for users who may publish on every
+//! waiter channel of the lock.
+
+mod redisson_support;
+
+use redis::{Connection, Value};
+use redisson_support::{call, family_native_count, info_field, is_valkey, texts};
+use testkit::{error_text, server_time_ms, unlock_latch_key, Server};
+
+const TRY_LOCK: &str = "d20501c26a30adf6fb0fe9883bbbcc497e6157e2";
+const GIVE_UP: &str = "d1ddef65ad80886b5d36e023c99930044ddd653a";
+const UNLOCK: &str = "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6";
+
+fn fair_texts() -> [Vec<u8>; 3] {
+    texts("4.7.0", &["org/redisson/RedissonFairLock"], [TRY_LOCK, GIVE_UP, UNLOCK])
+}
+
+fn start() -> (Server, [Vec<u8>; 3]) {
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let texts = fair_texts();
+    let mut admin = server.connection();
+    // Lua needs them loaded, as Redisson would after a NOSCRIPT.
+    for body in &texts {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut admin).unwrap();
+    }
+    (server, texts)
+}
+
+/// tryLock() on `name` by `owner`, its taker's wait `wait`.
+fn try_lock(con: &mut Connection, text: &[u8], name: &str, owner: &str, wait: &str) -> redis::RedisResult<Value> {
+    let now = server_time_ms(con).to_string();
+    let keys = [
+        name.as_bytes(),
+        &rlock_protocol::fair_queue_key(name.as_bytes()),
+        &rlock_protocol::fair_timeout_key(name.as_bytes()),
+    ];
+    call(con, true, text, &keys, &[b"30000", owner.as_bytes(), now.as_bytes(), wait.as_bytes()])
+}
+
+/// The unlock of `name` by `owner`.
+fn unlock(con: &mut Connection, text: &[u8], name: &str, owner: &str) -> redis::RedisResult<Value> {
+    let now = server_time_ms(con).to_string();
+    let name = name.as_bytes();
+    let keys = [
+        name,
+        &rlock_protocol::fair_queue_key(name),
+        &rlock_protocol::fair_timeout_key(name),
+        &rlock_protocol::release_channel(name),
+        &unlock_latch_key(name, b"r1"),
+    ];
+    call(con, true, text, &keys, &[b"0", b"30000", owner.as_bytes(), now.as_bytes(), b"publish", b"20000"])
+}
+
+#[test]
+fn calls_the_native_fair_lock_could_not_answer_alike_run_as_lua() {
+    let (server, [try_lock_text, give_up_text, _]) = start();
+    let mut con = server.connection();
+    assert_eq!(try_lock(&mut con, &try_lock_text, "a", "o:1", "5000").unwrap(), Value::Nil);
+    assert_eq!(family_native_count(&mut con, "fair"), 0, "another taker's wait");
+    assert_eq!(try_lock(&mut con, &try_lock_text, "b", "o:1", "300000").unwrap(), Value::Nil);
+    assert_eq!(family_native_count(&mut con, "fair"), 1);
+    // `n` and `{n}` share this queue key: which lock gives up is not known.
+    let give_up = |con: &mut Connection, queue: &str, deadlines: &str| {
+        call(con, true, &give_up_text, &[queue.as_bytes(), deadlines.as_bytes()], &[b"o:2", b"300000"]).unwrap()
+    };
+    assert_eq!(give_up(&mut con, "redisson_lock_queue:{n}", "redisson_lock_timeout:{n}"), Value::Nil);
+    assert_eq!(family_native_count(&mut con, "fair"), 1);
+    assert_eq!(give_up(&mut con, "redisson_lock_queue:{t}n", "redisson_lock_timeout:{t}n"), Value::Nil);
+    assert_eq!(family_native_count(&mut con, "fair"), 2);
+}
+
+#[test]
+fn acl_decides_where_the_filter_knows_its_caller() {
+    let (server, [try_lock_text, _, unlock_text]) = start();
+    let mut admin = server.connection();
+    let valkey = is_valkey(&mut admin);
+    let acl_lua = |admin: &mut Connection| info_field(admin, "rlock", "rlock_redisson_acl_lua");
+    let mut lua_only = server.login("lua-only", &["~*", "&*", "-rfair.acquire"]);
+    let reply = try_lock(&mut lua_only, &try_lock_text, "x", "o:1", "300000");
+    if valkey {
+        // The user may not run RFAIR.ACQUIRE: the script runs as Lua, as it would without the module.
+        assert_eq!(reply.unwrap(), Value::Nil);
+        assert_eq!(acl_lua(&mut admin), "1");
+        assert_eq!(family_native_count(&mut admin, "fair"), 0);
+    } else {
+        // Redis 7.0 cannot tell the filter who calls (README: why the default is off there).
+        assert!(error_text(reply).contains("NOPERM"));
+    }
+    // May publish on one waiter's channel only: the head's is not known before the call.
+    let mut one_channel = server.login("one-channel", &["~*", "&redisson_lock__channel:{y}:o:2"]);
+    assert_eq!(unlock(&mut one_channel, &unlock_text, "y", "o:1").unwrap(), Value::Int(1), "no lock: Lua's 1");
+    if valkey {
+        assert_eq!(acl_lua(&mut admin), "2");
+    }
+    // May publish on every waiter channel of the lock: runs natively.
+    let mut waiters = server.login("waiters", &["~*", "&redisson_lock__channel:*"]);
+    let before = family_native_count(&mut admin, "fair");
+    assert_eq!(try_lock(&mut waiters, &try_lock_text, "z", "o:1", "300000").unwrap(), Value::Nil);
+    assert_eq!(unlock(&mut waiters, &unlock_text, "z", "o:1").unwrap(), Value::Int(1));
+    assert_eq!(family_native_count(&mut admin, "fair"), before + 2);
+}
