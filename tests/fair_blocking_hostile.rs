@@ -88,9 +88,12 @@ fn a_stall_longer_than_the_wait_drops_live_blocked_waiters_and_a_later_caller_ov
 fn debug_sleep_drops_live_blocked_waiters_and_a_newcomer_takes_the_lock() {
     let server = Server::builder().config("enable-debug-command", "yes").start();
     let mut con = server.connection();
-    assert_eq!(fair_acquire(&mut con, "holder", 300, None), Value::Nil);
+    assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let a = blocked(&server, "a", (LONG, 200, 10_000));
     let b = blocked(&server, "b", (LONG, 200, 10_000));
+    // The lease ends within the stall (set only now: a loaded machine may
+    // take long to block the waiters).
+    let _: bool = con.pexpire("f", 300).unwrap();
     let mut sleeper = server.connection();
     let sleep = std::thread::spawn(move || {
         let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query(&mut sleeper).unwrap();

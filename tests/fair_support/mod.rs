@@ -2,7 +2,7 @@
 //! its queue, and a waiter blocked on the server in a thread of its own.
 #![allow(dead_code)] // each test file uses a part
 
-use crate::blocking_support::{info, PATIENCE};
+use crate::blocking_support::PATIENCE;
 use redis::{Commands, Connection, Value};
 use std::thread::JoinHandle;
 use testkit::{error_text, eventually, Server};
@@ -33,8 +33,9 @@ pub fn queue(con: &mut Connection) -> Vec<String> {
 }
 
 /// A fair waiter blocked on `f` in a thread of its own (lease `lease`, wait
-/// `wait`, block `block` ms); returns once the server counts it blocked.
-/// The thread runs `then` after the reply.
+/// `wait`, block `block` ms); returns once its connection is blocked (or
+/// its call already returned: granted at once, on a loaded machine, by a
+/// lease that ran out). The thread runs `then` after the reply.
 pub fn blocked<T: Send + 'static>(
     server: &Server,
     owner: &str,
@@ -42,8 +43,8 @@ pub fn blocked<T: Send + 'static>(
     then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
 ) -> JoinHandle<T> {
     let mut admin = server.connection();
-    let before = info(&mut admin, "blocked");
     let mut con = server.connection();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
     let owner = owner.to_string();
     let handle = std::thread::spawn(move || {
         let mut cmd = redis::cmd("RFAIR.ACQUIRE");
@@ -51,6 +52,12 @@ pub fn blocked<T: Send + 'static>(
         let reply = reply(cmd.query(&mut con));
         then(&mut con, reply)
     });
-    eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
+    eventually("the waiter blocked", PATIENCE, || handle.is_finished() || is_blocked(&mut admin, id));
     handle
+}
+
+/// Whether the client `id` is blocked (`CLIENT LIST` flag `b`).
+fn is_blocked(admin: &mut Connection, id: i64) -> bool {
+    let line: String = redis::cmd("CLIENT").arg("LIST").arg("ID").arg(id).query(admin).unwrap();
+    line.split(' ').any(|field| field.strip_prefix("flags=").is_some_and(|flags| flags.contains('b')))
 }
