@@ -4,12 +4,16 @@
 //! Redisson sends it, what the filter costs every other command, and
 //! Redisson itself end to end.
 
-use crate::raw::encode;
+use crate::raw::{encode, RawConnection};
 use crate::report::{ratio, Table};
-use crate::server_cost::{measure_batches, Style, BATCH, CONNECTIONS, LEASE_MS, OWNER};
+use crate::server_cost::{bench_key, measure_batches, Style, BATCH, CONNECTIONS, LEASE_MS, OWNER};
 use crate::server_info;
+use crate::synchronizers_cost::now_ms;
+use rlock_protocol::{count_down_latch_channel, fair_queue_key, fair_timeout_key, fenced_token_key};
+use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
+use rlock_protocol::{semaphore_channel, DEFAULT_FAIR_WAIT_MS};
 use std::process::Command;
-use testkit::redisson_lock::{scripts, sha1_hex, VERSION};
+use testkit::redisson_lock::{scripts, sha1_hex, texts, VERSION};
 use testkit::{release_channel, unlock_latch_key, Server};
 
 /// Measured passes over the lock-pair rows, and pipelined batches per
@@ -31,6 +35,9 @@ pub struct Headline {
     pub server_time_ratio: f64,
     /// The same for the server's CPU time per pair (the filter included).
     pub server_cpu_ratio: f64,
+    /// The lowest of these two ratios across the family's other pairs.
+    pub family_server_time_ratio: Lowest,
+    pub family_server_cpu_ratio: Lowest,
     /// GET and SET throughput and server CPU per request, module loaded and
     /// filter on, against no module (percent).
     pub get_set_change: Option<(f64, f64, f64)>,
@@ -57,14 +64,24 @@ fn set_mode(server: &Server, mode: &str) {
 /// The section's markdown and its headline figures.
 pub fn run(server: &Server) -> (String, Headline) {
     let (lock_table, (server_time_ratio, server_cpu_ratio)) = lock_pair(server);
+    let (family_table, (family_server_time_ratio, family_server_cpu_ratio)) = family_pairs(server);
     let (get_set_table, get_set_change) = get_set();
     let (java_table, java_ratio) = java(server);
     let text = format!(
         "### Redisson {VERSION}'s lock+unlock pair\n\n{LOCK_PAIR}\n{lock_table}\n\
+         ### Redisson {VERSION}'s other lock-family pairs\n\n{FAMILY_PAIRS}\n{family_table}\n\
          ### The cost to every other command\n\n{GET_SET}\n{get_set_table}\n\
          ### End to end: Redisson on {JAVA_THREADS} threads\n\n{JAVA}\n{java_table}"
     );
-    (text, Headline { server_time_ratio, server_cpu_ratio, get_set_change, java_ratio })
+    let headline = Headline {
+        server_time_ratio,
+        server_cpu_ratio,
+        family_server_time_ratio,
+        family_server_cpu_ratio,
+        get_set_change,
+        java_ratio,
+    };
+    (text, headline)
 }
 
 const LOCK_PAIR: &str = "\
@@ -82,66 +99,147 @@ directly the native commands the filter produces: the gap between the two native
 the filter's own work (matching, and replacing the call's arguments) and the longer request.
 ";
 
+/// A command encoded for a lock name.
+type Setup = fn(&[u8]) -> Vec<u8>;
+
+/// One row of a comparison: a way of sending a pair, the filter mode it
+/// runs with, and what the filter must have counted.
+struct Row<'a> {
+    mode: &'static str,
+    style: Style<'a>,
+    /// Each `INFO rlock` counter (`rlock_redisson_native_<family>`) the
+    /// pair's scripts fall under, with the native commands it stands for,
+    /// each called once a pair: with the filter `native` the counter grows
+    /// by exactly their calls, one each per pair; otherwise not at all.
+    counted: &'static [(&'static str, &'static [&'static str])],
+    /// A command sent on every lock name before the row (after its
+    /// `FLUSHALL`), outside what is measured.
+    setup: Option<Setup>,
+}
+
+/// Measures `rows` as section 1 does (`batches` pipelined batches per
+/// connection), each row on an emptied database (the latch keys pile up
+/// otherwise): an unmeasured pass, then the rows in turn, PASSES times.
+/// Checks that every call went the way its row says. Returns each row's
+/// medians: server µs, server CPU µs per pair, pairs/s.
+fn measure_rows(server: &Server, rows: &[Row], batches: usize) -> Vec<[f64; 3]> {
+    let mut admin = server.connection();
+    let pairs = (CONNECTIONS * BATCH * batches) as f64;
+    let counter = |family: &str| server_info::field(server, "rlock", &format!("rlock_redisson_native_{family}"));
+    let mut passes = vec![[vec![], vec![], vec![]]; rows.len()];
+    for pass in 0..=PASSES {
+        for (row, figures) in rows.iter().zip(&mut passes) {
+            let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
+            if let Some(setup) = row.setup {
+                set_up(server, setup);
+            }
+            set_mode(server, row.mode);
+            let before: Vec<f64> = row.counted.iter().map(|(family, _)| counter(family)).collect();
+            let cpu_before = cpu_usec(server);
+            let measured = measure_batches(server, &row.style, batches);
+            let cpu = (cpu_usec(server) - cpu_before) / pairs;
+            // Every call went the way its row says: all rewritten, or none.
+            for ((family, commands), before) in row.counted.iter().zip(before) {
+                let rewritten = counter(family) - before;
+                let calls: f64 = commands.iter().map(|c| server_info::command_stat(server, c, "calls")).sum();
+                let native = row.mode == "native";
+                let expected = if native { pairs * commands.len() as f64 } else { 0.0 };
+                assert!(
+                    rewritten == expected && (!native || calls == expected),
+                    "{} (filter {}): {rewritten} calls counted as {family} natively, {calls} of {commands:?}, \
+                     expected {expected}",
+                    row.style.label,
+                    row.mode
+                );
+            }
+            if pass > 0 {
+                for (figure, value) in figures.iter_mut().zip([measured.usec_per_pair, cpu, measured.pairs_per_sec]) {
+                    figure.push(value);
+                }
+            }
+        }
+    }
+    set_mode(server, "native");
+    passes.into_iter().map(|row| row.map(|mut values| median(&mut values))).collect()
+}
+
+/// Sends `setup` of every lock name the measurement uses.
+fn set_up(server: &Server, setup: Setup) {
+    let mut connection = RawConnection::connect(server.port());
+    for c in 0..CONNECTIONS {
+        let batch: Vec<u8> = (0..BATCH).flat_map(|i| setup(&bench_key(c, i))).collect();
+        connection.round_trip(&batch, BATCH);
+    }
+}
+
+/// Loads `texts` into the script cache, as Redisson's first call does.
+fn load(server: &Server, texts: &[&Vec<u8>]) {
+    let mut admin = server.connection();
+    for text in texts {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(text.as_slice()).query(&mut admin).unwrap();
+    }
+}
+
+/// `EVALSHA sha numkeys keys... args...`.
+fn evalsha(sha: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
+    let numkeys = keys.len().to_string();
+    encode(&[&[&b"EVALSHA"[..], sha.as_bytes(), numkeys.as_bytes()], keys, args].concat())
+}
+
+/// A fresh request id per call (32 hex digits, as Redisson's).
+fn request_id(unique: u64) -> String {
+    format!("{unique:032x}")
+}
+
 /// Redisson's pair with the filter on and off, and the native commands sent
 /// directly. Returns the table and Lua's server time and CPU over native's.
 fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
     let texts = scripts(VERSION);
     let (acquire_sha, release_sha) = (sha1_hex(&texts.acquire), sha1_hex(&texts.release));
-    let mut admin = server.connection();
-    for text in [&texts.acquire, &texts.release] {
-        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(text.as_slice()).query(&mut admin).unwrap();
-    }
+    load(server, &[&texts.acquire, &texts.release]);
     let lease = LEASE_MS.to_string();
     let latch_ms = rlock_protocol::DEFAULT_LATCH_MS.to_string();
     let (lease, latch_ms) = (lease.as_bytes(), latch_ms.as_bytes());
     let redisson_pair = |key: &[u8], unique: u64| {
-        let (channel, request) = (release_channel(key), format!("{unique:032x}"));
-        let latch = unlock_latch_key(key, request.as_bytes());
+        let (channel, latch) = (release_channel(key), unlock_latch_key(key, request_id(unique).as_bytes()));
         [
-            encode(&[b"EVALSHA", acquire_sha.as_bytes(), b"1", key, lease, OWNER]),
-            encode(&[
-                b"EVALSHA",
-                release_sha.as_bytes(),
-                b"3",
-                key,
-                &channel,
-                &latch,
-                b"0",
-                lease,
-                OWNER,
-                b"publish",
-                latch_ms,
-            ]),
+            evalsha(&acquire_sha, &[key], &[lease, OWNER]),
+            evalsha(&release_sha, &[key, &channel, &latch], &[b"0", lease, OWNER, b"publish", latch_ms]),
         ]
         .concat()
     };
-    let styles = [
-        (
-            "off",
-            Style {
+    const COUNTED: &[(&str, &[&str])] = &[("lock", &["rlock.acquire", "rlock.release"])];
+    let rows = [
+        Row {
+            mode: "off",
+            style: Style {
                 label: "`EVALSHA`, filter `off` (Lua)",
                 commands: &["evalsha"],
                 replies: 2,
                 pair: Box::new(redisson_pair),
             },
-        ),
-        (
-            "native",
-            Style {
+            counted: COUNTED,
+            setup: None,
+        },
+        Row {
+            mode: "native",
+            style: Style {
                 label: "`EVALSHA`, filter `native`",
                 commands: &["rlock.acquire", "rlock.release"],
                 replies: 2,
                 pair: Box::new(redisson_pair),
             },
-        ),
-        (
-            "off",
-            Style {
+            counted: COUNTED,
+            setup: None,
+        },
+        Row {
+            mode: "off",
+            style: Style {
                 label: "`RLOCK.ACQUIRE` + `RLOCK.RELEASE … ID … PX … VIA publish` sent directly",
                 commands: &["rlock.acquire", "rlock.release"],
                 replies: 2,
                 pair: Box::new(|key, unique| {
-                    let request = format!("{unique:032x}");
+                    let request = request_id(unique);
                     [
                         encode(&[b"RLOCK.ACQUIRE", key, OWNER, lease]),
                         encode(&[
@@ -160,32 +258,11 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
                     .concat()
                 }),
             },
-        ),
+            counted: COUNTED,
+            setup: None,
+        },
     ];
-    // An unmeasured warm-up, then the rows in turn, PASSES times, each on an
-    // emptied database (the latch keys pile up otherwise).
-    let mut passes = vec![[vec![], vec![], vec![]]; styles.len()];
-    for pass in 0..=PASSES {
-        for ((mode, style), figures) in styles.iter().zip(&mut passes) {
-            let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
-            set_mode(server, mode);
-            let native_before = server_info::field(server, "rlock", "rlock_redisson_native_lock");
-            let cpu_before = cpu_usec(server);
-            let measured = measure_batches(server, style, BATCHES);
-            let cpu = (cpu_usec(server) - cpu_before) / (CONNECTIONS * BATCH * BATCHES) as f64;
-            // Every call went the way its row says: all rewritten, or none.
-            let rewritten = server_info::field(server, "rlock", "rlock_redisson_native_lock") - native_before;
-            let native_calls: f64 =
-                ["rlock.acquire", "rlock.release"].map(|c| server_info::command_stat(server, c, "calls")).iter().sum();
-            assert_eq!(rewritten, if *mode == "native" { native_calls } else { 0.0 }, "{}", style.label);
-            if pass > 0 {
-                for (figure, value) in figures.iter_mut().zip([measured.usec_per_pair, cpu, measured.pairs_per_sec]) {
-                    figure.push(value);
-                }
-            }
-        }
-    }
-    set_mode(server, "native");
+    let medians = measure_rows(server, &rows, BATCHES);
     let mut table = Table::new(&[
         "Redisson's lock+unlock",
         "server µs per pair",
@@ -195,11 +272,10 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
         "pairs/s pipelined",
         "this ÷ Lua",
     ]);
-    let medians: Vec<[f64; 3]> = passes.into_iter().map(|row| row.map(|mut values| median(&mut values))).collect();
     let [lua_usec, lua_cpu, lua_rate] = medians[0];
-    for ((_, style), [usec, cpu, rate]) in styles.iter().zip(&medians) {
+    for (row, [usec, cpu, rate]) in rows.iter().zip(&medians) {
         table.row(vec![
-            style.label.into(),
+            row.style.label.into(),
             format!("{usec:.2}"),
             ratio(lua_usec, *usec),
             format!("{cpu:.2}"),
@@ -209,6 +285,212 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
         ]);
     }
     (table, (lua_usec / medians[1][0], lua_cpu / medians[1][1]))
+}
+
+const FAMILY_PAIRS: &str = "\
+The other primitives' scripts, read from Redisson's jar and found by SHA-1, sent as Redisson sends
+them (`EVALSHA`, the keys and channels it derives from the name, the owner above, lease 30000,
+`publish`, a fresh unlock latch key per release with a 20000 ms latch), one pair per primitive on
+fresh names: the fair lock's `lock()` (`tryLockInnerAsync` with Redisson's default fair wait,
+300000 ms, and the caller's clock as `now`) and `unlock()`; the read lock's acquire and release;
+the semaphore's `tryAcquire(1)` and `release(1)`, its key set to 1 permit before each row (a
+plain `SET`, not counted); the count-down latch's `trySetCount(1)` and `countDown()` (which
+deletes the key, so every pair starts from none); the fenced lock's `lockAndGetToken()` and the
+unlock it shares with RLock. Measured as the rows above (same connections and batch size, each
+row on an emptied database, an unmeasured pass, then three passes with the rows taking turns,
+medians), 30,000 pairs a row. With the filter `native`, server time is that of the native
+commands the calls became; every row checks that `INFO rlock`'s `rlock_redisson_native_<family>`
+counters grew by exactly one per call with the filter `native`, and not at all with it `off`.
+";
+
+// Redisson 4.7.0's texts of each pair, by SHA-1.
+const FAIR_LOCK_SHA: &str = "8f6ed299ffd259f0539c20f89253998c0777ea75";
+const FAIR_UNLOCK_SHA: &str = "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6";
+const READ_LOCK_SHA: &str = "95553a6ff11176c18e71344e89d116b06fd6f753";
+const READ_UNLOCK_SHA: &str = "6e1b10e11ac0a3ed8e902562ecd32ce01b553039";
+const SEMAPHORE_TRY_ACQUIRE_SHA: &str = "c7dc9d189c1715465a31a06ddbc008585e0c20be";
+const SEMAPHORE_RELEASE_SHA: &str = "ae27582488dd01f4e238cc0733a12146d410eb44";
+const LATCH_TRY_SET_COUNT_SHA: &str = "2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892";
+const LATCH_COUNT_DOWN_SHA: &str = "38060fab26b0e7c5982a5cfd7ad542e44d3da19b";
+const FENCED_LOCK_SHA: &str = "49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45";
+
+/// Pipelined batches per connection in each family row (half the lock
+/// pair's): 10 rows over four passes stay within about half a minute.
+const FAMILY_BATCHES: usize = 150;
+
+/// One of the family's operation pairs.
+struct OpPair<'a> {
+    name: &'static str,
+    /// The native commands the filter turns the pair into.
+    commands: &'static [&'static str],
+    counted: &'static [(&'static str, &'static [&'static str])],
+    replies: usize,
+    setup: Option<Setup>,
+    #[allow(clippy::type_complexity)]
+    pair: Box<dyn Fn(&[u8], u64) -> Vec<u8> + Sync + 'a>,
+}
+
+/// The lowest Lua ÷ native ratio across the family's pairs, and that pair.
+pub type Lowest = (f64, &'static str);
+
+/// The family's pairs, Lua and native. Returns the table and the lowest
+/// server-time and server-CPU ratios.
+fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest)) {
+    let text = |class: &str, shas: [&str; 2]| texts(VERSION, &[&format!("org/redisson/{class}")], shas);
+    let fair = text("RedissonFairLock", [FAIR_LOCK_SHA, FAIR_UNLOCK_SHA]);
+    let read = text("RedissonReadLock", [READ_LOCK_SHA, READ_UNLOCK_SHA]);
+    let semaphore = text("RedissonSemaphore", [SEMAPHORE_TRY_ACQUIRE_SHA, SEMAPHORE_RELEASE_SHA]);
+    let latch = text("RedissonCountDownLatch", [LATCH_TRY_SET_COUNT_SHA, LATCH_COUNT_DOWN_SHA]);
+    let fenced = texts(VERSION, &["org/redisson/RedissonFencedLock"], [FENCED_LOCK_SHA]);
+    let unlock = scripts(VERSION).release;
+    let unlock_sha = sha1_hex(&unlock);
+    load(server, &[&fair[0], &fair[1], &read[0], &read[1], &semaphore[0], &semaphore[1], &latch[0], &latch[1]]);
+    load(server, &[&fenced[0], &unlock]);
+    let lease = LEASE_MS.to_string();
+    let latch_ms = rlock_protocol::DEFAULT_LATCH_MS.to_string();
+    let wait = DEFAULT_FAIR_WAIT_MS.to_string();
+    let (lease, latch_ms, wait) = (lease.as_bytes(), latch_ms.as_bytes(), wait.as_bytes());
+    let latch_key = |key: &[u8], unique: u64| unlock_latch_key(key, request_id(unique).as_bytes());
+    let pairs = [
+        OpPair {
+            name: "fair lock: `lock()` + `unlock()`",
+            commands: &["rfair.acquire", "rfair.release"],
+            counted: &[("fair", &["rfair.acquire", "rfair.release"])],
+            replies: 2,
+            setup: None,
+            pair: Box::new(|key, unique| {
+                let (queue, deadlines, channel) = (fair_queue_key(key), fair_timeout_key(key), release_channel(key));
+                let now = now_ms().to_string();
+                let now = now.as_bytes();
+                [
+                    evalsha(FAIR_LOCK_SHA, &[key, &queue, &deadlines], &[lease, OWNER, wait, now]),
+                    evalsha(
+                        FAIR_UNLOCK_SHA,
+                        &[key, &queue, &deadlines, &channel, &latch_key(key, unique)],
+                        &[b"0", lease, OWNER, now, b"publish", latch_ms],
+                    ),
+                ]
+                .concat()
+            }),
+        },
+        OpPair {
+            name: "read lock: acquire + release",
+            commands: &["rrw.acquire", "rrw.release"],
+            counted: &[("rwlock", &["rrw.acquire", "rrw.release"])],
+            replies: 2,
+            setup: None,
+            pair: Box::new(|key, unique| {
+                let holds = rwlock_timeout_prefix(key, OWNER);
+                [
+                    evalsha(READ_LOCK_SHA, &[key, &holds], &[lease, OWNER, &rwlock_write_field(OWNER)]),
+                    evalsha(
+                        READ_UNLOCK_SHA,
+                        &[key, &rwlock_channel(key), &holds, &rwlock_key_prefix(key), &latch_key(key, unique)],
+                        &[b"0", OWNER, b"publish", latch_ms],
+                    ),
+                ]
+                .concat()
+            }),
+        },
+        OpPair {
+            name: "semaphore: `tryAcquire()` + `release()`",
+            commands: &["rsem.tryacquire", "rsem.release"],
+            counted: &[("semaphore", &["rsem.tryacquire", "rsem.release"])],
+            replies: 2,
+            setup: Some(|key| encode(&[b"SET", key, b"1"])),
+            pair: Box::new(|key, _| {
+                [
+                    evalsha(SEMAPHORE_TRY_ACQUIRE_SHA, &[key], &[b"1"]),
+                    evalsha(SEMAPHORE_RELEASE_SHA, &[key, &semaphore_channel(key)], &[b"1", b"publish"]),
+                ]
+                .concat()
+            }),
+        },
+        OpPair {
+            name: "count-down latch: `trySetCount(1)` + `countDown()`",
+            commands: &["rlatch.trysetcount", "rlatch.countdown"],
+            counted: &[("latch", &["rlatch.trysetcount", "rlatch.countdown"])],
+            replies: 2,
+            setup: None,
+            pair: Box::new(|key, _| {
+                let channel = count_down_latch_channel(key);
+                [
+                    evalsha(LATCH_TRY_SET_COUNT_SHA, &[key, &channel], &[b"1", b"1", b"publish"]),
+                    evalsha(LATCH_COUNT_DOWN_SHA, &[key, &channel], &[b"0", b"publish"]),
+                ]
+                .concat()
+            }),
+        },
+        OpPair {
+            name: "fenced lock: `lockAndGetToken()` + `unlock()` (RLock's)",
+            commands: &["rfenced.acquire", "rlock.release"],
+            counted: &[("fenced", &["rfenced.acquire"]), ("lock", &["rlock.release"])],
+            // The acquire replies `[-1, token]`: three lines.
+            replies: 4,
+            setup: None,
+            pair: Box::new(|key, unique| {
+                let (channel, latch) = (release_channel(key), latch_key(key, unique));
+                [
+                    evalsha(FENCED_LOCK_SHA, &[key, &fenced_token_key(key)], &[lease, OWNER]),
+                    evalsha(&unlock_sha, &[key, &channel, &latch], &[b"0", lease, OWNER, b"publish", latch_ms]),
+                ]
+                .concat()
+            }),
+        },
+    ];
+    let rows: Vec<Row> = pairs
+        .iter()
+        .flat_map(|op| {
+            [("off", &["evalsha"][..]), ("native", op.commands)].map(|(mode, commands)| {
+                let pair = &op.pair;
+                Row {
+                    mode,
+                    style: Style {
+                        label: op.name,
+                        commands,
+                        replies: op.replies,
+                        pair: Box::new(move |k, u| pair(k, u)),
+                    },
+                    counted: op.counted,
+                    setup: op.setup,
+                }
+            })
+        })
+        .collect();
+    let medians = measure_rows(server, &rows, FAMILY_BATCHES);
+    let mut table = Table::new(&[
+        "Redisson's pair",
+        "filter",
+        "server µs per pair",
+        "Lua ÷ this",
+        "server CPU µs per pair",
+        "Lua ÷ this",
+        "pairs/s pipelined",
+        "this ÷ Lua",
+    ]);
+    let (mut lowest_time, mut lowest_cpu): (Lowest, Lowest) = ((f64::INFINITY, ""), (f64::INFINITY, ""));
+    for (op, [lua, native]) in pairs.iter().zip(medians.chunks(2).map(|m| [m[0], m[1]])) {
+        let [lua_usec, lua_cpu, lua_rate] = lua;
+        for (mode, [usec, cpu, rate]) in [("`off` (Lua)", lua), ("`native`", native)] {
+            table.row(vec![
+                op.name.into(),
+                mode.into(),
+                format!("{usec:.2}"),
+                ratio(lua_usec, usec),
+                format!("{cpu:.2}"),
+                ratio(lua_cpu, cpu),
+                format!("{rate:.0}"),
+                ratio(rate, lua_rate),
+            ]);
+        }
+        if lua_usec / native[0] < lowest_time.0 {
+            lowest_time = (lua_usec / native[0], op.name);
+        }
+        if lua_cpu / native[1] < lowest_cpu.0 {
+            lowest_cpu = (lua_cpu / native[1], op.name);
+        }
+    }
+    (table, (lowest_time, lowest_cpu))
 }
 
 const GET_SET: &str = "\

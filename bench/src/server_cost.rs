@@ -43,6 +43,11 @@ fn measure(server: &Server, style: &Style) -> Measurement {
     measure_batches(server, style, BATCHES)
 }
 
+/// The lock name of connection `c`'s `i`th pair in every batch.
+pub fn bench_key(c: usize, i: usize) -> Vec<u8> {
+    format!("bench:{c}:{i}").into_bytes()
+}
+
 /// [`measure`] with `batches` pipelined batches per connection.
 pub fn measure_batches(server: &Server, style: &Style, batches: usize) -> Measurement {
     let mut admin = server.connection();
@@ -52,7 +57,7 @@ pub fn measure_batches(server: &Server, style: &Style, batches: usize) -> Measur
         for c in 0..CONNECTIONS {
             scope.spawn(move || {
                 let mut connection = RawConnection::connect(server.port());
-                let keys: Vec<Vec<u8>> = (0..BATCH).map(|i| format!("bench:{c}:{i}").into_bytes()).collect();
+                let keys: Vec<Vec<u8>> = (0..BATCH).map(|i| bench_key(c, i)).collect();
                 for round in 0..batches {
                     let unique = ((c * batches + round) * BATCH) as u64;
                     let batch: Vec<u8> =

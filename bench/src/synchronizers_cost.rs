@@ -68,7 +68,8 @@ fn semaphore(server: &Server) -> Family {
     measure(server, "semaphore: release + acquire", styles)
 }
 
-fn now_ms() -> i64 {
+/// The wall clock in ms since the epoch, as Redisson sends `now`.
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
