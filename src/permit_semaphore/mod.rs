@@ -21,6 +21,10 @@
 #[cfg(test)]
 mod tests;
 
+mod redisson;
+mod script;
+pub use script::ScriptCount;
+
 #[cfg(not(test))]
 mod commands;
 

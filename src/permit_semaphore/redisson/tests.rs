@@ -1,0 +1,69 @@
+use crate::redisson::scripts::{identify, rewrite, Rewrite};
+
+const AVAILABLE: &[u8] = b"26b3972b2c9e617556282f404cb79709d746a713";
+const ACQUIRED: &[u8] = b"6f0b0be79a0c146c778cb14f40c10eb5b706e574";
+const PERMITS: &[u8] = b"e242db5c1c68811b0d26a41937dcf22415b6d872";
+const TIMEOUTS: &[u8] = b"{s}:timeout";
+const CHANNEL: &[u8] = b"redisson_sc:{s}";
+const NOW: &[u8] = b"1700000000000";
+
+/// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
+/// numkeys on), checking the text is the permit-expirable semaphore's.
+fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+    let (family, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
+    assert_eq!(family.name, "permit_semaphore");
+    let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
+    rewrite(known, &call, cluster)
+}
+
+fn native(args: &[&str]) -> Option<Rewrite> {
+    let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
+    Some(Rewrite { argv, channel: Some(CHANNEL.to_vec()) })
+}
+
+#[test]
+fn calls_as_redisson_sends_them_become_rpsem_commands_at_the_scripts_clock() {
+    let cases: [(&[u8], &[&[u8]], &[&str]); 5] = [
+        (AVAILABLE, &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"publish"], &["RPSEM.AVAILABLE", "s", "AT", "1700000000000"]),
+        (ACQUIRED, &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"SPUBLISH"], &["RPSEM.ACQUIRED", "s", "AT", "1700000000000"]),
+        (PERMITS, &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"publish"], &["RPSEM.PERMITS", "s", "AT", "1700000000000"]),
+        (PERMITS, &[b"3", b"s", TIMEOUTS, CHANNEL, b"0", b"publish"], &["RPSEM.PERMITS", "s", "AT", "0"]),
+        (AVAILABLE, &[b"3", b"s", TIMEOUTS, CHANNEL, b"9007199254740992", b"publish"], &[
+            "RPSEM.AVAILABLE",
+            "s",
+            "AT",
+            "9007199254740992",
+        ]),
+    ];
+    for (sha, args, expected) in cases {
+        let publish = if args[5].eq_ignore_ascii_case(b"spublish") { "SPUBLISH" } else { "PUBLISH" };
+        let expected: Vec<&str> = expected.iter().copied().chain(["VIA", publish]).collect();
+        assert_eq!(rewritten(sha, args, false), native(&expected), "{args:?}");
+        assert_eq!(rewritten(sha, args, true), native(&expected), "{args:?} in a cluster");
+    }
+}
+
+#[test]
+fn calls_the_command_would_answer_otherwise_stay_with_lua() {
+    let cases: [(&[u8], bool); 13] = [
+        (b"3 s {s}:timeout redisson_sc:{s} 1700000000000 del", false),
+        (b"3 s {s}:timeout redisson_sc:{s} 1700000000000", false),
+        (b"3 s {s}:timeout redisson_sc:{s} 1700000000000 publish x", false),
+        (b"3 s {t}:timeout redisson_sc:{s} 1700000000000 publish", false),
+        (b"3 s s:timeout redisson_sc:{s} 1700000000000 publish", false),
+        (b"3 s {s}:timeout redisson_sc:s 1700000000000 publish", false),
+        (b"2 s {s}:timeout 1700000000000 publish", false),
+        (b"3 s {s}:timeout redisson_sc:{s} 01700000000000 publish", false),
+        (b"3 s {s}:timeout redisson_sc:{s} -1 publish", false),
+        (b"3 s {s}:timeout redisson_sc:{s} 1.5 publish", false),
+        (b"3 s {s}:timeout redisson_sc:{s} +5 publish", false),
+        (b"3 s {s}:timeout redisson_sc:{s} 9007199254740993 publish", false),
+        (b"3 s {s}:timeout redisson_sc:{s} inf publish", false),
+    ];
+    for sha in [AVAILABLE, ACQUIRED, PERMITS] {
+        for (call, cluster) in cases {
+            let args: Vec<&[u8]> = call.split(|byte| *byte == b' ').collect();
+            assert_eq!(rewritten(sha, &args, cluster), None, "{}", String::from_utf8_lossy(call));
+        }
+    }
+}
