@@ -23,7 +23,6 @@ mod tests;
 
 mod redisson;
 mod script;
-pub use script::ScriptCount;
 
 #[cfg(not(test))]
 mod commands;

@@ -2,7 +2,8 @@ use super::{script_clock, AT, KEY_FLAGS};
 use crate::commands::args::VIA;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::permit_semaphore::{PermitSemaphore, ScriptCount};
+use crate::permit_semaphore::script::ScriptCount;
+use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 

@@ -7,6 +7,10 @@ const TIMEOUTS: &[u8] = b"{s}:timeout";
 const CHANNEL: &[u8] = b"redisson_sc:{s}";
 const NOW: &[u8] = b"1700000000000";
 
+/// A text's SHA-1, the call's numkeys, keys and arguments, and the native
+/// argv before its `VIA`.
+type Case = (&'static [u8], &'static [&'static [u8]], &'static [&'static str]);
+
 /// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
 /// numkeys on), checking the text is the permit-expirable semaphore's.
 fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
@@ -23,17 +27,20 @@ fn native(args: &[&str]) -> Option<Rewrite> {
 
 #[test]
 fn calls_as_redisson_sends_them_become_rpsem_commands_at_the_scripts_clock() {
-    let cases: [(&[u8], &[&[u8]], &[&str]); 5] = [
-        (AVAILABLE, &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"publish"], &["RPSEM.AVAILABLE", "s", "AT", "1700000000000"]),
+    let cases: [Case; 5] = [
+        (
+            AVAILABLE,
+            &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"publish"],
+            &["RPSEM.AVAILABLE", "s", "AT", "1700000000000"],
+        ),
         (ACQUIRED, &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"SPUBLISH"], &["RPSEM.ACQUIRED", "s", "AT", "1700000000000"]),
         (PERMITS, &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"publish"], &["RPSEM.PERMITS", "s", "AT", "1700000000000"]),
         (PERMITS, &[b"3", b"s", TIMEOUTS, CHANNEL, b"0", b"publish"], &["RPSEM.PERMITS", "s", "AT", "0"]),
-        (AVAILABLE, &[b"3", b"s", TIMEOUTS, CHANNEL, b"9007199254740992", b"publish"], &[
-            "RPSEM.AVAILABLE",
-            "s",
-            "AT",
-            "9007199254740992",
-        ]),
+        (
+            AVAILABLE,
+            &[b"3", b"s", TIMEOUTS, CHANNEL, b"9007199254740992", b"publish"],
+            &["RPSEM.AVAILABLE", "s", "AT", "9007199254740992"],
+        ),
     ];
     for (sha, args, expected) in cases {
         let publish = if args[5].eq_ignore_ascii_case(b"spublish") { "SPUBLISH" } else { "PUBLISH" };

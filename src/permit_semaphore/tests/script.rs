@@ -1,0 +1,52 @@
+//! The `AT now_ms` form: Redisson's 3.22+ scripts on their own clock.
+
+use super::*;
+use crate::permit_semaphore::script::ScriptCount;
+
+/// The script's clock, later than the server's `NOW` the keyspace has.
+const AT: i64 = NOW + 1_000;
+
+#[test]
+fn the_reads_reclaim_every_permit_scored_0_to_the_scripts_clock() {
+    let expirable = PermitSemaphore::new(b"s");
+    let taken = [("a", NOW + 200), ("b", AT), ("c", AT + 1), ("d", NEVER), ("n", -5)];
+    let mut keys = Keys::at(semaphore(Some("-1"), &taken, None), NOW);
+    assert_eq!(expirable.available_like_script(&mut keys, AT), Ok(ScriptCount::Integer(1)), "2 back: INCRBY's reply");
+    assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} 1"), "{:?}", keys.effects);
+    assert_eq!(expirable.available_like_script(&mut keys, AT), Ok(ScriptCount::Stored(b"1".to_vec())), "GET's");
+    assert_eq!(expirable.acquired_like_script(&mut keys, AT), Ok(2), "ZCOUNT 0 +inf leaves out n");
+    assert_eq!(expirable.permits_like_script(&mut keys, AT), Ok(3));
+    assert_eq!(after(&keys).1.len(), 3);
+}
+
+/// The count and permits stored; what availablePermits and getPermits reply.
+type Found = (Option<&'static str>, &'static [(&'static str, i64)], Result<ScriptCount>, Result<i64>);
+
+#[test]
+fn the_reads_answer_as_the_scripts_on_what_they_find() {
+    let expirable = PermitSemaphore::new(b"s");
+    let cases: [Found; 5] = [
+        (None, &[], Ok(ScriptCount::Integer(0)), Ok(0)),
+        (Some("1.5"), &[("d", NEVER)], Ok(ScriptCount::Stored(b"1.5".to_vec())), Ok(2)),
+        (Some("five"), &[], Ok(ScriptCount::Stored(b"five".to_vec())), Err(LockError::StoredNotInteger(b"s".to_vec()))),
+        (None, &[("d", NEVER)], Ok(ScriptCount::Integer(0)), Ok(0)),
+        (Some("1e300"), &[], Ok(ScriptCount::Stored(b"1e300".to_vec())), Ok(i64::MIN)),
+    ];
+    for (count, taken, available, permits) in cases {
+        let mut keys = Keys::at(semaphore(count, taken, None), NOW);
+        assert_eq!(expirable.available_like_script(&mut keys, AT), available, "{count:?}");
+        assert_eq!(expirable.permits_like_script(&mut keys, AT), permits, "{count:?}");
+        assert!(keys.effects.is_empty(), "{count:?}: {:?}", keys.effects);
+    }
+}
+
+#[test]
+fn a_count_that_is_no_integer_fails_after_the_zrem_as_in_lua() {
+    let expirable = PermitSemaphore::new(b"s");
+    let mut keys = Keys::at(semaphore(Some("five"), &[("a", NOW), ("b", NEVER)], None), NOW);
+    assert_eq!(expirable.acquired_like_script(&mut keys, AT), Err(LockError::StoredNotInteger(b"s".to_vec())));
+    assert_eq!(after(&keys), (Some("five".to_owned()), vec![("b".to_owned(), NEVER)]));
+    let mut keys = Keys::at(vec![("s", Keys::string("1"), None), (T, Keys::string("x"), None)], NOW);
+    assert_eq!(expirable.permits_like_script(&mut keys, AT), Err(LockError::DerivedWrongType(T.as_bytes().to_vec())));
+    assert!(keys.effects.is_empty());
+}

@@ -1,0 +1,213 @@
+//! Redisson's permit-expirable semaphore scripts that run natively
+//! (availablePermits, acquiredPermits, getPermits; trySetPermits, which is
+//! RSemaphore's text) run through Lua on one semaphore and through the
+//! filter's native rewrite on a twin, on one server, in random sequences
+//! of EVAL and EVALSHA calls, between the steps that stay with Lua on both
+//! twins (tryAcquire, tryRelease, addPermits) and writes of other kinds:
+//! replies, keys (the count and the permits' sorted set), TTLs, keyspace
+//! notifications and published messages must be the same. The clock is
+//! the test's, as Redisson's is the client's: it moves past leases.
+
+mod redisson_support;
+
+use redis::{Cmd, Commands, Connection, RedisResult, Value};
+use redisson_support::twins::Twins;
+use redisson_support::{family_native_count, load, script_call, texts, VERSION};
+use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use testkit::{Rng, Server};
+
+const CLASS: &str = "org/redisson/RedissonPermitExpirableSemaphore";
+const TWINS: Twins = Twins { lua: "lua-psem", native: "nat-psem" };
+const IDS: [&str; 6] = ["a1", "b2", "c3", "d4", "e5", "f6"];
+/// What a clobber stores at the name: strings, or a hash (empty).
+const CLOBBERS: [&str; 4] = ["five", "1.5", "", "2e0"];
+
+/// One release's texts (3.22.0 .. 4.7.0 share the rewritten ones).
+struct Texts {
+    try_acquire: Vec<u8>,
+    release: Vec<u8>,
+    add_permits: Vec<u8>,
+    try_set_permits: Vec<u8>,
+    available: Vec<u8>,
+    acquired: Vec<u8>,
+    permits: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Rewritten: trySetPermits (RSemaphore's family), and the reads.
+    TrySetPermits(u64),
+    Available,
+    Acquired,
+    Permits,
+    /// Lua on both twins: permits taken for a lease (-1: never expires).
+    TryAcquire(Vec<&'static str>, i64),
+    Release(&'static str),
+    AddPermits(i64),
+    /// Plain commands on both twins (a delete takes both keys).
+    Delete,
+    Expire,
+    Clobber(&'static str),
+    ClobberTimeouts,
+    /// The clock moves on this many ms.
+    Tick(i64),
+}
+
+fn random_op(rng: &mut Rng) -> Op {
+    match rng.below(100) {
+        0..=9 => Op::TrySetPermits(*rng.pick(&[0, 1, 3, 9_007_199_254_740_993])),
+        10..=21 => Op::Available,
+        22..=31 => Op::Acquired,
+        32..=43 => Op::Permits,
+        44..=59 => {
+            let ids = (0..=rng.below(2)).map(|_| *rng.pick(&IDS)).collect();
+            Op::TryAcquire(ids, *rng.pick(&[-1, 100, 500, 3_000]))
+        }
+        60..=67 => Op::Release(IDS[rng.below(IDS.len() as u64) as usize]),
+        68..=72 => Op::AddPermits(*rng.pick(&[-2, 1, 4])),
+        73..=77 => Op::Delete,
+        78..=80 => Op::Expire,
+        81..=82 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as u64) as usize]),
+        83 if rng.chance(30) => Op::ClobberTimeouts,
+        _ => Op::Tick(*rng.pick(&[50, 200, 700, 2_000])),
+    }
+}
+
+/// The script call of `op` on `name` at `now`; `None` for plain steps.
+fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &str) -> Option<Cmd> {
+    let (timeouts, channel) = (permit_timeout_key(name.as_bytes()), semaphore_channel(name.as_bytes()));
+    let (name, publish) = (name.as_bytes(), publish.as_bytes());
+    let [at, never] = [now.to_string(), PERMIT_NEVER_EXPIRES.to_string()];
+    let (count, until, delta);
+    let (text, keys, argv): (&[u8], Vec<&[u8]>, Vec<&[u8]>) = match op {
+        Op::TrySetPermits(n) => {
+            count = n.to_string();
+            (&texts.try_set_permits, vec![name, &channel], vec![count.as_bytes(), publish])
+        }
+        Op::Available | Op::Acquired | Op::Permits => {
+            let text = match op {
+                Op::Available => &texts.available,
+                Op::Acquired => &texts.acquired,
+                _ => &texts.permits,
+            };
+            (text, vec![name, &timeouts, &channel], vec![at.as_bytes(), publish])
+        }
+        Op::TryAcquire(ids, lease) => {
+            count = ids.len().to_string();
+            until = if *lease < 0 { never.clone() } else { (now + lease).to_string() };
+            let head = [count.as_bytes(), until.as_bytes(), at.as_bytes(), never.as_bytes(), publish];
+            let argv = head.into_iter().chain(ids.iter().map(|id| id.as_bytes())).collect();
+            (&texts.try_acquire, vec![name, &timeouts, &channel], argv)
+        }
+        Op::Release(id) => {
+            (&texts.release, vec![name, &channel, &timeouts], vec![id.as_bytes(), b"1", at.as_bytes(), publish])
+        }
+        Op::AddPermits(d) => {
+            delta = d.to_string();
+            (&texts.add_permits, vec![name, &channel], vec![delta.as_bytes(), publish])
+        }
+        _ => return None,
+    };
+    Some(script_call(by_sha, text, &keys, &argv))
+}
+
+/// Whether `op` is a call the filter rewrites.
+fn rewritten(op: &Op) -> bool {
+    matches!(op, Op::TrySetPermits(_) | Op::Available | Op::Acquired | Op::Permits)
+}
+
+/// A step that stays with Lua, or a plain write, on `name`.
+fn prepare(con: &mut Connection, texts: &Texts, name: &str, op: &Op, now: i64) {
+    let timeouts = permit_timeout_key(name.as_bytes());
+    match op {
+        Op::Delete => {
+            let _: () = con.del(&[name.as_bytes(), &timeouts]).unwrap();
+        }
+        Op::Expire => {
+            let _: bool = con.pexpire(name, 300).unwrap();
+        }
+        Op::Clobber(value) => {
+            let _: () = con.del(name).unwrap();
+            let _: () = if value.is_empty() { con.hset(name, "field", "1") } else { con.set(name, value) }.unwrap();
+        }
+        Op::ClobberTimeouts => {
+            let _: () = con.set(&timeouts, "x").unwrap();
+        }
+        _ => {
+            let call = script(texts, false, name, op, now, "publish").expect("a call");
+            let _: RedisResult<Value> = call.query(con);
+        }
+    }
+}
+
+fn both_keys(name: &str) -> Vec<Vec<u8>> {
+    vec![name.as_bytes().to_vec(), permit_timeout_key(name.as_bytes())]
+}
+
+fn differential(texts: &Texts, seed: &str) {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    let all = [&texts.try_acquire, &texts.release, &texts.add_permits, &texts.try_set_permits];
+    let bodies: Vec<&[u8]> =
+        all.into_iter().chain([&texts.available, &texts.acquired, &texts.permits]).map(Vec::as_slice).collect();
+    load(&mut con, &bodies);
+    let mut control = server.connection();
+    let mut rng = Rng::from_env(seed);
+    let mut now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    let (mut reads, mut sets, mut errors) = (0, 0, 0);
+    for step in 0..400 {
+        let op = random_op(&mut rng);
+        if let Op::Tick(ms) = op {
+            now += ms;
+            if ms >= 700 {
+                std::thread::sleep(Duration::from_millis(350));
+            }
+            continue;
+        }
+        if !rewritten(&op) {
+            for name in [TWINS.lua, TWINS.native] {
+                prepare(&mut con, texts, name, &op, now);
+            }
+            continue;
+        }
+        let (by_sha, publish) = (rng.chance(50), *rng.pick(&["publish", "PUBLISH", "spublish"]));
+        let context = format!("step {step}: {op:?} at {now} (EVALSHA: {by_sha}, {publish})");
+        let call = |name: &str| script(texts, by_sha, name, &op, now, publish).expect("a call");
+        errors += usize::from(TWINS.check(&server, [&mut con, &mut control], &context, false, call, both_keys));
+        if matches!(op, Op::TrySetPermits(_)) {
+            sets += 1;
+        } else {
+            reads += 1;
+        }
+    }
+    // Every call on the twin ran natively: the comparison was not Lua's with itself.
+    assert_eq!(family_native_count(&mut con, "permit_semaphore"), reads);
+    assert_eq!(family_native_count(&mut con, "semaphore"), sets);
+    assert!(reads > 80 && (errors as i64) < reads / 2, "{reads} reads, {sets} sets, {errors} errors");
+}
+
+fn texts_of(version: &str) -> Texts {
+    let shas = [
+        "992c96b09a3d8ea0b37f5dc12e5347a44d93909d",
+        "4ce079451bee2993ce00c8a4e205b536c6ccad67",
+        "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0",
+        "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
+        "26b3972b2c9e617556282f404cb79709d746a713",
+        "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
+        "e242db5c1c68811b0d26a41937dcf22415b6d872",
+    ];
+    let [try_acquire, release, add_permits, try_set_permits, available, acquired, permits] =
+        texts(version, &[CLASS], shas);
+    Texts { try_acquire, release, add_permits, try_set_permits, available, acquired, permits }
+}
+
+#[test]
+fn redissons_permit_semaphore_reads_run_natively_as_they_run_in_lua() {
+    differential(&texts_of(VERSION), "redisson_permit_semaphore_differential");
+}
+
+#[test]
+fn redisson_3_23_5s_permit_semaphore_reads_run_natively_as_they_run_in_lua() {
+    differential(&texts_of("3.23.5"), "redisson_permit_semaphore_differential_3.23.5");
+}
