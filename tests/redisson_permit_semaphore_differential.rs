@@ -1,9 +1,10 @@
 //! Redisson's permit-expirable semaphore scripts that run natively
-//! (availablePermits, acquiredPermits, getPermits; trySetPermits, which is
-//! RSemaphore's text) run through Lua on one semaphore and through the
-//! filter's native rewrite on a twin, on one server, in random sequences
-//! of EVAL and EVALSHA calls, between the steps that stay with Lua on both
-//! twins (tryAcquire, tryRelease, addPermits) and writes of other kinds:
+//! (availablePermits, acquiredPermits, getPermits, tryRelease and #2,
+//! getLeaseTime, updateLeaseTime; trySetPermits, which is RSemaphore's
+//! text) run through Lua on one semaphore and through the filter's native
+//! rewrite on a twin, on one server, in random sequences of EVAL and
+//! EVALSHA calls, between the steps that stay with Lua on both twins
+//! (tryAcquire, addPermits) and writes of other kinds:
 //! replies, keys (the count and the permits' sorted set), TTLs, keyspace
 //! notifications and published messages must be the same. The clock is
 //! the test's, as Redisson's is the client's: it moves past leases.
@@ -32,18 +33,26 @@ struct Texts {
     available: Vec<u8>,
     acquired: Vec<u8>,
     permits: Vec<u8>,
+    update_lease: Vec<u8>,
+    /// From 3.41.0.
+    release_all: Option<Vec<u8>>,
+    lease: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Rewritten: trySetPermits (RSemaphore's family), and the reads.
+    /// Rewritten: trySetPermits (RSemaphore's family), and the rest.
     TrySetPermits(u64),
     Available,
     Acquired,
     Permits,
+    Release(&'static str),
+    ReleaseAll(Vec<&'static str>),
+    Lease(&'static str),
+    /// A new lease (-1: never expires).
+    UpdateLease(&'static str, i64),
     /// Lua on both twins: permits taken for a lease (-1: never expires).
     TryAcquire(Vec<&'static str>, i64),
-    Release(&'static str),
     AddPermits(i64),
     /// Plain commands on both twins (a delete takes both keys).
     Delete,
@@ -54,17 +63,20 @@ enum Op {
     Tick(i64),
 }
 
-fn random_op(rng: &mut Rng) -> Op {
+fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
+    let mut id = || IDS[rng.below(IDS.len() as u64) as usize];
+    let (first, second) = (id(), id());
+    let lease = *rng.pick(&[-1, 100, 500, 3_000]);
     match rng.below(100) {
-        0..=9 => Op::TrySetPermits(*rng.pick(&[0, 1, 3, 9_007_199_254_740_993])),
-        10..=21 => Op::Available,
-        22..=31 => Op::Acquired,
-        32..=43 => Op::Permits,
-        44..=59 => {
-            let ids = (0..=rng.below(2)).map(|_| *rng.pick(&IDS)).collect();
-            Op::TryAcquire(ids, *rng.pick(&[-1, 100, 500, 3_000]))
-        }
-        60..=67 => Op::Release(IDS[rng.below(IDS.len() as u64) as usize]),
+        0..=6 => Op::TrySetPermits(*rng.pick(&[0, 1, 3, 9_007_199_254_740_993])),
+        7..=12 => Op::Available,
+        13..=17 => Op::Acquired,
+        18..=22 => Op::Permits,
+        23..=30 => Op::Release(first),
+        31..=36 if texts.release_all.is_some() => Op::ReleaseAll(vec![first, second]),
+        37..=42 if texts.lease.is_some() => Op::Lease(first),
+        31..=48 => Op::UpdateLease(first, lease),
+        49..=67 => Op::TryAcquire(if rng.chance(50) { vec![first] } else { vec![first, second] }, lease),
         68..=72 => Op::AddPermits(*rng.pick(&[-2, 1, 4])),
         73..=77 => Op::Delete,
         78..=80 => Op::Expire,
@@ -103,6 +115,21 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
         Op::Release(id) => {
             (&texts.release, vec![name, &channel, &timeouts], vec![id.as_bytes(), b"1", at.as_bytes(), publish])
         }
+        Op::ReleaseAll(ids) => {
+            count = ids.len().to_string();
+            let head = [count.as_bytes(), at.as_bytes(), publish];
+            let argv = head.into_iter().chain(ids.iter().map(|id| id.as_bytes())).collect();
+            (texts.release_all.as_ref().expect("a text"), vec![name, &channel, &timeouts], argv)
+        }
+        Op::Lease(id) => {
+            let text = texts.lease.as_ref().expect("a text");
+            (text, vec![name, &timeouts, &channel], vec![id.as_bytes(), never.as_bytes(), at.as_bytes(), publish])
+        }
+        Op::UpdateLease(id, lease) => {
+            until = if *lease < 0 { never.clone() } else { (now + lease).to_string() };
+            let argv = vec![id.as_bytes(), until.as_bytes(), at.as_bytes(), publish];
+            (&texts.update_lease, vec![name, &timeouts, &channel], argv)
+        }
         Op::AddPermits(d) => {
             delta = d.to_string();
             (&texts.add_permits, vec![name, &channel], vec![delta.as_bytes(), publish])
@@ -114,7 +141,12 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
 
 /// Whether `op` is a call the filter rewrites.
 fn rewritten(op: &Op) -> bool {
-    matches!(op, Op::TrySetPermits(_) | Op::Available | Op::Acquired | Op::Permits)
+    !matches!(op, Op::TryAcquire(..) | Op::AddPermits(_)) && !prepared(op)
+}
+
+/// Whether `op` is a plain write (no script).
+fn prepared(op: &Op) -> bool {
+    matches!(op, Op::Delete | Op::Expire | Op::Clobber(_) | Op::ClobberTimeouts | Op::Tick(_))
 }
 
 /// A step that stays with Lua, or a plain write, on `name`.
@@ -148,16 +180,21 @@ fn both_keys(name: &str) -> Vec<Vec<u8>> {
 fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
-    let all = [&texts.try_acquire, &texts.release, &texts.add_permits, &texts.try_set_permits];
-    let bodies: Vec<&[u8]> =
-        all.into_iter().chain([&texts.available, &texts.acquired, &texts.permits]).map(Vec::as_slice).collect();
+    let all = [&texts.try_acquire, &texts.release, &texts.add_permits, &texts.try_set_permits, &texts.update_lease];
+    let newer = [texts.release_all.as_ref(), texts.lease.as_ref()].into_iter().flatten();
+    let bodies: Vec<&[u8]> = all
+        .into_iter()
+        .chain([&texts.available, &texts.acquired, &texts.permits])
+        .chain(newer)
+        .map(Vec::as_slice)
+        .collect();
     load(&mut con, &bodies);
     let mut control = server.connection();
     let mut rng = Rng::from_env(seed);
     let mut now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    let (mut reads, mut sets, mut errors) = (0, 0, 0);
+    let (mut calls, mut sets, mut errors) = (0, 0, 0);
     for step in 0..400 {
-        let op = random_op(&mut rng);
+        let op = random_op(&mut rng, texts);
         if let Op::Tick(ms) = op {
             now += ms;
             if ms >= 700 {
@@ -178,17 +215,19 @@ fn differential(texts: &Texts, seed: &str) {
         if matches!(op, Op::TrySetPermits(_)) {
             sets += 1;
         } else {
-            reads += 1;
+            calls += 1;
         }
     }
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "permit_semaphore"), reads);
+    assert_eq!(family_native_count(&mut con, "permit_semaphore"), calls);
     assert_eq!(family_native_count(&mut con, "semaphore"), sets);
-    assert!(reads > 80 && (errors as i64) < reads / 2, "{reads} reads, {sets} sets, {errors} errors");
+    assert!(calls > 120 && (errors as i64) < calls / 2, "{calls} calls, {sets} sets, {errors} errors");
 }
 
 fn texts_of(version: &str) -> Texts {
+    let newer = version == VERSION;
     let shas = [
+        "2298b02cc67a89f2a638e47503db3675c73d77f5",
         "992c96b09a3d8ea0b37f5dc12e5347a44d93909d",
         "4ce079451bee2993ce00c8a4e205b536c6ccad67",
         "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0",
@@ -197,9 +236,26 @@ fn texts_of(version: &str) -> Texts {
         "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
         "e242db5c1c68811b0d26a41937dcf22415b6d872",
     ];
-    let [try_acquire, release, add_permits, try_set_permits, available, acquired, permits] =
+    let [update_lease, try_acquire, release, add_permits, try_set_permits, available, acquired, permits] =
         texts(version, &[CLASS], shas);
-    Texts { try_acquire, release, add_permits, try_set_permits, available, acquired, permits }
+    let [release_all, lease] = if newer {
+        let shas = ["cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b", "8be95cb5221cc7ee883cacb8859a8b32ef501a0e"];
+        texts(version, &[CLASS], shas).map(Some)
+    } else {
+        [None, None]
+    };
+    Texts {
+        try_acquire,
+        release,
+        add_permits,
+        try_set_permits,
+        available,
+        acquired,
+        permits,
+        update_lease,
+        release_all,
+        lease,
+    }
 }
 
 #[test]

@@ -3,29 +3,38 @@
 //! the script's clock (`AT now_ms`: the command then runs as the script,
 //! see `permit_semaphore::script`) and its publish command (`VIA`).
 //!
-//! Rewritten: availablePermits, acquiredPermits and getPermits of 3.22.0 ..
-//! 4.7.0; trySetPermits is RSemaphore's text (`semaphore/redisson.rs`).
-//! The rest stay with Lua for now: tryAcquire, tryRelease (#2),
-//! updateLeaseTime, getLeaseTime, setPermits and addPermits, whose native
-//! commands differ from the scripts (the server's clock, ids held already
-//! refused, the lapsed release's -1, a reclaim capped at 1,000, setPermits
-//! reclaiming first, addPermits keeping the TTL), and the older texts.
+//! Rewritten: the 3.22.0 .. 4.7.0 texts of availablePermits,
+//! acquiredPermits, getPermits, tryRelease (#2), updateLeaseTime and
+//! getLeaseTime; trySetPermits is RSemaphore's text
+//! (`semaphore/redisson.rs`). The rest stay with Lua for now: tryAcquire,
+//! setPermits and addPermits, whose native commands differ from the
+//! scripts (the server's clock, ids held already refused, a reclaim capped
+//! at 1,000, setPermits reclaiming first, addPermits keeping the TTL), and
+//! the older texts.
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
 use crate::redisson::via::rewrite_via;
-use rlock_protocol::{permit_timeout_key, semaphore_channel};
+use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
 
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 3] = [
+const SCRIPTS: [Known; 7] = [
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
     Known { sha1: "26b3972b2c9e617556282f404cb79709d746a713", len: 377, rewrite: available },
     // RedissonPermitExpirableSemaphore.acquiredPermitsAsync, 3.22.0 .. 4.7.0
     Known { sha1: "6f0b0be79a0c146c778cb14f40c10eb5b706e574", len: 392, rewrite: acquired },
     // RedissonPermitExpirableSemaphore.getPermitsAsync, 3.22.0 .. 4.7.0
     Known { sha1: "e242db5c1c68811b0d26a41937dcf22415b6d872", len: 530, rewrite: permits },
+    // RedissonPermitExpirableSemaphore.tryReleaseAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "4ce079451bee2993ce00c8a4e205b536c6ccad67", len: 310, rewrite: release },
+    // RedissonPermitExpirableSemaphore.tryReleaseAsync#2, 3.41.0 .. 4.7.0
+    Known { sha1: "cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b", len: 678, rewrite: release_all },
+    // RedissonPermitExpirableSemaphore.getLeaseTimeAsync, 3.41.0 .. 4.7.0
+    Known { sha1: "8be95cb5221cc7ee883cacb8859a8b32ef501a0e", len: 472, rewrite: lease },
+    // RedissonPermitExpirableSemaphore.updateLeaseTimeAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "2298b02cc67a89f2a638e47503db3675c73d77f5", len: 438, rewrite: update_lease },
 ];
 
 fn available(call: &Call) -> Option<Rewrite> {
@@ -43,11 +52,61 @@ fn permits(call: &Call) -> Option<Rewrite> {
 /// KEYS name, timeouts, channel; ARGV now, publish command: the texts that
 /// reclaim every permit scored 0 .. now, then read.
 fn reclaiming(call: &Call, command: &[u8]) -> Option<Rewrite> {
-    let ([name, timeouts, channel], [now, publish]) = (call.keys, call.argv) else { return None };
+    let [name, timeouts, channel] = call.keys else { return None };
+    let [now, publish] = call.argv else { return None };
+    at_clock(call, [name, timeouts, channel], &[command, name], now, publish)
+}
+
+/// KEYS name, channel, timeouts; ARGV id, 1 (the permits it returns),
+/// now, publish command.
+fn release(call: &Call) -> Option<Rewrite> {
+    let [name, channel, timeouts] = call.keys else { return None };
+    let [id, b"1", now, publish] = call.argv else { return None };
+    at_clock(call, [name, timeouts, channel], &[b"RPSEM.RELEASE", name, id], now, publish)
+}
+
+/// KEYS name, channel, timeouts; ARGV count (unread), now, publish
+/// command, ids (one or more: ZREM takes no fewer).
+fn release_all(call: &Call) -> Option<Rewrite> {
+    let [name, channel, timeouts] = call.keys else { return None };
+    let [_, now, publish, ids @ ..] = call.argv else { return None };
+    (!ids.is_empty()).then_some(())?;
+    let command: Vec<&[u8]> =
+        [&b"RPSEM.RELEASE"[..], name].into_iter().chain(ids.iter().copied()).chain([&b"ALL"[..]]).collect();
+    at_clock(call, [name, timeouts, channel], &command, now, publish)
+}
+
+/// KEYS name, timeouts, channel; ARGV id, the score of a permit that never
+/// expires, now, publish command.
+fn lease(call: &Call) -> Option<Rewrite> {
+    let [name, timeouts, channel] = call.keys else { return None };
+    let [id, never, now, publish] = call.argv else { return None };
+    (*never == PERMIT_NEVER_EXPIRES.to_string().as_bytes()).then_some(())?;
+    at_clock(call, [name, timeouts, channel], &[b"RPSEM.LEASE", name, id], now, publish)
+}
+
+/// KEYS name, timeouts, channel; ARGV id, the lease's end (the new score),
+/// now, publish command.
+fn update_lease(call: &Call) -> Option<Rewrite> {
+    let [name, timeouts, channel] = call.keys else { return None };
+    let [id, until, now, publish] = call.argv else { return None };
+    is_clock(until).then_some(())?;
+    at_clock(call, [name, timeouts, channel], &[b"RPSEM.UPDATELEASE", name, id, until], now, publish)
+}
+
+/// `command AT now VIA publish`, when the keys are the semaphore's own
+/// (in the name's slot) and `now` a clock the command reads as Redis does.
+fn at_clock(
+    call: &Call,
+    [name, timeouts, channel]: [&[u8]; 3],
+    command: &[&[u8]],
+    now: &[u8],
+    publish: &[u8],
+) -> Option<Rewrite> {
     let publish = publish_command(publish)?;
-    let ours = *timeouts == permit_timeout_key(name).as_slice() && *channel == semaphore_channel(name).as_slice();
+    let ours = timeouts == permit_timeout_key(name).as_slice() && channel == semaphore_channel(name).as_slice();
     let in_slot = call.same_slot(name, timeouts) && call.same_slot(name, channel);
-    (ours && in_slot && is_clock(now)).then(|| rewrite_via(&[command, name, b"AT", now], publish, channel))
+    (ours && in_slot && is_clock(now)).then(|| rewrite_via(&[command, &[b"AT", now]].concat(), publish, channel))
 }
 
 /// A clock reading ZRANGEBYSCORE and the command read alike: an integer

@@ -9,6 +9,7 @@ use super::PermitSemaphore;
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
 use crate::redisson::lua_number::lua_tonumber;
+use rlock_protocol::PERMIT_NEVER_EXPIRES;
 
 /// 2^63: a C cast to a 64-bit integer takes the doubles below it (and
 /// from its negative on).
@@ -54,14 +55,74 @@ impl PermitSemaphore {
         Ok(if fits { sum as i64 } else { i64::MIN })
     }
 
-    /// The scripts' reclaim; the new count when any permit was reclaimed.
-    /// ZRANGEBYSCORE refuses a key of another type before anything.
-    fn reclaim_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<Option<i64>> {
-        match keys.key_type(&self.timeouts)? {
-            KeyType::Missing | KeyType::Zset => {}
-            _ => return Err(LockError::DerivedWrongType(self.timeouts.clone())),
+    /// tryReleaseAsync (4ce07945), which reclaims nothing: ZREM the id (0
+    /// when it was not there), INCRBY 1 and publish the count (whatever
+    /// it is), then 0 when its lease had run out, else 1.
+    pub fn release_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64, id: &[u8]) -> Result<i64> {
+        self.open_like_script(keys)?;
+        let Some(expiry) = keys.zscore(&self.timeouts, id)? else { return Ok(0) };
+        let available = read_counter(keys, &self.name);
+        keys.zrem(&self.timeouts, &[id])?;
+        let new = self.add(available?.unwrap_or(0), 1)?;
+        keys.incr_by(&self.name, 1, new)?;
+        keys.publish(&self.channel, new.to_string().as_bytes())?;
+        Ok(i64::from(expiry > now_ms))
+    }
+
+    /// tryReleaseAsync#2 (cf3ab77b): 0 unless every id is held and its
+    /// lease runs on; then the reclaim, and the ids (an id given twice
+    /// counts once, as ZREM's reply) go back and their number is published.
+    pub fn release_all_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64, ids: &[&[u8]]) -> Result<i64> {
+        self.open_like_script(keys)?;
+        for id in ids {
+            if keys.zscore(&self.timeouts, id)?.is_none_or(|expiry| expiry <= now_ms) {
+                return Ok(0);
+            }
         }
-        keys.touch_channel(&self.channel)?;
+        self.reclaim_like_script(keys, now_ms)?;
+        let mut distinct: Vec<&[u8]> = ids.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let available = read_counter(keys, &self.name);
+        keys.zrem(&self.timeouts, &distinct)?;
+        let removed = distinct.len() as i64;
+        let new = self.add(available?.unwrap_or(0), removed)?;
+        keys.incr_by(&self.name, removed, new)?;
+        keys.publish(&self.channel, removed.to_string().as_bytes())?;
+        Ok(removed)
+    }
+
+    /// getLeaseTimeAsync (8be95cb5): -1 for a permit that never expires,
+    /// its score less the script's clock, 0 when it is not held.
+    pub fn lease_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64, id: &[u8]) -> Result<i64> {
+        self.reclaim_like_script(keys, now_ms)?;
+        Ok(match keys.zscore(&self.timeouts, id)? {
+            None => 0,
+            Some(PERMIT_NEVER_EXPIRES) => -1,
+            Some(expiry) => expiry - now_ms,
+        })
+    }
+
+    /// updateLeaseTimeAsync (2298b02c): a held permit is scored `until`
+    /// (ZADD: nothing written when it is so already): 1, else 0.
+    pub fn update_lease_like_script<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        now_ms: i64,
+        id: &[u8],
+        until: i64,
+    ) -> Result<bool> {
+        self.reclaim_like_script(keys, now_ms)?;
+        let Some(expiry) = keys.zscore(&self.timeouts, id)? else { return Ok(false) };
+        if expiry != until {
+            keys.zadd(&self.timeouts, id, until)?;
+        }
+        Ok(true)
+    }
+
+    /// The scripts' reclaim; the new count when any permit was reclaimed.
+    fn reclaim_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<Option<i64>> {
+        self.open_like_script(keys)?;
         let expired: Vec<Vec<u8>> = keys
             .zrange_to(&self.timeouts, now_ms, usize::MAX)?
             .into_iter()
@@ -81,6 +142,16 @@ impl PermitSemaphore {
             keys.publish(&self.channel, new.to_string().as_bytes())?;
         }
         Ok(Some(new))
+    }
+
+    /// The permits' ZSCORE or ZRANGEBYSCORE, the scripts' first command,
+    /// refuses a key of another type before anything; the channel's ACL.
+    fn open_like_script<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
+        match keys.key_type(&self.timeouts)? {
+            KeyType::Missing | KeyType::Zset => {}
+            _ => return Err(LockError::DerivedWrongType(self.timeouts.clone())),
+        }
+        keys.touch_channel(&self.channel)
     }
 
     /// GET: the stored string, `None` when missing, WRONGTYPE otherwise.

@@ -1,4 +1,4 @@
-use super::{script_clock, AT, KEY_FLAGS};
+use super::{key_only, script_clock, AT, KEY_FLAGS};
 use crate::commands::args::VIA;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
@@ -10,7 +10,8 @@ use redis_module::{Context, RedisResult, RedisString, RedisValue};
 /// With `AT` it is Redisson's script on that clock (a rewritten call).
 fn acquired(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args;
-    let (at, via) = script_clock(&mut args)?;
+    let (at, via) = script_clock(&mut args, 2)?;
+    key_only(&args)?;
     let name = &args[1];
     let mut keys = RedisKeyspace::open(ctx, name).via(via);
     let semaphore = PermitSemaphore::new(name.as_slice());

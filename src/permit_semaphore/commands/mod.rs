@@ -34,17 +34,22 @@ fn ids(args: &[RedisString]) -> Vec<&[u8]> {
 const AT: Arg = Arg { name: c"now_ms", kind: ArgKind::Integer, optional: true, token: Some(c"AT") };
 
 /// A rewritten Redisson script's `[AT now_ms] [VIA PUBLISH|SPUBLISH]`,
-/// taken off the end of `args` (the command's name and key first): with
-/// `AT`, the command runs as the script (see `permit_semaphore::script`),
-/// on the script's clock.
-fn script_clock(args: &mut Vec<RedisString>) -> Result<(Option<i64>, Via), LockError> {
-    let via = take_via(args, 2)?;
-    let at = take_trailing(args, 2, b"AT").map(|now| parse_non_negative(&now, "now_ms")).transpose()?;
-    if args.len() != 2 {
-        return Err(LockError::Syntax("after the key, only AT now_ms and VIA PUBLISH|SPUBLISH"));
-    }
+/// taken off the end of `args` when more than `fixed` arguments (the
+/// command's name and key first) come before: with `AT`, the command runs
+/// as the script (see `permit_semaphore::script`), on the script's clock.
+fn script_clock(args: &mut Vec<RedisString>, fixed: usize) -> Result<(Option<i64>, Via), LockError> {
+    let via = take_via(args, fixed)?;
+    let at = take_trailing(args, fixed, b"AT").map(|now| parse_non_negative(&now, "now_ms")).transpose()?;
     if at.is_none() && via != Via::Default {
         return Err(LockError::Syntax("VIA only with AT now_ms"));
     }
     Ok((at, via))
+}
+
+/// The reads take nothing but the key before `AT` and `VIA`.
+fn key_only(args: &[RedisString]) -> Result<(), LockError> {
+    match args.len() {
+        2 => Ok(()),
+        _ => Err(LockError::Syntax("after the key, only AT now_ms and VIA PUBLISH|SPUBLISH")),
+    }
 }

@@ -3,6 +3,10 @@ use crate::redisson::scripts::{identify, rewrite, Rewrite};
 const AVAILABLE: &[u8] = b"26b3972b2c9e617556282f404cb79709d746a713";
 const ACQUIRED: &[u8] = b"6f0b0be79a0c146c778cb14f40c10eb5b706e574";
 const PERMITS: &[u8] = b"e242db5c1c68811b0d26a41937dcf22415b6d872";
+const RELEASE: &[u8] = b"4ce079451bee2993ce00c8a4e205b536c6ccad67";
+const RELEASE_ALL: &[u8] = b"cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b";
+const LEASE: &[u8] = b"8be95cb5221cc7ee883cacb8859a8b32ef501a0e";
+const UPDATE_LEASE: &[u8] = b"2298b02cc67a89f2a638e47503db3675c73d77f5";
 const TIMEOUTS: &[u8] = b"{s}:timeout";
 const CHANNEL: &[u8] = b"redisson_sc:{s}";
 const NOW: &[u8] = b"1700000000000";
@@ -27,7 +31,32 @@ fn native(args: &[&str]) -> Option<Rewrite> {
 
 #[test]
 fn calls_as_redisson_sends_them_become_rpsem_commands_at_the_scripts_clock() {
-    let cases: [Case; 5] = [
+    let cases: [Case; 10] = [
+        (
+            RELEASE,
+            &[b"3", b"s", CHANNEL, TIMEOUTS, b"a1", b"1", NOW, b"publish"],
+            &["RPSEM.RELEASE", "s", "a1", "AT", "1700000000000"],
+        ),
+        (
+            RELEASE_ALL,
+            &[b"3", b"s", CHANNEL, TIMEOUTS, b"2", NOW, b"publish", b"a1", b"b2"],
+            &["RPSEM.RELEASE", "s", "a1", "b2", "ALL", "AT", "1700000000000"],
+        ),
+        (
+            RELEASE_ALL,
+            &[b"3", b"s", CHANNEL, TIMEOUTS, b"1", NOW, b"publish", b"a1"],
+            &["RPSEM.RELEASE", "s", "a1", "ALL", "AT", "1700000000000"],
+        ),
+        (
+            LEASE,
+            &[b"3", b"s", TIMEOUTS, CHANNEL, b"a1", b"922337203685477", NOW, b"publish"],
+            &["RPSEM.LEASE", "s", "a1", "AT", "1700000000000"],
+        ),
+        (
+            UPDATE_LEASE,
+            &[b"3", b"s", TIMEOUTS, CHANNEL, b"a1", b"1700000005000", NOW, b"publish"],
+            &["RPSEM.UPDATELEASE", "s", "a1", "1700000005000", "AT", "1700000000000"],
+        ),
         (
             AVAILABLE,
             &[b"3", b"s", TIMEOUTS, CHANNEL, NOW, b"publish"],
@@ -43,7 +72,8 @@ fn calls_as_redisson_sends_them_become_rpsem_commands_at_the_scripts_clock() {
         ),
     ];
     for (sha, args, expected) in cases {
-        let publish = if args[5].eq_ignore_ascii_case(b"spublish") { "SPUBLISH" } else { "PUBLISH" };
+        let spublish = args.iter().any(|arg| arg.eq_ignore_ascii_case(b"spublish"));
+        let publish = if spublish { "SPUBLISH" } else { "PUBLISH" };
         let expected: Vec<&str> = expected.iter().copied().chain(["VIA", publish]).collect();
         assert_eq!(rewritten(sha, args, false), native(&expected), "{args:?}");
         assert_eq!(rewritten(sha, args, true), native(&expected), "{args:?} in a cluster");
@@ -72,5 +102,24 @@ fn calls_the_command_would_answer_otherwise_stay_with_lua() {
             let args: Vec<&[u8]> = call.split(|byte| *byte == b' ').collect();
             assert_eq!(rewritten(sha, &args, cluster), None, "{}", String::from_utf8_lossy(call));
         }
+    }
+}
+
+#[test]
+fn release_and_lease_calls_the_command_would_answer_otherwise_stay_with_lua() {
+    let cases: [(&[u8], &[u8]); 9] = [
+        (RELEASE, b"3 s redisson_sc:{s} {s}:timeout a1 2 1700000000000 publish"),
+        (RELEASE, b"3 s {s}:timeout redisson_sc:{s} a1 1 1700000000000 publish"),
+        (RELEASE, b"3 s redisson_sc:{s} {s}:timeout a1 1 1.7e12 publish"),
+        (RELEASE_ALL, b"3 s redisson_sc:{s} {s}:timeout 0 1700000000000 publish"),
+        (RELEASE_ALL, b"3 s redisson_sc:{s} {s}:timeout 1 1700000000000 del a1"),
+        (LEASE, b"3 s {s}:timeout redisson_sc:{s} a1 922337203685478 1700000000000 publish"),
+        (LEASE, b"3 s {s}:timeout redisson_sc:{s} a1 9.22337203685477e14 1700000000000 publish"),
+        (UPDATE_LEASE, b"3 s {s}:timeout redisson_sc:{s} a1 -1 1700000000000 publish"),
+        (UPDATE_LEASE, b"3 s {s}:timeout redisson_sc:{s} a1 17e11 1700000000000 publish"),
+    ];
+    for (sha, call) in cases {
+        let args: Vec<&[u8]> = call.split(|byte| *byte == b' ').collect();
+        assert_eq!(rewritten(sha, &args, false), None, "{}", String::from_utf8_lossy(call));
     }
 }

@@ -50,3 +50,41 @@ fn a_count_that_is_no_integer_fails_after_the_zrem_as_in_lua() {
     assert_eq!(expirable.permits_like_script(&mut keys, AT), Err(LockError::DerivedWrongType(T.as_bytes().to_vec())));
     assert!(keys.effects.is_empty());
 }
+
+#[test]
+fn a_release_returns_the_permit_even_when_its_lease_ran_out_and_publishes_the_count() {
+    let expirable = PermitSemaphore::new(b"s");
+    let mut keys = Keys::at(semaphore(Some("-3"), &[("a", AT), ("b", AT + 1), ("p", NOW - 5)], None), NOW);
+    assert_eq!(expirable.release_like_script(&mut keys, AT, b"a"), Ok(0), "ran out at AT: 0, returned");
+    assert_eq!(expirable.release_like_script(&mut keys, AT, b"b"), Ok(1));
+    assert_eq!(expirable.release_like_script(&mut keys, AT, b"b"), Ok(0), "not held");
+    assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} -1"), "{:?}", keys.effects);
+    assert_eq!(after(&keys), (Some("-1".to_owned()), vec![("p".to_owned(), NOW - 5)]), "no reclaim");
+}
+
+#[test]
+fn a_release_of_ids_is_all_or_nothing_and_publishes_how_many() {
+    let expirable = PermitSemaphore::new(b"s");
+    let taken = [("a", AT + 1), ("b", NEVER), ("c", AT), ("p", NOW - 5)];
+    let mut keys = Keys::at(semaphore(Some("0"), &taken, None), NOW);
+    assert_eq!(expirable.release_all_like_script(&mut keys, AT, &[b"a", b"c"]), Ok(0));
+    assert!(keys.effects.is_empty(), "{:?}", keys.effects);
+    assert_eq!(expirable.release_all_like_script(&mut keys, AT, &[b"a", b"b", b"a"]), Ok(2), "ZREM counts a once");
+    assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} 2"), "{:?}", keys.effects);
+    assert_eq!(after(&keys), (Some("4".to_owned()), vec![]), "c and p reclaimed, a and b returned");
+}
+
+#[test]
+fn lease_reads_and_renewals_run_on_the_scripts_clock() {
+    let expirable = PermitSemaphore::new(b"s");
+    let mut keys = Keys::at(semaphore(Some("0"), &[("a", AT + 7), ("b", NEVER), ("c", AT)], None), NOW);
+    assert_eq!(expirable.lease_like_script(&mut keys, AT, b"a"), Ok(7));
+    assert_eq!(expirable.lease_like_script(&mut keys, AT, b"b"), Ok(-1));
+    assert_eq!(expirable.lease_like_script(&mut keys, AT, b"c"), Ok(0), "reclaimed");
+    let written = keys.effects.len();
+    assert_eq!(expirable.update_lease_like_script(&mut keys, AT, b"a", AT + 7), Ok(true));
+    assert_eq!(keys.effects.len(), written, "the same score: no ZADD");
+    assert_eq!(expirable.update_lease_like_script(&mut keys, AT, b"a", NEVER), Ok(true));
+    assert_eq!(expirable.update_lease_like_script(&mut keys, AT, b"c", NEVER), Ok(false));
+    assert_eq!(after(&keys).1, vec![("a".to_owned(), NEVER), ("b".to_owned(), NEVER)]);
+}
