@@ -1,10 +1,10 @@
 //! Redisson's permit-expirable semaphore scripts that run natively
 //! (availablePermits, acquiredPermits, getPermits, tryRelease and #2,
-//! getLeaseTime, updateLeaseTime; trySetPermits, which is RSemaphore's
-//! text) run through Lua on one semaphore and through the filter's native
-//! rewrite on a twin, on one server, in random sequences of EVAL and
-//! EVALSHA calls, between the steps that stay with Lua on both twins
-//! (tryAcquire, addPermits) and writes of other kinds:
+//! getLeaseTime, updateLeaseTime, addPermits, setPermits; trySetPermits,
+//! which is RSemaphore's text) run through Lua on one semaphore and
+//! through the filter's native rewrite on a twin, on one server, in random
+//! sequences of EVAL and EVALSHA calls, between tryAcquire calls, which
+//! stay with Lua on both twins, and writes of other kinds:
 //! replies, keys (the count and the permits' sorted set), TTLs, keyspace
 //! notifications and published messages must be the same. The clock is
 //! the test's, as Redisson's is the client's: it moves past leases.
@@ -34,6 +34,7 @@ struct Texts {
     acquired: Vec<u8>,
     permits: Vec<u8>,
     update_lease: Vec<u8>,
+    set_permits: Vec<u8>,
     /// From 3.41.0.
     release_all: Option<Vec<u8>>,
     lease: Option<Vec<u8>>,
@@ -51,9 +52,10 @@ enum Op {
     Lease(&'static str),
     /// A new lease (-1: never expires).
     UpdateLease(&'static str, i64),
+    AddPermits(i64),
+    SetPermits(u64),
     /// Lua on both twins: permits taken for a lease (-1: never expires).
     TryAcquire(Vec<&'static str>, i64),
-    AddPermits(i64),
     /// Plain commands on both twins (a delete takes both keys).
     Delete,
     Expire,
@@ -76,8 +78,9 @@ fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
         31..=36 if texts.release_all.is_some() => Op::ReleaseAll(vec![first, second]),
         37..=42 if texts.lease.is_some() => Op::Lease(first),
         31..=48 => Op::UpdateLease(first, lease),
-        49..=67 => Op::TryAcquire(if rng.chance(50) { vec![first] } else { vec![first, second] }, lease),
-        68..=72 => Op::AddPermits(*rng.pick(&[-2, 1, 4])),
+        49..=64 => Op::TryAcquire(if rng.chance(50) { vec![first] } else { vec![first, second] }, lease),
+        65..=68 => Op::AddPermits(*rng.pick(&[-2, 0, 1, 4, 9_007_199_254_740_993])),
+        69..=72 => Op::SetPermits(*rng.pick(&[0, 2, 5])),
         73..=77 => Op::Delete,
         78..=80 => Op::Expire,
         81..=82 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as u64) as usize]),
@@ -134,6 +137,10 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
             delta = d.to_string();
             (&texts.add_permits, vec![name, &channel], vec![delta.as_bytes(), publish])
         }
+        Op::SetPermits(n) => {
+            count = n.to_string();
+            (&texts.set_permits, vec![name, &channel, &timeouts], vec![count.as_bytes(), publish])
+        }
         _ => return None,
     };
     Some(script_call(by_sha, text, &keys, &argv))
@@ -141,7 +148,7 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
 
 /// Whether `op` is a call the filter rewrites.
 fn rewritten(op: &Op) -> bool {
-    !matches!(op, Op::TryAcquire(..) | Op::AddPermits(_)) && !prepared(op)
+    !matches!(op, Op::TryAcquire(..)) && !prepared(op)
 }
 
 /// Whether `op` is a plain write (no script).
@@ -181,6 +188,7 @@ fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     let all = [&texts.try_acquire, &texts.release, &texts.add_permits, &texts.try_set_permits, &texts.update_lease];
+    let all = all.into_iter().chain([&texts.set_permits]);
     let newer = [texts.release_all.as_ref(), texts.lease.as_ref()].into_iter().flatten();
     let bodies: Vec<&[u8]> = all
         .into_iter()
@@ -227,6 +235,7 @@ fn differential(texts: &Texts, seed: &str) {
 fn texts_of(version: &str) -> Texts {
     let newer = version == VERSION;
     let shas = [
+        "494d8561fee0cdb033f6c28d74c052c52189a578",
         "2298b02cc67a89f2a638e47503db3675c73d77f5",
         "992c96b09a3d8ea0b37f5dc12e5347a44d93909d",
         "4ce079451bee2993ce00c8a4e205b536c6ccad67",
@@ -236,7 +245,7 @@ fn texts_of(version: &str) -> Texts {
         "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
         "e242db5c1c68811b0d26a41937dcf22415b6d872",
     ];
-    let [update_lease, try_acquire, release, add_permits, try_set_permits, available, acquired, permits] =
+    let [set_permits, update_lease, try_acquire, release, add_permits, try_set_permits, available, acquired, permits] =
         texts(version, &[CLASS], shas);
     let [release_all, lease] = if newer {
         let shas = ["cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b", "8be95cb5221cc7ee883cacb8859a8b32ef501a0e"];
@@ -253,6 +262,7 @@ fn texts_of(version: &str) -> Texts {
         acquired,
         permits,
         update_lease,
+        set_permits,
         release_all,
         lease,
     }

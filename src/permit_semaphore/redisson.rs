@@ -3,14 +3,9 @@
 //! the script's clock (`AT now_ms`: the command then runs as the script,
 //! see `permit_semaphore::script`) and its publish command (`VIA`).
 //!
-//! Rewritten: the 3.22.0 .. 4.7.0 texts of availablePermits,
-//! acquiredPermits, getPermits, tryRelease (#2), updateLeaseTime and
-//! getLeaseTime; trySetPermits is RSemaphore's text
-//! (`semaphore/redisson.rs`). The rest stay with Lua for now: tryAcquire,
-//! setPermits and addPermits, whose native commands differ from the
-//! scripts (the server's clock, ids held already refused, a reclaim capped
-//! at 1,000, setPermits reclaiming first, addPermits keeping the TTL), and
-//! the older texts.
+//! Rewritten: the texts 4.7.0 sends but tryAcquire's (3.22.0 .. 4.7.0;
+//! setPermits 3.23.4 .. 4.7.0); trySetPermits is RSemaphore's text
+//! (`semaphore/redisson.rs`). tryAcquire and the older texts stay with Lua.
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
@@ -20,7 +15,7 @@ use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 7] = [
+const SCRIPTS: [Known; 9] = [
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
     Known { sha1: "26b3972b2c9e617556282f404cb79709d746a713", len: 377, rewrite: available },
     // RedissonPermitExpirableSemaphore.acquiredPermitsAsync, 3.22.0 .. 4.7.0
@@ -35,6 +30,10 @@ const SCRIPTS: [Known; 7] = [
     Known { sha1: "8be95cb5221cc7ee883cacb8859a8b32ef501a0e", len: 472, rewrite: lease },
     // RedissonPermitExpirableSemaphore.updateLeaseTimeAsync, 3.22.0 .. 4.7.0
     Known { sha1: "2298b02cc67a89f2a638e47503db3675c73d77f5", len: 438, rewrite: update_lease },
+    // RedissonPermitExpirableSemaphore.addPermitsAsync, 3.22.0 .. 4.7.0
+    Known { sha1: "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0", len: 219, rewrite: add_permits },
+    // RedissonPermitExpirableSemaphore.setPermitsAsync, 3.23.4 .. 4.7.0
+    Known { sha1: "494d8561fee0cdb033f6c28d74c052c52189a578", len: 446, rewrite: set_permits },
 ];
 
 fn available(call: &Call) -> Option<Rewrite> {
@@ -94,6 +93,28 @@ fn update_lease(call: &Call) -> Option<Rewrite> {
     at_clock(call, [name, timeouts, channel], &[b"RPSEM.UPDATELEASE", name, id, until], now, publish)
 }
 
+/// KEYS name, channel; ARGV delta, publish command. The script publishes
+/// the delta as given, the command as it writes a number: only integers
+/// written as Rust writes them are rewritten.
+fn add_permits(call: &Call) -> Option<Rewrite> {
+    let [name, channel] = call.keys else { return None };
+    let [delta, publish] = call.argv else { return None };
+    let publish = publish_command(publish)?;
+    let plain = parse_hold_count(delta).is_ok_and(|n| n.to_string().as_bytes() == *delta);
+    let ours = *channel == semaphore_channel(name).as_slice() && call.same_slot(name, channel);
+    (plain && ours).then(|| rewrite_via(&[b"RPSEM.ADDPERMITS", name, delta], publish, channel))
+}
+
+/// KEYS name, channel, timeouts; ARGV permits, publish command: permits
+/// the command takes (0 or more) and Lua's doubles hold exactly.
+fn set_permits(call: &Call) -> Option<Rewrite> {
+    let [name, channel, timeouts] = call.keys else { return None };
+    let [permits, publish] = call.argv else { return None };
+    let publish = publish_command(publish)?;
+    let ours = is_semaphores(call, [name, timeouts, channel]);
+    (ours && is_clock(permits)).then(|| rewrite_via(&[b"RPSEM.SETPERMITS", name, permits], publish, channel))
+}
+
 /// `command AT now VIA publish`, when the keys are the semaphore's own
 /// (in the name's slot) and `now` a clock the command reads as Redis does.
 fn at_clock(
@@ -104,13 +125,19 @@ fn at_clock(
     publish: &[u8],
 ) -> Option<Rewrite> {
     let publish = publish_command(publish)?;
-    let ours = timeouts == permit_timeout_key(name).as_slice() && channel == semaphore_channel(name).as_slice();
-    let in_slot = call.same_slot(name, timeouts) && call.same_slot(name, channel);
-    (ours && in_slot && is_clock(now)).then(|| rewrite_via(&[command, &[b"AT", now]].concat(), publish, channel))
+    let ours = is_semaphores(call, [name, timeouts, channel]);
+    (ours && is_clock(now)).then(|| rewrite_via(&[command, &[b"AT", now]].concat(), publish, channel))
 }
 
-/// A clock reading ZRANGEBYSCORE and the command read alike: an integer
-/// of 0 .. 2^53 (a double holds each exactly), without leading zeros.
+/// Whether the keys are the semaphore's own, in the name's slot.
+fn is_semaphores(call: &Call, [name, timeouts, channel]: [&[u8]; 3]) -> bool {
+    let ours = timeouts == permit_timeout_key(name).as_slice() && channel == semaphore_channel(name).as_slice();
+    ours && call.same_slot(name, timeouts) && call.same_slot(name, channel)
+}
+
+/// A clock reading (or a count) ZRANGEBYSCORE, Lua and the command read
+/// alike: an integer of 0 .. 2^53 (a double holds each exactly), without
+/// leading zeros.
 fn is_clock(arg: &[u8]) -> bool {
     let plain = arg == b"0" || arg.first().is_some_and(|digit| (b'1'..=b'9').contains(digit));
     plain && parse_hold_count(arg).is_ok_and(|now| (0..=1 << 53).contains(&now))

@@ -3,12 +3,16 @@
 //! call uses: the clock is the script's argument (the client's), the
 //! reclaim takes every permit scored 0 .. now in the script's order (ZREM,
 //! then INCRBY, which fails after the ZREM on a count that is no integer,
-//! as in Lua), and the replies are the script's.
+//! as in Lua), and the replies are the script's. A script holds INCRBY's
+//! and ZREM's replies as Lua numbers (doubles): it publishes and replies
+//! them so (9007199254740993 as 9007199254740992).
 
 use super::PermitSemaphore;
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
-use crate::redisson::lua_number::lua_tonumber;
+use crate::lock::parse_hold_count;
+use crate::redisson::lua_number::{lua_tonumber, percent_17g};
+use crate::semaphore::LuaNumberText;
 use rlock_protocol::PERMIT_NEVER_EXPIRES;
 
 /// 2^63: a C cast to a 64-bit integer takes the doubles below it (and
@@ -23,11 +27,33 @@ pub enum ScriptCount {
     Stored(Vec<u8>),
 }
 
+/// Redis 7.0's Lua number in `redis.call`: `%.17g`.
+pub(super) fn redis_7_0_number(x: f64) -> Vec<u8> {
+    percent_17g(x).into_bytes()
+}
+
+/// A Lua number replied as an integer, as Redis does it: a C cast (x86-64's
+/// gives i64::MIN for what does not fit).
+fn lua_integer(x: f64) -> i64 {
+    if (-TWO_TO_63..TWO_TO_63).contains(&x) {
+        x as i64
+    } else {
+        i64::MIN
+    }
+}
+
 impl PermitSemaphore {
+    /// The scripts' forms write Lua numbers as `redis.call` does on this
+    /// server (see `store::lua_number_text`).
+    pub fn like_redissons_scripts(mut self, lua_number: LuaNumberText) -> Self {
+        self.lua_number = lua_number;
+        self
+    }
+
     /// availablePermitsAsync (26b3972b).
     pub fn available_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<ScriptCount> {
         if let Some(count) = self.reclaim_like_script(keys, now_ms)? {
-            return Ok(ScriptCount::Integer(count));
+            return Ok(ScriptCount::Integer(lua_integer(count as f64)));
         }
         Ok(match self.get_like_script(keys)? {
             None => ScriptCount::Integer(0),
@@ -43,16 +69,13 @@ impl PermitSemaphore {
 
     /// getPermitsAsync (e242db5c): 0 when the count is missing, else
     /// `tonumber(available) + acquired` in Lua's doubles, replied as Redis
-    /// turns a Lua number into an integer (a C cast: x86-64's gives
-    /// i64::MIN for what does not fit).
+    /// turns a Lua number into an integer.
     pub fn permits_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<i64> {
         self.reclaim_like_script(keys, now_ms)?;
         let Some(available) = self.get_like_script(keys)? else { return Ok(0) };
         let acquired = self.count_taken(keys)?;
         let available = lua_tonumber(&available).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?;
-        let sum = available + acquired as f64;
-        let fits = (-TWO_TO_63..TWO_TO_63).contains(&sum);
-        Ok(if fits { sum as i64 } else { i64::MIN })
+        Ok(lua_integer(available + acquired as f64))
     }
 
     /// tryReleaseAsync (4ce07945), which reclaims nothing: ZREM the id (0
@@ -65,7 +88,7 @@ impl PermitSemaphore {
         keys.zrem(&self.timeouts, &[id])?;
         let new = self.add(available?.unwrap_or(0), 1)?;
         keys.incr_by(&self.name, 1, new)?;
-        keys.publish(&self.channel, new.to_string().as_bytes())?;
+        keys.publish(&self.channel, &(self.lua_number)(new as f64))?;
         Ok(i64::from(expiry > now_ms))
     }
 
@@ -88,7 +111,7 @@ impl PermitSemaphore {
         let removed = distinct.len() as i64;
         let new = self.add(available?.unwrap_or(0), removed)?;
         keys.incr_by(&self.name, removed, new)?;
-        keys.publish(&self.channel, removed.to_string().as_bytes())?;
+        keys.publish(&self.channel, &(self.lua_number)(removed as f64))?;
         Ok(removed)
     }
 
@@ -120,6 +143,32 @@ impl PermitSemaphore {
         Ok(true)
     }
 
+    /// setPermitsAsync (494d8561), which reclaims nothing: a missing count
+    /// is SET to `permits`; else `tonumber(available) + ZCOUNT` in Lua's
+    /// doubles, left alone when it is `permits` already, else INCRBY the
+    /// difference (as `redis.call` writes a Lua number, which INCRBY may
+    /// refuse); `permits` is published after either write.
+    pub fn set_permits_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64) -> Result<()> {
+        let message = permits.to_string();
+        let Some(stored) = self.get_like_script(keys)? else {
+            keys.touch_channel(&self.channel)?;
+            keys.set(&self.name, message.as_bytes(), None)?;
+            return keys.publish(&self.channel, message.as_bytes());
+        };
+        self.open_like_script(keys)?;
+        let acquired = self.count_taken(keys)?;
+        let available = lua_tonumber(&stored).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?;
+        let maximum = acquired as f64 + available;
+        if maximum == permits as f64 {
+            return Ok(());
+        }
+        let by = parse_hold_count(&(self.lua_number)(permits as f64 - maximum))
+            .map_err(|_| LockError::ArgumentNotInteger("increment"))?;
+        let count = read_counter(keys, &self.name)?.unwrap_or(0);
+        keys.incr_by(&self.name, by, self.add(count, by)?)?;
+        keys.publish(&self.channel, message.as_bytes())
+    }
+
     /// The scripts' reclaim; the new count when any permit was reclaimed.
     fn reclaim_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<Option<i64>> {
         self.open_like_script(keys)?;
@@ -139,7 +188,7 @@ impl PermitSemaphore {
         let new = self.add(available?.unwrap_or(0), by)?;
         keys.incr_by(&self.name, by, new)?;
         if new > 0 {
-            keys.publish(&self.channel, new.to_string().as_bytes())?;
+            keys.publish(&self.channel, &(self.lua_number)(new as f64))?;
         }
         Ok(Some(new))
     }

@@ -4,7 +4,7 @@ use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::script::ScriptCount;
 use crate::permit_semaphore::PermitSemaphore;
-use crate::store::{now_ms, RedisKeyspace};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `RPSEM.AVAILABLE key [AT now_ms] [VIA PUBLISH|SPUBLISH]`: the available permits (0 when the semaphore does not exist), once the expired permits are reclaimed.
@@ -15,7 +15,7 @@ fn available(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     key_only(&args)?;
     let name = &args[1];
     let mut keys = RedisKeyspace::open(ctx, name).via(via);
-    let semaphore = PermitSemaphore::new(name.as_slice());
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
     Ok(match at {
         None => RedisValue::Integer(semaphore.available(&mut keys, now_ms())?),
         Some(now) => match semaphore.available_like_script(&mut keys, now)? {

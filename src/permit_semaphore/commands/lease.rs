@@ -3,7 +3,7 @@ use crate::commands::args::VIA;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
-use crate::store::{now_ms, RedisKeyspace};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 /// `RPSEM.LEASE key id [AT now_ms] [VIA PUBLISH|SPUBLISH]`: the
@@ -15,7 +15,7 @@ fn lease(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (at, via) = script_clock(&mut args, 3)?;
     let [_, name, id] = &args[..] else { return Err(RedisError::WrongArity) };
     let mut keys = RedisKeyspace::open(ctx, name).via(via);
-    let semaphore = PermitSemaphore::new(name.as_slice());
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
     Ok(RedisValue::Integer(match at {
         None => semaphore.lease(&mut keys, now_ms(), id.as_slice())?,
         Some(now) => semaphore.lease_like_script(&mut keys, now, id.as_slice())?,

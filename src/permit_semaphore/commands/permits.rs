@@ -3,7 +3,7 @@ use crate::commands::args::VIA;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
-use crate::store::{now_ms, RedisKeyspace};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `RPSEM.PERMITS key [AT now_ms] [VIA PUBLISH|SPUBLISH]`: the permits in all: available plus taken, once the expired permits are reclaimed.
@@ -14,7 +14,7 @@ fn permits(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     key_only(&args)?;
     let name = &args[1];
     let mut keys = RedisKeyspace::open(ctx, name).via(via);
-    let semaphore = PermitSemaphore::new(name.as_slice());
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
     Ok(RedisValue::Integer(match at {
         None => semaphore.permits(&mut keys, now_ms())?,
         Some(now) => semaphore.permits_like_script(&mut keys, now)?,

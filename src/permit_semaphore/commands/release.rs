@@ -3,7 +3,7 @@ use crate::commands::args::{is_keyword, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::{PermitSemaphore, Release};
-use crate::store::{now_ms, RedisKeyspace};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `RPSEM.RELEASE key id [id ...] [ALL] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
@@ -21,7 +21,7 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let name = &args[1];
     let given = ids(&args[2..]);
-    let semaphore = PermitSemaphore::new(name.as_slice());
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
     let mut keys = RedisKeyspace::open(ctx, name).via(via);
     Ok(RedisValue::Integer(match (&given[..], at) {
         ([id], None) => match semaphore.release(&mut keys, now_ms(), id)? {

@@ -3,7 +3,7 @@ use crate::commands::args::{parse_non_negative, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::{Lease, PermitSemaphore};
-use crate::store::{now_ms, RedisKeyspace};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 /// `RPSEM.UPDATELEASE key id lease_ms|-1 [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
@@ -15,7 +15,7 @@ fn update_lease(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (at, via) = script_clock(&mut args, 4)?;
     let [_, name, id, lease] = &args[..] else { return Err(RedisError::WrongArity) };
     let mut keys = RedisKeyspace::open(ctx, name).via(via);
-    let semaphore = PermitSemaphore::new(name.as_slice());
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
     let updated = match at {
         None => semaphore.update_lease(&mut keys, now_ms(), id.as_slice(), Lease::parse(lease.as_slice())?)?,
         Some(now) => {

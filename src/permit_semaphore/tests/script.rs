@@ -1,7 +1,8 @@
 //! The `AT now_ms` form: Redisson's 3.22+ scripts on their own clock.
 
 use super::*;
-use crate::permit_semaphore::script::ScriptCount;
+use crate::permit_semaphore::script::{redis_7_0_number, ScriptCount};
+use crate::semaphore::Announce;
 
 /// The script's clock, later than the server's `NOW` the keyspace has.
 const AT: i64 = NOW + 1_000;
@@ -87,4 +88,54 @@ fn lease_reads_and_renewals_run_on_the_scripts_clock() {
     assert_eq!(expirable.update_lease_like_script(&mut keys, AT, b"a", NEVER), Ok(true));
     assert_eq!(expirable.update_lease_like_script(&mut keys, AT, b"c", NEVER), Ok(false));
     assert_eq!(after(&keys).1, vec![("a".to_owned(), NEVER), ("b".to_owned(), NEVER)]);
+}
+
+#[test]
+fn set_permits_sets_a_missing_count_or_adds_the_difference_as_lua_writes_it() {
+    let expirable = PermitSemaphore::new(b"s");
+    let mut keys = Keys::at(vec![(T, Keys::zset(&[("p", NOW - 5)]), None)], NOW);
+    assert_eq!(expirable.set_permits_like_script(&mut keys, 4), Ok(()));
+    assert_eq!(after(&keys), (Some("4".to_owned()), vec![("p".to_owned(), NOW - 5)]), "no reclaim");
+    // One keyspace per call, as each command opens its keys.
+    let mut keys = Keys::at(semaphore(Some("4"), &[("p", NOW - 5)], None), NOW);
+    assert_eq!(expirable.set_permits_like_script(&mut keys, 6), Ok(()));
+    assert_eq!(after(&keys).0.as_deref(), Some("5"), "4 + 1 taken: INCRBY 1");
+    assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} 6"), "{:?}", keys.effects);
+    let written = keys.effects.len();
+    assert_eq!(expirable.set_permits_like_script(&mut keys, 6), Ok(()));
+    assert_eq!(keys.effects.len(), written, "6 already: nothing");
+    let cases: [(&str, Result<()>); 3] = [
+        ("1.5", Err(LockError::ArgumentNotInteger("increment"))),
+        ("2e0", Err(LockError::StoredNotInteger(b"s".to_vec()))),
+        ("five", Err(LockError::StoredNotInteger(b"s".to_vec()))),
+    ];
+    for (stored, refused) in cases {
+        let mut keys = Keys::at(semaphore(Some(stored), &[], None), NOW);
+        assert_eq!(expirable.set_permits_like_script(&mut keys, 6), refused, "{stored}");
+        assert!(keys.effects.is_empty(), "{stored}: {:?}", keys.effects);
+    }
+}
+
+#[test]
+fn counts_are_published_and_replied_as_lua_holds_them_in_a_double() {
+    let expirable = PermitSemaphore::new(b"s").like_redissons_scripts(|x| format!("<{x}>").into_bytes());
+    let mut keys = Keys::at(semaphore(Some("9007199254740992"), &[("a", NOW)], None), NOW);
+    assert_eq!(expirable.available_like_script(&mut keys, AT), Ok(ScriptCount::Integer(9_007_199_254_740_992)));
+    assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} <9007199254740992>"));
+    assert_eq!(after(&keys).0.as_deref(), Some("9007199254740993"), "INCRBY is exact");
+}
+
+#[test]
+fn the_expirable_semaphores_add_permits_publishes_a_positive_delta() {
+    let semaphore_of = |stored| Keys::at(semaphore(stored, &[], Some(NOW + 50)), NOW);
+    let add = |keys: &mut Keys, delta| {
+        Semaphore::new(b"s").add_permits_like_script(keys, delta, redis_7_0_number, Announce::PositiveDelta)
+    };
+    let mut keys = semaphore_of(Some("1.5"));
+    assert_eq!(add(&mut keys, 2), Ok(()));
+    assert_eq!(keys.keys.get(b"s".as_slice()), Some(&(Keys::string("3.5"), None)), "Lua's sum, no TTL");
+    assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} 2"), "{:?}", keys.effects);
+    let mut keys = semaphore_of(None);
+    assert_eq!(add(&mut keys, -2), Ok(()));
+    assert!(!keys.effects.iter().any(|effect| effect.starts_with("PUBLISH")), "{:?}", keys.effects);
 }
