@@ -3,9 +3,9 @@
 //! the script's clock (`AT now_ms`: the command then runs as the script,
 //! see `permit_semaphore::script`) and its publish command (`VIA`).
 //!
-//! Rewritten: the texts 4.7.0 sends but tryAcquire's (3.22.0 .. 4.7.0;
-//! setPermits 3.23.4 .. 4.7.0); trySetPermits is RSemaphore's text
-//! (`semaphore/redisson.rs`). tryAcquire and the older texts stay with Lua.
+//! Rewritten: every text 4.7.0 sends (from 3.22.0, 3.23.4 or 3.41.0 on);
+//! trySetPermits is RSemaphore's text (`semaphore/redisson.rs`). The older
+//! texts stay with Lua.
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
@@ -15,7 +15,9 @@ use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 9] = [
+const SCRIPTS: [Known; 10] = [
+    // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.23.4 .. 4.7.0
+    Known { sha1: "992c96b09a3d8ea0b37f5dc12e5347a44d93909d", len: 781, rewrite: try_acquire },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
     Known { sha1: "26b3972b2c9e617556282f404cb79709d746a713", len: 377, rewrite: available },
     // RedissonPermitExpirableSemaphore.acquiredPermitsAsync, 3.22.0 .. 4.7.0
@@ -54,6 +56,18 @@ fn reclaiming(call: &Call, command: &[u8]) -> Option<Rewrite> {
     let [name, timeouts, channel] = call.keys else { return None };
     let [now, publish] = call.argv else { return None };
     at_clock(call, [name, timeouts, channel], &[command, name], now, publish)
+}
+
+/// KEYS name, timeouts, channel; ARGV permits (as many as ids), the lease's
+/// end (their score), now, the score of a permit that never expires,
+/// publish command, ids.
+fn try_acquire(call: &Call) -> Option<Rewrite> {
+    let [name, timeouts, channel] = call.keys else { return None };
+    let [permits, until, now, never, publish, ids @ ..] = call.argv else { return None };
+    let as_many = !ids.is_empty() && *permits == ids.len().to_string().as_bytes();
+    (as_many && is_clock(until) && *never == PERMIT_NEVER_EXPIRES.to_string().as_bytes()).then_some(())?;
+    let command: Vec<&[u8]> = [&b"RPSEM.TRYACQUIRE"[..], name, until].into_iter().chain(ids.iter().copied()).collect();
+    at_clock(call, [name, timeouts, channel], &command, now, publish)
 }
 
 /// KEYS name, channel, timeouts; ARGV id, 1 (the permits it returns),

@@ -7,7 +7,7 @@
 //! and ZREM's replies as Lua numbers (doubles): it publishes and replies
 //! them so (9007199254740993 as 9007199254740992).
 
-use super::PermitSemaphore;
+use super::{PermitSemaphore, TryAcquire};
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
@@ -52,7 +52,7 @@ impl PermitSemaphore {
 
     /// availablePermitsAsync (26b3972b).
     pub fn available_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<ScriptCount> {
-        if let Some(count) = self.reclaim_like_script(keys, now_ms)? {
+        if let Some(count) = self.reclaim_like_script(keys, now_ms, usize::MAX)? {
             return Ok(ScriptCount::Integer(lua_integer(count as f64)));
         }
         Ok(match self.get_like_script(keys)? {
@@ -63,7 +63,7 @@ impl PermitSemaphore {
 
     /// acquiredPermitsAsync (6f0b0be7): ZCOUNT 0 +inf.
     pub fn acquired_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<i64> {
-        self.reclaim_like_script(keys, now_ms)?;
+        self.reclaim_like_script(keys, now_ms, usize::MAX)?;
         self.count_taken(keys)
     }
 
@@ -71,11 +71,54 @@ impl PermitSemaphore {
     /// `tonumber(available) + acquired` in Lua's doubles, replied as Redis
     /// turns a Lua number into an integer.
     pub fn permits_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<i64> {
-        self.reclaim_like_script(keys, now_ms)?;
+        self.reclaim_like_script(keys, now_ms, usize::MAX)?;
         let Some(available) = self.get_like_script(keys)? else { return Ok(0) };
         let acquired = self.count_taken(keys)?;
         let available = lua_tonumber(&available).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?;
         Ok(lua_integer(available + acquired as f64))
+    }
+
+    /// tryAcquireAsync (992c96b0): the reclaim takes as many permits as
+    /// asked for; then, when the count (as Lua's `tonumber`) is at least
+    /// that, DECRBY, each id scored `until` (ZADD: an id held already is
+    /// scored anew; one given twice is taken twice, recorded once) and the
+    /// permits' TTL set to the count's; else the earliest score, unless it
+    /// is the one of a permit that never expires.
+    pub fn try_acquire_like_script<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        now_ms: i64,
+        until: i64,
+        ids: &[&[u8]],
+    ) -> Result<TryAcquire> {
+        let wanted = ids.len() as i64;
+        self.reclaim_like_script(keys, now_ms, ids.len())?;
+        let enough = match self.get_like_script(keys)? {
+            None => false,
+            Some(stored) => {
+                let count = lua_tonumber(&stored).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?;
+                count >= wanted as f64
+            }
+        };
+        if !enough {
+            return Ok(match keys.zrange_to(&self.timeouts, i64::MAX, 1)?.first() {
+                Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => TryAcquire::FirstExpiry(*score),
+                _ => TryAcquire::NoExpiry,
+            });
+        }
+        let count = read_counter(keys, &self.name)?.unwrap_or(0);
+        let left = count.checked_sub(wanted).ok_or_else(|| LockError::CounterOverflow(self.name.clone()))?;
+        let expire_at = keys.expire_at(&self.name)?;
+        keys.incr_by(&self.name, -wanted, left)?;
+        for id in ids {
+            if keys.zscore(&self.timeouts, id)? != Some(until) {
+                keys.zadd(&self.timeouts, id, until)?;
+            }
+        }
+        if let Some(at) = expire_at {
+            keys.set_expire_at(&self.timeouts, at)?;
+        }
+        Ok(TryAcquire::Granted)
     }
 
     /// tryReleaseAsync (4ce07945), which reclaims nothing: ZREM the id (0
@@ -102,7 +145,7 @@ impl PermitSemaphore {
                 return Ok(0);
             }
         }
-        self.reclaim_like_script(keys, now_ms)?;
+        self.reclaim_like_script(keys, now_ms, usize::MAX)?;
         let mut distinct: Vec<&[u8]> = ids.to_vec();
         distinct.sort_unstable();
         distinct.dedup();
@@ -118,7 +161,7 @@ impl PermitSemaphore {
     /// getLeaseTimeAsync (8be95cb5): -1 for a permit that never expires,
     /// its score less the script's clock, 0 when it is not held.
     pub fn lease_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64, id: &[u8]) -> Result<i64> {
-        self.reclaim_like_script(keys, now_ms)?;
+        self.reclaim_like_script(keys, now_ms, usize::MAX)?;
         Ok(match keys.zscore(&self.timeouts, id)? {
             None => 0,
             Some(PERMIT_NEVER_EXPIRES) => -1,
@@ -135,7 +178,7 @@ impl PermitSemaphore {
         id: &[u8],
         until: i64,
     ) -> Result<bool> {
-        self.reclaim_like_script(keys, now_ms)?;
+        self.reclaim_like_script(keys, now_ms, usize::MAX)?;
         let Some(expiry) = keys.zscore(&self.timeouts, id)? else { return Ok(false) };
         if expiry != until {
             keys.zadd(&self.timeouts, id, until)?;
@@ -169,11 +212,12 @@ impl PermitSemaphore {
         keys.publish(&self.channel, message.as_bytes())
     }
 
-    /// The scripts' reclaim; the new count when any permit was reclaimed.
-    fn reclaim_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64) -> Result<Option<i64>> {
+    /// The scripts' reclaim of the `limit` earliest permits scored 0 ..
+    /// now; the new count when any permit was reclaimed.
+    fn reclaim_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64, limit: usize) -> Result<Option<i64>> {
         self.open_like_script(keys)?;
         let expired: Vec<Vec<u8>> = keys
-            .zrange_to(&self.timeouts, now_ms, usize::MAX)?
+            .zrange_to(&self.timeouts, now_ms, limit)?
             .into_iter()
             .filter(|(_, score)| *score >= 0)
             .map(|(id, _)| id)

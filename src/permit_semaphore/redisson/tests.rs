@@ -7,6 +7,7 @@ const RELEASE: &[u8] = b"4ce079451bee2993ce00c8a4e205b536c6ccad67";
 const RELEASE_ALL: &[u8] = b"cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b";
 const LEASE: &[u8] = b"8be95cb5221cc7ee883cacb8859a8b32ef501a0e";
 const UPDATE_LEASE: &[u8] = b"2298b02cc67a89f2a638e47503db3675c73d77f5";
+const TRY_ACQUIRE: &[u8] = b"992c96b09a3d8ea0b37f5dc12e5347a44d93909d";
 const ADD: &[u8] = b"ec6fb1cd5f66817424e8fe70fee7929391b7c6f0";
 const SET: &[u8] = b"494d8561fee0cdb033f6c28d74c052c52189a578";
 const TIMEOUTS: &[u8] = b"{s}:timeout";
@@ -33,7 +34,12 @@ fn native(args: &[&str]) -> Option<Rewrite> {
 
 #[test]
 fn calls_as_redisson_sends_them_become_rpsem_commands_at_the_scripts_clock() {
-    let cases: [Case; 13] = [
+    let cases: [Case; 14] = [
+        (
+            TRY_ACQUIRE,
+            &[b"3", b"s", TIMEOUTS, CHANNEL, b"2", b"1700000005000", NOW, b"922337203685477", b"publish", b"a1", b"b2"],
+            &["RPSEM.TRYACQUIRE", "s", "1700000005000", "a1", "b2", "AT", "1700000000000"],
+        ),
         (ADD, &[b"2", b"s", CHANNEL, b"-3", b"publish"], &["RPSEM.ADDPERMITS", "s", "-3"]),
         (ADD, &[b"2", b"s", CHANNEL, b"9007199254740993", b"spublish"], &["RPSEM.ADDPERMITS", "s", "9007199254740993"]),
         (SET, &[b"3", b"s", CHANNEL, TIMEOUTS, b"5", b"publish"], &["RPSEM.SETPERMITS", "s", "5"]),
@@ -112,7 +118,11 @@ fn calls_the_command_would_answer_otherwise_stay_with_lua() {
 
 #[test]
 fn release_and_lease_calls_the_command_would_answer_otherwise_stay_with_lua() {
-    let cases: [(&[u8], &[u8]); 15] = [
+    let cases: [(&[u8], &[u8]); 19] = [
+        (TRY_ACQUIRE, b"3 s {s}:timeout redisson_sc:{s} 1 1700000005000 1700000000000 922337203685477 publish a1 b2"),
+        (TRY_ACQUIRE, b"3 s {s}:timeout redisson_sc:{s} 0 1700000005000 1700000000000 922337203685477 publish"),
+        (TRY_ACQUIRE, b"3 s {s}:timeout redisson_sc:{s} 1 1700000005000 1700000000000 922337203685476 publish a1"),
+        (TRY_ACQUIRE, b"3 s {s}:timeout redisson_sc:{s} 1 -1 1700000000000 922337203685477 publish a1"),
         (ADD, b"2 s redisson_sc:{s} +3 publish"),
         (ADD, b"2 s redisson_sc:{s} 03 publish"),
         (ADD, b"2 s redisson_sc:{s} 1.5 publish"),

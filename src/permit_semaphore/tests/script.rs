@@ -139,3 +139,41 @@ fn the_expirable_semaphores_add_permits_publishes_a_positive_delta() {
     assert_eq!(add(&mut keys, -2), Ok(()));
     assert!(!keys.effects.iter().any(|effect| effect.starts_with("PUBLISH")), "{:?}", keys.effects);
 }
+
+#[test]
+fn an_acquire_reclaims_as_many_as_it_asks_and_scores_its_ids_as_given() {
+    let expirable = PermitSemaphore::new(b"s");
+    let taken = [("x", NOW - 2), ("y", NOW - 1), ("a", AT + 9)];
+    let mut keys = Keys::at(semaphore(Some("0"), &taken, Some(NOW + 60_000)), NOW);
+    let ids: [&[u8]; 1] = [b"n"];
+    assert_eq!(expirable.try_acquire_like_script(&mut keys, AT, AT + 50, &ids), Ok(TryAcquire::Granted), "x back");
+    let (count, scores) = after(&keys);
+    assert_eq!(count.as_deref(), Some("0"));
+    assert_eq!(scores, vec![("a".to_owned(), AT + 9), ("n".to_owned(), AT + 50), ("y".to_owned(), NOW - 1)]);
+    assert_eq!(keys.keys.get(T.as_bytes()).map(|(_, at)| *at), Some(Some(NOW + 60_000)), "the count's TTL");
+    let twice: [&[u8]; 2] = [b"a", b"a"];
+    let mut keys = Keys::at(semaphore(Some("2"), &[("a", AT + 9)], None), NOW);
+    assert_eq!(expirable.try_acquire_like_script(&mut keys, AT, NEVER, &twice), Ok(TryAcquire::Granted));
+    assert_eq!(after(&keys), (Some("0".to_owned()), vec![("a".to_owned(), NEVER)]), "two taken, one recorded");
+}
+
+/// The count and permits stored; what an acquire of two replies.
+type Refused = (Option<&'static str>, &'static [(&'static str, i64)], Result<TryAcquire>);
+
+#[test]
+fn a_refused_acquire_replies_the_earliest_score_unless_it_never_expires() {
+    let expirable = PermitSemaphore::new(b"s");
+    let ids: [&[u8]; 2] = [b"n", b"m"];
+    let cases: [Refused; 5] = [
+        (None, &[], Ok(TryAcquire::NoExpiry)),
+        (Some("1"), &[("a", AT + 9), ("b", NEVER)], Ok(TryAcquire::FirstExpiry(AT + 9))),
+        (Some("1.5"), &[("b", NEVER)], Ok(TryAcquire::NoExpiry)),
+        (Some("five"), &[], Err(LockError::StoredNotInteger(b"s".to_vec()))),
+        (Some("2e0"), &[], Err(LockError::StoredNotInteger(b"s".to_vec()))),
+    ];
+    for (count, taken, reply) in cases {
+        let mut keys = Keys::at(semaphore(count, taken, None), NOW);
+        assert_eq!(expirable.try_acquire_like_script(&mut keys, AT, AT + 50, &ids), reply, "{count:?}");
+        assert!(keys.effects.is_empty(), "{count:?}: {:?}", keys.effects);
+    }
+}
