@@ -11,7 +11,7 @@
 
 mod redisson_support;
 
-use redis::{Cmd, Commands, Connection};
+use redis::{Cmd, Commands, Connection, RedisResult, Value};
 use redisson_support::twins::Twins;
 use redisson_support::{family_native_count, load, script_call, texts, VERSION};
 use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
@@ -34,7 +34,11 @@ struct Texts {
     acquired: Vec<u8>,
     permits: Vec<u8>,
     update_lease: Vec<u8>,
-    set_permits: Vec<u8>,
+    /// From 3.23.4 (the older one stays with Lua).
+    set_permits: Option<Vec<u8>>,
+    /// From 3.22.0 the publish command is an argument; before, the texts
+    /// name `publish`, and tryAcquire takes one id and stays with Lua.
+    takes_publish: bool,
     /// From 3.41.0.
     release_all: Option<Vec<u8>>,
     lease: Option<Vec<u8>>,
@@ -78,9 +82,10 @@ fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
         31..=36 if texts.release_all.is_some() => Op::ReleaseAll(vec![first, second]),
         37..=42 if texts.lease.is_some() => Op::Lease(first),
         31..=48 => Op::UpdateLease(first, lease),
-        49..=64 => Op::TryAcquire(if rng.chance(50) { vec![first] } else { vec![first, second] }, lease),
+        49..=64 if texts.takes_publish && rng.chance(50) => Op::TryAcquire(vec![first, second], lease),
+        49..=64 => Op::TryAcquire(vec![first], lease),
         65..=68 => Op::AddPermits(*rng.pick(&[-2, 0, 1, 4, 9_007_199_254_740_993])),
-        69..=72 => Op::SetPermits(*rng.pick(&[0, 2, 5])),
+        69..=72 if texts.set_permits.is_some() => Op::SetPermits(*rng.pick(&[0, 2, 5])),
         73..=77 => Op::Delete,
         78..=80 => Op::Expire,
         81..=82 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as u64) as usize]),
@@ -112,7 +117,12 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
             count = ids.len().to_string();
             until = if *lease < 0 { never.clone() } else { (now + lease).to_string() };
             let head = [count.as_bytes(), until.as_bytes(), at.as_bytes(), never.as_bytes(), publish];
-            let argv = head.into_iter().chain(ids.iter().map(|id| id.as_bytes())).collect();
+            let argv = match ids[..] {
+                [id] if !texts.takes_publish => {
+                    vec![b"1", until.as_bytes(), id.as_bytes(), at.as_bytes(), never.as_bytes()]
+                }
+                _ => head.into_iter().chain(ids.iter().map(|id| id.as_bytes())).collect(),
+            };
             (&texts.try_acquire, vec![name, &timeouts, &channel], argv)
         }
         Op::Release(id) => {
@@ -139,20 +149,27 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
         }
         Op::SetPermits(n) => {
             count = n.to_string();
-            (&texts.set_permits, vec![name, &channel, &timeouts], vec![count.as_bytes(), publish])
+            let text = texts.set_permits.as_ref().expect("a text");
+            (text, vec![name, &channel, &timeouts], vec![count.as_bytes(), publish])
         }
         _ => return None,
     };
+    let mut argv = argv;
+    if !texts.takes_publish && !matches!(op, Op::TryAcquire(..)) {
+        argv.pop();
+    }
     Some(script_call(by_sha, text, &keys, &argv))
 }
 
-/// Whether `op` is a script call (which the filter rewrites), not a plain write.
-fn rewritten(op: &Op) -> bool {
-    !matches!(op, Op::Delete | Op::Expire | Op::Clobber(_) | Op::ClobberTimeouts | Op::Tick(_))
+/// Whether `op` is a script call the filter rewrites: not a plain write,
+/// nor a tryAcquire before 3.22.0.
+fn rewritten(op: &Op, texts: &Texts) -> bool {
+    let plain = matches!(op, Op::Delete | Op::Expire | Op::Clobber(_) | Op::ClobberTimeouts | Op::Tick(_));
+    !plain && (texts.takes_publish || !matches!(op, Op::TryAcquire(..)))
 }
 
-/// A plain write on `name`.
-fn prepare(con: &mut Connection, name: &str, op: &Op) {
+/// A plain write on `name`, or a call that runs as Lua on both twins.
+fn prepare(con: &mut Connection, texts: &Texts, name: &str, op: &Op, now: i64) {
     let timeouts = permit_timeout_key(name.as_bytes());
     match op {
         Op::Delete => {
@@ -168,7 +185,10 @@ fn prepare(con: &mut Connection, name: &str, op: &Op) {
         Op::ClobberTimeouts => {
             let _: () = con.set(&timeouts, "x").unwrap();
         }
-        _ => {}
+        _ => {
+            let call = script(texts, false, name, op, now, "publish").expect("a call");
+            let _: RedisResult<Value> = call.query(con);
+        }
     }
 }
 
@@ -180,8 +200,7 @@ fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     let all = [&texts.try_acquire, &texts.release, &texts.add_permits, &texts.try_set_permits, &texts.update_lease];
-    let all = all.into_iter().chain([&texts.set_permits]);
-    let newer = [texts.release_all.as_ref(), texts.lease.as_ref()].into_iter().flatten();
+    let newer = [texts.set_permits.as_ref(), texts.release_all.as_ref(), texts.lease.as_ref()].into_iter().flatten();
     let bodies: Vec<&[u8]> = all
         .into_iter()
         .chain([&texts.available, &texts.acquired, &texts.permits])
@@ -202,9 +221,9 @@ fn differential(texts: &Texts, seed: &str) {
             }
             continue;
         }
-        if !rewritten(&op) {
+        if !rewritten(&op, texts) {
             for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, name, &op);
+                prepare(&mut con, texts, name, &op, now);
             }
             continue;
         }
@@ -224,27 +243,37 @@ fn differential(texts: &Texts, seed: &str) {
     assert!(calls > 120 && (errors as i64) < calls / 2, "{calls} calls, {sets} sets, {errors} errors");
 }
 
-fn texts_of(version: &str) -> Texts {
-    let newer = version == VERSION;
-    let shas = [
-        "494d8561fee0cdb033f6c28d74c052c52189a578",
-        "2298b02cc67a89f2a638e47503db3675c73d77f5",
-        "992c96b09a3d8ea0b37f5dc12e5347a44d93909d",
-        "4ce079451bee2993ce00c8a4e205b536c6ccad67",
-        "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0",
-        "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
-        "26b3972b2c9e617556282f404cb79709d746a713",
-        "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
-        "e242db5c1c68811b0d26a41937dcf22415b6d872",
-    ];
-    let [set_permits, update_lease, try_acquire, release, add_permits, try_set_permits, available, acquired, permits] =
+/// tryAcquire, tryRelease, addPermits, trySetPermits, availablePermits,
+/// acquiredPermits, getPermits and updateLeaseTime of 3.23.4 .. 4.7.0.
+const NEWER: [&str; 8] = [
+    "992c96b09a3d8ea0b37f5dc12e5347a44d93909d",
+    "4ce079451bee2993ce00c8a4e205b536c6ccad67",
+    "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0",
+    "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c",
+    "26b3972b2c9e617556282f404cb79709d746a713",
+    "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
+    "e242db5c1c68811b0d26a41937dcf22415b6d872",
+    "2298b02cc67a89f2a638e47503db3675c73d77f5",
+];
+
+/// The same of 3.19.1 .. 3.21.3, which name `publish`.
+const OLDER: [&str; 8] = [
+    "9dd7dc38c905805c04c8f14cb8aae2bd5dd529b0",
+    "2eac39f9e36394f850326ea7cd240d6ebc715ae2",
+    "575a088d37e6b44b707ce3103c04a03c2cd504bd",
+    "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573",
+    "6aee5085c7e0b3ff5d8612116a9b5f2ceb1fdab2",
+    "dd0e62727caf54b589ae8e4bf22c32ec5ec33250",
+    "795a15adb7654812d3711bed0f526f84076f8f4e",
+    "5100a65fefa9ca6c9ed0977c06c41c68e2e847e8",
+];
+
+/// `version`'s texts: `shas` (NEWER or OLDER), and the others it has.
+fn texts_of(version: &str, shas: [&str; 8]) -> Texts {
+    let [try_acquire, release, add_permits, try_set_permits, available, acquired, permits, update_lease] =
         texts(version, &[CLASS], shas);
-    let [release_all, lease] = if newer {
-        let shas = ["cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b", "8be95cb5221cc7ee883cacb8859a8b32ef501a0e"];
-        texts(version, &[CLASS], shas).map(Some)
-    } else {
-        [None, None]
-    };
+    let all = redisson_support::all_texts(version, &[CLASS]);
+    let find = |sha: &str| all.iter().find(|text| redisson_support::sha1_hex(text) == sha).cloned();
     Texts {
         try_acquire,
         release,
@@ -254,18 +283,22 @@ fn texts_of(version: &str) -> Texts {
         acquired,
         permits,
         update_lease,
-        set_permits,
-        release_all,
-        lease,
+        set_permits: find("494d8561fee0cdb033f6c28d74c052c52189a578"),
+        takes_publish: shas == NEWER,
+        release_all: find("cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b"),
+        lease: find("8be95cb5221cc7ee883cacb8859a8b32ef501a0e"),
     }
 }
 
 #[test]
 fn redissons_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
-    differential(&texts_of(VERSION), "redisson_permit_semaphore_differential");
+    differential(&texts_of(VERSION, NEWER), "redisson_permit_semaphore_differential");
 }
 
 #[test]
-fn redisson_3_23_5s_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
-    differential(&texts_of("3.23.5"), "redisson_permit_semaphore_differential_3.23.5");
+fn older_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
+    // 3.23.5: the texts of 4.7.0 but release(ids) and getLeaseTime; 3.20.1:
+    // the texts that name `publish`.
+    differential(&texts_of("3.23.5", NEWER), "redisson_permit_semaphore_differential_3.23.5");
+    differential(&texts_of("3.20.1", OLDER), "redisson_permit_semaphore_differential_3.20.1");
 }

@@ -3,9 +3,13 @@
 //! the script's clock (`AT now_ms`: the command then runs as the script,
 //! see `permit_semaphore::script`) and its publish command (`VIA`).
 //!
-//! Rewritten: every text 4.7.0 sends (from 3.22.0, 3.23.4 or 3.41.0 on);
-//! trySetPermits is RSemaphore's text (`semaphore/redisson.rs`). The older
-//! texts stay with Lua.
+//! Rewritten: every text 4.7.0 sends (from 3.22.0, 3.23.4 or 3.41.0 on),
+//! and the older texts that differ from them only by naming `publish`;
+//! trySetPermits is RSemaphore's text (`semaphore/redisson.rs`). Left to
+//! Lua: the older tryAcquire (one id, replied; 3.22.0 .. 3.23.3's),
+//! setPermits (3.19.1 .. 3.23.3: its `maximum == ARGV[1]` is never true,
+//! so it writes even INCRBY 0), release(ids) of 3.23.4 .. 3.40.2 (not all
+//! or none) and tryRelease before 3.17.0.
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
@@ -15,7 +19,7 @@ use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 10] = [
+const SCRIPTS: [Known; 16] = [
     // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.23.4 .. 4.7.0
     Known { sha1: "992c96b09a3d8ea0b37f5dc12e5347a44d93909d", len: 781, rewrite: try_acquire },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
@@ -36,6 +40,18 @@ const SCRIPTS: [Known; 10] = [
     Known { sha1: "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0", len: 219, rewrite: add_permits },
     // RedissonPermitExpirableSemaphore.setPermitsAsync, 3.23.4 .. 4.7.0
     Known { sha1: "494d8561fee0cdb033f6c28d74c052c52189a578", len: 446, rewrite: set_permits },
+    // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.10.0 .. 3.21.3 (publish in the text)
+    Known { sha1: "6aee5085c7e0b3ff5d8612116a9b5f2ceb1fdab2", len: 379, rewrite: available_older },
+    // RedissonPermitExpirableSemaphore.acquiredPermitsAsync, 3.19.1 .. 3.21.3 (publish in the text)
+    Known { sha1: "dd0e62727caf54b589ae8e4bf22c32ec5ec33250", len: 394, rewrite: acquired_older },
+    // RedissonPermitExpirableSemaphore.getPermitsAsync, 3.19.1 .. 3.21.3 (publish in the text)
+    Known { sha1: "795a15adb7654812d3711bed0f526f84076f8f4e", len: 532, rewrite: permits_older },
+    // RedissonPermitExpirableSemaphore.tryReleaseAsync, 3.17.0 .. 3.21.3 (publish in the text)
+    Known { sha1: "2eac39f9e36394f850326ea7cd240d6ebc715ae2", len: 312, rewrite: release_older },
+    // RedissonPermitExpirableSemaphore.updateLeaseTimeAsync, 3.10.0 .. 3.21.3 (publish in the text)
+    Known { sha1: "5100a65fefa9ca6c9ed0977c06c41c68e2e847e8", len: 440, rewrite: update_lease_older },
+    // RedissonPermitExpirableSemaphore.addPermitsAsync, 3.10.0 .. 3.21.3 (publish in the text)
+    Known { sha1: "575a088d37e6b44b707ce3103c04a03c2cd504bd", len: 221, rewrite: add_permits_older },
 ];
 
 fn available(call: &Call) -> Option<Rewrite> {
@@ -127,6 +143,37 @@ fn set_permits(call: &Call) -> Option<Rewrite> {
     let publish = publish_command(publish)?;
     let ours = is_semaphores(call, [name, timeouts, channel]);
     (ours && is_clock(permits)).then(|| rewrite_via(&[b"RPSEM.SETPERMITS", name, permits], publish, channel))
+}
+
+/// The texts before 3.22.0 name `publish`: as the newer ones given it as
+/// their last argument.
+fn naming_publish(call: &Call, newer: fn(&Call) -> Option<Rewrite>) -> Option<Rewrite> {
+    let argv: Vec<&[u8]> = call.argv.iter().copied().chain([&b"publish"[..]]).collect();
+    newer(&Call { argv: &argv, ..*call })
+}
+
+fn available_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, available)
+}
+
+fn acquired_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, acquired)
+}
+
+fn permits_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, permits)
+}
+
+fn release_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, release)
+}
+
+fn update_lease_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, update_lease)
+}
+
+fn add_permits_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, add_permits)
 }
 
 /// `command AT now VIA publish`, when the keys are the semaphore's own

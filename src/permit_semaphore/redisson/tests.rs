@@ -144,3 +144,30 @@ fn release_and_lease_calls_the_command_would_answer_otherwise_stay_with_lua() {
         assert_eq!(rewritten(sha, &args, false), None, "{}", String::from_utf8_lossy(call));
     }
 }
+
+#[test]
+fn older_texts_naming_publish_become_the_same_commands_via_publish() {
+    let cases: [Case; 6] = [
+        (b"6aee5085c7e0b3ff5d8612116a9b5f2ceb1fdab2", &[b"3", b"s", TIMEOUTS, CHANNEL, NOW], &["RPSEM.AVAILABLE", "s"]),
+        (b"dd0e62727caf54b589ae8e4bf22c32ec5ec33250", &[b"3", b"s", TIMEOUTS, CHANNEL, NOW], &["RPSEM.ACQUIRED", "s"]),
+        (b"795a15adb7654812d3711bed0f526f84076f8f4e", &[b"3", b"s", TIMEOUTS, CHANNEL, NOW], &["RPSEM.PERMITS", "s"]),
+        (
+            b"2eac39f9e36394f850326ea7cd240d6ebc715ae2",
+            &[b"3", b"s", CHANNEL, TIMEOUTS, b"a1", b"1", NOW],
+            &["RPSEM.RELEASE", "s", "a1"],
+        ),
+        (
+            b"5100a65fefa9ca6c9ed0977c06c41c68e2e847e8",
+            &[b"3", b"s", TIMEOUTS, CHANNEL, b"a1", b"5", NOW],
+            &["RPSEM.UPDATELEASE", "s", "a1", "5"],
+        ),
+        (b"575a088d37e6b44b707ce3103c04a03c2cd504bd", &[b"2", b"s", CHANNEL, b"3"], &["RPSEM.ADDPERMITS", "s", "3"]),
+    ];
+    for (sha, args, expected) in cases {
+        let clock: &[&str] = if sha.starts_with(b"575a") { &[] } else { &["AT", "1700000000000"] };
+        let expected: Vec<&str> = expected.iter().chain(clock).chain(&["VIA", "PUBLISH"]).copied().collect();
+        assert_eq!(rewritten(sha, args, false), native(&expected), "{args:?}");
+        let with_publish: Vec<&[u8]> = args.iter().copied().chain([&b"publish"[..]]).collect();
+        assert_eq!(rewritten(sha, &with_publish, false), None, "{args:?}: one argument too many");
+    }
+}
