@@ -21,8 +21,9 @@ use testkit::{Rng, Server};
 const CLASS: &str = "org/redisson/RedissonPermitExpirableSemaphore";
 const TWINS: Twins = Twins { lua: "lua-psem", native: "nat-psem" };
 const IDS: [&str; 6] = ["a1", "b2", "c3", "d4", "e5", "f6"];
-/// What a clobber stores at the name: strings, or a hash (empty).
-const CLOBBERS: [&str; 4] = ["five", "1.5", "", "2e0"];
+/// What a clobber stores at the name: strings Lua's `tonumber` reads or
+/// not, INCRBY reads or not, or a hash (empty).
+const CLOBBERS: [&str; 11] = ["five", "1.5", "", "2e0", "0x10", " 3", "nan", "1e400", "-0", "9007199254740993", "-7"];
 
 /// One release's texts (3.22.0 .. 4.7.0 share the rewritten ones).
 struct Texts {
@@ -88,8 +89,8 @@ fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
         69..=72 if texts.set_permits.is_some() => Op::SetPermits(*rng.pick(&[0, 2, 5])),
         73..=77 => Op::Delete,
         78..=80 => Op::Expire,
-        81..=82 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as u64) as usize]),
-        83 if rng.chance(30) => Op::ClobberTimeouts,
+        81..=83 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as u64) as usize]),
+        84 if rng.chance(30) => Op::ClobberTimeouts,
         _ => Op::Tick(*rng.pick(&[50, 200, 700, 2_000])),
     }
 }
@@ -301,4 +302,39 @@ fn older_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
     // the texts that name `publish`.
     differential(&texts_of("3.23.5", NEWER), "redisson_permit_semaphore_differential_3.23.5");
     differential(&texts_of("3.20.1", OLDER), "redisson_permit_semaphore_differential_3.20.1");
+}
+
+#[test]
+fn the_permit_semaphore_commands_take_a_scripts_clock_and_publish_command_last() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let mut query = |args: &[&str]| redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con);
+    assert_eq!(query(&["RPSEM.SETPERMITS", "s", "2", "VIA", "spublish"]), Ok(Value::Nil));
+    assert_eq!(query(&["RPSEM.TRYACQUIRE", "s", "1000", "a", "AT", "500", "VIA", "PUBLISH"]), Ok(ok()));
+    assert_eq!(query(&["RPSEM.LEASE", "s", "a", "AT", "600"]), Ok(Value::Int(400)), "the script's clock");
+    assert_eq!(query(&["RPSEM.UPDATELEASE", "s", "a", "2000", "at", "600", "via", "publish"]), Ok(Value::Int(1)));
+    assert_eq!(query(&["RPSEM.AVAILABLE", "s", "AT", "600"]), Ok(Value::BulkString(b"1".to_vec())), "GET's");
+    assert_eq!(query(&["RPSEM.TRYACQUIRE", "s", "1000", "ALL", "AT", "600"]), Ok(ok()), "the id ALL");
+    assert_eq!(query(&["RPSEM.RELEASE", "s", "a", "ALL", "AT", "700", "VIA", "PUBLISH"]), Ok(Value::Int(1)));
+    assert_eq!(query(&["RPSEM.RELEASE", "s", "ALL", "AT", "700"]), Ok(Value::Int(1)), "the id ALL, released");
+    assert_eq!(query(&["RPSEM.ADDPERMITS", "s", "1", "VIA", "PUBLISH"]), Ok(Value::Nil));
+    assert_eq!(query(&["RPSEM.PERMITS", "s", "AT", "700"]), Ok(Value::Int(3)));
+    assert_eq!(query(&["RPSEM.ACQUIRED", "s", "AT", "700"]), Ok(Value::Int(0)));
+    for (args, error) in [
+        (&["RPSEM.AVAILABLE", "s", "VIA", "PUBLISH"][..], "VIA only with AT now_ms"),
+        (&["RPSEM.AVAILABLE", "s", "AT", "-1"], "now_ms must be a non-negative integer"),
+        (&["RPSEM.AVAILABLE", "s", "AT", "x"], "now_ms must be an integer"),
+        (&["RPSEM.AVAILABLE", "s", "x"], "after the key, only AT now_ms and VIA PUBLISH|SPUBLISH"),
+        (&["RPSEM.ACQUIRED", "s", "AT", "5", "VIA", "DEL"], "VIA takes PUBLISH or SPUBLISH"),
+        (&["RPSEM.LEASE", "s", "a", "b"], "wrong number of arguments"),
+        (&["RPSEM.UPDATELEASE", "s", "a", "-1", "AT", "5"], "lease end must be a non-negative integer"),
+        (&["RPSEM.TRYACQUIRE", "s", "1.5", "a", "AT", "5"], "lease end must be an integer"),
+    ] {
+        let refused = query(args).expect_err("refused").to_string();
+        assert!(refused.contains(error), "{args:?}: {refused}");
+    }
+}
+
+fn ok() -> Value {
+    Value::BulkString(b"OK".to_vec())
 }
