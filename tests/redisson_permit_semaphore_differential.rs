@@ -40,8 +40,9 @@ struct Texts {
     /// From 3.22.0 the publish command is an argument; before, the texts
     /// name `publish`, and tryAcquire takes one id and stays with Lua.
     takes_publish: bool,
-    /// From 3.41.0.
+    /// From 3.23.4 (all or none from 3.41.0).
     release_all: Option<Vec<u8>>,
+    /// From 3.41.0.
     lease: Option<Vec<u8>>,
 }
 
@@ -286,7 +287,8 @@ fn texts_of(version: &str, shas: [&str; 8]) -> Texts {
         update_lease,
         set_permits: find("494d8561fee0cdb033f6c28d74c052c52189a578"),
         takes_publish: shas == NEWER,
-        release_all: find("cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b"),
+        release_all: find("cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b")
+            .or_else(|| find("bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74")),
         lease: find("8be95cb5221cc7ee883cacb8859a8b32ef501a0e"),
     }
 }
@@ -298,8 +300,8 @@ fn redissons_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
 
 #[test]
 fn older_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
-    // 3.23.5: the texts of 4.7.0 but release(ids) and getLeaseTime; 3.20.1:
-    // the texts that name `publish`.
+    // 3.23.5: the texts of 4.7.0 but getLeaseTime, and the release(ids)
+    // that returns the ids held; 3.20.1: the texts that name `publish`.
     differential(&texts_of("3.23.5", NEWER), "redisson_permit_semaphore_differential_3.23.5");
     differential(&texts_of("3.20.1", OLDER), "redisson_permit_semaphore_differential_3.20.1");
 }

@@ -8,8 +8,7 @@
 //! trySetPermits is RSemaphore's text (`semaphore/redisson.rs`). Left to
 //! Lua: the older tryAcquire (one id, replied; 3.22.0 .. 3.23.3's),
 //! setPermits (3.19.1 .. 3.23.3: its `maximum == ARGV[1]` is never true,
-//! so it writes even INCRBY 0), release(ids) of 3.23.4 .. 3.40.2 (not all
-//! or none) and tryRelease before 3.17.0.
+//! so it writes even INCRBY 0) and tryRelease before 3.17.0.
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
@@ -19,7 +18,7 @@ use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 16] = [
+const SCRIPTS: [Known; 17] = [
     // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.23.4 .. 4.7.0
     Known { sha1: "992c96b09a3d8ea0b37f5dc12e5347a44d93909d", len: 781, rewrite: try_acquire },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
@@ -32,6 +31,8 @@ const SCRIPTS: [Known; 16] = [
     Known { sha1: "4ce079451bee2993ce00c8a4e205b536c6ccad67", len: 310, rewrite: release },
     // RedissonPermitExpirableSemaphore.tryReleaseAsync#2, 3.41.0 .. 4.7.0
     Known { sha1: "cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b", len: 678, rewrite: release_all },
+    // RedissonPermitExpirableSemaphore.tryReleaseAsync#2, 3.23.4 .. 3.40.2
+    Known { sha1: "bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74", len: 563, rewrite: release_any },
     // RedissonPermitExpirableSemaphore.getLeaseTimeAsync, 3.41.0 .. 4.7.0
     Known { sha1: "8be95cb5221cc7ee883cacb8859a8b32ef501a0e", len: 472, rewrite: lease },
     // RedissonPermitExpirableSemaphore.updateLeaseTimeAsync, 3.22.0 .. 4.7.0
@@ -94,14 +95,22 @@ fn release(call: &Call) -> Option<Rewrite> {
     at_clock(call, [name, timeouts, channel], &[b"RPSEM.RELEASE", name, id], now, publish)
 }
 
+fn release_all(call: &Call) -> Option<Rewrite> {
+    release_ids(call, b"ALL")
+}
+
+fn release_any(call: &Call) -> Option<Rewrite> {
+    release_ids(call, b"ANY")
+}
+
 /// KEYS name, channel, timeouts; ARGV count (unread), now, publish
 /// command, ids (one or more: ZREM takes no fewer).
-fn release_all(call: &Call) -> Option<Rewrite> {
+fn release_ids(call: &Call, marker: &[u8]) -> Option<Rewrite> {
     let [name, channel, timeouts] = call.keys else { return None };
     let [_, now, publish, ids @ ..] = call.argv else { return None };
     (!ids.is_empty()).then_some(())?;
     let command: Vec<&[u8]> =
-        [&b"RPSEM.RELEASE"[..], name].into_iter().chain(ids.iter().copied()).chain([&b"ALL"[..]]).collect();
+        [&b"RPSEM.RELEASE"[..], name].into_iter().chain(ids.iter().copied()).chain([marker]).collect();
     at_clock(call, [name, timeouts, channel], &command, now, publish)
 }
 

@@ -149,13 +149,35 @@ impl PermitSemaphore {
         let mut distinct: Vec<&[u8]> = ids.to_vec();
         distinct.sort_unstable();
         distinct.dedup();
+        self.give_back_like_script(keys, &distinct)
+    }
+
+    /// ZREM of `held` (all held), INCRBY and publish of their number (a
+    /// count that is no integer fails after the ZREM, as in Lua).
+    fn give_back_like_script<K: Keyspace>(&self, keys: &mut K, held: &[&[u8]]) -> Result<i64> {
         let available = read_counter(keys, &self.name);
-        keys.zrem(&self.timeouts, &distinct)?;
-        let removed = distinct.len() as i64;
+        keys.zrem(&self.timeouts, held)?;
+        let removed = held.len() as i64;
         let new = self.add(available?.unwrap_or(0), removed)?;
         keys.incr_by(&self.name, removed, new)?;
         keys.publish(&self.channel, &(self.lua_number)(removed as f64))?;
         Ok(removed)
+    }
+
+    /// tryReleaseAsync#2 of 3.23.4 .. 3.40.2 (bb41a8ec): the reclaim, then
+    /// the ids held go back (ZREM's count, published), 0 when none was.
+    pub fn release_any_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64, ids: &[&[u8]]) -> Result<i64> {
+        self.reclaim_like_script(keys, now_ms, usize::MAX)?;
+        let mut held: Vec<&[u8]> = Vec::with_capacity(ids.len());
+        for id in ids {
+            if !held.contains(id) && keys.zscore(&self.timeouts, id)?.is_some() {
+                held.push(id);
+            }
+        }
+        if held.is_empty() {
+            return Ok(0);
+        }
+        self.give_back_like_script(keys, &held)
     }
 
     /// getLeaseTimeAsync (8be95cb5): -1 for a permit that never expires,

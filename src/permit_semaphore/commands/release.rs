@@ -6,17 +6,20 @@ use crate::permit_semaphore::{PermitSemaphore, Release};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
-/// `RPSEM.RELEASE key id [id ...] [ALL] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
+/// `RPSEM.RELEASE key id [id ...] [ALL|ANY] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
 /// one id: 1 released, 0 not held, -1 its lease had run out (returned
 /// now). Several: all or nothing, the number released, or 0. With `AT` it
 /// is Redisson's script on that clock (a rewritten call): release(id), or
-/// with `ALL` (after two ids or more: `id ALL` is the id `ALL`) release(ids).
+/// with `ALL` (after two ids or more: `id ALL` is the id `ALL`) release(ids)
+/// of 3.41.0 on (all or none), with `ANY` the one before (those held).
 fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args;
     let (at, via) = script_clock(&mut args, 3)?;
-    // Redisson's release(ids) text, even of one id: `id [id ...] ALL`.
-    let all = at.is_some() && args.len() > 3 && args.last().is_some_and(|arg| is_keyword(arg, b"ALL"));
-    if all {
+    // Redisson's release(ids) texts, even of one id: `id [id ...] ALL|ANY`.
+    let marked =
+        |keyword: &[u8]| at.is_some() && args.len() > 3 && args.last().is_some_and(|arg| is_keyword(arg, keyword));
+    let (all, any) = (marked(b"ALL"), marked(b"ANY"));
+    if all || any {
         args.pop();
     }
     let name = &args[1];
@@ -30,13 +33,15 @@ fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             Release::Lapsed => -1,
         },
         (many, None) => semaphore.release_all(&mut keys, now_ms(), many)?,
+        (many, Some(now)) if any => semaphore.release_any_like_script(&mut keys, now, many)?,
         ([id], Some(now)) if !all => semaphore.release_like_script(&mut keys, now, id)?,
         (many, Some(now)) => semaphore.release_all_like_script(&mut keys, now, many)?,
     }))
 }
 
-/// `[ALL]`: with `AT`, Redisson's release(ids) text.
+/// `[ALL|ANY]`: with `AT`, Redisson's release(ids) texts.
 const ALL: Arg = Arg { name: c"all", kind: ArgKind::PureToken, optional: true, token: Some(c"ALL") };
+const ANY: Arg = Arg { name: c"any", kind: ArgKind::PureToken, optional: true, token: Some(c"ANY") };
 
 command!(
     release,
@@ -46,6 +51,6 @@ command!(
         summary: c"Returns permits (id [id ...]) and publishes (one id: the new count if positive; several: how many): one id: 1, 0 not held, -1 its lease had run out (returned now); several: all or none, how many, else 0.",
         arity: -3,
         key_flags: KEY_FLAGS,
-        args: &[ID, ALL, AT, VIA],
+        args: &[ID, ALL, ANY, AT, VIA],
     },
 );

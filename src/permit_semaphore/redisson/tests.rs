@@ -34,7 +34,12 @@ fn native(args: &[&str]) -> Option<Rewrite> {
 
 #[test]
 fn calls_as_redisson_sends_them_become_rpsem_commands_at_the_scripts_clock() {
-    let cases: [Case; 14] = [
+    let cases: [Case; 15] = [
+        (
+            b"bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74",
+            &[b"3", b"s", CHANNEL, TIMEOUTS, b"2", NOW, b"publish", b"a1", b"b2"],
+            &["RPSEM.RELEASE", "s", "a1", "b2", "ANY", "AT", "1700000000000"],
+        ),
         (
             TRY_ACQUIRE,
             &[b"3", b"s", TIMEOUTS, CHANNEL, b"2", b"1700000005000", NOW, b"922337203685477", b"publish", b"a1", b"b2"],

@@ -177,3 +177,16 @@ fn a_refused_acquire_replies_the_earliest_score_unless_it_never_expires() {
         assert!(keys.effects.is_empty(), "{count:?}: {:?}", keys.effects);
     }
 }
+
+#[test]
+fn the_older_release_of_ids_returns_those_held_after_the_reclaim() {
+    let expirable = PermitSemaphore::new(b"s");
+    let taken = [("a", AT + 1), ("c", AT), ("p", NOW - 5)];
+    let mut keys = Keys::at(semaphore(Some("0"), &taken, None), NOW);
+    assert_eq!(expirable.release_any_like_script(&mut keys, AT, &[b"c", b"x"]), Ok(0), "c reclaimed first");
+    assert_eq!(after(&keys), (Some("2".to_owned()), vec![("a".to_owned(), AT + 1)]));
+    let mut keys = Keys::at(semaphore(Some("0"), &taken, None), NOW);
+    assert_eq!(expirable.release_any_like_script(&mut keys, AT, &[b"a", b"x", b"a"]), Ok(1));
+    assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} 1"), "{:?}", keys.effects);
+    assert_eq!(after(&keys), (Some("3".to_owned()), vec![]));
+}
