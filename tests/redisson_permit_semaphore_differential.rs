@@ -35,7 +35,7 @@ struct Texts {
     acquired: Vec<u8>,
     permits: Vec<u8>,
     update_lease: Vec<u8>,
-    /// From 3.23.4 (the older one stays with Lua).
+    /// From 3.19.1.
     set_permits: Option<Vec<u8>>,
     /// From 3.22.0 the publish command is an argument; before, the texts
     /// name `publish`, and tryAcquire takes one id and stays with Lua.
@@ -285,7 +285,8 @@ fn texts_of(version: &str, shas: [&str; 8]) -> Texts {
         acquired,
         permits,
         update_lease,
-        set_permits: find("494d8561fee0cdb033f6c28d74c052c52189a578"),
+        set_permits: find("494d8561fee0cdb033f6c28d74c052c52189a578")
+            .or_else(|| find("f753b3fd2954a5f1ed4d8f95a9c41819ecc27f41")),
         takes_publish: shas == NEWER,
         release_all: find("cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b")
             .or_else(|| find("bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74")),

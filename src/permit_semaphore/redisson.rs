@@ -7,8 +7,8 @@
 //! and the older texts that differ from them only by naming `publish`;
 //! trySetPermits is RSemaphore's text (`semaphore/redisson.rs`). Left to
 //! Lua: the older tryAcquire (one id, replied; 3.22.0 .. 3.23.3's),
-//! setPermits (3.19.1 .. 3.23.3: its `maximum == ARGV[1]` is never true,
-//! so it writes even INCRBY 0) and tryRelease before 3.17.0.
+//! setPermits of 3.22.0 .. 3.23.3 (no tested release sends it: it would
+//! run as 3.19.1's with `ALWAYS`) and tryRelease before 3.17.0.
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
@@ -18,7 +18,7 @@ use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 17] = [
+const SCRIPTS: [Known; 18] = [
     // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.23.4 .. 4.7.0
     Known { sha1: "992c96b09a3d8ea0b37f5dc12e5347a44d93909d", len: 781, rewrite: try_acquire },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
@@ -41,6 +41,8 @@ const SCRIPTS: [Known; 17] = [
     Known { sha1: "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0", len: 219, rewrite: add_permits },
     // RedissonPermitExpirableSemaphore.setPermitsAsync, 3.23.4 .. 4.7.0
     Known { sha1: "494d8561fee0cdb033f6c28d74c052c52189a578", len: 446, rewrite: set_permits },
+    // RedissonPermitExpirableSemaphore.setPermitsAsync, 3.19.1 .. 3.21.3 (publish in the text)
+    Known { sha1: "f753b3fd2954a5f1ed4d8f95a9c41819ecc27f41", len: 440, rewrite: set_permits_older },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.10.0 .. 3.21.3 (publish in the text)
     Known { sha1: "6aee5085c7e0b3ff5d8612116a9b5f2ceb1fdab2", len: 379, rewrite: available_older },
     // RedissonPermitExpirableSemaphore.acquiredPermitsAsync, 3.19.1 .. 3.21.3 (publish in the text)
@@ -147,11 +149,21 @@ fn add_permits(call: &Call) -> Option<Rewrite> {
 /// KEYS name, channel, timeouts; ARGV permits, publish command: permits
 /// the command takes (0 or more) and Lua's doubles hold exactly.
 fn set_permits(call: &Call) -> Option<Rewrite> {
+    set_permits_with(call, &[])
+}
+
+/// Its text of 3.19.1 .. 3.21.3, which writes even when the count is right.
+fn set_permits_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, |call| set_permits_with(call, &[b"ALWAYS"]))
+}
+
+fn set_permits_with(call: &Call, always: &[&[u8]]) -> Option<Rewrite> {
     let [name, channel, timeouts] = call.keys else { return None };
     let [permits, publish] = call.argv else { return None };
     let publish = publish_command(publish)?;
     let ours = is_semaphores(call, [name, timeouts, channel]);
-    (ours && is_clock(permits)).then(|| rewrite_via(&[b"RPSEM.SETPERMITS", name, permits], publish, channel))
+    let command = [&[&b"RPSEM.SETPERMITS"[..], name, permits][..], always].concat();
+    (ours && is_clock(permits)).then(|| rewrite_via(&command, publish, channel))
 }
 
 /// The texts before 3.22.0 name `publish`: as the newer ones given it as

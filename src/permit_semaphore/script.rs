@@ -212,8 +212,10 @@ impl PermitSemaphore {
     /// is SET to `permits`; else `tonumber(available) + ZCOUNT` in Lua's
     /// doubles, left alone when it is `permits` already, else INCRBY the
     /// difference (as `redis.call` writes a Lua number, which INCRBY may
-    /// refuse); `permits` is published after either write.
-    pub fn set_permits_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64) -> Result<()> {
+    /// refuse); `permits` is published after either write. `always`: the
+    /// texts of 3.19.1 .. 3.23.3, whose `maximum == ARGV[1]` compares a
+    /// number with a string, never equal: they INCRBY even 0.
+    pub fn set_permits_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64, always: bool) -> Result<()> {
         let message = permits.to_string();
         let Some(stored) = self.get_like_script(keys)? else {
             keys.touch_channel(&self.channel)?;
@@ -224,7 +226,7 @@ impl PermitSemaphore {
         let acquired = self.count_taken(keys)?;
         let available = lua_tonumber(&stored).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?;
         let maximum = acquired as f64 + available;
-        if maximum == permits as f64 {
+        if !always && maximum == permits as f64 {
             return Ok(());
         }
         let by = parse_hold_count(&(self.lua_number)(permits as f64 - maximum))

@@ -152,7 +152,12 @@ fn release_and_lease_calls_the_command_would_answer_otherwise_stay_with_lua() {
 
 #[test]
 fn older_texts_naming_publish_become_the_same_commands_via_publish() {
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
+        (
+            b"f753b3fd2954a5f1ed4d8f95a9c41819ecc27f41",
+            &[b"3", b"s", CHANNEL, TIMEOUTS, b"4"],
+            &["RPSEM.SETPERMITS", "s", "4", "ALWAYS"],
+        ),
         (b"6aee5085c7e0b3ff5d8612116a9b5f2ceb1fdab2", &[b"3", b"s", TIMEOUTS, CHANNEL, NOW], &["RPSEM.AVAILABLE", "s"]),
         (b"dd0e62727caf54b589ae8e4bf22c32ec5ec33250", &[b"3", b"s", TIMEOUTS, CHANNEL, NOW], &["RPSEM.ACQUIRED", "s"]),
         (b"795a15adb7654812d3711bed0f526f84076f8f4e", &[b"3", b"s", TIMEOUTS, CHANNEL, NOW], &["RPSEM.PERMITS", "s"]),
@@ -169,7 +174,8 @@ fn older_texts_naming_publish_become_the_same_commands_via_publish() {
         (b"575a088d37e6b44b707ce3103c04a03c2cd504bd", &[b"2", b"s", CHANNEL, b"3"], &["RPSEM.ADDPERMITS", "s", "3"]),
     ];
     for (sha, args, expected) in cases {
-        let clock: &[&str] = if sha.starts_with(b"575a") { &[] } else { &["AT", "1700000000000"] };
+        let clock: &[&str] =
+            if sha.starts_with(b"575a") || sha.starts_with(b"f753") { &[] } else { &["AT", "1700000000000"] };
         let expected: Vec<&str> = expected.iter().chain(clock).chain(&["VIA", "PUBLISH"]).copied().collect();
         assert_eq!(rewritten(sha, args, false), native(&expected), "{args:?}");
         let with_publish: Vec<&[u8]> = args.iter().copied().chain([&b"publish"[..]]).collect();

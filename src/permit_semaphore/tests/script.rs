@@ -94,16 +94,19 @@ fn lease_reads_and_renewals_run_on_the_scripts_clock() {
 fn set_permits_sets_a_missing_count_or_adds_the_difference_as_lua_writes_it() {
     let expirable = PermitSemaphore::new(b"s");
     let mut keys = Keys::at(vec![(T, Keys::zset(&[("p", NOW - 5)]), None)], NOW);
-    assert_eq!(expirable.set_permits_like_script(&mut keys, 4), Ok(()));
+    assert_eq!(expirable.set_permits_like_script(&mut keys, 4, false), Ok(()));
     assert_eq!(after(&keys), (Some("4".to_owned()), vec![("p".to_owned(), NOW - 5)]), "no reclaim");
     // One keyspace per call, as each command opens its keys.
     let mut keys = Keys::at(semaphore(Some("4"), &[("p", NOW - 5)], None), NOW);
-    assert_eq!(expirable.set_permits_like_script(&mut keys, 6), Ok(()));
+    assert_eq!(expirable.set_permits_like_script(&mut keys, 6, false), Ok(()));
     assert_eq!(after(&keys).0.as_deref(), Some("5"), "4 + 1 taken: INCRBY 1");
     assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} 6"), "{:?}", keys.effects);
     let written = keys.effects.len();
-    assert_eq!(expirable.set_permits_like_script(&mut keys, 6), Ok(()));
+    assert_eq!(expirable.set_permits_like_script(&mut keys, 6, false), Ok(()));
     assert_eq!(keys.effects.len(), written, "6 already: nothing");
+    let mut keys = Keys::at(semaphore(Some("5"), &[("p", NOW - 5)], None), NOW);
+    assert_eq!(expirable.set_permits_like_script(&mut keys, 6, true), Ok(()));
+    assert_eq!(keys.effects, ["INCRBY s 0", "PUBLISH redisson_sc:{s} 6"], "the older text: INCRBY 0");
     let cases: [(&str, Result<()>); 3] = [
         ("1.5", Err(LockError::ArgumentNotInteger("increment"))),
         ("2e0", Err(LockError::StoredNotInteger(b"s".to_vec()))),
@@ -111,7 +114,7 @@ fn set_permits_sets_a_missing_count_or_adds_the_difference_as_lua_writes_it() {
     ];
     for (stored, refused) in cases {
         let mut keys = Keys::at(semaphore(Some(stored), &[], None), NOW);
-        assert_eq!(expirable.set_permits_like_script(&mut keys, 6), refused, "{stored}");
+        assert_eq!(expirable.set_permits_like_script(&mut keys, 6, false), refused, "{stored}");
         assert!(keys.effects.is_empty(), "{stored}: {:?}", keys.effects);
     }
 }
