@@ -11,7 +11,7 @@
 
 mod redisson_support;
 
-use redis::{Cmd, Commands, Connection, RedisResult, Value};
+use redis::{Cmd, Commands, Connection, Value};
 use redisson_support::twins::Twins;
 use redisson_support::{family_native_count, load, script_call, texts, VERSION};
 use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
@@ -38,7 +38,7 @@ struct Texts {
     /// From 3.19.1.
     set_permits: Option<Vec<u8>>,
     /// From 3.22.0 the publish command is an argument; before, the texts
-    /// name `publish`, and tryAcquire takes one id and stays with Lua.
+    /// name `publish`, and tryAcquire takes one id.
     takes_publish: bool,
     /// From 3.23.4 (all or none from 3.41.0).
     release_all: Option<Vec<u8>>,
@@ -163,15 +163,13 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
     Some(script_call(by_sha, text, &keys, &argv))
 }
 
-/// Whether `op` is a script call the filter rewrites: not a plain write,
-/// nor a tryAcquire before 3.22.0.
-fn rewritten(op: &Op, texts: &Texts) -> bool {
-    let plain = matches!(op, Op::Delete | Op::Expire | Op::Clobber(_) | Op::ClobberTimeouts | Op::Tick(_));
-    !plain && (texts.takes_publish || !matches!(op, Op::TryAcquire(..)))
+/// Whether `op` is a script call (which the filter rewrites), not a plain write.
+fn rewritten(op: &Op) -> bool {
+    !matches!(op, Op::Delete | Op::Expire | Op::Clobber(_) | Op::ClobberTimeouts | Op::Tick(_))
 }
 
-/// A plain write on `name`, or a call that runs as Lua on both twins.
-fn prepare(con: &mut Connection, texts: &Texts, name: &str, op: &Op, now: i64) {
+/// A plain write on `name`.
+fn prepare(con: &mut Connection, name: &str, op: &Op) {
     let timeouts = permit_timeout_key(name.as_bytes());
     match op {
         Op::Delete => {
@@ -187,10 +185,7 @@ fn prepare(con: &mut Connection, texts: &Texts, name: &str, op: &Op, now: i64) {
         Op::ClobberTimeouts => {
             let _: () = con.set(&timeouts, "x").unwrap();
         }
-        _ => {
-            let call = script(texts, false, name, op, now, "publish").expect("a call");
-            let _: RedisResult<Value> = call.query(con);
-        }
+        _ => {}
     }
 }
 
@@ -223,9 +218,9 @@ fn differential(texts: &Texts, seed: &str) {
             }
             continue;
         }
-        if !rewritten(&op, texts) {
+        if !rewritten(&op) {
             for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, texts, name, &op, now);
+                prepare(&mut con, name, &op);
             }
             continue;
         }

@@ -6,9 +6,9 @@
 //! Rewritten: every text 4.7.0 sends (from 3.22.0, 3.23.4 or 3.41.0 on),
 //! and the older texts that differ from them only by naming `publish`;
 //! trySetPermits is RSemaphore's text (`semaphore/redisson.rs`). Left to
-//! Lua: the older tryAcquire (one id, replied; 3.22.0 .. 3.23.3's),
-//! setPermits of 3.22.0 .. 3.23.3 (no tested release sends it: it would
-//! run as 3.19.1's with `ALWAYS`) and tryRelease before 3.17.0.
+//! Lua: tryAcquire and setPermits of 3.22.0 .. 3.23.3 (no tested release
+//! sends them), tryAcquire before 3.12.0, tryRelease before 3.17.0 and
+//! expire/expireAt/clearExpire before 3.12.2.
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
@@ -18,7 +18,7 @@ use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 18] = [
+const SCRIPTS: [Known; 19] = [
     // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.23.4 .. 4.7.0
     Known { sha1: "992c96b09a3d8ea0b37f5dc12e5347a44d93909d", len: 781, rewrite: try_acquire },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
@@ -41,6 +41,8 @@ const SCRIPTS: [Known; 18] = [
     Known { sha1: "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0", len: 219, rewrite: add_permits },
     // RedissonPermitExpirableSemaphore.setPermitsAsync, 3.23.4 .. 4.7.0
     Known { sha1: "494d8561fee0cdb033f6c28d74c052c52189a578", len: 446, rewrite: set_permits },
+    // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.12.0 .. 3.21.3 (publish in the text)
+    Known { sha1: "9dd7dc38c905805c04c8f14cb8aae2bd5dd529b0", len: 758, rewrite: try_acquire_older },
     // RedissonPermitExpirableSemaphore.setPermitsAsync, 3.19.1 .. 3.21.3 (publish in the text)
     Known { sha1: "f753b3fd2954a5f1ed4d8f95a9c41819ecc27f41", len: 440, rewrite: set_permits_older },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.10.0 .. 3.21.3 (publish in the text)
@@ -87,6 +89,17 @@ fn try_acquire(call: &Call) -> Option<Rewrite> {
     (as_many && is_clock(until) && *never == PERMIT_NEVER_EXPIRES.to_string().as_bytes()).then_some(())?;
     let command: Vec<&[u8]> = [&b"RPSEM.TRYACQUIRE"[..], name, until].into_iter().chain(ids.iter().copied()).collect();
     at_clock(call, [name, timeouts, channel], &command, now, publish)
+}
+
+/// Its text of 3.12.0 .. 3.21.3: KEYS as the newer; ARGV 1 (one permit),
+/// the lease's end, the id, now, the score of a permit that never
+/// expires. It replies the id.
+fn try_acquire_older(call: &Call) -> Option<Rewrite> {
+    let [name, timeouts, channel] = call.keys else { return None };
+    let [b"1", until, id, now, never] = call.argv else { return None };
+    (is_clock(until) && *never == PERMIT_NEVER_EXPIRES.to_string().as_bytes()).then_some(())?;
+    let command: [&[u8]; 5] = [b"RPSEM.TRYACQUIRE", name, until, id, b"REPLYID"];
+    at_clock(call, [name, timeouts, channel], &command, now, b"publish")
 }
 
 /// KEYS name, channel, timeouts; ARGV id, 1 (the permits it returns),

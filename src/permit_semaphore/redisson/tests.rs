@@ -152,7 +152,12 @@ fn release_and_lease_calls_the_command_would_answer_otherwise_stay_with_lua() {
 
 #[test]
 fn older_texts_naming_publish_become_the_same_commands_via_publish() {
-    let cases: [Case; 7] = [
+    let cases: [Case; 8] = [
+        (
+            b"9dd7dc38c905805c04c8f14cb8aae2bd5dd529b0",
+            &[b"3", b"s", TIMEOUTS, CHANNEL, b"1", b"9", b"a1", NOW, b"922337203685477"],
+            &["RPSEM.TRYACQUIRE", "s", "9", "a1", "REPLYID"],
+        ),
         (
             b"f753b3fd2954a5f1ed4d8f95a9c41819ecc27f41",
             &[b"3", b"s", CHANNEL, TIMEOUTS, b"4"],
@@ -180,5 +185,9 @@ fn older_texts_naming_publish_become_the_same_commands_via_publish() {
         assert_eq!(rewritten(sha, args, false), native(&expected), "{args:?}");
         let with_publish: Vec<&[u8]> = args.iter().copied().chain([&b"publish"[..]]).collect();
         assert_eq!(rewritten(sha, &with_publish, false), None, "{args:?}: one argument too many");
+        if sha.starts_with(b"9dd7") {
+            let two: Vec<&[u8]> = args.iter().map(|arg| if *arg == b"1" { &b"2"[..] } else { arg }).collect();
+            assert_eq!(rewritten(sha, &two, false), None, "{two:?}: one id, one permit");
+        }
     }
 }
