@@ -38,8 +38,10 @@ struct Texts {
     /// From 3.19.1.
     set_permits: Option<Vec<u8>>,
     /// From 3.22.0 the publish command is an argument; before, the texts
-    /// name `publish`, and tryAcquire takes one id.
+    /// name `publish`.
     takes_publish: bool,
+    /// Before 3.23.4 tryAcquire takes one id (and replies it).
+    acquires_one: bool,
     /// From 3.23.4 (all or none from 3.41.0).
     release_all: Option<Vec<u8>>,
     /// From 3.41.0.
@@ -84,7 +86,7 @@ fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
         31..=36 if texts.release_all.is_some() => Op::ReleaseAll(vec![first, second]),
         37..=42 if texts.lease.is_some() => Op::Lease(first),
         31..=48 => Op::UpdateLease(first, lease),
-        49..=64 if texts.takes_publish && rng.chance(50) => Op::TryAcquire(vec![first, second], lease),
+        49..=64 if !texts.acquires_one && rng.chance(50) => Op::TryAcquire(vec![first, second], lease),
         49..=64 => Op::TryAcquire(vec![first], lease),
         65..=68 => Op::AddPermits(*rng.pick(&[-2, 0, 1, 4, 9_007_199_254_740_993])),
         69..=72 if texts.set_permits.is_some() => Op::SetPermits(*rng.pick(&[0, 2, 5])),
@@ -120,8 +122,8 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
             until = if *lease < 0 { never.clone() } else { (now + lease).to_string() };
             let head = [count.as_bytes(), until.as_bytes(), at.as_bytes(), never.as_bytes(), publish];
             let argv = match ids[..] {
-                [id] if !texts.takes_publish => {
-                    vec![b"1", until.as_bytes(), id.as_bytes(), at.as_bytes(), never.as_bytes()]
+                [id] if texts.acquires_one => {
+                    vec![b"1", until.as_bytes(), id.as_bytes(), at.as_bytes(), never.as_bytes(), publish]
                 }
                 _ => head.into_iter().chain(ids.iter().map(|id| id.as_bytes())).collect(),
             };
@@ -157,7 +159,7 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64, publish: &
         _ => return None,
     };
     let mut argv = argv;
-    if !texts.takes_publish && !matches!(op, Op::TryAcquire(..)) {
+    if !texts.takes_publish {
         argv.pop();
     }
     Some(script_call(by_sha, text, &keys, &argv))
@@ -280,9 +282,15 @@ fn texts_of(version: &str, shas: [&str; 8]) -> Texts {
         acquired,
         permits,
         update_lease,
-        set_permits: find("494d8561fee0cdb033f6c28d74c052c52189a578")
-            .or_else(|| find("f753b3fd2954a5f1ed4d8f95a9c41819ecc27f41")),
-        takes_publish: shas == NEWER,
+        set_permits: [
+            "494d8561fee0cdb033f6c28d74c052c52189a578",
+            "055e71dede7c0d07958c639e4661ab8bd36c4ab9",
+            "f753b3fd2954a5f1ed4d8f95a9c41819ecc27f41",
+        ]
+        .into_iter()
+        .find_map(find),
+        takes_publish: shas != OLDER,
+        acquires_one: shas[0] != NEWER[0],
         release_all: find("cf3ab77b1c0ae1226ae0e06e5cb18ee75f56c96b")
             .or_else(|| find("bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74")),
         lease: find("8be95cb5221cc7ee883cacb8859a8b32ef501a0e"),
@@ -297,8 +305,12 @@ fn redissons_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
 #[test]
 fn older_permit_semaphore_scripts_run_natively_as_they_run_in_lua() {
     // 3.23.5: the texts of 4.7.0 but getLeaseTime, and the release(ids)
-    // that returns the ids held; 3.20.1: the texts that name `publish`.
+    // that returns the ids held; 3.23.0: tryAcquire of one id, setPermits
+    // that always writes; 3.20.1: the texts that name `publish`.
     differential(&texts_of("3.23.5", NEWER), "redisson_permit_semaphore_differential_3.23.5");
+    let mut of_3_23_0 = NEWER;
+    of_3_23_0[0] = "d47a2fd3852467e5e7f2d1618c92a1ca719fcf7a";
+    differential(&texts_of("3.23.0", of_3_23_0), "redisson_permit_semaphore_differential_3.23.0");
     differential(&texts_of("3.20.1", OLDER), "redisson_permit_semaphore_differential_3.20.1");
 }
 

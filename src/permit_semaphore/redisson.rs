@@ -6,9 +6,9 @@
 //! Rewritten: every text 4.7.0 sends (from 3.22.0, 3.23.4 or 3.41.0 on),
 //! and the older texts that differ from them only by naming `publish`;
 //! trySetPermits is RSemaphore's text (`semaphore/redisson.rs`). Left to
-//! Lua: tryAcquire and setPermits of 3.22.0 .. 3.23.3 (no tested release
-//! sends them), tryAcquire before 3.12.0, tryRelease before 3.17.0 and
-//! expire/expireAt/clearExpire before 3.12.2.
+//! Lua: tryAcquire before 3.12.0 (no TTL copied), tryRelease before
+//! 3.17.0 (no clock) and expire/expireAt/clearExpire before 3.12.2 (plain
+//! PEXPIRE/PEXPIREAT/PERSIST of both keys).
 
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
@@ -18,7 +18,11 @@ use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
-const SCRIPTS: [Known; 19] = [
+const SCRIPTS: [Known; 21] = [
+    // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.22.0 .. 3.23.3
+    Known { sha1: "d47a2fd3852467e5e7f2d1618c92a1ca719fcf7a", len: 756, rewrite: try_acquire_one },
+    // RedissonPermitExpirableSemaphore.setPermitsAsync, 3.22.0 .. 3.23.3
+    Known { sha1: "055e71dede7c0d07958c639e4661ab8bd36c4ab9", len: 436, rewrite: set_permits_always },
     // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.23.4 .. 4.7.0
     Known { sha1: "992c96b09a3d8ea0b37f5dc12e5347a44d93909d", len: 781, rewrite: try_acquire },
     // RedissonPermitExpirableSemaphore.availablePermitsAsync, 3.22.0 .. 4.7.0
@@ -91,15 +95,19 @@ fn try_acquire(call: &Call) -> Option<Rewrite> {
     at_clock(call, [name, timeouts, channel], &command, now, publish)
 }
 
-/// Its text of 3.12.0 .. 3.21.3: KEYS as the newer; ARGV 1 (one permit),
-/// the lease's end, the id, now, the score of a permit that never
-/// expires. It replies the id.
-fn try_acquire_older(call: &Call) -> Option<Rewrite> {
+/// Its texts of 3.12.0 .. 3.23.3: KEYS as the newer; ARGV 1 (one
+/// permit), the lease's end, the id, now, the score of a permit that never
+/// expires, publish command (3.22.0 on). They reply the id.
+fn try_acquire_one(call: &Call) -> Option<Rewrite> {
     let [name, timeouts, channel] = call.keys else { return None };
-    let [b"1", until, id, now, never] = call.argv else { return None };
+    let [b"1", until, id, now, never, publish] = call.argv else { return None };
     (is_clock(until) && *never == PERMIT_NEVER_EXPIRES.to_string().as_bytes()).then_some(())?;
     let command: [&[u8]; 5] = [b"RPSEM.TRYACQUIRE", name, until, id, b"REPLYID"];
-    at_clock(call, [name, timeouts, channel], &command, now, b"publish")
+    at_clock(call, [name, timeouts, channel], &command, now, publish)
+}
+
+fn try_acquire_older(call: &Call) -> Option<Rewrite> {
+    naming_publish(call, try_acquire_one)
 }
 
 /// KEYS name, channel, timeouts; ARGV id, 1 (the permits it returns),
@@ -165,9 +173,13 @@ fn set_permits(call: &Call) -> Option<Rewrite> {
     set_permits_with(call, &[])
 }
 
-/// Its text of 3.19.1 .. 3.21.3, which writes even when the count is right.
+/// Its texts of 3.19.1 .. 3.23.3, which write even when the count is right.
+fn set_permits_always(call: &Call) -> Option<Rewrite> {
+    set_permits_with(call, &[b"ALWAYS"])
+}
+
 fn set_permits_older(call: &Call) -> Option<Rewrite> {
-    naming_publish(call, |call| set_permits_with(call, &[b"ALWAYS"]))
+    naming_publish(call, set_permits_always)
 }
 
 fn set_permits_with(call: &Call, always: &[&[u8]]) -> Option<Rewrite> {

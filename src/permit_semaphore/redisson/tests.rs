@@ -34,7 +34,17 @@ fn native(args: &[&str]) -> Option<Rewrite> {
 
 #[test]
 fn calls_as_redisson_sends_them_become_rpsem_commands_at_the_scripts_clock() {
-    let cases: [Case; 15] = [
+    let cases: [Case; 17] = [
+        (
+            b"d47a2fd3852467e5e7f2d1618c92a1ca719fcf7a",
+            &[b"3", b"s", TIMEOUTS, CHANNEL, b"1", b"9", b"a1", NOW, b"922337203685477", b"publish"],
+            &["RPSEM.TRYACQUIRE", "s", "9", "a1", "REPLYID", "AT", "1700000000000"],
+        ),
+        (
+            b"055e71dede7c0d07958c639e4661ab8bd36c4ab9",
+            &[b"3", b"s", CHANNEL, TIMEOUTS, b"4", b"publish"],
+            &["RPSEM.SETPERMITS", "s", "4", "ALWAYS"],
+        ),
         (
             b"bb41a8ec1cd921c89e9d8f2ddde38ad13a2e8b74",
             &[b"3", b"s", CHANNEL, TIMEOUTS, b"2", NOW, b"publish", b"a1", b"b2"],
