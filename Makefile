@@ -71,7 +71,7 @@ test-valkey: deps java-deps valkey redisson-jars
 REDISSON_VERSIONS ?= 3.14.1 3.23.5 3.45.1 3.52.0 4.7.0
 # More releases whose script texts the Rust tests read (differentials, and
 # tests/redisson_texts.rs for ranges no tested release falls in).
-REDISSON_TEXT_VERSIONS := 3.10.6 3.20.1 3.30.0 3.31.0 3.43.0
+REDISSON_TEXT_VERSIONS := 3.10.6 3.20.1 3.23.0 3.30.0 3.31.0 3.43.0
 JAVA_RUN := interop/java/run.sh
 MODULE_SO := $(abspath target/debug/librlock.so)
 PEER_BIN := $(abspath target/debug/rlock-peer)

@@ -357,16 +357,16 @@ fn command_metadata_names_the_key_and_flags_every_command_a_writer() {
     let server = Server::start();
     let mut con = server.connection();
     let commands: [(&str, &[&str], i64, &[&str]); 10] = [
-        ("RPSEM.TRYACQUIRE", &["100", "a", "b"], -4, &["key", "lease_ms", "id"]),
-        ("RPSEM.RELEASE", &["a", "b"], -3, &["key", "id"]),
-        ("RPSEM.UPDATELEASE", &["a", "-1"], 4, &["key", "id", "lease_ms"]),
-        ("RPSEM.LEASE", &["a"], 3, &["key", "id"]),
-        ("RPSEM.AVAILABLE", &[], 2, &["key"]),
-        ("RPSEM.PERMITS", &[], 2, &["key"]),
-        ("RPSEM.ACQUIRED", &[], 2, &["key"]),
+        ("RPSEM.TRYACQUIRE", &["100", "a", "b"], -4, &["key", "lease_ms", "id", "now_ms", "publisher"]),
+        ("RPSEM.RELEASE", &["a", "b"], -3, &["key", "id", "all", "now_ms", "publisher"]),
+        ("RPSEM.UPDATELEASE", &["a", "-1"], -4, &["key", "id", "lease_ms", "now_ms", "publisher"]),
+        ("RPSEM.LEASE", &["a"], -3, &["key", "id", "now_ms", "publisher"]),
+        ("RPSEM.AVAILABLE", &[], -2, &["key", "now_ms", "publisher"]),
+        ("RPSEM.PERMITS", &[], -2, &["key", "now_ms", "publisher"]),
+        ("RPSEM.ACQUIRED", &[], -2, &["key", "now_ms", "publisher"]),
         ("RPSEM.TRYSETPERMITS", &["3", "PX", "10"], -3, &["key", "permits", "ttl_ms"]),
-        ("RPSEM.SETPERMITS", &["3"], 3, &["key", "permits"]),
-        ("RPSEM.ADDPERMITS", &["-3"], 3, &["key", "delta"]),
+        ("RPSEM.SETPERMITS", &["3"], -3, &["key", "permits", "publisher"]),
+        ("RPSEM.ADDPERMITS", &["-3"], -3, &["key", "delta", "publisher"]),
     ];
     for (name, args, arity, documented) in commands {
         let keys: Vec<String> =

@@ -21,13 +21,16 @@
 #[cfg(test)]
 mod tests;
 
+mod redisson;
+mod script;
+
 #[cfg(not(test))]
 mod commands;
 
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
 use crate::lease::parse_lease_ms;
-use crate::semaphore::Semaphore;
+use crate::semaphore::{LuaNumberText, Semaphore};
 use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
 use std::collections::HashSet;
 
@@ -93,11 +96,14 @@ pub struct PermitSemaphore {
     name: Vec<u8>,
     timeouts: Vec<u8>,
     channel: Vec<u8>,
+    /// How `redis.call` writes a Lua number, for the scripts' forms.
+    lua_number: LuaNumberText,
 }
 
 impl PermitSemaphore {
     pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), timeouts: permit_timeout_key(name), channel: semaphore_channel(name) }
+        let (timeouts, channel) = (permit_timeout_key(name), semaphore_channel(name));
+        Self { name: name.to_vec(), timeouts, channel, lua_number: script::redis_7_0_number }
     }
 
     /// tryAcquire: takes one permit per id, held for `lease`, when that many

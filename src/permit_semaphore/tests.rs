@@ -2,6 +2,7 @@ use super::*;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
 
 mod cases;
+mod script;
 use cases::cases;
 
 const NOW: i64 = 1_000_000;

@@ -1,8 +1,8 @@
 //! Redisson's lock scripts as native commands: a command filter
 //! recognises the scripts unmodified Redisson clients send (`EVAL` by
 //! text, `EVALSHA` by SHA-1) and rewrites each call into the family's
-//! native command (`RLOCK.*`, `RLATCH.*`, `RSEM.*`, `RFENCED.*`) that
-//! answers exactly as the script, with the same effects.
+//! native command (`RLOCK.*`, `RRW.*`, `RLATCH.*`, `RSEM.*`, `RPSEM.*`,
+//! `RFENCED.*`) that answers exactly as the script, with the same effects.
 //! `rlock.redisson-scripts` (`native` | `off`) switches it.
 
 #[cfg(not(test))]

@@ -27,6 +27,17 @@ use rlock_protocol::semaphore_channel;
 /// it as a double.
 pub type LuaNumberText = fn(f64) -> Vec<u8>;
 
+/// What Redisson's addPermits scripts publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announce {
+    /// Before 3.16.2: nothing.
+    Nothing,
+    /// RSemaphore's from 3.16.2: the new count.
+    Sum,
+    /// RPermitExpirableSemaphore's: the delta, when it is positive.
+    PositiveDelta,
+}
+
 /// The key and channel of one semaphore.
 pub struct Semaphore {
     name: Vec<u8>,
@@ -142,7 +153,7 @@ impl Semaphore {
     /// new count, even when it is 0 or less, as Redisson does. Keeps the TTL.
     pub fn add_permits<K: Keyspace>(&self, keys: &mut K, delta: i64) -> Result<()> {
         if let Some(lua_number) = self.like_scripts {
-            return self.add_permits_like_script(keys, delta, lua_number, true);
+            return self.add_permits_like_script(keys, delta, lua_number, Announce::Sum);
         }
         let available = read_counter(keys, &self.name)?;
         let expire_at = keys.expire_at(&self.name)?;
@@ -154,14 +165,14 @@ impl Semaphore {
 
     /// addPermits as Redisson's script: `value + delta` in Lua's doubles
     /// (a missing key counts 0; a string Lua reads as no number fails),
-    /// SET as Lua writes that number (dropping the TTL) and, when the
-    /// script `publishes` (from 3.16.2), published so.
+    /// SET as Lua writes that number (dropping the TTL) and announced as
+    /// the script does (`announce`).
     pub fn add_permits_like_script<K: Keyspace>(
         &self,
         keys: &mut K,
         delta: i64,
         lua_number: LuaNumberText,
-        publishes: bool,
+        announce: Announce,
     ) -> Result<()> {
         let value = match keys.key_type(&self.name)? {
             KeyType::Missing => 0.0,
@@ -171,15 +182,16 @@ impl Semaphore {
             }
             _ => return Err(LockError::WrongType),
         };
-        if publishes {
+        if announce != Announce::Nothing {
             keys.touch_channel(&self.channel)?;
         }
         let sum = lua_number(value + delta as f64);
         keys.set(&self.name, &sum, None)?;
-        if publishes {
-            keys.publish(&self.channel, &sum)?;
+        match announce {
+            Announce::Sum => keys.publish(&self.channel, &sum),
+            Announce::PositiveDelta if delta > 0 => keys.publish(&self.channel, delta.to_string().as_bytes()),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// drainPermits: takes every available permit; `None` when the key is

@@ -32,12 +32,15 @@ const SCRIPTS: [Known; 14] = [
     Known { sha1: "6ef996845b2b97db21c5bc1ed04b8eae2babe56f", len: 93, rewrite: release_older },
     // RedissonSemaphore.releaseIfExistsAsync, 4.0.0 .. 4.7.0
     Known { sha1: "6883802454c09d455e3234c8b01549adf1fb8b4c", len: 154, rewrite: release_if_exists },
-    // RedissonSemaphore.trySetPermitsAsync, 3.22.0 .. 4.7.0
+    // RedissonSemaphore.trySetPermitsAsync, 3.22.0 .. 4.7.0;
+    // RedissonPermitExpirableSemaphore.trySetPermitsAsync, 3.22.0 .. 4.7.0
     Known { sha1: "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c", len: 165, rewrite: try_set_permits },
-    // RedissonSemaphore.trySetPermitsAsync, 3.16.3 .. 3.21.3 (publish in the text)
+    // RedissonSemaphore.trySetPermitsAsync, 3.16.3 .. 3.21.3 (publish in the text);
+    // RedissonPermitExpirableSemaphore.trySetPermitsAsync, 3.18.1 .. 3.21.3
     Known { sha1: "8d41a082c3a98f3e882844af9c9e9f9fbd7f8573", len: 167, rewrite: try_set_permits_older },
     // RedissonSemaphore.trySetPermitsAsync, 3.10.0 .. 3.16.2 (publish in the
-    // text; its `value == 0` compares a string with a number: never true)
+    // text; its `value == 0` compares a string with a number: never true);
+    // RedissonPermitExpirableSemaphore.trySetPermitsAsync, 3.10.0 .. 3.18.0
     Known { sha1: "44d63d4882cfdb9af87c32c96c24a9e1e15cffd5", len: 181, rewrite: try_set_permits_older },
     // RedissonSemaphore.trySetPermitsAsync#2 (with a TTL), 3.29.0 .. 4.7.0
     Known { sha1: "38bf99884eb94708a40a9aabacb15b4c5f16e804", len: 180, rewrite: try_set_permits_expiring },

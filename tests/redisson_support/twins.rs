@@ -37,7 +37,8 @@ const READ_KEYS: &str = "local out = {} \
     for i, key in ipairs(KEYS) do \
         local kind = redis.call('type', key).ok; local value = {} \
         if kind == 'hash' then value = redis.call('hgetall', key) \
-        elseif kind == 'string' then value = {redis.call('get', key)} end \
+        elseif kind == 'string' then value = {redis.call('get', key)} \
+        elseif kind == 'zset' then value = redis.call('zrange', key, 0, -1, 'withscores') end \
         local at = redis.call('pexpiretime', key); if at >= 0 then at = math.max(at - now, 0) end \
         out[i] = {kind, value, at} \
     end return out";
@@ -112,6 +113,7 @@ impl Twins {
                     fields.sort();
                     format!("{fields:?}")
                 }
+                "zset" => format!("{value:?}"),
                 _ => value.concat(),
             };
             (format!("{} {kind} {value}", self.as_lua(&String::from_utf8_lossy(key))), pttl)

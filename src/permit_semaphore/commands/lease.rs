@@ -1,19 +1,25 @@
-use super::{ID, KEY_FLAGS};
+use super::{script_clock, AT, ID, KEY_FLAGS};
+use crate::commands::args::VIA;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
-use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
-/// `RPSEM.LEASE key id`: the milliseconds left on a held permit, -1 when
-/// it never expires, 0 when it is not held.
+/// `RPSEM.LEASE key id [AT now_ms] [VIA PUBLISH|SPUBLISH]`: the
+/// milliseconds left on a held permit, -1 when it never expires, 0 when it
+/// is not held. With `AT` it is Redisson's script on that clock (a
+/// rewritten call).
 fn lease(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
-    let name = args.next_arg()?;
-    let id = args.next_arg()?;
-    args.done()?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
-    Ok(RedisValue::Integer(PermitSemaphore::new(name.as_slice()).lease(&mut keys, now_ms(), id.as_slice())?))
+    let mut args = args;
+    let (at, via) = script_clock(&mut args, 3)?;
+    let [_, name, id] = &args[..] else { return Err(RedisError::WrongArity) };
+    let mut keys = RedisKeyspace::open(ctx, name).via(via);
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
+    Ok(RedisValue::Integer(match at {
+        None => semaphore.lease(&mut keys, now_ms(), id.as_slice())?,
+        Some(now) => semaphore.lease_like_script(&mut keys, now, id.as_slice())?,
+    }))
 }
 
 command!(
@@ -22,8 +28,8 @@ command!(
     CommandInfo {
         name: c"rpsem.lease",
         summary: c"Replies the milliseconds left on a held permit, -1 when it never expires, 0 when it is not held.",
-        arity: 3,
+        arity: -3,
         key_flags: KEY_FLAGS,
-        args: &[ID],
+        args: &[ID, AT, VIA],
     },
 );

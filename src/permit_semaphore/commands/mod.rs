@@ -12,7 +12,10 @@ mod try_acquire;
 mod try_set_permits;
 mod update_lease;
 
+use crate::commands::args::{parse_non_negative, take_trailing, take_via};
 use crate::commands::info::{Arg, ArgKind};
+use crate::error::LockError;
+use crate::store::Via;
 use redis_module::{raw, RedisString};
 
 /// `lease_ms`, or `-1` for a permit that never expires.
@@ -25,4 +28,28 @@ const KEY_FLAGS: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_AC
 /// The permit ids, as given (binary).
 fn ids(args: &[RedisString]) -> Vec<&[u8]> {
     args.iter().map(RedisString::as_slice).collect()
+}
+
+/// `[AT now_ms] [VIA PUBLISH|SPUBLISH]` after the key
+const AT: Arg = Arg { name: c"now_ms", kind: ArgKind::Integer, optional: true, token: Some(c"AT") };
+
+/// A rewritten Redisson script's `[AT now_ms] [VIA PUBLISH|SPUBLISH]`,
+/// taken off the end of `args` when more than `fixed` arguments (the
+/// command's name and key first) come before: with `AT`, the command runs
+/// as the script (see `permit_semaphore::script`), on the script's clock.
+fn script_clock(args: &mut Vec<RedisString>, fixed: usize) -> Result<(Option<i64>, Via), LockError> {
+    let via = take_via(args, fixed)?;
+    let at = take_trailing(args, fixed, b"AT").map(|now| parse_non_negative(&now, "now_ms")).transpose()?;
+    if at.is_none() && via != Via::Default {
+        return Err(LockError::Syntax("VIA only with AT now_ms"));
+    }
+    Ok((at, via))
+}
+
+/// The reads take nothing but the key before `AT` and `VIA`.
+fn key_only(args: &[RedisString]) -> Result<(), LockError> {
+    match args.len() {
+        2 => Ok(()),
+        _ => Err(LockError::Syntax("after the key, only AT now_ms and VIA PUBLISH|SPUBLISH")),
+    }
 }

@@ -1,17 +1,24 @@
-use super::KEY_FLAGS;
+use super::{key_only, script_clock, AT, KEY_FLAGS};
+use crate::commands::args::VIA;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
-use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
+use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
-/// `RPSEM.PERMITS key`: the permits in all: available plus taken, once the expired permits are reclaimed.
+/// `RPSEM.PERMITS key [AT now_ms] [VIA PUBLISH|SPUBLISH]`: the permits in all: available plus taken, once the expired permits are reclaimed.
+/// With `AT` it is Redisson's script on that clock (a rewritten call).
 fn permits(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
-    let name = args.next_arg()?;
-    args.done()?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
-    Ok(RedisValue::Integer(PermitSemaphore::new(name.as_slice()).permits(&mut keys, now_ms())?))
+    let mut args = args;
+    let (at, via) = script_clock(&mut args, 2)?;
+    key_only(&args)?;
+    let name = &args[1];
+    let mut keys = RedisKeyspace::open(ctx, name).via(via);
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
+    Ok(RedisValue::Integer(match at {
+        None => semaphore.permits(&mut keys, now_ms())?,
+        Some(now) => semaphore.permits_like_script(&mut keys, now)?,
+    }))
 }
 
 command!(
@@ -20,8 +27,8 @@ command!(
     CommandInfo {
         name: c"rpsem.permits",
         summary: c"Reclaims the expired permits, then replies the permits in all: available plus taken.",
-        arity: 2,
+        arity: -2,
         key_flags: KEY_FLAGS,
-        args: &[],
+        args: &[AT, VIA],
     },
 );

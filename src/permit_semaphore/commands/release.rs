@@ -1,28 +1,47 @@
-use super::{ids, ID, KEY_FLAGS};
-use crate::commands::info::CommandInfo;
+use super::{ids, script_clock, AT, ID, KEY_FLAGS};
+use crate::commands::args::{is_keyword, VIA};
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::{PermitSemaphore, Release};
-use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
+use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
-/// `RPSEM.RELEASE key id [id ...]`: one id: 1 released, 0 not held, -1
-/// its lease had run out (returned now). Several: all or nothing, the
-/// number released, or 0.
+/// `RPSEM.RELEASE key id [id ...] [ALL|ANY] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
+/// one id: 1 released, 0 not held, -1 its lease had run out (returned
+/// now). Several: all or nothing, the number released, or 0. With `AT` it
+/// is Redisson's script on that clock (a rewritten call): release(id), or
+/// with `ALL` (after two ids or more: `id ALL` is the id `ALL`) release(ids)
+/// of 3.41.0 on (all or none), with `ANY` the one before (those held).
 fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
-    let name = args.next_arg()?;
-    let given: Vec<RedisString> = args.collect();
-    let semaphore = PermitSemaphore::new(name.as_slice());
-    let mut keys = RedisKeyspace::open(ctx, &name);
-    Ok(RedisValue::Integer(match &ids(&given)[..] {
-        [id] => match semaphore.release(&mut keys, now_ms(), id)? {
+    let mut args = args;
+    let (at, via) = script_clock(&mut args, 3)?;
+    // Redisson's release(ids) texts, even of one id: `id [id ...] ALL|ANY`.
+    let marked =
+        |keyword: &[u8]| at.is_some() && args.len() > 3 && args.last().is_some_and(|arg| is_keyword(arg, keyword));
+    let (all, any) = (marked(b"ALL"), marked(b"ANY"));
+    if all || any {
+        args.pop();
+    }
+    let name = &args[1];
+    let given = ids(&args[2..]);
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
+    let mut keys = RedisKeyspace::open(ctx, name).via(via);
+    Ok(RedisValue::Integer(match (&given[..], at) {
+        ([id], None) => match semaphore.release(&mut keys, now_ms(), id)? {
             Release::Returned => 1,
             Release::NotHeld => 0,
             Release::Lapsed => -1,
         },
-        many => semaphore.release_all(&mut keys, now_ms(), many)?,
+        (many, None) => semaphore.release_all(&mut keys, now_ms(), many)?,
+        (many, Some(now)) if any => semaphore.release_any_like_script(&mut keys, now, many)?,
+        ([id], Some(now)) if !all => semaphore.release_like_script(&mut keys, now, id)?,
+        (many, Some(now)) => semaphore.release_all_like_script(&mut keys, now, many)?,
     }))
 }
+
+/// `[ALL|ANY]`: with `AT`, Redisson's release(ids) texts.
+const ALL: Arg = Arg { name: c"all", kind: ArgKind::PureToken, optional: true, token: Some(c"ALL") };
+const ANY: Arg = Arg { name: c"any", kind: ArgKind::PureToken, optional: true, token: Some(c"ANY") };
 
 command!(
     release,
@@ -32,6 +51,6 @@ command!(
         summary: c"Returns permits (id [id ...]) and publishes (one id: the new count if positive; several: how many): one id: 1, 0 not held, -1 its lease had run out (returned now); several: all or none, how many, else 0.",
         arity: -3,
         key_flags: KEY_FLAGS,
-        args: &[ID],
+        args: &[ID, ALL, ANY, AT, VIA],
     },
 );

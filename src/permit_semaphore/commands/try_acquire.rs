@@ -1,22 +1,39 @@
-use super::{ids, ID, KEY_FLAGS, LEASE};
-use crate::commands::info::CommandInfo;
+use super::{ids, script_clock, AT, ID, KEY_FLAGS, LEASE};
+use crate::commands::args::{is_keyword, parse_non_negative, VIA};
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::{Lease, PermitSemaphore, TryAcquire};
-use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
-/// `RPSEM.TRYACQUIRE key lease_ms|-1 id [id ...]`: takes one permit per id
-/// when that many are available: `OK`; else the earliest expiry of a taken
-/// permit as the bulk `:<unix ms>`, or nil when none expires (Redisson's
-/// replies, as bulk strings).
+/// `RPSEM.TRYACQUIRE key lease_ms|-1 id [id ...] [REPLYID] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
+/// takes one permit per id when that many are available: `OK`; else the
+/// earliest expiry of a taken permit as the bulk `:<unix ms>`, or nil when
+/// none expires (Redisson's replies, as bulk strings). With `AT` it is
+/// Redisson's script on that clock (a rewritten call), and the lease is
+/// its absolute end (the permits' score, Unix ms); `REPLYID` after the one
+/// id (`id REPLYID`: `REPLYID` alone is an id) is its text of 3.12.0 ..
+/// 3.21.3, which replies the id instead of `OK`.
 fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
-    let name = args.next_arg()?;
-    let lease = Lease::parse(args.next_arg()?.as_slice())?;
-    let given: Vec<RedisString> = args.collect();
-    let mut keys = RedisKeyspace::open(ctx, &name);
-    let acquired = PermitSemaphore::new(name.as_slice()).try_acquire(&mut keys, now_ms(), lease, &ids(&given))?;
+    let mut args = args;
+    let (at, via) = script_clock(&mut args, 4)?;
+    // Redisson's text of 3.12.0 .. 3.21.3 replies the id it took.
+    let replies_id = at.is_some() && args.len() > 4 && args.last().is_some_and(|arg| is_keyword(arg, b"REPLYID"));
+    if replies_id {
+        args.pop();
+    }
+    let [_, name, lease, given @ ..] = &args[..] else { return Err(RedisError::WrongArity) };
+    let mut keys = RedisKeyspace::open(ctx, name).via(via);
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
+    let acquired = match at {
+        None => semaphore.try_acquire(&mut keys, now_ms(), Lease::parse(lease.as_slice())?, &ids(given))?,
+        Some(now) => {
+            let until = parse_non_negative(lease, "lease end")?;
+            semaphore.try_acquire_like_script(&mut keys, now, until, &ids(given))?
+        }
+    };
     Ok(match acquired {
+        TryAcquire::Granted if replies_id => RedisValue::StringBuffer(given[0].as_slice().to_vec()),
         TryAcquire::Granted => RedisValue::BulkString("OK".to_owned()),
         TryAcquire::FirstExpiry(at) => RedisValue::BulkString(format!(":{at}")),
         TryAcquire::NoExpiry => RedisValue::Null,
@@ -31,6 +48,12 @@ command!(
         summary: c"Takes one permit per id (id [id ...]), held for lease_ms or until released (-1), when that many are available: OK; else ':<unix ms>' of the earliest expiry, or nil.",
         arity: -4,
         key_flags: KEY_FLAGS,
-        args: &[LEASE, ID],
+        args: &[
+            LEASE,
+            ID,
+            Arg { name: c"replyid", kind: ArgKind::PureToken, optional: true, token: Some(c"REPLYID") },
+            AT,
+            VIA,
+        ],
     },
 );

@@ -1,20 +1,28 @@
-use super::{ID, KEY_FLAGS, LEASE};
+use super::{script_clock, AT, ID, KEY_FLAGS, LEASE};
+use crate::commands::args::{parse_non_negative, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::{Lease, PermitSemaphore};
-use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
-/// `RPSEM.UPDATELEASE key id lease_ms|-1`: a held permit's lease starts
-/// again from now: 1, or 0 when the permit is not held.
+/// `RPSEM.UPDATELEASE key id lease_ms|-1 [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
+/// a held permit's lease starts again from now: 1, or 0 when the permit is
+/// not held. With `AT` it is Redisson's script on that clock (a rewritten
+/// call), and the lease is its absolute end (the permit's score, Unix ms).
 fn update_lease(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
-    let name = args.next_arg()?;
-    let id = args.next_arg()?;
-    let lease = Lease::parse(args.next_arg()?.as_slice())?;
-    args.done()?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
-    let updated = PermitSemaphore::new(name.as_slice()).update_lease(&mut keys, now_ms(), id.as_slice(), lease)?;
+    let mut args = args;
+    let (at, via) = script_clock(&mut args, 4)?;
+    let [_, name, id, lease] = &args[..] else { return Err(RedisError::WrongArity) };
+    let mut keys = RedisKeyspace::open(ctx, name).via(via);
+    let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
+    let updated = match at {
+        None => semaphore.update_lease(&mut keys, now_ms(), id.as_slice(), Lease::parse(lease.as_slice())?)?,
+        Some(now) => {
+            let until = parse_non_negative(lease, "lease end")?;
+            semaphore.update_lease_like_script(&mut keys, now, id.as_slice(), until)?
+        }
+    };
     Ok(RedisValue::Integer(i64::from(updated)))
 }
 
@@ -24,8 +32,8 @@ command!(
     CommandInfo {
         name: c"rpsem.updatelease",
         summary: c"Starts a held permit's lease again from now (-1: never expires): 1, or 0 when it is not held.",
-        arity: 4,
+        arity: -4,
         key_flags: KEY_FLAGS,
-        args: &[ID, LEASE],
+        args: &[ID, LEASE, AT, VIA],
     },
 );

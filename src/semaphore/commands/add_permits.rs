@@ -2,7 +2,7 @@ use super::semaphore;
 use crate::commands::args::{is_keyword, parse_integer, take_via, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
-use crate::semaphore::Semaphore;
+use crate::semaphore::{Announce, Semaphore};
 use crate::store::{lua_number_text, RedisKeyspace, Via};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -24,7 +24,12 @@ fn add_permits(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
     args.done()?;
     let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     if unpublished {
-        Semaphore::new(name.as_slice()).add_permits_like_script(&mut keys, delta, lua_number_text, false)?;
+        Semaphore::new(name.as_slice()).add_permits_like_script(
+            &mut keys,
+            delta,
+            lua_number_text,
+            Announce::Nothing,
+        )?;
     } else {
         semaphore(&name, via).add_permits(&mut keys, delta)?;
     }
