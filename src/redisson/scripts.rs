@@ -160,5 +160,26 @@ pub fn native(args: &[&[u8]]) -> Vec<Vec<u8>> {
     args.iter().map(|arg| arg.to_vec()).collect()
 }
 
+/// Test helpers for each primitive's table.
+#[cfg(test)]
+pub mod testing {
+    use super::{identify, rewrite, Rewrite};
+
+    /// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
+    /// numkeys on), checking the text is `family`'s.
+    pub fn rewritten(family: &str, sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+        let (found, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
+        assert_eq!(found.name, family);
+        let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
+        rewrite(known, &call, cluster)
+    }
+
+    /// A native call `args` announced on `channel`.
+    pub fn native(args: &[&str], channel: Option<&[u8]>) -> Option<Rewrite> {
+        let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
+        Some(Rewrite { argv, channel: channel.map(<[u8]>::to_vec) })
+    }
+}
+
 #[cfg(test)]
 mod tests;

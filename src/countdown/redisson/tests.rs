@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite};
+use crate::redisson::scripts::{identify, testing, Rewrite};
 
 const COUNT_DOWN: &[u8] = b"38060fab26b0e7c5982a5cfd7ad542e44d3da19b";
 const COUNT_DOWN_OLDER: &[u8] = b"c103a1b27e5635c206edc800af5851a8c4cc8305";
@@ -13,18 +13,12 @@ const OTHER_CHANNEL: &[u8] = b"redisson_countdownlatch__channel__{m}";
 /// becomes (the native argv, or why it stays with Lua).
 type Case<T> = (&'static [u8], &'static [&'static [u8]], T);
 
-/// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
-/// numkeys on), checking the text is the latch's.
 fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
-    let (family, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
-    assert_eq!(family.name, "latch");
-    let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
-    rewrite(known, &call, cluster)
+    testing::rewritten("latch", sha, args, cluster)
 }
 
 fn native(args: &[&str], channel: &[u8]) -> Option<Rewrite> {
-    let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
-    Some(Rewrite { argv, channel: Some(channel.to_vec()) })
+    testing::native(args, Some(channel))
 }
 
 #[test]

@@ -1,20 +1,15 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite};
+use crate::redisson::scripts::{testing, Rewrite};
 
 const WITH_TOKEN: &[u8] = b"49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45";
 const AS_LOCK: &[u8] = b"46b5551ba403d6152a7a6eca122e08728d6c8c66";
 const TOKEN_KEY: &[u8] = b"redisson_lock_token:{f}";
 
-/// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
-/// numkeys on), checking the text is the fenced lock's.
 fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
-    let (family, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
-    assert_eq!(family.name, "fenced");
-    let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
-    rewrite(known, &call, cluster)
+    testing::rewritten("fenced", sha, args, cluster)
 }
 
 fn native(args: &[&str]) -> Option<Rewrite> {
-    Some(Rewrite { argv: args.iter().map(|arg| arg.as_bytes().to_vec()).collect(), channel: None })
+    testing::native(args, None)
 }
 
 #[test]

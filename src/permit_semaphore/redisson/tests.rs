@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite};
+use crate::redisson::scripts::{testing, Rewrite};
 
 const AVAILABLE: &[u8] = b"26b3972b2c9e617556282f404cb79709d746a713";
 const ACQUIRED: &[u8] = b"6f0b0be79a0c146c778cb14f40c10eb5b706e574";
@@ -18,18 +18,12 @@ const NOW: &[u8] = b"1700000000000";
 /// argv before its `VIA`.
 type Case = (&'static [u8], &'static [&'static [u8]], &'static [&'static str]);
 
-/// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
-/// numkeys on), checking the text is the permit-expirable semaphore's.
 fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
-    let (family, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
-    assert_eq!(family.name, "permit_semaphore");
-    let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
-    rewrite(known, &call, cluster)
+    testing::rewritten("permit_semaphore", sha, args, cluster)
 }
 
 fn native(args: &[&str]) -> Option<Rewrite> {
-    let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
-    Some(Rewrite { argv, channel: Some(CHANNEL.to_vec()) })
+    testing::native(args, Some(CHANNEL))
 }
 
 #[test]

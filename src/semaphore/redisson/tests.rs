@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite};
+use crate::redisson::scripts::{testing, Rewrite};
 
 const RELEASE: &[u8] = b"ae27582488dd01f4e238cc0733a12146d410eb44";
 const RELEASE_OLDER: &[u8] = b"6ef996845b2b97db21c5bc1ed04b8eae2babe56f";
@@ -18,18 +18,12 @@ const CHANNEL: &[u8] = b"redisson_sc:{s}";
 /// becomes (the native argv, or why it stays with Lua).
 type Case<T> = (&'static [u8], &'static [&'static [u8]], T);
 
-/// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
-/// numkeys on), checking the text is the semaphore's.
 fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
-    let (family, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
-    assert_eq!(family.name, "semaphore");
-    let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
-    rewrite(known, &call, cluster)
+    testing::rewritten("semaphore", sha, args, cluster)
 }
 
 fn native(args: &[&str]) -> Option<Rewrite> {
-    let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
-    Some(Rewrite { argv, channel: Some(CHANNEL.to_vec()) })
+    testing::native(args, Some(CHANNEL))
 }
 
 #[test]
