@@ -75,10 +75,13 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     if command.len() != 4 && command.len() != 7 {
         return;
     }
+    let script = bytes(api!(RedisModule_CommandFilterArgGet)(fctx, 1));
+    // Every EVAL/EVALSHA passes here: its arguments are gathered only for
+    // a known text.
+    let Some((family, known)) = identify(&[command, script]) else { return };
     let originals: Vec<*mut raw::RedisModuleString> =
         (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
     let args: Vec<&[u8]> = originals.iter().map(|&arg| bytes(arg)).collect();
-    let Some((family, known)) = identify(&args) else { return };
     let ctx = FILTER_CTX.load(Ordering::Relaxed);
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
