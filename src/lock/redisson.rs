@@ -4,6 +4,7 @@
 use crate::lease::{parse_latch_ms, parse_lease_ms};
 use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
 use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
 
 #[linkme::distributed_slice(FAMILIES)]
 static LOCK: Family = Family::new("lock", &SCRIPTS);
@@ -49,30 +50,18 @@ fn renew(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name, channel; ARGV message, lease, owner (`publish` in the text).
 fn release_plain(call: &Call) -> Option<Rewrite> {
-    let ([name, channel], [message, lease, owner]) = (call.keys, call.argv) else { return None };
-    unlatched_release(call, name, channel, message, lease, owner, b"PUBLISH")
+    unlatched_release(call, text_names_publish(call))
 }
 
 /// KEYS name, channel; ARGV message, lease, owner, publish command.
 fn release_publish(call: &Call) -> Option<Rewrite> {
-    let ([name, channel], [message, lease, owner, publish]) = (call.keys, call.argv) else { return None };
-    unlatched_release(call, name, channel, message, lease, owner, publish_command(publish)?)
+    unlatched_release(call, last_names_publish(call)?)
 }
 
-fn unlatched_release(
-    call: &Call,
-    name: &[u8],
-    channel: &[u8],
-    message: &[u8],
-    lease: &[u8],
-    owner: &[u8],
-    publish: &[u8],
-) -> Option<Rewrite> {
+fn unlatched_release(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+    let ([name, channel], [message, lease, owner]) = (call.keys, argv) else { return None };
     (is_release_channel(name, channel, message) && is_time(lease, parse_lease_ms) && call.same_slot(name, channel))
-        .then(|| Rewrite {
-            argv: native(&[b"RLOCK.RELEASE", name, owner, lease, b"VIA", publish]),
-            channel: Some(channel.to_vec()),
-        })
+        .then(|| rewrite_via(&[b"RLOCK.RELEASE", name, owner, lease], publish, channel))
 }
 
 /// KEYS name, channel, latch; ARGV message, lease, owner, publish command,
@@ -91,29 +80,23 @@ fn release(call: &Call) -> Option<Rewrite> {
     }
     let request_id = latch_request_id(name, latch)?;
     let publish = publish_command(publish)?;
-    Some(Rewrite {
-        argv: native(&[b"RLOCK.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms, b"VIA", publish]),
-        channel: Some(channel.to_vec()),
-    })
+    Some(rewrite_via(&[b"RLOCK.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms], publish, channel))
 }
 
 /// KEYS name, channel; ARGV message, publish command.
 fn force_release(call: &Call) -> Option<Rewrite> {
-    let ([name, channel], [message, publish]) = (call.keys, call.argv) else { return None };
-    forced(call, name, channel, message, publish_command(publish)?)
+    forced(call, last_names_publish(call)?)
 }
 
 /// KEYS name, channel; ARGV message (`publish` in the text).
 fn force_release_plain(call: &Call) -> Option<Rewrite> {
-    let ([name, channel], [message]) = (call.keys, call.argv) else { return None };
-    forced(call, name, channel, message, b"PUBLISH")
+    forced(call, text_names_publish(call))
 }
 
-fn forced(call: &Call, name: &[u8], channel: &[u8], message: &[u8], publish: &[u8]) -> Option<Rewrite> {
-    (is_release_channel(name, channel, message) && call.same_slot(name, channel)).then(|| Rewrite {
-        argv: native(&[b"RLOCK.FORCERELEASE", name, b"VIA", publish]),
-        channel: Some(channel.to_vec()),
-    })
+fn forced(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+    let ([name, channel], [message]) = (call.keys, argv) else { return None };
+    (is_release_channel(name, channel, message) && call.same_slot(name, channel))
+        .then(|| rewrite_via(&[b"RLOCK.FORCERELEASE", name], publish, channel))
 }
 
 #[cfg(test)]
