@@ -17,6 +17,11 @@ pub fn percent_17g(x: f64) -> String {
     if x == 0.0 {
         return format!("{sign}0");
     }
+    // The common case (counts, permits): an integer below 10^17 is written
+    // with all its digits and no point, as `i64` writes it.
+    if x.fract() == 0.0 && x.abs() < 1e17 {
+        return (x as i64).to_string();
+    }
     let scientific = format!("{:.16e}", x.abs());
     let Some((mantissa, exponent)) = scientific.split_once('e') else { return scientific };
     let exponent: i32 = exponent.parse().unwrap_or_default();
@@ -203,7 +208,7 @@ mod tests {
 
     #[test]
     fn doubles_are_written_as_17g_writes_them() {
-        let cases: [(f64, &str); 16] = [
+        let cases: [(f64, &str); 18] = [
             (0.0, "0"),
             (5.0, "5"),
             (-42.0, "-42"),
@@ -213,6 +218,8 @@ mod tests {
             (0.0001, "0.0001"),
             (0.00001, "1.0000000000000001e-05"),
             (9_007_199_254_740_993_i64 as f64, "9007199254740992"),
+            (1e16, "10000000000000000"),
+            (99_999_999_999_999_984.0, "99999999999999984"),
             (99_999_999_999_999_999_i64 as f64, "1e+17"),
             (123_456_789_012_345_678_i64 as f64, "1.2345678901234568e+17"),
             (-123_456_789_012_345_678_i64 as f64, "-1.2345678901234568e+17"),
