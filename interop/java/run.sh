@@ -2,7 +2,8 @@
 # Runs the Java suite (real Redisson from Maven Central) once per Redisson
 # version against one server binary, each run with its own server (started
 # by the tests, see RlockServer.java). `make test-java` calls it for Redis
-# (every version) and Valkey (the newest).
+# and Valkey, every version, both modes side by side: each mode builds in
+# its own target/<mode>.
 #
 #   interop/java/run.sh SERVER_BIN MODULE PEER VERSION...
 #
@@ -39,7 +40,8 @@ for version in "$@"; do
     (cd "$here" && mvn -B -ntp test \
         -Dredisson.version="$version" -Drlock.exclude="$exclude" \
         -Drlock.server.bin="$server_bin" -Drlock.module="$module" -Drlock.peer="$peer" \
-        -Drlock.mode="$mode" -Drlock.module.args="$module_args") >"$log" 2>&1
+        -Drlock.mode="$mode" -Drlock.module.args="$module_args" \
+        -Drlock.build.dir="$here/target/$mode") >"$log" 2>&1
     status=$?
     took=$(( $(date +%s) - start ))
     grep -E "hand-off p50|Tests run: .*, Fail|\[ERROR\] (Tests|  )|FAIL" "$log" | grep -v "^\[INFO\] Tests run: [0-9]*, Failures: 0, Errors: 0, Skipped: [0-9]*, Time" | sed 's/^/   /'
