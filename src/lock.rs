@@ -8,6 +8,8 @@
 use crate::error::LockError;
 use crate::lease::expiry;
 
+#[cfg(not(test))]
+pub(crate) mod commands;
 pub mod latch;
 #[cfg(test)]
 mod memory;

@@ -1,14 +1,10 @@
-//! Command handlers: parse arguments, run the lock logic on the key, reply.
-//! One file per command.
+//! What every primitive's command handlers share: argument parsing, the
+//! command table's metadata, registration, and reply shapes. The handlers
+//! live in each primitive's `commands` folder, one file per command.
 
-mod acquire;
 pub mod args;
-mod force_release;
 pub mod info;
 pub mod registry;
-mod release;
-pub(crate) mod renew;
 pub mod reply;
-mod status;
 
 pub use registry::register;

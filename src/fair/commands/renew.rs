@@ -1,7 +1,7 @@
 use crate::commands::args::{LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::commands::renew::renew;
+use crate::lock::commands::renew::renew;
 use redis_module::raw;
 
 // `RFAIR.RENEW key owner [lease_ms]`: RLOCK.RENEW under the fair lock's

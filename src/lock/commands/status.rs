@@ -1,6 +1,6 @@
-use super::info::{Arg, ArgKind, CommandInfo};
-use super::registry::command;
-use super::reply;
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::registry::command;
+use crate::commands::reply;
 use crate::lock;
 use crate::store::{now_ms, RedisLock};
 use redis_module::raw;

@@ -1,7 +1,7 @@
-use super::args::{parse_latch, parse_optional_lease, take_via, LATCH, LEASE_MS, OWNER, VIA};
-use super::info::CommandInfo;
-use super::registry::command;
-use super::reply;
+use crate::commands::args::{parse_latch, parse_optional_lease, take_via, LATCH, LEASE_MS, OWNER, VIA};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::commands::reply;
 use crate::handoff::blocking;
 use crate::lock;
 use crate::stats;

@@ -1,6 +1,6 @@
-use super::args::{take_via, VIA};
-use super::info::CommandInfo;
-use super::registry::command;
+use crate::commands::args::{take_via, VIA};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
 use crate::handoff::blocking;
 use crate::lock::{self, ForceRelease, KeyKind, LockStore};
 use crate::stats;

@@ -1,6 +1,6 @@
-use super::args::{parse_optional_lease, parse_wait, LEASE_MS, OWNER, WAIT_MS};
-use super::info::CommandInfo;
-use super::registry::command;
+use crate::commands::args::{parse_optional_lease, parse_wait, LEASE_MS, OWNER, WAIT_MS};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
 use crate::handoff::blocking;
 use crate::lock::{self, Acquire};
 use crate::stats;

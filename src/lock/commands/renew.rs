@@ -1,6 +1,6 @@
-use super::args::{OwnerArgs, LEASE_MS, OWNER};
-use super::info::CommandInfo;
-use super::registry::command;
+use crate::commands::args::{OwnerArgs, LEASE_MS, OWNER};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
 use crate::lock::{self, Renew};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};

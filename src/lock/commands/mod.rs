@@ -1,0 +1,8 @@
+//! The `RLOCK.*` commands, one file each. The fenced lock's release,
+//! renewal, force release and status are these too.
+
+mod acquire;
+mod force_release;
+mod release;
+pub(crate) mod renew;
+mod status;
