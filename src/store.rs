@@ -12,6 +12,7 @@ mod acl;
 mod key;
 mod keyspace;
 mod latch;
+mod open_keys;
 
 pub use keyspace::RedisKeyspace;
 pub use latch::RedisLatch;

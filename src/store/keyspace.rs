@@ -4,50 +4,25 @@
 //! announced with the keyspace event that command sends.
 //!
 //! The command's key (argv 1) was checked by Redis. Every other key and
-//! channel is derived, so the first touch checks it: in cluster mode its
-//! slot must be the name's, and the caller's ACL must allow it.
+//! channel is derived, so the first touch checks it: keys in `OpenKeys`,
+//! channels here (the caller's ACL must allow publishing).
 
 use super::acl::Caller;
-use super::key::SignalOnWriteKey;
-use super::{cluster_mode, notify, publish_via, replicate, Via};
+use super::open_keys::OpenKeys;
+use super::{notify, publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
-use rlock_protocol::key_slot;
-use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
 
-/// Up to this many list items are deleted one by one; more, by writing
-/// the list again.
-const FEW_LIST_DELETES: usize = 4;
-
-/// Open keys are found by a scan up to this many, then through an index.
-const INDEXED_FROM: usize = 8;
-
-/// A key opened by this command.
-struct OpenKey {
-    // Before its name: the key closes before its name is freed.
-    key: SignalOnWriteKey,
-    /// The derived key's name; `None` for the command's own key.
-    derived: Option<(RedisString, Vec<u8>)>,
-    /// Its list iterator may be stale (see [`RedisKeyspace::listed`]).
-    list_used: bool,
-}
+mod collections;
 
 pub struct RedisKeyspace<'a> {
     ctx: &'a Context,
-    name: &'a RedisString,
-    writable: bool,
-    caller: Caller,
-    /// The argv key's bytes, read once.
-    name_bytes: &'a [u8],
-    keys: Vec<OpenKey>,
-    /// Key name -> index in `keys`, once there are many (a read release
-    /// may touch thousands of hold keys; most commands touch a few).
-    index: HashMap<Vec<u8>, usize>,
+    keys: OpenKeys<'a>,
     channels: Vec<RedisString>,
     via: Via,
 }
@@ -66,13 +41,15 @@ impl<'a> RedisKeyspace<'a> {
 
     /// For the server's own work in a timer (see [`Caller::server`]).
     pub fn open_as_server(ctx: &'a Context, name: &'a RedisString) -> Self {
-        Self { caller: Caller::server(ctx), ..Self::new(ctx, name, true) }
+        Self::with_caller(ctx, name, true, Caller::server(ctx))
     }
 
     fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
-        let name_bytes = name.as_slice();
-        let (keys, index, channels) = (Vec::new(), HashMap::new(), Vec::new());
-        Self { ctx, name, name_bytes, writable, caller: Caller::new(ctx), keys, index, channels, via: Via::Default }
+        Self::with_caller(ctx, name, writable, Caller::new(ctx))
+    }
+
+    fn with_caller(ctx: &'a Context, name: &'a RedisString, writable: bool, caller: Caller) -> Self {
+        Self { ctx, keys: OpenKeys::new(ctx, name, writable, caller), channels: Vec::new(), via: Via::Default }
     }
 
     /// Publishes as `via` says (a Redisson script's publish command).
@@ -81,135 +58,16 @@ impl<'a> RedisKeyspace<'a> {
         self
     }
 
-    /// The open key named `key`, opened (and checked) on first use.
-    fn key(&mut self, key: &[u8]) -> Result<usize> {
-        let name_bytes = self.name_bytes;
-        let found = if self.keys.len() <= INDEXED_FROM {
-            self.keys.iter().position(|open| open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes) == key)
-        } else {
-            self.index.get(key).copied()
-        };
-        if let Some(index) = found {
-            return Ok(index);
-        }
-        let derived = if key == name_bytes {
-            None
-        } else {
-            if cluster_mode() && key_slot(key) != key_slot(name_bytes) {
-                return Err(LockError::DerivedKeyCrossSlot(key.to_vec()));
-            }
-            let derived = RedisString::create_from_slice(self.ctx.get_raw(), key);
-            let access = if self.writable {
-                raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
-            } else {
-                raw::REDISMODULE_CMD_KEY_ACCESS
-            };
-            if !self.caller.may_access_key(&derived, access) {
-                return Err(LockError::NoKeyPermission(key.to_vec()));
-            }
-            Some((derived, key.to_vec()))
-        };
-        let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner));
-        self.keys.push(OpenKey { key: opened, derived, list_used: false });
-        if self.keys.len() > INDEXED_FROM {
-            if self.index.is_empty() {
-                for (at, open) in self.keys.iter().enumerate() {
-                    self.index.insert(open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes).to_vec(), at);
-                }
-            } else {
-                self.index.insert(key.to_vec(), self.keys.len() - 1);
-            }
-        }
-        Ok(self.keys.len() - 1)
-    }
-
-    fn open_key(&self, name: *mut raw::RedisModuleString) -> SignalOnWriteKey {
-        let open = if self.writable { SignalOnWriteKey::open } else { SignalOnWriteKey::open_readonly };
-        open(self.ctx, name)
-    }
-
-    fn inner_name(&self, index: usize) -> *mut raw::RedisModuleString {
-        self.keys[index].derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner)
-    }
-
-    /// The key for a list read or delete by index. On Redis 7.0 a list's
-    /// iterator in a key handle goes stale after a write or a walk through
-    /// it (RM_ListGet then fails an assertion and the server aborts): such
-    /// a handle is closed and opened again first.
     fn listed(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
-        let index = self.key(key)?;
-        if self.keys[index].list_used {
-            self.keys[index].key = self.open_key(self.inner_name(index));
-        }
-        self.keys[index].list_used = true;
-        Ok(self.keys[index].key.read())
+        self.keys.listed(key)
     }
 
     fn read(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
-        let index = self.key(key)?;
-        Ok(self.keys[index].key.read())
+        self.keys.read(key)
     }
 
-    /// The key for writing and its name, for replication and events.
     fn write(&mut self, key: &[u8]) -> Result<(*mut raw::RedisModuleKey, *mut raw::RedisModuleString)> {
-        let index = self.key(key)?;
-        self.keys[index].list_used = true;
-        let name = self.inner_name(index);
-        Ok((self.keys[index].key.write(), name))
-    }
-
-    /// Writes the list again without the items at `removed` (`lrems`
-    /// values' worth): one pass, where deleting many items one by one costs
-    /// a walk each. Replicated as what it is, `DEL` then one `RPUSH` of the
-    /// items kept (and their `PEXPIREAT`), so a replica does one pass too.
-    fn rewrite_list(&mut self, key: &[u8], items: &[Vec<u8>], removed: &[usize], lrems: usize) -> Result<()> {
-        let kept_expiry = self.expire_at(key)?;
-        self.listed(key)?;
-        let (open, name) = self.write(key)?;
-        let kept: Vec<RedisString> = items
-            .iter()
-            .enumerate()
-            .filter(|(at, _)| removed.binary_search(at).is_err())
-            .map(|(_, item)| self.string(item))
-            .collect();
-        unsafe { api!(RedisModule_DeleteKey)(open) };
-        replicate!(self.ctx, c"DEL", c"s", name);
-        for item in &kept {
-            unsafe { api!(RedisModule_ListPush)(open, raw::REDISMODULE_LIST_TAIL as c_int, item.inner) };
-        }
-        for _ in 0..lrems {
-            self.notify(NotifyEvent::LIST, c"lrem", name);
-        }
-        if kept.is_empty() {
-            self.notify(NotifyEvent::GENERIC, c"del", name);
-            return Ok(());
-        }
-        let mut argv: Vec<*mut raw::RedisModuleString> = kept.iter().map(|item| item.inner).collect();
-        replicate!(self.ctx, c"RPUSH", c"sv", name, argv.as_mut_ptr(), argv.len());
-        if let Some(at) = kept_expiry {
-            unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
-            replicate!(self.ctx, c"PEXPIREAT", c"sl", name, at as c_longlong);
-        }
-        Ok(())
-    }
-
-    /// The members of a sorted set scored at most `max`, lowest first, at
-    /// most `limit` of them (none unless the key is a sorted set).
-    fn zrange_in(&mut self, key: &[u8], max: f64, limit: usize) -> Result<Vec<(Vec<u8>, i64)>> {
-        let open = self.read(key)?;
-        let mut members = Vec::new();
-        if key_type_of(open) != KeyType::Zset {
-            return Ok(members);
-        }
-        unsafe { api!(RedisModule_ZsetFirstInScoreRange)(open, raw::REDISMODULE_NEGATIVE_INFINITE, max, 0, 0) };
-        while members.len() < limit && unsafe { api!(RedisModule_ZsetRangeEndReached)(open) } == 0 {
-            let mut score = 0f64;
-            let member = unsafe { api!(RedisModule_ZsetRangeCurrentElement)(open, &mut score) };
-            members.push((self.take(member), score as i64));
-            unsafe { api!(RedisModule_ZsetRangeNext)(open) };
-        }
-        unsafe { api!(RedisModule_ZsetRangeStop)(open) };
-        Ok(members)
+        self.keys.write(key)
     }
 
     fn string(&self, bytes: &[u8]) -> RedisString {
@@ -365,7 +223,7 @@ impl Keyspace for RedisKeyspace<'_> {
             return Ok(());
         }
         let name = self.string(channel);
-        if !self.caller.may_publish(&name) {
+        if !self.keys.may_publish(&name) {
             return Err(LockError::NoChannelPermission(channel.to_vec()));
         }
         self.channels.push(name);
@@ -506,29 +364,7 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn lrem(&mut self, key: &[u8], values: &[&[u8]]) -> Result<()> {
-        let items = self.lrange(key)?;
-        let removed: Vec<usize> =
-            items.iter().enumerate().filter(|(_, item)| values.contains(&item.as_slice())).map(|(i, _)| i).collect();
-        if removed.is_empty() {
-            return Ok(());
-        }
-        if removed.len() > FEW_LIST_DELETES {
-            return self.rewrite_list(key, &items, &removed, values.len());
-        }
-        // From the tail, so the indexes still to visit do not move.
-        for index in removed.into_iter().rev() {
-            self.listed(key)?;
-            let (open, _) = self.write(key)?;
-            unsafe { api!(RedisModule_ListDelete)(open, index as c_longlong) };
-        }
-        let (open, name) = self.write(key)?;
-        for value in values {
-            let value = self.string(value);
-            replicate!(self.ctx, c"LREM", c"sls", name, 0 as c_longlong, value.inner);
-            self.notify(NotifyEvent::LIST, c"lrem", name);
-        }
-        self.notify_if_emptied(open, name);
-        Ok(())
+        self.remove_from_list(key, values)
     }
 
     fn zadd(&mut self, key: &[u8], member: &[u8], score: i64) -> Result<()> {
@@ -541,24 +377,7 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn zrem(&mut self, key: &[u8], members: &[&[u8]]) -> Result<()> {
-        let (open, name) = self.write(key)?;
-        let mut removed = Vec::with_capacity(members.len());
-        for member in members {
-            let member = self.string(member);
-            let mut deleted: c_int = 0;
-            unsafe { api!(RedisModule_ZsetRem)(open, member.inner, &mut deleted) };
-            if deleted != 0 {
-                removed.push(member);
-            }
-        }
-        if removed.is_empty() {
-            return Ok(());
-        }
-        let mut argv: Vec<*mut raw::RedisModuleString> = removed.iter().map(|member| member.inner).collect();
-        replicate!(self.ctx, c"ZREM", c"sv", name, argv.as_mut_ptr(), argv.len());
-        self.notify(NotifyEvent::ZSET, c"zrem", name);
-        self.notify_if_emptied(open, name);
-        Ok(())
+        self.remove_from_zset(key, members)
     }
 
     fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()> {
@@ -578,8 +397,7 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn announce(&mut self, key: &[u8], event: Moot) -> Result<()> {
-        let index = self.key(key)?;
-        let name = self.inner_name(index);
+        let name = self.keys.name_of(key)?;
         let (class, event) = match event {
             Moot::HashIncrement => (NotifyEvent::HASH, c"hincrby"),
             Moot::HashDelete => (NotifyEvent::HASH, c"hdel"),
@@ -592,7 +410,7 @@ impl Keyspace for RedisKeyspace<'_> {
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
         self.touch_channel(channel)?;
         let (channel, message) = (self.string(channel), self.string(message));
-        publish_via(self.ctx, &channel, message.inner, self.name_bytes, self.via);
+        publish_via(self.ctx, &channel, message.inner, self.keys.name_bytes(), self.via);
         Ok(())
     }
 }

@@ -1,0 +1,138 @@
+//! The keys one command opens: the command's own key (argv 1, which Redis
+//! checked) and the keys derived from it, each opened once and checked on
+//! its first touch: in cluster mode a derived key's slot must be the
+//! name's, and the caller's ACL must allow it.
+
+use super::acl::Caller;
+use super::cluster_mode;
+use super::key::SignalOnWriteKey;
+use crate::error::LockError;
+use crate::keyspace::Result;
+use redis_module::{raw, Context, RedisString};
+use rlock_protocol::key_slot;
+use std::collections::HashMap;
+
+/// Open keys are found by a scan up to this many, then through an index.
+const INDEXED_FROM: usize = 8;
+/// A key opened by this command.
+struct OpenKey {
+    // Before its name: the key closes before its name is freed.
+    key: SignalOnWriteKey,
+    /// The derived key's name; `None` for the command's own key.
+    derived: Option<(RedisString, Vec<u8>)>,
+    /// Its list iterator may be stale (see [`OpenKeys::listed`]).
+    list_used: bool,
+}
+pub struct OpenKeys<'a> {
+    ctx: &'a Context,
+    name: &'a RedisString,
+    /// The argv key's bytes, read once.
+    name_bytes: &'a [u8],
+    writable: bool,
+    caller: Caller,
+    open: Vec<OpenKey>,
+    /// Key name -> index in `open`, once there are many (a read release
+    /// may touch thousands of hold keys; most commands touch a few).
+    index: HashMap<Vec<u8>, usize>,
+}
+
+impl<'a> OpenKeys<'a> {
+    /// Keys opened for writing (`writable`) or reading, on behalf of `caller`.
+    pub fn new(ctx: &'a Context, name: &'a RedisString, writable: bool, caller: Caller) -> Self {
+        let name_bytes = name.as_slice();
+        Self { ctx, name, name_bytes, writable, caller, open: Vec::new(), index: HashMap::new() }
+    }
+
+    /// The command's key.
+    pub fn name_bytes(&self) -> &'a [u8] {
+        self.name_bytes
+    }
+
+    /// Whether the caller may publish on `channel`.
+    pub fn may_publish(&mut self, channel: &RedisString) -> bool {
+        self.caller.may_publish(channel)
+    }
+
+    /// The open key named `key`, opened (and checked) on first use.
+    fn index(&mut self, key: &[u8]) -> Result<usize> {
+        let name_bytes = self.name_bytes;
+        let found = if self.open.len() <= INDEXED_FROM {
+            self.open.iter().position(|open| open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes) == key)
+        } else {
+            self.index.get(key).copied()
+        };
+        if let Some(index) = found {
+            return Ok(index);
+        }
+        let derived = if key == name_bytes {
+            None
+        } else {
+            if cluster_mode() && key_slot(key) != key_slot(name_bytes) {
+                return Err(LockError::DerivedKeyCrossSlot(key.to_vec()));
+            }
+            let derived = RedisString::create_from_slice(self.ctx.get_raw(), key);
+            let access = if self.writable {
+                raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE
+            } else {
+                raw::REDISMODULE_CMD_KEY_ACCESS
+            };
+            if !self.caller.may_access_key(&derived, access) {
+                return Err(LockError::NoKeyPermission(key.to_vec()));
+            }
+            Some((derived, key.to_vec()))
+        };
+        let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner));
+        self.open.push(OpenKey { key: opened, derived, list_used: false });
+        if self.open.len() > INDEXED_FROM {
+            if self.index.is_empty() {
+                for (at, open) in self.open.iter().enumerate() {
+                    self.index.insert(open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes).to_vec(), at);
+                }
+            } else {
+                self.index.insert(key.to_vec(), self.open.len() - 1);
+            }
+        }
+        Ok(self.open.len() - 1)
+    }
+
+    fn open_key(&self, name: *mut raw::RedisModuleString) -> SignalOnWriteKey {
+        let open = if self.writable { SignalOnWriteKey::open } else { SignalOnWriteKey::open_readonly };
+        open(self.ctx, name)
+    }
+
+    fn inner_name(&self, index: usize) -> *mut raw::RedisModuleString {
+        self.open[index].derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner)
+    }
+
+    /// The key for a list read or delete by index. On Redis 7.0 a list's
+    /// iterator in a key handle goes stale after a write or a walk through
+    /// it (RM_ListGet then fails an assertion and the server aborts): such
+    /// a handle is closed and opened again first.
+    pub fn listed(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
+        let index = self.index(key)?;
+        if self.open[index].list_used {
+            self.open[index].key = self.open_key(self.inner_name(index));
+        }
+        self.open[index].list_used = true;
+        Ok(self.open[index].key.read())
+    }
+
+    pub fn read(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
+        let index = self.index(key)?;
+        Ok(self.open[index].key.read())
+    }
+
+    /// The name of `key`, opened and checked, for an event about it.
+    pub fn name_of(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleString> {
+        let index = self.index(key)?;
+        Ok(self.inner_name(index))
+    }
+
+    /// The key for writing and its name, for replication and events.
+    pub fn write(&mut self, key: &[u8]) -> Result<(*mut raw::RedisModuleKey, *mut raw::RedisModuleString)> {
+        let index = self.index(key)?;
+        self.open[index].list_used = true;
+        let name = self.inner_name(index);
+        Ok((self.open[index].key.write(), name))
+    }
+}
