@@ -86,9 +86,13 @@ pub(crate) struct Holds {
     lease: Option<(Instant, Instant)>,
     /// How much later than `lease`'s end the server's expiry may be: the
     /// time the request that set it took to be answered (it ran somewhere
-    /// in between). `None` until answered, and while a renewal that may
-    /// still land is unanswered.
+    /// in between). `None` until answered.
     lease_lag: Option<Duration>,
+    /// The leases of renewals that went unanswered. Each may still land,
+    /// but only before the expiry it would extend (on a missing key it
+    /// does nothing), so each pushes the server's expiry out by at most
+    /// its lease: together, by at most their sum.
+    late_leases: Duration,
     /// Levels given up for lost on this clock alone (their lease estimate
     /// ran out) that the server may still count: the estimate runs from
     /// when a request was sent, and a stalled server applies it later. A
@@ -275,10 +279,10 @@ impl Holds {
         }
     }
 
-    /// A renewal went unanswered: it may still land and push the expiry
-    /// out by any amount.
-    pub fn unanswered(&mut self) {
-        self.lease_lag = None;
+    /// A renewal with `lease_sent` went unanswered: it may still land, and
+    /// push the expiry out by up to that lease (see `late_leases`).
+    pub fn unanswered(&mut self, lease_sent: Duration) {
+        self.late_leases += lease_sent;
     }
 
     /// A command sent at `sent_at` set the lease. Commands on one
@@ -303,7 +307,8 @@ impl Holds {
         if !overdue {
             return Ended::No;
         }
-        let surely_expired = self.lease.zip(self.lease_lag).map(|((_, expires_at), lag)| expires_at + lag);
+        let surely_expired =
+            self.lease.zip(self.lease_lag).map(|((_, expires_at), lag)| expires_at + lag + self.late_leases);
         if self.unaccounted(now) == 0 {
             (self.unaccounted, self.unaccounted_until) = (0, surely_expired);
         } else {
@@ -315,7 +320,7 @@ impl Holds {
 
     fn end(&mut self, how: Ended) -> Ended {
         self.holds.clear();
-        (self.lease, self.lease_lag) = (None, None);
+        (self.lease, self.lease_lag, self.late_leases) = (None, None, Duration::ZERO);
         self.incarnation += 1;
         how
     }

@@ -189,9 +189,9 @@ fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant)
             true
         }
         (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => false,
-        // It may still land, later than any estimate.
-        (Upkeep::Renew(_), Err(_)) => {
-            task.state.update(|holds| (holds.unanswered(), Ended::No));
+        // It may still land, later than the estimate.
+        (Upkeep::Renew(lease), Err(_)) => {
+            task.state.update(|holds| (holds.unanswered(lease), Ended::No));
             true
         }
         (Upkeep::Check, Ok(reply)) => {
