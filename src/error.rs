@@ -32,6 +32,11 @@ pub enum LockError {
     ReleaseSyntax,
     /// The unlock latch key exists but holds neither `0` nor `1`.
     NotALatch,
+    /// The acquire record key exists but holds no hold count.
+    NotAnAcquireRecord,
+    /// A blocked acquire whose request was sent again with the same id
+    /// (on another connection): the wait goes on there.
+    WaitTakenOver,
     /// In cluster mode, the unlock latch key hashes to another slot than
     /// the lock (the lock name has a `{` but no proper hash tag).
     LatchCrossSlot,
@@ -106,6 +111,8 @@ impl LockError {
             Self::LatchMissing => "ERR PX needs latch_ms",
             Self::ReleaseSyntax => "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]",
             Self::NotALatch => "ERR the unlock latch key holds something other than 0 or 1",
+            Self::NotAnAcquireRecord => "ERR the acquire record key holds something other than a hold count",
+            Self::WaitTakenOver => "ERR the wait goes on in a resend of the same request id",
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
             }

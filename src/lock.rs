@@ -8,6 +8,7 @@
 use crate::error::LockError;
 use crate::lease::expiry;
 
+pub mod acquire_once;
 #[cfg(not(test))]
 pub(crate) mod commands;
 pub mod latch;

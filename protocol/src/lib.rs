@@ -12,6 +12,9 @@ const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel";
 /// Prefix of Redisson's unlock latch keys.
 const LATCH_PREFIX: &[u8] = b"redisson_unlock_latch";
 
+/// Prefix of rlock's acquire records (`RLOCK.ACQUIRE … ID`).
+const ACQUIRE_RECORD_PREFIX: &[u8] = b"rlock_acquire_record";
+
 /// The message Redisson publishes when a lock is fully released.
 pub const UNLOCK_MESSAGE: &[u8] = b"0";
 
@@ -41,6 +44,16 @@ pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
         key.push(b':');
         key.extend_from_slice(request_id);
     }
+    key
+}
+
+/// Where `RLOCK.ACQUIRE … ID request_id` records the hold count it granted,
+/// for a while: a resend of the request replies that grant again instead
+/// of adding a level. In the lock's slot, like the unlock latch.
+pub fn acquire_record_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
+    let mut key = prefix(ACQUIRE_RECORD_PREFIX, name);
+    key.push(b':');
+    key.extend_from_slice(request_id);
     key
 }
 

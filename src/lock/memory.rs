@@ -1,6 +1,8 @@
 //! In-memory stores for the unit tests: a lock key and an unlock latch
-//! key that record every write as the command Redis would replicate.
+//! (or acquire record) key that record every write as the command Redis
+//! would replicate.
 
+use super::acquire_once::AcquireRecord;
 use super::latch::UnlockLatch;
 use super::{parse_hold_count, KeyKind, LockStore};
 use crate::error::LockError;
@@ -93,7 +95,7 @@ impl LockStore for MemoryStore {
     }
 }
 
-/// An in-memory unlock latch key.
+/// An in-memory unlock latch key, or acquire record key.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryLatch {
     pub value: Option<Vec<u8>>,
@@ -120,5 +122,19 @@ impl UnlockLatch for MemoryLatch {
         let value = u8::from(released);
         self.value = Some(value.to_string().into_bytes());
         self.effects.push(format!("SET {value} PXAT {at_ms}"));
+    }
+}
+
+impl AcquireRecord for MemoryLatch {
+    fn granted_count(&self) -> Result<Option<i64>, LockError> {
+        self.value
+            .as_deref()
+            .map(|value| parse_hold_count(value).map_err(|_| LockError::NotAnAcquireRecord))
+            .transpose()
+    }
+
+    fn record_grant(&mut self, count: i64, at_ms: i64) {
+        self.value = Some(count.to_string().into_bytes());
+        self.effects.push(format!("SET {count} PXAT {at_ms}"));
     }
 }

@@ -1,20 +1,25 @@
-//! The unlock latch key in Redis: [`UnlockLatch`] over the key API.
+//! The unlock latch key and the acquire record key in Redis: a string
+//! with an expiry, derived from the lock name and a request id
+//! ([`UnlockLatch`], [`AcquireRecord`] over the key API).
 //!
-//! The key is derived from the lock name and the request id, so Redis
-//! neither checked the caller's ACL for it nor routed by its slot: both
-//! are checked here, before anything is read or written.
+//! The key is derived, so Redis neither checked the caller's ACL for it
+//! nor routed by its slot: both are checked here, before anything is read
+//! or written (except for a grant to a blocked caller, checked when it
+//! called).
 
 use super::acl::Caller;
 use super::key::SignalOnWriteKey;
 use super::{cluster_mode, notify, replicate};
 use crate::api::api;
 use crate::error::LockError;
+use crate::lock::acquire_once::AcquireRecord;
 use crate::lock::latch::UnlockLatch;
+use crate::lock::parse_hold_count;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString};
-use rlock_protocol::{key_slot, unlock_latch_key};
+use rlock_protocol::{acquire_record_key, key_slot, unlock_latch_key};
 use std::os::raw::{c_int, c_longlong};
 
-/// An open unlock latch key. Closed on drop.
+/// An open unlock latch or acquire record key. Closed on drop.
 pub struct RedisLatch<'a> {
     ctx: &'a Context,
     // Declared before `name`: the key is closed before its name is freed.
@@ -31,59 +36,103 @@ impl<'a> RedisLatch<'a> {
         if cluster_mode() && key_slot(&name_bytes) != key_slot(lock_name.as_slice()) {
             return Err(LockError::LatchCrossSlot.into());
         }
-        let name = RedisString::create_from_slice(ctx.get_raw(), &name_bytes);
-        check_write_permission(ctx, &name)?;
+        Self::open_checked(ctx, &name_bytes, "unlock latch key")
+    }
+
+    /// Opens the acquire record key of `request_id` on the lock
+    /// `lock_name`, checked as [`RedisLatch::open`] checks.
+    pub fn open_record(ctx: &'a Context, lock_name: &[u8], request_id: &[u8]) -> Result<Self, RedisError> {
+        let name_bytes = acquire_record_key(lock_name, request_id);
+        if cluster_mode() && key_slot(&name_bytes) != key_slot(lock_name) {
+            return Err(LockError::DerivedKeyCrossSlot(name_bytes).into());
+        }
+        Self::open_checked(ctx, &name_bytes, "acquire record key")
+    }
+
+    /// Opens the acquire record key for a grant to a blocked caller (in a
+    /// timer, where no caller runs): it was checked when the caller called.
+    pub fn open_record_as_server(ctx: &'a Context, lock_name: &[u8], request_id: &[u8]) -> Self {
+        let name = RedisString::create_from_slice(ctx.get_raw(), &acquire_record_key(lock_name, request_id));
+        Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name }
+    }
+
+    fn open_checked(ctx: &'a Context, name_bytes: &[u8], what: &str) -> Result<Self, RedisError> {
+        let name = RedisString::create_from_slice(ctx.get_raw(), name_bytes);
+        check_write_permission(ctx, &name, what)?;
         Ok(Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name })
     }
-}
 
-impl UnlockLatch for RedisLatch<'_> {
-    fn recorded(&self) -> Result<Option<bool>, LockError> {
+    /// The string the key holds; `Err` when it holds another type.
+    fn value(&self) -> Result<Option<&[u8]>, ()> {
         let key = self.key.read();
         match unsafe { api!(RedisModule_KeyType)(key) } as isize {
             raw::REDISMODULE_KEYTYPE_EMPTY => return Ok(None),
             raw::REDISMODULE_KEYTYPE_STRING => {}
-            _ => return Err(LockError::NotALatch),
+            _ => return Err(()),
         }
         let mut len = 0;
-        let value = unsafe {
+        Ok(Some(unsafe {
             let bytes = api!(RedisModule_StringDMA)(key, &mut len, raw::REDISMODULE_READ as c_int);
             std::slice::from_raw_parts(bytes.cast::<u8>(), len)
-        };
-        match value {
-            b"0" => Ok(Some(false)),
-            b"1" => Ok(Some(true)),
-            _ => Err(LockError::NotALatch),
-        }
+        }))
     }
 
-    /// `SET L 0|1 PXAT at_ms`: written, replicated and announced (`set`
-    /// then `expire`) as Redis's own `SET L v PX n` would be.
-    fn record(&mut self, released: bool, at_ms: i64) {
-        let (value, text) = if released { (c"1", b"1") } else { (c"0", b"0") };
+    /// `SET L text PXAT at_ms`: written, replicated and announced (`set`
+    /// then `expire`) as Redis's own `SET L text PX n` would be.
+    fn write(&mut self, text: &[u8], at_ms: i64) {
         let ctx = self.ctx.get_raw();
         let key = self.key.write();
+        let value = unsafe { api!(RedisModule_CreateString)(ctx, text.as_ptr().cast(), text.len()) };
         unsafe {
-            let value = api!(RedisModule_CreateString)(ctx, text.as_ptr().cast(), text.len());
             api!(RedisModule_StringSet)(key, value);
-            api!(RedisModule_FreeString)(ctx, value);
             api!(RedisModule_SetAbsExpire)(key, at_ms);
         }
-        replicate!(self.ctx, c"SET", c"sccl", self.name.inner, value.as_ptr(), c"PXAT".as_ptr(), at_ms as c_longlong);
+        replicate!(self.ctx, c"SET", c"sscl", self.name.inner, value, c"PXAT".as_ptr(), at_ms as c_longlong);
+        unsafe { api!(RedisModule_FreeString)(ctx, value) };
         notify(self.ctx, NotifyEvent::STRING, c"set", self.name.inner);
         notify(self.ctx, NotifyEvent::GENERIC, c"expire", self.name.inner);
     }
 }
 
-/// Refuses with NOPERM, naming the key, unless the calling user may read
-/// and create `key`.
-fn check_write_permission(ctx: &Context, key: &RedisString) -> Result<(), RedisError> {
+impl UnlockLatch for RedisLatch<'_> {
+    fn recorded(&self) -> Result<Option<bool>, LockError> {
+        match self.value() {
+            Ok(None) => Ok(None),
+            Ok(Some(b"0")) => Ok(Some(false)),
+            Ok(Some(b"1")) => Ok(Some(true)),
+            _ => Err(LockError::NotALatch),
+        }
+    }
+
+    fn record(&mut self, released: bool, at_ms: i64) {
+        self.write(if released { b"1" } else { b"0" }, at_ms);
+    }
+}
+
+impl AcquireRecord for RedisLatch<'_> {
+    fn granted_count(&self) -> Result<Option<i64>, LockError> {
+        match self.value() {
+            Ok(value) => {
+                value.map(|value| parse_hold_count(value).map_err(|_| LockError::NotAnAcquireRecord)).transpose()
+            }
+            Err(()) => Err(LockError::NotAnAcquireRecord),
+        }
+    }
+
+    fn record_grant(&mut self, count: i64, at_ms: i64) {
+        self.write(count.to_string().as_bytes(), at_ms);
+    }
+}
+
+/// Refuses with NOPERM, naming the key (`what` it is), unless the calling
+/// user may read and create `key`.
+fn check_write_permission(ctx: &Context, key: &RedisString, what: &str) -> Result<(), RedisError> {
     let access = raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT;
     if Caller::new(ctx).may_access_key(key, access) {
         Ok(())
     } else {
         Err(RedisError::String(format!(
-            "NOPERM this user has no permissions to access the unlock latch key '{}'",
+            "NOPERM this user has no permissions to access the {what} '{}'",
             key.as_slice().escape_ascii()
         )))
     }
