@@ -34,7 +34,8 @@ impl OwnerArgs {
 /// An optional `lease_ms` before keywords: a keyword where it may stand is
 /// left for the caller (a syntax error there, not a bad lease).
 pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
-    match args.next_if(|arg| !is_keyword(arg, b"ID") && !is_keyword(arg, b"PX") && !is_keyword(arg, b"WAIT")) {
+    let keywords: [&[u8]; 4] = [b"ID", b"PX", b"WAIT", b"REPLY"];
+    match args.next_if(|arg| !keywords.iter().any(|keyword| is_keyword(arg, keyword))) {
         None => Ok(config::default_lease_ms()),
         Some(arg) => Ok(lease::parse_lease_ms(arg.as_slice())?),
     }

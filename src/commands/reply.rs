@@ -21,6 +21,31 @@ pub fn fields(pairs: Vec<(&str, RedisValue)>) -> RedisValue {
     )
 }
 
+/// `RLOCK.ACQUIRE … REPLY FULL`: what the acquire did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquireReply {
+    pub granted: bool,
+    /// The owner's hold count after the call (0 when refused).
+    pub holds: i64,
+    /// The lock's PTTL after the call: the owner's lease left when granted,
+    /// the holder's when refused (-1: no expiry).
+    pub lease_ms: i64,
+    /// How long the call waited on the server (`WAIT`), in ms.
+    pub waited_ms: i64,
+}
+
+impl AcquireReply {
+    /// `granted 0|1 holds n lease_ms n waited_ms n`, as STATUS replies.
+    pub fn value(self) -> RedisValue {
+        fields(vec![
+            ("granted", RedisValue::Integer(i64::from(self.granted))),
+            ("holds", RedisValue::Integer(self.holds)),
+            ("lease_ms", RedisValue::Integer(self.lease_ms)),
+            ("waited_ms", RedisValue::Integer(self.waited_ms)),
+        ])
+    }
+}
+
 /// An integer, or nil when there is none.
 pub fn integer_or_nil(value: Option<i64>) -> RedisValue {
     value.map_or(RedisValue::Null, RedisValue::Integer)

@@ -36,12 +36,14 @@ use super::glue::{
     block_client, error_text, lock_id, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
     Outcome,
 };
-use super::{Queues, Waiter, WAITER_KINDS};
+use super::{Queues, Request, Waiter, WAITER_KINDS};
 use crate::api::api;
+use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
-use crate::lock::{self, Acquire, KeyKind, LockStore};
+use crate::lease::expiry;
+use crate::lock::{self, acquire_once, Acquire, KeyKind, LockStore};
 use crate::stats;
-use crate::store::{now_ms, RedisLock};
+use crate::store::{now_ms, RedisLatch, RedisLock};
 use redis_module::{raw, Context, RedisString, RedisValue};
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
@@ -88,14 +90,33 @@ pub fn may_block(ctx: &Context) -> bool {
     flags & refused == 0
 }
 
+/// What a blocked acquire asked for.
+pub struct BlockedAcquire<'a> {
+    pub owner: &'a RedisString,
+    pub lease_ms: i64,
+    pub wait_ms: i64,
+    pub request: Option<Request>,
+    pub full_reply: bool,
+}
+
 /// Blocks the caller, who was refused `name`, until the lock is granted to
-/// it (reply nil) or `timeout_ms` passes (reply the holder's PTTL).
-pub fn block(ctx: &Context, name: &RedisString, owner: &RedisString, lease_ms: i64, timeout_ms: i64) -> RedisValue {
+/// it (reply nil) or `wait_ms` passes (reply the holder's PTTL); with
+/// `full_reply`, both reply [`AcquireReply`]. A resend of a queued
+/// request (the same owner and request id) takes over its place, and
+/// the first call ends with an error.
+pub fn block(ctx: &Context, name: &RedisString, acquire: BlockedAcquire) -> RedisValue {
+    let BlockedAcquire { owner, lease_ms, wait_ms, request, full_reply } = acquire;
     // No Redis timeout and no timeout callback: the wait's own timer ends it.
     let client = block_client(ctx, left);
-    let waiter = Waiter { client, owner: owner.as_slice().to_vec(), lease_ms };
-    state().queues.push(&lock_id(ctx, name.as_slice()), waiter);
-    let timer = start_timer(ctx, timeout_ms, Some(wait_ran_out), (client, now_ms().saturating_add(timeout_ms)));
+    let now = now_ms();
+    let waiter = Waiter { client, owner: owner.as_slice().to_vec(), lease_ms, request, full_reply, queued_at_ms: now };
+    let lock = lock_id(ctx, name.as_slice());
+    let taken_over = state().queues.take_over(&lock, waiter.clone());
+    match taken_over {
+        Some(first) => unblock(ctx, first, Outcome::Failed(error_text(LockError::WaitTakenOver.into()))),
+        None => state().queues.push(&lock, waiter),
+    }
+    let timer = start_timer(ctx, wait_ms, Some(wait_ran_out), (client, now.saturating_add(wait_ms)));
     state().wait_timers.insert(client, timer);
     subscribe(ctx);
     arm_expiry_timer(ctx, name);
@@ -118,7 +139,27 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
             Ok(outcome) => {
                 stats::record_acquire(outcome);
                 stats::record_grant();
-                unblock(ctx, waiter.client, Outcome::Granted);
+                let now = now_ms();
+                if let Some(request) = &waiter.request {
+                    let mut record = RedisLatch::open_record_as_server(ctx, name.as_slice(), &request.id);
+                    // Checked when the caller called; it still fits.
+                    if let Ok(expire_at) = expiry(now, request.window_ms) {
+                        acquire_once::remember(&mut record, outcome, expire_at);
+                    }
+                }
+                let reply = match waiter.full_reply {
+                    false => Outcome::Granted,
+                    true => Outcome::Value(
+                        AcquireReply {
+                            granted: true,
+                            holds: acquire_once::granted_count(outcome).unwrap_or_default(),
+                            lease_ms: lock::pttl(key, now),
+                            waited_ms: now.saturating_sub(waiter.queued_at_ms),
+                        }
+                        .value(),
+                    ),
+                };
+                unblock(ctx, waiter.client, reply);
                 // The new holder's lease may end before the armed timer.
                 arm_expiry_timer(ctx, name);
                 unsubscribe_if_idle(ctx);
@@ -156,23 +197,35 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     if let (true, Some(lock)) = (now_ms() <= ends_at.saturating_add(1), &lock) {
         grant_if_free(&ctx, lock);
     }
-    if state().queues.remove(&client).is_some() {
+    // Bound first: the state's guard must not live into the block below.
+    let removed = state().queues.remove(&client);
+    if let Some((lock, waiter)) = removed {
         stats::record_wait_timeout();
         // A key that is no lock any more (a *STORE overwrote it: no event
         // this module listens to) gets the acquire's error, late or not.
-        let outcome = match lock {
-            Some(lock) if !holds_a_hash(&ctx, &lock) => Outcome::Failed(error_text(LockError::WrongType.into())),
-            _ => Outcome::HolderPttl,
+        let pttl = holder_pttl(&ctx, &lock);
+        let outcome = match pttl {
+            None => Outcome::Failed(error_text(LockError::WrongType.into())),
+            Some(pttl) if waiter.full_reply => {
+                let waited_ms = now_ms().saturating_sub(waiter.queued_at_ms);
+                Outcome::Value(AcquireReply { granted: false, holds: 0, lease_ms: pttl, waited_ms }.value())
+            }
+            Some(_) => Outcome::HolderPttl,
         };
         unblock(&ctx, client, outcome);
         unsubscribe_if_idle(&ctx);
     }
 }
 
-/// Whether lock `id`'s key is a hash or missing (not another type).
-fn holds_a_hash(ctx: &Context, id: &[u8]) -> bool {
+/// The PTTL of lock `id` (-1: no expiry; 0 when it is missing), or `None`
+/// when its key is another type than a hash.
+fn holder_pttl(ctx: &Context, id: &[u8]) -> Option<i64> {
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
-    RedisLock::open_readonly(ctx, &name).kind() != KeyKind::Other
+    let key = RedisLock::open_readonly(ctx, &name);
+    (key.kind() != KeyKind::Other).then(|| match lock::pttl(&key, now_ms()) {
+        -2 => 0,
+        pttl => pttl,
+    })
 }
 
 /// How soon a grant check put off by a write pause is tried again.

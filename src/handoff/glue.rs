@@ -61,6 +61,8 @@ pub enum Outcome {
     /// An RLock wait ran out: the holder's PTTL as the reply goes out, as
     /// without `WAIT`.
     HolderPttl,
+    /// A reply made when unblocked (an acquire's full reply).
+    Value(RedisValue),
 }
 
 /// Blocks the calling client, with no Redis timeout and no timeout
@@ -102,6 +104,7 @@ unsafe extern "C" fn reply(
         Some(Outcome::Failed(err)) => Err(RedisError::String(err.clone())),
         Some(Outcome::Integer(value)) => Ok(RedisValue::Integer(*value)),
         Some(Outcome::HolderPttl) => Ok(RedisValue::Integer(unsafe { holder_pttl(ctx, argv, argc) })),
+        Some(Outcome::Value(value)) => Ok(value.clone()),
     };
     Context::new(ctx).reply(reply) as c_int
 }

@@ -40,6 +40,19 @@ pub struct Waiter<C> {
     pub client: C,
     pub owner: Vec<u8>,
     pub lease_ms: i64,
+    /// The acquire's request id (`ID`), whose grant is recorded.
+    pub request: Option<Request>,
+    /// Whether the caller asked for the full reply (`REPLY FULL`).
+    pub full_reply: bool,
+    /// When it queued (server time, ms): the full reply's time waited.
+    pub queued_at_ms: i64,
+}
+
+/// An acquire's request id, and how long the record of its grant lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub id: Vec<u8>,
+    pub window_ms: i64,
 }
 
 /// Every lock's waiters, in arrival order. A lock without waiters has no
@@ -88,6 +101,21 @@ impl<C: PartialEq> Queues<C> {
             self.by_lock.remove(&lock);
         }
         Some((lock, waiter))
+    }
+
+    /// A resend of a queued acquire (the same owner and request id on
+    /// `lock`) takes over its place: `waiter` replaces the queued one
+    /// (keeping the time it queued), whose client is returned (its call is
+    /// to be ended). `None`, and nothing changes, when no such acquire is
+    /// queued.
+    pub fn take_over(&mut self, lock: &[u8], waiter: Waiter<C>) -> Option<C> {
+        let request_id = &waiter.request.as_ref()?.id;
+        let queued = self.by_lock.get_mut(lock)?.iter_mut().find(|queued| {
+            queued.owner == waiter.owner && queued.request.as_ref().is_some_and(|request| &request.id == request_id)
+        })?;
+        let queued_at_ms = queued.queued_at_ms;
+        let replaced = std::mem::replace(queued, Waiter { queued_at_ms, ..waiter });
+        Some(replaced.client)
     }
 
     /// The lock `client` waits for, if it waits.

@@ -1,7 +1,15 @@
 use super::*;
 
 fn waiter(client: u32) -> Waiter<u32> {
-    Waiter { client, owner: format!("owner:{client}").into_bytes(), lease_ms: 1000 }
+    let request = Some(Request { id: format!("request:{client}").into_bytes(), window_ms: 1000 });
+    Waiter {
+        client,
+        owner: format!("owner:{client}").into_bytes(),
+        lease_ms: 1000,
+        request,
+        full_reply: false,
+        queued_at_ms: 0,
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -53,4 +61,35 @@ fn queues_keep_arrival_order_per_lock_and_drop_leavers() {
             assert_eq!(queues.has_waiters(lock), locks.contains(&lock), "{steps:?}: {lock:?}");
         }
     }
+}
+
+#[test]
+fn a_resent_acquire_takes_over_its_place() {
+    let mut queues = Queues::default();
+    for client in [1, 2, 3] {
+        queues.push(b"a", Waiter { queued_at_ms: i64::from(client), ..waiter(client) });
+    }
+    queues.push(b"b", Waiter { request: None, ..waiter(4) });
+    // Found by owner and request id on its lock; the resend gets its place
+    // and keeps the time it queued.
+    let resend = Waiter { client: 20, lease_ms: 2000, full_reply: true, queued_at_ms: 99, ..waiter(2) };
+    assert_eq!(queues.take_over(b"a", resend.clone()), Some(2));
+    // Another owner, another request id, another lock, or no request id: none.
+    let other_owner = Waiter { owner: b"owner:1".to_vec(), ..waiter(21) };
+    let other_request = Waiter { request: waiter(1).request, owner: b"owner:2".to_vec(), ..waiter(21) };
+    for (lock, resend) in [
+        (b"a", other_owner),
+        (b"a", other_request),
+        (b"b", Waiter { client: 21, ..waiter(2) }),
+        (b"b", Waiter { client: 21, request: None, ..waiter(4) }),
+    ] {
+        assert_eq!(queues.take_over(lock, resend.clone()), None, "{resend:?}");
+    }
+    let order: Vec<Waiter<u32>> = std::iter::from_fn(|| queues.pop_front(b"a")).collect();
+    let expected = [
+        Waiter { queued_at_ms: 1, ..waiter(1) },
+        Waiter { queued_at_ms: 2, ..resend },
+        Waiter { queued_at_ms: 3, ..waiter(3) },
+    ];
+    assert_eq!(order, expected);
 }

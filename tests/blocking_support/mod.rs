@@ -29,19 +29,23 @@ pub fn waiter<T: Send + 'static>(
     wait_ms: u64,
     then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
 ) -> JoinHandle<T> {
+    let wait_ms = wait_ms.to_string();
+    waiter_with(server, &[key, owner, LONG_LEASE, "WAIT", &wait_ms], then)
+}
+
+/// As [`waiter`], for `RLOCK.ACQUIRE args…` (which must block).
+pub fn waiter_with<T: Send + 'static>(
+    server: &Server,
+    args: &[&str],
+    then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
+) -> JoinHandle<T> {
     let mut admin = server.connection();
     let before = info(&mut admin, "blocked");
     let mut con = server.connection();
-    let (key, owner) = (key.to_string(), owner.to_string());
+    let command = redis::cmd("RLOCK.ACQUIRE").arg(args).clone();
     let handle = std::thread::spawn(move || {
-        let reply: Value = redis::cmd("RLOCK.ACQUIRE")
-            .arg(&key)
-            .arg(&owner)
-            .arg(LONG_LEASE)
-            .arg("WAIT")
-            .arg(wait_ms)
-            .query(&mut con)
-            .unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))));
+        let reply: Value =
+            command.query(&mut con).unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))));
         then(&mut con, reply)
     });
     eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);

@@ -1,0 +1,180 @@
+//! `RLOCK.ACQUIRE … ID request_id [PX window_ms]` and `REPLY FULL`: a
+//! resent acquire (its reply was lost) gets its first grant again and adds
+//! no level; a resend while the first call is blocked takes over its place
+//! in the queue; the full reply says what happened; the record replicates.
+
+mod blocking_support;
+
+use blocking_support::{info, release, waiter, waiter_with, LONG_LEASE};
+use redis::{Commands, Connection, Value};
+use testkit::{error_text, Server};
+
+/// `RLOCK.ACQUIRE key owner 60000 extra…`
+fn acquire(con: &mut Connection, key: &str, owner: &str, extra: &[&str]) -> Value {
+    redis::cmd("RLOCK.ACQUIRE").arg(key).arg(owner).arg(LONG_LEASE).arg(extra).query(con).unwrap()
+}
+
+/// A full reply's fields, checked by name: granted, holds, lease_ms, waited_ms.
+fn full(reply: Value) -> (i64, i64, i64, i64) {
+    let Value::Array(items) = reply else { panic!("not a full reply: {reply:?}") };
+    let fields: Vec<(String, i64)> = items
+        .chunks(2)
+        .map(|pair| {
+            (redis::from_redis_value(pair[0].clone()).unwrap(), redis::from_redis_value(pair[1].clone()).unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["granted", "holds", "lease_ms", "waited_ms"]);
+    (fields[0].1, fields[1].1, fields[2].1, fields[3].1)
+}
+
+fn holds(con: &mut Connection, key: &str, owner: &str) -> Option<i64> {
+    con.hget(key, owner).unwrap()
+}
+
+const RECORD: &str = "rlock_acquire_record:{k}:r1";
+
+#[test]
+fn a_resent_acquire_replays_its_grant_and_adds_no_level() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1"]), Value::Nil);
+    assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1"]), Value::Nil, "the resend");
+    assert_eq!(holds(&mut con, "k", "a"), Some(1));
+    let recorded: String = con.get(RECORD).unwrap();
+    assert_eq!(recorded, "1");
+    let pttl: i64 = con.pttl(RECORD).unwrap();
+    assert!((19_000..=20_000).contains(&pttl), "the default window: {pttl}");
+
+    // A re-entry records its level; its resend replies that level.
+    let (granted, levels, lease_ms, waited_ms) = full(acquire(&mut con, "k", "a", &["ID", "r2", "REPLY", "FULL"]));
+    assert_eq!((granted, levels, waited_ms), (1, 2, 0));
+    assert!((59_000..=60_000).contains(&lease_ms), "{lease_ms}");
+    let resend = full(acquire(&mut con, "k", "a", &["REPLY", "FULL", "ID", "r2", "PX", "5000"]));
+    assert_eq!((resend.0, resend.1), (1, 2));
+    assert_eq!(holds(&mut con, "k", "a"), Some(2));
+
+    // Without ID, every call counts.
+    assert_eq!(acquire(&mut con, "k", "a", &[]), Value::Nil);
+    assert_eq!(holds(&mut con, "k", "a"), Some(3));
+}
+
+#[test]
+fn a_refusal_records_nothing_and_its_resend_tries_again() {
+    let server = Server::start();
+    let mut con = server.connection();
+    acquire(&mut con, "k", "holder", &[]);
+    let Value::Int(pttl) = acquire(&mut con, "k", "a", &["ID", "r1", "PX", "5000"]) else { panic!("refused") };
+    assert!(pttl > 59_000);
+    let recorded: bool = con.exists(RECORD).unwrap();
+    assert!(!recorded);
+    let (granted, levels, lease_ms, _) = full(acquire(&mut con, "k", "a", &["ID", "r1", "REPLY", "FULL"]));
+    assert_eq!((granted, levels), (0, 0));
+    assert!(lease_ms > 59_000, "the holder's lease: {lease_ms}");
+
+    release(&mut con, "k", "holder");
+    assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1", "PX", "5000"]), Value::Nil);
+    let pttl: i64 = con.pttl(RECORD).unwrap();
+    assert!((4_000..=5_000).contains(&pttl), "PX sets the window: {pttl}");
+}
+
+#[test]
+fn a_blocked_grant_is_recorded_and_its_full_reply_says_how_long_it_waited() {
+    let server = Server::start();
+    let mut con = server.connection();
+    acquire(&mut con, "k", "holder", &[]);
+    let args = ["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1", "REPLY", "FULL"];
+    let blocked = waiter_with(&server, &args, |_, reply| reply);
+    std::thread::sleep(std::time::Duration::from_millis(50)); // a wait to measure
+    release(&mut con, "k", "holder");
+    let (granted, levels, lease_ms, waited_ms) = full(blocked.join().unwrap());
+    assert_eq!((granted, levels), (1, 1));
+    assert!((59_000..=60_000).contains(&lease_ms), "{lease_ms}");
+    assert!(waited_ms >= 50, "waited {waited_ms} ms");
+    let recorded: String = con.get(RECORD).unwrap();
+    assert_eq!(recorded, "1");
+    // The resend after a lost reply: the grant again.
+    assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1", "WAIT", "1000"]), Value::Nil);
+    assert_eq!(holds(&mut con, "k", "a"), Some(1));
+
+    // A wait that runs out, in full.
+    let (granted, levels, lease_ms, waited_ms) = full(acquire(&mut con, "k", "b", &["WAIT", "100", "REPLY", "FULL"]));
+    assert_eq!((granted, levels), (0, 0));
+    assert!(lease_ms > 59_000 && waited_ms >= 100, "{lease_ms} {waited_ms}");
+}
+
+#[test]
+fn a_resend_takes_over_the_blocked_call_and_its_place() {
+    let server = Server::start();
+    let mut con = server.connection();
+    acquire(&mut con, "k", "holder", &[]);
+    let first = waiter_with(&server, &["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1"], |_, reply| reply);
+    let behind = waiter(&server, "k", "b", 10_000, |_, reply| reply);
+    // The resend (as from another connection after a timeout): the first
+    // call ends with an error, the resend waits in its place.
+    let mut admin = server.connection();
+    let blocked_before = info(&mut admin, "blocked");
+    let mut resend_con = server.connection();
+    let resend = std::thread::spawn(move || acquire(&mut resend_con, "k", "a", &["WAIT", "10000", "ID", "r1"]));
+    let ended = first.join().unwrap();
+    assert!(matches!(&ended, Value::SimpleString(text) if text.contains("resend")), "{ended:?}");
+    assert_eq!(info(&mut admin, "blocked"), blocked_before, "one call waits for the request");
+
+    release(&mut con, "k", "holder");
+    assert_eq!(resend.join().unwrap(), Value::Nil, "granted first, in the first call's place");
+    assert_eq!(holds(&mut con, "k", "a"), Some(1));
+    release(&mut con, "k", "a");
+    assert_eq!(behind.join().unwrap(), Value::Nil);
+}
+
+#[test]
+fn the_record_replicates_with_its_absolute_expiry() {
+    let primary = Server::start();
+    let replica = Server::builder().without_module().start();
+    replica.replicate(&primary);
+    let mut con = primary.connection();
+    acquire(&mut con, "k", "a", &["ID", "r1"]);
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    assert_eq!(acked, 1);
+    let mut on_replica = replica.connection();
+    let expire_at = |con: &mut Connection| -> i64 { redis::cmd("PEXPIRETIME").arg(RECORD).query(con).unwrap() };
+    let recorded: String = on_replica.get(RECORD).unwrap();
+    assert_eq!(recorded, "1");
+    assert_eq!(expire_at(&mut on_replica), expire_at(&mut con));
+}
+
+#[test]
+fn bad_options_are_refused_by_name_and_write_nothing() {
+    let server = Server::start();
+    let mut con = server.connection();
+    for (args, names) in [
+        (vec!["ID"], "request_id"),
+        (vec!["ID", ""], "request_id"),
+        (vec!["ID", "r1", "PX"], "window_ms"),
+        (vec!["ID", "r1", "PX", "0"], "window_ms"),
+        (vec!["ID", "r1", "PX", "soon"], "window_ms"),
+        (vec!["REPLY"], "FULL"),
+        (vec!["REPLY", "SHORT"], "FULL"),
+        (vec!["ID", "r1", "ID", "r2"], "each once"),
+        (vec!["REPLY", "FULL", "REPLY", "FULL"], "each once"),
+        (vec!["WAIT", "100", "WAIT", "100"], "each once"),
+        (vec!["60000", "FULL"], "REPLY FULL"),
+        (vec!["FULL"], "lease_ms"),
+    ] {
+        let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg(&args).query::<Value>(&mut con));
+        assert!(err.contains(names), "{args:?}: {err}");
+    }
+    // A record key that is not a record: an error, and the lock untouched.
+    let _: () = con.set(RECORD, "yes").unwrap();
+    let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg("ID").arg("r1").query::<Value>(&mut con));
+    assert!(err.contains("acquire record"), "{err}");
+    let keys: Vec<String> = con.keys("*").unwrap();
+    assert_eq!(keys, [RECORD]);
+    // A user who may not touch the record key.
+    let mut limited = server.login("limited", &["on", "nopass", "+@all", "~k"]);
+    let err =
+        error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg("ID").arg("r9").query::<Value>(&mut limited));
+    assert!(err.starts_with("NOPERM") && err.contains("acquire record key"), "{err}");
+    let exists: bool = con.exists("k").unwrap();
+    assert!(!exists);
+}
