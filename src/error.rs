@@ -32,8 +32,11 @@ pub enum LockError {
     ReleaseSyntax,
     /// The unlock latch key exists but holds neither `0` nor `1`.
     NotALatch,
-    /// The acquire record key exists but holds no hold count.
+    /// The acquire record key exists but holds no record of a grant.
     NotAnAcquireRecord,
+    /// The acquire record key holds another owner's or another lock's
+    /// grant: the request id was reused.
+    RequestIdTaken,
     /// A blocked acquire whose request was sent again with the same id
     /// (on another connection): the wait goes on there.
     WaitTakenOver,
@@ -111,7 +114,10 @@ impl LockError {
             Self::LatchMissing => "ERR PX needs latch_ms",
             Self::ReleaseSyntax => "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]",
             Self::NotALatch => "ERR the unlock latch key holds something other than 0 or 1",
-            Self::NotAnAcquireRecord => "ERR the acquire record key holds something other than a hold count",
+            Self::NotAnAcquireRecord => "ERR the acquire record key holds something other than a record of a grant",
+            Self::RequestIdTaken => {
+                "ERR request_id is recorded for another owner or lock: each request needs an id of its own"
+            }
             Self::WaitTakenOver => "ERR the wait goes on in a resend of the same request id",
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"

@@ -42,7 +42,7 @@ fn a_resent_acquire_replays_its_grant_and_adds_no_level() {
     assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1"]), Value::Nil, "the resend");
     assert_eq!(holds(&mut con, "k", "a"), Some(1));
     let recorded: String = con.get(RECORD).unwrap();
-    assert_eq!(recorded, "1");
+    assert_eq!(recorded, "1:1:ak", "the count, the owner, the lock");
     let pttl: i64 = con.pttl(RECORD).unwrap();
     assert!((19_000..=20_000).contains(&pttl), "the default window: {pttl}");
 
@@ -92,7 +92,7 @@ fn a_blocked_grant_is_recorded_and_its_full_reply_says_how_long_it_waited() {
     assert!((59_000..=60_000).contains(&lease_ms), "{lease_ms}");
     assert!(waited_ms >= 50, "waited {waited_ms} ms");
     let recorded: String = con.get(RECORD).unwrap();
-    assert_eq!(recorded, "1");
+    assert_eq!(recorded, "1:1:ak", "the count, the owner, the lock");
     // The resend after a lost reply: the grant again.
     assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1", "WAIT", "1000"]), Value::Nil);
     assert_eq!(holds(&mut con, "k", "a"), Some(1));
@@ -139,7 +139,7 @@ fn the_record_replicates_with_its_absolute_expiry() {
     let mut on_replica = replica.connection();
     let expire_at = |con: &mut Connection| -> i64 { redis::cmd("PEXPIRETIME").arg(RECORD).query(con).unwrap() };
     let recorded: String = on_replica.get(RECORD).unwrap();
-    assert_eq!(recorded, "1");
+    assert_eq!(recorded, "1:1:ak");
     assert_eq!(expire_at(&mut on_replica), expire_at(&mut con));
 }
 
@@ -164,10 +164,13 @@ fn bad_options_are_refused_by_name_and_write_nothing() {
         let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg(&args).query::<Value>(&mut con));
         assert!(err.contains(names), "{args:?}: {err}");
     }
-    // A record key that is not a record: an error, and the lock untouched.
-    let _: () = con.set(RECORD, "yes").unwrap();
-    let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg("ID").arg("r1").query::<Value>(&mut con));
-    assert!(err.contains("acquire record"), "{err}");
+    // A record key that is not a record of a grant: an error, and the lock untouched.
+    for value in ["yes", "1", "0:1:ak", "-5:1:ak"] {
+        let _: () = con.set(RECORD, value).unwrap();
+        let err =
+            error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg("ID").arg("r1").query::<Value>(&mut con));
+        assert!(err.contains("acquire record key holds something other"), "{value}: {err}");
+    }
     let keys: Vec<String> = con.keys("*").unwrap();
     assert_eq!(keys, [RECORD]);
     // A user who may not touch the record key.
@@ -177,4 +180,49 @@ fn bad_options_are_refused_by_name_and_write_nothing() {
     assert!(err.starts_with("NOPERM") && err.contains("acquire record key"), "{err}");
     let exists: bool = con.exists("k").unwrap();
     assert!(!exists);
+}
+
+#[test]
+fn a_record_of_another_owner_or_lock_is_refused_never_taken_for_a_grant() {
+    let server = Server::start();
+    let mut con = server.connection();
+    acquire(&mut con, "k", "a", &["ID", "1"]);
+    // Another owner reusing the id.
+    let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("b").arg("ID").arg("1").query::<Value>(&mut con));
+    assert!(err.contains("another owner or lock"), "{err}");
+    // `{k}` shares `k`'s record keys: its own grant is not `k`'s.
+    acquire(&mut con, "{k}", "z", &[]);
+    let err =
+        error_text(redis::cmd("RLOCK.ACQUIRE").arg("{k}").arg("a").arg("ID").arg("1").query::<Value>(&mut con));
+    assert!(err.contains("another owner or lock"), "{err}");
+    let holders: Vec<String> = con.hkeys("{k}").unwrap();
+    assert_eq!(holders, ["z"]);
+    assert_eq!(holds(&mut con, "k", "b"), None);
+}
+
+#[test]
+fn a_resend_while_the_first_call_waits_is_granted_once() {
+    let server = Server::start();
+    let mut con = server.connection();
+    // The lock frees (a DEL: the grant comes on a timer) and the resend
+    // arrives first, in the same write: one call is granted, one level.
+    acquire(&mut con, "k", "holder", &[]);
+    let args = ["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1", "REPLY", "FULL"];
+    let first = waiter_with(&server, &args, |_, reply| reply);
+    let mut both = redis::pipe();
+    both.cmd("DEL").arg("k").cmd("RLOCK.ACQUIRE").arg(&args);
+    let (_, resend): (i64, Value) = both.query(&mut con).unwrap();
+    let first = first.join().unwrap();
+    assert!(matches!(&first, Value::SimpleString(text) if text.contains("resend")), "{first:?}");
+    assert_eq!(full(resend).1, 1);
+    assert_eq!(holds(&mut con, "k", "a"), Some(1));
+
+    // A resend that does not wait ends the waiting call and runs now.
+    let first = waiter_with(&server, &["k", "b", LONG_LEASE, "WAIT", "10000", "ID", "r2"], |_, reply| reply);
+    let Value::Int(_) = acquire(&mut con, "k", "b", &["ID", "r2"]) else { panic!("refused: a holds it") };
+    let first = first.join().unwrap();
+    assert!(matches!(&first, Value::SimpleString(text) if text.contains("resend")), "{first:?}");
+    assert_eq!(info(&mut con, "blocked"), 0);
+    release(&mut con, "k", "a");
+    assert_eq!(holds(&mut con, "k", "b"), None, "nobody waits for b");
 }

@@ -41,7 +41,8 @@ use crate::api::api;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::lease::expiry;
-use crate::lock::{self, acquire_once, Acquire, KeyKind, LockStore};
+use crate::lock::acquire_once::{self, Requester};
+use crate::lock::{self, Acquire, KeyKind, LockStore};
 use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
 use redis_module::{raw, Context, RedisString, RedisValue};
@@ -123,6 +124,22 @@ pub fn block(ctx: &Context, name: &RedisString, acquire: BlockedAcquire) -> Redi
     RedisValue::NoReply
 }
 
+/// Whether a call of `owner`'s acquire `request_id` waits for `name`.
+pub fn is_queued(ctx: &Context, name: &RedisString, owner: &RedisString, request_id: &[u8]) -> bool {
+    state().queues.has_request(&lock_id(ctx, name.as_slice()), owner.as_slice(), request_id)
+}
+
+/// Ends the waiting call of that acquire with an error: its resend, which
+/// will not wait, runs instead.
+pub fn withdraw(ctx: &Context, name: &RedisString, owner: &RedisString, request_id: &[u8]) {
+    let lock = lock_id(ctx, name.as_slice());
+    let withdrawn = state().queues.remove_request(&lock, owner.as_slice(), request_id);
+    if let Some(waiter) = withdrawn {
+        unblock(ctx, waiter.client, Outcome::Failed(error_text(LockError::WaitTakenOver.into())));
+        unsubscribe_if_idle(ctx);
+    }
+}
+
 /// Grants the lock `key` (open for writing) to its first waiter if it is
 /// free, replicating the grant as an acquire; a waiter that cannot have it
 /// (the key is not a lock any more) gets the error an acquire would.
@@ -142,9 +159,10 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
                 let now = now_ms();
                 if let Some(request) = &waiter.request {
                     let mut record = RedisLatch::open_record_as_server(ctx, name.as_slice(), &request.id);
+                    let requester = Requester { name: name.as_slice(), owner: &waiter.owner };
                     // Checked when the caller called; it still fits.
                     if let Ok(expire_at) = expiry(now, request.window_ms) {
-                        acquire_once::remember(&mut record, outcome, expire_at);
+                        acquire_once::remember(&mut record, requester, outcome, expire_at);
                     }
                 }
                 let reply = match waiter.full_reply {

@@ -109,13 +109,34 @@ impl<C: PartialEq> Queues<C> {
     /// to be ended). `None`, and nothing changes, when no such acquire is
     /// queued.
     pub fn take_over(&mut self, lock: &[u8], waiter: Waiter<C>) -> Option<C> {
-        let request_id = &waiter.request.as_ref()?.id;
-        let queued = self.by_lock.get_mut(lock)?.iter_mut().find(|queued| {
-            queued.owner == waiter.owner && queued.request.as_ref().is_some_and(|request| &request.id == request_id)
-        })?;
+        let at = self.position_of(lock, &waiter.owner, &waiter.request.as_ref()?.id)?;
+        let queued = &mut self.by_lock.get_mut(lock)?[at];
         let queued_at_ms = queued.queued_at_ms;
         let replaced = std::mem::replace(queued, Waiter { queued_at_ms, ..waiter });
         Some(replaced.client)
+    }
+
+    /// Whether an acquire of `owner` with `request_id` waits for `lock`.
+    pub fn has_request(&self, lock: &[u8], owner: &[u8], request_id: &[u8]) -> bool {
+        self.position_of(lock, owner, request_id).is_some()
+    }
+
+    /// Takes that acquire out of the queue (a resend that will not wait
+    /// runs instead).
+    pub fn remove_request(&mut self, lock: &[u8], owner: &[u8], request_id: &[u8]) -> Option<Waiter<C>> {
+        let at = self.position_of(lock, owner, request_id)?;
+        let queue = self.by_lock.get_mut(lock)?;
+        let waiter = queue.remove(at);
+        if queue.is_empty() {
+            self.by_lock.remove(lock);
+        }
+        waiter
+    }
+
+    fn position_of(&self, lock: &[u8], owner: &[u8], request_id: &[u8]) -> Option<usize> {
+        self.by_lock.get(lock)?.iter().position(|queued| {
+            queued.owner == owner && queued.request.as_ref().is_some_and(|request| request.id == request_id)
+        })
     }
 
     /// The lock `client` waits for, if it waits.

@@ -85,6 +85,12 @@ fn a_resent_acquire_takes_over_its_place() {
     ] {
         assert_eq!(queues.take_over(lock, resend.clone()), None, "{resend:?}");
     }
+    // A resend that will not wait takes the queued call out.
+    assert!(queues.has_request(b"a", b"owner:3", b"request:3"));
+    assert!(!queues.has_request(b"a", b"owner:3", b"request:1"));
+    assert_eq!(queues.remove_request(b"a", b"owner:3", b"request:3").map(|waiter| waiter.client), Some(3));
+    assert_eq!(queues.remove_request(b"a", b"owner:3", b"request:3"), None);
+    queues.push(b"a", Waiter { queued_at_ms: 3, ..waiter(3) });
     let order: Vec<Waiter<u32>> = std::iter::from_fn(|| queues.pop_front(b"a")).collect();
     let expected = [
         Waiter { queued_at_ms: 1, ..waiter(1) },

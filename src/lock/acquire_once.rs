@@ -3,19 +3,56 @@
 //! and the id, for a window. A resend of the request (its reply was lost)
 //! gets that grant again instead of adding a level. A refusal records
 //! nothing: a resend simply tries again.
+//!
+//! The record also names the owner and the lock it was granted for: the
+//! key is shared by locks whose names tag alike (`k` and `{k}`), and a
+//! careless client may reuse an id for another owner. Such a record is
+//! refused, never taken for a grant.
 
-use super::{acquire, Acquire, LockStore};
+use super::{acquire, parse_hold_count, Acquire, LockStore};
 use crate::error::LockError;
 use crate::lease::expiry;
 
-/// The record key of one acquire request.
+/// The record key of one acquire request: a string, or nothing.
 pub trait AcquireRecord {
-    /// The hold count an earlier grant of this request recorded; `None`
-    /// when there is none. Fails with [`LockError::NotAnAcquireRecord`]
-    /// when the key holds anything else.
-    fn granted_count(&self) -> Result<Option<i64>, LockError>;
-    /// Records a grant that left the owner `count` levels, to expire at `at_ms`.
-    fn record_grant(&mut self, count: i64, at_ms: i64);
+    /// The string the key holds; `None` when it is missing. Fails with
+    /// [`LockError::NotAnAcquireRecord`] when it holds another type.
+    fn text(&self) -> Result<Option<Vec<u8>>, LockError>;
+    /// Sets the key to `text`, to expire at `at_ms`.
+    fn set_text(&mut self, text: &[u8], at_ms: i64);
+}
+
+/// The request a record belongs to: the lock's name and the owner.
+#[derive(Debug, Clone, Copy)]
+pub struct Requester<'a> {
+    pub name: &'a [u8],
+    pub owner: &'a [u8],
+}
+
+impl Requester<'_> {
+    /// `count:owner_length:owner` then the lock's name.
+    fn record_text(&self, count: i64) -> Vec<u8> {
+        [format!("{count}:{}:", self.owner.len()).as_bytes(), self.owner, self.name].concat()
+    }
+
+    /// The count a record of this requester's grant holds. A record of
+    /// another owner or lock is [`LockError::RequestIdTaken`]; anything
+    /// else, [`LockError::NotAnAcquireRecord`].
+    fn recorded_count(&self, text: &[u8]) -> Result<i64, LockError> {
+        let malformed = LockError::NotAnAcquireRecord;
+        let mut parts = text.splitn(3, |&byte| byte == b':');
+        let (Some(count), Some(owner_len), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(malformed);
+        };
+        let count = parse_hold_count(count).ok().filter(|count| *count > 0).ok_or(malformed.clone())?;
+        let owner_len = parse_hold_count(owner_len).ok().and_then(|len| usize::try_from(len).ok());
+        let (owner, name) =
+            owner_len.filter(|len| *len <= rest.len()).map(|len| rest.split_at(len)).ok_or(malformed)?;
+        if (owner, name) != (self.owner, self.name) {
+            return Err(LockError::RequestIdTaken);
+        }
+        Ok(count)
+    }
 }
 
 /// What an acquire with a request id did.
@@ -31,25 +68,27 @@ pub enum Once {
 /// `window_ms`.
 pub fn acquire_once<S: LockStore, R: AcquireRecord>(
     store: &mut S,
-    record: &mut R,
+    (record, requester): (&mut R, Requester),
     owner: &S::Owner,
     lease_ms: i64,
     window_ms: i64,
     now_ms: i64,
 ) -> Result<Once, LockError> {
     let record_expire_at = expiry(now_ms, window_ms)?;
-    if let Some(count) = record.granted_count()? {
-        return Ok(Once::Replayed { count });
+    if let Some(text) = record.text()? {
+        return Ok(Once::Replayed { count: requester.recorded_count(&text)? });
     }
     let outcome = acquire(store, owner, lease_ms, now_ms)?;
-    remember(record, outcome, record_expire_at);
+    remember(record, requester, outcome, record_expire_at);
     Ok(Once::Ran(outcome))
 }
 
-/// Records `outcome` when it is a grant (a blocked caller's grant too).
-pub fn remember<R: AcquireRecord>(record: &mut R, outcome: Acquire, expire_at_ms: i64) {
-    if let Some(count) = granted_count(outcome) {
-        record.record_grant(count, expire_at_ms);
+/// Records `outcome` when it is a grant (a blocked caller's grant too),
+/// unless the key holds another type (it was checked when the caller
+/// called, and changed since).
+pub fn remember<R: AcquireRecord>(record: &mut R, requester: Requester, outcome: Acquire, expire_at_ms: i64) {
+    if let (Some(count), Ok(_)) = (granted_count(outcome), record.text()) {
+        record.set_text(&requester.record_text(count), expire_at_ms);
     }
 }
 
@@ -84,12 +123,12 @@ mod tests {
     fn acquires_with_a_request_id_run_once() {
         let cases = [
             Case {
-                name: "a first grant records 1",
+                name: "a first grant records 1, the owner and the lock",
                 store: MemoryStore::missing(),
                 record: MemoryLatch::default(),
                 reply: Ok(Once::Ran(Acquire::Acquired)),
                 store_effects: &["HINCRBY a 1", "PEXPIREAT 1030000"],
-                record_effects: &["SET 1 PXAT 1020000"],
+                record_effects: &["SET 1:1:ak PXAT 1020000"],
             },
             Case {
                 name: "a re-entry records the new count",
@@ -97,7 +136,7 @@ mod tests {
                 record: MemoryLatch::default(),
                 reply: Ok(Once::Ran(Acquire::Reentered { count: 3 })),
                 store_effects: &["HINCRBY a 1", "PEXPIREAT 1030000"],
-                record_effects: &["SET 3 PXAT 1020000"],
+                record_effects: &["SET 3:1:ak PXAT 1020000"],
             },
             Case {
                 name: "a refusal records nothing",
@@ -110,7 +149,7 @@ mod tests {
             Case {
                 name: "a resend replays the grant and adds no level",
                 store: MemoryStore::hash(&[("a", "1")], Some(NOW + 5)),
-                record: MemoryLatch::holding("1"),
+                record: MemoryLatch::holding("1:1:ak"),
                 reply: Ok(Once::Replayed { count: 1 }),
                 store_effects: &[],
                 record_effects: &[],
@@ -118,16 +157,24 @@ mod tests {
             Case {
                 name: "the record is read before the lock key's type",
                 store: MemoryStore::string_key(),
-                record: MemoryLatch::holding("4"),
+                record: MemoryLatch::holding("4:1:ak"),
                 reply: Ok(Once::Replayed { count: 4 }),
                 store_effects: &[],
                 record_effects: &[],
             },
             Case {
-                name: "a record key holding something else is an error",
+                name: "another owner's record with the same id is refused, not replayed",
+                store: MemoryStore::hash(&[("b", "1")], Some(NOW + 5)),
+                record: MemoryLatch::holding("1:1:bk"),
+                reply: Err(LockError::RequestIdTaken),
+                store_effects: &[],
+                record_effects: &[],
+            },
+            Case {
+                name: "another lock's record on the shared key ({k} and k) is refused",
                 store: MemoryStore::missing(),
-                record: MemoryLatch::holding("yes"),
-                reply: Err(LockError::NotAnAcquireRecord),
+                record: MemoryLatch::holding("1:1:a{k}"),
+                reply: Err(LockError::RequestIdTaken),
                 store_effects: &[],
                 record_effects: &[],
             },
@@ -141,7 +188,9 @@ mod tests {
             },
         ];
         for mut case in cases {
-            let reply = acquire_once(&mut case.store, &mut case.record, b"a".as_slice(), LEASE, WINDOW, NOW);
+            let requester = Requester { name: b"k", owner: b"a" };
+            let reply =
+                acquire_once(&mut case.store, (&mut case.record, requester), b"a".as_slice(), LEASE, WINDOW, NOW);
             assert_eq!(reply, case.reply, "{}: reply", case.name);
             assert_eq!(case.store.effects, case.store_effects, "{}: lock effects", case.name);
             assert_eq!(case.record.effects, case.record_effects, "{}: record effects", case.name);
@@ -149,9 +198,23 @@ mod tests {
     }
 
     #[test]
+    fn a_record_that_is_no_grant_of_this_request_is_refused() {
+        for value in ["yes", "1", "0:1:ak", "-5:1:ak", "01:1:ak", "1:2:ak", "1:9:ak", "1:-1:ak", "1:x:ak", "1::ak"] {
+            let mut store = MemoryStore::missing();
+            let mut record = MemoryLatch::holding(value);
+            let requester = Requester { name: b"k", owner: b"a" };
+            let reply = acquire_once(&mut store, (&mut record, requester), b"a".as_slice(), LEASE, WINDOW, NOW);
+            let expected = if value == "1:2:ak" { LockError::RequestIdTaken } else { LockError::NotAnAcquireRecord };
+            assert_eq!(reply, Err(expected), "{value}");
+            assert!(store.effects.is_empty() && record.effects.is_empty(), "{value}");
+        }
+    }
+
+    #[test]
     fn an_overflowing_window_changes_nothing() {
         let (mut store, mut record) = (MemoryStore::missing(), MemoryLatch::default());
-        let reply = acquire_once(&mut store, &mut record, b"a".as_slice(), LEASE, i64::MAX, NOW);
+        let requester = Requester { name: b"k", owner: b"a" };
+        let reply = acquire_once(&mut store, (&mut record, requester), b"a".as_slice(), LEASE, i64::MAX, NOW);
         assert_eq!(reply, Err(LockError::ExpiryOverflow));
         assert_eq!((store, record), (MemoryStore::missing(), MemoryLatch::default()));
     }

@@ -126,15 +126,12 @@ impl UnlockLatch for MemoryLatch {
 }
 
 impl AcquireRecord for MemoryLatch {
-    fn granted_count(&self) -> Result<Option<i64>, LockError> {
-        self.value
-            .as_deref()
-            .map(|value| parse_hold_count(value).map_err(|_| LockError::NotAnAcquireRecord))
-            .transpose()
+    fn text(&self) -> Result<Option<Vec<u8>>, LockError> {
+        Ok(self.value.clone())
     }
 
-    fn record_grant(&mut self, count: i64, at_ms: i64) {
-        self.value = Some(count.to_string().into_bytes());
-        self.effects.push(format!("SET {count} PXAT {at_ms}"));
+    fn set_text(&mut self, text: &[u8], at_ms: i64) {
+        self.value = Some(text.to_vec());
+        self.effects.push(format!("SET {} PXAT {at_ms}", String::from_utf8_lossy(text)));
     }
 }

@@ -14,7 +14,6 @@ use crate::api::api;
 use crate::error::LockError;
 use crate::lock::acquire_once::AcquireRecord;
 use crate::lock::latch::UnlockLatch;
-use crate::lock::parse_hold_count;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString};
 use rlock_protocol::{acquire_record_key, key_slot, unlock_latch_key};
 use std::os::raw::{c_int, c_longlong};
@@ -110,17 +109,12 @@ impl UnlockLatch for RedisLatch<'_> {
 }
 
 impl AcquireRecord for RedisLatch<'_> {
-    fn granted_count(&self) -> Result<Option<i64>, LockError> {
-        match self.value() {
-            Ok(value) => {
-                value.map(|value| parse_hold_count(value).map_err(|_| LockError::NotAnAcquireRecord)).transpose()
-            }
-            Err(()) => Err(LockError::NotAnAcquireRecord),
-        }
+    fn text(&self) -> Result<Option<Vec<u8>>, LockError> {
+        self.value().map(|value| value.map(<[u8]>::to_vec)).map_err(|()| LockError::NotAnAcquireRecord)
     }
 
-    fn record_grant(&mut self, count: i64, at_ms: i64) {
-        self.write(count.to_string().as_bytes(), at_ms);
+    fn set_text(&mut self, text: &[u8], at_ms: i64) {
+        self.write(text, at_ms);
     }
 }
 

@@ -6,7 +6,7 @@ use crate::error::LockError;
 use crate::handoff::blocking::{self, BlockedAcquire};
 use crate::handoff::Request;
 use crate::lease;
-use crate::lock::acquire_once::{self, Once};
+use crate::lock::acquire_once::{self, Once, Requester};
 use crate::lock::{self, Acquire, LockStore};
 use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
@@ -21,8 +21,9 @@ use rlock_protocol::DEFAULT_LATCH_MS;
 ///   (nil), in arrival order, or `wait_ms` passes (the PTTL); inside MULTI
 ///   or a script, and on a replica, it does not block.
 /// - `ID`: a grant is recorded for `window_ms` (default 20000); a resend
-///   with the same id replies that grant again and adds no level, and a
-///   resend while the first call is still blocked takes over its place.
+///   with the same id replies that grant again and adds no level. A resend
+///   while the first call is still blocked ends it: with `WAIT` it takes
+///   over its place, without it runs now.
 /// - `REPLY FULL`: the reply is [`AcquireReply`].
 pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
@@ -31,12 +32,25 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let lease_ms = parse_optional_lease(&mut args)?;
     let Options { wait_ms, request, full_reply } = Options::parse(args)?;
     let now = now_ms();
+    let may_block = wait_ms.is_some() && blocking::may_block(ctx);
     let mut key = RedisLock::open(ctx, &name);
     let once = match &request {
         None => Once::Ran(lock::acquire(&mut key, &owner, lease_ms, now)?),
         Some(request) => {
             let mut record = RedisLatch::open_record(ctx, name.as_slice(), &request.id)?;
-            acquire_once::acquire_once(&mut key, &mut record, &owner, lease_ms, request.window_ms, now)?
+            // The first call of this request still waits: one call of a
+            // request at a time, so that it is granted once.
+            if blocking::is_queued(ctx, &name, &owner, &request.id) {
+                if let (true, Some(wait_ms)) = (may_block, wait_ms) {
+                    drop((key, record));
+                    let acquire =
+                        BlockedAcquire { owner: &owner, lease_ms, wait_ms, request: Some(request.clone()), full_reply };
+                    return Ok(blocking::block(ctx, &name, acquire));
+                }
+                blocking::withdraw(ctx, &name, &owner, &request.id);
+            }
+            let requester = Requester { name: name.as_slice(), owner: owner.as_slice() };
+            acquire_once::acquire_once(&mut key, (&mut record, requester), &owner, lease_ms, request.window_ms, now)?
         }
     };
     // A replayed grant whose hold is gone since: no lease left.
@@ -61,7 +75,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     Ok(match (refused_pttl, wait_ms) {
         (None, _) => reply(true, pttl),
-        (Some(_), Some(wait_ms)) if blocking::may_block(ctx) => {
+        (Some(_), Some(wait_ms)) if may_block => {
             let acquire = BlockedAcquire { owner: &owner, lease_ms, wait_ms, request, full_reply };
             blocking::block(ctx, &name, acquire)
         }
