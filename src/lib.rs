@@ -55,7 +55,7 @@ mod module {
             ctx.log_warning(&format!("rlock: {err}"));
             return Status::Err;
         }
-        if !crate::handoff::blocking::subscribe_to_swapdb(ctx) {
+        if !crate::handoff::events::subscribe_to_swapdb(ctx) {
             ctx.log_warning("rlock: cannot subscribe to SWAPDB: waiters learn of a swap at their lock's expiry");
         }
         store::detect_server(ctx);

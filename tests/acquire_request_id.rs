@@ -192,8 +192,7 @@ fn a_record_of_another_owner_or_lock_is_refused_never_taken_for_a_grant() {
     assert!(err.contains("another owner or lock"), "{err}");
     // `{k}` shares `k`'s record keys: its own grant is not `k`'s.
     acquire(&mut con, "{k}", "z", &[]);
-    let err =
-        error_text(redis::cmd("RLOCK.ACQUIRE").arg("{k}").arg("a").arg("ID").arg("1").query::<Value>(&mut con));
+    let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("{k}").arg("a").arg("ID").arg("1").query::<Value>(&mut con));
     assert!(err.contains("another owner or lock"), "{err}");
     let holders: Vec<String> = con.hkeys("{k}").unwrap();
     assert_eq!(holders, ["z"]);

@@ -13,7 +13,8 @@
 
 use super::{Blocked, FairLock, Tick, Told, Waits};
 use crate::api::api;
-use crate::handoff::blocking::{self, PAUSED_RETRY_MS};
+use crate::handoff::blocking::PAUSED_RETRY_MS;
+use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
     block_client, error_text, lock_id, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
     Outcome,
@@ -182,7 +183,7 @@ pub fn block(
         lock.blocked.push(waiter);
     }
     BLOCKED.fetch_add(1, Ordering::Relaxed);
-    blocking::subscribe(ctx);
+    subscribe(ctx);
     look_as_server(ctx, &id, name);
     RedisValue::NoReply
 }
@@ -266,7 +267,7 @@ fn settle(ctx: &Context, id: &[u8], tick: Tick) {
         }
     }
     forget_if_idle(id);
-    blocking::unsubscribe_if_idle(ctx);
+    unsubscribe_if_idle(ctx);
 }
 
 /// Takes the blocked waiters of lock `id` that `which` picks.
@@ -337,7 +338,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
         unblock(&ctx, waiter, Outcome::Integer(1));
     }
     forget_if_idle(&id);
-    blocking::unsubscribe_if_idle(&ctx);
+    unsubscribe_if_idle(&ctx);
 }
 
 /// Ends a blocked call with `outcome`.
@@ -388,7 +389,7 @@ unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let _ = FairLock::new(name.as_slice()).cancel(&mut keys, &mut waits, &owner, wait_ms, now_ms());
     drop(keys);
     Session { id: Some(id), waits }.close(&ctx, &name, Change::HeadTold);
-    blocking::unsubscribe_if_idle(&ctx);
+    unsubscribe_if_idle(&ctx);
 }
 
 fn take_waits(id: &[u8]) -> Waits {

@@ -6,6 +6,8 @@
 #[cfg(not(test))]
 pub mod blocking;
 #[cfg(not(test))]
+pub mod events;
+#[cfg(not(test))]
 pub mod glue;
 #[cfg(test)]
 mod tests;
