@@ -40,6 +40,8 @@ pub enum LockError {
     /// A blocked acquire whose request was sent again with the same id
     /// (on another connection): the wait goes on there.
     WaitTakenOver,
+    /// A blocked acquire ended by `RLOCK.CANCEL`.
+    WaitCancelled,
     /// In cluster mode, the unlock latch key hashes to another slot than
     /// the lock (the lock name has a `{` but no proper hash tag).
     LatchCrossSlot,
@@ -119,6 +121,7 @@ impl LockError {
                 "ERR request_id is recorded for another owner or lock: each request needs an id of its own"
             }
             Self::WaitTakenOver => "ERR the wait goes on in a resend of the same request id",
+            Self::WaitCancelled => "ERR the wait was cancelled (RLOCK.CANCEL)",
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
             }

@@ -225,3 +225,26 @@ fn a_resend_while_the_first_call_waits_is_granted_once() {
     release(&mut con, "k", "a");
     assert_eq!(holds(&mut con, "k", "b"), None, "nobody waits for b");
 }
+
+#[test]
+fn rlock_cancel_ends_a_waiting_call_by_its_request_id() {
+    let server = Server::start();
+    let mut con = server.connection();
+    acquire(&mut con, "k", "holder", &[]);
+    let blocked = waiter_with(&server, &["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1"], |_, reply| reply);
+    let cancel = |con: &mut Connection, owner: &str, id: &str| -> i64 {
+        redis::cmd("RLOCK.CANCEL").arg("k").arg(owner).arg(id).query(con).unwrap()
+    };
+    assert_eq!(cancel(&mut con, "b", "r1"), 0, "another owner's request");
+    assert_eq!(cancel(&mut con, "a", "r2"), 0, "another request");
+    assert_eq!(cancel(&mut con, "a", "r1"), 1);
+    let ended = blocked.join().unwrap();
+    assert!(matches!(&ended, Value::SimpleString(text) if text.contains("cancelled")), "{ended:?}");
+    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(cancel(&mut con, "a", "r1"), 0, "no longer waits");
+    release(&mut con, "k", "holder");
+    let exists: bool = con.exists("k").unwrap();
+    assert!(!exists, "nothing granted to the cancelled call");
+    let err = error_text(redis::cmd("RLOCK.CANCEL").arg("k").arg("a").query::<Value>(&mut con));
+    assert!(err.contains("wrong number of arguments"), "{err}");
+}

@@ -7,7 +7,8 @@ use testkit::{Rng, Server};
 
 const CALLS: usize = 20_000;
 const BATCH: usize = 200;
-const COMMANDS: [&str; 5] = ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE", "RLOCK.FORCERELEASE", "RLOCK.STATUS"];
+const COMMANDS: [&str; 6] =
+    ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE", "RLOCK.FORCERELEASE", "RLOCK.STATUS", "RLOCK.CANCEL"];
 /// Keys of other people's data; no RLOCK command may change them.
 const VICTIMS: [&str; 4] = ["victim:string", "victim:hash", "victim:list", "victim:zset"];
 
@@ -38,6 +39,8 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
                 b"0x10",
                 b"ID",
                 b"px",
+                b"REPLY",
+                b"FULL",
             ])
             .to_vec(),
         8 => rng.pick(&VICTIMS).as_bytes().to_vec(),

@@ -134,15 +134,15 @@ pub fn is_queued(ctx: &Context, name: &RedisString, owner: &RedisString, request
     state().queues.has_request(&lock_id(ctx, name.as_slice()), owner.as_slice(), request_id)
 }
 
-/// Ends the waiting call of that acquire with an error: its resend, which
-/// will not wait, runs instead.
-pub fn withdraw(ctx: &Context, name: &RedisString, owner: &RedisString, request_id: &[u8]) {
+/// Ends the waiting call of that acquire with `why` (its resend, which
+/// will not wait, runs instead; or `RLOCK.CANCEL`); false when none waits.
+pub fn withdraw(ctx: &Context, name: &RedisString, owner: &RedisString, request_id: &[u8], why: LockError) -> bool {
     let lock = lock_id(ctx, name.as_slice());
     let withdrawn = state().queues.remove_request(&lock, owner.as_slice(), request_id);
-    if let Some(waiter) = withdrawn {
-        unblock(ctx, waiter.client, Outcome::Failed(error_text(LockError::WaitTakenOver.into())));
-        unsubscribe_if_idle(ctx);
-    }
+    let Some(waiter) = withdrawn else { return false };
+    unblock(ctx, waiter.client, Outcome::Failed(error_text(why.into())));
+    unsubscribe_if_idle(ctx);
+    true
 }
 
 /// Grants the lock `key` (open for writing) to its first waiter if it is

@@ -47,7 +47,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                         BlockedAcquire { owner: &owner, lease_ms, wait_ms, request: Some(request.clone()), full_reply };
                     return Ok(blocking::block(ctx, &name, acquire));
                 }
-                blocking::withdraw(ctx, &name, &owner, &request.id);
+                blocking::withdraw(ctx, &name, &owner, &request.id, LockError::WaitTakenOver);
             }
             let requester = Requester { name: name.as_slice(), owner: owner.as_slice() };
             acquire_once::acquire_once(&mut key, (&mut record, requester), &owner, lease_ms, request.window_ms, now)?

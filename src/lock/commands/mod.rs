@@ -2,6 +2,7 @@
 //! renewal, force release and status are these too.
 
 mod acquire;
+mod cancel;
 mod force_release;
 mod release;
 pub(crate) mod renew;

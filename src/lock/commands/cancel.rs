@@ -1,0 +1,35 @@
+use crate::commands::args::OWNER;
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::registry::command;
+use crate::error::LockError;
+use crate::handoff::blocking;
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RLOCK.CANCEL key owner request_id`: ends the blocked `RLOCK.ACQUIRE …
+/// WAIT … ID request_id` of `owner` on `key` while it still waits (it
+/// replies an error, and nothing is granted to it); 1, or 0 when no such
+/// call waits. `CLIENT UNBLOCK` is refused for these calls; this names the
+/// wait from any connection.
+fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    let owner = args.next_arg()?;
+    let request_id = args.next_arg()?;
+    args.done()?;
+    let ended = blocking::withdraw(ctx, &name, &owner, request_id.as_slice(), LockError::WaitCancelled);
+    Ok(RedisValue::Integer(i64::from(ended)))
+}
+
+const REQUEST_ID: Arg = Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: None };
+
+command!(
+    cancel,
+    c"write fast",
+    CommandInfo {
+        name: c"rlock.cancel",
+        summary: c"Ends the blocked RLOCK.ACQUIRE ... WAIT ... ID request_id of owner while it waits; replies 1, or 0 when none waits.",
+        arity: 4,
+        key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS,
+        args: &[OWNER, REQUEST_ID],
+    },
+);
