@@ -79,15 +79,21 @@ pub fn acquire_once<S: LockStore, R: AcquireRecord>(
         return Ok(Once::Replayed { count: requester.recorded_count(&text)? });
     }
     let outcome = acquire(store, owner, lease_ms, now_ms)?;
-    remember(record, requester, outcome, record_expire_at);
+    record_grant(record, requester, outcome, record_expire_at);
     Ok(Once::Ran(outcome))
 }
 
-/// Records `outcome` when it is a grant (a blocked caller's grant too),
-/// unless the key holds another type (it was checked when the caller
-/// called, and changed since).
+/// Records a blocked caller's grant, unless the key holds another type
+/// (it was checked when the caller called, and changed since).
 pub fn remember<R: AcquireRecord>(record: &mut R, requester: Requester, outcome: Acquire, expire_at_ms: i64) {
-    if let (Some(count), Ok(_)) = (granted_count(outcome), record.text()) {
+    if record.text().is_ok() {
+        record_grant(record, requester, outcome, expire_at_ms);
+    }
+}
+
+/// Records `outcome` when it is a grant.
+fn record_grant<R: AcquireRecord>(record: &mut R, requester: Requester, outcome: Acquire, expire_at_ms: i64) {
+    if let Some(count) = granted_count(outcome) {
         record.set_text(&requester.record_text(count), expire_at_ms);
     }
 }
@@ -207,6 +213,21 @@ mod tests {
             let expected = if value == "1:2:ak" { LockError::RequestIdTaken } else { LockError::NotAnAcquireRecord };
             assert_eq!(reply, Err(expected), "{value}");
             assert!(store.effects.is_empty() && record.effects.is_empty(), "{value}");
+        }
+    }
+
+    #[test]
+    fn a_blocked_callers_grant_is_remembered_a_refusal_is_not() {
+        let requester = Requester { name: b"k", owner: b"a" };
+        let cases: [(Acquire, &[&str]); 3] = [
+            (Acquire::Acquired, &["SET 1:1:ak PXAT 5"]),
+            (Acquire::Reentered { count: 2 }, &["SET 2:1:ak PXAT 5"]),
+            (Acquire::Contended { pttl_ms: 9 }, &[]),
+        ];
+        for (outcome, effects) in cases {
+            let mut record = MemoryLatch::default();
+            remember(&mut record, requester, outcome, 5);
+            assert_eq!(record.effects, effects, "{outcome:?}");
         }
     }
 
