@@ -116,11 +116,9 @@ pub fn block(ctx: &Context, name: &RedisString, acquire: BlockedAcquire) -> Redi
     let client = block_client(ctx, left);
     let now = now_ms();
     let waiter = Waiter { client, owner: owner.as_slice().to_vec(), lease_ms, request, full_reply, queued_at_ms: now };
-    let lock = lock_id(ctx, name.as_slice());
-    let taken_over = state().queues.take_over(&lock, waiter.clone());
-    match taken_over {
-        Some(first) => unblock(ctx, first, Outcome::Failed(error_text(LockError::WaitTakenOver.into()))),
-        None => state().queues.push(&lock, waiter),
+    let taken_over = state().queues.queue(&lock_id(ctx, name.as_slice()), waiter);
+    if let Some(first) = taken_over {
+        unblock(ctx, first, Outcome::Failed(error_text(LockError::WaitTakenOver.into())));
     }
     let timer = start_timer(ctx, wait_ms, Some(wait_ran_out), (client, now.saturating_add(wait_ms)));
     state().wait_timers.insert(client, timer);

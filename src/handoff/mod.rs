@@ -105,17 +105,19 @@ impl<C: PartialEq> Queues<C> {
         Some((lock, waiter))
     }
 
-    /// A resend of a queued acquire (the same owner and request id on
-    /// `lock`) takes over its place: `waiter` replaces the queued one
-    /// (keeping the time it queued), whose client is returned (its call is
-    /// to be ended). `None`, and nothing changes, when no such acquire is
-    /// queued.
-    pub fn take_over(&mut self, lock: &[u8], waiter: Waiter<C>) -> Option<C> {
-        let at = self.position_of(lock, &waiter.owner, &waiter.request.as_ref()?.id)?;
+    /// Queues `waiter` behind the lock's others; but a resend of a queued
+    /// acquire (the same owner and request id on `lock`) takes over its
+    /// place, keeping the time it queued, and the replaced client is
+    /// returned (its call is to be ended).
+    pub fn queue(&mut self, lock: &[u8], waiter: Waiter<C>) -> Option<C> {
+        let queued = waiter.request.as_ref().and_then(|request| self.position_of(lock, &waiter.owner, &request.id));
+        let Some(at) = queued else {
+            self.push(lock, waiter);
+            return None;
+        };
         let queued = &mut self.by_lock.get_mut(lock)?[at];
         let queued_at_ms = queued.queued_at_ms;
-        let replaced = std::mem::replace(queued, Waiter { queued_at_ms, ..waiter });
-        Some(replaced.client)
+        Some(std::mem::replace(queued, Waiter { queued_at_ms, ..waiter }).client)
     }
 
     /// Whether an acquire of `owner` with `request_id` waits for `lock`.

@@ -65,25 +65,34 @@ fn queues_keep_arrival_order_per_lock_and_drop_leavers() {
 
 #[test]
 fn a_resent_acquire_takes_over_its_place() {
-    let mut queues = Queues::default();
-    for client in [1, 2, 3] {
-        queues.push(b"a", Waiter { queued_at_ms: i64::from(client), ..waiter(client) });
-    }
-    queues.push(b"b", Waiter { request: None, ..waiter(4) });
+    let queued = || {
+        let mut queues = Queues::default();
+        for client in [1, 2, 3] {
+            queues.push(b"a", Waiter { queued_at_ms: i64::from(client), ..waiter(client) });
+        }
+        queues.push(b"b", Waiter { request: None, ..waiter(4) });
+        queues
+    };
     // Found by owner and request id on its lock; the resend gets its place
     // and keeps the time it queued.
+    let mut queues = queued();
     let resend = Waiter { client: 20, lease_ms: 2000, full_reply: true, queued_at_ms: 99, ..waiter(2) };
-    assert_eq!(queues.take_over(b"a", resend.clone()), Some(2));
-    // Another owner, another request id, another lock, or no request id: none.
+    assert_eq!(queues.queue(b"a", resend.clone()), Some(2));
+    assert_eq!(queues.waiting(), 4);
+    // Another owner, another request id, another lock, or no request id:
+    // queued behind the others.
     let other_owner = Waiter { owner: b"owner:1".to_vec(), ..waiter(21) };
     let other_request = Waiter { request: waiter(1).request, owner: b"owner:2".to_vec(), ..waiter(21) };
-    for (lock, resend) in [
+    for (lock, other) in [
         (b"a", other_owner),
         (b"a", other_request),
         (b"b", Waiter { client: 21, ..waiter(2) }),
         (b"b", Waiter { client: 21, request: None, ..waiter(4) }),
     ] {
-        assert_eq!(queues.take_over(lock, resend.clone()), None, "{resend:?}");
+        let mut queues = queued();
+        assert_eq!(queues.queue(lock, other.clone()), None, "{other:?}");
+        let last = std::iter::from_fn(|| queues.pop_front(lock)).last();
+        assert_eq!(last, Some(other));
     }
     // A resend that will not wait takes the queued call out.
     assert!(queues.has_request(b"a", b"owner:3", b"request:3"));
