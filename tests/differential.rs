@@ -9,14 +9,13 @@
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use testkit::{keyspace_events, release_channel, unlock_latch_key, RedissonScripts, Rng, Server};
+use testkit::{keyspace_events, release_channel, unlock_latch_key, Drift, RedissonScripts, Rng, Server};
 
 const SEQUENCES: usize = 1000;
 const STEPS: usize = 12;
 /// Allowed PTTL difference between twins: they are written microseconds
-/// apart, but PTTL is read at millisecond resolution. A step that the
-/// server took longer over (a loaded machine descheduling it between the
-/// twins) widens it by the time the step measured with TIME.
+/// apart, but PTTL is read at millisecond resolution (`Drift` adds what
+/// the server took over the steps).
 const PTTL_TOLERANCE_MS: i64 = 5;
 /// No operation runs this close to a twin's expiry, where one twin could
 /// be expired and the other not.
@@ -81,14 +80,6 @@ fn assert_pttls_match(script: i64, command: i64, tolerance: i64, context: &str) 
 }
 
 /// Milliseconds (rounded up) between two TIME replies.
-fn elapsed_ms(from: &Value, to: &Value) -> i64 {
-    let micros = |time: &Value| -> i64 {
-        let (seconds, micros): (i64, i64) = redis::from_redis_value(time.clone()).expect("a TIME reply");
-        seconds * 1_000_000 + micros
-    };
-    (micros(to) - micros(from) + 999) / 1000
-}
-
 /// One step's arguments.
 struct Step<'a> {
     op: Op,
@@ -101,13 +92,13 @@ struct Step<'a> {
 
 /// Runs one operation on both twins in one MULTI, with the state reads:
 /// the lock twins' HGETALL and PTTL, then the latch twins' GET and PTTL.
-/// Also returns how long the server took over the MULTI, in ms.
-fn step(con: &mut Connection, scripts: &RedissonScripts, step: &Step) -> (Vec<Value>, i64) {
+/// Also returns the tolerance for the twins' PTTLs after it.
+fn step(con: &mut Connection, drift: &mut Drift, scripts: &RedissonScripts, step: &Step) -> (Vec<Value>, i64) {
     let Step { op, name, owner, lease, request_id, latch } = *step;
     let (s, c) = (twin(b"s:", name), twin(b"c:", name));
     let (s_latch, c_latch) = (unlock_latch_key(&s, request_id), unlock_latch_key(&c, request_id));
     let mut pipe = redis::pipe();
-    pipe.atomic().cmd("TIME");
+    Drift::begin(&mut pipe);
     match op {
         Op::Acquire => {
             pipe.add_command(scripts.acquire(&s, owner, lease)).cmd("RLOCK.ACQUIRE").arg(&c).arg(owner).arg(lease)
@@ -145,12 +136,7 @@ fn step(con: &mut Connection, scripts: &RedissonScripts, step: &Step) -> (Vec<Va
     };
     pipe.cmd("HGETALL").arg(&s).cmd("HGETALL").arg(&c).cmd("PTTL").arg(&s).cmd("PTTL").arg(&c);
     pipe.cmd("GET").arg(&s_latch).cmd("GET").arg(&c_latch).cmd("PTTL").arg(&s_latch).cmd("PTTL").arg(&c_latch);
-    pipe.cmd("TIME");
-    let mut replies: Vec<Value> =
-        pipe.query(con).unwrap_or_else(|e| panic!("{op:?} on {:?}: {e}", String::from_utf8_lossy(name)));
-    let ended = replies.pop().expect("the closing TIME");
-    let began = replies.remove(0);
-    (replies, elapsed_ms(&began, &ended))
+    drift.query(pipe, con).unwrap_or_else(|e| panic!("{op:?} on {:?}: {e}", String::from_utf8_lossy(name)))
 }
 
 fn check_status(replies: &[Value], context: &str) {
@@ -183,6 +169,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
     let mut rng = Rng::from_env("differential");
     // When each key's script twin expires, by lock name and by latch key.
     let mut expiries: HashMap<Vec<u8>, Instant> = HashMap::new();
+    let mut drift = Drift::new(PTTL_TOLERANCE_MS);
     let mut expired_mid_sequence = 0;
     let mut latches_recorded = 0;
     for sequence in 0..SEQUENCES {
@@ -196,7 +183,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
             let _: () = del.query(&mut con).unwrap();
         }
         expiries.clear();
-        let mut slowest_step_ms = 0;
+        drift.reset();
         for step_index in 0..STEPS {
             let name = *rng.pick(&NAMES);
             let owner = *rng.pick(&OWNERS);
@@ -221,10 +208,8 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
             }
 
             let started = Instant::now();
-            let (replies, took_ms) = step(&mut con, &scripts, &Step { op, name, owner, lease, request_id, latch });
-            // The twins' expiries were written in this step or an earlier one.
-            slowest_step_ms = slowest_step_ms.max(took_ms);
-            let tolerance = PTTL_TOLERANCE_MS + took_ms + slowest_step_ms;
+            let (replies, tolerance) =
+                step(&mut con, &mut drift, &scripts, &Step { op, name, owner, lease, request_id, latch });
             let context = format!(
                 "sequence {sequence} step {step_index}: {op:?} {:?} by {:?} lease {lease} id {:?} latch {latch}",
                 String::from_utf8_lossy(name),
@@ -310,7 +295,12 @@ fn keyspace_notifications_match_the_scripts() {
     let events = keyspace_events(&server, |con| {
         scripts.load(con).unwrap();
         for (op, owner) in steps {
-            let _ = step(con, &scripts, &Step { op, name: b"lock", owner, lease: 10_000, request_id: b"r", latch: 1 });
+            let _ = step(
+                con,
+                &mut Drift::new(PTTL_TOLERANCE_MS),
+                &scripts,
+                &Step { op, name: b"lock", owner, lease: 10_000, request_id: b"r", latch: 1 },
+            );
         }
     });
     let of =

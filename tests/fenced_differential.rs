@@ -2,9 +2,9 @@
 //! owners run through our Lua transcription of Redisson's fenced acquire
 //! (plus RLock's release, renew and force release scripts) and through
 //! RFENCED.ACQUIRE and the RLOCK commands, on twin names in one MULTI per
-//! step. Replies, the lock hash, the PTTL (within a few ms), the token
-//! counter and the messages must match at every step; short leases make
-//! holds expire mid-sequence.
+//! step. Replies, the lock hash, the PTTL (within a few ms and the time the
+//! server spent on the steps), the token counter and the messages must
+//! match at every step; short leases make holds expire mid-sequence.
 //!
 //! Where the commands deliberately differ, their own rule is checked: a
 //! lock without a TTL (a PERSIST step) makes the script reply `[-1, -1]`
@@ -13,7 +13,7 @@
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use testkit::{quiet_now, twin, FencedScripts, RedissonScripts, Rng, Server, Side, StepMessages};
+use testkit::{quiet_now, twin, Drift, FencedScripts, RedissonScripts, Rng, Server, Side, StepMessages};
 
 const SEQUENCES: usize = 120;
 const STEPS: usize = 20;
@@ -36,18 +36,24 @@ struct Scripts {
     lock: RedissonScripts,
 }
 
+/// One step's arguments.
+struct Step<'a> {
+    op: Op,
+    name: &'a [u8],
+    owner: &'a [u8],
+    lease: i64,
+}
+
 fn run_step(
     con: &mut Connection,
     scripts: &Scripts,
-    op: Op,
-    name: &[u8],
-    owner: &[u8],
-    lease: i64,
+    &Step { op, name, owner, lease }: &Step,
     step: usize,
-) -> Vec<Value> {
+    drift: &mut Drift,
+) -> (Vec<Value>, i64) {
     let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
     let mut pipe = redis::pipe();
-    pipe.atomic();
+    Drift::begin(&mut pipe);
     match op {
         Op::Acquire => pipe
             .add_command(scripts.fenced.acquire(&s, owner, lease))
@@ -68,7 +74,7 @@ fn run_step(
         pipe.cmd("HGETALL").arg(twin).cmd("PTTL").arg(twin).cmd("GET").arg(rlock_protocol::fenced_token_key(twin));
     }
     StepMessages::mark(&mut pipe, step);
-    pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
+    drift.query(pipe, con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
 }
 
 fn expiries(con: &mut Connection, name: &[u8]) -> Vec<i64> {
@@ -86,8 +92,10 @@ fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
     let messages = StepMessages::subscribe(&server, &["redisson_lock__channel:*"], &NAMES);
     let mut rng = Rng::from_env("fenced_differential");
     let (mut step, mut granted, mut no_ttl) = (0, 0, 0);
+    let mut drift = Drift::new(TOLERANCE_MS);
     for sequence in 0..SEQUENCES {
         let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
+        drift.reset();
         for index in 0..STEPS {
             let who = rng.below(OWNERS.len() as u64) as usize;
             let op = match rng.below(100) {
@@ -104,7 +112,8 @@ fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
             }
             let con = &mut clients[who];
             quiet_now(con, GUARD_MS, |con| expiries(con, name));
-            let replies = run_step(con, &scripts, op, name, OWNERS[who], lease, step);
+            let (replies, tolerance) =
+                run_step(con, &scripts, &Step { op, name, owner: OWNERS[who], lease }, step, &mut drift);
             step += 1;
             let context = format!(
                 "sequence {sequence} step {index}: {op:?} {:?} by {:?} lease {lease}",
@@ -120,7 +129,7 @@ fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
                 let pair = |v: &[Value]| -> (i64, i64) { redis::from_redis_value(Value::Array(v.to_vec())).unwrap() };
                 let ((a_ttl, a_token), (b_ttl, b_token)) = (pair(a), pair(b));
                 // Contended: each reads the PTTL on its own clock read.
-                assert!(a_token == b_token && (a_ttl - b_ttl).abs() <= TOLERANCE_MS, "{context}: {a:?} vs {b:?}");
+                assert!(a_token == b_token && (a_ttl - b_ttl).abs() <= tolerance, "{context}: {a:?} vs {b:?}");
             } else {
                 assert_eq!(script, command, "{context}: replies");
             }
@@ -131,7 +140,7 @@ fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
             assert_eq!(hash(&replies[2]), hash(&replies[5]), "{context}: lock hash");
             let pttl = |v: &Value| -> i64 { redis::from_redis_value(v.clone()).unwrap() };
             let (a, b) = (pttl(&replies[3]), pttl(&replies[6]));
-            assert!(a == b || (a >= 0 && b >= 0 && (a - b).abs() <= TOLERANCE_MS), "{context}: PTTL {a} vs {b}");
+            assert!(a == b || (a >= 0 && b >= 0 && (a - b).abs() <= tolerance), "{context}: PTTL {a} vs {b}");
             assert_eq!(replies[4], replies[7], "{context}: token counter");
         }
     }

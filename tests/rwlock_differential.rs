@@ -13,7 +13,7 @@
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use testkit::{Rng, RwScripts, Server};
+use testkit::{Drift, Rng, RwScripts, Server};
 
 const SEQUENCES: usize = 150;
 const STEPS: usize = 16;
@@ -68,18 +68,24 @@ fn quiet(con: &mut Connection) {
     }
 }
 
+/// One step's arguments.
+struct Step<'a> {
+    op: Op,
+    owner: &'a [u8],
+    lease: i64,
+    id: &'a [u8],
+}
+
 fn run_step(
     con: &mut Connection,
     scripts: &RwScripts,
-    op: Op,
-    owner: &[u8],
-    lease: i64,
-    id: &[u8],
+    &Step { op, owner, lease, id }: &Step,
     index: usize,
-) -> Vec<Value> {
+    drift: &mut Drift,
+) -> (Vec<Value>, i64) {
     let (s, c) = (twin(b"s:"), twin(b"c:"));
     let mut pipe = redis::pipe();
-    pipe.atomic();
+    Drift::begin(&mut pipe);
     let native = |pipe: &mut redis::Pipeline, side: &str| {
         pipe.cmd("RRW.RELEASE").arg(&c).arg(owner).arg(side).arg(lease).arg("ID").arg(id);
     };
@@ -123,14 +129,14 @@ fn run_step(
         }
     }
     pipe.cmd("PUBLISH").arg("step").arg(index);
-    pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
+    drift.query(pipe, con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
 }
 
 /// Within the tolerance; a key read at its last millisecond on one side
 /// may be gone on the other.
-fn pttl_matches(a: i64, b: i64) -> bool {
+fn pttl_matches(a: i64, b: i64, tolerance: i64) -> bool {
     let ending = |pttl: i64| (-2..=1).contains(&pttl);
-    a == b || (a >= 0 && b >= 0 && (a - b).abs() <= TOLERANCE_MS) || (ending(a) && ending(b))
+    a == b || (a >= 0 && b >= 0 && (a - b).abs() <= tolerance) || (ending(a) && ending(b))
 }
 
 #[test]
@@ -148,8 +154,10 @@ fn rw_commands_match_the_redisson_scripts_on_random_sequences() {
     let mut rng = Rng::from_env("rwlock_differential");
     let per_twin = 2 + timed_keys(NAME).len();
     let (mut expired, mut reentered_writes, mut steps) = (0, 0, 0);
+    let mut drift = Drift::new(TOLERANCE_MS);
     for sequence in 0..SEQUENCES {
         let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+        drift.reset();
         for index in 0..STEPS {
             let op = match rng.below(100) {
                 0..=34 => Op::Read,
@@ -167,7 +175,7 @@ fn rw_commands_match_the_redisson_scripts_on_random_sequences() {
             }
             quiet(&mut con);
             let before: HashMap<Vec<u8>, Vec<u8>> = redis::cmd("HGETALL").arg(twin(b"s:")).query(&mut con).unwrap();
-            let replies = run_step(&mut con, &scripts, op, owner, lease, id, steps);
+            let (replies, tolerance) = run_step(&mut con, &scripts, &Step { op, owner, lease, id }, steps, &mut drift);
             steps += 1;
             let context = format!(
                 "sequence {sequence} step {index}: {op:?} by {:?} lease {lease}, before {before:?}",
@@ -175,7 +183,7 @@ fn rw_commands_match_the_redisson_scripts_on_random_sequences() {
             );
             match (&replies[0], &replies[1]) {
                 (Value::Int(a), Value::Int(b)) if op == Op::Read || op == Op::Write => {
-                    assert!(pttl_matches(*a, *b), "{context}: PTTL replies {a} vs {b}")
+                    assert!(pttl_matches(*a, *b, tolerance), "{context}: PTTL replies {a} vs {b}")
                 }
                 (script, command) => assert_eq!(script, command, "{context}: replies"),
             }
@@ -190,10 +198,10 @@ fn rw_commands_match_the_redisson_scripts_on_random_sequences() {
                 let (a, b) = (pttl(a), pttl(b));
                 if i == 0 && reentered {
                     reentered_writes += 1;
-                    assert!(b >= lease - TOLERANCE_MS && b <= a, "{context}: write re-entry PTTL {b}, script {a}");
+                    assert!(b >= lease - tolerance && b <= a, "{context}: write re-entry PTTL {b}, script {a}");
                     let _: () = redis::cmd("PEXPIRE").arg(twin(b"s:")).arg(b).query(&mut con).unwrap();
                 } else {
-                    assert!(pttl_matches(a, b), "{context}: PTTL of timed key {i}: {a} vs {b}");
+                    assert!(pttl_matches(a, b, tolerance), "{context}: PTTL of timed key {i}: {a} vs {b}");
                 }
             }
             expired += before.len().saturating_sub(hash(&s[0]).len());

@@ -11,7 +11,7 @@
 
 use redis::{Connection, Value};
 use std::time::Duration;
-use testkit::{quiet_now, twin, Rng, SemaphoreScripts, Server, Side, StepMessages};
+use testkit::{quiet_now, twin, Drift, Rng, SemaphoreScripts, Server, Side, StepMessages};
 
 const SEQUENCES: usize = 120;
 const STEPS: usize = 20;
@@ -50,10 +50,17 @@ fn expiries(con: &mut Connection, name: &[u8]) -> Vec<i64> {
 
 /// The step in one MULTI: the script, the command, then each twin's
 /// value and absolute expiry.
-fn run_step(con: &mut Connection, scripts: &SemaphoreScripts, op: Op, name: &[u8], step: usize) -> Vec<Value> {
+fn run_step(
+    con: &mut Connection,
+    scripts: &SemaphoreScripts,
+    op: Op,
+    name: &[u8],
+    step: usize,
+    drift: &mut Drift,
+) -> (Vec<Value>, i64) {
     let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
     let mut pipe = redis::pipe();
-    pipe.atomic();
+    Drift::begin(&mut pipe);
     match op {
         Op::TryAcquire(n) => pipe.add_command(scripts.try_acquire(&s, n)).cmd("RSEM.TRYACQUIRE").arg(&c).arg(n),
         Op::Release(n) => pipe.add_command(scripts.release(&s, n, false)).cmd("RSEM.RELEASE").arg(&c).arg(n),
@@ -78,7 +85,7 @@ fn run_step(con: &mut Connection, scripts: &SemaphoreScripts, op: Op, name: &[u8
         pipe.cmd("GET").arg(twin).cmd("PEXPIRETIME").arg(twin);
     }
     StepMessages::mark(&mut pipe, step);
-    pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
+    drift.query(pipe, con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
 }
 
 #[test]
@@ -90,8 +97,10 @@ fn semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
     let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
     let mut rng = Rng::from_env("semaphore_differential");
     let (mut step, mut expired, mut kept_ttl) = (0, 0, 0);
+    let mut drift = Drift::new(TOLERANCE_MS);
     for sequence in 0..SEQUENCES {
         let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
+        drift.reset();
         // Each name's expiry after its last step, to count expiries.
         let mut last_expiry = [-1i64; NAMES.len()];
         for index in 0..STEPS {
@@ -103,7 +112,7 @@ fn semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
             }
             let now = quiet_now(con, GUARD_MS, |con| expiries(con, name));
             let before = expiries(con, name);
-            let replies = run_step(con, &scripts, op, name, step);
+            let (replies, tolerance) = run_step(con, &scripts, op, name, step, &mut drift);
             step += 1;
             let context =
                 format!("sequence {sequence} step {index}: {op:?} on {:?} at {now}", String::from_utf8_lossy(name));
@@ -128,7 +137,7 @@ fn semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
                 let _: () = redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_at).query(con).unwrap();
             } else {
                 assert!(
-                    s_at == c_at || (s_at > 0 && c_at > 0 && (s_at - c_at).abs() <= TOLERANCE_MS),
+                    s_at == c_at || (s_at > 0 && c_at > 0 && (s_at - c_at).abs() <= tolerance),
                     "{context}: expiry {s_at} vs {c_at}"
                 );
             }

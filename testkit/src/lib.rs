@@ -18,7 +18,7 @@ pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, Rediss
 pub use scripts::{FencedScripts, LatchScripts, PermitSemaphoreScripts, SemaphoreScripts};
 pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
 pub use tracking::{invalidated, Tracker};
-pub use twins::{quiet_now, twin, Side, StepMessage, StepMessages};
+pub use twins::{quiet_now, twin, Drift, Side, StepMessage, StepMessages};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a
 /// panic when the result is not an error.

@@ -135,3 +135,51 @@ pub fn quiet_now(
         }
     }
 }
+
+/// How far apart the twins' clock-derived values (PTTLs, expiries) may be.
+/// Each twin reads the server's clock when it runs, so a step's two values
+/// differ by up to the time the server spent between them, and an expiry
+/// written in an earlier step keeps that step's gap. The server measures
+/// both with TIME at the ends of each step's MULTI: a loaded machine that
+/// deschedules the server mid-step widens the bound by what it cost,
+/// instead of failing a fixed guess.
+pub struct Drift {
+    base_ms: i64,
+    slowest_ms: i64,
+}
+
+impl Drift {
+    /// `base_ms` covers rounding to whole milliseconds.
+    pub fn new(base_ms: i64) -> Self {
+        Self { base_ms, slowest_ms: 0 }
+    }
+
+    /// A new sequence on an empty keyspace: no earlier step's gap remains.
+    pub fn reset(&mut self) {
+        self.slowest_ms = 0;
+    }
+
+    /// Starts a step's MULTI with a TIME; `query` ends it with another.
+    pub fn begin(pipe: &mut redis::Pipeline) {
+        pipe.atomic().cmd("TIME");
+    }
+
+    /// Runs the step; its replies without the two TIMEs, and the tolerance
+    /// for values compared after it.
+    pub fn query(
+        &mut self,
+        mut pipe: redis::Pipeline,
+        con: &mut redis::Connection,
+    ) -> redis::RedisResult<(Vec<redis::Value>, i64)> {
+        let mut replies: Vec<redis::Value> = pipe.cmd("TIME").query(con)?;
+        let ended = replies.pop().expect("the closing TIME");
+        let began = replies.remove(0);
+        let micros = |time: &redis::Value| -> i64 {
+            let (seconds, micros): (i64, i64) = redis::from_redis_value(time.clone()).expect("a TIME reply");
+            seconds * 1_000_000 + micros
+        };
+        let took_ms = (micros(&ended) - micros(&began) + 999) / 1000;
+        self.slowest_ms = self.slowest_ms.max(took_ms);
+        Ok((replies, self.base_ms + took_ms + self.slowest_ms))
+    }
+}
