@@ -9,9 +9,12 @@
 //! the call's arrival, so it ends a little after the caller's limit: the
 //! caller awaits the reply [`REPLY_GRACE`] past its limit (a grant made in
 //! time is the caller's). A caller that gives up while blocked (a dropped
-//! future, a reply later than that) leaves the rest of it to take the
-//! call's reply, for [`REPLY_GRACE`] more; a grant that came is given
-//! back. A call still blocked then, or whose connection fails, is killed
+//! future, a reply later than that) takes its call off the server's queue
+//! at once (`RLOCK.CANCEL` by the call's request id; a fair waiter leaves
+//! the queue with `RFAIR.CANCEL`), so that a release grants the lock to a
+//! live waiter; the rest of it takes the call's reply, for
+//! [`REPLY_GRACE`] more, and gives back a grant that came first. A call
+//! still blocked then, or whose connection fails, is killed
 //! on the server (`CLIENT KILL ID`) before the lock's count is read, so no
 //! grant can follow the read and none goes unclaimed.
 //! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
@@ -20,7 +23,7 @@
 //! `BLOCK`), the waiter waits by pub/sub as before. A fair waiter killed
 //! on the server leaves the queue there too.
 
-use crate::attempt::{grant, release_orphans, settle, Attempt, Granted};
+use crate::attempt::{give_up_place, grant, release_orphans, settle, Attempt, Granted};
 use crate::channel_wait::REPLY_GRACE;
 use crate::commands::Kind;
 use crate::connection::Connection;
@@ -36,6 +39,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use uuid::Uuid;
 
 /// The longest one blocking call waits when the caller has no limit: it
 /// then queues again (at the back).
@@ -157,9 +161,12 @@ async fn run(
     let lease_sent = state.read(|holds| holds.lease_for_acquire(lease, requested_at, watchdog));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut acquire = state.id.acquire(lease_ms, queue_wait_ms);
+    // Names this call, so that a caller who gives up can take it off the
+    // server's queue (RLOCK.CANCEL) from the shared connection.
+    let request_id = Uuid::new_v4().simple().to_string();
     match queue_wait_ms {
         Some(_) => acquire.arg("BLOCK").arg(wait_ms),
-        None => acquire.arg("WAIT").arg(wait_ms),
+        None => acquire.arg("WAIT").arg(wait_ms).arg("ID").arg(&request_id),
     };
     // The grant's lease starts when it is granted, not when it was asked
     // for: TIME before the call and PEXPIRETIME queued behind it tell how
@@ -171,20 +178,23 @@ async fn run(
     call.cmd("MULTI").cmd("PEXPIRETIME").arg(&state.id.name).cmd("HGET").arg(&state.id.name).arg(&state.id.owner);
     call.cmd("EXEC");
     let mut closed = shared.closed();
-    let reply = {
+    let (reply, cancelled) = {
         let request = call.query_async::<BlockedReply>(&mut dedicated.connection);
         tokio::pin!(request);
         tokio::select! {
-            reply = &mut request => reply,
+            reply = &mut request => (reply, false),
             _ = async { tokio::select! {
                 _ = reply_tx.closed() => {}
                 _ = closed.wait_for(|closed| *closed) => {}
             } } => {
-                // The caller gave up, or the client closed: take the reply
-                // if it comes soon.
+                // The caller gave up, or the client closed: the wait leaves
+                // the server's queue now, so that no release grants the lock
+                // to nobody; a grant made before is the call's reply, and
+                // is given back. Then take the reply if it comes soon.
+                let cancelled = cancel(&lock, &request_id, queue_wait_ms).await;
                 match tokio::time::timeout(REPLY_GRACE, &mut request).await {
-                    Ok(reply) => reply,
-                    Err(elapsed) => Err(std::io::Error::from(elapsed).into()),
+                    Ok(reply) => (reply, cancelled),
+                    Err(elapsed) => (Err(std::io::Error::from(elapsed).into()), false),
                 }
             }
         }
@@ -193,6 +203,11 @@ async fn run(
     let reply = reply
         .and_then(|(time, acquired, _, _, _, after)| acquired.map(|acquired| (acquired, time.ok().zip(after.ok()))));
     let (observed, lease_start, lease_left) = match reply.map_err(Error::from) {
+        // The cancelled call's reply: nothing was granted.
+        Err(Error::Redis(_)) if cancelled => {
+            pool.put_back(dedicated);
+            return drop(reply_tx.send(Err(Error::ClientClosed)));
+        }
         Ok((Some(retry_ms), _)) => {
             pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms })));
@@ -272,6 +287,24 @@ fn lease_start(
             requested_at + Duration::from_micros(waited_us).min(received_at.saturating_duration_since(requested_at))
         }
         _ => requested_at,
+    }
+}
+
+/// Takes a given-up blocked call off the server's queue: a plain lock's by
+/// its request id, a fair waiter's by leaving the queue (its call then
+/// replies as refused). True when a plain lock's call was cancelled, so
+/// that its error reply means no grant.
+async fn cancel(lock: &Handle, request_id: &str, queue_wait_ms: Option<i64>) -> bool {
+    let connection = &lock.shared().connection;
+    match queue_wait_ms {
+        Some(wait_ms) => {
+            give_up_place(lock, connection, wait_ms).await;
+            false
+        }
+        None => {
+            let cancel = lock.id().cancel_request(request_id);
+            matches!(cancel.query_async::<i64>(&mut connection.clone()).await, Ok(1))
+        }
     }
 }
 

@@ -152,6 +152,14 @@ impl LockId {
         cmd.arg(&*self.owner).arg("WAIT").arg(wait_ms);
         cmd
     }
+
+    /// `RLOCK.CANCEL`: ends this owner's blocked acquire sent with
+    /// `ID request_id` (1), or finds none (0: it ended already).
+    pub fn cancel_request(&self, request_id: &str) -> Cmd {
+        let mut cmd = self.kind.cmd("CANCEL", &self.name);
+        cmd.arg(&*self.owner).arg(request_id);
+        cmd
+    }
 }
 
 /// An acquire's reply: refused (try again in `retry_ms`, -1: no expiry),
@@ -237,7 +245,7 @@ mod tests {
     #[test]
     fn each_kind_sends_its_commands() {
         let latch = Some((b"r1".as_slice(), Duration::from_millis(5000)));
-        let cases: [(Cmd, &str); 17] = [
+        let cases: [(Cmd, &str); 18] = [
             (id(Kind::Plain).acquire(100, Some(7)), "RLOCK.ACQUIRE orders u:1 100"),
             (id(Kind::Fair).acquire(100, Some(7)), "RFAIR.ACQUIRE orders u:1 100 WAIT 7"),
             (id(Kind::Fair).acquire(100, None), "RFAIR.ACQUIRE orders u:1 100"),
@@ -252,6 +260,7 @@ mod tests {
             (id(Kind::Write).status(), "RRW.STATUS orders u:1"),
             (id(Kind::Read).force_release(), "RRW.FORCERELEASE orders READ"),
             (id(Kind::Fair).cancel(300), "RFAIR.CANCEL orders u:1 WAIT 300"),
+            (id(Kind::Plain).cancel_request("r-7"), "RLOCK.CANCEL orders u:1 r-7"),
             (id(Kind::Fenced).acquire(100, Some(7)), "RFENCED.ACQUIRE orders u:1 100"),
             (id(Kind::Fenced).release(100, None), "RLOCK.RELEASE orders u:1 100"),
             (id(Kind::Fenced).renew(100), "RLOCK.RENEW orders u:1 100"),

@@ -54,6 +54,48 @@ async fn given_up_waits_leave_no_grant_behind() {
     eventually!("nobody holds the lock", !admin.exists::<_, bool>("k").await.unwrap());
 }
 
+/// Fifty waiters dropped while blocked take their calls off the server's
+/// queue (RLOCK.CANCEL), on connections that stay open for the next
+/// waits: the release then grants the lock once, to the live waiter
+/// queued behind them, never to a caller that is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_waits_leave_the_queue_and_the_release_grants_a_live_waiter() {
+    let server = Server::start();
+    let client = blocking_client(&server, 51).await;
+    let holder = client.lock("k").lock().await.unwrap();
+    let wait = |lock: rlock_client::Lock| tokio::spawn(async move { lock.lock().await });
+    let dropped: Vec<_> = (0..50).map(|_| wait(client.lock("k"))).collect();
+    eventually!("they blocked", info(&server, "blocked").await == 50);
+    let live = wait(client.lock("k"));
+    eventually!("the live waiter blocked behind them", info(&server, "blocked").await == 51);
+    let connected = connected_clients(&server).await;
+
+    let dropped_at = std::time::Instant::now();
+    for waiter in &dropped {
+        waiter.abort();
+    }
+    for waiter in dropped {
+        assert!(waiter.await.unwrap_err().is_cancelled());
+    }
+    eventually!("the dropped waits left the queue", info(&server, "blocked").await == 1);
+    eprintln!("50 dropped waits left the server's queue {:?} after the drop", dropped_at.elapsed());
+    assert_eq!(connected_clients(&server).await, connected, "cancelled, not killed: no connection was closed");
+
+    let granted = info(&server, "granted").await;
+    holder.unlock().await.unwrap();
+    let guard = live.await.unwrap().unwrap();
+    assert_eq!(info(&server, "granted").await, granted + 1, "one grant, to the live waiter");
+    guard.unlock().await.unwrap();
+    assert_eq!(info(&server, "blocked").await, 0);
+}
+
+async fn connected_clients(server: &Server) -> i64 {
+    let info: String = redis::cmd("INFO").arg("clients").query_async(&mut common::admin(server).await).await.unwrap();
+    let value = info.lines().find_map(|line| line.strip_prefix("connected_clients:"));
+    // Less the admin connection that asked.
+    value.expect("connected_clients").trim().parse::<i64>().unwrap() - 1
+}
+
 #[tokio::test]
 async fn a_killed_blocking_connection_is_settled_and_the_wait_goes_on() {
     let server = Server::start();
