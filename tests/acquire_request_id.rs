@@ -7,25 +7,11 @@ mod blocking_support;
 
 use blocking_support::{info, release, waiter, waiter_with, LONG_LEASE};
 use redis::{Commands, Connection, Value};
-use testkit::{error_text, Server};
+use testkit::{error_text, full_reply as full, Server};
 
 /// `RLOCK.ACQUIRE key owner 60000 extra…`
 fn acquire(con: &mut Connection, key: &str, owner: &str, extra: &[&str]) -> Value {
     redis::cmd("RLOCK.ACQUIRE").arg(key).arg(owner).arg(LONG_LEASE).arg(extra).query(con).unwrap()
-}
-
-/// A full reply's fields, checked by name: granted, holds, lease_ms, waited_ms.
-fn full(reply: Value) -> (i64, i64, i64, i64) {
-    let Value::Array(items) = reply else { panic!("not a full reply: {reply:?}") };
-    let fields: Vec<(String, i64)> = items
-        .chunks(2)
-        .map(|pair| {
-            (redis::from_redis_value(pair[0].clone()).unwrap(), redis::from_redis_value(pair[1].clone()).unwrap())
-        })
-        .collect();
-    let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["granted", "holds", "lease_ms", "waited_ms"]);
-    (fields[0].1, fields[1].1, fields[2].1, fields[3].1)
 }
 
 fn holds(con: &mut Connection, key: &str, owner: &str) -> Option<i64> {

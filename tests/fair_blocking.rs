@@ -3,16 +3,17 @@
 //! force release, DEL, lease expiry) or when a head that did not come back
 //! loses its turn; a killed blocked waiter leaves the queue at once; a
 //! block that runs out replies 1 and keeps the place; Redisson's script
-//! waiters in the same queue keep their turns; grants replicate.
+//! waiters in the same queue keep their turns; grants replicate. `REPLY
+//! FULL` says what each call did, blocked or not.
 
 mod blocking_support;
 mod fair_support;
 
 use blocking_support::{info, PATIENCE};
-use fair_support::{blocked, fair_acquire, fair_release, queue, LONG, QUEUE};
+use fair_support::{blocked, blocked_with, fair_acquire, fair_release, queue, LONG, QUEUE};
 use redis::{Commands, Connection, Value};
 use std::time::{Duration, Instant};
-use testkit::{eventually, server_time_ms, FairScripts, Server};
+use testkit::{error_text, eventually, full_reply, server_time_ms, FairScripts, Server};
 
 #[test]
 fn sixteen_blocked_waiters_are_granted_in_queue_order_at_each_release() {
@@ -207,4 +208,46 @@ fn blocked_waiters_survive_attacks_on_their_lock() {
     assert_eq!(holders, ["c"]);
     assert_eq!(info(&mut con, "blocked"), 0);
     blocking_support::assert_no_crash(&server);
+}
+
+#[test]
+fn the_full_reply_says_what_each_call_did() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let acquire = |con: &mut Connection, owner: &str, extra: &[&str]| -> (i64, i64, i64, i64) {
+        let cmd = redis::cmd("RFAIR.ACQUIRE").arg("f").arg(owner).arg(LONG).arg(extra).arg("REPLY").arg("FULL").clone();
+        full_reply(cmd.query(con).unwrap())
+    };
+    assert_eq!(acquire(&mut con, "a", &[]), (1, 1, LONG, 0), "taken");
+    assert_eq!(acquire(&mut con, "a", &[]), (1, 2, LONG, 0), "re-entered");
+    assert_eq!(acquire(&mut con, "b", &[]), (0, 0, 1, 0), "refused, not queued");
+    let (granted, holds, hint_ms, _) = acquire(&mut con, "b", &["WAIT", "5000"]);
+    assert_eq!((granted, holds), (0, 0), "queued");
+    assert!(hint_ms >= 1, "the wait hint: {hint_ms}");
+    assert_eq!(queue(&mut con).len(), 1);
+
+    // A block that runs out: still queued, ask again.
+    let (granted, holds, again, waited_ms) = acquire(&mut con, "b", &["WAIT", "5000", "BLOCK", "50"]);
+    assert_eq!((granted, holds, again), (0, 0, 1));
+    assert!(waited_ms >= 50, "blocked {waited_ms} ms");
+    // A blocked grant: the whole lease, and how long the caller waited.
+    let blocked_at = Instant::now();
+    let grant = blocked_with(&server, "b", (LONG, 5_000, 10_000), &["REPLY", "FULL"], |_, reply| full_reply(reply));
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(fair_release(&mut con, "a"), Value::Int(0));
+    assert_eq!(fair_release(&mut con, "a"), Value::Int(1));
+    let (granted, holds, lease_ms, waited_ms) = grant.join().unwrap();
+    assert_eq!((granted, holds, lease_ms), (1, 1, LONG));
+    let most = blocked_at.elapsed().as_millis() as i64 + 1;
+    assert!((30..=most).contains(&waited_ms), "waited {waited_ms} ms of at most {most}");
+
+    for (extra, error) in [
+        (vec!["REPLY"], "REPLY takes FULL"),
+        (vec!["REPLY", "SHORT"], "REPLY takes FULL"),
+        (vec!["REPLY", "FULL", "WAIT", "10"], "then REPLY FULL"),
+        (vec!["REPLY", "FULL", "REPLY", "FULL"], "then REPLY FULL"),
+    ] {
+        let reply = redis::cmd("RFAIR.ACQUIRE").arg("f").arg("c").arg(LONG).arg(&extra).query::<Value>(&mut con);
+        assert!(error_text(reply).contains(error), "{extra:?}");
+    }
 }

@@ -152,6 +152,14 @@ pub fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
     arg.as_slice().eq_ignore_ascii_case(keyword)
 }
 
+/// The word after `REPLY`: only `FULL` (the acquires' full reply).
+pub fn parse_reply_full(arg: Option<RedisString>) -> Result<bool, LockError> {
+    match arg {
+        Some(arg) if is_keyword(&arg, b"FULL") => Ok(true),
+        _ => Err(LockError::Syntax("REPLY takes FULL")),
+    }
+}
+
 pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
 /// `[WAIT wait_ms]`
@@ -168,3 +176,13 @@ pub const LATCH: Arg = Arg {
 };
 /// `[VIA PUBLISH|SPUBLISH]`
 pub const VIA: Arg = Arg { name: c"publisher", kind: ArgKind::String, optional: true, token: Some(c"VIA") };
+/// `[REPLY FULL]`
+pub const REPLY_FULL: Arg = Arg {
+    name: c"reply",
+    kind: ArgKind::Block(&[
+        Arg { name: c"reply", kind: ArgKind::PureToken, optional: false, token: Some(c"REPLY") },
+        Arg { name: c"full", kind: ArgKind::PureToken, optional: false, token: Some(c"FULL") },
+    ]),
+    optional: true,
+    token: None,
+};

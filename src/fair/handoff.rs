@@ -11,6 +11,7 @@
 //! while writes are paused, and the state's mutex is never held across a
 //! call into Redis.
 
+use super::waiter::Waiter;
 use super::{Blocked, FairLock, Tick, Told, Waits};
 use crate::api::api;
 use crate::handoff::blocking::PAUSED_RETRY_MS;
@@ -28,15 +29,6 @@ use std::os::raw::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
-
-/// One caller blocked for the lock.
-struct Waiter {
-    client: Client,
-    owner: Vec<u8>,
-    lease_ms: i64,
-    wait_ms: i64,
-    timer: raw::RedisModuleTimerID,
-}
 
 /// What the server keeps of one fair lock.
 #[derive(Default)]
@@ -164,18 +156,21 @@ impl Session {
 }
 
 /// Blocks the caller, queued for `name`, until the lock is granted to it
-/// (reply nil) or `block_ms` passes (reply 1: still queued).
+/// (reply nil) or `block_ms` passes (reply 1: still queued); with
+/// `full_reply`, both reply an `AcquireReply`.
 pub fn block(
     ctx: &Context,
     name: &RedisString,
     owner: &[u8],
     (lease_ms, wait_ms, block_ms): (i64, i64, i64),
+    full_reply: bool,
 ) -> RedisValue {
     // No Redis timeout and no timeout callback: the wait's own timer ends it.
     let client = block_client(ctx, left);
     let id = lock_id(ctx, name.as_slice());
     let timer = start_timer(ctx, block_ms, Some(wait_ran_out), (id.clone(), client));
-    let waiter = Waiter { client, owner: owner.to_vec(), lease_ms, wait_ms, timer };
+    let blocked_at_ms = now_ms();
+    let waiter = Waiter { client, owner: owner.to_vec(), lease_ms, wait_ms, timer, full_reply, blocked_at_ms };
     {
         let mut locks = locks();
         let lock = locks.entry(id.clone()).or_default();
@@ -251,11 +246,13 @@ fn settle(ctx: &Context, id: &[u8], tick: Tick) {
             locks().get(id).and_then(|lock| lock.blocked.iter().find(|w| &w.owner == granted).map(|w| w.client));
         for waiter in take_blocked(id, |waiter| Some(waiter.client) == first) {
             stats::record_grant();
-            unblock(ctx, waiter, Outcome::Granted);
+            let granted = waiter.granted();
+            unblock(ctx, waiter, granted);
         }
     }
     for waiter in take_blocked(id, |waiter| tick.unqueued.contains(&waiter.owner)) {
-        unblock(ctx, waiter, Outcome::Integer(1));
+        let unqueued = waiter.ask_again();
+        unblock(ctx, waiter, unqueued);
     }
     match tick.next_at {
         Some(at) => arm(ctx, id, at),
@@ -335,7 +332,8 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     look(&ctx, &id);
     for waiter in take_blocked(&id, |waiter| waiter.client == client) {
         stats::record_wait_timeout();
-        unblock(&ctx, waiter, Outcome::Integer(1));
+        let ran_out = waiter.ask_again();
+        unblock(&ctx, waiter, ran_out);
     }
     forget_if_idle(&id);
     unsubscribe_if_idle(&ctx);

@@ -18,6 +18,8 @@ mod turn_tests;
 mod commands;
 #[cfg(not(test))]
 pub mod handoff;
+#[cfg(not(test))]
+mod waiter;
 
 use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;

@@ -58,3 +58,18 @@ pub fn blocked_acquire_client_id(client_list: &str) -> Option<String> {
         .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
         .map(str::to_string)
 }
+
+/// An acquire's `REPLY FULL` fields, checked by name: granted, holds,
+/// lease_ms, waited_ms.
+pub fn full_reply(reply: redis::Value) -> (i64, i64, i64, i64) {
+    let redis::Value::Array(items) = reply else { panic!("not a full reply: {reply:?}") };
+    let fields: Vec<(String, i64)> = items
+        .chunks(2)
+        .map(|pair| {
+            (redis::from_redis_value(pair[0].clone()).unwrap(), redis::from_redis_value(pair[1].clone()).unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["granted", "holds", "lease_ms", "waited_ms"]);
+    (fields[0].1, fields[1].1, fields[2].1, fields[3].1)
+}

@@ -39,16 +39,26 @@ pub fn queue(con: &mut Connection) -> Vec<String> {
 pub fn blocked<T: Send + 'static>(
     server: &Server,
     owner: &str,
+    times: (i64, i64, i64),
+    then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
+) -> JoinHandle<T> {
+    blocked_with(server, owner, times, &[], then)
+}
+
+/// As [`blocked`], with `extra` arguments after `BLOCK block`.
+pub fn blocked_with<T: Send + 'static>(
+    server: &Server,
+    owner: &str,
     (lease, wait, block): (i64, i64, i64),
+    extra: &[&str],
     then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
 ) -> JoinHandle<T> {
     let mut admin = server.connection();
     let mut con = server.connection();
     let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
-    let owner = owner.to_string();
+    let mut cmd = redis::cmd("RFAIR.ACQUIRE");
+    cmd.arg("f").arg(owner).arg(lease).arg("WAIT").arg(wait).arg("BLOCK").arg(block).arg(extra);
     let handle = std::thread::spawn(move || {
-        let mut cmd = redis::cmd("RFAIR.ACQUIRE");
-        cmd.arg("f").arg(&owner).arg(lease).arg("WAIT").arg(wait).arg("BLOCK").arg(block);
         let reply = reply(cmd.query(&mut con));
         then(&mut con, reply)
     });

@@ -1,6 +1,7 @@
-use crate::commands::args::{is_keyword, parse_optional_lease, LEASE_MS, OWNER, WAIT_MS};
+use crate::commands::args::{is_keyword, parse_optional_lease, parse_reply_full, LEASE_MS, OWNER, REPLY_FULL, WAIT_MS};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
+use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::fair::handoff::{self, Change, Session};
 use crate::fair::{Acquire, FairLock};
@@ -9,7 +10,8 @@ use crate::lease;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
-const SYNTAX: LockError = LockError::Syntax("after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms]");
+const SYNTAX: LockError =
+    LockError::Syntax("after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms], then REPLY FULL");
 
 /// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms]]`:
 /// nil when taken or re-entered. Otherwise, without WAIT, 1; with WAIT,
@@ -18,13 +20,15 @@ const SYNTAX: LockError = LockError::Syntax("after owner and lease_ms, only WAIT
 /// `redisson_lock__channel:{key}:<owner>`. With BLOCK, a queued caller
 /// blocks until the lock is granted to it in queue order (nil) or
 /// `block_ms` passes (1: still queued, ask again); inside MULTI or a
-/// script, and on a replica, it does not block.
+/// script, and on a replica, it does not block. `REPLY FULL`: the reply is
+/// an [`AcquireReply`]; when not granted, its `lease_ms` is the number
+/// Redisson's reply would give (1, or the wait hint).
 fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let lease_ms = parse_optional_lease(&mut args)?;
-    let (wait_ms, block_ms) = parse_wait_and_block(args)?;
+    let Options { wait_ms, block_ms, full_reply } = Options::parse(args)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let mut session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());
@@ -33,31 +37,52 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // A queued caller: the server watches its turn (at the lease's end).
     let queued = matches!(outcome, Ok(Acquire::Queued { .. }));
     session.close(ctx, &name, if queued { Change::Queued } else { Change::None });
+    // A grant sets the lease: a re-entry's too, as Redisson's script.
+    let reply = |granted, holds, lease_ms| match full_reply {
+        true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.value(),
+        false if granted => RedisValue::Null,
+        false => RedisValue::Integer(lease_ms),
+    };
     Ok(match (outcome?, wait_ms, block_ms) {
-        (Acquire::Acquired | Acquire::Reentered { .. }, ..) => RedisValue::Null,
-        (Acquire::Refused, ..) => RedisValue::Integer(1),
+        (Acquire::Acquired, ..) => reply(true, 1, lease_ms),
+        (Acquire::Reentered { count }, ..) => reply(true, count, lease_ms),
+        (Acquire::Refused, ..) => reply(false, 0, 1),
         (Acquire::Queued { .. }, Some(wait_ms), Some(block_ms)) if may_block(ctx) => {
-            handoff::block(ctx, &name, owner.as_slice(), (lease_ms, wait_ms, block_ms))
+            handoff::block(ctx, &name, owner.as_slice(), (lease_ms, wait_ms, block_ms), full_reply)
         }
-        (Acquire::Queued { hint_ms }, ..) => RedisValue::Integer(hint_ms),
+        (Acquire::Queued { hint_ms }, ..) => reply(false, 0, hint_ms),
     })
 }
 
-/// The rest of the arguments as `[WAIT wait_ms [BLOCK block_ms]]`.
-fn parse_wait_and_block(mut args: impl Iterator<Item = RedisString>) -> Result<(Option<i64>, Option<i64>), RedisError> {
-    let mut option = |keyword: &[u8], parse: fn(&[u8]) -> Result<i64, LockError>| match args.next() {
-        None => Ok(None),
-        Some(arg) if is_keyword(&arg, keyword) => Ok(Some(parse(args.next().ok_or(SYNTAX)?.as_slice())?)),
-        Some(_) => Err(SYNTAX),
-    };
-    let wait_ms = option(b"WAIT", lease::parse_wait_ms)?;
-    let block_ms = match wait_ms {
-        Some(_) => option(b"BLOCK", lease::parse_block_ms)?,
-        None => None,
-    };
-    match args.next() {
-        Some(_) => Err(SYNTAX.into()),
-        None => Ok((wait_ms, block_ms)),
+/// `[WAIT wait_ms [BLOCK block_ms]] [REPLY FULL]`
+struct Options {
+    wait_ms: Option<i64>,
+    block_ms: Option<i64>,
+    full_reply: bool,
+}
+
+impl Options {
+    fn parse(args: impl Iterator<Item = RedisString>) -> Result<Self, RedisError> {
+        let mut args = args.peekable();
+        let mut option = |keyword: &[u8], parse: fn(&[u8]) -> Result<i64, LockError>| match args
+            .next_if(|arg| is_keyword(arg, keyword))
+        {
+            None => Ok::<_, LockError>(None),
+            Some(_) => Ok(Some(parse(args.next().ok_or(SYNTAX)?.as_slice())?)),
+        };
+        let wait_ms = option(b"WAIT", lease::parse_wait_ms)?;
+        let block_ms = match wait_ms {
+            Some(_) => option(b"BLOCK", lease::parse_block_ms)?,
+            None => None,
+        };
+        let full_reply = match args.next_if(|arg| is_keyword(arg, b"REPLY")) {
+            None => false,
+            Some(_) => parse_reply_full(args.next())?,
+        };
+        match args.next() {
+            Some(_) => Err(SYNTAX.into()),
+            None => Ok(Self { wait_ms, block_ms, full_reply }),
+        }
     }
 }
 
@@ -69,7 +94,7 @@ command!(
         summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms, or with BLOCK waits for its turn on the server.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS],
+        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REPLY_FULL],
     },
 );
 

@@ -1,4 +1,4 @@
-use crate::commands::args::{is_keyword, parse_optional_lease, LEASE_MS, OWNER, WAIT_MS};
+use crate::commands::args::{is_keyword, parse_optional_lease, parse_reply_full, LEASE_MS, OWNER, REPLY_FULL, WAIT_MS};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
@@ -113,10 +113,7 @@ impl Options {
                     };
                     options.request = Some(Request { id: id.as_slice().to_vec(), window_ms });
                 }
-                b"REPLY" => match args.next() {
-                    Some(arg) if is_keyword(&arg, b"FULL") => options.full_reply = true,
-                    _ => return Err(LockError::Syntax("REPLY takes FULL").into()),
-                },
+                b"REPLY" => options.full_reply = parse_reply_full(args.next())?,
                 _ => return Err(LockError::Syntax(SYNTAX).into()),
             }
             seen.push(keyword);
@@ -140,16 +137,6 @@ const REQUEST: Arg = Arg {
     kind: ArgKind::Block(&[
         Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
         Arg { name: c"window_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
-    ]),
-    optional: true,
-    token: None,
-};
-/// `[REPLY FULL]`
-const REPLY_FULL: Arg = Arg {
-    name: c"reply",
-    kind: ArgKind::Block(&[
-        Arg { name: c"reply", kind: ArgKind::PureToken, optional: false, token: Some(c"REPLY") },
-        Arg { name: c"full", kind: ArgKind::PureToken, optional: false, token: Some(c"FULL") },
     ]),
     optional: true,
     token: None,
