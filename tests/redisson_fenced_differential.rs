@@ -47,9 +47,11 @@ fn random_op(rng: &mut Rng) -> Op {
         0..=39 => Op::AcquireWithToken { owner, lease },
         40..=69 => Op::AcquireAsLock { owner, lease },
         70..=81 => Op::Unlock,
-        82..=85 => Op::ResetToken,
-        86..=89 => Op::Persist,
-        90..=93 => Op::Clobber(rng.below(3) as usize),
+        82..=87 => Op::ResetToken,
+        88..=91 => Op::Persist,
+        // Rare: a clobbered name refuses every call until an unlock or a
+        // token reset repairs it.
+        92..=93 => Op::Clobber(rng.below(3) as usize),
         _ => Op::Sleep,
     }
 }
@@ -121,7 +123,9 @@ fn redissons_fenced_lock_scripts_run_natively_as_they_run_in_lua() {
     }
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
     assert_eq!(family_native_count(&mut con, "fenced"), calls as i64);
-    assert!(calls > 150 && errors < calls / 2, "{calls} calls, {errors} errors");
+    // Error replies are compared too; enough calls must have run a script's
+    // success path (over 31 seeds: 137 to 211).
+    assert!(calls > 150 && calls - errors >= 100, "{calls} calls, {errors} errors");
 }
 
 #[test]
