@@ -7,7 +7,7 @@
 //! is settled first.
 
 use crate::commands::Kind;
-use crate::commands::{Acquired, Status};
+use crate::commands::{Acquired, FullReply, Status};
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::guard::Hold;
@@ -316,27 +316,25 @@ pub(crate) async fn read_count(connection: &mut Connection, id: &LockId) -> Resu
     Ok((status.hold_count, lease_left))
 }
 
-/// The `acquire`; for a re-entry (`counted` levels, held or given up on
-/// this clock) inside MULTI with the kind's STATUS, so the count after the
-/// grant shows whether the earlier levels survived; then WAIT when
-/// replicas must acknowledge. One round trip.
+/// The `acquire`; then WAIT when replicas must acknowledge. One round
+/// trip. A re-entry (`counted` levels, held or given up on this clock)
+/// learns the owner's count after the grant, which shows whether the
+/// earlier levels survived: from the full reply where the kind has one,
+/// else from the kind's STATUS inside a MULTI with the acquire.
 async fn request(
     connection: &mut Connection,
     id: &LockId,
-    acquire: redis::Cmd,
+    mut acquire: redis::Cmd,
     counted: usize,
     sync: Option<&Plan>,
 ) -> Result<Reply> {
-    let reentry = counted > 0;
-    if !reentry && sync.is_none() {
-        let reply: Value = acquire.query_async(connection).await?;
-        return Ok(match Acquired::parse(reply, id.kind)? {
-            Acquired::Refused { retry_ms } => Reply::Refused { retry_ms },
-            Acquired::Granted { token } => Reply::Granted { observed: None, token },
-        });
+    let full = id.kind.has_full_reply();
+    if full {
+        acquire.arg("REPLY").arg("FULL");
     }
+    let status_after = counted > 0 && !full;
     let mut pipe = redis::pipe();
-    if reentry {
+    if status_after {
         pipe.cmd("MULTI").add_command(acquire).add_command(id.status()).cmd("EXEC");
     } else {
         pipe.add_command(acquire);
@@ -350,17 +348,26 @@ async fn request(
         return Err(redis::RedisError::from(err.clone()).into());
     }
     let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
-    let (acquired, observed) = if reentry {
-        match replies.get(3) {
-            Some(Value::Array(exec)) if exec.len() == 2 => {
-                (&exec[0], Some(Status::parse(value(&exec[1])?, id.kind)?.hold_count))
-            }
+    let (acquired, observed) = match (status_after, replies.first()) {
+        (true, _) => match replies.get(3) {
+            Some(Value::Array(exec)) if exec.len() == 2 => (
+                Acquired::parse(value(&exec[0])?, id.kind)?,
+                Some(Status::parse(value(&exec[1])?, id.kind)?.hold_count),
+            ),
             _ => return Err(unexpected()),
+        },
+        (false, Some(reply)) if full => {
+            let reply = FullReply::parse(reply.clone())?;
+            let acquired = match reply.granted {
+                true => Acquired::Granted { token: 0 },
+                false => Acquired::Refused { retry_ms: reply.lease_ms },
+            };
+            (acquired, (counted > 0).then_some(reply.holds))
         }
-    } else {
-        (replies.first().ok_or_else(unexpected)?, None)
+        (false, Some(reply)) => (Acquired::parse(reply.clone(), id.kind)?, None),
+        (false, None) => return Err(unexpected()),
     };
-    let token = match Acquired::parse(value(acquired)?, id.kind)? {
+    let token = match acquired {
         Acquired::Refused { retry_ms } => return Ok(Reply::Refused { retry_ms }),
         Acquired::Granted { token } => token,
     };

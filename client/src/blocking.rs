@@ -25,7 +25,7 @@
 
 use crate::attempt::{give_up_place, grant, release_orphans, settle, Attempt, Granted};
 use crate::channel_wait::REPLY_GRACE;
-use crate::commands::Kind;
+use crate::commands::{FullReply, Kind};
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::handle::Handle;
@@ -33,7 +33,7 @@ use crate::holds::Renewal;
 use crate::protocol;
 use crate::run_to_end::run_to_end;
 use redis::aio::MultiplexedConnection;
-use redis::{RedisResult, Value};
+use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -168,18 +168,12 @@ async fn run(
         Some(_) => acquire.arg("BLOCK").arg(wait_ms),
         None => acquire.arg("WAIT").arg(wait_ms).arg("ID").arg(&request_id),
     };
-    // The grant's lease starts when it is granted, not when it was asked
-    // for: TIME before the call and PEXPIRETIME queued behind it tell how
-    // long the server kept the caller. Other work may run between the
-    // grant and the read (a stall may even end the lease and let another
-    // owner in), so the expiry counts only if the owner still holds it.
-    let mut call = redis::pipe();
-    call.ignore_errors().cmd("TIME").add_command(acquire);
-    call.cmd("MULTI").cmd("PEXPIRETIME").arg(&state.id.name).cmd("HGET").arg(&state.id.name).arg(&state.id.owner);
-    call.cmd("EXEC");
+    // The full reply says how long the server kept the call: the grant's
+    // lease starts when it is granted, not when it was asked for.
+    acquire.arg("REPLY").arg("FULL");
     let mut closed = shared.closed();
     let (reply, cancelled) = {
-        let request = call.query_async::<BlockedReply>(&mut dedicated.connection);
+        let request = acquire.query_async::<Value>(&mut dedicated.connection);
         tokio::pin!(request);
         tokio::select! {
             reply = &mut request => (reply, false),
@@ -200,30 +194,19 @@ async fn run(
         }
     };
     let received_at = Instant::now();
-    let reply = reply
-        .and_then(|(time, acquired, _, _, _, after)| acquired.map(|acquired| (acquired, time.ok().zip(after.ok()))));
-    let (observed, lease_start, lease_left) = match reply.map_err(Error::from) {
+    let (observed, lease_start, lease_left) = match reply.map_err(Error::from).and_then(FullReply::parse) {
         // The cancelled call's reply: nothing was granted.
         Err(Error::Redis(_)) if cancelled => {
             pool.put_back(dedicated);
             return drop(reply_tx.send(Err(Error::ClientClosed)));
         }
-        Ok((Some(retry_ms), _)) => {
+        Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => {
             pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms })));
         }
-        Ok((None, clocks)) => {
+        Ok(FullReply { granted: true, waited_ms, .. }) => {
             pool.put_back(dedicated);
-            match clocks {
-                Some(((seconds, micros), (expiry_ms, Some(count)))) if count > 0 => {
-                    let server_time_us = seconds.saturating_mul(1_000_000).saturating_add(micros);
-                    (None, lease_start(requested_at, received_at, lease_ms, server_time_us, expiry_ms), None)
-                }
-                // Gone by the read right after the grant: lost already.
-                Some(_) => (None, requested_at, Some((received_at, Duration::ZERO))),
-                // The reads were refused (an ACL): the lease counts from the request.
-                None => (None, requested_at, None),
-            }
+            (None, lease_start(requested_at, received_at, waited_ms), None)
         }
         // A module without WAIT: wait by pub/sub from now on.
         Err(Error::Redis(err)) if err.code() == Some("ERR") => {
@@ -256,38 +239,14 @@ async fn run(
     release_orphans(&lock, &shared.connection, orphaned).await;
 }
 
-/// The replies of TIME, the blocking acquire, and MULTI, PEXPIRETIME,
-/// HGET of the owner's count, EXEC.
-type BlockedReply = (
-    RedisResult<(i64, i64)>,
-    RedisResult<Option<i64>>,
-    RedisResult<Value>,
-    RedisResult<Value>,
-    RedisResult<Value>,
-    RedisResult<(i64, Option<i64>)>,
-);
-
 /// When a blocked grant's lease started, by this machine's clock, at the
 /// earliest: the call was sent at `requested_at` and answered by
-/// `received_at`; TIME ran after the send, at `server_time_us`, and the
-/// grant's `lease_ms` ends at `expiry_ms` (server clock), so the server
-/// kept the caller at least `expiry − time − lease` before granting.
-/// Without a usable expiry (the key gone, or none): `requested_at`.
-fn lease_start(
-    requested_at: Instant,
-    received_at: Instant,
-    lease_ms: i64,
-    server_time_us: i64,
-    expiry_ms: i64,
-) -> Instant {
-    let until_end_us = expiry_ms.saturating_mul(1000).saturating_sub(server_time_us);
-    let waited_us = until_end_us.saturating_sub(lease_ms.saturating_mul(1000));
-    match u64::try_from(waited_us) {
-        Ok(waited_us) if expiry_ms >= 0 => {
-            requested_at + Duration::from_micros(waited_us).min(received_at.saturating_duration_since(requested_at))
-        }
-        _ => requested_at,
-    }
+/// `received_at`, and the server kept it `waited_ms` from its arrival
+/// (after the send). The server counts whole milliseconds of its clock,
+/// so one may be a tick short: one less is counted.
+fn lease_start(requested_at: Instant, received_at: Instant, waited_ms: i64) -> Instant {
+    let waited = Duration::from_millis(u64::try_from(waited_ms.saturating_sub(1)).unwrap_or(0));
+    requested_at + waited.min(received_at.saturating_duration_since(requested_at))
 }
 
 /// Takes a given-up blocked call off the server's queue: a plain lock's by
@@ -336,25 +295,17 @@ mod tests {
         let sent = Instant::now();
         let ms = Duration::from_millis;
         let received = sent + ms(950);
-        // (TIME in µs, PEXPIRETIME in ms, lease ms) -> lease start after the send
+        // waited ms (server) -> lease start after the send
         let cases = [
-            // granted 900 ms after TIME ran
-            (1_000_000_000, 1_000_000 + 900 + 300, 300, Some(ms(900))),
-            // granted at once
-            (1_000_000_000, 1_000_000 + 300, 300, Some(ms(0))),
-            // TIME's sub-millisecond part counts against the wait
-            (1_000_000_400, 1_000_000 + 10 + 300, 300, Some(Duration::from_micros(9_600))),
+            (900, ms(899)),
+            (1, ms(0)),
+            (0, ms(0)),
+            (-5, ms(0)),
             // a wait longer than the client saw (clock skew): what the client saw
-            (1_000_000_000, 1_000_000 + 5_000 + 300, 300, Some(ms(950))),
-            // an expiry before TIME + lease (the lease was cut): no later than the send
-            (1_000_000_000, 1_000_000 + 100, 300, Some(ms(0))),
-            // no expiry, no key
-            (1_000_000_000, -1, 300, Some(ms(0))),
-            (1_000_000_000, -2, 300, Some(ms(0))),
+            (5_000, ms(950)),
         ];
-        for (time_us, expiry_ms, lease_ms, after_send) in cases {
-            let start = lease_start(sent, received, lease_ms, time_us, expiry_ms);
-            assert_eq!(Some(start - sent), after_send, "TIME {time_us} µs, expiry {expiry_ms} ms, lease {lease_ms} ms");
+        for (waited_ms, after_send) in cases {
+            assert_eq!(lease_start(sent, received, waited_ms) - sent, after_send, "waited {waited_ms} ms");
         }
     }
 }

@@ -51,6 +51,11 @@ impl Kind {
         self != Kind::Read
     }
 
+    /// Whether this kind's acquire takes `REPLY FULL` ([`FullReply`]).
+    pub(crate) fn has_full_reply(self) -> bool {
+        matches!(self, Kind::Plain | Kind::Fair)
+    }
+
     /// Which messages on the kind's channel wake its waiters: a read
     /// waiter wakes on any (a `0` is a read release that freed the lock,
     /// which every reader may share); the others as Redisson's.
@@ -187,6 +192,32 @@ impl Acquired {
     }
 }
 
+/// An acquire's `REPLY FULL` (plain and fair locks): whether it was
+/// granted, the owner's holds after it, the lease left when granted (when
+/// not: what the short reply would say, the holder's PTTL or the fair
+/// lock's hint), and how long the server kept the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FullReply {
+    pub granted: bool,
+    pub holds: i64,
+    pub lease_ms: i64,
+    pub waited_ms: i64,
+}
+
+impl FullReply {
+    pub fn parse(reply: Value) -> Result<Self> {
+        let unexpected = || Error::UnexpectedReply(format!("acquire replied {reply:?}"));
+        let pairs: Vec<(String, i64)> = redis::from_redis_value(reply.clone()).map_err(|_| unexpected())?;
+        let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
+        match (field("granted"), field("holds"), field("lease_ms"), field("waited_ms")) {
+            (Some(granted @ 0..=1), Some(holds), Some(lease_ms), Some(waited_ms)) => {
+                Ok(Self { granted: granted == 1, holds, lease_ms, waited_ms })
+            }
+            _ => Err(unexpected()),
+        }
+    }
+}
+
 /// A STATUS reply, as the client reads it for one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Status {
@@ -302,6 +333,24 @@ mod tests {
         Value::Array(
             fields.iter().flat_map(|(name, value)| [BulkString(name.as_bytes().to_vec()), value.clone()]).collect(),
         )
+    }
+
+    #[test]
+    fn full_replies() {
+        let full = |granted, lease_ms| {
+            pairs(&[("granted", Int(granted)), ("holds", Int(1)), ("lease_ms", Int(lease_ms)), ("waited_ms", Int(40))])
+        };
+        let cases = [
+            (full(1, 900), Some(FullReply { granted: true, holds: 1, lease_ms: 900, waited_ms: 40 })),
+            (full(0, -1), Some(FullReply { granted: false, holds: 1, lease_ms: -1, waited_ms: 40 })),
+            (full(2, 900), None),
+            (pairs(&[("granted", Int(1)), ("holds", Int(1))]), None),
+            (Nil, None),
+            (Int(900), None),
+        ];
+        for (reply, expected) in cases {
+            assert_eq!(FullReply::parse(reply.clone()).ok(), expected, "{reply:?}");
+        }
     }
 
     #[test]

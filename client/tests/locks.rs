@@ -38,6 +38,38 @@ async fn reentrancy_counts_holds_through_one_handle() {
     assert_eq!(lock.remaining_lease().await.unwrap(), None);
 }
 
+/// A re-entry of a plain or fair lock is one command: the acquire's full
+/// reply carries the count that shows the earlier levels survived (no
+/// MULTI with a STATUS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentry_is_one_command() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let (lock, fair) = (client.lock("once"), client.fair_lock("once-fair"));
+    let (_first, _fair_first) = (lock.lock().await.unwrap(), fair.lock().await.unwrap());
+    let mut admin = common::admin(&server).await;
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
+    let (_second, _fair_second) = (lock.lock().await.unwrap(), fair.lock().await.unwrap());
+    let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
+    let calls = |command: &str| -> Vec<String> {
+        let prefix = format!("cmdstat_{command}:calls=");
+        stats
+            .lines()
+            .filter_map(|line| line.strip_prefix(&prefix))
+            .map(|rest| rest.split(',').next().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        (calls("rlock.acquire"), calls("rfair.acquire")),
+        (vec!["1".to_owned()], vec!["1".to_owned()]),
+        "{stats}"
+    );
+    assert!(
+        calls("multi").is_empty() && calls("rlock.status").is_empty() && calls("rfair.status").is_empty(),
+        "{stats}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handles_have_distinct_owners_unless_given_one() {
     let server = Server::start();
