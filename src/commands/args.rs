@@ -165,24 +165,20 @@ pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optio
 /// `[WAIT wait_ms]`
 pub const WAIT_MS: Arg = Arg { name: c"wait_ms", kind: ArgKind::Integer, optional: true, token: Some(c"WAIT") };
 /// `[ID request_id [PX latch_ms]]`
-pub const LATCH: Arg = Arg {
-    name: c"latch",
-    kind: ArgKind::Block(&[
+pub const LATCH: Arg = Arg::block(
+    c"latch",
+    &[
         Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
         Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
-    ]),
-    optional: true,
-    token: None,
-};
+    ],
+);
 /// `[VIA PUBLISH|SPUBLISH]`
 pub const VIA: Arg = Arg { name: c"publisher", kind: ArgKind::String, optional: true, token: Some(c"VIA") };
 /// `[REPLY FULL]`
-pub const REPLY_FULL: Arg = Arg {
-    name: c"reply",
-    kind: ArgKind::Block(&[
+pub const REPLY_FULL: Arg = Arg::block(
+    c"reply",
+    &[
         Arg { name: c"reply", kind: ArgKind::PureToken, optional: false, token: Some(c"REPLY") },
         Arg { name: c"full", kind: ArgKind::PureToken, optional: false, token: Some(c"FULL") },
-    ]),
-    optional: true,
-    token: None,
-};
+    ],
+);

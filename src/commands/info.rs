@@ -40,6 +40,13 @@ pub enum ArgKind {
     Block(&'static [Arg]),
 }
 
+impl Arg {
+    /// An optional block of arguments that come together.
+    pub const fn block(name: &'static CStr, parts: &'static [Arg]) -> Self {
+        Self { name, kind: ArgKind::Block(parts), optional: true, token: None }
+    }
+}
+
 const SINCE: &CStr = c"0.1.0";
 const COMPLEXITY: &CStr = c"O(1)";
 

@@ -132,15 +132,13 @@ fn parse_window_ms(arg: RedisString) -> Result<i64, LockError> {
 }
 
 /// `[ID request_id [PX window_ms]]`
-const REQUEST: Arg = Arg {
-    name: c"request",
-    kind: ArgKind::Block(&[
+const REQUEST: Arg = Arg::block(
+    c"request",
+    &[
         Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
         Arg { name: c"window_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
-    ]),
-    optional: true,
-    token: None,
-};
+    ],
+);
 
 command!(
     acquire,
