@@ -12,19 +12,18 @@ use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::guard::Hold;
 use crate::handle::Handle;
-use crate::holds::{self, Ended, Renewal, Settled};
-use crate::lock_state::{LockId, LockState};
+use crate::holds::{Ended, Renewal};
+use crate::lock_state::LockId;
+use crate::named::{refuses_record, Named};
 use crate::protocol;
 use crate::release::release;
 use crate::replica_sync::Plan;
 use crate::run_to_end::run_to_end;
+use crate::settle::{resend, settle};
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-
-/// Longest pause between reads that settle an acquire in the background.
-const SETTLE_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 pub(crate) enum Attempt {
     Granted(Hold),
@@ -88,60 +87,98 @@ async fn run(
         state.read(|holds| (holds.levels(requested_at), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
-    let acquire = state.id.acquire(lease_ms, queue_wait_ms);
-    let (observed, lease_left, token, reply_tx) =
-        match request(&mut connection, &state.id, acquire, counted, sync.as_ref()).await {
-            Ok(Reply::Refused { retry_ms }) => {
-                // Our owner no longer holds it.
-                state.update(|holds| ((), holds.refused()));
-                // Queued for a caller who is gone: nobody will take the turn.
-                if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
-                    if let Some(wait_ms) = queue_wait_ms {
-                        give_up_place(&lock, &connection, wait_ms).await;
-                    }
+    // A plain acquire names itself: when its reply is lost, sending it again
+    // gets its outcome (a grant is replayed, adding no level).
+    let mut named = Named::new(shared, &connection, &state.id);
+    let mut acquire = acquire_command(&state.id, lease_ms, queue_wait_ms, named.as_ref());
+    let mut replied = request(&mut connection, &state.id, acquire.clone(), counted, sync.as_ref()).await;
+    if named.is_some() && replied.as_ref().is_err_and(|err| refuses_record(shared, err)) {
+        named = None;
+        acquire = acquire_command(&state.id, lease_ms, queue_wait_ms, None);
+        replied = request(&mut connection, &state.id, acquire.clone(), counted, sync.as_ref()).await;
+    }
+    if replied.is_ok() {
+        if let Some(named) = named.take() {
+            named.done(shared);
+        }
+    }
+    let (observed, lease_left, token, reply_tx) = match replied {
+        Ok(Reply::Refused { retry_ms }) => {
+            // Our owner no longer holds it.
+            state.update(|holds| ((), holds.refused()));
+            // Queued for a caller who is gone: nobody will take the turn.
+            if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
+                if let Some(wait_ms) = queue_wait_ms {
+                    give_up_place(&lock, &connection, wait_ms).await;
                 }
-                return;
             }
-            Ok(Reply::Granted { observed, token }) => (observed, None, token, reply_tx),
-            Ok(Reply::Unsynced { acknowledged, required }) => {
-                give_back(&lock, &connection).await;
-                return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
-            }
-            Err(err) if err.is_transient() => {
+            return;
+        }
+        Ok(Reply::Granted { observed, token }) => (observed, None, token, reply_tx),
+        Ok(Reply::Unsynced { acknowledged, required }) => {
+            give_back(&lock, &connection).await;
+            return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
+        }
+        Err(err) if err.is_transient() => {
+            let settled = match named {
+                Some(named) => {
+                    let settled = resend(&lock, &mut connection, &acquire, counted, err, reply_tx).await;
+                    named.done(shared);
+                    settled
+                }
                 // After a timeout the connection stays: the acquire runs
                 // before a read sent on it. A broken one loses that order.
-                let ordered = err.is_timeout();
-                let Some((observed, lease_left, reply_tx)) =
+                None => {
+                    let ordered = err.is_timeout();
                     settle(&lock, &mut connection, counted, err, ordered, reply_tx).await
-                else {
-                    return;
-                };
-                // A fenced grant whose reply was lost has a token nobody knows
-                // (reading the last one may read a later holder's): give it
-                // back, and let the caller try again for a token of its own.
-                if state.id.kind == Kind::Fenced {
-                    give_back(&lock, &connection).await;
-                    return drop(reply_tx.send(Err(token_lost())));
                 }
-                // The WAIT sent with the acquire went unanswered too: ask again
-                // (it covers every write made on this connection so far).
-                if let Some(plan) = sync.as_ref() {
-                    let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
-                    if acknowledged < i64::from(plan.required) {
-                        give_back(&lock, &connection).await;
-                        let required = plan.required;
-                        return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
-                    }
-                }
-                // The grant may have run long after the request (a stalled
-                // server): the lease the read saw is the better estimate.
-                (Some(observed), lease_left, 0, reply_tx)
+            };
+            let Some((observed, lease_left, reply_tx)) = settled else { return };
+            // A fenced grant whose reply was lost has a token nobody knows
+            // (reading the last one may read a later holder's): give it
+            // back, and let the caller try again for a token of its own.
+            if state.id.kind == Kind::Fenced {
+                give_back(&lock, &connection).await;
+                return drop(reply_tx.send(Err(token_lost())));
             }
-            Err(err) => return drop(reply_tx.send(Err(err))),
-        };
+            // The WAIT sent with the acquire went unanswered too: ask again
+            // (it covers every write made on this connection so far).
+            if let Some(plan) = sync.as_ref() {
+                let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
+                if acknowledged < i64::from(plan.required) {
+                    give_back(&lock, &connection).await;
+                    let required = plan.required;
+                    return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
+                }
+            }
+            // The grant may have run long after the request (a stalled
+            // server): the lease the resend or read saw is the better
+            // estimate.
+            (Some(observed), lease_left, 0, reply_tx)
+        }
+        Err(err) => return drop(reply_tx.send(Err(err))),
+    };
     let granted = Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token };
     let orphaned = grant(&lock, granted, reply_tx);
     release_orphans(&lock, &connection, orphaned).await;
+}
+
+/// The acquire of `id`: with its request id when named, and with the full
+/// reply where the kind has one.
+pub(crate) fn acquire_command(
+    id: &LockId,
+    lease_ms: i64,
+    queue_wait_ms: Option<i64>,
+    named: Option<&Named>,
+) -> redis::Cmd {
+    let mut acquire = id.acquire(lease_ms, queue_wait_ms);
+    if let Some(named) = named {
+        acquire.arg("ID").arg(&named.request_id);
+    }
+    if id.kind.has_full_reply() {
+        acquire.arg("REPLY").arg("FULL");
+    }
+    acquire
 }
 
 /// A grant to record: how it was asked for, and what is known of it.
@@ -209,82 +246,9 @@ pub(crate) async fn release_orphans(lock: &Handle, connection: &Connection, orph
     }
 }
 
-/// Settles an acquire whose reply never came by reading the owner's count
-/// on `connection`, where the read runs after the acquire (if it ran at
-/// all) when `ordered`. Returns the
-/// count when the acquire was granted. When the count cannot be read in
-/// time, the caller gets `err` at once and the settling goes on here (the
-/// acquire may still be queued on a stalled server, so only an answer
-/// settles it) until the server answers or the client closes; a grant
-/// found then is given back. Meanwhile this lock's other calls wait.
-pub(crate) async fn settle(
-    lock: &Handle,
-    connection: &mut Connection,
-    counted: usize,
-    err: Error,
-    mut ordered: bool,
-    reply_tx: oneshot::Sender<Result<Attempt>>,
-) -> Option<(i64, Option<(Instant, Duration)>, oneshot::Sender<Result<Attempt>>)> {
-    let (shared, state) = (lock.shared(), lock.state());
-    let retry = &shared.options.retry;
-    let mut reply_tx = Some((reply_tx, err));
-    let mut failures = 0;
-    let mut pause = retry.delay.min(SETTLE_BACKOFF_MAX);
-    let (observed, lease_left) = loop {
-        match read_count(connection, &state.id).await {
-            Ok(read) => break read,
-            Err(_) if shared.is_closed() => break (-1, None),
-            // The server cannot answer at all (restarted without the module,
-            // say): it did not grant this acquire, and cannot vouch for the
-            // holds counted here. Waiting on would block this lock's calls
-            // for good.
-            Err(err) if !err.is_transient() => {
-                lose_if(state, counted > 0);
-                if let Some((reply_tx, _)) = reply_tx.take() {
-                    let _ = reply_tx.send(Err(err));
-                }
-                break (-1, None);
-            }
-            Err(err) => {
-                ordered &= err.is_timeout();
-                failures += 1;
-                if failures > retry.attempts {
-                    if let Some((reply_tx, err)) = reply_tx.take() {
-                        let _ = reply_tx.send(Err(err));
-                    }
-                    pause = pause.saturating_mul(2).min(SETTLE_BACKOFF_MAX);
-                }
-                tokio::time::sleep(pause).await;
-            }
-        }
-    };
-    let lost_earlier = observed >= 0 && (observed as usize) < counted;
-    match (holds::settle(counted, observed, ordered), reply_tx) {
-        (Settled::Granted, Some((reply_tx, _))) => Some((observed, lease_left, reply_tx)),
-        (Settled::Granted, None) => {
-            lose_if(state, lost_earlier);
-            give_back(lock, connection).await;
-            None
-        }
-        (Settled::NotGranted, reply_tx) => {
-            lose_if(state, lost_earlier);
-            if let Some((reply_tx, err)) = reply_tx {
-                let _ = reply_tx.send(Err(err)); // not granted: a retry is safe
-            }
-            None
-        }
-    }
-}
-
-fn lose_if(state: &LockState, lost: bool) {
-    if lost {
-        state.lose();
-    }
-}
-
 /// Gives back a grant that is not recorded as a hold, re-leasing to what
 /// the recorded holds need.
-async fn give_back(lock: &Handle, connection: &Connection) {
+pub(crate) async fn give_back(lock: &Handle, connection: &Connection) {
     let (shared, state) = (lock.shared(), lock.state());
     let watchdog = shared.options.watchdog_timeout;
     let lease = state.read(|holds| holds.lease_needed(Instant::now(), watchdog)).unwrap_or(watchdog);
@@ -306,16 +270,6 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
     }
 }
 
-/// The owner's hold count, and the lease the key had left when read
-/// (measured from before the read, so never overestimated).
-pub(crate) async fn read_count(connection: &mut Connection, id: &LockId) -> Result<(i64, Option<(Instant, Duration)>)> {
-    let sent_at = Instant::now();
-    let reply: Value = id.status().query_async(connection).await?;
-    let status = Status::parse(reply, id.kind)?;
-    let lease_left = u64::try_from(status.ttl_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
-    Ok((status.hold_count, lease_left))
-}
-
 /// The `acquire`; then WAIT when replicas must acknowledge. One round
 /// trip. A re-entry (`counted` levels, held or given up on this clock)
 /// learns the owner's count after the grant, which shows whether the
@@ -324,14 +278,11 @@ pub(crate) async fn read_count(connection: &mut Connection, id: &LockId) -> Resu
 async fn request(
     connection: &mut Connection,
     id: &LockId,
-    mut acquire: redis::Cmd,
+    acquire: redis::Cmd,
     counted: usize,
     sync: Option<&Plan>,
 ) -> Result<Reply> {
     let full = id.kind.has_full_reply();
-    if full {
-        acquire.arg("REPLY").arg("FULL");
-    }
     let status_after = counted > 0 && !full;
     let mut pipe = redis::pipe();
     if status_after {

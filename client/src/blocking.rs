@@ -14,24 +14,27 @@
 //! the queue with `RFAIR.CANCEL`), so that a release grants the lock to a
 //! live waiter; the rest of it takes the call's reply, for
 //! [`REPLY_GRACE`] more, and gives back a grant that came first. A call
-//! still blocked then, or whose connection fails, is killed
-//! on the server (`CLIENT KILL ID`) before the lock's count is read, so no
-//! grant can follow the read and none goes unclaimed.
+//! still blocked then, or whose connection fails, is killed on the server
+//! (`CLIENT KILL ID`), so that no grant can follow; then a plain lock's
+//! request is sent again without `WAIT` under its id (a grant it got is
+//! replayed, else it runs now), and a fair waiter's count is read.
 //! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
 //! Without a free pooled connection, for held (re-entered) locks, with
 //! replica sync, on a cluster, or against a module without `WAIT` (or
 //! `BLOCK`), the waiter waits by pub/sub as before. A fair waiter killed
 //! on the server leaves the queue there too.
 
-use crate::attempt::{give_up_place, grant, release_orphans, settle, Attempt, Granted};
+use crate::attempt::{acquire_command, give_up_place, grant, release_orphans, Attempt, Granted};
 use crate::channel_wait::REPLY_GRACE;
 use crate::commands::{FullReply, Kind};
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::handle::Handle;
 use crate::holds::Renewal;
+use crate::named::{refuses_record, Named};
 use crate::protocol;
 use crate::run_to_end::run_to_end;
+use crate::settle::{resend, settle};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +42,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
-use uuid::Uuid;
 
 /// The longest one blocking call waits when the caller has no limit: it
 /// then queues again (at the back).
@@ -57,8 +59,12 @@ pub(crate) struct BlockingPool {
 
 struct Dedicated {
     connection: MultiplexedConnection,
-    /// Its `CLIENT ID`, to unblock or kill it from the shared connection.
+    /// Its `CLIENT ID` and address as the server sees it, to kill it from
+    /// the shared connection: both must match, so that a kill retried
+    /// after a server restart (whose ids start again) hits no other
+    /// connection that took the id.
     id: i64,
+    addr: String,
 }
 
 impl BlockingPool {
@@ -81,8 +87,10 @@ impl BlockingPool {
                 // No reply timeout: the call blocks as long as it asks to.
                 let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
                 let mut connection = self.redis.get_multiplexed_async_connection_with_config(&config).await.ok()?;
-                let id = redis::cmd("CLIENT").arg("ID").query_async(&mut connection).await.ok()?;
-                Dedicated { connection, id }
+                let info: String = redis::cmd("CLIENT").arg("INFO").query_async(&mut connection).await.ok()?;
+                let field = |name: &str| info.split(' ').find_map(|field| field.strip_prefix(name)).map(str::to_owned);
+                let id = field("id=")?.parse().ok()?;
+                Dedicated { connection, id, addr: field("addr=")? }
             }
         };
         Some((dedicated, slot))
@@ -122,28 +130,34 @@ pub(crate) async fn attempt(
     {
         return None;
     }
+    // A plain lock's call is named, so that it can be cancelled and resent.
+    let named = Named::new(shared, &shared.connection, handle.id());
+    if queue_wait_ms.is_none() && named.is_none() {
+        return None;
+    }
     let (dedicated, slot) = pool.take().await?;
     let wait_ms = protocol::clamp_lease_ms(wait.unwrap_or(LONGEST_BLOCK).min(LONGEST_BLOCK));
     let lock = handle.clone();
-    let call = Call { kind, queue_wait_ms, wait_ms };
+    let call = Call { kind, queue_wait_ms, wait_ms, named };
     let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, lease, call, (dedicated, slot), reply_tx));
     Some(blocked.await.unwrap_or(Err(Error::ClientClosed)))
 }
 
 /// What one blocking call asks: its kind's index in
 /// [`BlockingPool::unsupported`], a fair waiter's queue wait, how long it
-/// blocks.
+/// blocks, and a plain lock's request id.
 struct Call {
     kind: usize,
     queue_wait_ms: Option<i64>,
     wait_ms: i64,
+    named: Option<Named>,
 }
 
 async fn run(
     lock: Handle,
     renewal: Renewal,
     lease: Duration,
-    Call { kind, queue_wait_ms, wait_ms }: Call,
+    Call { kind, queue_wait_ms, wait_ms, named }: Call,
     (mut dedicated, _slot): (Dedicated, OwnedSemaphorePermit),
     mut reply_tx: oneshot::Sender<Result<Attempt>>,
 ) {
@@ -161,12 +175,11 @@ async fn run(
     let lease_sent = state.read(|holds| holds.lease_for_acquire(lease, requested_at, watchdog));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut acquire = state.id.acquire(lease_ms, queue_wait_ms);
-    // Names this call, so that a caller who gives up can take it off the
-    // server's queue (RLOCK.CANCEL) from the shared connection.
-    let request_id = Uuid::new_v4().simple().to_string();
-    match queue_wait_ms {
-        Some(_) => acquire.arg("BLOCK").arg(wait_ms),
-        None => acquire.arg("WAIT").arg(wait_ms).arg("ID").arg(&request_id),
+    match (queue_wait_ms, &named) {
+        (Some(_), _) => acquire.arg("BLOCK").arg(wait_ms),
+        // Named, so that a caller who gives up can take the call off the
+        // server's queue (RLOCK.CANCEL) from the shared connection.
+        (None, named) => acquire.arg("WAIT").arg(wait_ms).arg("ID").arg(named.as_ref().map(|n| &n.request_id)),
     };
     // The full reply says how long the server kept the call: the grant's
     // lease starts when it is granted, not when it was asked for.
@@ -185,7 +198,7 @@ async fn run(
                 // the server's queue now, so that no release grants the lock
                 // to nobody; a grant made before is the call's reply, and
                 // is given back. Then take the reply if it comes soon.
-                let cancelled = cancel(&lock, &request_id, queue_wait_ms).await;
+                let cancelled = cancel(&lock, named.as_ref(), queue_wait_ms).await;
                 match tokio::time::timeout(REPLY_GRACE, &mut request).await {
                     Ok(reply) => (reply, cancelled),
                     Err(elapsed) => (Err(std::io::Error::from(elapsed).into()), false),
@@ -194,7 +207,18 @@ async fn run(
         }
     };
     let received_at = Instant::now();
-    let (observed, lease_start, lease_left) = match reply.map_err(Error::from).and_then(FullReply::parse) {
+    let reply = reply.map_err(Error::from).and_then(FullReply::parse);
+    // The outcome is in: the record may go (a resend keeps it for now).
+    let named = match (&reply, named) {
+        (Err(err), named) if err.is_transient() => named,
+        (_, named) => {
+            if let Some(named) = named {
+                named.done(shared);
+            }
+            None
+        }
+    };
+    let (observed, lease_start, lease_left) = match reply {
         // The cancelled call's reply: nothing was granted.
         Err(Error::Redis(_)) if cancelled => {
             pool.put_back(dedicated);
@@ -208,7 +232,12 @@ async fn run(
             pool.put_back(dedicated);
             (None, lease_start(requested_at, received_at, waited_ms), None)
         }
-        // A module without WAIT: wait by pub/sub from now on.
+        // A module without WAIT (or an ACL refusing the record key): wait
+        // by pub/sub from now on.
+        Err(err) if refuses_record(shared, &err) => {
+            pool.put_back(dedicated);
+            return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
+        }
         Err(Error::Redis(err)) if err.code() == Some("ERR") => {
             pool.unsupported[kind].store(true, Ordering::Relaxed);
             pool.put_back(dedicated);
@@ -222,10 +251,21 @@ async fn run(
         Err(err) => {
             // No grant can follow once the server dropped the connection.
             let mut connection = shared.connection.clone();
-            let ordered = kill(&lock, &mut connection, dedicated.id).await;
-            match settle(&lock, &mut connection, 0, err, ordered, reply_tx).await {
-                // The read's lease left is the estimate: the grant may
-                // have come long after the request.
+            let ordered = kill(&lock, &mut connection, &dedicated).await;
+            let settled = match named {
+                // The same request without WAIT: a grant it recorded is
+                // replayed, else it runs now.
+                Some(named) => {
+                    let again = acquire_command(&state.id, lease_ms, None, Some(&named));
+                    let settled = resend(&lock, &mut connection, &again, 0, err, reply_tx).await;
+                    named.done(shared);
+                    settled
+                }
+                None => settle(&lock, &mut connection, 0, err, ordered, reply_tx).await,
+            };
+            match settled {
+                // The lease left then is the estimate: the grant may have
+                // come long after the request.
                 Some((observed, lease_left, settled_tx)) => {
                     reply_tx = settled_tx;
                     (Some(observed), requested_at, lease_left)
@@ -253,26 +293,27 @@ fn lease_start(requested_at: Instant, received_at: Instant, waited_ms: i64) -> I
 /// its request id, a fair waiter's by leaving the queue (its call then
 /// replies as refused). True when a plain lock's call was cancelled, so
 /// that its error reply means no grant.
-async fn cancel(lock: &Handle, request_id: &str, queue_wait_ms: Option<i64>) -> bool {
+async fn cancel(lock: &Handle, named: Option<&Named>, queue_wait_ms: Option<i64>) -> bool {
     let connection = &lock.shared().connection;
-    match queue_wait_ms {
-        Some(wait_ms) => {
+    match (queue_wait_ms, named) {
+        (Some(wait_ms), _) => {
             give_up_place(lock, connection, wait_ms).await;
             false
         }
-        None => {
-            let cancel = lock.id().cancel_request(request_id);
+        (None, Some(named)) => {
+            let cancel = lock.id().cancel_request(&named.request_id);
             matches!(cancel.query_async::<i64>(&mut connection.clone()).await, Ok(1))
         }
+        (None, None) => false,
     }
 }
 
-/// Kills the dedicated connection `id` on the server, retrying transient
+/// Kills the dedicated connection on the server, retrying transient
 /// failures. True once the kill surely runs before what is sent next on
 /// `connection` (it was answered, or is queued there ahead of it).
-async fn kill(lock: &Handle, connection: &mut Connection, id: i64) -> bool {
+async fn kill(lock: &Handle, connection: &mut Connection, dedicated: &Dedicated) -> bool {
     let retry = &lock.shared().options.retry;
-    let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).clone();
+    let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(dedicated.id).arg("ADDR").arg(&dedicated.addr).clone();
     for _ in 0..=retry.attempts {
         match kill.query_async::<i64>(connection).await.map_err(Error::from) {
             Ok(_) => return true,

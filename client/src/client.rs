@@ -143,6 +143,9 @@ pub(crate) struct Shared {
     /// Set when the server refused an unlock latch key (ACL): releases go
     /// without one from then on.
     pub latch_refused: AtomicBool,
+    /// Set when the server refused an acquire record key (ACL): acquires
+    /// go without a request id from then on.
+    pub record_refused: AtomicBool,
     pub latch_sweeper: Arc<LatchSweeper>,
     watchdog: Watchdog,
     /// Where background work (acquire attempts, releases) runs, also when
@@ -232,6 +235,7 @@ impl Client {
             next_owner: AtomicU64::new(1),
             registry,
             latch_refused: AtomicBool::new(false),
+            record_refused: AtomicBool::new(false),
             latch_sweeper,
             watchdog,
             runtime: tokio::runtime::Handle::current(),

@@ -77,6 +77,28 @@ async fn a_stall_under_racing_reentries_keeps_counts_in_step() {
     eventually!("the key freed", !exists(&server, "stalled").await);
 }
 
+/// An acquire whose reply comes after the response timeout (a stall) is
+/// sent again under its request id, never blindly: the server replays the
+/// first grant, counts one level for the one guard, and the record goes
+/// once the outcome is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_acquire_reply_is_resent_under_its_id_and_granted_once() {
+    let server = stallable_server();
+    let client = client(&server, options()).await;
+    let lock = client.lock("resent");
+    let stalled = stall(&server, 1.5).await;
+    let guard = lock.lock().await.unwrap();
+    stalled.await.unwrap();
+    assert_eq!(count_of(&server, "resent", lock.owner()).await, Some(1), "one level for one guard");
+    let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin(&server).await).await.unwrap();
+    let acquires = stats.lines().find_map(|line| line.strip_prefix("cmdstat_rlock.acquire:calls="));
+    let acquires: i64 = acquires.and_then(|rest| rest.split(',').next()).unwrap().parse().unwrap();
+    assert!(acquires >= 2, "sent, then resent: {acquires} acquires");
+    eventually!("the record deleted", record_keys(&server).await == 0);
+    guard.unlock().await.unwrap();
+    assert!(!exists(&server, "resent").await);
+}
+
 /// A restart (no persistence): the server lost the hold, so lost() fires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_that_loses_the_hold_fires_lost() {

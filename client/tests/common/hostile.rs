@@ -26,8 +26,16 @@ pub async fn count_of(server: &Server, key: &str, owner: &[u8]) -> Option<i64> {
 }
 
 pub async fn latch_keys(server: &Server) -> usize {
-    let keys: Vec<String> =
-        redis::cmd("KEYS").arg("redisson_unlock_latch:*").query_async(&mut admin(server).await).await.unwrap();
+    keys(server, "redisson_unlock_latch:*").await
+}
+
+/// Acquire records (`RLOCK.ACQUIRE … ID`) on the server.
+pub async fn record_keys(server: &Server) -> usize {
+    keys(server, "rlock_acquire_record:*").await
+}
+
+async fn keys(server: &Server, pattern: &str) -> usize {
+    let keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query_async(&mut admin(server).await).await.unwrap();
     keys.len()
 }
 
