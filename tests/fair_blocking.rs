@@ -251,3 +251,25 @@ fn the_full_reply_says_what_each_call_did() {
         assert!(error_text(reply).contains(error), "{extra:?}");
     }
 }
+
+/// A key clobbered under blocked waiters: each gets the error an acquire
+/// would, and none keeps its place once the key is deleted: the next
+/// caller takes the free lock at once instead of waiting out the
+/// deadlines of callers who are not coming back.
+#[test]
+fn waiters_told_the_key_is_no_lock_leave_the_queue() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(fair_acquire(&mut con, "a", LONG, None), Value::Nil);
+    let waiters: Vec<_> =
+        ["b", "c"].iter().map(|owner| blocked(&server, owner, (LONG, 5_000, 10_000), |_, reply| reply)).collect();
+    let _: () = con.set("f", "clobbered").unwrap();
+    for waiter in waiters {
+        let reply = waiter.join().unwrap();
+        assert!(matches!(&reply, Value::SimpleString(text) if text.starts_with("WRONGTYPE")), "{reply:?}");
+    }
+    let _: i64 = con.del("f").unwrap();
+    assert_eq!(fair_acquire(&mut con, "d", LONG, Some(5_000)), Value::Nil, "the lock is free and nobody waits");
+    assert!(queue(&mut con).is_empty());
+    assert_eq!(info(&mut con, "blocked"), 0);
+}

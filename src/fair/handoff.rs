@@ -231,6 +231,10 @@ fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeysp
             // key): every blocked caller gets the error an acquire would.
             let text = error_text(err.into());
             for waiter in take_blocked(id, |_| true) {
+                // Not coming back: the next command on the lock purges its place.
+                if let Some(lock) = locks().get_mut(id) {
+                    lock.waits.set_gone(&waiter.owner);
+                }
                 unblock(ctx, waiter, Outcome::Failed(text.clone()));
             }
             forget_if_idle(id);

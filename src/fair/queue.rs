@@ -47,6 +47,7 @@ impl Waiters {
         for owner in queued {
             let stored = by_owner.get(owner.as_slice()).copied();
             let score = match (stored, waits.deadline(&owner, now_ms)) {
+                _ if waits.is_gone(&owner) => None,
                 (stored, Some(given)) if stored.is_none_or(|stored| stored < given) => {
                     if !live.contains(&owner) {
                         waiters.repaired.push((owner.clone(), given));
@@ -264,11 +265,17 @@ struct Known {
     /// Blocked on the server: alive whatever its deadline says (a stall
     /// may have kept the server from keeping it up).
     blocked: bool,
+    /// Told by the server that its acquire failed (the key stopped being
+    /// a fair lock): it is not coming back, so it is dead whatever its
+    /// deadline says, until it asks again.
+    gone: bool,
 }
 
 impl Waits {
     pub fn record(&mut self, owner: &[u8], wait_ms: i64) {
-        self.0.entry(owner.to_vec()).or_default().wait_ms = wait_ms;
+        let known = self.0.entry(owner.to_vec()).or_default();
+        known.wait_ms = wait_ms;
+        known.gone = false;
     }
 
     pub fn get(&self, owner: &[u8]) -> Option<i64> {
@@ -278,7 +285,7 @@ impl Waits {
     /// The deadline a live native waiter has at least at `now`: the one
     /// the server gave it, and a blocked one's wait from now.
     fn deadline(&self, owner: &[u8], now_ms: i64) -> Option<i64> {
-        let known = self.0.get(owner)?;
+        let known = self.0.get(owner).filter(|known| !known.gone)?;
         let alive = if known.blocked { now_ms.saturating_add(known.wait_ms) } else { 0 };
         Some(known.deadline.max(alive)).filter(|deadline| *deadline > now_ms)
     }
@@ -288,6 +295,21 @@ impl Waits {
         let known = self.0.entry(owner.to_vec()).or_default();
         known.wait_ms = wait_ms;
         known.blocked = true;
+        known.gone = false;
+    }
+
+    /// `owner`'s blocked call was told its acquire failed: its place is
+    /// purged by the next command on the lock, as a dead waiter's.
+    pub fn set_gone(&mut self, owner: &[u8]) {
+        if let Some(known) = self.0.get_mut(owner) {
+            known.blocked = false;
+            known.gone = true;
+        }
+    }
+
+    /// Whether `owner` was told its acquire failed and has not asked since.
+    fn is_gone(&self, owner: &[u8]) -> bool {
+        self.0.get(owner).is_some_and(|known| known.gone)
     }
 
     /// `owner` no longer blocks (it may still poll).

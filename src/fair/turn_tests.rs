@@ -252,3 +252,20 @@ fn a_blocked_waiter_outlives_its_deadline() {
     fair.waits.clear_blocked(b"b");
     assert_eq!(fair.acquire(WAIT + 1, "c"), Acquire::Acquired, "once it no longer blocks, its deadline counts");
 }
+
+/// A blocked waiter told its acquire failed (the key stopped being a fair
+/// lock) is not coming back: once the lock is a lock again, the next
+/// command purges its place instead of waiting out its deadline.
+#[test]
+fn a_waiter_told_its_acquire_failed_is_purged_by_the_next_command() {
+    let mut fair = Fair::new();
+    fair.acquire(0, "a");
+    fair.acquire(1, "b");
+    fair.waits.set_blocked(b"b", WAIT);
+    fair.waits.set_gone(b"b");
+    fair.release(1, "a");
+    assert_eq!(fair.acquire(1, "c"), Acquire::Acquired, "b's deadline is still ahead, but b is gone");
+    assert_eq!(fair.queue(), Vec::<String>::new());
+    assert!(matches!(fair.acquire(1, "b"), Acquire::Queued { .. }), "b may ask again");
+    assert_eq!(fair.queue(), ["b"]);
+}
