@@ -111,8 +111,8 @@ fn busy_keyspace(con: &mut Connection) {
 /// shorten it: RLOCK.RENEW, a re-entry, a partial RLOCK.RELEASE (all with a
 /// shorter lease), and Redisson's own PEXPIRE (its renewal and its unlock
 /// of a re-entered lock). The lock frees at the new end; the waiter should
-/// be granted then, as the README's table promises for "its lease running
-/// out". The module's expiry timer stays at the old end.
+/// be granted then, as the table in docs/commands.md promises for "its
+/// lease running out". The module's expiry timer stays at the old end.
 #[test]
 fn a_lease_shortened_under_a_waiter_is_granted_at_its_new_end() {
     let server = Server::start();

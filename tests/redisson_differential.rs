@@ -38,7 +38,7 @@ enum Op {
         lease: u64,
     },
     /// Somebody else's value at the lock name: both error (texts differ,
-    /// see README), until a force release deletes it.
+    /// see docs/commands.md), until a force release deletes it.
     Clobber,
     /// Leases and latches of 150 ms run out.
     Sleep,

@@ -116,7 +116,7 @@ enum Op {
         write: bool,
     },
     /// Somebody else's value at the lock name, for 30 ms (a few steps): both error
-    /// (texts differ, see README).
+    /// (texts differ, see docs/redisson.md).
     Clobber,
     /// Leases and latches of 150 ms run out.
     Sleep,

@@ -1,5 +1,5 @@
-//! Redisson's derived names for the rest of the lock family (protocol page
-//! §0.1): every key and channel a family command derives from a name.
+//! Redisson's derived names for the rest of the lock family (docs/commands.md):
+//! every key and channel a family command derives from a name.
 
 /// Redisson's `prefix(P, name)`: `P:{name}`, or `P:name` when the name
 /// already contains a `{`.

@@ -1,4 +1,4 @@
-//! Redisson's count-down latch (protocol page §6) as pure logic over a
+//! Redisson's count-down latch (layout: docs/commands.md) as pure logic over a
 //! [`Keyspace`]: the key is a string holding the remaining count; message
 //! `0` on `redisson_countdownlatch__channel__{name}` opens the latch for
 //! every waiter, `1` tells them it was set (closed) again.

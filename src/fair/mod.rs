@@ -1,4 +1,4 @@
-//! Redisson's fair lock (protocol page §2) as pure logic over a
+//! Redisson's fair lock (layout: docs/commands.md) as pure logic over a
 //! [`Keyspace`]: the lock hash of RLock, plus a FIFO queue of waiters with
 //! deadlines. A release wakes only the head waiter, on its own channel.
 //!

@@ -2,7 +2,7 @@
 //! each becomes (see `redisson::scripts`).
 //!
 //! Unlike RLock's, these rewrites are not exact: the native fair lock
-//! differs from Redisson's scripts on purpose (README, "What differs from
+//! differs from Redisson's scripts on purpose (docs/commands.md, "What differs from
 //! Redisson, and why"): the server's clock instead of the caller's `now`,
 //! dead waiters purged wherever they are, wait hints of at least 1 ms,
 //! deadlines kept alive by polls, heads told of their turn by the server.

@@ -1,4 +1,4 @@
-//! Redisson's fenced lock (protocol page §7) as pure logic over a
+//! Redisson's fenced lock (layout: docs/commands.md) as pure logic over a
 //! [`Keyspace`]: an RLock hash, run by RLock's own rules through
 //! [`KeyspaceLock`], plus a token counter `redisson_lock_token:{name}` that
 //! every grant (first hold or re-entry) increments in the same command.

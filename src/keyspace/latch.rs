@@ -1,4 +1,4 @@
-//! Redisson's unlock latch (protocol page §0.5) over a [`Keyspace`], for
+//! Redisson's unlock latch (layout: docs/commands.md) over a [`Keyspace`], for
 //! the family's releases: a release given a request id first replays the
 //! reply recorded under the latch key, if any; otherwise it releases and
 //! records whether the lock is still held (`0`) or released (`1`).

@@ -1,4 +1,4 @@
-//! Redisson's permit-expirable semaphore (protocol page §5) as pure logic
+//! Redisson's permit-expirable semaphore (layout: docs/commands.md) as pure logic
 //! over a [`Keyspace`]: the key is a string counting the available
 //! permits, `{name}:timeout` a sorted set of the permits taken (id -> Unix
 //! ms when its lease runs out, [`PERMIT_NEVER_EXPIRES`] for none), and

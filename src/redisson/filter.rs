@@ -17,7 +17,7 @@
 //!   user may run both the script and the native command, and publish on
 //!   the script's channel; otherwise it runs as Lua, as it would without
 //!   the module. Where it cannot (Redis 7.0), ACL is not checked: see
-//!   README.
+//!   docs/redisson.md.
 
 use super::scripts::{identify, rewrite, Rewrite};
 use crate::api::api;

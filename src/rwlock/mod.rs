@@ -1,4 +1,4 @@
-//! Redisson's read-write lock (protocol page §3) as pure logic over a
+//! Redisson's read-write lock (layout: docs/commands.md) as pure logic over a
 //! [`Keyspace`]: one hash with a `mode` (`read` or `write`), a hold count
 //! per reader and one for the writer (`<owner>:write`), and a string key
 //! per read hold carrying that hold's own lease. Readers share; a writer

@@ -1,7 +1,7 @@
 //! The read-write lock's scripts as Redisson sends them, and the `RRW.*`
 //! call each becomes (see `redisson::scripts`).
 //!
-//! Left to Lua, because `RRW.*` deliberately differs from them (README):
+//! Left to Lua, because `RRW.*` deliberately differs from them (docs/commands.md):
 //! the write acquire (a re-entry adds the lease to the PTTL), the read
 //! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry),
 //! the read renewals (`RRW.RENEW` never shortens the expiry and renews a

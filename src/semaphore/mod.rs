@@ -1,4 +1,4 @@
-//! Redisson's semaphore (protocol page §4) as pure logic over a
+//! Redisson's semaphore (layout: docs/commands.md) as pure logic over a
 //! [`Keyspace`]: the key is a string counting the available permits, and
 //! every change that may let a waiter in publishes the new count on
 //! `redisson_sc:{name}`.

@@ -1,5 +1,5 @@
-//! Redisson's lock protocol as Lua scripts (ours, written from
-//! `shared/docs/redisson-lock-protocol.md`): the reference the RLOCK
+//! Redisson's lock protocol as Lua scripts (ours, transcribed from
+//! Redisson's; layout in docs/commands.md): the reference the RLOCK
 //! commands are checked against, and the "Java service" in interop tests.
 //! The rest of the lock family is in [`fair`] and [`rwlock`].
 

@@ -1,4 +1,4 @@
-//! The fair-lock Lua transcriptions walk each branch of protocol page §2
+//! The fair-lock Lua transcriptions walk each branch of Redisson's fair lock
 //! on a plain redis-server, with Redisson's keys and arguments.
 
 use redis::{Commands, Connection, Value};

@@ -1,5 +1,5 @@
-//! Redisson 4.x's count-down latch scripts as Lua (ours, written from
-//! `shared/docs/redisson-family-protocol.md` §6), with Redisson's exact
+//! Redisson 4.x's count-down latch scripts as Lua (ours, transcribed from
+//! Redisson's; layout in docs/commands.md), with Redisson's exact
 //! KEYS and ARGV: the reference the RLATCH commands are checked against.
 
 use super::{evalsha, load_all, text, Caller};

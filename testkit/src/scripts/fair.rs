@@ -1,5 +1,5 @@
-//! Redisson 4.7's fair-lock scripts as Lua (ours, written from
-//! `shared/docs/redisson-family-protocol.md` §2 and §0.5): the reference
+//! Redisson 4.7's fair-lock scripts as Lua (ours, transcribed from
+//! Redisson's; layout in docs/commands.md): the reference
 //! the RFAIR commands are checked against, and the "Java service" of
 //! interop tests. KEYS and ARGV are exactly Redisson's; `now` is passed in
 //! as Redisson does (tests pass the server's clock). Renewal is the RLock

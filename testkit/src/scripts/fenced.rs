@@ -1,5 +1,5 @@
-//! Redisson 4.x's fenced-lock acquire as Lua (ours, written from
-//! `shared/docs/redisson-family-protocol.md` §7), with Redisson's exact
+//! Redisson 4.x's fenced-lock acquire as Lua (ours, transcribed from
+//! Redisson's; layout in docs/commands.md), with Redisson's exact
 //! KEYS and ARGV. Release, renewal and force release are RLock's:
 //! [`crate::RedissonScripts`].
 

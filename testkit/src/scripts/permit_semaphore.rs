@@ -1,5 +1,5 @@
-//! Redisson 4.x's permit-expirable semaphore scripts as Lua (ours, written
-//! from `shared/docs/redisson-family-protocol.md` §5), with Redisson's exact
+//! Redisson 4.x's permit-expirable semaphore scripts as Lua (ours, transcribed
+//! from Redisson's; layout in docs/commands.md), with Redisson's exact
 //! KEYS and ARGV: the reference the RPSEM commands are checked against.
 //! Redisson passes its client's clock as `now`; tests pass the server's
 //! (`crate::server_time_ms`).

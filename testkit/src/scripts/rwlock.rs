@@ -1,5 +1,5 @@
-//! Redisson 4.7's read-write-lock scripts as Lua (ours, written from
-//! `shared/docs/redisson-family-protocol.md` §3 and §0.5): the reference
+//! Redisson 4.7's read-write-lock scripts as Lua (ours, transcribed from
+//! Redisson's; layout in docs/commands.md): the reference
 //! the RRW commands are checked against, and the "Java service" of interop
 //! tests. KEYS and ARGV are exactly Redisson's. Owners given here are base
 //! owners (`<uuid>:<thread>`): the write side's `:write` is appended here,
