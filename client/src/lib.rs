@@ -1,4 +1,4 @@
-//! Async Rust client for rlock, the Redis module that implements Redisson's reentrant lock as native commands.
+//! Async Rust client for rlock, the Redis module that implements Redisson's lock family as native commands.
 //!
 //! ```no_run
 //! # async fn example() -> rlock_client::Result<()> {
@@ -15,9 +15,16 @@
 //!
 //! - Locks are Redisson-compatible: Java services on Redisson and Rust
 //!   services on this crate exclude each other on the same key.
-//! - Waiting follows Redisson: a shared, reference-counted subscription to
-//!   the lock's release channel per client, woken by the release message
-//!   or at the holder's PTTL, whichever is first. No busy polling.
+//! - Waiters of plain and fair locks block on the server by default
+//!   (`RLOCK.ACQUIRE … WAIT`, on a pool of dedicated connections: see
+//!   [`ClientOptions::with_blocking_connections`]) and are granted the lock
+//!   there the moment it frees; a waiter that gives up leaves the server's
+//!   queue at once. Other waiters wait as Redisson's: a shared,
+//!   reference-counted subscription to the lock's channel per client,
+//!   woken by the message or at the holder's PTTL. No busy polling.
+//! - An acquire whose reply is lost is never sent again blindly: a plain
+//!   lock's is resent under its request id, which the server answers with
+//!   the first outcome; other kinds read the owner's count first.
 //! - One watchdog task per client renews every watchdog lock in one
 //!   pipelined round trip per period (a third of the watchdog timeout).
 //! - [`Guard::lost`] tells the holder when its lock is gone.
