@@ -59,8 +59,13 @@ async fn an_acl_user_limited_to_its_lock_keys_can_unlock() {
     let client = Client::connect(redis::Client::open(url).unwrap(), options()).await.unwrap();
     let lock = client.lock("locks:acl");
     let guard = lock.lock().await.unwrap();
+    // A waiter cannot be named (no acquire record keys): it waits by pub/sub.
+    let waiter = client.lock("locks:acl");
+    let waiting = tokio::spawn(async move { waiter.lock().await });
+    eventually!("the waiter subscribed", numsub(&server, b"locks:acl").await == 1);
     let unlocked = guard.unlock().await;
     assert!(unlocked.is_ok(), "unlock failed: {unlocked:?}");
+    waiting.await.unwrap().expect("the waiter takes the lock").unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap(), "the lock is still held after unlock");
 }
 
