@@ -89,17 +89,17 @@ async fn run(
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
     // A plain acquire names itself: when its reply is lost, sending it again
     // gets its outcome (a grant is replayed, adding no level).
-    let mut named = Named::new(shared, &connection, &state.id);
+    let mut named = Named::new(&shared.record_refused, &connection, &state.id);
     let mut acquire = acquire_command(&state.id, lease_ms, queue_wait_ms, named.as_ref());
     let mut replied = request(&mut connection, &state.id, acquire.clone(), counted, sync.as_ref()).await;
-    if named.is_some() && replied.as_ref().is_err_and(|err| refuses_record(shared, err)) {
+    if named.is_some() && replied.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
         named = None;
         acquire = acquire_command(&state.id, lease_ms, queue_wait_ms, None);
         replied = request(&mut connection, &state.id, acquire.clone(), counted, sync.as_ref()).await;
     }
     if replied.is_ok() {
         if let Some(named) = named.take() {
-            named.done(shared);
+            named.done(&shared.latch_sweeper);
         }
     }
     let (observed, lease_left, token, reply_tx) = match replied {
@@ -123,7 +123,7 @@ async fn run(
             let settled = match named {
                 Some(named) => {
                     let settled = resend(&lock, &mut connection, &acquire, counted, err, reply_tx).await;
-                    named.done(shared);
+                    named.done(&shared.latch_sweeper);
                     settled
                 }
                 // After a timeout the connection stays: the acquire runs

@@ -131,7 +131,7 @@ pub(crate) async fn attempt(
         return None;
     }
     // A plain lock's call is named, so that it can be cancelled and resent.
-    let named = Named::new(shared, &shared.connection, handle.id());
+    let named = Named::new(&shared.record_refused, &shared.connection, handle.id());
     if queue_wait_ms.is_none() && named.is_none() {
         return None;
     }
@@ -213,7 +213,7 @@ async fn run(
         (Err(err), named) if err.is_transient() => named,
         (_, named) => {
             if let Some(named) = named {
-                named.done(shared);
+                named.done(&shared.latch_sweeper);
             }
             None
         }
@@ -234,7 +234,7 @@ async fn run(
         }
         // A module without WAIT (or an ACL refusing the record key): wait
         // by pub/sub from now on.
-        Err(err) if refuses_record(shared, &err) => {
+        Err(err) if refuses_record(&shared.record_refused, &err) => {
             pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
         }
@@ -258,7 +258,7 @@ async fn run(
                 Some(named) => {
                     let again = acquire_command(&state.id, lease_ms, None, Some(&named));
                     let settled = resend(&lock, &mut connection, &again, 0, err, reply_tx).await;
-                    named.done(shared);
+                    named.done(&shared.latch_sweeper);
                     settled
                 }
                 None => settle(&lock, &mut connection, 0, err, ordered, reply_tx).await,

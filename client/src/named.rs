@@ -9,13 +9,13 @@
 //! ACL user who may not write record keys (the module refuses before
 //! changing anything; the client then stops asking).
 
-use crate::client::Shared;
 use crate::commands::Kind;
 use crate::connection::{key_slot, Connection};
 use crate::error::Error;
+use crate::latch_sweeper::LatchSweeper;
 use crate::lock_state::LockId;
 use crate::protocol;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One acquire's request id, and the key its grant is recorded at.
 pub(crate) struct Named {
@@ -25,9 +25,10 @@ pub(crate) struct Named {
 
 impl Named {
     /// A request id for an acquire of `id` sent on `connection`; `None`
-    /// for kinds without ids and where the module cannot record one.
-    pub fn new(shared: &Shared, connection: &Connection, id: &LockId) -> Option<Self> {
-        if id.kind != Kind::Plain || shared.record_refused.load(Ordering::Relaxed) {
+    /// for kinds without ids and where the module cannot record one
+    /// (`refused`: the server refused a record key before).
+    pub fn new(refused: &AtomicBool, connection: &Connection, id: &LockId) -> Option<Self> {
+        if id.kind != Kind::Plain || refused.load(Ordering::Relaxed) {
             return None;
         }
         let request_id = protocol::request_id();
@@ -37,18 +38,19 @@ impl Named {
     }
 
     /// The outcome is in: the record may go.
-    pub fn done(self, shared: &Shared) {
-        shared.latch_sweeper.delete(self.record_key);
+    pub fn done(self, sweeper: &LatchSweeper) {
+        sweeper.delete(self.record_key);
     }
 }
 
 /// Whether `err` refuses the acquire record key itself (an ACL): the
-/// client then stops sending ids. The module refuses before any change.
-pub(crate) fn refuses_record(shared: &Shared, err: &Error) -> bool {
-    let refused = matches!(err, Error::Redis(err)
+/// client then stops sending ids (sets `refused`). The module refuses
+/// before any change.
+pub(crate) fn refuses_record(refused: &AtomicBool, err: &Error) -> bool {
+    let refusal = matches!(err, Error::Redis(err)
         if err.code() == Some("NOPERM") && err.detail().is_some_and(|detail| detail.contains("acquire record key")));
-    if refused {
-        shared.record_refused.store(true, Ordering::Relaxed);
+    if refusal {
+        refused.store(true, Ordering::Relaxed);
     }
-    refused
+    refusal
 }
