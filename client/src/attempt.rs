@@ -6,8 +6,8 @@
 //! acquire whose reply never came is never sent again blindly: its outcome
 //! is settled first.
 
+use crate::commands::FullReply;
 use crate::commands::Kind;
-use crate::commands::{Acquired, FullReply, Status};
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::guard::Hold;
@@ -19,7 +19,7 @@ use crate::protocol;
 use crate::release::release;
 use crate::replica_sync::Plan;
 use crate::run_to_end::run_to_end;
-use crate::settle::{resend, settle};
+use crate::settle::{resend, settle, SettledGrant};
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -90,12 +90,12 @@ async fn run(
     // A plain acquire names itself: when its reply is lost, sending it again
     // gets its outcome (a grant is replayed, adding no level).
     let mut named = Named::new(&shared.record_refused, &connection, &state.id);
-    let mut acquire = acquire_command(&state.id, lease_ms, queue_wait_ms, named.as_ref());
-    let mut replied = request(&mut connection, &state.id, acquire.clone(), counted, sync.as_ref()).await;
+    let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());
+    let mut replied = request(&mut connection, acquire.clone(), counted, sync.as_ref()).await;
     if named.is_some() && replied.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
         named = None;
-        acquire = acquire_command(&state.id, lease_ms, queue_wait_ms, None);
-        replied = request(&mut connection, &state.id, acquire.clone(), counted, sync.as_ref()).await;
+        acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
+        replied = request(&mut connection, acquire.clone(), counted, sync.as_ref()).await;
     }
     if replied.is_ok() {
         if let Some(named) = named.take() {
@@ -121,11 +121,7 @@ async fn run(
         }
         Err(err) if err.is_transient() => {
             let settled = match named {
-                Some(named) => {
-                    let settled = resend(&lock, &mut connection, &acquire, counted, err, reply_tx).await;
-                    named.done(&shared.latch_sweeper);
-                    settled
-                }
+                Some(named) => resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await,
                 // After a timeout the connection stays: the acquire runs
                 // before a read sent on it. A broken one loses that order.
                 None => {
@@ -133,11 +129,12 @@ async fn run(
                     settle(&lock, &mut connection, counted, err, ordered, reply_tx).await
                 }
             };
-            let Some((observed, lease_left, reply_tx)) = settled else { return };
-            // A fenced grant whose reply was lost has a token nobody knows
-            // (reading the last one may read a later holder's): give it
-            // back, and let the caller try again for a token of its own.
-            if state.id.kind == Kind::Fenced {
+            let Some(SettledGrant { observed, lease_left, token, reply_tx }) = settled else { return };
+            // A fenced grant settled by reading the count has a token
+            // nobody knows (reading the last one may read a later
+            // holder's): give it back, and let the caller try again for a
+            // token of its own.
+            if state.id.kind == Kind::Fenced && token.is_none() {
                 give_back(&lock, &connection).await;
                 return drop(reply_tx.send(Err(token_lost())));
             }
@@ -154,7 +151,7 @@ async fn run(
             // The grant may have run long after the request (a stalled
             // server): the lease the resend or read saw is the better
             // estimate.
-            (Some(observed), lease_left, 0, reply_tx)
+            (Some(observed), lease_left, token.unwrap_or(0), reply_tx)
         }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
@@ -163,21 +160,23 @@ async fn run(
     release_orphans(&lock, &connection, orphaned).await;
 }
 
-/// The acquire of `id`: with its request id when named, and with the full
-/// reply where the kind has one.
+/// The acquire of `id` with the full reply, and its request id when
+/// named. `block_ms`: a blocking call (a plain lock's `WAIT`, a fair
+/// waiter's `BLOCK` after its queue wait).
 pub(crate) fn acquire_command(
     id: &LockId,
     lease_ms: i64,
-    queue_wait_ms: Option<i64>,
+    (queue_wait_ms, block_ms): (Option<i64>, Option<i64>),
     named: Option<&Named>,
 ) -> redis::Cmd {
     let mut acquire = id.acquire(lease_ms, queue_wait_ms);
+    if let Some(block_ms) = block_ms {
+        acquire.arg(if id.kind == Kind::Fair { "BLOCK" } else { "WAIT" }).arg(block_ms);
+    }
     if let Some(named) = named {
         acquire.arg("ID").arg(&named.request_id);
     }
-    if id.kind.has_full_reply() {
-        acquire.arg("REPLY").arg("FULL");
-    }
+    acquire.arg("REPLY").arg("FULL");
     acquire
 }
 
@@ -272,63 +271,37 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 
 /// The `acquire`; then WAIT when replicas must acknowledge. One round
 /// trip. A re-entry (`counted` levels, held or given up on this clock)
-/// learns the owner's count after the grant, which shows whether the
-/// earlier levels survived: from the full reply where the kind has one,
-/// else from the kind's STATUS inside a MULTI with the acquire.
+/// learns the owner's count after the grant from the full reply, which
+/// shows whether the earlier levels survived.
 async fn request(
     connection: &mut Connection,
-    id: &LockId,
     acquire: redis::Cmd,
     counted: usize,
     sync: Option<&Plan>,
 ) -> Result<Reply> {
-    let full = id.kind.has_full_reply();
-    let status_after = counted > 0 && !full;
     let mut pipe = redis::pipe();
-    if status_after {
-        pipe.cmd("MULTI").add_command(acquire).add_command(id.status()).cmd("EXEC");
-    } else {
-        pipe.add_command(acquire);
-    }
+    pipe.add_command(acquire);
     if let Some(plan) = sync {
         pipe.add_command(plan.wait());
     }
     let replies: Vec<Value> = pipe.ignore_errors().query_async(connection).await?;
-    // A command refused before EXEC (or by the server as a whole).
     if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
         return Err(redis::RedisError::from(err.clone()).into());
     }
     let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
-    let (acquired, observed) = match (status_after, replies.first()) {
-        (true, _) => match replies.get(3) {
-            Some(Value::Array(exec)) if exec.len() == 2 => (
-                Acquired::parse(value(&exec[0])?, id.kind)?,
-                Some(Status::parse(value(&exec[1])?, id.kind)?.hold_count),
-            ),
-            _ => return Err(unexpected()),
-        },
-        (false, Some(reply)) if full => {
-            let reply = FullReply::parse(reply.clone())?;
-            let acquired = match reply.granted {
-                true => Acquired::Granted { token: 0 },
-                false => Acquired::Refused { retry_ms: reply.lease_ms },
-            };
-            (acquired, (counted > 0).then_some(reply.holds))
-        }
-        (false, Some(reply)) => (Acquired::parse(reply.clone(), id.kind)?, None),
-        (false, None) => return Err(unexpected()),
-    };
-    let token = match acquired {
-        Acquired::Refused { retry_ms } => return Ok(Reply::Refused { retry_ms }),
-        Acquired::Granted { token } => token,
-    };
+    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone())?;
+    if !reply.granted {
+        return Ok(Reply::Refused { retry_ms: reply.lease_ms });
+    }
     if let Some(plan) = sync {
-        let acknowledged: i64 = value(replies.last().ok_or_else(unexpected)?)?;
+        let acknowledged: i64 = redis::from_redis_value(replies.last().ok_or_else(unexpected)?.clone())
+            .map_err(|err| Error::UnexpectedReply(err.to_string()))?;
         if acknowledged < i64::from(plan.required) {
             return Ok(Reply::Unsynced { acknowledged, required: plan.required });
         }
     }
-    Ok(Reply::Granted { observed, token })
+    let observed = (counted > 0).then_some(reply.holds);
+    Ok(Reply::Granted { observed, token: reply.token.unwrap_or(0) })
 }
 
 /// What a fenced acquire whose grant was given back tells its caller: a
@@ -336,13 +309,4 @@ async fn request(
 fn token_lost() -> Error {
     let detail = "the fenced acquire's reply was lost; its grant, whose token is unknown, was given back";
     Error::Redis(redis::RedisError::from((redis::ErrorKind::Io, "reply lost", detail.to_string())))
-}
-
-/// One reply of a pipeline; a command's error reply (inside EXEC too) as
-/// its error.
-fn value<T: redis::FromRedisValue>(reply: &Value) -> Result<T> {
-    match reply {
-        Value::ServerError(err) => Err(redis::RedisError::from(err.clone()).into()),
-        reply => redis::from_redis_value(reply.clone()).map_err(|err| Error::UnexpectedReply(err.to_string())),
-    }
 }

@@ -34,7 +34,7 @@ use crate::holds::Renewal;
 use crate::named::{refuses_record, Named};
 use crate::protocol;
 use crate::run_to_end::run_to_end;
-use crate::settle::{resend, settle};
+use crate::settle::{resend, settle, SettledGrant};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,16 +174,11 @@ async fn run(
     let watchdog = shared.options.watchdog_timeout;
     let lease_sent = state.read(|holds| holds.lease_for_acquire(lease, requested_at, watchdog));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
-    let mut acquire = state.id.acquire(lease_ms, queue_wait_ms);
-    match (queue_wait_ms, &named) {
-        (Some(_), _) => acquire.arg("BLOCK").arg(wait_ms),
-        // Named, so that a caller who gives up can take the call off the
-        // server's queue (RLOCK.CANCEL) from the shared connection.
-        (None, named) => acquire.arg("WAIT").arg(wait_ms).arg("ID").arg(named.as_ref().map(|n| &n.request_id)),
-    };
-    // The full reply says how long the server kept the call: the grant's
-    // lease starts when it is granted, not when it was asked for.
-    acquire.arg("REPLY").arg("FULL");
+    // Named, so that a caller who gives up can take the call off the
+    // server's queue (RLOCK.CANCEL) from the shared connection. The full
+    // reply says how long the server kept the call: the grant's lease
+    // starts when it is granted, not when it was asked for.
+    let acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, Some(wait_ms)), named.as_ref());
     let mut closed = shared.closed();
     let (reply, cancelled) = {
         let request = acquire.query_async::<Value>(&mut dedicated.connection);
@@ -256,17 +251,15 @@ async fn run(
                 // The same request without WAIT: a grant it recorded is
                 // replayed, else it runs now.
                 Some(named) => {
-                    let again = acquire_command(&state.id, lease_ms, None, Some(&named));
-                    let settled = resend(&lock, &mut connection, &again, 0, err, reply_tx).await;
-                    named.done(&shared.latch_sweeper);
-                    settled
+                    let again = acquire_command(&state.id, lease_ms, (None, None), Some(&named));
+                    resend(&lock, &mut connection, (&again, named), 0, err, reply_tx).await
                 }
                 None => settle(&lock, &mut connection, 0, err, ordered, reply_tx).await,
             };
             match settled {
                 // The lease left then is the estimate: the grant may have
                 // come long after the request.
-                Some((observed, lease_left, settled_tx)) => {
+                Some(SettledGrant { observed, lease_left, reply_tx: settled_tx, .. }) => {
                     reply_tx = settled_tx;
                     (Some(observed), requested_at, lease_left)
                 }

@@ -51,11 +51,6 @@ impl Kind {
         self != Kind::Read
     }
 
-    /// Whether this kind's acquire takes `REPLY FULL` ([`FullReply`]).
-    pub(crate) fn has_full_reply(self) -> bool {
-        matches!(self, Kind::Plain | Kind::Fair)
-    }
-
     /// Which messages on the kind's channel wake its waiters: a read
     /// waiter wakes on any (a `0` is a read release that freed the lock,
     /// which every reader may share); the others as Redisson's.
@@ -167,41 +162,18 @@ impl LockId {
     }
 }
 
-/// An acquire's reply: refused (try again in `retry_ms`, -1: no expiry),
-/// or granted with the fencing token of a fenced lock (0 for other kinds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Acquired {
-    Refused { retry_ms: i64 },
-    Granted { token: i64 },
-}
-
-impl Acquired {
-    /// Reads `kind`'s acquire reply: nil or a PTTL; a fenced lock's
-    /// `[-1, token]` or `[pttl, -1]`.
-    pub fn parse(reply: Value, kind: Kind) -> Result<Self> {
-        let unexpected = || Error::UnexpectedReply(format!("acquire replied {reply:?}"));
-        if kind != Kind::Fenced {
-            let refused: Option<i64> = redis::from_redis_value(reply.clone()).map_err(|_| unexpected())?;
-            return Ok(refused.map_or(Acquired::Granted { token: 0 }, |retry_ms| Acquired::Refused { retry_ms }));
-        }
-        match redis::from_redis_value::<(i64, i64)>(reply.clone()).map_err(|_| unexpected())? {
-            (-1, token) if token > 0 => Ok(Acquired::Granted { token }),
-            (retry_ms, -1) if retry_ms >= 0 => Ok(Acquired::Refused { retry_ms }),
-            _ => Err(unexpected()),
-        }
-    }
-}
-
-/// An acquire's `REPLY FULL` (plain and fair locks): whether it was
-/// granted, the owner's holds after it, the lease left when granted (when
-/// not: what the short reply would say, the holder's PTTL or the fair
-/// lock's hint), and how long the server kept the call.
+/// An acquire's `REPLY FULL`: whether it was granted, the owner's holds
+/// after it, the lease left when granted (when not: what the short reply
+/// would say, the holder's PTTL or the fair lock's hint), how long the
+/// server kept the call, and a fenced lock's token (`None` for other
+/// kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FullReply {
     pub granted: bool,
     pub holds: i64,
     pub lease_ms: i64,
     pub waited_ms: i64,
+    pub token: Option<i64>,
 }
 
 impl FullReply {
@@ -209,9 +181,11 @@ impl FullReply {
         let unexpected = || Error::UnexpectedReply(format!("acquire replied {reply:?}"));
         let pairs: Vec<(String, i64)> = redis::from_redis_value(reply.clone()).map_err(|_| unexpected())?;
         let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
+        let token = field("token");
         match (field("granted"), field("holds"), field("lease_ms"), field("waited_ms")) {
+            (Some(1), _, _, _) if token.is_some_and(|token| token < 1) => Err(unexpected()),
             (Some(granted @ 0..=1), Some(holds), Some(lease_ms), Some(waited_ms)) => {
-                Ok(Self { granted: granted == 1, holds, lease_ms, waited_ms })
+                Ok(Self { granted: granted == 1, holds, lease_ms, waited_ms, token })
             }
             _ => Err(unexpected()),
         }
@@ -310,25 +284,6 @@ mod tests {
         assert_eq!(id(Kind::Fenced).channel(), id(Kind::Plain).channel());
     }
 
-    #[test]
-    fn acquire_replies_of_each_kind() {
-        let pair = |a, b| Value::Array(vec![Int(a), Int(b)]);
-        let cases = [
-            (Nil, Kind::Plain, Some(Acquired::Granted { token: 0 })),
-            (Int(900), Kind::Fair, Some(Acquired::Refused { retry_ms: 900 })),
-            (Int(-1), Kind::Plain, Some(Acquired::Refused { retry_ms: -1 })),
-            (pair(-1, 7), Kind::Fenced, Some(Acquired::Granted { token: 7 })),
-            (pair(900, -1), Kind::Fenced, Some(Acquired::Refused { retry_ms: 900 })),
-            (pair(-1, -1), Kind::Fenced, None),
-            (pair(-1, 0), Kind::Fenced, None),
-            (Nil, Kind::Fenced, None),
-            (pair(1, 2), Kind::Plain, None),
-        ];
-        for (reply, kind, expected) in cases {
-            assert_eq!(Acquired::parse(reply.clone(), kind).ok(), expected, "{reply:?} as {kind:?}");
-        }
-    }
-
     fn pairs(fields: &[(&str, Value)]) -> Value {
         Value::Array(
             fields.iter().flat_map(|(name, value)| [BulkString(name.as_bytes().to_vec()), value.clone()]).collect(),
@@ -338,12 +293,18 @@ mod tests {
     #[test]
     fn full_replies() {
         let full = |granted, lease_ms| {
-            pairs(&[("granted", Int(granted)), ("holds", Int(1)), ("lease_ms", Int(lease_ms)), ("waited_ms", Int(40))])
+            vec![("granted", Int(granted)), ("holds", Int(1)), ("lease_ms", Int(lease_ms)), ("waited_ms", Int(40))]
         };
+        let with_token = |granted, token| pairs(&[full(granted, 900), vec![("token", Int(token))]].concat());
+        let reply = |granted, lease_ms, token| FullReply { granted, holds: 1, lease_ms, waited_ms: 40, token };
         let cases = [
-            (full(1, 900), Some(FullReply { granted: true, holds: 1, lease_ms: 900, waited_ms: 40 })),
-            (full(0, -1), Some(FullReply { granted: false, holds: 1, lease_ms: -1, waited_ms: 40 })),
-            (full(2, 900), None),
+            (pairs(&full(1, 900)), Some(reply(true, 900, None))),
+            (pairs(&full(0, -1)), Some(reply(false, -1, None))),
+            (with_token(1, 7), Some(reply(true, 900, Some(7)))),
+            (with_token(0, -1), Some(reply(false, 900, Some(-1)))),
+            (with_token(1, -1), None),
+            (with_token(1, 0), None),
+            (pairs(&full(2, 900)), None),
             (pairs(&[("granted", Int(1)), ("holds", Int(1))]), None),
             (Nil, None),
             (Int(900), None),

@@ -1,7 +1,8 @@
-//! Request ids on plain acquires (`RLOCK.ACQUIRE … ID request_id`): the
-//! server records a grant under the id for a while, so an acquire whose
-//! reply was lost can be sent again and get its first outcome, and a
-//! blocked one can be cancelled by its id. The client deletes the record
+//! Request ids on acquires (`… ACQUIRE … ID request_id`; every kind but
+//! the fair lock, whose acquire takes none yet): the server records a
+//! grant under the id for a while, so an acquire whose reply was lost can
+//! be sent again and get its first outcome (a fenced lock's token too),
+//! and a blocked one can be cancelled by its id. The client deletes the record
 //! once the outcome is in, as it does the release's latch.
 //!
 //! No id where the module cannot record one: in a cluster, for a name whose
@@ -28,7 +29,7 @@ impl Named {
     /// for kinds without ids and where the module cannot record one
     /// (`refused`: the server refused a record key before).
     pub fn new(refused: &AtomicBool, connection: &Connection, id: &LockId) -> Option<Self> {
-        if id.kind != Kind::Plain || refused.load(Ordering::Relaxed) {
+        if id.kind == Kind::Fair || refused.load(Ordering::Relaxed) {
             return None;
         }
         let request_id = protocol::request_id();

@@ -1,9 +1,9 @@
 //! The outcome of an acquire whose reply never came, learned before the
 //! acquire is ever sent again blindly. An acquire sent with a request id
-//! (plain locks) is sent again with the same id: the server replays a
-//! grant it recorded and adds no level, or runs the acquire now
-//! ([`resend`]). Other kinds read the owner's hold count and infer the
-//! outcome from it ([`settle`]).
+//! is sent again with the same id: the server replays a grant it recorded
+//! and adds no level, or runs the acquire now ([`resend`]). An acquire
+//! without one (the fair lock's; where the module cannot record) reads the
+//! owner's hold count and infers the outcome from it ([`settle`]).
 
 use crate::attempt::{give_back, Attempt};
 use crate::commands::{FullReply, Status};
@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::handle::Handle;
 use crate::holds::{self, Settled};
 use crate::lock_state::{LockId, LockState};
+use crate::named::Named;
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -20,10 +21,16 @@ use tokio::time::Instant;
 /// Longest pause between tries that settle an acquire in the background.
 const SETTLE_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// What a settled grant is known by: the owner's count after it, the
-/// lease left as read `(read sent at, lease left)`, and the caller's reply
-/// channel.
-pub(crate) type SettledGrant = (i64, Option<(Instant, Duration)>, oneshot::Sender<Result<Attempt>>);
+/// What a settled grant is known by, and the caller's reply channel.
+pub(crate) struct SettledGrant {
+    /// The owner's count after it.
+    pub observed: i64,
+    /// The lease left as read: `(read sent at, lease left)`.
+    pub lease_left: Option<(Instant, Duration)>,
+    /// A fenced lock's token, when the server replayed it (never from a read).
+    pub token: Option<i64>,
+    pub reply_tx: oneshot::Sender<Result<Attempt>>,
+}
 
 /// Sends `again` (the acquire, with its request id and `REPLY FULL`) until
 /// the server answers: a grant, replayed or made now, with the owner's
@@ -32,6 +39,20 @@ pub(crate) type SettledGrant = (i64, Option<(Instant, Duration)>, oneshot::Sende
 /// until the server answers or the client closes; a grant found then is
 /// given back. Meanwhile this lock's other calls wait.
 pub(crate) async fn resend(
+    lock: &Handle,
+    connection: &mut Connection,
+    (again, named): (&redis::Cmd, Named),
+    counted: usize,
+    err: Error,
+    reply_tx: oneshot::Sender<Result<Attempt>>,
+) -> Option<SettledGrant> {
+    let settled = resend_until_answered(lock, connection, again, counted, err, reply_tx).await;
+    // The outcome is in (or nobody waits for it): the record may go.
+    named.done(&lock.shared().latch_sweeper);
+    settled
+}
+
+async fn resend_until_answered(
     lock: &Handle,
     connection: &mut Connection,
     again: &redis::Cmd,
@@ -67,7 +88,7 @@ pub(crate) async fn resend(
     }
     let lease_left = u64::try_from(reply.lease_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
     match caller {
-        Some((reply_tx, _)) => Some((reply.holds, lease_left, reply_tx)),
+        Some((reply_tx, _)) => Some(SettledGrant { observed: reply.holds, lease_left, token: reply.token, reply_tx }),
         None => {
             lose_if(state, (reply.holds as usize) < counted + 1);
             give_back(lock, connection).await;
@@ -118,7 +139,7 @@ pub(crate) async fn settle(
     };
     let lost_earlier = observed >= 0 && (observed as usize) < counted;
     match (holds::settle(counted, observed, ordered), reply_tx) {
-        (Settled::Granted, Some((reply_tx, _))) => Some((observed, lease_left, reply_tx)),
+        (Settled::Granted, Some((reply_tx, _))) => Some(SettledGrant { observed, lease_left, token: None, reply_tx }),
         (Settled::Granted, None) => {
             lose_if(state, lost_earlier);
             give_back(lock, connection).await;

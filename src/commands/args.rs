@@ -2,6 +2,7 @@
 
 use super::info::{Arg, ArgKind};
 use crate::error::LockError;
+use crate::handoff::Request;
 use crate::keyspace::latch::UnlockLatch;
 use crate::store::Via;
 use crate::{config, lease};
@@ -160,6 +161,65 @@ pub fn parse_reply_full(arg: Option<RedisString>) -> Result<bool, LockError> {
     }
 }
 
+/// Whether an acquire may take `WAIT wait_ms` (and block).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    Allowed,
+    NotOffered,
+}
+
+/// An acquire's keywords after the lease, in any order, each at most once:
+/// `[WAIT wait_ms] [ID request_id [PX window_ms]] [REPLY FULL]`.
+pub struct AcquireOptions {
+    pub wait_ms: Option<i64>,
+    pub request: Option<Request>,
+    pub full_reply: bool,
+}
+
+impl AcquireOptions {
+    pub fn parse(args: impl Iterator<Item = RedisString>, blocking: Blocking) -> Result<Self, RedisError> {
+        let syntax = match blocking {
+            Blocking::Allowed => {
+                "after owner and lease_ms, only WAIT wait_ms, ID request_id [PX window_ms] and REPLY FULL, each once"
+            }
+            Blocking::NotOffered => "after lease_ms, only ID request_id [PX window_ms] and REPLY FULL, each once",
+        };
+        let mut options = Self { wait_ms: None, request: None, full_reply: false };
+        let mut args = args.peekable();
+        let mut seen = Vec::new();
+        while let Some(keyword) = args.next() {
+            let keyword = keyword.as_slice().to_ascii_uppercase();
+            if seen.contains(&keyword) {
+                return Err(LockError::Syntax(syntax).into());
+            }
+            match keyword.as_slice() {
+                b"WAIT" if blocking == Blocking::Allowed => {
+                    let wait_ms = args.next().ok_or(LockError::WaitSyntax)?;
+                    options.wait_ms = Some(lease::parse_wait_ms(wait_ms.as_slice())?);
+                }
+                b"ID" => {
+                    let id = args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
+                    let window_ms = match args.next_if(|arg| is_keyword(arg, b"PX")) {
+                        None => DEFAULT_LATCH_MS,
+                        Some(_) => parse_window_ms(args.next().ok_or(LockError::Syntax("PX needs window_ms"))?)?,
+                    };
+                    options.request = Some(Request { id: id.as_slice().to_vec(), window_ms });
+                }
+                b"REPLY" => options.full_reply = parse_reply_full(args.next())?,
+                _ => return Err(LockError::Syntax(syntax).into()),
+            }
+            seen.push(keyword);
+        }
+        Ok(options)
+    }
+}
+
+/// `PX window_ms`, bounded as a lease.
+fn parse_window_ms(arg: RedisString) -> Result<i64, LockError> {
+    lease::parse_lease_ms(arg.as_slice())
+        .map_err(|_| LockError::Syntax("window_ms must be a positive integer of at most 31536000000 (365 days)"))
+}
+
 pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
 /// `[WAIT wait_ms]`
@@ -170,6 +230,14 @@ pub const LATCH: Arg = Arg::block(
     &[
         Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
         Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
+    ],
+);
+/// `[ID request_id [PX window_ms]]`: an acquire's request id.
+pub const REQUEST: Arg = Arg::block(
+    c"request",
+    &[
+        Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
+        Arg { name: c"window_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
     ],
 );
 /// `[VIA PUBLISH|SPUBLISH]`

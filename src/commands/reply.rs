@@ -37,12 +37,24 @@ pub struct AcquireReply {
 impl AcquireReply {
     /// `granted 0|1 holds n lease_ms n waited_ms n`, as STATUS replies.
     pub fn value(self) -> RedisValue {
-        fields(vec![
+        fields(self.pairs())
+    }
+
+    /// A fenced acquire's: the same, then `token n` (the grant's fencing
+    /// token, -1 when refused).
+    pub fn value_with_token(self, token: i64) -> RedisValue {
+        let mut pairs = self.pairs();
+        pairs.push(("token", RedisValue::Integer(token)));
+        fields(pairs)
+    }
+
+    fn pairs(self) -> Vec<(&'static str, RedisValue)> {
+        vec![
             ("granted", RedisValue::Integer(i64::from(self.granted))),
             ("holds", RedisValue::Integer(self.holds)),
             ("lease_ms", RedisValue::Integer(self.lease_ms)),
             ("waited_ms", RedisValue::Integer(self.waited_ms)),
-        ])
+        ]
     }
 }
 

@@ -24,13 +24,14 @@ use crate::error::LockError;
 use crate::keyspace::lock::KeyspaceLock;
 use crate::keyspace::{pttl, read_counter, KeyType, Keyspace, Result};
 use crate::lease::expiry;
+use crate::lock::acquire_once::granted_count;
 use crate::lock::{self, parse_hold_count, Acquire};
 use rlock_protocol::fenced_token_key;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FencedAcquire {
-    /// Taken or re-entered, with the new token.
-    Granted { token: i64 },
+    /// Taken or re-entered, with the new token; `count`: the owner's holds now.
+    Granted { token: i64, count: i64 },
     /// Someone else holds it: retry after `pttl_ms` (never below 0, never -1
     /// but [`acquire_like_script`]'s).
     Contended { pttl_ms: i64 },
@@ -53,12 +54,12 @@ pub fn acquire<K: Keyspace>(
     let outcome = lock::acquire(&mut lock, owner, lease_ms, now_ms);
     lock.finish()?;
     Ok(match outcome? {
-        Acquire::Acquired | Acquire::Reentered { .. } => {
-            keys.incr_by(&token_key, 1, next)?;
-            FencedAcquire::Granted { token: next }
-        }
         Acquire::Contended { pttl_ms: -1 } => FencedAcquire::Contended { pttl_ms: lease_ms },
         Acquire::Contended { pttl_ms } => FencedAcquire::Contended { pttl_ms },
+        granted => {
+            keys.incr_by(&token_key, 1, next)?;
+            FencedAcquire::Granted { token: next, count: granted_count(granted).unwrap_or(1) }
+        }
     })
 }
 
@@ -92,7 +93,7 @@ pub fn acquire_like_script<K: Keyspace>(
     };
     keys.hincr_by(name, owner, 1, count)?;
     keys.set_expire_at(name, expire_at)?;
-    Ok(FencedAcquire::Granted { token })
+    Ok(FencedAcquire::Granted { token, count })
 }
 
 /// getToken: the last token given, 0 when none was.

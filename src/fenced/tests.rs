@@ -30,21 +30,21 @@ fn acquires_follow_redissons_script_and_its_fix() {
             name: "a free lock is taken with the first token",
             keys: vec![],
             owner: "a",
-            reply: Ok(FencedAcquire::Granted { token: 1 }),
+            reply: Ok(FencedAcquire::Granted { token: 1, count: 1 }),
             effects: &["HINCRBY f a 1", "PEXPIREAT f 1030000", "INCRBY redisson_lock_token:{f} 1"],
         },
         Case {
             name: "a free lock takes the token after the last one",
             keys: vec![token_at("41")],
             owner: "a",
-            reply: Ok(FencedAcquire::Granted { token: 42 }),
+            reply: Ok(FencedAcquire::Granted { token: 42, count: 1 }),
             effects: &["HINCRBY f a 1", "PEXPIREAT f 1030000", "INCRBY redisson_lock_token:{f} 1"],
         },
         Case {
             name: "a re-entry also takes a new token",
             keys: vec![held_by("a", "1", Some(NOW + 5)), token_at("7")],
             owner: "a",
-            reply: Ok(FencedAcquire::Granted { token: 8 }),
+            reply: Ok(FencedAcquire::Granted { token: 8, count: 2 }),
             effects: &["HINCRBY f a 1", "PEXPIREAT f 1030000", "INCRBY redisson_lock_token:{f} 1"],
         },
         Case {
@@ -116,7 +116,7 @@ fn tokens_strictly_increase_across_holders_releases_and_expiries() {
         let now = NOW + step as i64 * LEASE;
         // Each step comes a lease later: the previous hold has expired.
         keys.keys.retain(|_, (_, at)| at.is_none_or(|at| at > now));
-        let FencedAcquire::Granted { token } = acquire(&mut keys, b"f", *owner, LEASE, now).unwrap() else {
+        let FencedAcquire::Granted { token, .. } = acquire(&mut keys, b"f", *owner, LEASE, now).unwrap() else {
             panic!("step {step}: not granted");
         };
         assert!(token > last, "step {step}: {token} after {last}");
@@ -135,11 +135,11 @@ fn like_the_script_the_token_comes_first_and_pttl_may_be_minus_1() {
     let granted = &["INCRBY redisson_lock_token:{f} 1", "HINCRBY f a 1", "PEXPIREAT f 1030000"][..];
     let case = |name, keys, reply, effects| Case { name, keys, owner: "a", reply, effects };
     let cases = [
-        case("a free lock", vec![], Ok(FencedAcquire::Granted { token: 1 }), granted),
+        case("a free lock", vec![], Ok(FencedAcquire::Granted { token: 1, count: 1 }), granted),
         case(
             "a re-entry",
             vec![held_by("a", "2", None), token_at("4")],
-            Ok(FencedAcquire::Granted { token: 5 }),
+            Ok(FencedAcquire::Granted { token: 5, count: 3 }),
             granted,
         ),
         case(

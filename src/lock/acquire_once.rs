@@ -1,8 +1,9 @@
-//! An acquire with a request id (`RLOCK.ACQUIRE … ID request_id`): a grant
-//! records the owner's hold count under a key derived from the lock name
-//! and the id, for a window. A resend of the request (its reply was lost)
-//! gets that grant again instead of adding a level. A refusal records
-//! nothing: a resend simply tries again.
+//! An acquire with a request id (`… ACQUIRE … ID request_id`, of every
+//! lock kind): a grant records the owner's hold count (and a fenced
+//! lock's token) under a key derived from the lock name and the id, for a
+//! window. A resend of the request (its reply was lost) gets that grant
+//! again instead of adding a level. A refusal records nothing: a resend
+//! simply tries again.
 //!
 //! The record also names the owner and the lock it was granted for: the
 //! key is shared by locks whose names tag alike (`k` and `{k}`), and a
@@ -22,50 +23,89 @@ pub trait AcquireRecord {
     fn set_text(&mut self, text: &[u8], at_ms: i64);
 }
 
-/// The request a record belongs to: the lock's name and the owner.
+/// The request a record belongs to: the lock's name and the owner (a
+/// read-write lock's writer as its write field, so that one id cannot
+/// serve both sides).
 #[derive(Debug, Clone, Copy)]
 pub struct Requester<'a> {
     pub name: &'a [u8],
     pub owner: &'a [u8],
 }
 
+/// What a grant is recorded as: the owner's levels after it, and the
+/// fencing token it took (a fenced lock's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub count: i64,
+    pub token: Option<i64>,
+}
+
+impl Grant {
+    pub fn count(count: i64) -> Self {
+        Self { count, token: None }
+    }
+}
+
 impl Requester<'_> {
-    /// `count:owner_length:owner` then the lock's name.
-    fn record_text(&self, count: i64) -> Vec<u8> {
-        [format!("{count}:{}:", self.owner.len()).as_bytes(), self.owner, self.name].concat()
+    /// `count[,token]:owner_length:owner` then the lock's name.
+    fn record_text(&self, grant: Grant) -> Vec<u8> {
+        let counts = match grant.token {
+            None => grant.count.to_string(),
+            Some(token) => format!("{},{token}", grant.count),
+        };
+        [format!("{counts}:{}:", self.owner.len()).as_bytes(), self.owner, self.name].concat()
     }
 
-    /// The count a record of this requester's grant holds. A record of
-    /// another owner or lock is [`LockError::RequestIdTaken`]; anything
-    /// else, [`LockError::NotAnAcquireRecord`].
-    fn recorded_count(&self, text: &[u8]) -> Result<i64, LockError> {
+    /// The grant a record of this requester holds. A record of another
+    /// owner or lock is [`LockError::RequestIdTaken`]; anything else,
+    /// [`LockError::NotAnAcquireRecord`].
+    fn recorded(&self, text: &[u8]) -> Result<Grant, LockError> {
         let malformed = LockError::NotAnAcquireRecord;
         let mut parts = text.splitn(3, |&byte| byte == b':');
-        let (Some(count), Some(owner_len), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+        let (Some(counts), Some(owner_len), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(malformed);
         };
-        let count = parse_hold_count(count).ok().filter(|count| *count > 0).ok_or(malformed.clone())?;
+        let positive = |number: &[u8]| parse_hold_count(number).ok().filter(|number| *number > 0);
+        let mut counts = counts.splitn(2, |&byte| byte == b',');
+        let count = counts.next().and_then(positive).ok_or(malformed.clone())?;
+        let token = counts.next().map(|token| positive(token).ok_or(malformed.clone())).transpose()?;
         let owner_len = parse_hold_count(owner_len).ok().and_then(|len| usize::try_from(len).ok());
         let (owner, name) =
             owner_len.filter(|len| *len <= rest.len()).map(|len| rest.split_at(len)).ok_or(malformed)?;
         if (owner, name) != (self.owner, self.name) {
             return Err(LockError::RequestIdTaken);
         }
-        Ok(count)
+        Ok(Grant { count, token })
     }
 }
 
 /// What an acquire with a request id did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Once {
-    /// It ran (first sent, or refused before).
-    Ran(Acquire),
-    /// An earlier send was granted `count` levels: nothing changed.
-    Replayed { count: i64 },
+pub enum Once<T> {
+    /// It ran (first sent, or refused before): the kind's outcome.
+    Ran(T),
+    /// An earlier send was granted: nothing changed.
+    Replayed(Grant),
 }
 
-/// Replays a recorded grant, or acquires and records a grant for
-/// `window_ms`.
+/// Replays the grant recorded for the request, or runs `acquire` and
+/// records its grant (`grant_of` its outcome) for `window_ms`.
+pub fn once<R: AcquireRecord, T>(
+    (record, requester): (&mut R, Requester),
+    (window_ms, now_ms): (i64, i64),
+    acquire: impl FnOnce() -> Result<T, LockError>,
+    grant_of: impl Fn(&T) -> Option<Grant>,
+) -> Result<Once<T>, LockError> {
+    let record_expire_at = expiry(now_ms, window_ms)?;
+    if let Some(text) = record.text()? {
+        return Ok(Once::Replayed(requester.recorded(&text)?));
+    }
+    let outcome = acquire()?;
+    record_grant(record, requester, grant_of(&outcome), record_expire_at);
+    Ok(Once::Ran(outcome))
+}
+
+/// RLock's acquire, [`once`] per request.
 pub fn acquire_once<S: LockStore, R: AcquireRecord>(
     store: &mut S,
     (record, requester): (&mut R, Requester),
@@ -73,28 +113,22 @@ pub fn acquire_once<S: LockStore, R: AcquireRecord>(
     lease_ms: i64,
     window_ms: i64,
     now_ms: i64,
-) -> Result<Once, LockError> {
-    let record_expire_at = expiry(now_ms, window_ms)?;
-    if let Some(text) = record.text()? {
-        return Ok(Once::Replayed { count: requester.recorded_count(&text)? });
-    }
-    let outcome = acquire(store, owner, lease_ms, now_ms)?;
-    record_grant(record, requester, outcome, record_expire_at);
-    Ok(Once::Ran(outcome))
+) -> Result<Once<Acquire>, LockError> {
+    let grant_of = |outcome: &Acquire| granted_count(*outcome).map(Grant::count);
+    once((record, requester), (window_ms, now_ms), || acquire(store, owner, lease_ms, now_ms), grant_of)
 }
 
 /// Records a blocked caller's grant, unless the key holds another type
 /// (it was checked when the caller called, and changed since).
 pub fn remember<R: AcquireRecord>(record: &mut R, requester: Requester, outcome: Acquire, expire_at_ms: i64) {
     if record.text().is_ok() {
-        record_grant(record, requester, outcome, expire_at_ms);
+        record_grant(record, requester, granted_count(outcome).map(Grant::count), expire_at_ms);
     }
 }
 
-/// Records `outcome` when it is a grant.
-fn record_grant<R: AcquireRecord>(record: &mut R, requester: Requester, outcome: Acquire, expire_at_ms: i64) {
-    if let Some(count) = granted_count(outcome) {
-        record.set_text(&requester.record_text(count), expire_at_ms);
+fn record_grant<R: AcquireRecord>(record: &mut R, requester: Requester, grant: Option<Grant>, expire_at_ms: i64) {
+    if let Some(grant) = grant {
+        record.set_text(&requester.record_text(grant), expire_at_ms);
     }
 }
 
@@ -120,7 +154,7 @@ mod tests {
         name: &'static str,
         store: MemoryStore,
         record: MemoryLatch,
-        reply: Result<Once, LockError>,
+        reply: Result<Once<Acquire>, LockError>,
         store_effects: &'static [&'static str],
         record_effects: &'static [&'static str],
     }
@@ -156,7 +190,7 @@ mod tests {
                 name: "a resend replays the grant and adds no level",
                 store: MemoryStore::hash(&[("a", "1")], Some(NOW + 5)),
                 record: MemoryLatch::holding("1:1:ak"),
-                reply: Ok(Once::Replayed { count: 1 }),
+                reply: Ok(Once::Replayed(Grant::count(1))),
                 store_effects: &[],
                 record_effects: &[],
             },
@@ -164,7 +198,7 @@ mod tests {
                 name: "the record is read before the lock key's type",
                 store: MemoryStore::string_key(),
                 record: MemoryLatch::holding("4:1:ak"),
-                reply: Ok(Once::Replayed { count: 4 }),
+                reply: Ok(Once::Replayed(Grant::count(4))),
                 store_effects: &[],
                 record_effects: &[],
             },
@@ -213,6 +247,25 @@ mod tests {
             let expected = if value == "1:2:ak" { LockError::RequestIdTaken } else { LockError::NotAnAcquireRecord };
             assert_eq!(reply, Err(expected), "{value}");
             assert!(store.effects.is_empty() && record.effects.is_empty(), "{value}");
+        }
+    }
+
+    #[test]
+    fn a_grant_with_a_token_is_recorded_and_replayed_with_it() {
+        let requester = Requester { name: b"k", owner: b"a" };
+        let grant = Grant { count: 2, token: Some(9) };
+        let mut record = MemoryLatch::default();
+        let ran = once((&mut record, requester), (WINDOW, NOW), || Ok(grant), |grant| Some(*grant));
+        assert_eq!(ran, Ok(Once::Ran(grant)));
+        assert_eq!(record.effects, ["SET 2,9:1:ak PXAT 1020000"]);
+        let mut record = MemoryLatch::holding("2,9:1:ak");
+        let replayed =
+            once((&mut record, requester), (WINDOW, NOW), || -> Result<Grant, _> { unreachable!() }, |_| None);
+        assert_eq!(replayed, Ok(Once::Replayed(grant)));
+        for malformed in ["2,:1:ak", "2,0:1:ak", "2,x:1:ak", "2,-1:1:ak", ",9:1:ak", "2,9,1:1:ak"] {
+            let mut record = MemoryLatch::holding(malformed);
+            let reply = once((&mut record, requester), (WINDOW, NOW), || Ok(grant), |grant| Some(*grant));
+            assert_eq!(reply, Err(LockError::NotAnAcquireRecord), "{malformed}");
         }
     }
 

@@ -28,8 +28,8 @@ pub enum Side {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acquire {
-    /// Taken or re-entered.
-    Acquired,
+    /// Taken or re-entered: the owner's holds of that side now.
+    Acquired { count: i64 },
     /// Someone else holds it the other way; the lock's PTTL.
     Contended { pttl_ms: i64 },
 }
@@ -118,13 +118,14 @@ impl ReadWriteLock {
         let hash = RwHash::read(keys, &self.name)?;
         let write_field = rwlock_write_field(owner);
         let writer_holds = hash.count(&write_field) > 0;
-        match (side, hash.mode) {
+        let count = match (side, hash.mode) {
             (Side::Read, None) => {
                 let timeout = self.timeout_key(owner, 1);
                 self.touch_timeout(keys, &timeout)?;
                 keys.hset(&self.name, &[(b"mode", b"read"), (owner, b"1")])?;
                 keys.set(&timeout, b"1", Some(expire_at))?;
                 keys.set_expire_at(&self.name, expire_at)?;
+                1
             }
             (Side::Read, Some(mode)) if mode == Mode::Read || writer_holds => {
                 hash.check_read_holds(1)?;
@@ -135,10 +136,12 @@ impl ReadWriteLock {
                 keys.hincr_by(&self.name, owner, 1, count)?;
                 keys.set(&timeout, b"1", Some(expire_at))?;
                 keys.set_expire_at(&self.name, extended)?;
+                count
             }
             (Side::Write, None) => {
                 keys.hset(&self.name, &[(b"mode", b"write"), (&write_field, b"1")])?;
                 keys.set_expire_at(&self.name, expire_at)?;
+                1
             }
             (Side::Write, Some(Mode::Write)) if writer_holds => {
                 let count = hash.count(&write_field).checked_add(1).ok_or(LockError::HoldCountOverflow)?;
@@ -147,10 +150,11 @@ impl ReadWriteLock {
                 let extended = self.extended_expiry(keys, expire_at)?;
                 keys.hincr_by(&self.name, &write_field, 1, count)?;
                 keys.set_expire_at(&self.name, extended)?;
+                count
             }
             _ => return Ok(Acquire::Contended { pttl_ms: pttl(keys, &self.name, now_ms)? }),
-        }
-        Ok(Acquire::Acquired)
+        };
+        Ok(Acquire::Acquired { count })
     }
 
     pub fn release<K: Keyspace>(

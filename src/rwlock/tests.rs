@@ -28,7 +28,7 @@ fn acquires_follow_redissons_scripts() {
             vec![],
             "a",
             Side::Read,
-            Ok(Acquire::Acquired),
+            Ok(Acquire::Acquired { count: 1 }),
             &["HSET rw mode read a 1", "SET {rw}:a:rwlock_timeout:1 1 PXAT 1030000", "PEXPIREAT rw 1030000"],
         ),
         (
@@ -36,7 +36,7 @@ fn acquires_follow_redissons_scripts() {
             vec![hash(&[("mode", "read"), ("a", "1")], NOW + 50_000), hold(T_A1, NOW + 50_000)],
             "a",
             Side::Read,
-            Ok(Acquire::Acquired),
+            Ok(Acquire::Acquired { count: 2 }),
             &["HINCRBY rw a 1", "SET {rw}:a:rwlock_timeout:2 1 PXAT 1030000", "PEXPIREAT rw 1050000"],
         ),
         (
@@ -44,7 +44,7 @@ fn acquires_follow_redissons_scripts() {
             vec![hash(&[("mode", "write"), ("a:write", "1")], NOW + 1_000)],
             "a",
             Side::Read,
-            Ok(Acquire::Acquired),
+            Ok(Acquire::Acquired { count: 1 }),
             &["HINCRBY rw a 1", "SET {rw}:a:rwlock_timeout:1 1 PXAT 1030000", "PEXPIREAT rw 1030000"],
         ),
         (
@@ -60,7 +60,7 @@ fn acquires_follow_redissons_scripts() {
             vec![],
             "a",
             Side::Write,
-            Ok(Acquire::Acquired),
+            Ok(Acquire::Acquired { count: 1 }),
             &["HSET rw mode write a:write 1", "PEXPIREAT rw 1030000"],
         ),
         (
@@ -68,7 +68,7 @@ fn acquires_follow_redissons_scripts() {
             vec![hash(&[("mode", "write"), ("a:write", "1")], NOW + 1_000)],
             "a",
             Side::Write,
-            Ok(Acquire::Acquired),
+            Ok(Acquire::Acquired { count: 2 }),
             &["HINCRBY rw a:write 1", "PEXPIREAT rw 1030000"],
         ),
         (

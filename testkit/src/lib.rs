@@ -62,6 +62,18 @@ pub fn blocked_acquire_client_id(client_list: &str) -> Option<String> {
 /// An acquire's `REPLY FULL` fields, checked by name: granted, holds,
 /// lease_ms, waited_ms.
 pub fn full_reply(reply: redis::Value) -> (i64, i64, i64, i64) {
+    let fields = reply_fields(reply, &["granted", "holds", "lease_ms", "waited_ms"]);
+    (fields[0], fields[1], fields[2], fields[3])
+}
+
+/// A fenced acquire's full reply: the four fields above, and the token.
+pub fn full_reply_with_token(reply: redis::Value) -> ((i64, i64, i64, i64), i64) {
+    let fields = reply_fields(reply, &["granted", "holds", "lease_ms", "waited_ms", "token"]);
+    ((fields[0], fields[1], fields[2], fields[3]), fields[4])
+}
+
+/// The values of a flat `name value …` reply whose names are `names`.
+fn reply_fields(reply: redis::Value, names: &[&str]) -> Vec<i64> {
     let redis::Value::Array(items) = reply else { panic!("not a full reply: {reply:?}") };
     let fields: Vec<(String, i64)> = items
         .chunks(2)
@@ -69,7 +81,7 @@ pub fn full_reply(reply: redis::Value) -> (i64, i64, i64, i64) {
             (redis::from_redis_value(pair[0].clone()).unwrap(), redis::from_redis_value(pair[1].clone()).unwrap())
         })
         .collect();
-    let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["granted", "holds", "lease_ms", "waited_ms"]);
-    (fields[0].1, fields[1].1, fields[2].1, fields[3].1)
+    let got: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(got, names);
+    fields.into_iter().map(|(_, value)| value).collect()
 }

@@ -1,10 +1,15 @@
-use crate::commands::args::{is_keyword, OwnerArgs, LEASE_MS, OWNER};
+use crate::commands::args::{
+    is_keyword, parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST,
+};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
+use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::fenced::{self, FencedAcquire};
-use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use crate::keyspace::{pttl, Keyspace};
+use crate::lock::acquire_once::{once, Grant, Once, Requester};
+use crate::store::{now_ms, RedisKeyspace, RedisLatch};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
 /// How a `LIKESCRIPT` acquire replies: as Redisson's lockAndGetToken
 /// script (a pair), or as its lock() script (RLock's replies).
@@ -14,25 +19,60 @@ enum ScriptReply {
     Lock,
 }
 
-/// `RFENCED.ACQUIRE key owner [lease_ms] [LIKESCRIPT TOKEN|LOCK]`:
-/// `[-1, token]` when taken or re-entered (every grant takes the next
-/// token), else `[pttl, -1]` with the holder's PTTL (the lease when the
-/// lock has no TTL: never -1). With LIKESCRIPT it is Redisson's script, in
-/// its order (the token first) and with PTTL's -1; `LOCK` replies as its
-/// lock() script: nil when granted, else the PTTL.
+/// `RFENCED.ACQUIRE key owner [lease_ms] [ID request_id [PX window_ms]]
+/// [REPLY FULL] [LIKESCRIPT TOKEN|LOCK]`: `[-1, token]` when taken or
+/// re-entered (every grant takes the next token), else `[pttl, -1]` with
+/// the holder's PTTL (the lease when the lock has no TTL: never -1).
+/// - `ID` and `REPLY FULL` as `RLOCK.ACQUIRE`'s; the full reply ends with
+///   `token` (-1 when refused), and a replayed grant replies its token.
+/// - `LIKESCRIPT` (with neither): Redisson's script, in its order (the
+///   token first) and with PTTL's -1; `LOCK` replies as its lock()
+///   script: nil when granted, else the PTTL.
 fn acquire(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
     let like_script = take_like_script(&mut args)?;
-    let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
+    let mut args = args.into_iter().skip(1).peekable();
+    let (name, owner) = (args.next_arg()?, args.next_arg()?);
+    let lease_ms = parse_optional_lease(&mut args)?;
+    let AcquireOptions { request, full_reply, .. } = AcquireOptions::parse(args, Blocking::NotOffered)?;
+    if like_script.is_some() && (request.is_some() || full_reply) {
+        return Err(LockError::Syntax("LIKESCRIPT takes no ID or REPLY").into());
+    }
+    let now = now_ms();
     let mut keys = RedisKeyspace::open(ctx, &name);
     let (name, owner) = (name.as_slice(), owner.as_slice());
-    let outcome = match like_script {
-        None => fenced::acquire(&mut keys, name, owner, lease_ms, now_ms())?,
-        Some(_) => fenced::acquire_like_script(&mut keys, name, owner, lease_ms, now_ms())?,
+    let mut run = || match like_script {
+        None => fenced::acquire(&mut keys, name, owner, lease_ms, now),
+        Some(_) => fenced::acquire_like_script(&mut keys, name, owner, lease_ms, now),
+    };
+    let (outcome, replayed) = match &request {
+        None => (run()?, false),
+        Some(request) => {
+            let mut record = RedisLatch::open_record(ctx, name, &request.id)?;
+            let grant_of = |outcome: &FencedAcquire| match *outcome {
+                FencedAcquire::Granted { token, count } => Some(Grant { count, token: Some(token) }),
+                FencedAcquire::Contended { .. } => None,
+            };
+            match once((&mut record, Requester { name, owner }), (request.window_ms, now), run, grant_of)? {
+                Once::Ran(outcome) => (outcome, false),
+                Once::Replayed(Grant { count, token: Some(token) }) => (FencedAcquire::Granted { token, count }, true),
+                // Recorded by another kind's acquire of this owner.
+                Once::Replayed(Grant { token: None, .. }) => return Err(LockError::RequestIdTaken.into()),
+            }
+        }
     };
     Ok(match (outcome, like_script) {
+        (FencedAcquire::Granted { token, count }, _) if full_reply => {
+            // A replayed grant whose hold is gone since: no lease left.
+            let held = !replayed || keys.hget(name, owner)?.is_some();
+            let lease_ms = if held { pttl(&mut keys, name, now)? } else { 0 };
+            AcquireReply { granted: true, holds: count, lease_ms, waited_ms: 0 }.value_with_token(token)
+        }
+        (FencedAcquire::Contended { pttl_ms }, _) if full_reply => {
+            AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value_with_token(-1)
+        }
         (FencedAcquire::Granted { .. }, Some(ScriptReply::Lock)) => RedisValue::Null,
         (FencedAcquire::Contended { pttl_ms }, Some(ScriptReply::Lock)) => RedisValue::Integer(pttl_ms),
-        (FencedAcquire::Granted { token }, _) => pair(-1, token),
+        (FencedAcquire::Granted { token, .. }, _) => pair(-1, token),
         (FencedAcquire::Contended { pttl_ms }, _) => pair(pttl_ms, -1),
     })
 }
@@ -62,12 +102,14 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rfenced.acquire",
-        summary: c"Takes or re-enters the fenced lock with the next token: [-1, token]; else [holder's PTTL, -1].",
+        summary: c"Takes or re-enters the fenced lock with the next token: [-1, token]; else [holder's PTTL, -1]. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms, waited_ms and token.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             OWNER,
             LEASE_MS,
+            REQUEST,
+            REPLY_FULL,
             Arg { name: c"reply", kind: ArgKind::String, optional: true, token: Some(c"LIKESCRIPT") },
         ],
     },

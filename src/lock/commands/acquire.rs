@@ -1,18 +1,17 @@
-use crate::commands::args::{is_keyword, parse_optional_lease, parse_reply_full, LEASE_MS, OWNER, REPLY_FULL, WAIT_MS};
-use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::args::{
+    parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
+};
+use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::handoff::blocking::{self, BlockedAcquire};
-use crate::handoff::Request;
-use crate::lease;
 use crate::lock::acquire_once::{self, Once, Requester};
 use crate::lock::{self, Acquire, LockStore};
 use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
 use redis_module::raw;
-use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
-use rlock_protocol::DEFAULT_LATCH_MS;
+use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.ACQUIRE key owner [lease_ms] [WAIT wait_ms] [ID request_id [PX
 /// window_ms]] [REPLY FULL]`: nil when acquired or re-entered, else the
@@ -30,7 +29,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let lease_ms = parse_optional_lease(&mut args)?;
-    let Options { wait_ms, request, full_reply } = Options::parse(args)?;
+    let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
     let now = now_ms();
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
     let mut key = RedisLock::open(ctx, &name);
@@ -66,7 +65,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             stats::record_acquire(outcome);
             (acquire_once::granted_count(outcome).unwrap_or_default(), None)
         }
-        Once::Replayed { count } => (count, None),
+        Once::Replayed(grant) => (grant.count, None),
     };
     let reply = |granted, lease_ms| match full_reply {
         true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.value(),
@@ -82,63 +81,6 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         (Some(pttl_ms), _) => reply(false, pttl_ms),
     })
 }
-
-/// The keywords after the lease, in any order, each at most once.
-struct Options {
-    wait_ms: Option<i64>,
-    request: Option<Request>,
-    full_reply: bool,
-}
-
-impl Options {
-    fn parse(mut args: impl Iterator<Item = RedisString>) -> Result<Self, RedisError> {
-        let mut options = Self { wait_ms: None, request: None, full_reply: false };
-        let mut args = args.by_ref().peekable();
-        let mut seen = Vec::new();
-        while let Some(keyword) = args.next() {
-            let keyword = keyword.as_slice().to_ascii_uppercase();
-            if seen.contains(&keyword) {
-                return Err(LockError::Syntax(SYNTAX).into());
-            }
-            match keyword.as_slice() {
-                b"WAIT" => {
-                    let wait_ms = args.next().ok_or(LockError::WaitSyntax)?;
-                    options.wait_ms = Some(lease::parse_wait_ms(wait_ms.as_slice())?);
-                }
-                b"ID" => {
-                    let id = args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
-                    let window_ms = match args.next_if(|arg| is_keyword(arg, b"PX")) {
-                        None => DEFAULT_LATCH_MS,
-                        Some(_) => parse_window_ms(args.next().ok_or(LockError::Syntax("PX needs window_ms"))?)?,
-                    };
-                    options.request = Some(Request { id: id.as_slice().to_vec(), window_ms });
-                }
-                b"REPLY" => options.full_reply = parse_reply_full(args.next())?,
-                _ => return Err(LockError::Syntax(SYNTAX).into()),
-            }
-            seen.push(keyword);
-        }
-        Ok(options)
-    }
-}
-
-const SYNTAX: &str =
-    "after owner and lease_ms, only WAIT wait_ms, ID request_id [PX window_ms] and REPLY FULL, each once";
-
-/// `PX window_ms`, bounded as a lease.
-fn parse_window_ms(arg: RedisString) -> Result<i64, LockError> {
-    lease::parse_lease_ms(arg.as_slice())
-        .map_err(|_| LockError::Syntax("window_ms must be a positive integer of at most 31536000000 (365 days)"))
-}
-
-/// `[ID request_id [PX window_ms]]`
-const REQUEST: Arg = Arg::block(
-    c"request",
-    &[
-        Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
-        Arg { name: c"window_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
-    ],
-);
 
 command!(
     acquire,

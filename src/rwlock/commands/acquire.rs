@@ -1,30 +1,61 @@
 use super::{parse_side, MODE};
-use crate::commands::args::{LEASE_MS, OWNER};
+use crate::commands::args::{parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
-use crate::rwlock::{Acquire, ReadWriteLock};
-use crate::store::{now_ms, RedisKeyspace};
-use crate::{config, lease};
+use crate::commands::reply::AcquireReply;
+use crate::lock::acquire_once::{once, Grant, Once, Requester};
+use crate::rwlock::{Acquire, ReadWriteLock, Side};
+use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use rlock_protocol::rwlock_write_field;
 
-/// `RRW.ACQUIRE key owner READ|WRITE [lease_ms]`: nil when taken or
-/// re-entered, else the lock's PTTL.
+/// `RRW.ACQUIRE key owner READ|WRITE [lease_ms] [ID request_id [PX
+/// window_ms]] [REPLY FULL]`: nil when taken or re-entered, else the
+/// lock's PTTL. `ID` and `REPLY FULL` as `RLOCK.ACQUIRE`'s (`holds`: the
+/// owner's holds of that side; `lease_ms`: the lock's PTTL).
 fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
+    let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
-    let lease_ms = match args.next() {
-        None => config::default_lease_ms(),
-        Some(arg) => lease::parse_lease_ms(arg.as_slice())?,
-    };
-    args.done()?;
-    let mut keys = RedisKeyspace::open(ctx, &name);
+    let lease_ms = parse_optional_lease(&mut args)?;
+    let AcquireOptions { request, full_reply, .. } = AcquireOptions::parse(args, Blocking::NotOffered)?;
+    let now = now_ms();
     let lock = ReadWriteLock::new(name.as_slice());
-    Ok(match lock.acquire(&mut keys, owner.as_slice(), side, lease_ms, now_ms())? {
-        Acquire::Acquired => RedisValue::Null,
-        Acquire::Contended { pttl_ms } => RedisValue::Integer(pttl_ms),
-    })
+    let owner = owner.as_slice();
+    let mut keys = RedisKeyspace::open(ctx, &name);
+    let mut run = || lock.acquire(&mut keys, owner, side, lease_ms, now);
+    let once = match &request {
+        None => Once::Ran(run()?),
+        Some(request) => {
+            let mut record = RedisLatch::open_record(ctx, name.as_slice(), &request.id)?;
+            // One id serves one side: the writer is recorded by its field.
+            let field = match side {
+                Side::Read => owner.to_vec(),
+                Side::Write => rwlock_write_field(owner),
+            };
+            let requester = Requester { name: name.as_slice(), owner: &field };
+            let grant_of = |outcome: &Acquire| match outcome {
+                Acquire::Acquired { count } => Some(Grant::count(*count)),
+                Acquire::Contended { .. } => None,
+            };
+            once((&mut record, requester), (request.window_ms, now), run, grant_of)?
+        }
+    };
+    let holds = match (once, full_reply) {
+        (Once::Ran(Acquire::Contended { pttl_ms }), false) => return Ok(RedisValue::Integer(pttl_ms)),
+        (Once::Ran(Acquire::Contended { pttl_ms }), true) => {
+            return Ok(AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value())
+        }
+        (_, false) => return Ok(RedisValue::Null),
+        (Once::Ran(Acquire::Acquired { count }), true) => count,
+        (Once::Replayed(grant), true) => grant.count,
+    };
+    // A replayed grant whose holds are gone since: no lease left.
+    let status = lock.status(&mut keys, Some(owner), now)?;
+    let held = status.owner.is_some_and(|(reads, writes)| if side == Side::Read { reads } else { writes } > 0);
+    let lease_ms = if held { status.pttl_ms } else { 0 };
+    Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.value())
 }
 
 command!(
@@ -32,10 +63,9 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rrw.acquire",
-        summary:
-            c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL.",
+        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, MODE, LEASE_MS],
+        args: &[OWNER, MODE, LEASE_MS, REQUEST, REPLY_FULL],
     },
 );
