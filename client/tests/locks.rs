@@ -45,11 +45,16 @@ async fn reentrancy_counts_holds_through_one_handle() {
 async fn a_reentry_is_one_command() {
     let server = Server::start();
     let client = client(&server).await;
-    let (lock, fair) = (client.lock("once"), client.fair_lock("once-fair"));
-    let (_first, _fair_first) = (lock.lock().await.unwrap(), fair.lock().await.unwrap());
+    let (lock, fair, fenced) = (client.lock("once"), client.fair_lock("once-fair"), client.fenced_lock("once-fenced"));
+    let rw = client.read_write_lock("once-rw");
+    let (read, write) = (rw.read(), rw.write());
+    let first = (lock.lock().await.unwrap(), fair.lock().await.unwrap(), fenced.lock().await.unwrap());
+    let first_rw = (write.lock().await.unwrap(), read.lock().await.unwrap());
     let mut admin = common::admin(&server).await;
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut admin).await.unwrap();
-    let (_second, _fair_second) = (lock.lock().await.unwrap(), fair.lock().await.unwrap());
+    let second = (lock.lock().await.unwrap(), fair.lock().await.unwrap(), fenced.lock().await.unwrap());
+    let second_rw = (write.lock().await.unwrap(), read.lock().await.unwrap());
+    assert!(second.2.token() > first.2.token());
     let stats: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin).await.unwrap();
     let calls = |command: &str| -> Vec<String> {
         let prefix = format!("cmdstat_{command}:calls=");
@@ -59,15 +64,13 @@ async fn a_reentry_is_one_command() {
             .map(|rest| rest.split(',').next().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(
-        (calls("rlock.acquire"), calls("rfair.acquire")),
-        (vec!["1".to_owned()], vec!["1".to_owned()]),
-        "{stats}"
-    );
-    assert!(
-        calls("multi").is_empty() && calls("rlock.status").is_empty() && calls("rfair.status").is_empty(),
-        "{stats}"
-    );
+    let one = vec!["1".to_owned()];
+    let acquires = ["rlock.acquire", "rfair.acquire", "rfenced.acquire"].map(calls);
+    assert_eq!(acquires, [one.clone(), one.clone(), one], "{stats}");
+    assert_eq!(calls("rrw.acquire"), ["2"], "{stats}");
+    let statuses = ["multi", "rlock.status", "rfair.status", "rrw.status"];
+    assert!(statuses.into_iter().all(|command| calls(command).is_empty()), "{stats}");
+    drop((first, first_rw, second, second_rw));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
