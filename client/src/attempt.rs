@@ -39,10 +39,10 @@ enum Reply {
     Refused {
         retry_ms: i64,
     },
-    /// `observed`: the owner's count right after the grant, when read;
-    /// `token`: a fenced lock's fencing token (0 for other kinds).
+    /// `observed`: the owner's count right after the grant; `token`: a
+    /// fenced lock's fencing token (0 for other kinds).
     Granted {
-        observed: Option<i64>,
+        observed: i64,
         token: i64,
     },
     /// Granted, but fewer replicas than required acknowledged it.
@@ -84,18 +84,18 @@ async fn run(
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
     let (counted, lease_sent) =
-        state.read(|holds| (holds.levels(requested_at), holds.lease_for_acquire(lease, requested_at, watchdog)));
+        state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
     // A plain acquire names itself: when its reply is lost, sending it again
     // gets its outcome (a grant is replayed, adding no level).
     let mut named = Named::new(&shared.record_refused, &connection, &state.id);
     let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());
-    let mut replied = request(&mut connection, acquire.clone(), counted, sync.as_ref()).await;
+    let mut replied = request(&mut connection, acquire.clone(), sync.as_ref()).await;
     if named.is_some() && replied.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
         named = None;
         acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
-        replied = request(&mut connection, acquire.clone(), counted, sync.as_ref()).await;
+        replied = request(&mut connection, acquire.clone(), sync.as_ref()).await;
     }
     if replied.is_ok() {
         if let Some(named) = named.take() {
@@ -151,7 +151,7 @@ async fn run(
             // The grant may have run long after the request (a stalled
             // server): the lease the resend or read saw is the better
             // estimate.
-            (Some(observed), lease_left, token.unwrap_or(0), reply_tx)
+            (observed, lease_left, token.unwrap_or(0), reply_tx)
         }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
@@ -186,8 +186,8 @@ pub(crate) struct Granted {
     pub lease: Duration,
     pub lease_sent: Duration,
     pub requested_at: Instant,
-    /// The owner's count right after the grant, when read.
-    pub observed: Option<i64>,
+    /// The owner's count right after the grant.
+    pub observed: i64,
     /// The lease left as read later, `(read sent at, lease left)`.
     pub lease_left: Option<(Instant, Duration)>,
     /// A fenced lock's fencing token (0 for other kinds).
@@ -195,35 +195,26 @@ pub(crate) struct Granted {
 }
 
 /// Records the hold and hands it over; a closed client gives it back.
-/// Returns the levels left on the server by holds this client gave up for
-/// lost on its own lease estimate (before or during the acquire), which
-/// the server still counted: nothing else will release them.
+/// Returns the levels the server counted beyond this client's holds (see
+/// [`Holds::granted`](crate::holds::Holds::granted)): nothing else will
+/// release them.
 pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token } = granted;
     let state = lock.state();
-    let (ticket, orphaned, lease_end, lost) = state.update(|holds| {
-        let now = Instant::now();
-        let orphaned = holds.claim_unaccounted(observed, now);
-        let observed = observed.map(|count| count - orphaned as i64);
-        let (ticket, mut ended) = holds.granted(renewal, lease, lease_sent, requested_at, observed);
-        holds.answered(requested_at, now);
+    let (ticket, orphaned, lease_end) = state.update(|holds| {
+        let (ticket, mut ended, orphaned) = holds.granted(renewal, lease, lease_sent, requested_at, observed);
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
-            holds.answered(read_at, now);
         }
         // Recorded after its lease may have ended (a caller that left the
         // future unpolled, a stalled server): lost from the start, never
         // a guard that looks held.
         if ended == Ended::No {
-            ended = holds.expire_overdue(now);
+            ended = holds.expire_overdue(Instant::now());
         }
-        ((ticket, orphaned, holds.expires_at(), ended == Ended::Lost), ended)
+        ((ticket, orphaned, holds.expires_at()), ended)
     });
     lock.shared().registry.note_lease_end(lease_end);
-    // Lost with levels the server may still count: kept for the next acquire.
-    if lost {
-        lock.shared().registry.keep_unsettled([state.clone()], Instant::now());
-    }
     // Dropped unsent (the caller is gone) or refused: the hold releases.
     let hold = Hold::new(lock.clone(), ticket, lease, token);
     // Checked after the hold is recorded: the watchdog's stop marks every
@@ -270,15 +261,8 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 }
 
 /// The `acquire`; then WAIT when replicas must acknowledge. One round
-/// trip. A re-entry (`counted` levels, held or given up on this clock)
-/// learns the owner's count after the grant from the full reply, which
-/// shows whether the earlier levels survived.
-async fn request(
-    connection: &mut Connection,
-    acquire: redis::Cmd,
-    counted: usize,
-    sync: Option<&Plan>,
-) -> Result<Reply> {
+/// trip. The full reply gives the owner's count after a grant.
+async fn request(connection: &mut Connection, acquire: redis::Cmd, sync: Option<&Plan>) -> Result<Reply> {
     let mut pipe = redis::pipe();
     pipe.add_command(acquire);
     if let Some(plan) = sync {
@@ -300,8 +284,7 @@ async fn request(
             return Ok(Reply::Unsynced { acknowledged, required: plan.required });
         }
     }
-    let observed = (counted > 0).then_some(reply.holds);
-    Ok(Reply::Granted { observed, token: reply.token.unwrap_or(0) })
+    Ok(Reply::Granted { observed: reply.holds, token: reply.token.unwrap_or(0) })
 }
 
 /// What a fenced acquire whose grant was given back tells its caller: a

@@ -125,7 +125,7 @@ pub(crate) async fn attempt(
     let pool = shared.blocking.as_ref()?;
     let (kind, queue_wait_ms) = blocking_kind(handle.id().kind, queue_wait_ms)?;
     if pool.unsupported[kind].load(Ordering::Relaxed)
-        || handle.state().read(|holds| holds.levels(Instant::now())) > 0
+        || handle.state().read(|holds| holds.count()) > 0
         || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
     {
         return None;
@@ -164,9 +164,8 @@ async fn run(
     let (shared, state) = (lock.shared(), lock.state());
     let Some(pool) = shared.blocking.as_ref() else { return };
     let _gate = state.gate.lock().await;
-    // Held meanwhile through another handle (or maybe still counted on the
-    // server): the plain attempt re-enters and reads the count.
-    if shared.is_closed() || state.read(|holds| holds.levels(Instant::now())) > 0 {
+    // Held meanwhile through another handle: the plain attempt re-enters.
+    if shared.is_closed() || state.read(|holds| holds.count()) > 0 {
         pool.put_back(dedicated);
         return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
     }
@@ -223,9 +222,9 @@ async fn run(
             pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms })));
         }
-        Ok(FullReply { granted: true, waited_ms, .. }) => {
+        Ok(FullReply { granted: true, holds, waited_ms, .. }) => {
             pool.put_back(dedicated);
-            (None, lease_start(requested_at, received_at, waited_ms), None)
+            (holds, lease_start(requested_at, received_at, waited_ms), None)
         }
         // A module without WAIT (or an ACL refusing the record key): wait
         // by pub/sub from now on.
@@ -261,7 +260,7 @@ async fn run(
                 // come long after the request.
                 Some(SettledGrant { observed, lease_left, reply_tx: settled_tx, .. }) => {
                     reply_tx = settled_tx;
-                    (Some(observed), requested_at, lease_left)
+                    (observed, requested_at, lease_left)
                 }
                 None => return,
             }

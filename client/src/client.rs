@@ -42,6 +42,16 @@ pub struct ClientOptions {
     /// on a cluster, with replica sync, or against a module without `WAIT`,
     /// wait by pub/sub; 0 makes every waiter wait by pub/sub, as Redisson's.
     pub blocking_connections: usize,
+    /// Whether owner ids given to the `*_with_owner` handles may be used by
+    /// other clients at the same time (a Redisson thread's
+    /// `<uuid>:<thread id>`, another rlock client). Default false: an owner
+    /// id is this client's alone, so every level the server counts for it
+    /// beyond this client's holds is one it gave up (a lease that ran out
+    /// on its clock, a release whose reply was lost), and the next acquire
+    /// gives it back. When true, the client never releases a level it did
+    /// not take: such levels keep the lock until their lease ends. Owner
+    /// ids this client makes (`<client id>:<n>`) are always its alone.
+    pub shared_owner_ids: bool,
 }
 
 impl Default for ClientOptions {
@@ -52,6 +62,7 @@ impl Default for ClientOptions {
             replica_sync: ReplicaSync::default(),
             fair_wait_timeout: Duration::from_secs(300),
             blocking_connections: 8,
+            shared_owner_ids: false,
         }
     }
 }
@@ -81,6 +92,12 @@ impl ClientOptions {
         self
     }
 
+    /// Sets [`ClientOptions::shared_owner_ids`].
+    pub fn with_shared_owner_ids(mut self, shared: bool) -> Self {
+        self.shared_owner_ids = shared;
+        self
+    }
+
     /// Sets [`ClientOptions::retry`].
     pub fn with_retry(mut self, retry: RetryOptions) -> Self {
         self.retry = retry;
@@ -91,9 +108,9 @@ impl ClientOptions {
 /// Retries of transient failures.
 ///
 /// Reads are retried `attempts` times, `delay` apart. An acquire whose
-/// reply was lost is never sent again blindly: the client first reads the
-/// owner's hold count to learn whether it was granted, and only then tries
-/// again (or keeps the grant). Releases carry a request id (Redisson's
+/// reply was lost is never sent again blindly: it is sent again under its
+/// request id, and the server replays its grant or runs it now (a fair
+/// lock's, which has no id, reads the owner's hold count first). Releases carry a request id (Redisson's
 /// unlock latch), so a retried release answers as the first one did and
 /// never drops a second level. A force release is sent again only when
 /// the connection was refused. The watchdog retries every `delay` until

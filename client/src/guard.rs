@@ -140,7 +140,6 @@ async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Resul
             let lease_set = state.id.kind.release_sets_lease().then_some(lease_sent);
             let lease_end = state.update(|holds| {
                 let ended = holds.released(&ticket, reply, lease_set, requested_at);
-                holds.answered(requested_at, Instant::now());
                 (holds.expires_at(), ended)
             });
             // The holds left may now end before the watchdog's next wake.

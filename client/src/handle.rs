@@ -18,7 +18,8 @@ impl Handle {
     pub fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8], kind: Kind) -> Self {
         let id = LockId { name: name.into(), owner: owner.into(), kind };
         let channel = id.channel().into();
-        let state = shared.registry.state(id);
+        let own_id = owner.strip_prefix(shared.id.to_string().as_bytes()).is_some_and(|rest| rest.starts_with(b":"));
+        let state = shared.registry.state(id, shared.options.shared_owner_ids && !own_id);
         Self { shared, state, channel }
     }
 

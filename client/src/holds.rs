@@ -2,7 +2,12 @@
 //! clock is passed in), so every rule is unit-tested without Redis.
 //!
 //! One `Holds` exists per lock name and owner id: the server keeps one
-//! hold count per owner, so every handle with that owner shares it. A hold
+//! hold count per owner, so every handle with that owner shares it. Every
+//! grant's reply gives the owner's count on the server, which settles what
+//! this client counts: fewer means its earlier holds were lost, more means
+//! levels it no longer counts (a lease it gave up on its own clock, a
+//! release whose reply was lost), given back when the owner id is this
+//! client's alone. A hold
 //! is one granted acquire not yet given back. An *incarnation* is one
 //! unbroken stretch of holding: it ends when the last hold is released or
 //! when the holds are lost, and a guard from an ended incarnation is stale.
@@ -84,26 +89,19 @@ pub(crate) struct Holds {
     /// clock: the request that last set the lease, plus that lease, as
     /// `(sent at, expires at)`.
     lease: Option<(Instant, Instant)>,
-    /// How much later than `lease`'s end the server's expiry may be: the
-    /// time the request that set it took to be answered (it ran somewhere
-    /// in between). `None` until answered.
-    lease_lag: Option<Duration>,
-    /// The leases of renewals that went unanswered. Each may still land,
-    /// but only before the expiry it would extend (on a missing key it
-    /// does nothing), so each pushes the server's expiry out by at most
-    /// its lease: together, by at most their sum.
-    late_leases: Duration,
-    /// Levels given up for lost on this clock alone (their lease estimate
-    /// ran out) that the server may still count: the estimate runs from
-    /// when a request was sent, and a stalled server applies it later. A
-    /// later acquire would re-enter them unseen; it reads the count instead.
-    unaccounted: usize,
-    /// When those levels have surely expired on the server (`None`: no
-    /// bound is known).
-    unaccounted_until: Option<Instant>,
+    /// Other clients may use this owner id too (see
+    /// [`Holds::for_shared_owner`]): levels beyond this client's count may
+    /// be theirs.
+    shared_owner: bool,
 }
 
 impl Holds {
+    /// The holds of an owner id that other clients may use at the same
+    /// time: levels beyond this client's count are never given back.
+    pub fn for_shared_owner() -> Self {
+        Self { shared_owner: true, ..Self::default() }
+    }
+
     /// Holds this client counts: what the server's count should be.
     pub fn count(&self) -> usize {
         self.holds.len()
@@ -130,41 +128,9 @@ impl Holds {
         self.lease_needed(now, watchdog).map_or(lease, |needed| needed.max(lease))
     }
 
-    /// Levels the server may still count though no hold here has them
-    /// (see [`Holds::expire_overdue`]): the next acquire must read the
-    /// owner's count after its grant.
-    pub fn unaccounted(&self, now: Instant) -> usize {
-        match self.unaccounted_until {
-            Some(until) if now >= until => 0,
-            _ => self.unaccounted,
-        }
-    }
-
-    /// Levels the server may count for this owner: the holds counted here
-    /// and those given up on this clock alone. An acquire with any reads
-    /// the count after its grant.
-    pub fn levels(&self, now: Instant) -> usize {
-        self.holds.len() + self.unaccounted(now)
-    }
-
-    /// Of the `observed` count after a grant, the levels beyond the holds
-    /// counted here and the grant that are this client's own, given up on
-    /// its clock alone: nobody holds them any more, so they are to be
-    /// given back. The count settles them either way.
-    /// Levels that have surely expired are not claimed: with an owner id
-    /// shared with another client, the extra levels may be that client's.
-    pub fn claim_unaccounted(&mut self, observed: Option<i64>, now: Instant) -> usize {
-        let Some(observed) = observed else { return 0 };
-        let beyond = usize::try_from(observed).unwrap_or(0).saturating_sub(self.holds.len() + 1);
-        let claimed = self.unaccounted(now).min(beyond);
-        self.unaccounted = 0;
-        claimed
-    }
-
     /// An acquire was refused: another owner has the lock, so none of
     /// this owner's levels are left.
     pub fn refused(&mut self) -> Ended {
-        self.unaccounted = 0;
         match self.holds.is_empty() {
             true => Ended::No,
             false => self.end(Ended::Lost),
@@ -172,19 +138,24 @@ impl Holds {
     }
 
     /// Records a granted acquire sent at `requested_at` with `lease_sent`.
-    /// `observed` is the owner's count on the server right after the grant
-    /// when it was read; a count other than one more than ours means the
-    /// earlier holds were lost meanwhile and this grant started afresh.
+    /// `observed` is the owner's count on the server right after the
+    /// grant. Fewer than one more than counted here: the earlier holds were
+    /// lost meanwhile, and this grant started afresh. More: levels nothing
+    /// here counts, returned as the number to give back (none with a shared
+    /// owner id: they may be another client's).
     pub fn granted(
         &mut self,
         renewal: Renewal,
         lease: Duration,
         lease_sent: Duration,
         requested_at: Instant,
-        observed: Option<i64>,
-    ) -> (Ticket, Ended) {
-        let consistent = observed.is_none_or(|count| count == self.holds.len() as i64 + 1);
-        let ended = if consistent || self.holds.is_empty() { Ended::No } else { self.end(Ended::Lost) };
+        observed: i64,
+    ) -> (Ticket, Ended, usize) {
+        let observed = usize::try_from(observed).unwrap_or(0);
+        let ended = match observed > self.holds.len() || self.holds.is_empty() {
+            true => Ended::No,
+            false => self.end(Ended::Lost),
+        };
         if self.holds.is_empty() {
             self.incarnation += 1;
         }
@@ -192,7 +163,9 @@ impl Holds {
         let hold = Hold { id: self.next_hold, renewal, deadline: requested_at + lease };
         self.holds.push(hold);
         self.leased(requested_at, lease_sent);
-        (Ticket { incarnation: self.incarnation, hold: hold.id }, ended)
+        let beyond = observed.saturating_sub(self.holds.len());
+        let orphaned = if self.shared_owner { 0 } else { beyond };
+        (Ticket { incarnation: self.incarnation, hold: hold.id }, ended, orphaned)
     }
 
     /// The lease to send with the release of `ticket`: what the other
@@ -271,27 +244,12 @@ impl Holds {
         }
     }
 
-    /// The request sent at `sent_at` was answered at `answered_at`: if it
-    /// set the lease, the server's expiry is at most that much later.
-    pub fn answered(&mut self, sent_at: Instant, answered_at: Instant) {
-        if self.lease.is_some_and(|(last_sent_at, _)| last_sent_at == sent_at) {
-            self.lease_lag = Some(answered_at.saturating_duration_since(sent_at));
-        }
-    }
-
-    /// A renewal with `lease_sent` went unanswered: it may still land, and
-    /// push the expiry out by up to that lease (see `late_leases`).
-    pub fn unanswered(&mut self, lease_sent: Duration) {
-        self.late_leases += lease_sent;
-    }
-
     /// A command sent at `sent_at` set the lease. Commands on one
     /// connection run in the order they were sent, so the last one sent
     /// decides, whatever order their replies are handled in.
     pub fn leased(&mut self, sent_at: Instant, lease: Duration) {
         if self.lease.is_none_or(|(last_sent_at, _)| sent_at >= last_sent_at) {
             self.lease = Some((sent_at, sent_at + lease));
-            self.lease_lag = None;
         }
     }
 
@@ -301,26 +259,19 @@ impl Holds {
     }
 
     /// Holds whose lease has surely ended by `now`, by this clock, are
-    /// lost; the server may still count them (see `unaccounted`).
+    /// lost. The server may still count them (its clock started later):
+    /// the next grant's count shows them.
     pub fn expire_overdue(&mut self, now: Instant) -> Ended {
         let overdue = !self.holds.is_empty() && self.lease.is_some_and(|(_, expires_at)| expires_at <= now);
-        if !overdue {
-            return Ended::No;
+        match overdue {
+            true => self.end(Ended::Lost),
+            false => Ended::No,
         }
-        let surely_expired =
-            self.lease.zip(self.lease_lag).map(|((_, expires_at), lag)| expires_at + lag + self.late_leases);
-        if self.unaccounted(now) == 0 {
-            (self.unaccounted, self.unaccounted_until) = (0, surely_expired);
-        } else {
-            self.unaccounted_until = self.unaccounted_until.zip(surely_expired).map(|(a, b)| a.max(b));
-        }
-        self.unaccounted += self.holds.len();
-        self.end(Ended::Lost)
     }
 
     fn end(&mut self, how: Ended) -> Ended {
         self.holds.clear();
-        (self.lease, self.lease_lag, self.late_leases) = (None, None, Duration::ZERO);
+        self.lease = None;
         self.incarnation += 1;
         how
     }

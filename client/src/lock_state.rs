@@ -99,10 +99,6 @@ pub(crate) struct Registry {
     watchdog_wakes_by: AtomicU64,
     epoch: Instant,
     lost_count: Arc<AtomicU64>,
-    /// States whose given-up levels the server may still count (see
-    /// `Holds::unaccounted`): kept for that owner's next acquire even
-    /// when no handle is left, until those levels surely expired.
-    unsettled: Mutex<Vec<Arc<LockState>>>,
 }
 
 impl Default for Registry {
@@ -114,7 +110,6 @@ impl Default for Registry {
             watchdog_wakes_by: AtomicU64::new(0),
             epoch: Instant::now(),
             lost_count: Arc::default(),
-            unsettled: Mutex::default(),
         }
     }
 }
@@ -138,32 +133,22 @@ impl Registry {
         u64::try_from(at.saturating_duration_since(self.epoch).as_micros()).unwrap_or(u64::MAX)
     }
 
-    /// The state of `id`, shared with every other live handle on it.
-    pub fn state(&self, id: LockId) -> Arc<LockState> {
+    /// The state of `id`, shared with every other live handle on it;
+    /// `shared_owner`: other clients may use its owner id too.
+    pub fn state(&self, id: LockId, shared_owner: bool) -> Arc<LockState> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(state) = states.get(&id).and_then(Weak::upgrade) {
             return state;
         }
+        let holds = if shared_owner { Holds::for_shared_owner() } else { Holds::default() };
         let state = Arc::new(LockState {
             id: id.clone(),
             gate: tokio::sync::Mutex::new(()),
-            inner: Mutex::new(Inner { holds: Holds::default(), lost: watch::channel(false).0 }),
+            inner: Mutex::new(Inner { holds, lost: watch::channel(false).0 }),
             lost_count: self.lost_count.clone(),
         });
         states.insert(id, Arc::downgrade(&state));
         state
-    }
-
-    /// Keeps `lost` states while the server may still count levels they
-    /// gave up, and lets go of those that surely expired or were settled.
-    pub fn keep_unsettled(&self, lost: impl IntoIterator<Item = Arc<LockState>>, now: Instant) {
-        let mut unsettled = self.unsettled.lock().unwrap_or_else(PoisonError::into_inner);
-        for state in lost {
-            if !unsettled.iter().any(|kept| Arc::ptr_eq(kept, &state)) {
-                unsettled.push(state);
-            }
-        }
-        unsettled.retain(|kept| kept.read(|holds| holds.unaccounted(now)) > 0);
     }
 
     /// The live states (forgetting the dead ones).

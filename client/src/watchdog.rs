@@ -161,18 +161,12 @@ impl Watchdog {
     /// Holds whose lease has surely ended are lost, renewed or not.
     fn expire_overdue(&self) {
         let now = Instant::now();
-        let mut lost = vec![];
         for state in self.registry.live() {
-            let ended = state.update(|holds| {
+            state.update(|holds| {
                 let ended = holds.expire_overdue(now);
-                (ended, ended)
+                ((), ended)
             });
-            if ended == Ended::Lost {
-                lost.push(state);
-            }
         }
-        // The server may still count what they gave up: kept for the next acquire.
-        self.registry.keep_unsettled(lost, now);
     }
 }
 
@@ -183,17 +177,11 @@ fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant)
         (Upkeep::Renew(lease), Ok(redis::Value::Int(1))) => {
             task.state.update(|holds| {
                 holds.renewed(task.incarnation, sent_at, lease);
-                holds.answered(sent_at, Instant::now());
                 ((), Ended::No)
             });
             true
         }
         (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => false,
-        // It may still land, later than the estimate.
-        (Upkeep::Renew(lease), Err(_)) => {
-            task.state.update(|holds| (holds.unanswered(lease), Ended::No));
-            true
-        }
         (Upkeep::Check, Ok(reply)) => {
             Status::parse(reply, task.state.id.kind).map_or(true, |status| status.hold_count > 0)
         }

@@ -178,13 +178,15 @@ async fn a_level_given_up_on_the_clients_clock_is_given_back_by_the_next_acquire
     assert!(!lock.is_locked().await.unwrap(), "a forgotten level kept the lock");
 }
 
-/// Two clients sharing an owner id: a level one of them gave up because
-/// its lease simply ran out (answered at once, so surely expired) is not
-/// taken for the other client's levels at its next acquire.
+/// Two clients sharing an owner id (`shared_owner_ids`): a level one of
+/// them gave up because its lease ran out is not taken for the other
+/// client's levels at its next acquire; without the option, an owner id is
+/// one client's alone, and levels beyond its count are given back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lease_that_surely_ran_out_never_claims_another_clients_level() {
+async fn with_shared_owner_ids_a_client_never_gives_back_another_clients_level() {
     let server = Server::start();
-    let (a, b) = (client(&server).await, client(&server).await);
+    let connect = || Client::connect(server.client(), options().with_shared_owner_ids(true));
+    let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
     let (on_a, on_b) = (a.lock_with_owner("shared", "o"), b.lock_with_owner("shared", "o"));
     let ran_out = on_a.lock_with_lease(Duration::from_millis(100)).await.unwrap();
     tokio::time::timeout(PATIENCE, ran_out.lost()).await.expect("reported lost at its lease's end");

@@ -6,10 +6,19 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// Grants a hold with the lease the client would send.
-fn grant(holds: &mut Holds, renewal: Renewal, lease: Duration, at: Instant, observed: Option<i64>) -> (Ticket, Ended) {
+/// Grants a hold with the lease the client would send; the server counts
+/// `observed` levels after it.
+fn grant(holds: &mut Holds, renewal: Renewal, lease: Duration, at: Instant, observed: i64) -> (Ticket, Ended) {
     let sent = holds.lease_for_acquire(lease, at, WATCHDOG);
-    holds.granted(renewal, lease, sent, at, observed)
+    let (ticket, ended, orphaned) = holds.granted(renewal, lease, sent, at, observed);
+    assert_eq!(orphaned, 0, "no level beyond the count");
+    (ticket, ended)
+}
+
+/// Grants a hold on top of what `holds` counts, as the server counts it.
+fn next(holds: &mut Holds, renewal: Renewal, lease: Duration, at: Instant) -> (Ticket, Ended) {
+    let observed = holds.count() as i64 + 1;
+    grant(holds, renewal, lease, at, observed)
 }
 
 /// Whether the lease estimate has run out by `now`.
@@ -21,9 +30,9 @@ fn overdue(holds: &Holds, now: Instant) -> bool {
 fn a_short_reentry_never_cuts_the_outer_holds_lease() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
-    grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    next(&mut holds, Renewal::Watchdog, WATCHDOG, t0);
     assert_eq!(holds.lease_for_acquire(ms(300), t0, WATCHDOG), WATCHDOG);
-    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(300), t0, Some(2));
+    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(300), t0, 2);
     // The inner fixed hold goes: the outer watchdog hold still needs renewal.
     assert_eq!(holds.lease_for_release(&inner, t0 + ms(10), WATCHDOG, ms(300)), WATCHDOG);
     assert_eq!(holds.released(&inner, Released::OneLevel, Some(WATCHDOG), t0), Ended::No);
@@ -46,7 +55,7 @@ fn upkeep_follows_every_hold() {
     for (grants, at, expected) in cases {
         let mut holds = Holds::default();
         for (n, (renewal, lease)) in grants.iter().enumerate() {
-            grant(&mut holds, *renewal, ms(*lease), t0, Some(n as i64 + 1));
+            grant(&mut holds, *renewal, ms(*lease), t0, n as i64 + 1);
         }
         assert_eq!(holds.upkeep(t0 + ms(*at), WATCHDOG), *expected, "{grants:?} at {at}");
     }
@@ -69,7 +78,7 @@ fn releases_by_the_table() {
         let t0 = Instant::now();
         let mut holds = Holds::default();
         let tickets: Vec<Ticket> =
-            (1..=before).map(|n| grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, Some(n)).0).collect();
+            (1..=before).map(|n| grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, n).0).collect();
         let incarnation = holds.incarnation();
         assert_eq!(holds.released(&tickets[0], reply, Some(WATCHDOG), t0), ended, "{before} {reply:?}");
         assert_eq!(holds.count(), after, "{before} {reply:?}");
@@ -82,9 +91,9 @@ fn releases_by_the_table() {
 fn a_stale_ticket_changes_nothing() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
-    let (stale, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    let (stale, _) = next(&mut holds, Renewal::Watchdog, WATCHDOG, t0);
     assert_eq!(holds.lose(stale.incarnation), Ended::Lost);
-    let (current, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    let (current, _) = next(&mut holds, Renewal::Watchdog, WATCHDOG, t0);
     assert!(!holds.is_current(&stale) && holds.is_current(&current));
     assert_eq!(holds.released(&stale, Released::Fully, Some(WATCHDOG), t0), Ended::No);
     assert_eq!(holds.forget(&stale), Ended::No);
@@ -96,13 +105,13 @@ fn a_stale_ticket_changes_nothing() {
 fn a_grant_whose_count_disagrees_starts_afresh() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
-    let (old, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
+    let (old, _) = next(&mut holds, Renewal::Watchdog, WATCHDOG, t0);
     // The key was deleted and this re-entry created it again: count 1, not 2.
-    let (new, ended) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, Some(1));
+    let (new, ended) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, 1);
     assert_eq!(ended, Ended::Lost);
     assert!(!holds.is_current(&old) && holds.is_current(&new));
     assert_eq!(holds.count(), 1);
-    let (_, ended) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, Some(2));
+    let (_, ended) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, 2);
     assert_eq!((ended, holds.count()), (Ended::No, 2));
 }
 
@@ -110,7 +119,7 @@ fn a_grant_whose_count_disagrees_starts_afresh() {
 fn leases_run_out_by_the_clock() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
-    let (ticket, _) = grant(&mut holds, Renewal::Watchdog, ms(900), t0, None);
+    let (ticket, _) = next(&mut holds, Renewal::Watchdog, ms(900), t0);
     assert!(!overdue(&holds, t0 + ms(899)) && overdue(&holds, t0 + ms(900)));
     holds.renewed(ticket.incarnation, t0 + ms(300), ms(900));
     assert!(!overdue(&holds, t0 + ms(1_100)) && overdue(&holds, t0 + ms(1_200)));
@@ -122,8 +131,8 @@ fn leases_run_out_by_the_clock() {
 fn the_last_command_sent_decides_the_lease() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
-    let (outer, _) = grant(&mut holds, Renewal::Watchdog, ms(900), t0, None);
-    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(5_000), t0 + ms(10), Some(2));
+    let (outer, _) = next(&mut holds, Renewal::Watchdog, ms(900), t0);
+    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(5_000), t0 + ms(10), 2);
     // A renewal for 5 s sent before the inner release (which cuts the
     // lease to 900 ms) has its reply handled after the release's.
     holds.released(&inner, Released::OneLevel, Some(ms(900)), t0 + ms(30));
@@ -135,8 +144,8 @@ fn the_last_command_sent_decides_the_lease() {
 fn a_release_that_sets_no_lease_leaves_the_estimate() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
-    grant(&mut holds, Renewal::Fixed, ms(900), t0, None);
-    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(900), t0 + ms(10), Some(2));
+    next(&mut holds, Renewal::Fixed, ms(900), t0);
+    let (inner, _) = grant(&mut holds, Renewal::Fixed, ms(900), t0 + ms(10), 2);
     // A read release: the holds left keep the leases they had.
     holds.released(&inner, Released::OneLevel, None, t0 + ms(500));
     assert!(!overdue(&holds, t0 + ms(905)) && overdue(&holds, t0 + ms(910)), "the last acquire's lease");
@@ -146,8 +155,8 @@ fn a_release_that_sets_no_lease_leaves_the_estimate() {
 fn forgetting_the_last_hold_ends_the_incarnation() {
     let t0 = Instant::now();
     let mut holds = Holds::default();
-    let (first, _) = grant(&mut holds, Renewal::Watchdog, WATCHDOG, t0, None);
-    let (second, _) = grant(&mut holds, Renewal::Fixed, ms(500), t0, Some(2));
+    let (first, _) = next(&mut holds, Renewal::Watchdog, WATCHDOG, t0);
+    let (second, _) = grant(&mut holds, Renewal::Fixed, ms(500), t0, 2);
     assert_eq!(holds.forget(&second), Ended::No);
     assert_eq!(holds.forget(&first), Ended::Released);
     assert_eq!(holds.upkeep(t0, WATCHDOG), None);
@@ -183,63 +192,45 @@ fn lost_replies_are_settled_by_the_count() {
 }
 
 #[test]
-fn levels_given_up_on_the_clock_alone_are_claimed_by_the_next_counted_grant() {
+fn the_count_after_a_grant_settles_what_is_counted_here() {
     let t0 = Instant::now();
-    // (holds given up by the clock, count observed after the next grant, levels to give back);
-    // the grants were answered 400 ms after their send, so they may outlive the estimate by that.
-    let cases = [(2, Some(3), 2), (2, Some(1), 0), (2, Some(2), 1), (2, Some(5), 2), (2, None, 0), (0, Some(3), 0)];
-    for (given_up, observed, claimed) in cases {
-        let mut holds = Holds::default();
-        for _ in 0..given_up {
-            grant(&mut holds, Renewal::Fixed, ms(100), t0, None);
-            holds.answered(t0, t0 + ms(400));
+    // (holds counted before, count observed after the grant, owner id shared, ended, holds after, to give back)
+    let cases = [
+        (0, 1, false, Ended::No, 1, 0),
+        (2, 3, false, Ended::No, 3, 0),
+        // Levels nothing here counts (a lease given up on this clock, a
+        // release whose reply was lost): this client's, given back.
+        (0, 3, false, Ended::No, 1, 2),
+        (1, 4, false, Ended::No, 2, 2),
+        // With a shared owner id they may be another client's: kept.
+        (0, 3, true, Ended::No, 1, 0),
+        (1, 4, true, Ended::No, 2, 0),
+        // Fewer: the earlier holds were lost, this grant started afresh.
+        (2, 1, false, Ended::Lost, 1, 0),
+        (2, 2, false, Ended::Lost, 1, 1),
+        (2, 2, true, Ended::Lost, 1, 0),
+    ];
+    for (before, observed, shared, ended, after, orphaned) in cases {
+        let mut holds = if shared { Holds::for_shared_owner() } else { Holds::default() };
+        for _ in 0..before {
+            next(&mut holds, Renewal::Fixed, ms(100), t0);
         }
-        let expired = holds.expire_overdue(t0 + ms(100));
-        assert_eq!(expired, if given_up > 0 { Ended::Lost } else { Ended::No });
-        assert_eq!(holds.unaccounted(t0 + ms(499)), given_up);
-        assert_eq!(holds.unaccounted(t0 + ms(500)), 0, "surely expired on the server by then");
-        assert_eq!(
-            holds.claim_unaccounted(observed, t0 + ms(300)),
-            claimed,
-            "{given_up} given up, {observed:?} observed"
-        );
-        assert_eq!(holds.unaccounted(t0), if observed.is_some() { 0 } else { given_up });
+        let granted = holds.granted(Renewal::Fixed, ms(100), ms(100), t0, observed);
+        let case = format!("{before} counted, {observed} observed, shared {shared}");
+        assert_eq!((granted.1, holds.count(), granted.2), (ended, after, orphaned), "{case}");
     }
-    // Levels that surely expired are not claimed: the extra count is someone else's.
+}
+
+#[test]
+fn holds_given_up_on_the_clock_are_lost_and_a_refusal_ends_them() {
+    let t0 = Instant::now();
     let mut holds = Holds::default();
-    grant(&mut holds, Renewal::Fixed, ms(100), t0, None);
-    holds.answered(t0, t0 + ms(1));
-    holds.expire_overdue(t0 + ms(100));
-    assert_eq!(holds.claim_unaccounted(Some(3), t0 + ms(101)), 0);
-    // A grant never answered: no bound.
-    let mut holds = Holds::default();
-    grant(&mut holds, Renewal::Watchdog, ms(100), t0, None);
-    holds.expire_overdue(t0 + ms(100));
-    assert_eq!(holds.unaccounted(t0 + ms(3_600_000)), 1);
-    // Renewals that went unanswered may still land, each before the
-    // expiry it extends: each pushes the bound out by its lease, and the
-    // levels are let go of after that (they were kept for the client's
-    // lifetime before, a state per lock name).
-    for (renewals_lost, bound) in [(1, 201), (2, 301)] {
-        let mut holds = Holds::default();
-        grant(&mut holds, Renewal::Watchdog, ms(100), t0, None);
-        holds.answered(t0, t0 + ms(1));
-        for _ in 0..renewals_lost {
-            holds.unanswered(ms(100));
-        }
-        holds.expire_overdue(t0 + ms(100));
-        assert_eq!(holds.unaccounted(t0 + ms(bound - 1)), 1, "{renewals_lost} renewals lost");
-        assert_eq!(holds.unaccounted(t0 + ms(bound)), 0, "{renewals_lost} renewals lost");
-    }
-    // Not yet overdue: nothing is given up.
-    let mut holds = Holds::default();
-    grant(&mut holds, Renewal::Fixed, ms(100), t0, None);
+    next(&mut holds, Renewal::Fixed, ms(100), t0);
     assert_eq!(holds.expire_overdue(t0 + ms(99)), Ended::No);
-    assert_eq!((holds.count(), holds.unaccounted(t0)), (1, 0));
+    assert_eq!(holds.expire_overdue(t0 + ms(100)), Ended::Lost);
+    assert_eq!(holds.count(), 0);
     // A refusal shows another owner has the lock: nothing of ours is left.
-    holds.expire_overdue(t0 + ms(100));
     assert_eq!(holds.refused(), Ended::No);
-    assert_eq!(holds.unaccounted(t0), 0);
-    grant(&mut holds, Renewal::Fixed, ms(100), t0, None);
+    next(&mut holds, Renewal::Fixed, ms(100), t0);
     assert_eq!(holds.refused(), Ended::Lost);
 }
