@@ -25,6 +25,7 @@
 //! on the server leaves the queue there too.
 
 use crate::attempt::{acquire_command, give_up_place, grant, release_orphans, Attempt, Granted};
+use crate::blocking_pool::{Dedicated, Pooled};
 use crate::channel_wait::REPLY_GRACE;
 use crate::commands::{FullReply, Kind};
 use crate::connection::Connection;
@@ -35,71 +36,14 @@ use crate::named::{refuses_record, Named};
 use crate::protocol;
 use crate::run_to_end::run_to_end;
 use crate::settle::{resend, settle, SettledGrant};
-use redis::aio::MultiplexedConnection;
 use redis::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 /// The longest one blocking call waits when the caller has no limit: it
 /// then queues again (at the back).
 const LONGEST_BLOCK: Duration = Duration::from_secs(30);
-
-/// Dedicated connections for blocking calls, at most `size` at once.
-pub(crate) struct BlockingPool {
-    redis: redis::Client,
-    idle: Mutex<Vec<Dedicated>>,
-    slots: Arc<Semaphore>,
-    /// Set when the server's module refused `WAIT` (plain locks) or
-    /// `BLOCK` (fair locks): by kind.
-    unsupported: [AtomicBool; 2],
-}
-
-struct Dedicated {
-    connection: MultiplexedConnection,
-    /// Its `CLIENT ID` and address as the server sees it, to kill it from
-    /// the shared connection: both must match, so that a kill retried
-    /// after a server restart (whose ids start again) hits no other
-    /// connection that took the id.
-    id: i64,
-    addr: String,
-}
-
-impl BlockingPool {
-    pub fn new(redis: redis::Client, size: usize) -> Self {
-        Self {
-            redis,
-            idle: Mutex::default(),
-            slots: Arc::new(Semaphore::new(size)),
-            unsupported: [AtomicBool::new(false), AtomicBool::new(false)],
-        }
-    }
-
-    /// A connection and its slot, or `None` when all are busy.
-    async fn take(&self) -> Option<(Dedicated, OwnedSemaphorePermit)> {
-        let slot = self.slots.clone().try_acquire_owned().ok()?;
-        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        let dedicated = match idle {
-            Some(dedicated) => dedicated,
-            None => {
-                // No reply timeout: the call blocks as long as it asks to.
-                let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-                let mut connection = self.redis.get_multiplexed_async_connection_with_config(&config).await.ok()?;
-                let info: String = redis::cmd("CLIENT").arg("INFO").query_async(&mut connection).await.ok()?;
-                let field = |name: &str| info.split(' ').find_map(|field| field.strip_prefix(name)).map(str::to_owned);
-                let id = field("id=")?.parse().ok()?;
-                Dedicated { connection, id, addr: field("addr=")? }
-            }
-        };
-        Some((dedicated, slot))
-    }
-
-    fn put_back(&self, dedicated: Dedicated) {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(dedicated);
-    }
-}
 
 /// The blocking call of a kind: a plain lock's `RLOCK.ACQUIRE … WAIT`, a
 /// fair lock's `RFAIR.ACQUIRE … WAIT queue_wait BLOCK` (granted in queue
@@ -124,7 +68,7 @@ pub(crate) async fn attempt(
     let shared = handle.shared();
     let pool = shared.blocking.as_ref()?;
     let (kind, queue_wait_ms) = blocking_kind(handle.id().kind, queue_wait_ms)?;
-    if pool.unsupported[kind].load(Ordering::Relaxed)
+    if pool.is_unsupported(kind)
         || handle.state().read(|holds| holds.count()) > 0
         || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
     {
@@ -135,16 +79,16 @@ pub(crate) async fn attempt(
     if queue_wait_ms.is_none() && named.is_none() {
         return None;
     }
-    let (dedicated, slot) = pool.take().await?;
+    let pooled = pool.take().await?;
     let wait_ms = protocol::clamp_lease_ms(wait.unwrap_or(LONGEST_BLOCK).min(LONGEST_BLOCK));
     let lock = handle.clone();
     let call = Call { kind, queue_wait_ms, wait_ms, named };
-    let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, lease, call, (dedicated, slot), reply_tx));
+    let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, lease, call, pooled, reply_tx));
     Some(blocked.await.unwrap_or(Err(Error::ClientClosed)))
 }
 
 /// What one blocking call asks: its kind's index in
-/// [`BlockingPool::unsupported`], a fair waiter's queue wait, how long it
+/// [`BlockingPool::is_unsupported`](crate::blocking_pool::BlockingPool::is_unsupported), a fair waiter's queue wait, how long it
 /// blocks, and a plain lock's request id.
 struct Call {
     kind: usize,
@@ -158,7 +102,7 @@ async fn run(
     renewal: Renewal,
     lease: Duration,
     Call { kind, queue_wait_ms, wait_ms, named }: Call,
-    (mut dedicated, _slot): (Dedicated, OwnedSemaphorePermit),
+    mut pooled: Pooled,
     mut reply_tx: oneshot::Sender<Result<Attempt>>,
 ) {
     let (shared, state) = (lock.shared(), lock.state());
@@ -166,7 +110,6 @@ async fn run(
     let _gate = state.gate.lock().await;
     // Held meanwhile through another handle: the plain attempt re-enters.
     if shared.is_closed() || state.read(|holds| holds.count()) > 0 {
-        pool.put_back(dedicated);
         return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
     }
     let requested_at = Instant::now();
@@ -180,7 +123,7 @@ async fn run(
     let acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, Some(wait_ms)), named.as_ref());
     let mut closed = shared.closed();
     let (reply, cancelled) = {
-        let request = acquire.query_async::<Value>(&mut dedicated.connection);
+        let request = acquire.query_async::<Value>(&mut pooled.dedicated().connection);
         tokio::pin!(request);
         tokio::select! {
             reply = &mut request => (reply, false),
@@ -215,37 +158,32 @@ async fn run(
     let (observed, lease_start, lease_left) = match reply {
         // The cancelled call's reply: nothing was granted.
         Err(Error::Redis(_)) if cancelled => {
-            pool.put_back(dedicated);
             return drop(reply_tx.send(Err(Error::ClientClosed)));
         }
         Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => {
-            pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms })));
         }
         Ok(FullReply { granted: true, holds, waited_ms, .. }) => {
-            pool.put_back(dedicated);
             (holds, lease_start(requested_at, received_at, waited_ms), None)
         }
         // A module without WAIT (or an ACL refusing the record key): wait
         // by pub/sub from now on.
         Err(err) if refuses_record(&shared.record_refused, &err) => {
-            pool.put_back(dedicated);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
         }
         Err(Error::Redis(err)) if err.code() == Some("ERR") => {
-            pool.unsupported[kind].store(true, Ordering::Relaxed);
-            pool.put_back(dedicated);
+            pool.set_unsupported(kind);
             return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
         }
         // An error reply: the call ended without a grant.
         Err(err) if !err.is_transient() => {
-            pool.put_back(dedicated);
             return drop(reply_tx.send(Err(err)));
         }
         Err(err) => {
             // No grant can follow once the server dropped the connection.
             let mut connection = shared.connection.clone();
-            let ordered = kill(&lock, &mut connection, &dedicated).await;
+            let ordered = kill(&lock, &mut connection, pooled.dedicated()).await;
+            pooled.discard();
             let settled = match named {
                 // The same request without WAIT: a grant it recorded is
                 // replayed, else it runs now.

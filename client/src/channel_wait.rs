@@ -7,8 +7,8 @@
 //! message (a reconnection, a change made with plain commands) then costs
 //! at most one period, never a hang.
 
-use crate::client::Shared;
 use crate::error::{Error, Result};
+use crate::shared::Shared;
 use crate::subscriptions::Subscription;
 use crate::wakeups::WakeRule;
 use std::future::Future;

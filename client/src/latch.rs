@@ -1,9 +1,9 @@
 //! Redisson's `RCountDownLatch` over the module's `RLATCH.*` commands.
 
 use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
-use crate::client::Shared;
 use crate::error::Result;
 use crate::requests::{command, query, read};
+use crate::shared::Shared;
 use crate::wakeups::WakeRule;
 use std::sync::Arc;
 use std::time::Duration;

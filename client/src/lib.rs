@@ -42,6 +42,7 @@
 
 mod attempt;
 mod blocking;
+mod blocking_pool;
 mod channel_wait;
 mod client;
 mod commands;
@@ -57,6 +58,7 @@ mod lock;
 mod lock_state;
 mod named;
 mod node_pipelines;
+mod options;
 mod permits;
 mod protocol;
 mod pubsub;
@@ -67,18 +69,20 @@ mod run_to_end;
 mod rwlock;
 mod semaphore;
 mod settle;
+mod shared;
 mod slot_map;
 mod subscriptions;
 mod waiting;
 mod wakeups;
 mod watchdog;
 
-pub use client::{Client, ClientOptions, RetryOptions};
+pub use client::Client;
 pub use error::{Error, Result};
 pub use guard::Guard;
 pub use kind::LockKind;
 pub use latch::CountDownLatch;
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, WriteLock};
+pub use options::{ClientOptions, RetryOptions};
 pub use permits::{Permit, PermitExpirableSemaphore, PermitOptions};
 pub use protocol::{release_channel, MAX_LEASE};
 pub use replica_sync::ReplicaSync;

@@ -1,9 +1,9 @@
-use crate::client::Shared;
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::handle::Handle;
 use crate::holds::Renewal;
 use crate::kind::{Fair, Fenced, LockKind, Plain, Read, Write};
+use crate::shared::Shared;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;

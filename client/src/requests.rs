@@ -1,8 +1,8 @@
 //! Sending the synchronizers' commands (semaphores, count-down latch): to
 //! the server of their key, reads again on transient failures, writes once.
 
-use crate::client::Shared;
 use crate::error::Result;
+use crate::shared::Shared;
 use redis::Cmd;
 
 /// `verb key`.

@@ -9,8 +9,8 @@
 //! lock's other calls, and a grant it is slow to take may come back
 //! already lost (see `attempt::grant`). Poll it to the end or drop it.
 
-use crate::client::Shared;
 use crate::lock_state::Registry;
+use crate::shared::Shared;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-use crate::client::Shared;
 use crate::lock::{ReadLock, WriteLock};
+use crate::shared::Shared;
 use std::sync::Arc;
 
 /// Redisson's read-write lock: one name, one owner id, two sides. Get it

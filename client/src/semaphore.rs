@@ -2,10 +2,10 @@
 //! of available permits in a string key, shared with Java clients.
 
 use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
-use crate::client::Shared;
 use crate::error::{Error, Result};
 use crate::requests::{command, query, read};
 use crate::run_to_end::run_to_end;
+use crate::shared::Shared;
 use crate::wakeups::WakeRule;
 use std::sync::Arc;
 use std::time::Duration;

@@ -89,6 +89,38 @@ async fn dropped_waits_leave_the_queue_and_the_release_grants_a_live_waiter() {
     assert_eq!(info(&server, "blocked").await, 0);
 }
 
+/// Every blocking call's connection goes back to the pool when the call
+/// ends (granted, timed out, or given up while blocked): rounds of waits
+/// open no more connections than the pool holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_takes_its_connections_back_however_a_wait_ends() {
+    let server = Server::start();
+    let client = blocking_client(&server, 2).await;
+    let before = connected_clients(&server).await;
+    for _ in 0..5 {
+        let holder = client.lock("k").lock().await.unwrap();
+        let timed_out = client.lock("k").try_lock(Duration::from_millis(20), None).await.unwrap();
+        assert!(timed_out.is_none());
+        let dropped = tokio::spawn({
+            let lock = client.lock("k");
+            async move { lock.lock().await }
+        });
+        eventually!("it blocked", info(&server, "blocked").await == 1);
+        dropped.abort();
+        let _ = dropped.await;
+        eventually!("it left the queue", info(&server, "blocked").await == 0);
+        let granted = tokio::spawn({
+            let lock = client.lock("k");
+            async move { lock.lock().await.unwrap().unlock().await }
+        });
+        eventually!("it blocked", info(&server, "blocked").await == 1);
+        holder.unlock().await.unwrap();
+        granted.await.unwrap().unwrap();
+    }
+    let opened = connected_clients(&server).await - before;
+    assert!((1..=2).contains(&opened), "{opened} connections for 15 blocking waits on a pool of 2");
+}
+
 async fn connected_clients(server: &Server) -> i64 {
     let info: String = redis::cmd("INFO").arg("clients").query_async(&mut common::admin(server).await).await.unwrap();
     let value = info.lines().find_map(|line| line.strip_prefix("connected_clients:"));

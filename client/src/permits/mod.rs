@@ -7,11 +7,11 @@ mod permit;
 pub use permit::Permit;
 
 use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
-use crate::client::Shared;
 use crate::error::{Error, Result};
 use crate::protocol;
 use crate::requests::{command, query, read};
 use crate::run_to_end::run_to_end;
+use crate::shared::Shared;
 use crate::wakeups::WakeRule;
 use redis::Value;
 use std::sync::Arc;

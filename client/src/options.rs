@@ -1,0 +1,148 @@
+//! The client's settings, checked before it connects.
+
+use crate::error::{Error, Result};
+use crate::protocol;
+use crate::replica_sync::ReplicaSync;
+use std::time::Duration;
+
+/// Client settings. Start from [`ClientOptions::default`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// The lease of locks taken without an explicit one, renewed every
+    /// third of it while held (Redisson's `lockWatchdogTimeout`). Default 30 s.
+    pub watchdog_timeout: Duration,
+    /// How transient failures (connection loss, failover) are retried.
+    pub retry: RetryOptions,
+    /// Whether acquires wait for replicas. Default: all connected ones, 1 s.
+    pub replica_sync: ReplicaSync,
+    /// How long a fair lock waiter without a wait limit keeps its place in
+    /// the queue once its turn may have come (Redisson's
+    /// `fairLockWaitTimeout`): a waiter that died leaves it then. Default
+    /// 5 minutes.
+    pub fair_wait_timeout: Duration,
+    /// Connections for the blocking waiting mode: a refused waiter of a
+    /// plain lock blocks on the server (`RLOCK.ACQUIRE … WAIT`) on one of
+    /// these, opened when first needed, and is granted the lock in arrival
+    /// order the moment it frees. Default 8. Waiters beyond this many, and
+    /// on a cluster, with replica sync, or against a module without `WAIT`,
+    /// wait by pub/sub; 0 makes every waiter wait by pub/sub, as Redisson's.
+    pub blocking_connections: usize,
+    /// Whether owner ids given to the `*_with_owner` handles may be used by
+    /// other clients at the same time (a Redisson thread's
+    /// `<uuid>:<thread id>`, another rlock client). Default false: an owner
+    /// id is this client's alone, so every level the server counts for it
+    /// beyond this client's holds is one it gave up (a lease that ran out
+    /// on its clock, a release whose reply was lost), and the next acquire
+    /// gives it back. When true, the client never releases a level it did
+    /// not take: such levels keep the lock until their lease ends. Owner
+    /// ids this client makes (`<client id>:<n>`) are always its alone.
+    pub shared_owner_ids: bool,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            watchdog_timeout: Duration::from_secs(30),
+            retry: RetryOptions::default(),
+            replica_sync: ReplicaSync::default(),
+            fair_wait_timeout: Duration::from_secs(300),
+            blocking_connections: 8,
+            shared_owner_ids: false,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Sets [`ClientOptions::watchdog_timeout`].
+    pub fn with_watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.watchdog_timeout = timeout;
+        self
+    }
+
+    /// Sets [`ClientOptions::replica_sync`].
+    pub fn with_replica_sync(mut self, replica_sync: ReplicaSync) -> Self {
+        self.replica_sync = replica_sync;
+        self
+    }
+
+    /// Sets [`ClientOptions::fair_wait_timeout`].
+    pub fn with_fair_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.fair_wait_timeout = timeout;
+        self
+    }
+
+    /// Sets [`ClientOptions::blocking_connections`].
+    pub fn with_blocking_connections(mut self, connections: usize) -> Self {
+        self.blocking_connections = connections;
+        self
+    }
+
+    /// Sets [`ClientOptions::shared_owner_ids`].
+    pub fn with_shared_owner_ids(mut self, shared: bool) -> Self {
+        self.shared_owner_ids = shared;
+        self
+    }
+
+    /// Sets [`ClientOptions::retry`].
+    pub fn with_retry(mut self, retry: RetryOptions) -> Self {
+        self.retry = retry;
+        self
+    }
+}
+
+/// Retries of transient failures.
+///
+/// Reads are retried `attempts` times, `delay` apart. An acquire whose
+/// reply was lost is never sent again blindly: it is sent again under its
+/// request id, and the server replays its grant or runs it now (a fair
+/// lock's, which has no id, reads the owner's hold count first). Releases carry a request id (Redisson's
+/// unlock latch), so a retried release answers as the first one did and
+/// never drops a second level. A force release is sent again only when
+/// the connection was refused. The watchdog retries every `delay` until
+/// the lease would be gone, then reports the lock lost.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RetryOptions {
+    /// Retries after the first failure. Default 3.
+    pub attempts: u32,
+    /// Pause before each retry. Default 100 ms.
+    pub delay: Duration,
+}
+
+impl Default for RetryOptions {
+    fn default() -> Self {
+        Self { attempts: 3, delay: Duration::from_millis(100) }
+    }
+}
+
+impl RetryOptions {
+    /// `attempts` retries, `delay` apart.
+    pub fn new(attempts: u32, delay: Duration) -> Self {
+        Self { attempts, delay }
+    }
+}
+
+/// Shortest watchdog timeout: its third, the renewal period, is 1 ms.
+const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(3);
+
+/// Refuses options the client cannot work with, before connecting.
+pub(crate) fn check(options: &ClientOptions) -> Result<()> {
+    let watchdog = options.watchdog_timeout;
+    if watchdog < MIN_WATCHDOG_TIMEOUT || protocol::lease_ms(watchdog).is_err() {
+        return Err(Error::InvalidWatchdogTimeout(watchdog));
+    }
+    // Sent as RFAIR.ACQUIRE's WAIT, whose bounds are a lease's.
+    if protocol::lease_ms(options.fair_wait_timeout).is_err() {
+        return Err(Error::InvalidFairWaitTimeout(options.fair_wait_timeout));
+    }
+    match options.replica_sync {
+        // WAIT takes whole milliseconds, and 0 blocks for ever.
+        ReplicaSync::AllReplicas { timeout } | ReplicaSync::Replicas { timeout, .. }
+            if timeout < Duration::from_millis(1) =>
+        {
+            Err(Error::InvalidReplicaSyncTimeout(timeout))
+        }
+        _ => Ok(()),
+    }
+}
