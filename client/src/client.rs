@@ -1,13 +1,13 @@
-use crate::connection::{Connection, Deployment};
+use crate::engine::watchdog::WatchdogStats;
 use crate::error::Result;
-use crate::latch::CountDownLatch;
 use crate::lock::{FairLock, FencedLock, Lock};
 use crate::options::{check, ClientOptions};
-use crate::permits::PermitExpirableSemaphore;
 use crate::rwlock::ReadWriteLock;
-use crate::semaphore::Semaphore;
 use crate::shared::Shared;
-use crate::watchdog::WatchdogStats;
+use crate::synchronizers::latch::CountDownLatch;
+use crate::synchronizers::permits::PermitExpirableSemaphore;
+use crate::synchronizers::semaphore::Semaphore;
+use crate::transport::connection::{Connection, Deployment};
 use redis::aio::ConnectionManager;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -1,15 +1,8 @@
-use crate::error::{Error, Result};
-use crate::handle::Handle;
-use crate::holds::{Released, Ticket};
+use crate::engine::hold::Hold;
+use crate::error::Result;
 use crate::kind::{Fenced, LockKind, Plain};
 use crate::lock::Lock;
-use crate::protocol;
-use crate::release::release;
-use crate::run_to_end::run_to_end;
 use std::future::Future;
-use std::time::Duration;
-use tokio::sync::watch;
-use tokio::time::Instant;
 
 /// Proof of one hold on a lock. Give it back with [`Guard::unlock`].
 ///
@@ -38,7 +31,7 @@ impl<K: LockKind> Guard<K> {
         &self.lock
     }
 
-    /// Releases this hold. [`Error::NotOwner`] when the hold was lost
+    /// Releases this hold. [`Error::NotOwner`](crate::Error::NotOwner) when the hold was lost
     /// meanwhile (expired, force-released or deleted): then nothing is
     /// sent. A connection error means the release may or may not have
     /// happened; the hold is forgotten and expires with its lease at the
@@ -73,86 +66,5 @@ impl Guard<Fenced> {
     /// was paused then cannot overwrite its successor's work.
     pub fn token(&self) -> i64 {
         self.hold.token
-    }
-}
-
-/// One hold, whatever the lock's kind: given back when dropped unreleased.
-pub(crate) struct Hold {
-    handle: Handle,
-    ticket: Ticket,
-    /// The lease this hold was taken for.
-    lease: Duration,
-    lost: watch::Receiver<bool>,
-    /// False once the hold was given back.
-    held: bool,
-    /// A fenced lock's fencing token (0 for other kinds).
-    token: i64,
-}
-
-impl Hold {
-    pub fn new(handle: Handle, ticket: Ticket, lease: Duration, token: i64) -> Self {
-        let lost = handle.state().lost_signal(&ticket);
-        Self { handle, ticket, lease, lost, held: true, token }
-    }
-
-    async fn unlock(mut self) -> Result<()> {
-        self.held = false;
-        give_back(&self.handle, self.ticket, self.lease).await.unwrap_or(Err(Error::ClientClosed))
-    }
-
-    fn is_lost(&self) -> bool {
-        *self.lost.borrow() || self.lost.has_changed().is_err()
-    }
-}
-
-impl Drop for Hold {
-    fn drop(&mut self) {
-        if self.held && !self.is_lost() {
-            // Never polled: the release runs in a task of its own.
-            drop(give_back(&self.handle, self.ticket, self.lease));
-        }
-    }
-}
-
-/// Sends the release for `ticket` and updates the holds, to the end (see
-/// [`run_to_end`]), so that a cancelled `unlock()` cannot leave the hold
-/// half given back. Nothing is sent when the hold is no longer current.
-fn give_back(handle: &Handle, ticket: Ticket, lease: Duration) -> impl Future<Output = Option<Result<()>>> {
-    let lock = handle.clone();
-    run_to_end(handle.shared(), move |reply_tx| async move {
-        let _ = reply_tx.send(release_hold(&lock, ticket, lease).await);
-    })
-}
-
-async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Result<()> {
-    let (shared, state) = (handle.shared(), handle.state());
-    let _gate = state.gate.lock().await;
-    let requested_at = Instant::now();
-    let watchdog = shared.options.watchdog_timeout;
-    let Some(lease_sent) = state.read(|holds| {
-        holds.is_current(&ticket).then(|| holds.lease_for_release(&ticket, requested_at, watchdog, lease))
-    }) else {
-        return Err(Error::NotOwner);
-    };
-    let lease_ms = protocol::clamp_lease_ms(lease_sent);
-    match release(shared, &shared.connection, &state.id, lease_ms).await {
-        Ok(reply) => {
-            let lease_set = state.id.kind.release_sets_lease().then_some(lease_sent);
-            let lease_end = state.update(|holds| {
-                let ended = holds.released(&ticket, reply, lease_set, requested_at);
-                (holds.expires_at(), ended)
-            });
-            // The holds left may now end before the watchdog's next wake.
-            shared.registry.note_lease_end(lease_end);
-            if reply == Released::NotHeld {
-                Err(Error::NotOwner)
-            } else {
-                Ok(())
-            }
-        }
-        Err(err) => {
-            state.update(|holds| ((), holds.forget(&ticket)));
-            Err(err)
-        }
     }
 }

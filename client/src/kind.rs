@@ -2,14 +2,14 @@
 //! [`Guard`](crate::Guard): every kind has the same handle and guard, and
 //! differs only in its commands and its waiting rules.
 
-use crate::commands::Kind;
+use crate::engine::commands::Kind;
 
 /// A kind of lock. Sealed: [`Plain`], [`Fair`], [`Read`], [`Write`], [`Fenced`].
 pub trait LockKind: sealed::Sealed + Send + Sync + 'static {}
 
 pub(crate) mod sealed {
     pub trait Sealed {
-        const KIND: crate::commands::Kind;
+        const KIND: crate::engine::commands::Kind;
     }
 }
 

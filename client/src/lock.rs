@@ -1,7 +1,7 @@
+use crate::engine::handle::Handle;
+use crate::engine::holds::Renewal;
 use crate::error::Result;
 use crate::guard::Guard;
-use crate::handle::Handle;
-use crate::holds::Renewal;
 use crate::kind::{Fair, Fenced, LockKind, Plain, Read, Write};
 use crate::shared::Shared;
 use std::marker::PhantomData;

@@ -1,8 +1,8 @@
 //! The client's settings, checked before it connects.
 
+use crate::engine::protocol;
 use crate::error::{Error, Result};
-use crate::protocol;
-use crate::replica_sync::ReplicaSync;
+use crate::transport::replica_sync::ReplicaSync;
 use std::time::Duration;
 
 /// Client settings. Start from [`ClientOptions::default`].

@@ -3,15 +3,15 @@
 //! pub/sub connection and the blocking pool. Nothing here knows the lock
 //! engine, so every part of it may depend on this.
 
-use crate::blocking_pool::BlockingPool;
-use crate::connection::{Connection, Deployment};
+use crate::engine::lock_state::Registry;
+use crate::engine::watchdog::Watchdog;
 use crate::error::Result;
-use crate::latch_sweeper::LatchSweeper;
-use crate::lock_state::Registry;
 use crate::options::ClientOptions;
-use crate::replica_sync::{Plan, ReplicaSyncState};
-use crate::subscriptions::Subscriptions;
-use crate::watchdog::Watchdog;
+use crate::transport::blocking_pool::BlockingPool;
+use crate::transport::connection::{Connection, Deployment};
+use crate::transport::latch_sweeper::LatchSweeper;
+use crate::transport::replica_sync::{Plan, ReplicaSyncState};
+use crate::transport::subscriptions::Subscriptions;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use tokio::sync::{watch, OnceCell};

@@ -8,8 +8,8 @@
 //! map again. Failed commands are not retried here: the caller's next
 //! round is the retry.
 
-use crate::connection::{key_slot, NodeReplies};
-use crate::slot_map::{timed_out, Node, SlotMapCache};
+use crate::transport::connection::{key_slot, NodeReplies};
+use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};

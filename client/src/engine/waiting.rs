@@ -6,15 +6,15 @@
 //! the wait ends without the lock: its limit, an error, or the caller
 //! dropping the future.
 
-use crate::attempt::{attempt, give_up_place, Attempt};
-use crate::blocking;
-use crate::channel_wait::{wait_for, Channel, Tried};
-use crate::commands::Kind;
+use crate::engine::attempt::{attempt, give_up_place, Attempt};
+use crate::engine::blocking;
+use crate::engine::channel_wait::{wait_for, Channel, Tried};
+use crate::engine::commands::Kind;
+use crate::engine::handle::Handle;
+use crate::engine::hold::Hold;
+use crate::engine::holds::Renewal;
+use crate::engine::protocol;
 use crate::error::Result;
-use crate::guard::Hold;
-use crate::handle::Handle;
-use crate::holds::Renewal;
-use crate::protocol;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;

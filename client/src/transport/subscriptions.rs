@@ -5,9 +5,9 @@
 //! wakes every waiter, since releases may have been missed; meanwhile
 //! waiters wake at their PTTL timer.
 
-use crate::connection::Deployment;
-use crate::pubsub::PubSubConnection;
-use crate::wakeups::{WaiterId, Waiters, WakeRule};
+use crate::transport::connection::Deployment;
+use crate::transport::pubsub::PubSubConnection;
+use crate::transport::wakeups::{WaiterId, Waiters, WakeRule};
 use redis::aio::AsyncPushSender;
 use redis::{PushInfo, PushKind, RedisError, RedisResult, Value};
 use std::collections::HashMap;

@@ -3,8 +3,8 @@
 //! This narrows (it cannot close) the window in which a failover loses a
 //! lock the old primary granted but had not yet replicated.
 
-use crate::connection::{key_slot, Connection, Deployment};
 use crate::error::Result;
+use crate::transport::connection::{key_slot, Connection, Deployment};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;

@@ -3,10 +3,10 @@
 //! listen on and which messages wake them, and how its STATUS reply reads.
 //! Everything else (attempts, settling, releases, the watchdog) is shared.
 
+use crate::engine::lock_state::LockId;
+use crate::engine::protocol::clamp_lease_ms;
 use crate::error::{Error, Result};
-use crate::lock_state::LockId;
-use crate::protocol::clamp_lease_ms;
-use crate::wakeups::WakeRule;
+use crate::transport::wakeups::WakeRule;
 use redis::{Cmd, Value};
 use std::time::Duration;
 

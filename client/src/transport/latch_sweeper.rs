@@ -4,7 +4,7 @@
 //! load, costs a fraction of a command. A latch that is never deleted (the
 //! client closed, the server failed) expires with its lifetime.
 
-use crate::connection::Connection;
+use crate::transport::connection::Connection;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};

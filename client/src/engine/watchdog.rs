@@ -5,11 +5,11 @@
 //! lock as lost when the server says it is no longer held, or when renewal
 //! kept failing until the lease ran out.
 
-use crate::commands::Status;
-use crate::connection::Connection;
-use crate::holds::{Ended, Upkeep};
-use crate::lock_state::{LockState, Registry};
-use crate::protocol;
+use crate::engine::commands::Status;
+use crate::engine::holds::{Ended, Upkeep};
+use crate::engine::lock_state::{LockState, Registry};
+use crate::engine::protocol;
+use crate::transport::connection::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! every third of it (when asked) and says when the permit is lost.
 
 use super::{PermitExpirableSemaphore, PermitOptions};
-use crate::protocol;
-use crate::requests::{command, query};
+use crate::engine::protocol;
+use crate::engine::requests::{command, query};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

@@ -9,7 +9,7 @@
 //! lock's other calls, and a grant it is slow to take may come back
 //! already lost (see `attempt::grant`). Poll it to the end or drop it.
 
-use crate::lock_state::Registry;
+use crate::engine::lock_state::Registry;
 use crate::shared::Shared;
 use std::future::Future;
 use std::pin::Pin;

@@ -5,14 +5,14 @@
 //! without one (the fair lock's; where the module cannot record) reads the
 //! owner's hold count and infers the outcome from it ([`settle`]).
 
-use crate::attempt::{give_back, Attempt};
-use crate::commands::{FullReply, Status};
-use crate::connection::Connection;
+use crate::engine::attempt::{give_back, Attempt};
+use crate::engine::commands::{FullReply, Status};
+use crate::engine::handle::Handle;
+use crate::engine::holds::{self, Settled};
+use crate::engine::lock_state::{LockId, LockState};
+use crate::engine::named::Named;
 use crate::error::{Error, Result};
-use crate::handle::Handle;
-use crate::holds::{self, Settled};
-use crate::lock_state::{LockId, LockState};
-use crate::named::Named;
+use crate::transport::connection::Connection;
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;

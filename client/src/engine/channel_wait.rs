@@ -9,8 +9,8 @@
 
 use crate::error::{Error, Result};
 use crate::shared::Shared;
-use crate::subscriptions::Subscription;
-use crate::wakeups::WakeRule;
+use crate::transport::subscriptions::Subscription;
+use crate::transport::wakeups::WakeRule;
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;

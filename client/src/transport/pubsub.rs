@@ -7,7 +7,7 @@
 //! subscriptions' supervisor replaces it. A cluster connection reconnects
 //! and resubscribes node by node by itself.
 
-use crate::connection::{key_slot, Deployment};
+use crate::transport::connection::{key_slot, Deployment};
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;

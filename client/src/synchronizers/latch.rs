@@ -1,10 +1,10 @@
 //! Redisson's `RCountDownLatch` over the module's `RLATCH.*` commands.
 
-use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
+use crate::engine::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
+use crate::engine::requests::{command, query, read};
 use crate::error::Result;
-use crate::requests::{command, query, read};
 use crate::shared::Shared;
-use crate::wakeups::WakeRule;
+use crate::transport::wakeups::WakeRule;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
 //! What every lock handle is inside, whatever its kind: the client, the
 //! shared state of its name, owner and kind, and its waiters' channel.
 
-use crate::commands::{Kind, Status};
+use crate::engine::commands::{Kind, Status};
+use crate::engine::lock_state::{LockId, LockState};
 use crate::error::{Error, Result};
-use crate::lock_state::{LockId, LockState};
 use crate::shared::Shared;
 use std::sync::Arc;
 

@@ -2,12 +2,12 @@
 //! a release whose reply was lost can be sent again with the same request
 //! id and answers as the first one did (never dropping a second level).
 
-use crate::connection::{key_slot, Connection};
+use crate::engine::holds::Released;
+use crate::engine::lock_state::LockId;
+use crate::engine::protocol;
 use crate::error::{Error, Result};
-use crate::holds::Released;
-use crate::lock_state::LockId;
-use crate::protocol;
 use crate::shared::Shared;
+use crate::transport::connection::{key_slot, Connection};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! Connections to one server or to a Redis Cluster, for commands (pub/sub:
 //! see pubsub.rs).
 
-use crate::node_pipelines::ClusterNodes;
-use crate::slot_map::timed_out;
+use crate::transport::node_pipelines::ClusterNodes;
+use crate::transport::slot_map::timed_out;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};

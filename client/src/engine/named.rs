@@ -10,12 +10,12 @@
 //! ACL user who may not write record keys (the module refuses before
 //! changing anything; the client then stops asking).
 
-use crate::commands::Kind;
-use crate::connection::{key_slot, Connection};
+use crate::engine::commands::Kind;
+use crate::engine::lock_state::LockId;
+use crate::engine::protocol;
 use crate::error::Error;
-use crate::latch_sweeper::LatchSweeper;
-use crate::lock_state::LockId;
-use crate::protocol;
+use crate::transport::connection::{key_slot, Connection};
+use crate::transport::latch_sweeper::LatchSweeper;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One acquire's request id, and the key its grant is recorded at.

@@ -24,18 +24,18 @@
 //! `BLOCK`), the waiter waits by pub/sub as before. A fair waiter killed
 //! on the server leaves the queue there too.
 
-use crate::attempt::{acquire_command, give_up_place, grant, release_orphans, Attempt, Granted};
-use crate::blocking_pool::{Dedicated, Pooled};
-use crate::channel_wait::REPLY_GRACE;
-use crate::commands::{FullReply, Kind};
-use crate::connection::Connection;
+use crate::engine::attempt::{acquire_command, give_up_place, grant, release_orphans, Attempt, Granted};
+use crate::engine::channel_wait::REPLY_GRACE;
+use crate::engine::commands::{FullReply, Kind};
+use crate::engine::handle::Handle;
+use crate::engine::holds::Renewal;
+use crate::engine::named::{refuses_record, Named};
+use crate::engine::protocol;
+use crate::engine::run_to_end::run_to_end;
+use crate::engine::settle::{resend, settle, SettledGrant};
 use crate::error::{Error, Result};
-use crate::handle::Handle;
-use crate::holds::Renewal;
-use crate::named::{refuses_record, Named};
-use crate::protocol;
-use crate::run_to_end::run_to_end;
-use crate::settle::{resend, settle, SettledGrant};
+use crate::transport::blocking_pool::{Dedicated, Pooled};
+use crate::transport::connection::Connection;
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -88,7 +88,7 @@ pub(crate) async fn attempt(
 }
 
 /// What one blocking call asks: its kind's index in
-/// [`BlockingPool::is_unsupported`](crate::blocking_pool::BlockingPool::is_unsupported), a fair waiter's queue wait, how long it
+/// [`BlockingPool::is_unsupported`](crate::transport::blocking_pool::BlockingPool::is_unsupported), a fair waiter's queue wait, how long it
 /// blocks, and a plain lock's request id.
 struct Call {
     kind: usize,

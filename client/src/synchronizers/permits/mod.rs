@@ -6,13 +6,13 @@ mod permit;
 
 pub use permit::Permit;
 
-use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
+use crate::engine::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
+use crate::engine::protocol;
+use crate::engine::requests::{command, query, read};
+use crate::engine::run_to_end::run_to_end;
 use crate::error::{Error, Result};
-use crate::protocol;
-use crate::requests::{command, query, read};
-use crate::run_to_end::run_to_end;
 use crate::shared::Shared;
-use crate::wakeups::WakeRule;
+use crate::transport::wakeups::WakeRule;
 use redis::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

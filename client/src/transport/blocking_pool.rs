@@ -1,4 +1,4 @@
-//! The blocking waiting mode's connections ([`crate::blocking`]): at most
+//! The blocking waiting mode's connections ([`crate::engine::blocking`]): at most
 //! `size` in use at once, each by one blocking call, opened when first
 //! needed. A connection goes back to the pool when its [`Pooled`] is
 //! dropped, unless it was discarded: one whose call may still be blocked

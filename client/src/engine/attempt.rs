@@ -6,20 +6,20 @@
 //! acquire whose reply never came is never sent again blindly: its outcome
 //! is settled first.
 
-use crate::commands::FullReply;
-use crate::commands::Kind;
-use crate::connection::Connection;
+use crate::engine::commands::FullReply;
+use crate::engine::commands::Kind;
+use crate::engine::handle::Handle;
+use crate::engine::hold::Hold;
+use crate::engine::holds::{Ended, Renewal};
+use crate::engine::lock_state::LockId;
+use crate::engine::named::{refuses_record, Named};
+use crate::engine::protocol;
+use crate::engine::release::release;
+use crate::engine::run_to_end::run_to_end;
+use crate::engine::settle::{resend, settle, SettledGrant};
 use crate::error::{Error, Result};
-use crate::guard::Hold;
-use crate::handle::Handle;
-use crate::holds::{Ended, Renewal};
-use crate::lock_state::LockId;
-use crate::named::{refuses_record, Named};
-use crate::protocol;
-use crate::release::release;
-use crate::replica_sync::Plan;
-use crate::run_to_end::run_to_end;
-use crate::settle::{resend, settle, SettledGrant};
+use crate::transport::connection::Connection;
+use crate::transport::replica_sync::Plan;
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -196,7 +196,7 @@ pub(crate) struct Granted {
 
 /// Records the hold and hands it over; a closed client gives it back.
 /// Returns the levels the server counted beyond this client's holds (see
-/// [`Holds::granted`](crate::holds::Holds::granted)): nothing else will
+/// [`Holds::granted`](crate::engine::holds::Holds::granted)): nothing else will
 /// release them.
 pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token } = granted;

@@ -1,12 +1,12 @@
 //! Redisson's `RSemaphore` over the module's `RSEM.*` commands: the count
 //! of available permits in a string key, shared with Java clients.
 
-use crate::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
+use crate::engine::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
+use crate::engine::requests::{command, query, read};
+use crate::engine::run_to_end::run_to_end;
 use crate::error::{Error, Result};
-use crate::requests::{command, query, read};
-use crate::run_to_end::run_to_end;
 use crate::shared::Shared;
-use crate::wakeups::WakeRule;
+use crate::transport::wakeups::WakeRule;
 use std::sync::Arc;
 use std::time::Duration;
 
