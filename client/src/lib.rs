@@ -22,9 +22,9 @@
 //!   queue at once. Other waiters wait as Redisson's: a shared,
 //!   reference-counted subscription to the lock's channel per client,
 //!   woken by the message or at the holder's PTTL. No busy polling.
-//! - An acquire whose reply is lost is never sent again blindly: a plain
-//!   lock's is resent under its request id, which the server answers with
-//!   the first outcome; other kinds read the owner's count first.
+//! - An acquire whose reply is lost is never sent again blindly: it is
+//!   resent under its request id, which the server answers with the first
+//!   outcome.
 //! - One watchdog task per client renews every watchdog lock in one
 //!   pipelined round trip per period (a third of the watchdog timeout).
 //! - [`Guard::lost`] tells the holder when its lock is gone.

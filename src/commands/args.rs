@@ -197,14 +197,7 @@ impl AcquireOptions {
                     let wait_ms = args.next().ok_or(LockError::WaitSyntax)?;
                     options.wait_ms = Some(lease::parse_wait_ms(wait_ms.as_slice())?);
                 }
-                b"ID" => {
-                    let id = args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
-                    let window_ms = match args.next_if(|arg| is_keyword(arg, b"PX")) {
-                        None => DEFAULT_LATCH_MS,
-                        Some(_) => parse_window_ms(args.next().ok_or(LockError::Syntax("PX needs window_ms"))?)?,
-                    };
-                    options.request = Some(Request { id: id.as_slice().to_vec(), window_ms });
-                }
+                b"ID" => options.request = Some(parse_request(&mut args)?),
                 b"REPLY" => options.full_reply = parse_reply_full(args.next())?,
                 _ => return Err(LockError::Syntax(syntax).into()),
             }
@@ -212,6 +205,16 @@ impl AcquireOptions {
         }
         Ok(options)
     }
+}
+
+/// `request_id [PX window_ms]`, after an acquire's `ID`.
+pub fn parse_request<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<Request, LockError> {
+    let id = args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
+    let window_ms = match args.next_if(|arg| is_keyword(arg, b"PX")) {
+        None => DEFAULT_LATCH_MS,
+        Some(_) => parse_window_ms(args.next().ok_or(LockError::Syntax("PX needs window_ms"))?)?,
+    };
+    Ok(Request { id: id.as_slice().to_vec(), window_ms })
 }
 
 /// `PX window_ms`, bounded as a lease.

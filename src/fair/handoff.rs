@@ -11,30 +11,31 @@
 //! while writes are paused, and the state's mutex is never held across a
 //! call into Redis.
 
-use super::waiter::Waiter;
+use super::waiter::{BlockedCall, Waiter};
 use super::{Blocked, FairLock, Tick, Told, Waits};
 use crate::api::api;
+use crate::error::LockError;
 use crate::handoff::blocking::PAUSED_RETRY_MS;
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
-    block_client, error_text, lock_id, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
-    Outcome,
+    block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    unblock_client, Client, Outcome,
 };
 use crate::handoff::{WaiterKind, WAITER_KINDS};
+use crate::lock::acquire_once::Grant;
 use crate::stats;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, RedisString, RedisValue};
 use std::collections::HashMap;
 use std::os::raw::c_void;
-use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 /// What the server keeps of one fair lock.
 #[derive(Default)]
-struct Lock {
-    waits: Waits,
-    blocked: Vec<Waiter>,
+pub(super) struct Lock {
+    pub(super) waits: Waits,
+    pub(super) blocked: Vec<Waiter>,
     /// The lock's timer, and when it fires.
     timer: Option<(raw::RedisModuleTimerID, i64)>,
     /// The head the server last told its turn (while the lock was free).
@@ -55,7 +56,7 @@ static LOCKS: LazyLock<Mutex<HashMap<Vec<u8>, Lock>>> = LazyLock::new(Mutex::def
 /// while anyone waits, so kept apart from the map.
 static BLOCKED: AtomicUsize = AtomicUsize::new(0);
 
-fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
+pub(super) fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
     LOCKS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -100,7 +101,7 @@ pub fn waits_of(ctx: &Context, name: &[u8]) -> Waits {
 /// A fair-lock command's view of the server's memory of the lock: taken
 /// by [`Session::open`], handed back (and acted on) by [`Session::close`].
 pub struct Session {
-    id: Option<Vec<u8>>,
+    pub(super) id: Option<Vec<u8>>,
     pub waits: Waits,
 }
 
@@ -158,19 +159,13 @@ impl Session {
 /// Blocks the caller, queued for `name`, until the lock is granted to it
 /// (reply nil) or `block_ms` passes (reply 1: still queued); with
 /// `full_reply`, both reply an `AcquireReply`.
-pub fn block(
-    ctx: &Context,
-    name: &RedisString,
-    owner: &[u8],
-    (lease_ms, wait_ms, block_ms): (i64, i64, i64),
-    full_reply: bool,
-) -> RedisValue {
+pub fn block(ctx: &Context, name: &RedisString, owner: &[u8], call: BlockedCall) -> RedisValue {
     // No Redis timeout and no timeout callback: the wait's own timer ends it.
-    let client = block_client(ctx, left);
+    let client = block_client(ctx, super::left::left);
     let id = lock_id(ctx, name.as_slice());
-    let timer = start_timer(ctx, block_ms, Some(wait_ran_out), (id.clone(), client));
-    let blocked_at_ms = now_ms();
-    let waiter = Waiter { client, owner: owner.to_vec(), lease_ms, wait_ms, timer, full_reply, blocked_at_ms };
+    let timer = start_timer(ctx, call.block_ms, Some(wait_ran_out), (id.clone(), client));
+    let wait_ms = call.wait_ms;
+    let waiter = Waiter { client, owner: owner.to_vec(), timer, call, blocked_at_ms: now_ms() };
     {
         let mut locks = locks();
         let lock = locks.entry(id.clone()).or_default();
@@ -181,6 +176,19 @@ pub fn block(
     subscribe(ctx);
     look_as_server(ctx, &id, name);
     RedisValue::NoReply
+}
+
+/// Ends the blocked call of `owner` sent with `request_id`, if one waits
+/// for `name`: a resend of that request goes on in the owner's place.
+pub fn withdraw(ctx: &Context, name: &RedisString, owner: &[u8], request_id: &[u8]) {
+    if waiting() == 0 {
+        return;
+    }
+    let id = lock_id(ctx, name.as_slice());
+    let text = error_text(LockError::WaitTakenOver.into());
+    for waiter in take_blocked(&id, |waiter| waiter.owner == owner && waiter.has_request(request_id)) {
+        unblock(ctx, waiter, Outcome::Failed(text.clone()));
+    }
 }
 
 fn look_as_server(ctx: &Context, id: &[u8], name: &RedisString) {
@@ -210,8 +218,11 @@ fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeysp
     let (mut waits, blocked, told, head_told) = {
         let mut locks = locks();
         let Some(lock) = locks.get_mut(id) else { return };
-        let blocked: Vec<(Vec<u8>, i64, i64)> =
-            lock.blocked.iter().map(|waiter| (waiter.owner.clone(), waiter.lease_ms, waiter.wait_ms)).collect();
+        let blocked: Vec<(Vec<u8>, i64, i64)> = lock
+            .blocked
+            .iter()
+            .map(|waiter| (waiter.owner.clone(), waiter.call.lease_ms, waiter.call.wait_ms))
+            .collect();
         (std::mem::take(&mut lock.waits), blocked, lock.told.take(), std::mem::take(&mut lock.head_told))
     };
     let told = if head_told { Told::Head } else { Told::Owner(told.as_deref()) };
@@ -225,7 +236,7 @@ fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeysp
         lock.told = ticked.as_ref().ok().and_then(|tick| tick.told.clone());
     }
     match ticked {
-        Ok(tick) => settle(ctx, id, tick),
+        Ok(tick) => settle(ctx, id, name.as_slice(), tick),
         Err(err) => {
             // Not a fair lock any more (the server itself may touch every
             // key): every blocked caller gets the error an acquire would.
@@ -242,7 +253,7 @@ fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeysp
     }
 }
 
-fn settle(ctx: &Context, id: &[u8], tick: Tick) {
+fn settle(ctx: &Context, id: &[u8], name: &[u8], tick: Tick) {
     if let Some(granted) = &tick.granted {
         // One grant, to the first caller blocked for the owner; another of
         // the same owner waits on (its next call re-enters).
@@ -250,6 +261,9 @@ fn settle(ctx: &Context, id: &[u8], tick: Tick) {
             locks().get(id).and_then(|lock| lock.blocked.iter().find(|w| &w.owner == granted).map(|w| w.client));
         for waiter in take_blocked(id, |waiter| Some(waiter.client) == first) {
             stats::record_grant();
+            if let Some(request) = &waiter.call.request {
+                remember_grant(ctx, name, &waiter.owner, request, Grant::count(1));
+            }
             let granted = waiter.granted();
             unblock(ctx, waiter, granted);
         }
@@ -272,7 +286,7 @@ fn settle(ctx: &Context, id: &[u8], tick: Tick) {
 }
 
 /// Takes the blocked waiters of lock `id` that `which` picks.
-fn take_blocked(id: &[u8], which: impl Fn(&Waiter) -> bool) -> Vec<Waiter> {
+pub(super) fn take_blocked(id: &[u8], which: impl Fn(&Waiter) -> bool) -> Vec<Waiter> {
     let mut locks = locks();
     let Some(lock) = locks.get_mut(id) else { return Vec::new() };
     let (taken, kept): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut lock.blocked).into_iter().partition(which);
@@ -349,51 +363,4 @@ fn unblock(ctx: &Context, waiter: Waiter, outcome: Outcome) {
         stop_timer::<(Vec<u8>, Client)>(ctx, waiter.timer);
     }
     unblock_client(waiter.client, outcome);
-}
-
-/// A blocked client that disconnected (or was killed) gives its place up
-/// at once: its timer is stopped, and a 0 ms timer runs the give-up (this
-/// callback does not write).
-unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
-    let ctx = Context::new(ctx);
-    let id = locks()
-        .iter()
-        .find(|(_, lock)| lock.blocked.iter().any(|w| w.client == client as Client))
-        .map(|(id, _)| id.clone());
-    let Some(id) = id else { return };
-    for waiter in take_blocked(&id, |waiter| waiter.client == client as Client) {
-        if waiter.timer != 0 {
-            stop_timer::<(Vec<u8>, Client)>(&ctx, waiter.timer);
-        }
-        unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
-        // The owner's other call, if any, keeps the place.
-        let still_blocked = locks().get(&id).is_some_and(|lock| lock.blocked.iter().any(|w| w.owner == waiter.owner));
-        if !still_blocked {
-            start_timer(&ctx, 0, Some(give_up), (id.clone(), waiter.owner, waiter.wait_ms));
-        }
-    }
-}
-
-unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let (id, owner, wait_ms) = unsafe { timer_data::<(Vec<u8>, Vec<u8>, i64)>(data) };
-    let ctx = Context::new(ctx);
-    if unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32 & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
-        return;
-    }
-    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
-        start_timer(&ctx, PAUSED_RETRY_MS, Some(give_up), (id, owner, wait_ms));
-        return;
-    }
-    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(&ctx, &id));
-    let mut keys = RedisKeyspace::open_as_server(&ctx, &name);
-    let mut waits = take_waits(&id);
-    // A key that is not a fair lock any more has no place to give up.
-    let _ = FairLock::new(name.as_slice()).cancel(&mut keys, &mut waits, &owner, wait_ms, now_ms());
-    drop(keys);
-    Session { id: Some(id), waits }.close(&ctx, &name, Change::HeadTold);
-    unsubscribe_if_idle(&ctx);
-}
-
-fn take_waits(id: &[u8]) -> Waits {
-    locks().get_mut(id).map(|lock| std::mem::take(&mut lock.waits)).unwrap_or_default()
 }

@@ -19,6 +19,8 @@ mod commands;
 #[cfg(not(test))]
 pub mod handoff;
 #[cfg(not(test))]
+mod left;
+#[cfg(not(test))]
 mod waiter;
 
 use crate::error::LockError;

@@ -35,18 +35,17 @@
 
 use super::events::{subscribe, unsubscribe_if_idle};
 use super::glue::{
-    block_client, error_text, lock_id, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
-    Outcome,
+    block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    unblock_client, Client, Outcome,
 };
 use super::{Queues, Request, Waiter, WAITER_KINDS};
 use crate::api::api;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
-use crate::lease::expiry;
-use crate::lock::acquire_once::{self, Requester};
+use crate::lock::acquire_once::{self, Grant};
 use crate::lock::{self, Acquire, KeyKind, LockStore};
 use crate::stats;
-use crate::store::{now_ms, RedisLatch, RedisLock};
+use crate::store::{now_ms, RedisLock};
 use redis_module::{raw, Context, RedisString, RedisValue};
 use std::collections::{HashMap, HashSet};
 use std::os::raw::c_void;
@@ -160,20 +159,16 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
                 stats::record_acquire(outcome);
                 stats::record_grant();
                 let now = now_ms();
+                let count = acquire_once::granted_count(outcome).unwrap_or_default();
                 if let Some(request) = &waiter.request {
-                    let mut record = RedisLatch::open_record_as_server(ctx, name.as_slice(), &request.id);
-                    let requester = Requester { name: name.as_slice(), owner: &waiter.owner };
-                    // Checked when the caller called; it still fits.
-                    if let Ok(expire_at) = expiry(now, request.window_ms) {
-                        acquire_once::remember(&mut record, requester, outcome, expire_at);
-                    }
+                    remember_grant(ctx, name.as_slice(), &waiter.owner, request, Grant::count(count));
                 }
                 let reply = match waiter.full_reply {
                     false => Outcome::Granted,
                     true => Outcome::Value(
                         AcquireReply {
                             granted: true,
-                            holds: acquire_once::granted_count(outcome).unwrap_or_default(),
+                            holds: count,
                             lease_ms: lock::pttl(key, now),
                             waited_ms: now.saturating_sub(waiter.queued_at_ms),
                         }

@@ -2,9 +2,12 @@
 //! module timers that carry their own data, and blocked callers with
 //! their replies.
 
+use super::Request;
 use crate::api::api;
+use crate::lease::expiry;
 use crate::lock;
-use crate::store::{now_ms, RedisLock};
+use crate::lock::acquire_once::{remember, Grant, Requester};
+use crate::store::{now_ms, RedisLatch, RedisLock};
 use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
 use std::os::raw::{c_int, c_void};
 use std::ptr;
@@ -25,6 +28,16 @@ pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
     let db = c_int::from_be_bytes([db[0], db[1], db[2], db[3]]);
     unsafe { api!(RedisModule_SelectDb)(ctx.get_raw(), db) };
     name
+}
+
+/// Records the grant to a blocked caller of `owner` under its request id
+/// (its record key was checked when it called).
+pub fn remember_grant(ctx: &Context, name: &[u8], owner: &[u8], request: &Request, grant: Grant) {
+    let mut record = RedisLatch::open_record_as_server(ctx, name, &request.id);
+    // The window fitted when the caller called; it still fits.
+    if let Ok(expire_at) = expiry(now_ms(), request.window_ms) {
+        remember(&mut record, Requester { name, owner }, grant, expire_at);
+    }
 }
 
 /// A timer whose callback takes back `data` with [`timer_data`].

@@ -120,9 +120,9 @@ pub fn acquire_once<S: LockStore, R: AcquireRecord>(
 
 /// Records a blocked caller's grant, unless the key holds another type
 /// (it was checked when the caller called, and changed since).
-pub fn remember<R: AcquireRecord>(record: &mut R, requester: Requester, outcome: Acquire, expire_at_ms: i64) {
+pub fn remember<R: AcquireRecord>(record: &mut R, requester: Requester, grant: Grant, expire_at_ms: i64) {
     if record.text().is_ok() {
-        record_grant(record, requester, granted_count(outcome).map(Grant::count), expire_at_ms);
+        record_grant(record, requester, Some(grant), expire_at_ms);
     }
 }
 
@@ -270,17 +270,14 @@ mod tests {
     }
 
     #[test]
-    fn a_blocked_callers_grant_is_remembered_a_refusal_is_not() {
+    fn a_blocked_callers_grant_is_remembered() {
         let requester = Requester { name: b"k", owner: b"a" };
-        let cases: [(Acquire, &[&str]); 3] = [
-            (Acquire::Acquired, &["SET 1:1:ak PXAT 5"]),
-            (Acquire::Reentered { count: 2 }, &["SET 2:1:ak PXAT 5"]),
-            (Acquire::Contended { pttl_ms: 9 }, &[]),
-        ];
-        for (outcome, effects) in cases {
+        let cases: [(Grant, &[&str]); 2] =
+            [(Grant::count(1), &["SET 1:1:ak PXAT 5"]), (Grant::count(2), &["SET 2:1:ak PXAT 5"])];
+        for (grant, effects) in cases {
             let mut record = MemoryLatch::default();
-            remember(&mut record, requester, outcome, 5);
-            assert_eq!(record.effects, effects, "{outcome:?}");
+            remember(&mut record, requester, grant, 5);
+            assert_eq!(record.effects, effects, "{grant:?}");
         }
     }
 

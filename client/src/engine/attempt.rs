@@ -16,7 +16,7 @@ use crate::engine::named::{refuses_record, Named};
 use crate::engine::protocol;
 use crate::engine::release::release;
 use crate::engine::run_to_end::run_to_end;
-use crate::engine::settle::{resend, settle, SettledGrant};
+use crate::engine::settle::{resend, SettledGrant};
 use crate::error::{Error, Result};
 use crate::transport::connection::Connection;
 use crate::transport::replica_sync::Plan;
@@ -91,11 +91,11 @@ async fn run(
     // gets its outcome (a grant is replayed, adding no level).
     let mut named = Named::new(&shared.record_refused, &connection, &state.id);
     let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());
-    let mut replied = request(&mut connection, acquire.clone(), sync.as_ref()).await;
+    let mut replied = request(&mut connection, &state.id, acquire.clone(), sync.as_ref()).await;
     if named.is_some() && replied.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
         named = None;
         acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
-        replied = request(&mut connection, acquire.clone(), sync.as_ref()).await;
+        replied = request(&mut connection, &state.id, acquire.clone(), sync.as_ref()).await;
     }
     if replied.is_ok() {
         if let Some(named) = named.take() {
@@ -120,24 +120,10 @@ async fn run(
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
         Err(err) if err.is_transient() => {
-            let settled = match named {
-                Some(named) => resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await,
-                // After a timeout the connection stays: the acquire runs
-                // before a read sent on it. A broken one loses that order.
-                None => {
-                    let ordered = err.is_timeout();
-                    settle(&lock, &mut connection, counted, err, ordered, reply_tx).await
-                }
-            };
+            // Sent without an id: see the module docs of `settle`.
+            let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
+            let settled = resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await;
             let Some(SettledGrant { observed, lease_left, token, reply_tx }) = settled else { return };
-            // A fenced grant settled by reading the count has a token
-            // nobody knows (reading the last one may read a later
-            // holder's): give it back, and let the caller try again for a
-            // token of its own.
-            if state.id.kind == Kind::Fenced && token.is_none() {
-                give_back(&lock, &connection).await;
-                return drop(reply_tx.send(Err(token_lost())));
-            }
             // The WAIT sent with the acquire went unanswered too: ask again
             // (it covers every write made on this connection so far).
             if let Some(plan) = sync.as_ref() {
@@ -262,7 +248,7 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 
 /// The `acquire`; then WAIT when replicas must acknowledge. One round
 /// trip. The full reply gives the owner's count after a grant.
-async fn request(connection: &mut Connection, acquire: redis::Cmd, sync: Option<&Plan>) -> Result<Reply> {
+async fn request(connection: &mut Connection, id: &LockId, acquire: redis::Cmd, sync: Option<&Plan>) -> Result<Reply> {
     let mut pipe = redis::pipe();
     pipe.add_command(acquire);
     if let Some(plan) = sync {
@@ -273,7 +259,7 @@ async fn request(connection: &mut Connection, acquire: redis::Cmd, sync: Option<
         return Err(redis::RedisError::from(err.clone()).into());
     }
     let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
-    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone())?;
+    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone(), id.kind)?;
     if !reply.granted {
         return Ok(Reply::Refused { retry_ms: reply.lease_ms });
     }
@@ -285,11 +271,4 @@ async fn request(connection: &mut Connection, acquire: redis::Cmd, sync: Option<
         }
     }
     Ok(Reply::Granted { observed: reply.holds, token: reply.token.unwrap_or(0) })
-}
-
-/// What a fenced acquire whose grant was given back tells its caller: a
-/// transient failure, so that the wait tries again.
-fn token_lost() -> Error {
-    let detail = "the fenced acquire's reply was lost; its grant, whose token is unknown, was given back";
-    Error::Redis(redis::RedisError::from((redis::ErrorKind::Io, "reply lost", detail.to_string())))
 }

@@ -15,9 +15,9 @@
 //! live waiter; the rest of it takes the call's reply, for
 //! [`REPLY_GRACE`] more, and gives back a grant that came first. A call
 //! still blocked then, or whose connection fails, is killed on the server
-//! (`CLIENT KILL ID`), so that no grant can follow; then a plain lock's
-//! request is sent again without `WAIT` under its id (a grant it got is
-//! replayed, else it runs now), and a fair waiter's count is read.
+//! (`CLIENT KILL ID`), so that no grant can follow; then the request is
+//! sent again without `WAIT` or `BLOCK` under its id (a grant it got is
+//! replayed, else it runs now).
 //! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
 //! Without a free pooled connection, for held (re-entered) locks, with
 //! replica sync, on a cluster, or against a module without `WAIT` (or
@@ -32,7 +32,7 @@ use crate::engine::holds::Renewal;
 use crate::engine::named::{refuses_record, Named};
 use crate::engine::protocol;
 use crate::engine::run_to_end::run_to_end;
-use crate::engine::settle::{resend, settle, SettledGrant};
+use crate::engine::settle::{resend, SettledGrant};
 use crate::error::{Error, Result};
 use crate::transport::blocking_pool::{Dedicated, Pooled};
 use crate::transport::connection::Connection;
@@ -74,7 +74,7 @@ pub(crate) async fn attempt(
     {
         return None;
     }
-    // A plain lock's call is named, so that it can be cancelled and resent.
+    // Named, so that the call can be cancelled (a plain lock's) and resent.
     let named = Named::new(&shared.record_refused, &shared.connection, handle.id());
     if queue_wait_ms.is_none() && named.is_none() {
         return None;
@@ -89,7 +89,7 @@ pub(crate) async fn attempt(
 
 /// What one blocking call asks: its kind's index in
 /// [`BlockingPool::is_unsupported`](crate::transport::blocking_pool::BlockingPool::is_unsupported), a fair waiter's queue wait, how long it
-/// blocks, and a plain lock's request id.
+/// blocks, and its request id.
 struct Call {
     kind: usize,
     queue_wait_ms: Option<i64>,
@@ -144,7 +144,7 @@ async fn run(
         }
     };
     let received_at = Instant::now();
-    let reply = reply.map_err(Error::from).and_then(FullReply::parse);
+    let reply = reply.map_err(Error::from).and_then(|reply| FullReply::parse(reply, state.id.kind));
     // The outcome is in: the record may go (a resend keeps it for now).
     let named = match (&reply, named) {
         (Err(err), named) if err.is_transient() => named,
@@ -182,17 +182,14 @@ async fn run(
         Err(err) => {
             // No grant can follow once the server dropped the connection.
             let mut connection = shared.connection.clone();
-            let ordered = kill(&lock, &mut connection, pooled.dedicated()).await;
+            kill(&lock, &mut connection, pooled.dedicated()).await;
             pooled.discard();
-            let settled = match named {
-                // The same request without WAIT: a grant it recorded is
-                // replayed, else it runs now.
-                Some(named) => {
-                    let again = acquire_command(&state.id, lease_ms, (None, None), Some(&named));
-                    resend(&lock, &mut connection, (&again, named), 0, err, reply_tx).await
-                }
-                None => settle(&lock, &mut connection, 0, err, ordered, reply_tx).await,
-            };
+            // Sent without an id: see the module docs of `settle`.
+            let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
+            // The same request without WAIT: a grant it recorded is
+            // replayed, else it runs now.
+            let again = acquire_command(&state.id, lease_ms, (None, None), Some(&named));
+            let settled = resend(&lock, &mut connection, (&again, named), 0, err, reply_tx).await;
             match settled {
                 // The lease left then is the estimate: the grant may have
                 // come long after the request.
@@ -239,20 +236,17 @@ async fn cancel(lock: &Handle, named: Option<&Named>, queue_wait_ms: Option<i64>
 }
 
 /// Kills the dedicated connection on the server, retrying transient
-/// failures. True once the kill surely runs before what is sent next on
-/// `connection` (it was answered, or is queued there ahead of it).
-async fn kill(lock: &Handle, connection: &mut Connection, dedicated: &Dedicated) -> bool {
+/// failures, so that no grant can follow on it.
+async fn kill(lock: &Handle, connection: &mut Connection, dedicated: &Dedicated) {
     let retry = &lock.shared().options.retry;
     let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(dedicated.id).arg("ADDR").arg(&dedicated.addr).clone();
     for _ in 0..=retry.attempts {
         match kill.query_async::<i64>(connection).await.map_err(Error::from) {
-            Ok(_) => return true,
-            Err(err) if err.is_timeout() => return true,
-            Err(err) if err.is_transient() => tokio::time::sleep(retry.delay).await,
-            Err(_) => return false,
+            Err(err) if err.is_transient() && !err.is_timeout() => tokio::time::sleep(retry.delay).await,
+            // Done, or queued ahead of what is sent next (a timeout), or refused.
+            _ => return,
         }
     }
-    false
 }
 
 #[cfg(test)]

@@ -166,7 +166,7 @@ impl LockId {
 /// after it, the lease left when granted (when not: what the short reply
 /// would say, the holder's PTTL or the fair lock's hint), how long the
 /// server kept the call, and a fenced lock's token (`None` for other
-/// kinds).
+/// kinds; a fenced grant without one is no reply of ours).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FullReply {
     pub granted: bool,
@@ -177,13 +177,17 @@ pub struct FullReply {
 }
 
 impl FullReply {
-    pub fn parse(reply: Value) -> Result<Self> {
+    pub fn parse(reply: Value, kind: Kind) -> Result<Self> {
         let unexpected = || Error::UnexpectedReply(format!("acquire replied {reply:?}"));
         let pairs: Vec<(String, i64)> = redis::from_redis_value(reply.clone()).map_err(|_| unexpected())?;
         let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
         let token = field("token");
+        let no_token = match kind {
+            Kind::Fenced => token.is_none_or(|token| token < 1),
+            _ => token.is_some(),
+        };
         match (field("granted"), field("holds"), field("lease_ms"), field("waited_ms")) {
-            (Some(1), _, _, _) if token.is_some_and(|token| token < 1) => Err(unexpected()),
+            (Some(1), _, _, _) if no_token => Err(unexpected()),
             (Some(granted @ 0..=1), Some(holds), Some(lease_ms), Some(waited_ms)) => {
                 Ok(Self { granted: granted == 1, holds, lease_ms, waited_ms, token })
             }
@@ -297,20 +301,24 @@ mod tests {
         };
         let with_token = |granted, token| pairs(&[full(granted, 900), vec![("token", Int(token))]].concat());
         let reply = |granted, lease_ms, token| FullReply { granted, holds: 1, lease_ms, waited_ms: 40, token };
+        let (plain, fenced) = (Kind::Plain, Kind::Fenced);
         let cases = [
-            (pairs(&full(1, 900)), Some(reply(true, 900, None))),
-            (pairs(&full(0, -1)), Some(reply(false, -1, None))),
-            (with_token(1, 7), Some(reply(true, 900, Some(7)))),
-            (with_token(0, -1), Some(reply(false, 900, Some(-1)))),
-            (with_token(1, -1), None),
-            (with_token(1, 0), None),
-            (pairs(&full(2, 900)), None),
-            (pairs(&[("granted", Int(1)), ("holds", Int(1))]), None),
-            (Nil, None),
-            (Int(900), None),
+            (pairs(&full(1, 900)), plain, Some(reply(true, 900, None))),
+            (pairs(&full(0, -1)), plain, Some(reply(false, -1, None))),
+            (with_token(1, 7), fenced, Some(reply(true, 900, Some(7)))),
+            (with_token(0, -1), fenced, Some(reply(false, 900, Some(-1)))),
+            // A fenced grant needs its token; no other kind's has one.
+            (pairs(&full(1, 900)), fenced, None),
+            (with_token(1, 7), plain, None),
+            (with_token(1, -1), fenced, None),
+            (with_token(1, 0), fenced, None),
+            (pairs(&full(2, 900)), plain, None),
+            (pairs(&[("granted", Int(1)), ("holds", Int(1))]), plain, None),
+            (Nil, plain, None),
+            (Int(900), plain, None),
         ];
-        for (reply, expected) in cases {
-            assert_eq!(FullReply::parse(reply.clone()).ok(), expected, "{reply:?}");
+        for (reply, kind, expected) in cases {
+            assert_eq!(FullReply::parse(reply.clone(), kind).ok(), expected, "{reply:?} of {kind:?}");
         }
     }
 

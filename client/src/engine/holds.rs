@@ -71,14 +71,6 @@ pub(crate) enum Upkeep {
     Check,
 }
 
-/// The outcome of an acquire whose reply never came, settled by reading
-/// the owner's hold count afterwards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Settled {
-    Granted,
-    NotGranted,
-}
-
 /// The holds of one owner on one lock.
 #[derive(Debug, Default)]
 pub(crate) struct Holds {
@@ -283,29 +275,6 @@ impl Hold {
             Renewal::Watchdog => watchdog,
             Renewal::Fixed => self.deadline.saturating_duration_since(now),
         }
-    }
-}
-
-/// Settles an acquire whose reply was lost: `counted` holds before it,
-/// `observed` the server's count read after it. `ordered` when the read
-/// should have run after the acquire (same connection, no error seen
-/// since): then a count means the acquire ran and was granted (a count of
-/// 1 where more were counted: the earlier holds had expired, and it took
-/// the lock afresh), none that it was refused. A count that the acquire
-/// cannot explain shows the order was lost after all (another call on the
-/// shared connection reconnected it). Without the order, only a count the
-/// acquire alone explains is a grant; a count of 1 after 1 reads as "not
-/// granted", at worst leaving one unrenewed level that ends with the other
-/// holds and a lease.
-pub(crate) fn settle(counted: usize, observed: i64, ordered: bool) -> Settled {
-    let counted = counted as i64;
-    let explained = observed == 0 || observed == 1 || observed == counted + 1;
-    let granted =
-        if ordered && explained { observed >= 1 } else { observed == counted + 1 || (observed == 1 && counted > 1) };
-    if granted {
-        Settled::Granted
-    } else {
-        Settled::NotGranted
     }
 }
 

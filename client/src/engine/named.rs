@@ -1,6 +1,5 @@
-//! Request ids on acquires (`… ACQUIRE … ID request_id`; every kind but
-//! the fair lock, whose acquire takes none yet): the server records a
-//! grant under the id for a while, so an acquire whose reply was lost can
+//! Request ids on acquires (`… ACQUIRE … ID request_id`, every kind): the
+//! server records a grant under the id for a while, so an acquire whose reply was lost can
 //! be sent again and get its first outcome (a fenced lock's token too),
 //! and a blocked one can be cancelled by its id. The client deletes the record
 //! once the outcome is in, as it does the release's latch.
@@ -10,7 +9,6 @@
 //! ACL user who may not write record keys (the module refuses before
 //! changing anything; the client then stops asking).
 
-use crate::engine::commands::Kind;
 use crate::engine::lock_state::LockId;
 use crate::engine::protocol;
 use crate::error::Error;
@@ -26,10 +24,10 @@ pub(crate) struct Named {
 
 impl Named {
     /// A request id for an acquire of `id` sent on `connection`; `None`
-    /// for kinds without ids and where the module cannot record one
-    /// (`refused`: the server refused a record key before).
+    /// where the module cannot record one (`refused`: the server refused a
+    /// record key before).
     pub fn new(refused: &AtomicBool, connection: &Connection, id: &LockId) -> Option<Self> {
-        if id.kind == Kind::Fair || refused.load(Ordering::Relaxed) {
+        if refused.load(Ordering::Relaxed) {
             return None;
         }
         let request_id = protocol::request_id();

@@ -1,15 +1,17 @@
 //! The outcome of an acquire whose reply never came, learned before the
-//! acquire is ever sent again blindly. An acquire sent with a request id
-//! is sent again with the same id: the server replays a grant it recorded
-//! and adds no level, or runs the acquire now ([`resend`]). An acquire
-//! without one (the fair lock's; where the module cannot record) reads the
-//! owner's hold count and infers the outcome from it ([`settle`]).
+//! acquire is ever sent again blindly: it is sent again with the same
+//! request id, and the server replays a grant it recorded (adding no
+//! level) or runs the acquire now ([`resend`]).
+//!
+//! An acquire sent without an id (where the module cannot record one)
+//! is not settled: its caller gets the error, and a grant it may have made
+//! is a level the client does not count, which the owner's next acquire
+//! sees in its reply and gives back (or which ends with its lease).
 
 use crate::engine::attempt::{give_back, Attempt};
-use crate::engine::commands::{FullReply, Status};
+use crate::engine::commands::FullReply;
 use crate::engine::handle::Handle;
-use crate::engine::holds::{self, Settled};
-use crate::engine::lock_state::{LockId, LockState};
+use crate::engine::lock_state::LockState;
 use crate::engine::named::Named;
 use crate::error::{Error, Result};
 use crate::transport::connection::Connection;
@@ -65,7 +67,12 @@ async fn resend_until_answered(
     let mut backoff = Backoff::new(lock);
     let (reply, sent_at) = loop {
         let sent_at = Instant::now();
-        match again.query_async::<Value>(connection).await.map_err(Error::from).and_then(FullReply::parse) {
+        match again
+            .query_async::<Value>(connection)
+            .await
+            .map_err(Error::from)
+            .and_then(|reply| FullReply::parse(reply, state.id.kind))
+        {
             Ok(reply) => break (reply, sent_at),
             Err(_) if shared.is_closed() => return None,
             Err(err) if !err.is_transient() => {
@@ -92,64 +99,6 @@ async fn resend_until_answered(
         None => {
             lose_if(state, (reply.holds as usize) < counted + 1);
             give_back(lock, connection).await;
-            None
-        }
-    }
-}
-
-/// Settles an acquire whose reply never came by reading the owner's count
-/// on `connection`, where the read runs after the acquire (if it ran at
-/// all) when `ordered`. Returns the
-/// count when the acquire was granted. When the count cannot be read in
-/// time, the caller gets `err` at once and the settling goes on here (the
-/// acquire may still be queued on a stalled server, so only an answer
-/// settles it) until the server answers or the client closes; a grant
-/// found then is given back. Meanwhile this lock's other calls wait.
-pub(crate) async fn settle(
-    lock: &Handle,
-    connection: &mut Connection,
-    counted: usize,
-    err: Error,
-    mut ordered: bool,
-    reply_tx: oneshot::Sender<Result<Attempt>>,
-) -> Option<SettledGrant> {
-    let (shared, state) = (lock.shared(), lock.state());
-    let mut reply_tx = Some((reply_tx, err));
-    let mut backoff = Backoff::new(lock);
-    let (observed, lease_left) = loop {
-        match read_count(connection, &state.id).await {
-            Ok(read) => break read,
-            Err(_) if shared.is_closed() => break (-1, None),
-            // The server cannot answer at all (restarted without the module,
-            // say): it did not grant this acquire, and cannot vouch for the
-            // holds counted here. Waiting on would block this lock's calls
-            // for good.
-            Err(err) if !err.is_transient() => {
-                lose_if(state, counted > 0);
-                if let Some((reply_tx, _)) = reply_tx.take() {
-                    let _ = reply_tx.send(Err(err));
-                }
-                break (-1, None);
-            }
-            Err(err) => {
-                ordered &= err.is_timeout();
-                backoff.wait(&mut reply_tx).await;
-            }
-        }
-    };
-    let lost_earlier = observed >= 0 && (observed as usize) < counted;
-    match (holds::settle(counted, observed, ordered), reply_tx) {
-        (Settled::Granted, Some((reply_tx, _))) => Some(SettledGrant { observed, lease_left, token: None, reply_tx }),
-        (Settled::Granted, None) => {
-            lose_if(state, lost_earlier);
-            give_back(lock, connection).await;
-            None
-        }
-        (Settled::NotGranted, reply_tx) => {
-            lose_if(state, lost_earlier);
-            if let Some((reply_tx, err)) = reply_tx {
-                let _ = reply_tx.send(Err(err)); // not granted: a retry is safe
-            }
             None
         }
     }
@@ -186,14 +135,4 @@ impl Backoff {
         }
         tokio::time::sleep(self.pause).await;
     }
-}
-
-/// The owner's hold count, and the lease the key had left when read
-/// (measured from before the read, so never overestimated).
-pub(crate) async fn read_count(connection: &mut Connection, id: &LockId) -> Result<(i64, Option<(Instant, Duration)>)> {
-    let sent_at = Instant::now();
-    let reply: Value = id.status().query_async(connection).await?;
-    let status = Status::parse(reply, id.kind)?;
-    let lease_left = u64::try_from(status.ttl_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
-    Ok((status.hold_count, lease_left))
 }

@@ -1,41 +1,70 @@
-use crate::commands::args::{is_keyword, parse_optional_lease, parse_reply_full, LEASE_MS, OWNER, REPLY_FULL, WAIT_MS};
+use crate::commands::args::{
+    is_keyword, parse_optional_lease, parse_reply_full, parse_request, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
+};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::fair::handoff::{self, Change, Session};
+use crate::fair::waiter::BlockedCall;
 use crate::fair::{Acquire, FairLock};
 use crate::handoff::blocking::may_block;
+use crate::handoff::Request;
+use crate::keyspace::{pttl, Keyspace};
 use crate::lease;
-use crate::store::{now_ms, RedisKeyspace};
+use crate::lock::acquire_once::{once, Grant, Once, Requester};
+use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
-const SYNTAX: LockError =
-    LockError::Syntax("after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms], then REPLY FULL");
+const SYNTAX: LockError = LockError::Syntax(
+    "after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms], then ID request_id [PX window_ms], then REPLY FULL",
+);
 
-/// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms]]`:
-/// nil when taken or re-entered. Otherwise, without WAIT, 1; with WAIT,
-/// the caller is queued and the reply is how many ms to wait before asking
-/// again (at least 1) unless told sooner on
-/// `redisson_lock__channel:{key}:<owner>`. With BLOCK, a queued caller
-/// blocks until the lock is granted to it in queue order (nil) or
-/// `block_ms` passes (1: still queued, ask again); inside MULTI or a
-/// script, and on a replica, it does not block. `REPLY FULL`: the reply is
-/// an [`AcquireReply`]; when not granted, its `lease_ms` is the number
-/// Redisson's reply would give (1, or the wait hint).
+/// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms]] [ID
+/// request_id [PX window_ms]] [REPLY FULL]`: nil when taken or re-entered.
+/// Otherwise, without WAIT, 1; with WAIT, the caller is queued and the
+/// reply is how many ms to wait before asking again (at least 1) unless
+/// told sooner on `redisson_lock__channel:{key}:<owner>`. With BLOCK, a
+/// queued caller blocks until the lock is granted to it in queue order
+/// (nil) or `block_ms` passes (1: still queued, ask again); inside MULTI or
+/// a script, and on a replica, it does not block.
+/// - `ID`: as `RLOCK.ACQUIRE`'s. A grant (a blocked caller's too) is
+///   recorded, and a resend replays it; a resend while the first call is
+///   blocked ends that call, and goes on in the owner's place in the queue.
+/// - `REPLY FULL`: the reply is an [`AcquireReply`]; when not granted, its
+///   `lease_ms` is the number Redisson's reply would give (1, or the hint).
 fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let lease_ms = parse_optional_lease(&mut args)?;
-    let Options { wait_ms, block_ms, full_reply } = Options::parse(args)?;
+    let Options { wait_ms, block_ms, request, full_reply } = Options::parse(args)?;
+    let (name_bytes, owner_bytes) = (name.as_slice(), owner.as_slice());
+    let mut record =
+        request.as_ref().map(|request| RedisLatch::open_record(ctx, name_bytes, &request.id)).transpose()?;
+    if let Some(request) = &request {
+        handoff::withdraw(ctx, &name, owner_bytes, &request.id);
+    }
+    let now = now_ms();
     let mut keys = RedisKeyspace::open(ctx, &name);
-    let mut session = Session::open(ctx, name.as_slice());
-    let lock = FairLock::new(name.as_slice());
-    let outcome = lock.acquire(&mut keys, &mut session.waits, owner.as_slice(), (lease_ms, wait_ms), now_ms());
+    let mut session = Session::open(ctx, name_bytes);
+    let lock = FairLock::new(name_bytes);
+    let mut run = || lock.acquire(&mut keys, &mut session.waits, owner_bytes, (lease_ms, wait_ms), now);
+    let outcome = match (record.as_mut(), &request) {
+        (Some(record), Some(request)) => {
+            let requester = Requester { name: name_bytes, owner: owner_bytes };
+            once((record, requester), (request.window_ms, now), run, grant_of)
+        }
+        _ => run().map(Once::Ran),
+    };
+    // A replayed grant whose hold is gone since: no lease left.
+    let replayed_lease_ms = match &outcome {
+        Ok(Once::Replayed(_)) if keys.hget(name_bytes, owner_bytes)?.is_some() => pttl(&mut keys, name_bytes, now)?,
+        _ => 0,
+    };
     drop(keys);
     // A queued caller: the server watches its turn (at the lease's end).
-    let queued = matches!(outcome, Ok(Acquire::Queued { .. }));
+    let queued = matches!(outcome, Ok(Once::Ran(Acquire::Queued { .. })));
     session.close(ctx, &name, if queued { Change::Queued } else { Change::None });
     // A grant sets the lease: a re-entry's too, as Redisson's script.
     let reply = |granted, holds, lease_ms| match full_reply {
@@ -44,20 +73,32 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         false => RedisValue::Integer(lease_ms),
     };
     Ok(match (outcome?, wait_ms, block_ms) {
-        (Acquire::Acquired, ..) => reply(true, 1, lease_ms),
-        (Acquire::Reentered { count }, ..) => reply(true, count, lease_ms),
-        (Acquire::Refused, ..) => reply(false, 0, 1),
-        (Acquire::Queued { .. }, Some(wait_ms), Some(block_ms)) if may_block(ctx) => {
-            handoff::block(ctx, &name, owner.as_slice(), (lease_ms, wait_ms, block_ms), full_reply)
+        (Once::Replayed(grant), ..) => reply(true, grant.count, replayed_lease_ms),
+        (Once::Ran(Acquire::Acquired), ..) => reply(true, 1, lease_ms),
+        (Once::Ran(Acquire::Reentered { count }), ..) => reply(true, count, lease_ms),
+        (Once::Ran(Acquire::Refused), ..) => reply(false, 0, 1),
+        (Once::Ran(Acquire::Queued { .. }), Some(wait_ms), Some(block_ms)) if may_block(ctx) => {
+            let call = BlockedCall { lease_ms, wait_ms, block_ms, request, full_reply };
+            handoff::block(ctx, &name, owner_bytes, call)
         }
-        (Acquire::Queued { hint_ms }, ..) => reply(false, 0, hint_ms),
+        (Once::Ran(Acquire::Queued { hint_ms }), ..) => reply(false, 0, hint_ms),
     })
 }
 
-/// `[WAIT wait_ms [BLOCK block_ms]] [REPLY FULL]`
+/// What a fair grant is recorded as.
+fn grant_of(outcome: &Acquire) -> Option<Grant> {
+    match *outcome {
+        Acquire::Acquired => Some(Grant::count(1)),
+        Acquire::Reentered { count } => Some(Grant::count(count)),
+        Acquire::Refused | Acquire::Queued { .. } => None,
+    }
+}
+
+/// `[WAIT wait_ms [BLOCK block_ms]] [ID request_id [PX window_ms]] [REPLY FULL]`
 struct Options {
     wait_ms: Option<i64>,
     block_ms: Option<i64>,
+    request: Option<Request>,
     full_reply: bool,
 }
 
@@ -75,13 +116,17 @@ impl Options {
             Some(_) => option(b"BLOCK", lease::parse_block_ms)?,
             None => None,
         };
+        let request = match args.next_if(|arg| is_keyword(arg, b"ID")) {
+            None => None,
+            Some(_) => Some(parse_request(&mut args)?),
+        };
         let full_reply = match args.next_if(|arg| is_keyword(arg, b"REPLY")) {
             None => false,
             Some(_) => parse_reply_full(args.next())?,
         };
         match args.next() {
             Some(_) => Err(SYNTAX.into()),
-            None => Ok(Self { wait_ms, block_ms, full_reply }),
+            None => Ok(Self { wait_ms, block_ms, request, full_reply }),
         }
     }
 }
@@ -91,10 +136,10 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rfair.acquire",
-        summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms, or with BLOCK waits for its turn on the server.",
+        summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms, or with BLOCK waits for its turn on the server. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REPLY_FULL],
+        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REQUEST, REPLY_FULL],
     },
 );
 

@@ -163,35 +163,6 @@ fn forgetting_the_last_hold_ends_the_incarnation() {
 }
 
 #[test]
-fn lost_replies_are_settled_by_the_count() {
-    // (counted before, count read after, read ordered after the acquire, outcome)
-    let cases = [
-        (0, 0, true, Settled::NotGranted),
-        (0, 1, true, Settled::Granted),
-        (1, 2, true, Settled::Granted),
-        // The earlier hold expired and the acquire took the lock afresh.
-        (1, 1, true, Settled::Granted),
-        (2, 1, true, Settled::Granted),
-        // Someone else holds it: refused.
-        (2, 0, true, Settled::NotGranted),
-        // A count the acquire cannot explain: the read was not after it.
-        (2, 2, true, Settled::NotGranted),
-        (3, 2, true, Settled::NotGranted),
-        // The read may have come before the acquire ran (or it never ran).
-        (0, 0, false, Settled::NotGranted),
-        (0, 1, false, Settled::Granted),
-        (1, 1, false, Settled::NotGranted),
-        (1, 2, false, Settled::Granted),
-        (3, 4, false, Settled::Granted),
-        (2, 1, false, Settled::Granted),
-        (2, 0, false, Settled::NotGranted),
-    ];
-    for (counted, observed, ordered, outcome) in cases {
-        assert_eq!(settle(counted, observed, ordered), outcome, "{counted} then {observed}, ordered {ordered}");
-    }
-}
-
-#[test]
 fn the_count_after_a_grant_settles_what_is_counted_here() {
     let t0 = Instant::now();
     // (holds counted before, count observed after the grant, owner id shared, ended, holds after, to give back)
