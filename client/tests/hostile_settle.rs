@@ -7,13 +7,14 @@ mod common;
 use common::{admin, stall, stallable_server};
 use rlock_client::{Client, ClientOptions, Error, ReplicaSync};
 use std::time::Duration;
+use redis::Commands;
 use testkit::Server;
 
 /// An acquire whose `[RLOCK.ACQUIRE, WAIT]` reply timed out is settled by
-/// reading the hold count; the WAIT's answer is never looked at, so a lock
-/// no replica acknowledged is handed out as a guard (README: "When fewer
-/// replicas acknowledge, the client releases the lock again and returns
-/// Error::ReplicaSync").
+/// resending it under its id; the WAIT must be asked again, or a lock no
+/// replica acknowledged is handed out as a guard (docs/client.md: "When
+/// fewer replicas acknowledge, the client releases the lock again and
+/// returns Error::ReplicaSync").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settled_acquire_still_needs_the_replicas() {
     let primary = Server::builder().config("enable-debug-command", "yes").start();
@@ -34,6 +35,47 @@ async fn a_settled_acquire_still_needs_the_replicas() {
     let held = lock.hold_count().await.unwrap();
     replica.resume();
     assert!(acquired.is_err(), "no replica acknowledged, yet lock() returned {acquired:?} (server hold count {held})");
+}
+
+/// An ACL user whose key patterns leave out `rlock_acquire_record:*`
+/// acquires without request ids. Such an acquire whose reply is lost (a
+/// stall longer than the response timeout) is not granted as far as its
+/// caller knows (the error, or no lock within its wait); the grant it
+/// made is a level the client does not count, and the owner's next acquire
+/// sees it in its reply and gives it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_acquire_without_an_id_is_given_back_by_the_next_acquire() {
+    let server = stallable_server();
+    let mut con = server.connection();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("nameless")
+        .arg("on")
+        .arg(">pw")
+        .arg("~unnamed")
+        .arg("~redisson_unlock_latch:*")
+        .arg("&*")
+        .arg("+@all")
+        .query(&mut con)
+        .unwrap();
+    let redis = redis::Client::open(format!("redis://nameless:pw@127.0.0.1:{}/", server.port())).unwrap();
+    let config = redis::aio::ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_millis(100)));
+    let connection = redis::aio::ConnectionManager::new_with_config(redis.clone(), config).await.unwrap();
+    let client = Client::with_connection(redis, connection, ClientOptions::default()).unwrap();
+    let lock = client.lock("unnamed");
+    // Learns that it may not record: later acquires go without an id.
+    lock.lock().await.unwrap().unlock().await.unwrap();
+
+    let stalled = stall(&server, 0.5).await;
+    let lost = lock.try_lock(Duration::ZERO, None).await;
+    stalled.await.unwrap();
+    assert!(matches!(lost, Ok(None) | Err(_)), "the reply was lost, yet: {lost:?}");
+    let count = |con: &mut redis::Connection| con.hget::<_, _, Option<i64>>("unnamed", lock.owner()).unwrap();
+    eventually!("the lost acquire was granted on the server", count(&mut con) == Some(1));
+    let guard = lock.lock().await.unwrap();
+    assert_eq!(count(&mut con), Some(1), "the level nothing counted was given back");
+    guard.unlock().await.unwrap();
+    assert!(!con.exists::<_, bool>("unnamed").unwrap(), "free after the one unlock");
 }
 
 fn acl_user_url(server: &Server, user: &str) -> String {
