@@ -235,7 +235,12 @@ const NOTES: &str = "
   rlock-client does more per cycle, for safety: each release carries Redisson's unlock latch
   (the module also writes a latch key, and the client deletes it after the reply: one more
   command per cycle) so that a release whose reply was lost can be retried without dropping a
-  second level; each acquire and release runs to its end even when its caller is cancelled;
+  second level; each acquire carries a request id, whose record key the module writes,
+  replicates and announces and the client deletes the same way, so that an acquire whose reply
+  was lost can be sent again and get its first outcome (in one run, with ids switched off in
+  the client, 16 tasks went from 0.61× to 0.84× the bare loop and 64 tasks from 0.61× to
+  0.71×: the record costs about a quarter of the throughput); each acquire and release runs to
+  its end even when its caller is cancelled;
   and every hold is tracked for the watchdog and the lost signal. Requests run inline in the
   caller's task (a task is spawned only for a caller that drops its future mid-request), the
   latch keys are deleted in batches by one background task, and request ids need no system

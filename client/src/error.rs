@@ -90,6 +90,11 @@ impl Error {
         }
     }
 
+    /// True when the connection was refused: the request never left.
+    pub(crate) fn is_connection_refusal(&self) -> bool {
+        matches!(self, Error::Redis(err) if err.is_connection_refusal())
+    }
+
     /// True when the request surely did not run: the connection was
     /// refused, or the server refused it before running it (loading,
     /// failing over, a replica).

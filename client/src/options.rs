@@ -3,6 +3,7 @@
 use crate::engine::protocol;
 use crate::error::{Error, Result};
 use crate::transport::replica_sync::ReplicaSync;
+use std::future::Future;
 use std::time::Duration;
 
 /// Client settings. Start from [`ClientOptions::default`].
@@ -120,6 +121,26 @@ impl RetryOptions {
     /// `attempts` retries, `delay` apart.
     pub fn new(attempts: u32, delay: Duration) -> Self {
         Self { attempts, delay }
+    }
+
+    /// Sends `request` until it succeeds or fails with an error that
+    /// `retryable` refuses, again at most `attempts` times, `delay` apart:
+    /// the client's one retry policy. The last reply when they run out.
+    pub(crate) async fn run<T, F: Future<Output = Result<T>>>(
+        &self,
+        retryable: impl Fn(&Error) -> bool,
+        mut request: impl FnMut() -> F,
+    ) -> Result<T> {
+        let mut failures = 0;
+        loop {
+            match request().await {
+                Err(err) if retryable(&err) && failures < self.attempts => {
+                    failures += 1;
+                    tokio::time::sleep(self.delay).await;
+                }
+                reply => return reply,
+            }
+        }
     }
 }
 

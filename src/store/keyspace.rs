@@ -9,16 +9,18 @@
 
 use super::acl::Caller;
 use super::open_keys::OpenKeys;
-use super::{notify, publish_via, replicate, Via};
+use super::{publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
-use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
 
+mod access;
 mod collections;
+
+use access::key_type_of;
 
 pub struct RedisKeyspace<'a> {
     ctx: &'a Context,
@@ -56,53 +58,6 @@ impl<'a> RedisKeyspace<'a> {
     pub fn via(mut self, via: Via) -> Self {
         self.via = via;
         self
-    }
-
-    fn listed(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
-        self.keys.listed(key)
-    }
-
-    fn read(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
-        self.keys.read(key)
-    }
-
-    fn write(&mut self, key: &[u8]) -> Result<(*mut raw::RedisModuleKey, *mut raw::RedisModuleString)> {
-        self.keys.write(key)
-    }
-
-    fn string(&self, bytes: &[u8]) -> RedisString {
-        RedisString::create_from_slice(self.ctx.get_raw(), bytes)
-    }
-
-    fn notify(&self, class: NotifyEvent, event: &CStr, key: *mut raw::RedisModuleString) {
-        notify(self.ctx, class, event, key);
-    }
-
-    /// Redis deletes a container its command left empty, and says `del`.
-    fn notify_if_emptied(&self, open: *mut raw::RedisModuleKey, key: *mut raw::RedisModuleString) {
-        if unsafe { api!(RedisModule_KeyType)(open) } as isize == raw::REDISMODULE_KEYTYPE_EMPTY {
-            self.notify(NotifyEvent::GENERIC, c"del", key);
-        }
-    }
-
-    /// A key-API string as bytes, freed.
-    fn take(&self, value: *mut raw::RedisModuleString) -> Vec<u8> {
-        let mut len = 0;
-        let bytes = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(value, &mut len).cast::<u8>(), len) };
-        let bytes = bytes.to_vec();
-        unsafe { api!(RedisModule_FreeString)(self.ctx.get_raw(), value) };
-        bytes
-    }
-}
-
-fn key_type_of(open: *mut raw::RedisModuleKey) -> KeyType {
-    match unsafe { api!(RedisModule_KeyType)(open) } as isize {
-        raw::REDISMODULE_KEYTYPE_EMPTY => KeyType::Missing,
-        raw::REDISMODULE_KEYTYPE_STRING => KeyType::String,
-        raw::REDISMODULE_KEYTYPE_LIST => KeyType::List,
-        raw::REDISMODULE_KEYTYPE_HASH => KeyType::Hash,
-        raw::REDISMODULE_KEYTYPE_ZSET => KeyType::Zset,
-        _ => KeyType::Other,
     }
 }
 

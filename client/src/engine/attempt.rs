@@ -235,15 +235,10 @@ pub(crate) async fn give_back(lock: &Handle, connection: &Connection) {
 /// transient failures (a repeat finds nothing to remove). Call it holding
 /// the lock's gate, so that no acquire of this owner runs after it.
 pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_ms: i64) {
-    let retry = &lock.shared().options.retry;
     let cancel = lock.id().cancel(wait_ms);
-    for _ in 0..=retry.attempts {
-        match cancel.query_async::<()>(&mut connection.clone()).await.map_err(Error::from) {
-            Err(err) if err.is_transient() => tokio::time::sleep(retry.delay).await,
-            // Gone with the client, or refused: the place lapses at its deadline.
-            _ => return,
-        }
-    }
+    let send = || async { Ok(cancel.query_async::<()>(&mut connection.clone()).await?) };
+    // Gone with the client, or refused: the place lapses at its deadline.
+    let _ = lock.shared().options.retry.run(Error::is_transient, send).await;
 }
 
 /// The `acquire`; then WAIT when replicas must acknowledge. One round

@@ -238,15 +238,10 @@ async fn cancel(lock: &Handle, named: Option<&Named>, queue_wait_ms: Option<i64>
 /// Kills the dedicated connection on the server, retrying transient
 /// failures, so that no grant can follow on it.
 async fn kill(lock: &Handle, connection: &mut Connection, dedicated: &Dedicated) {
-    let retry = &lock.shared().options.retry;
     let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(dedicated.id).arg("ADDR").arg(&dedicated.addr).clone();
-    for _ in 0..=retry.attempts {
-        match kill.query_async::<i64>(connection).await.map_err(Error::from) {
-            Err(err) if err.is_transient() && !err.is_timeout() => tokio::time::sleep(retry.delay).await,
-            // Done, or queued ahead of what is sent next (a timeout), or refused.
-            _ => return,
-        }
-    }
+    let send = || async { Ok(kill.query_async::<i64>(&mut connection.clone()).await?) };
+    // A timed-out kill is queued ahead of what is sent next: not sent again.
+    let _ = lock.shared().options.retry.run(|err| err.is_transient() && !err.is_timeout(), send).await;
 }
 
 #[cfg(test)]

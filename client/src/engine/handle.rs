@@ -37,18 +37,9 @@ impl Handle {
 
     /// The kind's STATUS, retrying transient failures: it changes nothing.
     pub async fn status(&self) -> Result<Status> {
-        let retry = &self.shared.options.retry;
         let status = self.id().status();
-        let mut failures = 0;
-        loop {
-            match status.query_async(&mut self.shared.connection.clone()).await.map_err(Error::from) {
-                Err(err) if err.is_transient() && failures < retry.attempts => {
-                    failures += 1;
-                    tokio::time::sleep(retry.delay).await;
-                }
-                reply => return Status::parse(reply?, self.id().kind),
-            }
-        }
+        let read = || async { Ok(status.query_async(&mut self.shared.connection.clone()).await?) };
+        Status::parse(self.shared.options.retry.run(Error::is_transient, read).await?, self.id().kind)
     }
 
     /// The kind's FORCERELEASE, sent once: when its reply is lost, the
@@ -70,17 +61,9 @@ impl Handle {
                 (state, incarnation)
             })
             .collect();
-        let mut refusals = 0;
-        let deleted = loop {
-            match force_release.query_async::<i64>(&mut self.shared.connection.clone()).await {
-                // Refused connections never carried the command: try again.
-                Err(err) if err.is_connection_refusal() && refusals < retry.attempts => {
-                    refusals += 1;
-                    tokio::time::sleep(retry.delay).await;
-                }
-                reply => break reply?,
-            }
-        };
+        let send = || async { Ok(force_release.query_async::<i64>(&mut self.shared.connection.clone()).await?) };
+        // Refused connections never carried the command: only those are sent again.
+        let deleted = retry.run(Error::is_connection_refusal, send).await?;
         if deleted == 1 {
             for (state, incarnation) in before {
                 state.lose_incarnation(incarnation);

@@ -33,21 +33,17 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     // renewal sent before the retry, ends within this).
     let window = retry.delay.saturating_add(RESPONSE_BOUND).saturating_mul(retry.attempts.saturating_add(1));
     let lifetime = window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window);
-    let mut failures = 0;
     let reply = loop {
-        let latch = latched.then_some((request_id.as_bytes(), lifetime));
-        let release = id.release(lease_ms, latch);
-        match release.query_async::<Option<i64>>(&mut connection.clone()).await.map_err(Error::from) {
+        let release = id.release(lease_ms, latched.then_some((request_id.as_bytes(), lifetime)));
+        let send = || async { Ok(release.query_async::<Option<i64>>(&mut connection.clone()).await?) };
+        // Latched, a release is sent again: a repeat replies what it did.
+        match retry.run(|err| latched && err.is_transient(), send).await {
             // Only a refusal of the latch key itself (the module names it).
             Err(Error::Redis(err))
                 if latched && err.code() == Some("NOPERM") && err.detail().is_some_and(names_latch_key) =>
             {
                 shared.latch_refused.store(true, Ordering::Relaxed);
                 latched = false;
-            }
-            Err(err) if latched && err.is_transient() && failures < retry.attempts => {
-                failures += 1;
-                tokio::time::sleep(retry.delay).await;
             }
             reply => break reply?,
         }

@@ -1,7 +1,7 @@
 //! Sending the synchronizers' commands (semaphores, count-down latch): to
 //! the server of their key, reads again on transient failures, writes once.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::shared::Shared;
 use redis::Cmd;
 
@@ -19,15 +19,5 @@ pub(crate) async fn query<T: redis::FromRedisValue>(shared: &Shared, key: &[u8],
 
 /// Sends a read, again on transient failures within the retry options.
 pub(crate) async fn read<T: redis::FromRedisValue>(shared: &Shared, key: &[u8], cmd: &Cmd) -> Result<T> {
-    let retry = &shared.options.retry;
-    let mut failures = 0;
-    loop {
-        match query(shared, key, cmd).await {
-            Err(err) if err.is_transient() && failures < retry.attempts => {
-                failures += 1;
-                tokio::time::sleep(retry.delay).await;
-            }
-            reply => return reply,
-        }
-    }
+    shared.options.retry.run(Error::is_transient, || query(shared, key, cmd)).await
 }

@@ -1,0 +1,58 @@
+//! How [`RedisKeyspace`] reaches keys: opened once per command (derived
+//! keys checked on first touch), key-API strings, and keyspace events.
+
+use super::RedisKeyspace;
+use crate::api::api;
+use crate::keyspace::{KeyType, Result};
+use crate::store::notify;
+use redis_module::{raw, NotifyEvent, RedisString};
+use std::ffi::CStr;
+
+impl RedisKeyspace<'_> {
+    pub(super) fn listed(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
+        self.keys.listed(key)
+    }
+
+    pub(super) fn read(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleKey> {
+        self.keys.read(key)
+    }
+
+    pub(super) fn write(&mut self, key: &[u8]) -> Result<(*mut raw::RedisModuleKey, *mut raw::RedisModuleString)> {
+        self.keys.write(key)
+    }
+
+    pub(super) fn string(&self, bytes: &[u8]) -> RedisString {
+        RedisString::create_from_slice(self.ctx.get_raw(), bytes)
+    }
+
+    pub(super) fn notify(&self, class: NotifyEvent, event: &CStr, key: *mut raw::RedisModuleString) {
+        notify(self.ctx, class, event, key);
+    }
+
+    /// Redis deletes a container its command left empty, and says `del`.
+    pub(super) fn notify_if_emptied(&self, open: *mut raw::RedisModuleKey, key: *mut raw::RedisModuleString) {
+        if unsafe { api!(RedisModule_KeyType)(open) } as isize == raw::REDISMODULE_KEYTYPE_EMPTY {
+            self.notify(NotifyEvent::GENERIC, c"del", key);
+        }
+    }
+
+    /// A key-API string as bytes, freed.
+    pub(super) fn take(&self, value: *mut raw::RedisModuleString) -> Vec<u8> {
+        let mut len = 0;
+        let bytes = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(value, &mut len).cast::<u8>(), len) };
+        let bytes = bytes.to_vec();
+        unsafe { api!(RedisModule_FreeString)(self.ctx.get_raw(), value) };
+        bytes
+    }
+}
+
+pub(super) fn key_type_of(open: *mut raw::RedisModuleKey) -> KeyType {
+    match unsafe { api!(RedisModule_KeyType)(open) } as isize {
+        raw::REDISMODULE_KEYTYPE_EMPTY => KeyType::Missing,
+        raw::REDISMODULE_KEYTYPE_STRING => KeyType::String,
+        raw::REDISMODULE_KEYTYPE_LIST => KeyType::List,
+        raw::REDISMODULE_KEYTYPE_HASH => KeyType::Hash,
+        raw::REDISMODULE_KEYTYPE_ZSET => KeyType::Zset,
+        _ => KeyType::Other,
+    }
+}

@@ -1,0 +1,137 @@
+//! The RLOCK commands' metadata, ACL and INFO against a real redis-server:
+//! key positions, flags, arity and docs; key patterns on lock keys; every
+//! outcome counted.
+
+use redis::{Connection, RedisResult, Value};
+use testkit::{error_text, Server};
+
+fn rlock(con: &mut Connection, command: &str, args: &[&[u8]]) -> RedisResult<Value> {
+    redis::cmd(command).arg(args).query(con)
+}
+
+fn field<'a>(pairs: &'a [Value], name: &str) -> &'a Value {
+    pairs
+        .chunks(2)
+        .find(|pair| redis::from_redis_value::<String>(pair[0].clone()).is_ok_and(|n| n == name))
+        .map(|pair| &pair[1])
+        .unwrap_or_else(|| panic!("no field {name} in {pairs:?}"))
+}
+
+#[test]
+fn command_metadata_gives_key_positions_flags_arity_and_docs() {
+    let server = Server::start();
+    let mut con = server.connection();
+    // name, sample arguments, flags, arity, key spec flags, documented arguments
+    type Expected<'a> = (&'a str, &'a [&'a str], &'a [&'a str], i64, &'a [&'a str], &'a [&'a str]);
+    let commands: [Expected; 5] = [
+        (
+            "RLOCK.ACQUIRE",
+            &["k", "owner", "1000"],
+            &["write", "denyoom", "fast"],
+            -3,
+            &["RW", "access", "update"],
+            &["key", "owner", "lease_ms", "wait_ms", "request", "reply"],
+        ),
+        ("RLOCK.RENEW", &["k", "owner"], &["write", "fast"], -3, &["RW", "update"], &["key", "owner", "lease_ms"]),
+        (
+            "RLOCK.RELEASE",
+            &["k", "owner", "1000"],
+            &["write", "fast"],
+            -3,
+            &["RW", "delete"],
+            &["key", "owner", "lease_ms", "latch", "publisher"],
+        ),
+        ("RLOCK.FORCERELEASE", &["k"], &["write"], -2, &["RW", "delete"], &["key", "publisher"]),
+        ("RLOCK.STATUS", &["k", "owner"], &["readonly", "fast"], -2, &["RO", "access"], &["key", "owner"]),
+    ];
+    let strings = |value: &Value| -> Vec<String> { redis::from_redis_value(value.clone()).unwrap() };
+    for (name, args, flags, arity, key_flags, documented) in commands {
+        let keys: Vec<String> = redis::cmd("COMMAND").arg("GETKEYS").arg(name).arg(args).query(&mut con).unwrap();
+        assert_eq!(keys, ["k"], "{name}");
+        let info: Vec<Vec<Value>> = redis::cmd("COMMAND").arg("INFO").arg(name).query(&mut con).unwrap();
+        let [entry] = info.as_slice() else { panic!("COMMAND INFO {name}: {info:?}") };
+        assert_eq!(entry[1], Value::Int(arity), "{name} arity");
+        let reported = strings(&entry[2]);
+        for flag in flags {
+            assert!(reported.iter().any(|f| f == flag), "{name} lacks flag {flag}: {reported:?}");
+        }
+        assert_eq!(
+            (entry[3].clone(), entry[4].clone(), entry[5].clone()),
+            (Value::Int(1), Value::Int(1), Value::Int(1))
+        );
+        let key_specs: Vec<Vec<Value>> = redis::from_redis_value(entry[8].clone()).unwrap();
+        let [key_spec] = key_specs.as_slice() else { panic!("{name}: one key spec, got {key_specs:?}") };
+        assert_eq!(strings(field(key_spec, "flags")), key_flags, "{name} key spec flags");
+
+        let docs: Vec<Value> = redis::cmd("COMMAND").arg("DOCS").arg(name).query(&mut con).unwrap();
+        let docs: Vec<Value> = redis::from_redis_value(docs[1].clone()).unwrap();
+        let summary: String = redis::from_redis_value(field(&docs, "summary").clone()).unwrap();
+        assert!(!summary.is_empty(), "{name} has a summary");
+        let arguments: Vec<Vec<Value>> = redis::from_redis_value(field(&docs, "arguments").clone()).unwrap();
+        let names: Vec<String> =
+            arguments.iter().map(|a| redis::from_redis_value(field(a, "name").clone()).unwrap()).collect();
+        assert_eq!(names, documented, "{name} documented arguments");
+    }
+    let text = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").query::<Value>(&mut con));
+    assert!(text.contains("wrong number of arguments for 'rlock.acquire'"), "{text}");
+}
+
+#[test]
+fn acl_key_patterns_apply_to_lock_keys() {
+    let server = Server::start();
+    let mut admin = server.connection();
+    let _: () = redis::cmd("ACL").arg(&["SETUSER", "svc", "on", ">pw", "~locks:*", "+@all"]).query(&mut admin).unwrap();
+    let mut con = server.connection();
+    let _: () = redis::cmd("AUTH").arg(&["svc", "pw"]).query(&mut con).unwrap();
+    assert_eq!(rlock(&mut con, "RLOCK.ACQUIRE", &[b"locks:a", b"o"]).unwrap(), Value::Nil);
+    for command in ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE", "RLOCK.STATUS"] {
+        let text = error_text(rlock(&mut con, command, &[b"other", b"o"]));
+        assert!(text.starts_with("NOPERM"), "{command}: {text}");
+    }
+    assert!(error_text(rlock(&mut con, "RLOCK.FORCERELEASE", &[b"other"])).starts_with("NOPERM"));
+
+    // A read-only selector: STATUS is a read, the others write.
+    let _: () =
+        redis::cmd("ACL").arg(&["SETUSER", "watcher", "on", ">pw", "%R~locks:*", "+@all"]).query(&mut admin).unwrap();
+    let mut watcher = server.connection();
+    let _: () = redis::cmd("AUTH").arg(&["watcher", "pw"]).query(&mut watcher).unwrap();
+    assert!(rlock(&mut watcher, "RLOCK.STATUS", &[b"locks:a", b"o"]).is_ok(), "read access suffices for STATUS");
+    for command in ["RLOCK.ACQUIRE", "RLOCK.RENEW", "RLOCK.RELEASE"] {
+        let text = error_text(rlock(&mut watcher, command, &[b"locks:a", b"o"]));
+        assert!(text.starts_with("NOPERM"), "{command} needs write access: {text}");
+    }
+}
+
+#[test]
+fn info_counts_every_outcome() {
+    let server = Server::start();
+    let mut con = server.connection();
+    for args in [&[b"k".as_slice(), b"a"][..], &[b"k", b"a"], &[b"k", b"b"]] {
+        rlock(&mut con, "RLOCK.ACQUIRE", args).unwrap();
+    }
+    rlock(&mut con, "RLOCK.RENEW", &[b"k", b"a"]).unwrap();
+    rlock(&mut con, "RLOCK.RENEW", &[b"k", b"b"]).unwrap();
+    rlock(&mut con, "RLOCK.RELEASE", &[b"k", b"b"]).unwrap();
+    rlock(&mut con, "RLOCK.RELEASE", &[b"k", b"a"]).unwrap();
+    rlock(&mut con, "RLOCK.RELEASE", &[b"k", b"a"]).unwrap();
+    rlock(&mut con, "RLOCK.ACQUIRE", &[b"k", b"a"]).unwrap();
+    rlock(&mut con, "RLOCK.FORCERELEASE", &[b"k"]).unwrap();
+    rlock(&mut con, "RLOCK.FORCERELEASE", &[b"k"]).unwrap();
+
+    let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
+    let expected = [
+        ("acquired", 2),
+        ("reentered", 1),
+        ("contended", 1),
+        ("released", 1),
+        ("released_reentry", 1),
+        ("release_not_held", 1),
+        ("force_released", 1),
+        ("renewed", 1),
+        ("renew_missed", 1),
+    ];
+    assert!(info.contains("# rlock\r\n"), "{info}");
+    for (field, count) in expected {
+        assert!(info.contains(&format!("rlock_{field}:{count}\r\n")), "rlock_{field} should be {count}:\n{info}");
+    }
+}
