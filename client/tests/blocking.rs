@@ -34,24 +34,27 @@ async fn given_up_waits_leave_no_grant_behind() {
     let client = blocking_client(&server, 2).await;
     let holder = client.lock("k").lock().await.unwrap();
 
-    // A wait limit that runs out while blocked.
-    let timed_out = client.lock("k").try_lock(Duration::from_millis(200), None).await.unwrap();
-    assert!(timed_out.is_none());
-    eventually!("the server unblocked it", info(&server, "blocked").await == 0);
-
-    // A waiter dropped while blocked.
-    let waiting = tokio::spawn({
-        let lock = client.lock("k");
-        async move { lock.lock().await }
-    });
-    eventually!("it blocked", info(&server, "blocked").await == 1);
-    waiting.abort();
-    let _ = waiting.await;
-    eventually!("the server unblocked it", info(&server, "blocked").await == 0);
+    give_up_two_waits(&client, &server, Duration::from_millis(200)).await;
 
     holder.unlock().await.unwrap();
     let mut admin = common::admin(&server).await;
     eventually!("nobody holds the lock", !admin.exists::<_, bool>("k").await.unwrap());
+}
+
+/// Two waits given up while blocked on the held lock `k`: one whose
+/// `limit` runs out, and one dropped.
+async fn give_up_two_waits(client: &Client, server: &Server, limit: Duration) {
+    let timed_out = client.lock("k").try_lock(limit, None).await.unwrap();
+    assert!(timed_out.is_none());
+    eventually!("the server unblocked it", info(server, "blocked").await == 0);
+    let waiting = tokio::spawn({
+        let lock = client.lock("k");
+        async move { lock.lock().await }
+    });
+    eventually!("it blocked", info(server, "blocked").await == 1);
+    waiting.abort();
+    let _ = waiting.await;
+    eventually!("the server unblocked it", info(server, "blocked").await == 0);
 }
 
 /// Fifty waiters dropped while blocked take their calls off the server's
@@ -99,16 +102,7 @@ async fn the_pool_takes_its_connections_back_however_a_wait_ends() {
     let before = connected_clients(&server).await;
     for _ in 0..5 {
         let holder = client.lock("k").lock().await.unwrap();
-        let timed_out = client.lock("k").try_lock(Duration::from_millis(20), None).await.unwrap();
-        assert!(timed_out.is_none());
-        let dropped = tokio::spawn({
-            let lock = client.lock("k");
-            async move { lock.lock().await }
-        });
-        eventually!("it blocked", info(&server, "blocked").await == 1);
-        dropped.abort();
-        let _ = dropped.await;
-        eventually!("it left the queue", info(&server, "blocked").await == 0);
+        give_up_two_waits(&client, &server, Duration::from_millis(20)).await;
         let granted = tokio::spawn({
             let lock = client.lock("k");
             async move { lock.lock().await.unwrap().unlock().await }

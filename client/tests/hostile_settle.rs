@@ -47,18 +47,8 @@ async fn a_settled_acquire_still_needs_the_replicas() {
 async fn a_lost_acquire_without_an_id_is_given_back_by_the_next_acquire() {
     let server = stallable_server();
     let mut con = server.connection();
-    let _: () = redis::cmd("ACL")
-        .arg("SETUSER")
-        .arg("nameless")
-        .arg("on")
-        .arg(">pw")
-        .arg("~unnamed")
-        .arg("~redisson_unlock_latch:*")
-        .arg("&*")
-        .arg("+@all")
-        .query(&mut con)
-        .unwrap();
-    let redis = redis::Client::open(format!("redis://nameless:pw@127.0.0.1:{}/", server.port())).unwrap();
+    let url = acl_user_url(&server, "nameless", &["~unnamed", "~redisson_unlock_latch:*"]);
+    let redis = redis::Client::open(url).unwrap();
     let config = redis::aio::ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_millis(100)));
     let connection = redis::aio::ConnectionManager::new_with_config(redis.clone(), config).await.unwrap();
     let client = Client::with_connection(redis, connection, ClientOptions::default()).unwrap();
@@ -79,14 +69,15 @@ async fn a_lost_acquire_without_an_id_is_given_back_by_the_next_acquire() {
     assert!(!con.exists::<_, bool>("unnamed").unwrap(), "free after the one unlock");
 }
 
-fn acl_user_url(server: &Server, user: &str) -> String {
+/// A user with every command and channel, on the keys of `key_patterns`.
+fn acl_user_url(server: &Server, user: &str, key_patterns: &[&str]) -> String {
     let mut con = server.connection();
     let _: () = redis::cmd("ACL")
         .arg("SETUSER")
         .arg(user)
         .arg("on")
         .arg(">pw")
-        .arg("~*")
+        .arg(key_patterns)
         .arg("&*")
         .arg("+@all")
         .query(&mut con)
@@ -108,7 +99,7 @@ async fn unlock_through_a_stall(server: &Server, client: &Client, name: &str) ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_a_latched_release_survives_a_stall() {
     let server = stallable_server();
-    let client = Client::open(&acl_user_url(&server, "worker")).await.unwrap();
+    let client = Client::open(&acl_user_url(&server, "worker", &["~*"])).await.unwrap();
     unlock_through_a_stall(&server, &client, "review2:ok").await.unwrap();
 }
 
@@ -118,7 +109,7 @@ async fn control_a_latched_release_survives_a_stall() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_noperm_on_the_lock_key_does_not_disable_latches() {
     let server = stallable_server();
-    let client = Client::open(&acl_user_url(&server, "worker")).await.unwrap();
+    let client = Client::open(&acl_user_url(&server, "worker", &["~*"])).await.unwrap();
     let forbidden = client.lock("forbidden:1").lock().await.unwrap();
     let _: () = redis::cmd("ACL")
         .arg("SETUSER")

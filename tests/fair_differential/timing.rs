@@ -3,8 +3,8 @@
 //! race them, and following the turns the server's timer gives.
 
 use super::{Scores, GUARD_MS};
-use std::time::Duration;
 use redis::Connection;
+use std::time::Duration;
 
 pub fn twin(prefix: &[u8], name: &[u8]) -> Vec<u8> {
     [prefix, name].concat()
