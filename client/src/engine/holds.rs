@@ -71,16 +71,33 @@ pub(crate) enum Upkeep {
     Check,
 }
 
-/// The holds of one owner on one lock.
+/// The earliest the server may expire the key, by this machine's clock:
+/// the request that last set the lease, plus that lease, as `(sent at,
+/// ends at)`. The holds' levels are [`Holds`]'s; this is their lease.
+#[derive(Debug, Default, Clone, Copy)]
+struct LeaseEstimate(Option<(Instant, Instant)>);
+
+impl LeaseEstimate {
+    /// A command sent at `sent_at` set `lease`: it counts unless one sent
+    /// later already did.
+    fn set(&mut self, sent_at: Instant, lease: Duration) {
+        if self.0.is_none_or(|(last_sent_at, _)| sent_at >= last_sent_at) {
+            self.0 = Some((sent_at, sent_at + lease));
+        }
+    }
+
+    fn ends_at(&self) -> Option<Instant> {
+        self.0.map(|(_, ends_at)| ends_at)
+    }
+}
+
+/// The holds of one owner on one lock: their levels, and their lease.
 #[derive(Debug, Default)]
 pub(crate) struct Holds {
     incarnation: u64,
     next_hold: u64,
     holds: Vec<Hold>,
-    /// The earliest the server may expire the key, by this machine's
-    /// clock: the request that last set the lease, plus that lease, as
-    /// `(sent at, expires at)`.
-    lease: Option<(Instant, Instant)>,
+    lease: LeaseEstimate,
     /// Other clients may use this owner id too (see
     /// [`Holds::for_shared_owner`]): levels beyond this client's count may
     /// be theirs.
@@ -240,21 +257,19 @@ impl Holds {
     /// connection run in the order they were sent, so the last one sent
     /// decides, whatever order their replies are handled in.
     pub fn leased(&mut self, sent_at: Instant, lease: Duration) {
-        if self.lease.is_none_or(|(last_sent_at, _)| sent_at >= last_sent_at) {
-            self.lease = Some((sent_at, sent_at + lease));
-        }
+        self.lease.set(sent_at, lease);
     }
 
     /// When the lease of the holds ends at the earliest, if any are held.
     pub fn expires_at(&self) -> Option<Instant> {
-        self.lease.filter(|_| !self.holds.is_empty()).map(|(_, expires_at)| expires_at)
+        self.lease.ends_at().filter(|_| !self.holds.is_empty())
     }
 
     /// Holds whose lease has surely ended by `now`, by this clock, are
     /// lost. The server may still count them (its clock started later):
     /// the next grant's count shows them.
     pub fn expire_overdue(&mut self, now: Instant) -> Ended {
-        let overdue = !self.holds.is_empty() && self.lease.is_some_and(|(_, expires_at)| expires_at <= now);
+        let overdue = !self.holds.is_empty() && self.lease.ends_at().is_some_and(|ends_at| ends_at <= now);
         match overdue {
             true => self.end(Ended::Lost),
             false => Ended::No,
@@ -263,7 +278,7 @@ impl Holds {
 
     fn end(&mut self, how: Ended) -> Ended {
         self.holds.clear();
-        self.lease = None;
+        self.lease = LeaseEstimate::default();
         self.incarnation += 1;
         how
     }
