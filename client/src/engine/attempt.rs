@@ -6,8 +6,7 @@
 //! acquire whose reply never came is never sent again blindly: its outcome
 //! is settled first.
 
-use crate::engine::commands::FullReply;
-use crate::engine::commands::Kind;
+use crate::engine::commands::{FullReply, Kind};
 use crate::engine::handle::Handle;
 use crate::engine::hold::Hold;
 use crate::engine::holds::{Ended, Renewal};
@@ -87,7 +86,7 @@ async fn run(
         state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
-    // A plain acquire names itself: when its reply is lost, sending it again
+    // An acquire names itself: when its reply is lost, sending it again
     // gets its outcome (a grant is replayed, adding no level).
     let mut named = Named::new(&shared.record_refused, &connection, &state.id);
     let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());

@@ -57,9 +57,12 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
         _ => run().map(Once::Ran),
     };
-    // A replayed grant whose hold is gone since: no lease left.
+    // A replayed grant whose hold is gone since (the key may not even be
+    // a lock now): no lease left. No early return before the session closes.
     let replayed_lease_ms = match &outcome {
-        Ok(Once::Replayed(_)) if keys.hget(name_bytes, owner_bytes)?.is_some() => pttl(&mut keys, name_bytes, now)?,
+        Ok(Once::Replayed(_)) if matches!(keys.hget(name_bytes, owner_bytes), Ok(Some(_))) => {
+            pttl(&mut keys, name_bytes, now).unwrap_or(0)
+        }
         _ => 0,
     };
     drop(keys);

@@ -62,9 +62,10 @@ fn acquire(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
     };
     Ok(match (outcome, like_script) {
         (FencedAcquire::Granted { token, count }, _) if full_reply => {
-            // A replayed grant whose hold is gone since: no lease left.
-            let held = !replayed || keys.hget(name, owner)?.is_some();
-            let lease_ms = if held { pttl(&mut keys, name, now)? } else { 0 };
+            // A replayed grant whose hold is gone since (the key may not
+            // even be a lock now): no lease left.
+            let held = !replayed || matches!(keys.hget(name, owner), Ok(Some(_)));
+            let lease_ms = if held { pttl(&mut keys, name, now).unwrap_or(0) } else { 0 };
             AcquireReply { granted: true, holds: count, lease_ms, waited_ms: 0 }.value_with_token(token)
         }
         (FencedAcquire::Contended { pttl_ms }, _) if full_reply => {

@@ -51,10 +51,16 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         (Once::Ran(Acquire::Acquired { count }), true) => count,
         (Once::Replayed(grant), true) => grant.count,
     };
-    // A replayed grant whose holds are gone since: no lease left.
-    let status = lock.status(&mut keys, Some(owner), now)?;
-    let held = status.owner.is_some_and(|(reads, writes)| if side == Side::Read { reads } else { writes } > 0);
-    let lease_ms = if held { status.pttl_ms } else { 0 };
+    // A replayed grant whose holds are gone since (the key may not even be
+    // a lock now): no lease left.
+    let lease_ms = match lock.status(&mut keys, Some(owner), now) {
+        Ok(status)
+            if status.owner.is_some_and(|(reads, writes)| if side == Side::Read { reads } else { writes } > 0) =>
+        {
+            status.pttl_ms
+        }
+        _ => 0,
+    };
     Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.value())
 }
 
