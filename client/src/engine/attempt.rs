@@ -6,6 +6,7 @@
 //! acquire whose reply never came is never sent again blindly: its outcome
 //! is settled first.
 
+use crate::engine::blocking::{self, Blocked};
 use crate::engine::commands::{FullReply, Kind};
 use crate::engine::handle::Handle;
 use crate::engine::hold::Hold;
@@ -33,22 +34,32 @@ pub(crate) enum Attempt {
     },
 }
 
-/// What the server replied to one acquire request.
-enum Reply {
+/// What one acquire request came to.
+pub(crate) enum Sent {
     Refused {
         retry_ms: i64,
     },
     /// `observed`: the owner's count right after the grant; `token`: a
-    /// fenced lock's fencing token (0 for other kinds).
+    /// fenced lock's fencing token (0 for other kinds); `lease_start`: when
+    /// its lease started at the earliest, by this clock.
     Granted {
         observed: i64,
         token: i64,
+        lease_start: Instant,
     },
     /// Granted, but fewer replicas than required acknowledged it.
     Unsynced {
         acknowledged: i64,
         required: u32,
     },
+}
+
+/// How an attempt's acquire reaches the server.
+pub(crate) enum Transport {
+    /// The shared connection, or replica sync's own with its `WAIT`.
+    Shared { sync: Option<Plan> },
+    /// A pooled connection of its own, the call blocking on the server.
+    Blocking(Blocked),
 }
 
 /// Tries once to take the lock for `lease`; a fair lock given
@@ -59,73 +70,109 @@ pub(crate) async fn attempt(
     lease: Duration,
     queue_wait_ms: Option<i64>,
 ) -> Result<Attempt> {
+    let sync = handle.shared().replica_sync_plan(&handle.id().name).await?;
     let lock = handle.clone();
-    run_to_end(handle.shared(), |reply_tx| run(lock, renewal, (lease, queue_wait_ms), reply_tx))
+    let transport = Transport::Shared { sync };
+    run_to_end(handle.shared(), |reply_tx| run(lock, renewal, (lease, queue_wait_ms), transport, reply_tx))
         .await
         .unwrap_or(Err(Error::ClientClosed))
 }
 
-async fn run(
+/// One attempt over either transport, to its end.
+pub(crate) async fn run(
     lock: Handle,
     renewal: Renewal,
     (lease, queue_wait_ms): (Duration, Option<i64>),
-    reply_tx: oneshot::Sender<Result<Attempt>>,
+    transport: Transport,
+    mut reply_tx: oneshot::Sender<Result<Attempt>>,
 ) {
     let (shared, state) = (lock.shared(), lock.state());
-    let sync = match shared.replica_sync_plan(&state.id.name).await {
-        Ok(sync) => sync,
-        Err(err) => return drop(reply_tx.send(Err(err))),
-    };
     let _gate = state.gate.lock().await;
+    let (sync, mut blocked) = match transport {
+        Transport::Shared { sync } => (sync, None),
+        Transport::Blocking(blocked) => (None, Some(blocked)),
+    };
+    let blocking = blocked.is_some();
     if shared.is_closed() {
         return drop(reply_tx.send(Err(Error::ClientClosed)));
+    }
+    // A blocking call is for a lock this owner does not hold: held
+    // meanwhile through another handle, the shared attempt re-enters.
+    if blocking && state.read(|holds| holds.count()) > 0 {
+        return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
     }
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
     let (counted, lease_sent) =
         state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
-    let mut connection = sync.as_ref().map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
+    let sync = sync.as_ref();
+    let mut connection = sync.map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
     // An acquire names itself: when its reply is lost, sending it again
-    // gets its outcome (a grant is replayed, adding no level).
+    // gets its outcome (a grant is replayed, adding no level); a blocked
+    // call can be cancelled by its name.
     let mut named = Named::new(&shared.record_refused, &connection, &state.id);
     let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());
-    let mut replied = request(&mut connection, &state.id, acquire.clone(), sync.as_ref()).await;
-    if named.is_some() && replied.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
-        named = None;
-        acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
-        replied = request(&mut connection, &state.id, acquire.clone(), sync.as_ref()).await;
-    }
-    if replied.is_ok() {
+    let sent = match blocked.as_mut() {
+        None => {
+            let mut sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), sync).await;
+            if named.is_some() && sent.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
+                named = None;
+                acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
+                sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), sync).await;
+            }
+            sent
+        }
+        Some(blocked) => {
+            let call = (lease_ms, queue_wait_ms, requested_at);
+            match blocking::send(&lock, blocked, call, named.as_ref(), &mut reply_tx).await {
+                Ok(sent) => sent,
+                Err(CallEnded(answer)) => {
+                    if let Some(named) = named.take() {
+                        named.done(&shared.latch_sweeper);
+                    }
+                    return drop(reply_tx.send(answer));
+                }
+            }
+        }
+    };
+    // The outcome is in: the record may go (a resend keeps it for now).
+    if !sent.as_ref().is_err_and(Error::is_transient) {
         if let Some(named) = named.take() {
             named.done(&shared.latch_sweeper);
         }
     }
-    let (observed, lease_left, token, reply_tx) = match replied {
-        Ok(Reply::Refused { retry_ms }) => {
+    let (observed, token, lease_start, lease_left, reply_tx) = match sent {
+        Ok(Sent::Refused { retry_ms }) => {
             // Our owner no longer holds it.
             state.update(|holds| ((), holds.refused()));
             // Queued for a caller who is gone: nobody will take the turn.
-            if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
+            if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() && !blocking {
                 if let Some(wait_ms) = queue_wait_ms {
                     give_up_place(&lock, &connection, wait_ms).await;
                 }
             }
             return;
         }
-        Ok(Reply::Granted { observed, token }) => (observed, None, token, reply_tx),
-        Ok(Reply::Unsynced { acknowledged, required }) => {
+        Ok(Sent::Granted { observed, token, lease_start }) => (observed, token, lease_start, None, reply_tx),
+        Ok(Sent::Unsynced { acknowledged, required }) => {
             give_back(&lock, &connection).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
         Err(err) if err.is_transient() => {
+            if let Some(blocked) = blocked {
+                // No grant can follow once the server dropped the call.
+                blocking::kill(&lock, blocked).await;
+                // The same request without WAIT or BLOCK, resent below.
+                acquire = acquire_command(&state.id, lease_ms, (None, None), named.as_ref());
+            }
             // Sent without an id: see the module docs of `settle`.
             let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
             let settled = resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await;
             let Some(SettledGrant { observed, lease_left, token, reply_tx }) = settled else { return };
             // The WAIT sent with the acquire went unanswered too: ask again
             // (it covers every write made on this connection so far).
-            if let Some(plan) = sync.as_ref() {
+            if let Some(plan) = sync {
                 let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
                 if acknowledged < i64::from(plan.required) {
                     give_back(&lock, &connection).await;
@@ -134,16 +181,19 @@ async fn run(
                 }
             }
             // The grant may have run long after the request (a stalled
-            // server): the lease the resend or read saw is the better
-            // estimate.
-            (observed, lease_left, token.unwrap_or(0), reply_tx)
+            // server): the lease the resend saw is the better estimate.
+            (observed, token.unwrap_or(0), requested_at, lease_left, reply_tx)
         }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
-    let granted = Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token };
+    let granted = Granted { renewal, lease, lease_sent, requested_at: lease_start, observed, lease_left, token };
     let orphaned = grant(&lock, granted, reply_tx);
     release_orphans(&lock, &connection, orphaned).await;
 }
+
+/// How a blocking call ended without a grant to record: the caller's
+/// answer.
+pub(crate) struct CallEnded(pub Result<Attempt>);
 
 /// The acquire of `id` with the full reply, and its request id when
 /// named. `block_ms`: a blocking call (a plain lock's `WAIT`, a fair
@@ -240,9 +290,15 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
     let _ = lock.shared().options.retry.run(Error::is_transient, send).await;
 }
 
-/// The `acquire`; then WAIT when replicas must acknowledge. One round
-/// trip. The full reply gives the owner's count after a grant.
-async fn request(connection: &mut Connection, id: &LockId, acquire: redis::Cmd, sync: Option<&Plan>) -> Result<Reply> {
+/// The `acquire` (`requested_at`: when it is sent); then WAIT when
+/// replicas must acknowledge. One round trip. The full reply gives the
+/// owner's count after a grant.
+async fn send(
+    connection: &mut Connection,
+    id: &LockId,
+    (acquire, requested_at): (redis::Cmd, Instant),
+    sync: Option<&Plan>,
+) -> Result<Sent> {
     let mut pipe = redis::pipe();
     pipe.add_command(acquire);
     if let Some(plan) = sync {
@@ -255,14 +311,14 @@ async fn request(connection: &mut Connection, id: &LockId, acquire: redis::Cmd, 
     let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
     let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone(), id.kind)?;
     if !reply.granted {
-        return Ok(Reply::Refused { retry_ms: reply.lease_ms });
+        return Ok(Sent::Refused { retry_ms: reply.lease_ms });
     }
     if let Some(plan) = sync {
         let acknowledged: i64 = redis::from_redis_value(replies.last().ok_or_else(unexpected)?.clone())
             .map_err(|err| Error::UnexpectedReply(err.to_string()))?;
         if acknowledged < i64::from(plan.required) {
-            return Ok(Reply::Unsynced { acknowledged, required: plan.required });
+            return Ok(Sent::Unsynced { acknowledged, required: plan.required });
         }
     }
-    Ok(Reply::Granted { observed: reply.holds, token: reply.token.unwrap_or(0) })
+    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at })
 }

@@ -24,7 +24,7 @@
 //! `BLOCK`), the waiter waits by pub/sub as before. A fair waiter killed
 //! on the server leaves the queue there too.
 
-use crate::engine::attempt::{acquire_command, give_up_place, grant, release_orphans, Attempt, Granted};
+use crate::engine::attempt::{acquire_command, give_up_place, run, Attempt, CallEnded, Sent, Transport};
 use crate::engine::channel_wait::REPLY_GRACE;
 use crate::engine::commands::{FullReply, Kind};
 use crate::engine::handle::Handle;
@@ -32,11 +32,10 @@ use crate::engine::holds::Renewal;
 use crate::engine::named::{refuses_record, Named};
 use crate::engine::protocol;
 use crate::engine::run_to_end::run_to_end;
-use crate::engine::settle::{resend, SettledGrant};
 use crate::error::{Error, Result};
 use crate::transport::blocking_pool::{Dedicated, Pooled};
-use crate::transport::connection::Connection;
 use redis::Value;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -71,59 +70,48 @@ pub(crate) async fn attempt(
     if pool.is_unsupported(kind)
         || handle.state().read(|holds| holds.count()) > 0
         || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
+        // A plain lock's call is cancelled by its request id.
+        || (queue_wait_ms.is_none() && shared.record_refused.load(Ordering::Relaxed))
     {
-        return None;
-    }
-    // Named, so that the call can be cancelled (a plain lock's) and resent.
-    let named = Named::new(&shared.record_refused, &shared.connection, handle.id());
-    if queue_wait_ms.is_none() && named.is_none() {
         return None;
     }
     let pooled = pool.take().await?;
     let wait_ms = protocol::clamp_lease_ms(wait.unwrap_or(LONGEST_BLOCK).min(LONGEST_BLOCK));
     let lock = handle.clone();
-    let call = Call { kind, queue_wait_ms, wait_ms, named };
-    let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, lease, call, pooled, reply_tx));
+    let transport = Transport::Blocking(Blocked { pooled, kind, wait_ms });
+    let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, (lease, queue_wait_ms), transport, reply_tx));
     Some(blocked.await.unwrap_or(Err(Error::ClientClosed)))
 }
 
-/// What one blocking call asks: its kind's index in
-/// [`BlockingPool::is_unsupported`](crate::transport::blocking_pool::BlockingPool::is_unsupported), a fair waiter's queue wait, how long it
-/// blocks, and its request id.
-struct Call {
+/// One blocking call: its pooled connection, its kind's index in
+/// [`BlockingPool::is_unsupported`](crate::transport::blocking_pool::BlockingPool::is_unsupported),
+/// and how long it blocks.
+pub(crate) struct Blocked {
+    pooled: Pooled,
     kind: usize,
-    queue_wait_ms: Option<i64>,
     wait_ms: i64,
-    named: Option<Named>,
 }
 
-async fn run(
-    lock: Handle,
-    renewal: Renewal,
-    lease: Duration,
-    Call { kind, queue_wait_ms, wait_ms, named }: Call,
-    mut pooled: Pooled,
-    mut reply_tx: oneshot::Sender<Result<Attempt>>,
-) {
-    let (shared, state) = (lock.shared(), lock.state());
-    let Some(pool) = shared.blocking.as_ref() else { return };
-    let _gate = state.gate.lock().await;
-    // Held meanwhile through another handle: the plain attempt re-enters.
-    if shared.is_closed() || state.read(|holds| holds.count()) > 0 {
-        return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
-    }
-    let requested_at = Instant::now();
-    let watchdog = shared.options.watchdog_timeout;
-    let lease_sent = state.read(|holds| holds.lease_for_acquire(lease, requested_at, watchdog));
-    let lease_ms = protocol::clamp_lease_ms(lease_sent);
-    // Named, so that a caller who gives up can take the call off the
-    // server's queue (RLOCK.CANCEL) from the shared connection. The full
-    // reply says how long the server kept the call: the grant's lease
-    // starts when it is granted, not when it was asked for.
-    let acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, Some(wait_ms)), named.as_ref());
+/// Sends the blocking call (`lease_ms`, a fair waiter's `queue_wait_ms`,
+/// sent at `requested_at`) and takes its reply. A caller who gives up
+/// meanwhile (`reply_tx` closed) or a client that closes takes the call
+/// off the server's queue first. The outcome, or a transient error for
+/// the caller's attempt to settle; [`CallEnded`] when the call ended without
+/// a grant.
+pub(crate) async fn send(
+    lock: &Handle,
+    blocked: &mut Blocked,
+    (lease_ms, queue_wait_ms, requested_at): (i64, Option<i64>, Instant),
+    named: Option<&Named>,
+    reply_tx: &mut oneshot::Sender<Result<Attempt>>,
+) -> Result<Result<Sent>, CallEnded> {
+    let (shared, id) = (lock.shared(), lock.id());
+    // The full reply says how long the server kept the call: the grant's
+    // lease starts when it is granted, not when it was asked for.
+    let acquire = acquire_command(id, lease_ms, (queue_wait_ms, Some(blocked.wait_ms)), named);
     let mut closed = shared.closed();
     let (reply, cancelled) = {
-        let request = acquire.query_async::<Value>(&mut pooled.dedicated().connection);
+        let request = acquire.query_async::<Value>(&mut blocked.pooled.dedicated().connection);
         tokio::pin!(request);
         tokio::select! {
             reply = &mut request => (reply, false),
@@ -135,7 +123,7 @@ async fn run(
                 // the server's queue now, so that no release grants the lock
                 // to nobody; a grant made before is the call's reply, and
                 // is given back. Then take the reply if it comes soon.
-                let cancelled = cancel(&lock, named.as_ref(), queue_wait_ms).await;
+                let cancelled = cancel(lock, named, queue_wait_ms).await;
                 match tokio::time::timeout(REPLY_GRACE, &mut request).await {
                     Ok(reply) => (reply, cancelled),
                     Err(elapsed) => (Err(std::io::Error::from(elapsed).into()), false),
@@ -144,66 +132,30 @@ async fn run(
         }
     };
     let received_at = Instant::now();
-    let reply = reply.map_err(Error::from).and_then(|reply| FullReply::parse(reply, state.id.kind));
-    // The outcome is in: the record may go (a resend keeps it for now).
-    let named = match (&reply, named) {
-        (Err(err), named) if err.is_transient() => named,
-        (_, named) => {
-            if let Some(named) = named {
-                named.done(&shared.latch_sweeper);
-            }
-            None
-        }
-    };
-    let (observed, lease_start, lease_left) = match reply {
+    let refused = |retry_ms| Ok(Ok(Sent::Refused { retry_ms }));
+    match reply.map_err(Error::from).and_then(|reply| FullReply::parse(reply, id.kind)) {
         // The cancelled call's reply: nothing was granted.
-        Err(Error::Redis(_)) if cancelled => {
-            return drop(reply_tx.send(Err(Error::ClientClosed)));
-        }
-        Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => {
-            return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms })));
-        }
+        Err(Error::Redis(_)) if cancelled => Err(CallEnded(Err(Error::ClientClosed))),
+        Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => refused(retry_ms),
         Ok(FullReply { granted: true, holds, waited_ms, .. }) => {
-            (holds, lease_start(requested_at, received_at, waited_ms), None)
+            let lease_start = lease_start(requested_at, received_at, waited_ms);
+            Ok(Ok(Sent::Granted { observed: holds, token: 0, lease_start }))
         }
-        // A module without WAIT (or an ACL refusing the record key): wait
-        // by pub/sub from now on.
+        // An ACL refusing the record key, or a module without WAIT (or
+        // BLOCK): wait by pub/sub from now on.
         Err(err) if refuses_record(&shared.record_refused, &err) => {
-            return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
+            Err(CallEnded(Ok(Attempt::Refused { retry_ms: 0 })))
         }
         Err(Error::Redis(err)) if err.code() == Some("ERR") => {
-            pool.set_unsupported(kind);
-            return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
-        }
-        // An error reply: the call ended without a grant.
-        Err(err) if !err.is_transient() => {
-            return drop(reply_tx.send(Err(err)));
-        }
-        Err(err) => {
-            // No grant can follow once the server dropped the connection.
-            let mut connection = shared.connection.clone();
-            kill(&lock, &mut connection, pooled.dedicated()).await;
-            pooled.discard();
-            // Sent without an id: see the module docs of `settle`.
-            let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
-            // The same request without WAIT: a grant it recorded is
-            // replayed, else it runs now.
-            let again = acquire_command(&state.id, lease_ms, (None, None), Some(&named));
-            let settled = resend(&lock, &mut connection, (&again, named), 0, err, reply_tx).await;
-            match settled {
-                // The lease left then is the estimate: the grant may have
-                // come long after the request.
-                Some(SettledGrant { observed, lease_left, reply_tx: settled_tx, .. }) => {
-                    reply_tx = settled_tx;
-                    (observed, requested_at, lease_left)
-                }
-                None => return,
+            if let Some(pool) = shared.blocking.as_ref() {
+                pool.set_unsupported(blocked.kind);
             }
+            Err(CallEnded(Ok(Attempt::Refused { retry_ms: 0 })))
         }
-    };
-    let granted = Granted { renewal, lease, lease_sent, requested_at: lease_start, observed, lease_left, token: 0 };
-    let orphaned = grant(&lock, granted, reply_tx);
-    release_orphans(&lock, &shared.connection, orphaned).await;
+        // A transient failure (the caller's attempt settles it), or an
+        // error reply: the call ended without a grant.
+        Err(err) => Ok(Err(err)),
+    }
 }
 
 /// When a blocked grant's lease started, by this machine's clock, at the
@@ -235,13 +187,17 @@ async fn cancel(lock: &Handle, named: Option<&Named>, queue_wait_ms: Option<i64>
     }
 }
 
-/// Kills the dedicated connection on the server, retrying transient
-/// failures, so that no grant can follow on it.
-async fn kill(lock: &Handle, connection: &mut Connection, dedicated: &Dedicated) {
-    let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(dedicated.id).arg("ADDR").arg(&dedicated.addr).clone();
+/// Kills the call's connection on the server, retrying transient
+/// failures, so that no grant can follow on it; the connection is not
+/// pooled again.
+pub(crate) async fn kill(lock: &Handle, mut blocked: Blocked) {
+    let Dedicated { id, addr, .. } = blocked.pooled.dedicated();
+    let kill = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(*id).arg("ADDR").arg(&*addr).clone();
+    let connection = &lock.shared().connection;
     let send = || async { Ok(kill.query_async::<i64>(&mut connection.clone()).await?) };
     // A timed-out kill is queued ahead of what is sent next: not sent again.
     let _ = lock.shared().options.retry.run(|err| err.is_transient() && !err.is_timeout(), send).await;
+    blocked.pooled.discard();
 }
 
 #[cfg(test)]
