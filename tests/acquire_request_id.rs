@@ -185,6 +185,24 @@ fn a_record_of_another_owner_or_lock_is_refused_never_taken_for_a_grant() {
     assert_eq!(holds(&mut con, "k", "b"), None);
 }
 
+/// A resend refused because its record belongs to another lock (`k` and
+/// `{k}` share record keys) changes nothing: the first call of the request
+/// still waits, and is granted when the lock frees.
+#[test]
+fn a_refused_resend_leaves_the_blocked_call_alone() {
+    let server = Server::start();
+    let mut con = server.connection();
+    acquire(&mut con, "k", "holder", &[]);
+    let first = waiter_with(&server, &["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1"], |_, reply| reply);
+    assert_eq!(acquire(&mut con, "{k}", "a", &["ID", "r1"]), Value::Nil, "another lock's grant, same record key");
+    let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg("ID").arg("r1").query::<Value>(&mut con));
+    assert!(err.contains("another owner or lock"), "{err}");
+    assert_eq!(info(&mut con, "blocked"), 1, "the first call still waits");
+    release(&mut con, "k", "holder");
+    assert_eq!(first.join().unwrap(), Value::Nil);
+    assert_eq!(holds(&mut con, "k", "a"), Some(1));
+}
+
 #[test]
 fn a_resend_while_the_first_call_waits_is_granted_once() {
     let server = Server::start();

@@ -38,6 +38,10 @@ fn a_resent_read_or_write_acquire_replays_its_grant_and_adds_no_level() {
     assert_eq!(field(&mut con, "rw", "a"), Some(1));
     let other_side = error_text(rw(&mut con, "a", "WRITE", &["ID", "r1"]));
     assert!(other_side.contains("recorded for another owner or lock"), "{other_side}");
+    // A reserved owner is refused before any record is read: the writer's
+    // record (kept under `a:write`) serves no "reader" of that name.
+    let reserved = error_text(rw(&mut con, "a:write", "READ", &["ID", "w1"]));
+    assert!(reserved.contains("owner must not be 'mode' nor end with ':write'"), "{reserved}");
     assert_eq!(field(&mut con, "rw", "a:write"), Some(1), "nothing written");
 
     // A refusal records nothing: its full reply gives the holder's PTTL.

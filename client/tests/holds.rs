@@ -201,6 +201,29 @@ async fn with_shared_owner_ids_a_client_never_gives_back_another_clients_level()
     assert!(!on_a.is_locked().await.unwrap());
 }
 
+/// One owner id used for a plain, a fenced and a fair lock on one name: the
+/// server counts their holds as one, so each kind's grant sees the others'
+/// levels and must not give them back (a reviewer's double grant: the
+/// fenced acquire released the plain hold's level, and after the plain
+/// unlock another owner took the lock while the fenced guard looked held).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinds_sharing_an_owner_id_never_give_back_each_others_levels() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("x", "me");
+    let (fenced, fair) = (client.fenced_lock_with_owner("x", "me"), client.fair_lock_with_owner("x", "me"));
+    let first = plain.lock().await.unwrap();
+    let second = fenced.lock().await.unwrap();
+    let third = fair.lock().await.unwrap();
+    eventually!("no level given back", hold_count(&server, "x", b"me").await == 3);
+    first.unlock().await.unwrap();
+    second.unlock().await.unwrap();
+    assert!(client.lock("x").try_lock(Duration::ZERO, None).await.unwrap().is_none(), "the fair hold still holds it");
+    assert!(!third.is_lost());
+    third.unlock().await.unwrap();
+    assert!(client.lock("x").try_lock(Duration::ZERO, None).await.unwrap().is_some());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_during_a_stall_is_applied_once() {
     let server = stallable_server();

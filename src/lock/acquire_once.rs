@@ -105,6 +105,15 @@ pub fn once<R: AcquireRecord, T>(
     Ok(Once::Ran(outcome))
 }
 
+/// Refuses a record of another request under this id before anything
+/// else changes (a blocked call of the request is left alone).
+pub fn vouch<R: AcquireRecord>(record: &R, requester: Requester) -> Result<(), LockError> {
+    match record.text()? {
+        Some(text) => requester.recorded(&text).map(drop),
+        None => Ok(()),
+    }
+}
+
 /// RLock's acquire, [`once`] per request.
 pub fn acquire_once<S: LockStore, R: AcquireRecord>(
     store: &mut S,
@@ -247,6 +256,20 @@ mod tests {
             let expected = if value == "1:2:ak" { LockError::RequestIdTaken } else { LockError::NotAnAcquireRecord };
             assert_eq!(reply, Err(expected), "{value}");
             assert!(store.effects.is_empty() && record.effects.is_empty(), "{value}");
+        }
+    }
+
+    #[test]
+    fn only_a_missing_record_or_this_requests_own_is_vouched_for() {
+        let requester = Requester { name: b"k", owner: b"a" };
+        let cases = [
+            (MemoryLatch::default(), Ok(())),
+            (MemoryLatch::holding("1:1:ak"), Ok(())),
+            (MemoryLatch::holding("1:1:a{k}"), Err(LockError::RequestIdTaken)),
+            (MemoryLatch::holding("yes"), Err(LockError::NotAnAcquireRecord)),
+        ];
+        for (record, expected) in cases {
+            assert_eq!(vouch(&record, requester), expected, "{record:?}");
         }
     }
 

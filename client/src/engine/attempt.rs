@@ -250,6 +250,11 @@ pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<R
         ((ticket, orphaned, holds.expires_at()), ended)
     });
     lock.shared().registry.note_lease_end(lease_end);
+    // Levels beyond this kind's holds may be another kind's of this owner.
+    let orphaned = match orphaned > 0 && lock.shared().registry.shares_count(&state.id) {
+        true => 0,
+        false => orphaned,
+    };
     // Dropped unsent (the caller is gone) or refused: the hold releases.
     let hold = Hold::new(lock.clone(), ticket, lease, token);
     // Checked after the hold is recorded: the watchdog's stop marks every

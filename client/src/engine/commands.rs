@@ -61,6 +61,12 @@ impl Kind {
         }
     }
 
+    /// Whether the server counts an owner's holds of both kinds as one
+    /// (plain, fair and fenced locks: the owner's field in the lock hash).
+    pub(crate) fn shares_counts_with(self, other: Kind) -> bool {
+        self.count_field() == other.count_field()
+    }
+
     /// The field of the kind's STATUS reply that counts the owner's holds.
     fn count_field(self) -> &'static str {
         match self {

@@ -151,6 +151,20 @@ impl Registry {
         state
     }
 
+    /// Whether a live state of another kind counts its holds in the same
+    /// server count as `id`'s (one owner id used for a plain and a fenced
+    /// lock on one name, say): the levels beyond one kind's holds may then
+    /// be the other's.
+    pub fn shares_count(&self, id: &LockId) -> bool {
+        let states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        states.iter().any(|(other, state)| {
+            other.kind != id.kind
+                && other.kind.shares_counts_with(id.kind)
+                && (&other.name, &other.owner) == (&id.name, &id.owner)
+                && state.strong_count() > 0
+        })
+    }
+
     /// The live states (forgetting the dead ones).
     pub fn live(&self) -> Vec<Arc<LockState>> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);

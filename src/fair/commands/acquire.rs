@@ -12,7 +12,7 @@ use crate::handoff::blocking::may_block;
 use crate::handoff::Request;
 use crate::keyspace::{pttl, Keyspace};
 use crate::lease;
-use crate::lock::acquire_once::{once, Grant, Once, Requester};
+use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -42,7 +42,9 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let (name_bytes, owner_bytes) = (name.as_slice(), owner.as_slice());
     let mut record =
         request.as_ref().map(|request| RedisLatch::open_record(ctx, name_bytes, &request.id)).transpose()?;
-    if let Some(request) = &request {
+    let requester = Requester { name: name_bytes, owner: owner_bytes };
+    if let (Some(record), Some(request)) = (&record, &request) {
+        vouch(record, requester)?;
         handoff::withdraw(ctx, &name, owner_bytes, &request.id);
     }
     let now = now_ms();
@@ -51,10 +53,7 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let lock = FairLock::new(name_bytes);
     let mut run = || lock.acquire(&mut keys, &mut session.waits, owner_bytes, (lease_ms, wait_ms), now);
     let outcome = match (record.as_mut(), &request) {
-        (Some(record), Some(request)) => {
-            let requester = Requester { name: name_bytes, owner: owner_bytes };
-            once((record, requester), (request.window_ms, now), run, grant_of)
-        }
+        (Some(record), Some(request)) => once((record, requester), (request.window_ms, now), run, grant_of),
         _ => run().map(Once::Ran),
     };
     // A replayed grant whose hold is gone since (the key may not even be

@@ -37,6 +37,8 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         None => Once::Ran(lock::acquire(&mut key, &owner, lease_ms, now)?),
         Some(request) => {
             let mut record = RedisLatch::open_record(ctx, name.as_slice(), &request.id)?;
+            let requester = Requester { name: name.as_slice(), owner: owner.as_slice() };
+            acquire_once::vouch(&record, requester)?;
             // The first call of this request still waits: one call of a
             // request at a time, so that it is granted once.
             if blocking::is_queued(ctx, &name, &owner, &request.id) {
@@ -48,7 +50,6 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 }
                 blocking::withdraw(ctx, &name, &owner, &request.id, LockError::WaitTakenOver);
             }
-            let requester = Requester { name: name.as_slice(), owner: owner.as_slice() };
             acquire_once::acquire_once(&mut key, (&mut record, requester), &owner, lease_ms, request.window_ms, now)?
         }
     };

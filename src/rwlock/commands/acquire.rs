@@ -4,7 +4,7 @@ use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
 use crate::lock::acquire_once::{once, Grant, Once, Requester};
-use crate::rwlock::{Acquire, ReadWriteLock, Side};
+use crate::rwlock::{check_owner, Acquire, ReadWriteLock, Side};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 use rlock_protocol::rwlock_write_field;
@@ -23,6 +23,8 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let now = now_ms();
     let lock = ReadWriteLock::new(name.as_slice());
     let owner = owner.as_slice();
+    // Before a record is read: a replay must not serve a reserved owner.
+    check_owner(owner)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let mut run = || lock.acquire(&mut keys, owner, side, lease_ms, now);
     let once = match &request {
