@@ -181,9 +181,6 @@ pub fn block(ctx: &Context, name: &RedisString, owner: &[u8], call: BlockedCall)
 /// Ends the blocked call of `owner` sent with `request_id`, if one waits
 /// for `name`: a resend of that request goes on in the owner's place.
 pub fn withdraw(ctx: &Context, name: &RedisString, owner: &[u8], request_id: &[u8]) {
-    if waiting() == 0 {
-        return;
-    }
     let id = lock_id(ctx, name.as_slice());
     let text = error_text(LockError::WaitTakenOver.into());
     for waiter in take_blocked(&id, |waiter| waiter.owner == owner && waiter.has_request(request_id)) {

@@ -43,7 +43,9 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut record =
         request.as_ref().map(|request| RedisLatch::open_record(ctx, name_bytes, &request.id)).transpose()?;
     let requester = Requester { name: name_bytes, owner: owner_bytes };
-    if let (Some(record), Some(request)) = (&record, &request) {
+    // A blocked call of this request ends (a record of another request is
+    // refused before that).
+    if let (Some(record), Some(request), true) = (&record, &request, handoff::waiting() > 0) {
         vouch(record, requester)?;
         handoff::withdraw(ctx, &name, owner_bytes, &request.id);
     }

@@ -38,10 +38,11 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Some(request) => {
             let mut record = RedisLatch::open_record(ctx, name.as_slice(), &request.id)?;
             let requester = Requester { name: name.as_slice(), owner: owner.as_slice() };
-            acquire_once::vouch(&record, requester)?;
             // The first call of this request still waits: one call of a
-            // request at a time, so that it is granted once.
+            // request at a time, so that it is granted once (a record of
+            // another request is refused before that call is touched).
             if blocking::is_queued(ctx, &name, &owner, &request.id) {
+                acquire_once::vouch(&record, requester)?;
                 if let (true, Some(wait_ms)) = (may_block, wait_ms) {
                     drop((key, record));
                     let acquire =
