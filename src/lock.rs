@@ -6,31 +6,27 @@
 //! call, its replication and its keyspace notification.
 
 use crate::error::LockError;
+use crate::keyspace::KeyType;
 use crate::lease::expiry;
 
 pub mod acquire_once;
 #[cfg(not(test))]
 pub(crate) mod commands;
-pub mod latch;
 #[cfg(test)]
-mod memory;
+mod fixtures;
+pub mod latch;
 pub mod redisson;
 
-/// What the lock key currently holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyKind {
-    Missing,
-    Hash,
-    Other,
-}
-
-/// The storage a lock lives in: a hash of `owner -> hold count` with an
-/// absolute expiry. Times are Unix milliseconds.
+/// RLock's view of its one key: a hash of `owner -> hold count` with an
+/// absolute expiry, in the keyspace's terms ([`KeyType`]). Times are Unix
+/// milliseconds. Two implementations: `store::RedisLock`, the key API on
+/// the hot path, and `keyspace::lock::KeyspaceLock`, over any
+/// [`crate::keyspace::Keyspace`] (the fenced lock's, and the unit tests').
 pub trait LockStore {
     /// How an owner id is passed to the store.
     type Owner: ?Sized;
 
-    fn kind(&self) -> KeyKind;
+    fn kind(&self) -> KeyType;
     /// The owner's hold count; `None` when the owner has no field.
     /// Fails with [`LockError::NotALock`] when the field is not an integer.
     fn hold_count(&self, owner: &Self::Owner) -> Result<Option<i64>, LockError>;
@@ -115,12 +111,11 @@ pub fn acquire<S: LockStore>(
 ) -> Result<Acquire, LockError> {
     let expire_at = expiry(now_ms, lease_ms)?;
     let outcome = match store.kind() {
-        KeyKind::Other => return Err(LockError::WrongType),
-        KeyKind::Missing => {
+        KeyType::Missing => {
             store.increment(owner, 1, 1);
             Acquire::Acquired
         }
-        KeyKind::Hash => match store.hold_count(owner)? {
+        KeyType::Hash => match store.hold_count(owner)? {
             None => return Ok(Acquire::Contended { pttl_ms: pttl(store, now_ms) }),
             Some(count) => {
                 let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
@@ -128,6 +123,7 @@ pub fn acquire<S: LockStore>(
                 Acquire::Reentered { count }
             }
         },
+        _ => return Err(LockError::WrongType),
     };
     store.set_expire_at(expire_at);
     Ok(outcome)
@@ -170,14 +166,14 @@ pub fn release<S: LockStore>(
 /// DEL, it refuses to delete a key that is not a lock.
 pub fn force_release<S: LockStore>(store: &mut S) -> Result<ForceRelease, LockError> {
     match store.kind() {
-        KeyKind::Missing => Ok(ForceRelease::NotLocked),
-        KeyKind::Other => Err(LockError::WrongType),
-        KeyKind::Hash if !store.holds_only_counts() => Err(LockError::NotALock),
-        KeyKind::Hash => {
+        KeyType::Missing => Ok(ForceRelease::NotLocked),
+        KeyType::Hash if !store.holds_only_counts() => Err(LockError::NotALock),
+        KeyType::Hash => {
             store.delete();
             store.publish_release();
             Ok(ForceRelease::Released)
         }
+        _ => Err(LockError::WrongType),
     }
 }
 
@@ -187,15 +183,12 @@ pub fn status<S: LockStore>(store: &S, owner: Option<&S::Owner>, now_ms: i64) ->
         Some(owner) => Some(held_count(store, owner)?.unwrap_or(0)),
         None => None,
     };
-    if store.kind() == KeyKind::Other {
-        return Err(LockError::WrongType);
-    }
-    Ok(Status {
-        locked: store.kind() == KeyKind::Hash,
-        pttl_ms: pttl(store, now_ms),
-        holders: store.holder_count(),
-        owner_hold_count,
-    })
+    let locked = match store.kind() {
+        KeyType::Missing => false,
+        KeyType::Hash => true,
+        _ => return Err(LockError::WrongType),
+    };
+    Ok(Status { locked, pttl_ms: pttl(store, now_ms), holders: store.holder_count(), owner_hold_count })
 }
 
 /// Parses a stored hold count the way HINCRBY does: canonical base-10
@@ -224,16 +217,16 @@ pub fn parse_hold_count(value: &[u8]) -> Result<i64, LockError> {
 /// The owner's hold count, checking the key type first.
 fn held_count<S: LockStore>(store: &S, owner: &S::Owner) -> Result<Option<i64>, LockError> {
     match store.kind() {
-        KeyKind::Missing => Ok(None),
-        KeyKind::Other => Err(LockError::WrongType),
-        KeyKind::Hash => store.hold_count(owner),
+        KeyType::Missing => Ok(None),
+        KeyType::Hash => store.hold_count(owner),
+        _ => Err(LockError::WrongType),
     }
 }
 
 /// PTTL as Redis reports it: -2 missing, -1 no expiry, else the remaining
 /// milliseconds, never negative.
 pub fn pttl<S: LockStore>(store: &S, now_ms: i64) -> i64 {
-    if store.kind() == KeyKind::Missing {
+    if store.kind() == KeyType::Missing {
         return -2;
     }
     match store.expire_at() {

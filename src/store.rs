@@ -19,9 +19,10 @@ pub use latch::RedisLatch;
 
 use crate::api::api;
 use crate::error::LockError;
-use crate::lock::{parse_hold_count, KeyKind, LockStore};
+use crate::keyspace::KeyType;
+use crate::lock::{parse_hold_count, LockStore};
 pub use key::signal_modified_keys_explicitly;
-use key::SignalOnWriteKey;
+use key::{key_type_of, SignalOnWriteKey};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use rlock_protocol::{key_slot, release_channel, UNLOCK_MESSAGE};
 use std::ffi::CStr;
@@ -95,13 +96,8 @@ use replicate;
 impl LockStore for RedisLock<'_> {
     type Owner = RedisString;
 
-    fn kind(&self) -> KeyKind {
-        let key_type = unsafe { api!(RedisModule_KeyType)(self.key.read()) } as isize;
-        match key_type {
-            raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Missing,
-            raw::REDISMODULE_KEYTYPE_HASH => KeyKind::Hash,
-            _ => KeyKind::Other,
-        }
+    fn kind(&self) -> KeyType {
+        key_type_of(self.key.read())
     }
 
     fn hold_count(&self, owner: &RedisString) -> Result<Option<i64>, LockError> {

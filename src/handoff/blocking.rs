@@ -42,8 +42,9 @@ use super::{Queues, Request, Waiter, WAITER_KINDS};
 use crate::api::api;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
+use crate::keyspace::KeyType;
 use crate::lock::acquire_once::{self, Grant};
-use crate::lock::{self, Acquire, KeyKind, LockStore};
+use crate::lock::{self, Acquire, LockStore};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
 use redis_module::{raw, Context, RedisString, RedisValue};
@@ -238,7 +239,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
 fn holder_pttl(ctx: &Context, id: &[u8]) -> Option<i64> {
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     let key = RedisLock::open_readonly(ctx, &name);
-    (key.kind() != KeyKind::Other).then(|| match lock::pttl(&key, now_ms()) {
+    matches!(key.kind(), KeyType::Missing | KeyType::Hash).then(|| match lock::pttl(&key, now_ms()) {
         -2 => 0,
         pttl => pttl,
     })

@@ -36,7 +36,9 @@ pub fn remember_grant(ctx: &Context, name: &[u8], owner: &[u8], request: &Reques
     let mut record = RedisLatch::open_record_as_server(ctx, name, &request.id);
     // The window fitted when the caller called; it still fits.
     if let Ok(expire_at) = expiry(now_ms(), request.window_ms) {
-        remember(&mut record, Requester { name, owner }, grant, expire_at);
+        if let Err(err) = remember(&mut record, Requester { name, owner }, grant, expire_at) {
+            ctx.log_warning(&format!("rlock: a blocked caller's grant was not recorded: {err}"));
+        }
     }
 }
 

@@ -13,13 +13,13 @@
 
 use super::{KeyType, Keyspace, Moot, Result};
 use crate::error::LockError;
-use crate::lock::{parse_hold_count, KeyKind, LockStore};
+use crate::lock::{parse_hold_count, LockStore};
 use rlock_protocol::{release_channel, UNLOCK_MESSAGE};
 
 pub struct KeyspaceLock<'k, K: Keyspace> {
     keys: &'k mut K,
     name: Vec<u8>,
-    kind: KeyKind,
+    kind: KeyType,
     fields: Vec<(Vec<u8>, Vec<u8>)>,
     expire_at: Option<i64>,
     failed: Option<LockError>,
@@ -28,12 +28,8 @@ pub struct KeyspaceLock<'k, K: Keyspace> {
 impl<'k, K: Keyspace> KeyspaceLock<'k, K> {
     /// Reads the lock `name`.
     pub fn open(keys: &'k mut K, name: &[u8]) -> Result<Self> {
-        let kind = match keys.key_type(name)? {
-            KeyType::Missing => KeyKind::Missing,
-            KeyType::Hash => KeyKind::Hash,
-            _ => KeyKind::Other,
-        };
-        let fields = if kind == KeyKind::Hash { keys.hgetall(name)? } else { Vec::new() };
+        let kind = keys.key_type(name)?;
+        let fields = if kind == KeyType::Hash { keys.hgetall(name)? } else { Vec::new() };
         let expire_at = keys.expire_at(name)?;
         Ok(Self { keys, name: name.to_vec(), kind, fields, expire_at, failed: None })
     }
@@ -57,7 +53,7 @@ impl<'k, K: Keyspace> KeyspaceLock<'k, K> {
 impl<K: Keyspace> LockStore for KeyspaceLock<'_, K> {
     type Owner = [u8];
 
-    fn kind(&self) -> KeyKind {
+    fn kind(&self) -> KeyType {
         self.kind
     }
 
@@ -85,7 +81,7 @@ impl<K: Keyspace> LockStore for KeyspaceLock<'_, K> {
             Some((_, old)) => *old = value,
             None => self.fields.push((owner.to_vec(), value)),
         }
-        self.kind = KeyKind::Hash;
+        self.kind = KeyType::Hash;
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
@@ -103,7 +99,7 @@ impl<K: Keyspace> LockStore for KeyspaceLock<'_, K> {
     fn delete(&mut self) {
         let written = self.keys.delete(&self.name);
         self.record(written);
-        (self.kind, self.expire_at) = (KeyKind::Missing, None);
+        (self.kind, self.expire_at) = (KeyType::Missing, None);
         self.fields.clear();
     }
 

@@ -12,15 +12,16 @@
 
 use super::{acquire, parse_hold_count, Acquire, LockStore};
 use crate::error::LockError;
+use crate::keyspace::latch::RequestKey;
 use crate::lease::expiry;
 
-/// The record key of one acquire request: a string, or nothing.
-pub trait AcquireRecord {
-    /// The string the key holds; `None` when it is missing. Fails with
-    /// [`LockError::NotAnAcquireRecord`] when it holds another type.
-    fn text(&self) -> Result<Option<Vec<u8>>, LockError>;
-    /// Sets the key to `text`, to expire at `at_ms`.
-    fn set_text(&mut self, text: &[u8], at_ms: i64);
+/// The text of an acquire record key; `None` when it is missing. A key
+/// of another type is [`LockError::NotAnAcquireRecord`].
+fn record_text(record: &mut impl RequestKey) -> Result<Option<Vec<u8>>, LockError> {
+    record.text().map_err(|err| match err {
+        LockError::WrongType => LockError::NotAnAcquireRecord,
+        err => err,
+    })
 }
 
 /// The request a record belongs to: the lock's name and the owner (a
@@ -90,32 +91,32 @@ pub enum Once<T> {
 
 /// Replays the grant recorded for the request, or runs `acquire` and
 /// records its grant (`grant_of` its outcome) for `window_ms`.
-pub fn once<R: AcquireRecord, T>(
+pub fn once<R: RequestKey, T>(
     (record, requester): (&mut R, Requester),
     (window_ms, now_ms): (i64, i64),
     acquire: impl FnOnce() -> Result<T, LockError>,
     grant_of: impl Fn(&T) -> Option<Grant>,
 ) -> Result<Once<T>, LockError> {
     let record_expire_at = expiry(now_ms, window_ms)?;
-    if let Some(text) = record.text()? {
+    if let Some(text) = record_text(record)? {
         return Ok(Once::Replayed(requester.recorded(&text)?));
     }
     let outcome = acquire()?;
-    record_grant(record, requester, grant_of(&outcome), record_expire_at);
+    record_grant(record, requester, grant_of(&outcome), record_expire_at)?;
     Ok(Once::Ran(outcome))
 }
 
 /// Refuses a record of another request under this id before anything
 /// else changes (a blocked call of the request is left alone).
-pub fn vouch<R: AcquireRecord>(record: &R, requester: Requester) -> Result<(), LockError> {
-    match record.text()? {
+pub fn vouch<R: RequestKey>(record: &mut R, requester: Requester) -> Result<(), LockError> {
+    match record_text(record)? {
         Some(text) => requester.recorded(&text).map(drop),
         None => Ok(()),
     }
 }
 
 /// RLock's acquire, [`once`] per request.
-pub fn acquire_once<S: LockStore, R: AcquireRecord>(
+pub fn acquire_once<S: LockStore, R: RequestKey>(
     store: &mut S,
     (record, requester): (&mut R, Requester),
     owner: &S::Owner,
@@ -128,16 +129,30 @@ pub fn acquire_once<S: LockStore, R: AcquireRecord>(
 }
 
 /// Records a blocked caller's grant, unless the key holds another type
-/// (it was checked when the caller called, and changed since).
-pub fn remember<R: AcquireRecord>(record: &mut R, requester: Requester, grant: Grant, expire_at_ms: i64) {
-    if record.text().is_ok() {
-        record_grant(record, requester, Some(grant), expire_at_ms);
+/// (it was checked when the caller called, and changed since): then the
+/// grant stands, unrecorded.
+pub fn remember<R: RequestKey>(
+    record: &mut R,
+    requester: Requester,
+    grant: Grant,
+    expire_at_ms: i64,
+) -> Result<(), LockError> {
+    match record_text(record) {
+        Err(LockError::NotAnAcquireRecord) => Ok(()),
+        Err(err) => Err(err),
+        Ok(_) => record_grant(record, requester, Some(grant), expire_at_ms),
     }
 }
 
-fn record_grant<R: AcquireRecord>(record: &mut R, requester: Requester, grant: Option<Grant>, expire_at_ms: i64) {
-    if let Some(grant) = grant {
-        record.set_text(&requester.record_text(grant), expire_at_ms);
+fn record_grant<R: RequestKey>(
+    record: &mut R,
+    requester: Requester,
+    grant: Option<Grant>,
+    expire_at_ms: i64,
+) -> Result<(), LockError> {
+    match grant {
+        Some(grant) => record.set_text(&requester.record_text(grant), expire_at_ms),
+        None => Ok(()),
     }
 }
 
@@ -153,7 +168,8 @@ pub fn granted_count(outcome: Acquire) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::memory::{MemoryLatch, MemoryStore};
+    use crate::keyspace::memory::MemoryKeyspace;
+    use crate::lock::fixtures::{hash, missing, request_key, string_key, with_lock, with_request_key};
 
     const NOW: i64 = 1_000_000;
     const LEASE: i64 = 30_000;
@@ -161,11 +177,25 @@ mod tests {
 
     struct Case {
         name: &'static str,
-        store: MemoryStore,
-        record: MemoryLatch,
+        store: MemoryKeyspace,
+        record: MemoryKeyspace,
         reply: Result<Once<Acquire>, LockError>,
         store_effects: &'static [&'static str],
         record_effects: &'static [&'static str],
+    }
+
+    /// [`acquire_once`] of owner `a` on the lock in `store`, recorded in `record`.
+    fn acquire(
+        store: &mut MemoryKeyspace,
+        record: &mut MemoryKeyspace,
+        requester: Requester,
+        window_ms: i64,
+    ) -> Result<Once<Acquire>, LockError> {
+        with_lock(store, |store| {
+            with_request_key(record, |record| {
+                acquire_once(store, (record, requester), b"a".as_slice(), LEASE, window_ms, NOW)
+            })
+        })
     }
 
     #[test]
@@ -173,64 +203,64 @@ mod tests {
         let cases = [
             Case {
                 name: "a first grant records 1, the owner and the lock",
-                store: MemoryStore::missing(),
-                record: MemoryLatch::default(),
+                store: missing(),
+                record: request_key(None),
                 reply: Ok(Once::Ran(Acquire::Acquired)),
-                store_effects: &["HINCRBY a 1", "PEXPIREAT 1030000"],
-                record_effects: &["SET 1:1:ak PXAT 1020000"],
+                store_effects: &["HINCRBY l a 1", "PEXPIREAT l 1030000"],
+                record_effects: &["SET r 1:1:ak PXAT 1020000"],
             },
             Case {
                 name: "a re-entry records the new count",
-                store: MemoryStore::hash(&[("a", "2")], Some(NOW + 5)),
-                record: MemoryLatch::default(),
+                store: hash(&[("a", "2")], Some(NOW + 5)),
+                record: request_key(None),
                 reply: Ok(Once::Ran(Acquire::Reentered { count: 3 })),
-                store_effects: &["HINCRBY a 1", "PEXPIREAT 1030000"],
-                record_effects: &["SET 3:1:ak PXAT 1020000"],
+                store_effects: &["HINCRBY l a 1", "PEXPIREAT l 1030000"],
+                record_effects: &["SET r 3:1:ak PXAT 1020000"],
             },
             Case {
                 name: "a refusal records nothing",
-                store: MemoryStore::hash(&[("b", "1")], Some(NOW + 5)),
-                record: MemoryLatch::default(),
+                store: hash(&[("b", "1")], Some(NOW + 5)),
+                record: request_key(None),
                 reply: Ok(Once::Ran(Acquire::Contended { pttl_ms: 5 })),
                 store_effects: &[],
                 record_effects: &[],
             },
             Case {
                 name: "a resend replays the grant and adds no level",
-                store: MemoryStore::hash(&[("a", "1")], Some(NOW + 5)),
-                record: MemoryLatch::holding("1:1:ak"),
+                store: hash(&[("a", "1")], Some(NOW + 5)),
+                record: request_key(Some("1:1:ak")),
                 reply: Ok(Once::Replayed(Grant::count(1))),
                 store_effects: &[],
                 record_effects: &[],
             },
             Case {
                 name: "the record is read before the lock key's type",
-                store: MemoryStore::string_key(),
-                record: MemoryLatch::holding("4:1:ak"),
+                store: string_key(),
+                record: request_key(Some("4:1:ak")),
                 reply: Ok(Once::Replayed(Grant::count(4))),
                 store_effects: &[],
                 record_effects: &[],
             },
             Case {
                 name: "another owner's record with the same id is refused, not replayed",
-                store: MemoryStore::hash(&[("b", "1")], Some(NOW + 5)),
-                record: MemoryLatch::holding("1:1:bk"),
+                store: hash(&[("b", "1")], Some(NOW + 5)),
+                record: request_key(Some("1:1:bk")),
                 reply: Err(LockError::RequestIdTaken),
                 store_effects: &[],
                 record_effects: &[],
             },
             Case {
                 name: "another lock's record on the shared key ({k} and k) is refused",
-                store: MemoryStore::missing(),
-                record: MemoryLatch::holding("1:1:a{k}"),
+                store: missing(),
+                record: request_key(Some("1:1:a{k}")),
                 reply: Err(LockError::RequestIdTaken),
                 store_effects: &[],
                 record_effects: &[],
             },
             Case {
                 name: "errors of the acquire record nothing",
-                store: MemoryStore::string_key(),
-                record: MemoryLatch::default(),
+                store: string_key(),
+                record: request_key(None),
                 reply: Err(LockError::WrongType),
                 store_effects: &[],
                 record_effects: &[],
@@ -238,8 +268,7 @@ mod tests {
         ];
         for mut case in cases {
             let requester = Requester { name: b"k", owner: b"a" };
-            let reply =
-                acquire_once(&mut case.store, (&mut case.record, requester), b"a".as_slice(), LEASE, WINDOW, NOW);
+            let reply = acquire(&mut case.store, &mut case.record, requester, WINDOW);
             assert_eq!(reply, case.reply, "{}: reply", case.name);
             assert_eq!(case.store.effects, case.store_effects, "{}: lock effects", case.name);
             assert_eq!(case.record.effects, case.record_effects, "{}: record effects", case.name);
@@ -249,10 +278,9 @@ mod tests {
     #[test]
     fn a_record_that_is_no_grant_of_this_request_is_refused() {
         for value in ["yes", "1", "0:1:ak", "-5:1:ak", "01:1:ak", "1:2:ak", "1:9:ak", "1:-1:ak", "1:x:ak", "1::ak"] {
-            let mut store = MemoryStore::missing();
-            let mut record = MemoryLatch::holding(value);
+            let (mut store, mut record) = (missing(), request_key(Some(value)));
             let requester = Requester { name: b"k", owner: b"a" };
-            let reply = acquire_once(&mut store, (&mut record, requester), b"a".as_slice(), LEASE, WINDOW, NOW);
+            let reply = acquire(&mut store, &mut record, requester, WINDOW);
             let expected = if value == "1:2:ak" { LockError::RequestIdTaken } else { LockError::NotAnAcquireRecord };
             assert_eq!(reply, Err(expected), "{value}");
             assert!(store.effects.is_empty() && record.effects.is_empty(), "{value}");
@@ -263,13 +291,14 @@ mod tests {
     fn only_a_missing_record_or_this_requests_own_is_vouched_for() {
         let requester = Requester { name: b"k", owner: b"a" };
         let cases = [
-            (MemoryLatch::default(), Ok(())),
-            (MemoryLatch::holding("1:1:ak"), Ok(())),
-            (MemoryLatch::holding("1:1:a{k}"), Err(LockError::RequestIdTaken)),
-            (MemoryLatch::holding("yes"), Err(LockError::NotAnAcquireRecord)),
+            (request_key(None), Ok(())),
+            (request_key(Some("1:1:ak")), Ok(())),
+            (request_key(Some("1:1:a{k}")), Err(LockError::RequestIdTaken)),
+            (request_key(Some("yes")), Err(LockError::NotAnAcquireRecord)),
         ];
-        for (record, expected) in cases {
-            assert_eq!(vouch(&record, requester), expected, "{record:?}");
+        for (mut keys, expected) in cases {
+            let vouched = with_request_key(&mut keys, |record| vouch(record, requester));
+            assert_eq!(vouched, expected, "{keys:?}");
         }
     }
 
@@ -277,17 +306,22 @@ mod tests {
     fn a_grant_with_a_token_is_recorded_and_replayed_with_it() {
         let requester = Requester { name: b"k", owner: b"a" };
         let grant = Grant { count: 2, token: Some(9) };
-        let mut record = MemoryLatch::default();
-        let ran = once((&mut record, requester), (WINDOW, NOW), || Ok(grant), |grant| Some(*grant));
+        let mut keys = request_key(None);
+        let ran = with_request_key(&mut keys, |record| {
+            once((record, requester), (WINDOW, NOW), || Ok(grant), |grant| Some(*grant))
+        });
         assert_eq!(ran, Ok(Once::Ran(grant)));
-        assert_eq!(record.effects, ["SET 2,9:1:ak PXAT 1020000"]);
-        let mut record = MemoryLatch::holding("2,9:1:ak");
-        let replayed =
-            once((&mut record, requester), (WINDOW, NOW), || -> Result<Grant, _> { unreachable!() }, |_| None);
+        assert_eq!(keys.effects, ["SET r 2,9:1:ak PXAT 1020000"]);
+        let mut keys = request_key(Some("2,9:1:ak"));
+        let replayed = with_request_key(&mut keys, |record| {
+            once((record, requester), (WINDOW, NOW), || -> Result<Grant, _> { unreachable!() }, |_| None)
+        });
         assert_eq!(replayed, Ok(Once::Replayed(grant)));
         for malformed in ["2,:1:ak", "2,0:1:ak", "2,x:1:ak", "2,-1:1:ak", ",9:1:ak", "2,9,1:1:ak"] {
-            let mut record = MemoryLatch::holding(malformed);
-            let reply = once((&mut record, requester), (WINDOW, NOW), || Ok(grant), |grant| Some(*grant));
+            let mut keys = request_key(Some(malformed));
+            let reply = with_request_key(&mut keys, |record| {
+                once((record, requester), (WINDOW, NOW), || Ok(grant), |grant| Some(*grant))
+            });
             assert_eq!(reply, Err(LockError::NotAnAcquireRecord), "{malformed}");
         }
     }
@@ -296,20 +330,20 @@ mod tests {
     fn a_blocked_callers_grant_is_remembered() {
         let requester = Requester { name: b"k", owner: b"a" };
         let cases: [(Grant, &[&str]); 2] =
-            [(Grant::count(1), &["SET 1:1:ak PXAT 5"]), (Grant::count(2), &["SET 2:1:ak PXAT 5"])];
+            [(Grant::count(1), &["SET r 1:1:ak PXAT 5"]), (Grant::count(2), &["SET r 2:1:ak PXAT 5"])];
         for (grant, effects) in cases {
-            let mut record = MemoryLatch::default();
-            remember(&mut record, requester, grant, 5);
-            assert_eq!(record.effects, effects, "{grant:?}");
+            let mut keys = request_key(None);
+            assert_eq!(with_request_key(&mut keys, |record| remember(record, requester, grant, 5)), Ok(()));
+            assert_eq!(keys.effects, effects, "{grant:?}");
         }
     }
 
     #[test]
     fn an_overflowing_window_changes_nothing() {
-        let (mut store, mut record) = (MemoryStore::missing(), MemoryLatch::default());
+        let (mut store, mut record) = (missing(), request_key(None));
         let requester = Requester { name: b"k", owner: b"a" };
-        let reply = acquire_once(&mut store, (&mut record, requester), b"a".as_slice(), LEASE, i64::MAX, NOW);
+        let reply = acquire(&mut store, &mut record, requester, i64::MAX);
         assert_eq!(reply, Err(LockError::ExpiryOverflow));
-        assert_eq!((store, record), (MemoryStore::missing(), MemoryLatch::default()));
+        assert!(store.keys.is_empty() && store.effects.is_empty() && record.effects.is_empty());
     }
 }

@@ -1,7 +1,8 @@
-//! Table-driven tests of the protocol rules over an in-memory store.
+//! Table-driven tests of the protocol rules over an in-memory keyspace.
 
-use super::memory::MemoryStore;
+use super::fixtures::{fields, hash, missing, string_key, with_lock};
 use super::*;
+use crate::keyspace::memory::MemoryKeyspace;
 use std::collections::BTreeMap;
 
 const NOW: i64 = 1_000_000;
@@ -10,7 +11,7 @@ const LEASE: i64 = 30_000;
 /// One row: a starting key, an operation, and what must follow.
 struct Case {
     name: &'static str,
-    before: MemoryStore,
+    before: MemoryKeyspace,
     op: Op,
     reply: Result<String, LockError>,
     effects: &'static [&'static str],
@@ -26,30 +27,33 @@ enum Op {
     Status(Option<&'static str>),
 }
 
-fn run(store: &mut MemoryStore, op: &Op) -> Result<String, LockError> {
-    Ok(match *op {
-        Op::Acquire(o) => format!("{:?}", acquire(store, o.as_bytes(), LEASE, NOW)?),
-        Op::Renew(o) => format!("{:?}", renew(store, o.as_bytes(), LEASE, NOW)?),
-        Op::Release(o) => format!("{:?}", release(store, o.as_bytes(), LEASE, NOW)?),
-        Op::Force => format!("{:?}", force_release(store)?),
-        Op::Status(o) => format!("{:?}", status(store, o.map(str::as_bytes), NOW)?),
+fn run(keys: &mut MemoryKeyspace, op: &Op) -> Result<String, LockError> {
+    with_lock(keys, |store| {
+        Ok(match *op {
+            Op::Acquire(o) => format!("{:?}", acquire(store, o.as_bytes(), LEASE, NOW)?),
+            Op::Renew(o) => format!("{:?}", renew(store, o.as_bytes(), LEASE, NOW)?),
+            Op::Release(o) => format!("{:?}", release(store, o.as_bytes(), LEASE, NOW)?),
+            Op::Force => format!("{:?}", force_release(store)?),
+            Op::Status(o) => format!("{:?}", status(store, o.map(str::as_bytes), NOW)?),
+        })
     })
 }
 
 /// A lock held by `owner` `count` times, with `ttl` ms of lease left.
-fn held(owner: &str, count: &str, ttl: i64) -> MemoryStore {
-    MemoryStore::hash(&[(owner, count)], Some(NOW + ttl))
+fn held(owner: &str, count: &str, ttl: i64) -> MemoryKeyspace {
+    hash(&[(owner, count)], Some(NOW + ttl))
 }
 
 fn cases() -> Vec<Case> {
-    const EXPIRE: &str = "PEXPIREAT 1030000";
+    const PUBLISH: &str = "PUBLISH redisson_lock__channel:{l} 0";
+    const EXPIRE: &str = "PEXPIREAT l 1030000";
     vec![
         Case {
             name: "acquire a free lock",
-            before: MemoryStore::missing(),
+            before: missing(),
             op: Op::Acquire("a"),
             reply: Ok("Acquired".into()),
-            effects: &["HINCRBY a 1", EXPIRE],
+            effects: &["HINCRBY l a 1", EXPIRE],
             after_fields: &[("a", "1")],
         },
         Case {
@@ -57,7 +61,7 @@ fn cases() -> Vec<Case> {
             before: held("a", "1", 500),
             op: Op::Acquire("a"),
             reply: Ok("Reentered { count: 2 }".into()),
-            effects: &["HINCRBY a 1", EXPIRE],
+            effects: &["HINCRBY l a 1", EXPIRE],
             after_fields: &[("a", "2")],
         },
         Case {
@@ -70,7 +74,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "contend for a lock with no expiry",
-            before: MemoryStore::hash(&[("a", "1")], None),
+            before: hash(&[("a", "1")], None),
             op: Op::Acquire("b"),
             reply: Ok("Contended { pttl_ms: -1 }".into()),
             effects: &[],
@@ -78,7 +82,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "acquire on a string key",
-            before: MemoryStore::string_key(),
+            before: string_key(),
             op: Op::Acquire("a"),
             reply: Err(LockError::WrongType),
             effects: &[],
@@ -86,7 +90,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "re-enter a hash whose count is not an integer",
-            before: MemoryStore::hash(&[("a", "x")], None),
+            before: hash(&[("a", "x")], None),
             op: Op::Acquire("a"),
             reply: Err(LockError::NotALock),
             effects: &[],
@@ -94,7 +98,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "re-enter at the largest count",
-            before: MemoryStore::hash(&[("a", "9223372036854775807")], None),
+            before: hash(&[("a", "9223372036854775807")], None),
             op: Op::Acquire("a"),
             reply: Err(LockError::HoldCountOverflow),
             effects: &[],
@@ -118,7 +122,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "renew never creates a key",
-            before: MemoryStore::missing(),
+            before: missing(),
             op: Op::Renew("a"),
             reply: Ok("NotHeld".into()),
             effects: &[],
@@ -126,7 +130,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "renew on a string key",
-            before: MemoryStore::string_key(),
+            before: string_key(),
             op: Op::Renew("a"),
             reply: Err(LockError::WrongType),
             effects: &[],
@@ -137,7 +141,7 @@ fn cases() -> Vec<Case> {
             before: held("a", "2", 5),
             op: Op::Release("a"),
             reply: Ok("Decremented { count: 1 }".into()),
-            effects: &["HINCRBY a -1", EXPIRE],
+            effects: &["HINCRBY l a -1", EXPIRE],
             after_fields: &[("a", "1")],
         },
         Case {
@@ -145,7 +149,7 @@ fn cases() -> Vec<Case> {
             before: held("a", "1", 5),
             op: Op::Release("a"),
             reply: Ok("Released".into()),
-            effects: &["DEL after the last hold of a", "PUBLISH"],
+            effects: &["DEL l", PUBLISH],
             after_fields: &[],
         },
         Case {
@@ -158,7 +162,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "release a missing lock",
-            before: MemoryStore::missing(),
+            before: missing(),
             op: Op::Release("a"),
             reply: Ok("NotHeld".into()),
             effects: &[],
@@ -166,7 +170,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "release with a non-integer count",
-            before: MemoryStore::hash(&[("a", "1.5")], None),
+            before: hash(&[("a", "1.5")], None),
             op: Op::Release("a"),
             reply: Err(LockError::NotALock),
             effects: &[],
@@ -177,12 +181,12 @@ fn cases() -> Vec<Case> {
             before: held("a", "4", 5),
             op: Op::Force,
             reply: Ok("Released".into()),
-            effects: &["DEL", "PUBLISH"],
+            effects: &["DEL l", PUBLISH],
             after_fields: &[],
         },
         Case {
             name: "force-release a missing lock",
-            before: MemoryStore::missing(),
+            before: missing(),
             op: Op::Force,
             reply: Ok("NotLocked".into()),
             effects: &[],
@@ -190,7 +194,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "force-release never deletes a string",
-            before: MemoryStore::string_key(),
+            before: string_key(),
             op: Op::Force,
             reply: Err(LockError::WrongType),
             effects: &[],
@@ -198,7 +202,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "force-release never deletes a hash that is not a lock",
-            before: MemoryStore::hash(&[("a", "1"), ("name", "bob")], None),
+            before: hash(&[("a", "1"), ("name", "bob")], None),
             op: Op::Force,
             reply: Err(LockError::NotALock),
             effects: &[],
@@ -222,7 +226,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "status of a missing lock",
-            before: MemoryStore::missing(),
+            before: missing(),
             op: Op::Status(None),
             reply: Ok("Status { locked: false, pttl_ms: -2, holders: 0, owner_hold_count: None }".into()),
             effects: &[],
@@ -238,7 +242,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "status on a string key",
-            before: MemoryStore::string_key(),
+            before: string_key(),
             op: Op::Status(Some("a")),
             reply: Err(LockError::WrongType),
             effects: &[],
@@ -250,16 +254,15 @@ fn cases() -> Vec<Case> {
 #[test]
 fn operations_follow_the_protocol_table() {
     for case in cases() {
-        let mut store = case.before.clone();
-        let reply = run(&mut store, &case.op);
+        let mut keys = case.before.clone();
+        let reply = run(&mut keys, &case.op);
         assert_eq!(reply, case.reply, "{}: reply", case.name);
-        assert_eq!(store.effects, case.effects, "{}: effects", case.name);
+        assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
         let expected: BTreeMap<Vec<u8>, Vec<u8>> =
             case.after_fields.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect();
-        let empty = BTreeMap::new();
-        assert_eq!(store.fields().unwrap_or(&empty), &expected, "{}: fields", case.name);
+        assert_eq!(fields(&keys), expected, "{}: fields", case.name);
         if case.reply.is_err() {
-            assert_eq!(store, case.before, "{}: an error must leave the key alone", case.name);
+            assert_eq!(keys.keys, case.before.keys, "{}: an error must leave the key alone", case.name);
         }
     }
 }
@@ -292,16 +295,18 @@ fn hold_counts_parse_like_hincrby() {
 #[test]
 fn expiry_arithmetic_never_overflows() {
     let late = i64::MAX - LEASE + 1;
-    for before in [MemoryStore::missing(), held("a", "2", 5)] {
-        let mut store = before.clone();
-        assert_eq!(acquire(&mut store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
-        assert_eq!(renew(&mut store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
-        assert_eq!(release(&mut store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
-        assert_eq!(acquire(&mut store, b"a".as_slice(), i64::MAX, NOW), Err(LockError::ExpiryOverflow));
-        assert_eq!(store, before, "an overflowing expiry changes nothing");
+    for before in [missing(), held("a", "2", 5)] {
+        let mut keys = before.clone();
+        with_lock(&mut keys, |store| {
+            assert_eq!(acquire(store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
+            assert_eq!(renew(store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
+            assert_eq!(release(store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
+            assert_eq!(acquire(store, b"a".as_slice(), i64::MAX, NOW), Err(LockError::ExpiryOverflow));
+        });
+        assert_eq!((keys.keys, keys.effects), (before.keys, vec![]), "an overflowing expiry changes nothing");
     }
-    let far = MemoryStore::hash(&[("a", "1")], Some(i64::MAX));
-    assert_eq!(status(&far, None, -1).map(|s| s.pttl_ms), Ok(i64::MAX), "PTTL saturates");
-    let past = MemoryStore::hash(&[("a", "1")], Some(i64::MIN));
-    assert_eq!(status(&past, None, NOW).map(|s| s.pttl_ms), Ok(0));
+    let mut far = hash(&[("a", "1")], Some(i64::MAX));
+    assert_eq!(with_lock(&mut far, |store| status(store, None, -1)).map(|s| s.pttl_ms), Ok(i64::MAX), "PTTL saturates");
+    let mut past = hash(&[("a", "1")], Some(i64::MIN));
+    assert_eq!(with_lock(&mut past, |store| status(store, None, NOW)).map(|s| s.pttl_ms), Ok(0));
 }

@@ -9,6 +9,7 @@
 //! writing, and signalled on close only after a write.
 
 use crate::api::api;
+use crate::keyspace::KeyType;
 use redis_module::{raw, Context};
 use std::os::raw::c_int;
 
@@ -62,5 +63,17 @@ impl Drop for SignalOnWriteKey {
             unsafe { api!(RedisModule_SignalModifiedKey)(self.ctx, self.name) };
         }
         unsafe { api!(RedisModule_CloseKey)(self.key) };
+    }
+}
+
+/// What an open key holds, as TYPE reports it.
+pub(crate) fn key_type_of(open: *mut raw::RedisModuleKey) -> KeyType {
+    match unsafe { api!(RedisModule_KeyType)(open) } as isize {
+        raw::REDISMODULE_KEYTYPE_EMPTY => KeyType::Missing,
+        raw::REDISMODULE_KEYTYPE_STRING => KeyType::String,
+        raw::REDISMODULE_KEYTYPE_LIST => KeyType::List,
+        raw::REDISMODULE_KEYTYPE_HASH => KeyType::Hash,
+        raw::REDISMODULE_KEYTYPE_ZSET => KeyType::Zset,
+        _ => KeyType::Other,
     }
 }

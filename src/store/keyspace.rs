@@ -20,7 +20,7 @@ use std::ptr;
 mod access;
 mod collections;
 
-use access::key_type_of;
+use super::key::key_type_of;
 
 pub struct RedisKeyspace<'a> {
     ctx: &'a Context,

@@ -1,6 +1,6 @@
 //! The unlock latch key and the acquire record key in Redis: a string
 //! with an expiry, derived from the lock name and a request id
-//! ([`UnlockLatch`], [`AcquireRecord`] over the key API).
+//! ([`RequestKey`] over the key API).
 //!
 //! The key is derived, so Redis neither checked the caller's ACL for it
 //! nor routed by its slot: both are checked here, before anything is read
@@ -8,12 +8,12 @@
 //! called).
 
 use super::acl::Caller;
-use super::key::SignalOnWriteKey;
+use super::key::{key_type_of, SignalOnWriteKey};
 use super::{cluster_mode, notify, replicate};
 use crate::api::api;
 use crate::error::LockError;
-use crate::lock::acquire_once::AcquireRecord;
-use crate::lock::latch::UnlockLatch;
+use crate::keyspace::latch::RequestKey;
+use crate::keyspace::KeyType;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString};
 use rlock_protocol::{acquire_record_key, key_slot, unlock_latch_key};
 use std::os::raw::{c_int, c_longlong};
@@ -61,19 +61,20 @@ impl<'a> RedisLatch<'a> {
         Ok(Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name })
     }
 
-    /// The string the key holds; `Err` when it holds another type.
-    fn value(&self) -> Result<Option<&[u8]>, ()> {
+    /// The string the key holds; [`LockError::WrongType`] for another type.
+    fn value(&self) -> Result<Option<&[u8]>, LockError> {
         let key = self.key.read();
-        match unsafe { api!(RedisModule_KeyType)(key) } as isize {
-            raw::REDISMODULE_KEYTYPE_EMPTY => return Ok(None),
-            raw::REDISMODULE_KEYTYPE_STRING => {}
-            _ => return Err(()),
+        match key_type_of(key) {
+            KeyType::Missing => Ok(None),
+            KeyType::String => {
+                let mut len = 0;
+                Ok(Some(unsafe {
+                    let bytes = api!(RedisModule_StringDMA)(key, &mut len, raw::REDISMODULE_READ as c_int);
+                    std::slice::from_raw_parts(bytes.cast::<u8>(), len)
+                }))
+            }
+            _ => Err(LockError::WrongType),
         }
-        let mut len = 0;
-        Ok(Some(unsafe {
-            let bytes = api!(RedisModule_StringDMA)(key, &mut len, raw::REDISMODULE_READ as c_int);
-            std::slice::from_raw_parts(bytes.cast::<u8>(), len)
-        }))
     }
 
     /// `SET L text PXAT at_ms`: written, replicated and announced (`set`
@@ -93,28 +94,14 @@ impl<'a> RedisLatch<'a> {
     }
 }
 
-impl UnlockLatch for RedisLatch<'_> {
-    fn recorded(&self) -> Result<Option<bool>, LockError> {
-        match self.value() {
-            Ok(None) => Ok(None),
-            Ok(Some(b"0")) => Ok(Some(false)),
-            Ok(Some(b"1")) => Ok(Some(true)),
-            _ => Err(LockError::NotALatch),
-        }
+impl RequestKey for RedisLatch<'_> {
+    fn text(&mut self) -> Result<Option<Vec<u8>>, LockError> {
+        self.value().map(|value| value.map(<[u8]>::to_vec))
     }
 
-    fn record(&mut self, released: bool, at_ms: i64) {
-        self.write(if released { b"1" } else { b"0" }, at_ms);
-    }
-}
-
-impl AcquireRecord for RedisLatch<'_> {
-    fn text(&self) -> Result<Option<Vec<u8>>, LockError> {
-        self.value().map(|value| value.map(<[u8]>::to_vec)).map_err(|()| LockError::NotAnAcquireRecord)
-    }
-
-    fn set_text(&mut self, text: &[u8], at_ms: i64) {
+    fn set_text(&mut self, text: &[u8], at_ms: i64) -> Result<(), LockError> {
         self.write(text, at_ms);
+        Ok(())
     }
 }
 

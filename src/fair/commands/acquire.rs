@@ -45,7 +45,7 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let requester = Requester { name: name_bytes, owner: owner_bytes };
     // A blocked call of this request ends (a record of another request is
     // refused before that).
-    if let (Some(record), Some(request), true) = (&record, &request, handoff::waiting() > 0) {
+    if let (Some(record), Some(request), true) = (&mut record, &request, handoff::waiting() > 0) {
         vouch(record, requester)?;
         handoff::withdraw(ctx, &name, owner_bytes, &request.id);
     }

@@ -42,7 +42,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             // request at a time, so that it is granted once (a record of
             // another request is refused before that call is touched).
             if blocking::is_queued(ctx, &name, &owner, &request.id) {
-                acquire_once::vouch(&record, requester)?;
+                acquire_once::vouch(&mut record, requester)?;
                 if let (true, Some(wait_ms)) = (may_block, wait_ms) {
                     drop((key, record));
                     let acquire =

@@ -2,7 +2,8 @@ use crate::commands::args::{take_via, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::handoff::blocking;
-use crate::lock::{self, ForceRelease, KeyKind, LockStore};
+use crate::keyspace::KeyType;
+use crate::lock::{self, ForceRelease, LockStore};
 use crate::stats;
 use crate::store::{RedisLock, Via};
 use redis_module::raw;
@@ -19,7 +20,7 @@ pub fn force_release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
 
     let mut key = RedisLock::open(ctx, &name).via(via);
     let outcome = match key.kind() {
-        KeyKind::Other | KeyKind::Hash if via != Via::Default => {
+        kind if kind != KeyType::Missing && via != Via::Default => {
             key.delete();
             key.publish_release();
             ForceRelease::Released

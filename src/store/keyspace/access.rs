@@ -3,7 +3,7 @@
 
 use super::RedisKeyspace;
 use crate::api::api;
-use crate::keyspace::{KeyType, Result};
+use crate::keyspace::Result;
 use crate::store::notify;
 use redis_module::{raw, NotifyEvent, RedisString};
 use std::ffi::CStr;
@@ -43,16 +43,5 @@ impl RedisKeyspace<'_> {
         let bytes = bytes.to_vec();
         unsafe { api!(RedisModule_FreeString)(self.ctx.get_raw(), value) };
         bytes
-    }
-}
-
-pub(super) fn key_type_of(open: *mut raw::RedisModuleKey) -> KeyType {
-    match unsafe { api!(RedisModule_KeyType)(open) } as isize {
-        raw::REDISMODULE_KEYTYPE_EMPTY => KeyType::Missing,
-        raw::REDISMODULE_KEYTYPE_STRING => KeyType::String,
-        raw::REDISMODULE_KEYTYPE_LIST => KeyType::List,
-        raw::REDISMODULE_KEYTYPE_HASH => KeyType::Hash,
-        raw::REDISMODULE_KEYTYPE_ZSET => KeyType::Zset,
-        _ => KeyType::Other,
     }
 }
