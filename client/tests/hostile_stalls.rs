@@ -7,7 +7,7 @@ mod common;
 
 use common::hostile::*;
 use common::{admin, stall, stallable_server};
-use rlock_client::{ClientOptions, Error};
+use rlock_client::{ClientOptions, Error, RetryOptions};
 use std::task::Poll;
 use std::time::Duration;
 use testkit::Server;
@@ -97,6 +97,34 @@ async fn a_late_acquire_reply_is_resent_under_its_id_and_granted_once() {
     eventually!("the record deleted", record_keys(&server).await == 0);
     guard.unlock().await.unwrap();
     assert!(!exists(&server, "resent").await);
+}
+
+/// An acquire whose caller gave up during a stall (no retries left) goes
+/// on in the background under its request id; the grant it finds once the
+/// server answers is recorded like any other, and its hold, which nobody
+/// takes, is released: a first acquire leaves the lock free, a re-entry
+/// leaves the outer hold alone and not lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_found_after_its_caller_gave_up_is_given_back() {
+    let server = stallable_server();
+    // Leases that outlast the stall: only the grants are in question.
+    let options = options().with_retry(RetryOptions::new(0, Duration::from_millis(10)));
+    let client = client(&server, options.with_watchdog_timeout(Duration::from_secs(30))).await;
+    let (first, reentered) = (client.lock("abandoned"), client.lock("abandoned-reentry"));
+    let outer = reentered.lock().await.unwrap();
+    let stalled = stall(&server, 1.5).await;
+    let (lost_first, lost_reentry) = tokio::join!(first.lock(), reentered.lock());
+    assert!(lost_first.is_err() && lost_reentry.is_err(), "{lost_first:?} {lost_reentry:?}");
+    stalled.await.unwrap();
+    eventually!("the first grant given back", !exists(&server, "abandoned").await);
+    eventually!("the re-entry given back", {
+        count_of(&server, "abandoned-reentry", reentered.owner()).await == Some(1)
+    });
+    eventually!("the records deleted", record_keys(&server).await == 0);
+    assert!(!outer.is_lost(), "the outer hold stands");
+    outer.unlock().await.unwrap();
+    assert!(!exists(&server, "abandoned-reentry").await);
+    first.lock().await.unwrap().unlock().await.unwrap();
 }
 
 /// A restart (no persistence): the server lost the hold, so lost() fires.

@@ -146,6 +146,16 @@ impl Holds {
         }
     }
 
+    /// A grant after which the owner's count on the server is `observed`,
+    /// checked against the holds counted here: fewer than one more means
+    /// they were lost meanwhile (the grant started afresh), and they end.
+    pub fn granted_after(&mut self, observed: usize) -> Ended {
+        match observed > self.holds.len() || self.holds.is_empty() {
+            true => Ended::No,
+            false => self.end(Ended::Lost),
+        }
+    }
+
     /// Records a granted acquire sent at `requested_at` with `lease_sent`.
     /// `observed` is the owner's count on the server right after the
     /// grant. Fewer than one more than counted here: the earlier holds were
@@ -161,10 +171,7 @@ impl Holds {
         observed: i64,
     ) -> (Ticket, Ended, usize) {
         let observed = usize::try_from(observed).unwrap_or(0);
-        let ended = match observed > self.holds.len() || self.holds.is_empty() {
-            true => Ended::No,
-            false => self.end(Ended::Lost),
-        };
+        let ended = self.granted_after(observed);
         if self.holds.is_empty() {
             self.incarnation += 1;
         }
