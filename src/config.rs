@@ -13,6 +13,14 @@ pub fn default_lease_ms() -> i64 {
     DEFAULT_LEASE_MS.load(Ordering::Relaxed)
 }
 
+/// `rlock.fencing-token-jump`: whether fenced tokens start each primary
+/// term at its floor (see `term`), so that they survive failover.
+pub static FENCING_TOKEN_JUMP: AtomicBool = AtomicBool::new(true);
+
+pub fn fencing_token_jump() -> bool {
+    FENCING_TOKEN_JUMP.load(Ordering::Relaxed)
+}
+
 redis_module::enum_configuration! {
     /// `rlock.redisson-scripts`: whether Redisson's lock scripts run as
     /// the native commands (see `redisson`).

@@ -30,10 +30,12 @@ mod config;
 mod stats;
 #[cfg(not(test))]
 mod store;
+#[cfg(not(test))]
+mod term;
 
 #[cfg(not(test))]
 mod module {
-    use crate::{api, commands, config, lease, load_args, redisson, store};
+    use crate::{api, commands, config, lease, load_args, redisson, store, term};
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
@@ -60,6 +62,7 @@ mod module {
         }
         store::detect_server(ctx);
         store::signal_modified_keys_explicitly(ctx);
+        term::begin();
         Status::Ok
     }
 
@@ -84,7 +87,15 @@ mod module {
                 ],
             ],
             string: [],
-            bool: [],
+            bool: [
+                [
+                    load_args::FENCING_TOKEN_JUMP,
+                    &config::FENCING_TOKEN_JUMP,
+                    true,
+                    ConfigurationFlags::DEFAULT,
+                    None
+                ],
+            ],
             enum: [
                 [
                     load_args::REDISSON_SCRIPTS,

@@ -1,5 +1,5 @@
 //! Module load arguments: `loadmodule librlock.so [default-lease-ms <ms>]
-//! [redisson-scripts native|off]`.
+//! [redisson-scripts native|off] [fencing-token-jump yes|no]`.
 //!
 //! redis-module applies them as configuration defaults without the bounds
 //! CONFIG SET enforces (and ignores names it does not know), so the
@@ -11,8 +11,11 @@ use crate::lease::parse_lease_ms;
 pub const DEFAULT_LEASE_MS: &str = "default-lease-ms";
 /// `rlock.redisson-scripts` as a name/value pair.
 pub const REDISSON_SCRIPTS: &str = "redisson-scripts";
+/// `rlock.fencing-token-jump` as a name/value pair.
+pub const FENCING_TOKEN_JUMP: &str = "fencing-token-jump";
 
-const KNOWN: &str = "default-lease-ms <ms>, redisson-scripts native|off";
+const KNOWN: &str = "default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no";
+const NAMES: [&str; 3] = [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP];
 
 /// Checks every name/value pair; the error says which argument is wrong
 /// and why, for the server log.
@@ -27,7 +30,11 @@ pub fn check(args: &[&[u8]]) -> Result<(), String> {
             b"native" | b"off" => Ok(()),
             _ => Err(format!("module argument {REDISSON_SCRIPTS} {}: must be native or off", escaped(value))),
         },
-        [name] if *name == DEFAULT_LEASE_MS.as_bytes() || *name == REDISSON_SCRIPTS.as_bytes() => {
+        [name, value] if *name == FENCING_TOKEN_JUMP.as_bytes() => match *value {
+            b"yes" | b"no" => Ok(()),
+            _ => Err(format!("module argument {FENCING_TOKEN_JUMP} {}: must be yes or no", escaped(value))),
+        },
+        [name] if NAMES.iter().any(|known| *name == known.as_bytes()) => {
             Err(format!("module argument {} has no value", escaped_plain(name)))
         }
         [name, ..] => Err(format!("unknown module argument {} (known: {KNOWN})", escaped(name))),
@@ -78,14 +85,21 @@ mod tests {
                 Err("module argument redisson-scripts \"lua\": must be native or off"),
             ),
             (&[b"redisson-scripts"], Err("module argument redisson-scripts has no value")),
-            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off)")),
+            (&[b"fencing-token-jump", b"no"], Ok(())),
+            (&[b"fencing-token-jump", b"yes", b"redisson-scripts", b"off"], Ok(())),
+            (
+                &[b"fencing-token-jump", b"off"],
+                Err("module argument fencing-token-jump \"off\": must be yes or no"),
+            ),
+            (&[b"fencing-token-jump"], Err("module argument fencing-token-jump has no value")),
+            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)")),
             (
                 &[b"default-lease-ms", b"5000", b"default-lease-ms", b"0"],
                 Err("module argument default-lease-ms \"0\": default-lease-ms must be a positive integer"),
             ),
             (
                 &[b"default-lease-ms", b"5000", b"x\x00"],
-                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off)"),
+                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)"),
             ),
         ];
         for (args, expected) in cases {

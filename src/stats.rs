@@ -101,6 +101,9 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
         let count = family.native.load(Ordering::Relaxed) as i64;
         ctx.add_info_field_long_long(&format!("redisson_native_{}", family.name), count);
     }
+    // Failover: role changes seen, and the least fenced token of this term.
+    ctx.add_info_field_long_long("role_changes", crate::term::role_changes() as i64);
+    ctx.add_info_field_long_long("fencing_token_floor", crate::term::token_floor());
     let blocked = crate::handoff::blocking::waiting() + crate::fair::handoff::waiting();
     ctx.add_info_field_long_long("blocked", blocked as i64);
     Ok(())

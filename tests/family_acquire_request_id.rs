@@ -59,7 +59,8 @@ fn a_resent_read_or_write_acquire_replays_its_grant_and_adds_no_level() {
 
 #[test]
 fn a_resent_fenced_acquire_replays_its_token() {
-    let server = Server::start();
+    // Exact tokens: no jump at the term's floor.
+    let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").start();
     let mut con = server.connection();
     let ((granted, holds, lease_ms, _), token) =
         full_reply_with_token(fenced(&mut con, "a", &["ID", "x", "REPLY", "FULL"]).unwrap());

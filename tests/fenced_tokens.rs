@@ -1,7 +1,8 @@
 //! Fencing tokens: strictly increasing for a name over the lock's whole
 //! life (holders, re-entries, releases, force releases, expiries and an
 //! AOF restart); and the RLOCK commands release, renew, force release and
-//! report a fenced lock, leaving its token counter alone.
+//! report a fenced lock, leaving its token counter alone; and tokens that
+//! survive failover (a promoted replica's are above the old primary's).
 
 use redis::{Commands, Connection, Value};
 use std::time::Duration;
@@ -61,7 +62,8 @@ fn tokens_strictly_increase_across_releases_expiries_and_an_aof_restart() {
 
 #[test]
 fn rlock_commands_work_on_a_fenced_lock_and_leave_its_counter() {
-    let server = Server::start();
+    // Exact tokens: no jump at the term's floor.
+    let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").start();
     let mut con = server.connection();
     assert_eq!(acquire(&mut con, "u:1", 60_000), (-1, 1));
     assert_eq!(acquire(&mut con, "u:1", 60_000), (-1, 2));
@@ -83,4 +85,36 @@ fn rlock_commands_work_on_a_fenced_lock_and_leave_its_counter() {
     assert_eq!(forced, 1);
     assert_eq!(token(&mut con), 3, "release and force release leave the counter");
     assert_eq!(acquire(&mut con, "u:1", 60_000), (-1, 4));
+}
+
+/// A replica is promoted, and its old primary goes on granting (as one cut
+/// off from the rest would): the promoted replica never gets those tokens,
+/// yet its own are above every one of them, since its term's floor is. The
+/// control, `fencing-token-jump no`, gives again a token the old primary gave.
+#[test]
+fn a_promoted_replica_gives_tokens_above_every_token_the_old_primary_gave() {
+    for jump in ["yes", "no"] {
+        let start = || Server::builder().module_arg("fencing-token-jump").module_arg(jump).start();
+        let (primary, replica) = (start(), start());
+        replica.replicate(&primary);
+        let mut con = primary.connection();
+        acquire(&mut con, "u:1", 600_000);
+        let acknowledged: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut con).unwrap();
+        assert_eq!(acknowledged, 1, "the replica has the first token");
+        let mut promoted = replica.connection();
+        let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut promoted).unwrap();
+        let given: Vec<i64> = (0..3).map(|_| acquire(&mut con, "u:1", 600_000).1).collect();
+        assert!(token(&mut promoted) < given[0], "{jump}: the promoted replica missed the old primary's tokens");
+        // The holder the replica knows re-enters, and takes the next token.
+        let (held, next) = acquire(&mut promoted, "u:1", 600_000);
+        assert_eq!(held, -1, "{jump}: granted");
+        let info: String = redis::cmd("INFO").arg("rlock").query(&mut promoted).unwrap();
+        if jump == "yes" {
+            assert!(next > given[2], "a token {next} not above the old primary's {given:?}");
+            assert!(info.contains("rlock_role_changes:2"), "to replica, then to primary: {info}");
+        } else {
+            assert!(given.contains(&next), "control: {next} not among {given:?}");
+            assert!(info.contains("rlock_fencing_token_floor:0"), "{info}");
+        }
+    }
 }

@@ -13,7 +13,7 @@ fn with_args(args: &[&str]) -> ServerBuilder {
 fn bad_load_arguments_refuse_the_module_and_say_why() {
     const NOT_POSITIVE: &str = "default-lease-ms must be a positive integer";
     const TOO_LONG: &str = "default-lease-ms is above the maximum of 31536000000 (365 days)";
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         // Every owner would take a lock held by another: no exclusion.
         (&["default-lease-ms", "0"], NOT_POSITIVE),
         (&["default-lease-ms", "-5000"], NOT_POSITIVE),
@@ -23,8 +23,9 @@ fn bad_load_arguments_refuse_the_module_and_say_why() {
         (&["default-lease-ms", "99999999999999"], TOO_LONG),
         (
             &["bogus", "5"],
-            "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off)",
+            "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)",
         ),
+        (&["fencing-token-jump", "off"], "module argument fencing-token-jump \"off\": must be yes or no"),
         (&["default-lease-ms"], "module argument default-lease-ms has no value"),
         (&["default-lease-ms", "5000", "default-lease-ms", "0"], NOT_POSITIVE),
     ];
@@ -56,5 +57,24 @@ fn good_load_arguments_still_work() {
         assert_eq!(reply, Value::Nil);
         let contended: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "b"]).query(&mut con).unwrap();
         assert!(matches!(contended, Value::Int(ttl) if ttl > lease - 1000), "{args:?}: {contended:?}");
+    }
+}
+
+#[test]
+fn the_fencing_token_jump_is_on_by_default_and_set_by_argument_or_config() {
+    for (args, on) in [(&[][..], "yes"), (&["fencing-token-jump", "no"][..], "no")] {
+        let server = with_args(args).start();
+        let mut con = server.connection();
+        let configured: Vec<String> =
+            redis::cmd("CONFIG").arg(&["GET", "rlock.fencing-token-jump"]).query(&mut con).unwrap();
+        assert_eq!(configured[1], on, "{args:?}");
+        let token = |con: &mut redis::Connection, owner: &str| {
+            let pair: (i64, i64) = redis::cmd("RFENCED.ACQUIRE").arg(&["f", owner]).query(con).unwrap();
+            pair.1
+        };
+        let first = token(&mut con, "a");
+        assert_eq!(first > 1_000_000_000_000_000, on == "yes", "{args:?}: first token {first}");
+        let _: () = redis::cmd("CONFIG").arg(&["SET", "rlock.fencing-token-jump", "no"]).query(&mut con).unwrap();
+        assert_eq!(token(&mut con, "a"), first + 1, "no floor: the next one");
     }
 }

@@ -97,7 +97,12 @@ fn redissons_fenced_lock_scripts_run_natively_as_they_run_in_lua() {
         &[CLASS],
         ["49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45", "46b5551ba403d6152a7a6eca122e08728d6c8c66"],
     );
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    // The jump at the term's floor is a deliberate difference (tests/fenced_tokens.rs).
+    let server = Server::builder()
+        .config("notify-keyspace-events", "KEA")
+        .module_arg("fencing-token-jump")
+        .module_arg("no")
+        .start();
     let mut con = server.connection();
     load(&mut con, &[&texts[0], &texts[1]]);
     let mut control = server.connection();
@@ -130,7 +135,8 @@ fn redissons_fenced_lock_scripts_run_natively_as_they_run_in_lua() {
 
 #[test]
 fn rfenced_acquire_takes_likescript_token_or_lock_last() {
-    let server = Server::start();
+    // The jump at the term's floor is a deliberate difference (tests/fenced_tokens.rs).
+    let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").start();
     let mut con = server.connection();
     let mut query = |args: &[&str]| redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con);
     let pair = |ttl, token| Ok(Value::Array(vec![Value::Int(ttl), Value::Int(token)]));

@@ -48,7 +48,28 @@ const SWEEP_EVERY: usize = 16;
 /// its rounds (this VM's throughput drifts by tens of percent over a run).
 const ROUNDS: usize = 3;
 
-pub async fn run(server: &Server) -> Table {
+/// Each task count's ratios to the bare script loop: rlock-client, the
+/// bare native loop, the client's commands sent bare.
+pub struct Ratios(pub Vec<(usize, [f64; 3])>);
+
+impl Ratios {
+    /// The Targets line: the targets, and the ceilings beside them.
+    pub fn summary(&self) -> String {
+        let (mut client, mut ceilings) = (vec![], vec![]);
+        for (tasks, [rlock, bare, wire]) in &self.0 {
+            let target = if *tasks == 1 { 1.5 } else { 1.6 };
+            client.push(format!("{tasks} task(s) {rlock:.2}× (target {target}×)"));
+            ceilings.push(format!("{bare:.2}× and {wire:.2}×"));
+        }
+        format!(
+            "{} the bare script loop; ceilings (a bare native loop, and the client's commands sent with no client logic): {}",
+            client.join(", "),
+            ceilings.join(", ")
+        )
+    }
+}
+
+pub async fn run(server: &Server) -> (Table, Ratios) {
     let client = Client::open(&server.url()).await.expect("client");
     let connection = ConnectionManager::new(server.client()).await.expect("connection");
     let scripts = Arc::new(RedissonScripts::default());
@@ -62,6 +83,7 @@ pub async fn run(server: &Server) -> Table {
         "bare native ÷ scripts",
         "client's commands ÷ scripts",
     ]);
+    let mut ratios = vec![];
     for tasks in TASK_COUNTS {
         let locks: Arc<Vec<_>> = Arc::new((0..tasks).map(|t| client.lock(format!("e2e:{t}"))).collect());
         let mut rounds: [Vec<f64>; 4] = Default::default();
@@ -82,6 +104,7 @@ pub async fn run(server: &Server) -> Table {
             rounds[3].push(cycles_per_sec(tasks, wire_cycle(connection.clone(), "e2e-wire", true)).await);
         }
         let [native, scripted, bare, wire] = rounds.map(median);
+        ratios.push((tasks, [native / scripted, bare / scripted, wire / scripted]));
         table.row(vec![
             tasks.to_string(),
             format!("{native:.0}"),
@@ -91,7 +114,7 @@ pub async fn run(server: &Server) -> Table {
             ratio(wire, scripted),
         ]);
     }
-    table
+    (table, Ratios(ratios))
 }
 
 fn median(mut figures: Vec<f64>) -> f64 {

@@ -12,6 +12,11 @@
 //! wait hint instead; the token is taken after the hold count is raised.
 //! [`acquire_like_script`] (the command's `LIKESCRIPT`) does exactly what
 //! the script does instead, for the filter's rewrites.
+//!
+//! Tokens that survive failover: every token a primary gives is at least
+//! the floor of its term, [`term_floor`] of when it became primary (its
+//! start, or its promotion), so a new primary's tokens are greater than
+//! any an earlier primary gave, even those its replicas never received.
 
 #[cfg(test)]
 mod tests;
@@ -37,19 +42,38 @@ pub enum FencedAcquire {
     Contended { pttl_ms: i64 },
 }
 
+/// Tokens a term may give per millisecond before its tokens could reach
+/// the next term's floor: more than one server gives in a millisecond (a
+/// grant is a command), for all its names together.
+pub const TOKENS_PER_MS: i64 = 1000;
+
+/// The least token of a primary's term that began at `term_start_ms` (a
+/// Unix time): a later term's floor is greater than every token of an
+/// earlier term that gave fewer than [`TOKENS_PER_MS`] tokens a
+/// millisecond, as long as the servers' clocks agree.
+pub fn term_floor(term_start_ms: i64) -> i64 {
+    term_start_ms.max(0).saturating_mul(TOKENS_PER_MS)
+}
+
+/// The token after `last`: one more, and never below `floor`.
+fn next_token(last: i64, floor: i64, token_key: &[u8]) -> Result<i64> {
+    let next = last.checked_add(1).ok_or_else(|| LockError::CounterOverflow(token_key.to_vec()))?;
+    Ok(next.max(floor))
+}
+
 /// lockAndGetToken / tryLockAndGetToken: RLock's acquire and, when granted,
-/// the next token.
+/// the next token, at least `token_floor`.
 pub fn acquire<K: Keyspace>(
     keys: &mut K,
     name: &[u8],
     owner: &[u8],
     lease_ms: i64,
-    now_ms: i64,
+    (now_ms, token_floor): (i64, i64),
 ) -> Result<FencedAcquire> {
     let token_key = fenced_token_key(name);
     let last = read_counter(keys, &token_key)?.unwrap_or(0);
     // Checked before any write, even if the lock turns out contended.
-    let next = last.checked_add(1).ok_or_else(|| LockError::CounterOverflow(token_key.clone()))?;
+    let next = next_token(last, token_floor, &token_key)?;
     let mut lock = KeyspaceLock::open(keys, name)?;
     let outcome = lock::acquire(&mut lock, owner, lease_ms, now_ms);
     lock.finish()?;
@@ -57,7 +81,7 @@ pub fn acquire<K: Keyspace>(
         Acquire::Contended { pttl_ms: -1 } => FencedAcquire::Contended { pttl_ms: lease_ms },
         Acquire::Contended { pttl_ms } => FencedAcquire::Contended { pttl_ms },
         granted => {
-            keys.incr_by(&token_key, 1, next)?;
+            keys.incr_by(&token_key, next - last, next)?;
             FencedAcquire::Granted { token: next, count: granted_count(granted).unwrap_or(1) }
         }
     })
@@ -67,12 +91,13 @@ pub fn acquire<K: Keyspace>(
 /// gives its PTTL as PTTL does (-1 without a TTL); a grant takes the next
 /// token (INCR) before it raises the hold count (HINCRBY), so a hold count
 /// that is no integer is refused after the token was taken, as by the script.
+/// The token is at least `token_floor`, as [`acquire`]'s.
 pub fn acquire_like_script<K: Keyspace>(
     keys: &mut K,
     name: &[u8],
     owner: &[u8],
     lease_ms: i64,
-    now_ms: i64,
+    (now_ms, token_floor): (i64, i64),
 ) -> Result<FencedAcquire> {
     let expire_at = expiry(now_ms, lease_ms)?;
     let held = match keys.key_type(name)? {
@@ -85,8 +110,8 @@ pub fn acquire_like_script<K: Keyspace>(
     };
     let token_key = fenced_token_key(name);
     let last = read_counter(keys, &token_key)?.unwrap_or(0);
-    let token = last.checked_add(1).ok_or_else(|| LockError::CounterOverflow(token_key.clone()))?;
-    keys.incr_by(&token_key, 1, token)?;
+    let token = next_token(last, token_floor, &token_key)?;
+    keys.incr_by(&token_key, token - last, token)?;
     let count = match held {
         None => 1,
         Some(count) => parse_hold_count(&count)?.checked_add(1).ok_or(LockError::HoldCountOverflow)?,

@@ -100,7 +100,12 @@ fn acquires_follow_redissons_script_and_its_fix() {
     for case in cases {
         let mut keys = Keys::at(case.keys, NOW);
         let before = keys.keys.clone();
-        assert_eq!(acquire(&mut keys, b"f", case.owner.as_bytes(), LEASE, NOW), case.reply, "{}: reply", case.name);
+        assert_eq!(
+            acquire(&mut keys, b"f", case.owner.as_bytes(), LEASE, (NOW, 0)),
+            case.reply,
+            "{}: reply",
+            case.name
+        );
         assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
         if case.effects.is_empty() {
             assert_eq!(keys.keys, before, "{}: changed", case.name);
@@ -116,7 +121,7 @@ fn tokens_strictly_increase_across_holders_releases_and_expiries() {
         let now = NOW + step as i64 * LEASE;
         // Each step comes a lease later: the previous hold has expired.
         keys.keys.retain(|_, (_, at)| at.is_none_or(|at| at > now));
-        let FencedAcquire::Granted { token, .. } = acquire(&mut keys, b"f", *owner, LEASE, now).unwrap() else {
+        let FencedAcquire::Granted { token, .. } = acquire(&mut keys, b"f", *owner, LEASE, (now, 0)).unwrap() else {
             panic!("step {step}: not granted");
         };
         assert!(token > last, "step {step}: {token} after {last}");
@@ -165,8 +170,43 @@ fn like_the_script_the_token_comes_first_and_pttl_may_be_minus_1() {
     ];
     for case in cases {
         let mut keys = Keys::at(case.keys, NOW);
-        let reply = acquire_like_script(&mut keys, b"f", case.owner.as_bytes(), LEASE, NOW);
+        let reply = acquire_like_script(&mut keys, b"f", case.owner.as_bytes(), LEASE, (NOW, 0));
         assert_eq!(reply, case.reply, "{}: reply", case.name);
         assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
     }
+}
+
+#[test]
+fn a_token_is_never_below_the_terms_floor() {
+    let floor = term_floor(NOW);
+    // (stored token, floor, token given, INCRBY by)
+    let cases = [
+        (None, floor, floor, floor),
+        (Some("7"), floor, floor, floor - 7),
+        (Some("7"), 0, 8, 1),
+        (Some(&*(floor + 5).to_string()), floor, floor + 6, 1),
+    ];
+    for (stored, floor, token, by) in cases {
+        for like_script in [false, true] {
+            let mut keys = Keys::at(stored.map(token_at).into_iter().collect(), NOW);
+            let acquired = match like_script {
+                false => acquire(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
+                true => acquire_like_script(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
+            };
+            assert_eq!(acquired, Ok(FencedAcquire::Granted { token, count: 1 }), "{stored:?} {floor}");
+            assert!(keys.effects.contains(&format!("INCRBY {T} {by}")), "{stored:?} {floor}: {:?}", keys.effects);
+            assert_eq!(super::token(&mut keys, b"f"), Ok(token));
+        }
+    }
+}
+
+#[test]
+fn a_later_terms_floor_is_above_every_token_of_an_earlier_term() {
+    // An earlier term that began a second before, and gave tokens as fast
+    // as a server could: fewer than TOKENS_PER_MS a millisecond.
+    let (earlier, later) = (NOW - 1_000, NOW);
+    let most_given = term_floor(earlier) + 1_000 * TOKENS_PER_MS - 1;
+    assert!(term_floor(later) > most_given);
+    assert_eq!(term_floor(-5), 0, "never negative");
+    assert_eq!(term_floor(i64::MAX), i64::MAX, "saturates");
 }

@@ -9,6 +9,7 @@ use crate::fenced::{self, FencedAcquire};
 use crate::keyspace::{pttl, Keyspace};
 use crate::lock::acquire_once::{once, Grant, Once, Requester};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
+use crate::term;
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
 /// How a `LIKESCRIPT` acquire replies: as Redisson's lockAndGetToken
@@ -40,9 +41,10 @@ fn acquire(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
     let now = now_ms();
     let mut keys = RedisKeyspace::open(ctx, &name);
     let (name, owner) = (name.as_slice(), owner.as_slice());
+    let clock = (now, term::token_floor());
     let mut run = || match like_script {
-        None => fenced::acquire(&mut keys, name, owner, lease_ms, now),
-        Some(_) => fenced::acquire_like_script(&mut keys, name, owner, lease_ms, now),
+        None => fenced::acquire(&mut keys, name, owner, lease_ms, clock),
+        Some(_) => fenced::acquire_like_script(&mut keys, name, owner, lease_ms, clock),
     };
     let (outcome, replayed) = match &request {
         None => (run()?, false),

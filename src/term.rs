@@ -1,0 +1,45 @@
+//! This server's term as a primary: when it last became one. A start or
+//! restart begins a term (the data it loaded may be older than what
+//! clients saw), and so does a replica's promotion. Fenced tokens given in
+//! a term are at least its floor ([`crate::fenced::term_floor`]), so they
+//! are greater than any an earlier primary gave.
+
+use crate::config;
+use crate::fenced::term_floor;
+use crate::store::now_ms;
+use linkme::distributed_slice;
+use redis_module::server_events::{ServerRole, ROLE_CHANGED_SERVER_EVENTS_LIST};
+use redis_module::Context;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// When the current term began (Unix ms); 0 before the module's load.
+static TERM_START_MS: AtomicI64 = AtomicI64::new(0);
+/// Role changes seen since the module loaded, either way.
+static ROLE_CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// The module loaded: a start or a restart begins a term.
+pub fn begin() {
+    TERM_START_MS.store(now_ms(), Ordering::Relaxed);
+}
+
+#[distributed_slice(ROLE_CHANGED_SERVER_EVENTS_LIST)]
+fn role_changed(ctx: &Context, role: ServerRole) {
+    ROLE_CHANGES.fetch_add(1, Ordering::Relaxed);
+    if role == ServerRole::Primary {
+        begin();
+        ctx.log_notice(&format!("rlock: promoted; fenced tokens from now on are at least {}", token_floor()));
+    }
+}
+
+/// The least fenced token this term gives (0 with `rlock.fencing-token-jump no`).
+pub fn token_floor() -> i64 {
+    match config::fencing_token_jump() {
+        true => term_floor(TERM_START_MS.load(Ordering::Relaxed)),
+        false => 0,
+    }
+}
+
+/// Role changes seen, for `INFO rlock`.
+pub fn role_changes() -> u64 {
+    ROLE_CHANGES.load(Ordering::Relaxed)
+}
