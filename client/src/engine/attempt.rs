@@ -15,8 +15,8 @@ use crate::engine::lock_state::LockId;
 use crate::engine::named::{refuses_record, Named};
 use crate::engine::protocol;
 use crate::engine::release::release;
+use crate::engine::resend::{resend, ResentGrant};
 use crate::engine::run_to_end::run_to_end;
-use crate::engine::settle::{resend, SettledGrant};
 use crate::error::{Error, Result};
 use crate::transport::connection::Connection;
 use crate::transport::replica_sync::Plan;
@@ -166,10 +166,10 @@ pub(crate) async fn run(
                 // The same request without WAIT or BLOCK, resent below.
                 acquire = acquire_command(&state.id, lease_ms, (None, None), named.as_ref());
             }
-            // Sent without an id: see the module docs of `settle`.
+            // Sent without an id: see the module docs of `resend`.
             let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
-            let settled = resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await;
-            let Some(SettledGrant { observed, lease_left, token, reply_tx }) = settled else { return };
+            let resent = resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await;
+            let Some(ResentGrant { observed, lease_left, token, reply_tx }) = resent else { return };
             // The WAIT sent with the acquire went unanswered too: ask again
             // (it covers every write made on this connection so far).
             if let Some(plan) = sync {

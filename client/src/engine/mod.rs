@@ -14,7 +14,7 @@ pub(crate) mod named;
 pub(crate) mod protocol;
 pub(crate) mod release;
 pub(crate) mod requests;
+pub(crate) mod resend;
 pub(crate) mod run_to_end;
-pub(crate) mod settle;
 pub(crate) mod waiting;
 pub(crate) mod watchdog;

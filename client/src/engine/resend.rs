@@ -24,7 +24,7 @@ use tokio::time::Instant;
 const SETTLE_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// What a settled grant is known by, and the caller's reply channel.
-pub(crate) struct SettledGrant {
+pub(crate) struct ResentGrant {
     /// The owner's count after it.
     pub observed: i64,
     /// The lease left as read: `(read sent at, lease left)`.
@@ -47,11 +47,11 @@ pub(crate) async fn resend(
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
-) -> Option<SettledGrant> {
-    let settled = resend_until_answered(lock, connection, again, counted, err, reply_tx).await;
+) -> Option<ResentGrant> {
+    let answered = resend_until_answered(lock, connection, again, counted, err, reply_tx).await;
     // The outcome is in (or nobody waits for it): the record may go.
     named.done(&lock.shared().latch_sweeper);
-    settled
+    answered
 }
 
 async fn resend_until_answered(
@@ -61,7 +61,7 @@ async fn resend_until_answered(
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
-) -> Option<SettledGrant> {
+) -> Option<ResentGrant> {
     let (shared, state) = (lock.shared(), lock.state());
     let mut caller = Some((reply_tx, err));
     let mut backoff = Backoff::new(lock);
@@ -95,7 +95,7 @@ async fn resend_until_answered(
     }
     let lease_left = u64::try_from(reply.lease_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
     match caller {
-        Some((reply_tx, _)) => Some(SettledGrant { observed: reply.holds, lease_left, token: reply.token, reply_tx }),
+        Some((reply_tx, _)) => Some(ResentGrant { observed: reply.holds, lease_left, token: reply.token, reply_tx }),
         None => {
             // Nobody takes this grant: the holds counted here are checked
             // against it as any grant's are, then it is given back.
