@@ -30,10 +30,13 @@ pub fn check(args: &[&[u8]]) -> Result<(), String> {
             b"native" | b"off" => Ok(()),
             _ => Err(format!("module argument {REDISSON_SCRIPTS} {}: must be native or off", escaped(value))),
         },
-        [name, value] if *name == FENCING_TOKEN_JUMP.as_bytes() => match *value {
-            b"yes" | b"no" => Ok(()),
-            _ => Err(format!("module argument {FENCING_TOKEN_JUMP} {}: must be yes or no", escaped(value))),
-        },
+        // Either case, as CONFIG SET takes it.
+        [name, value] if *name == FENCING_TOKEN_JUMP.as_bytes() => {
+            match value.eq_ignore_ascii_case(b"yes") || value.eq_ignore_ascii_case(b"no") {
+                true => Ok(()),
+                false => Err(format!("module argument {FENCING_TOKEN_JUMP} {}: must be yes or no", escaped(value))),
+            }
+        }
         [name] if NAMES.iter().any(|known| *name == known.as_bytes()) => {
             Err(format!("module argument {} has no value", escaped_plain(name)))
         }
@@ -86,6 +89,7 @@ mod tests {
             ),
             (&[b"redisson-scripts"], Err("module argument redisson-scripts has no value")),
             (&[b"fencing-token-jump", b"no"], Ok(())),
+            (&[b"fencing-token-jump", b"YES"], Ok(())),
             (&[b"fencing-token-jump", b"yes", b"redisson-scripts", b"off"], Ok(())),
             (
                 &[b"fencing-token-jump", b"off"],

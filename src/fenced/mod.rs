@@ -55,10 +55,13 @@ pub fn term_floor(term_start_ms: i64) -> i64 {
     term_start_ms.max(0).saturating_mul(TOKENS_PER_MS)
 }
 
-/// The token after `last`: one more, and never below `floor`.
-fn next_token(last: i64, floor: i64, token_key: &[u8]) -> Result<i64> {
-    let next = last.checked_add(1).ok_or_else(|| LockError::CounterOverflow(token_key.to_vec()))?;
-    Ok(next.max(floor))
+/// The token after `last`: one more, and never below `floor`; with the
+/// step from `last` (an `INCRBY` a replica can apply). A counter so far
+/// below the floor that the step overflows is refused, as one at the top.
+fn next_token(last: i64, floor: i64, token_key: &[u8]) -> Result<(i64, i64)> {
+    let overflow = || LockError::CounterOverflow(token_key.to_vec());
+    let next = last.checked_add(1).ok_or_else(overflow)?.max(floor);
+    Ok((next, next.checked_sub(last).ok_or_else(overflow)?))
 }
 
 /// lockAndGetToken / tryLockAndGetToken: RLock's acquire and, when granted,
@@ -73,7 +76,7 @@ pub fn acquire<K: Keyspace>(
     let token_key = fenced_token_key(name);
     let last = read_counter(keys, &token_key)?.unwrap_or(0);
     // Checked before any write, even if the lock turns out contended.
-    let next = next_token(last, token_floor, &token_key)?;
+    let (next, step) = next_token(last, token_floor, &token_key)?;
     let mut lock = KeyspaceLock::open(keys, name)?;
     let outcome = lock::acquire(&mut lock, owner, lease_ms, now_ms);
     lock.finish()?;
@@ -81,7 +84,7 @@ pub fn acquire<K: Keyspace>(
         Acquire::Contended { pttl_ms: -1 } => FencedAcquire::Contended { pttl_ms: lease_ms },
         Acquire::Contended { pttl_ms } => FencedAcquire::Contended { pttl_ms },
         granted => {
-            keys.incr_by(&token_key, next - last, next)?;
+            keys.incr_by(&token_key, step, next)?;
             FencedAcquire::Granted { token: next, count: granted_count(granted).unwrap_or(1) }
         }
     })
@@ -110,8 +113,8 @@ pub fn acquire_like_script<K: Keyspace>(
     };
     let token_key = fenced_token_key(name);
     let last = read_counter(keys, &token_key)?.unwrap_or(0);
-    let token = next_token(last, token_floor, &token_key)?;
-    keys.incr_by(&token_key, token - last, token)?;
+    let (token, step) = next_token(last, token_floor, &token_key)?;
+    keys.incr_by(&token_key, step, token)?;
     let count = match held {
         None => 1,
         Some(count) => parse_hold_count(&count)?.checked_add(1).ok_or(LockError::HoldCountOverflow)?,

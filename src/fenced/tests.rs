@@ -201,6 +201,20 @@ fn a_token_is_never_below_the_terms_floor() {
 }
 
 #[test]
+fn a_counter_too_far_below_the_floor_to_step_to_it_is_refused_before_any_write() {
+    let floor = term_floor(NOW);
+    for like_script in [false, true] {
+        let mut keys = Keys::at(vec![token_at(&i64::MIN.to_string())], NOW);
+        let acquired = match like_script {
+            false => acquire(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
+            true => acquire_like_script(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
+        };
+        assert_eq!(acquired, Err(LockError::CounterOverflow(T.as_bytes().to_vec())), "{like_script}");
+        assert!(keys.effects.is_empty(), "{like_script}: {:?}", keys.effects);
+    }
+}
+
+#[test]
 fn a_later_terms_floor_is_above_every_token_of_an_earlier_term() {
     // An earlier term that began a second before, and gave tokens as fast
     // as a server could: fewer than TOKENS_PER_MS a millisecond.
