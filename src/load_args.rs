@@ -20,8 +20,20 @@ const NAMES: [&str; 3] = [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP
 /// Checks every name/value pair; the error says which argument is wrong
 /// and why, for the server log.
 pub fn check(args: &[&[u8]]) -> Result<(), String> {
-    let mut pairs = args.chunks(2);
-    pairs.try_for_each(|pair| match pair {
+    let mut seen: Vec<&[u8]> = Vec::new();
+    args.chunks(2).try_for_each(|pair| {
+        check_pair(pair)?;
+        // The server would take the first value and drop the rest, silently.
+        if seen.contains(&pair[0]) {
+            return Err(format!("module argument {} is given twice; give it once", escaped_plain(pair[0])));
+        }
+        seen.push(pair[0]);
+        Ok(())
+    })
+}
+
+fn check_pair(pair: &[&[u8]]) -> Result<(), String> {
+    match pair {
         [name, value] if *name == DEFAULT_LEASE_MS.as_bytes() => parse_lease_ms(value).map(drop).map_err(|err| {
             let why = err.message().trim_start_matches("ERR ").replace("lease_ms", DEFAULT_LEASE_MS);
             format!("module argument {DEFAULT_LEASE_MS} {}: {why}", escaped(value))
@@ -42,7 +54,7 @@ pub fn check(args: &[&[u8]]) -> Result<(), String> {
         }
         [name, ..] => Err(format!("unknown module argument {} (known: {KNOWN})", escaped(name))),
         [] => Ok(()),
-    })
+    }
 }
 
 fn escaped_plain(arg: &[u8]) -> String {
@@ -96,6 +108,14 @@ mod tests {
                 Err("module argument fencing-token-jump \"off\": must be yes or no"),
             ),
             (&[b"fencing-token-jump"], Err("module argument fencing-token-jump has no value")),
+            (
+                &[b"fencing-token-jump", b"no", b"fencing-token-jump", b"yes"],
+                Err("module argument fencing-token-jump is given twice; give it once"),
+            ),
+            (
+                &[b"redisson-scripts", b"off", b"default-lease-ms", b"5000", b"redisson-scripts", b"off"],
+                Err("module argument redisson-scripts is given twice; give it once"),
+            ),
             (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)")),
             (
                 &[b"default-lease-ms", b"5000", b"default-lease-ms", b"0"],

@@ -13,7 +13,7 @@ fn with_args(args: &[&str]) -> ServerBuilder {
 fn bad_load_arguments_refuse_the_module_and_say_why() {
     const NOT_POSITIVE: &str = "default-lease-ms must be a positive integer";
     const TOO_LONG: &str = "default-lease-ms is above the maximum of 31536000000 (365 days)";
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         // Every owner would take a lock held by another: no exclusion.
         (&["default-lease-ms", "0"], NOT_POSITIVE),
         (&["default-lease-ms", "-5000"], NOT_POSITIVE),
@@ -26,6 +26,8 @@ fn bad_load_arguments_refuse_the_module_and_say_why() {
             "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)",
         ),
         (&["fencing-token-jump", "off"], "module argument fencing-token-jump \"off\": must be yes or no"),
+        // The server would keep the first value, silently.
+        (&["fencing-token-jump", "no", "fencing-token-jump", "yes"], "fencing-token-jump is given twice; give it once"),
         (&["default-lease-ms"], "module argument default-lease-ms has no value"),
         (&["default-lease-ms", "5000", "default-lease-ms", "0"], NOT_POSITIVE),
     ];
