@@ -16,17 +16,18 @@ pub fn missing() -> MemoryKeyspace {
 }
 
 pub fn string_key() -> MemoryKeyspace {
-    with_key(MemoryKeyspace::string("x"), None)
+    with_key(NAME, MemoryKeyspace::string("x"), None)
 }
 
 /// The lock as a hash of `fields`, expiring at `expire_at` (past or not).
 pub fn hash(fields: &[(&str, &str)], expire_at: Option<i64>) -> MemoryKeyspace {
-    with_key(MemoryKeyspace::hash(fields), expire_at)
+    with_key(NAME, MemoryKeyspace::hash(fields), expire_at)
 }
 
-fn with_key(value: Value, expire_at: Option<i64>) -> MemoryKeyspace {
+/// A keyspace of one key (kept even when its expiry has passed).
+fn with_key(name: &[u8], value: Value, expire_at: Option<i64>) -> MemoryKeyspace {
     let mut keys = MemoryKeyspace::default();
-    keys.keys.insert(NAME.to_vec(), (value, expire_at));
+    keys.keys.insert(name.to_vec(), (value, expire_at));
     keys
 }
 
@@ -53,11 +54,7 @@ pub const REQUEST_KEY: &[u8] = b"r";
 /// A request's key (an unlock latch or an acquire record) holding `text`,
 /// in a keyspace of its own.
 pub fn request_key(text: Option<&str>) -> MemoryKeyspace {
-    let mut keys = MemoryKeyspace::default();
-    if let Some(text) = text {
-        keys.keys.insert(REQUEST_KEY.to_vec(), (MemoryKeyspace::string(text), None));
-    }
-    keys
+    text.map_or_else(missing, |text| with_key(REQUEST_KEY, MemoryKeyspace::string(text), None))
 }
 
 /// Runs `op` on the request key in `keys`.

@@ -149,8 +149,8 @@ impl Holds {
     /// A grant after which the owner's count on the server is `observed`,
     /// checked against the holds counted here: fewer than one more means
     /// they were lost meanwhile (the grant started afresh), and they end.
-    pub fn granted_after(&mut self, observed: usize) -> Ended {
-        match observed > self.holds.len() || self.holds.is_empty() {
+    pub fn granted_after(&mut self, observed: i64) -> Ended {
+        match usize::try_from(observed).unwrap_or(0) > self.holds.len() || self.holds.is_empty() {
             true => Ended::No,
             false => self.end(Ended::Lost),
         }
@@ -170,8 +170,8 @@ impl Holds {
         requested_at: Instant,
         observed: i64,
     ) -> (Ticket, Ended, usize) {
-        let observed = usize::try_from(observed).unwrap_or(0);
         let ended = self.granted_after(observed);
+        let observed = usize::try_from(observed).unwrap_or(0);
         if self.holds.is_empty() {
             self.incarnation += 1;
         }

@@ -11,7 +11,6 @@
 use crate::engine::attempt::{give_back, Attempt};
 use crate::engine::commands::FullReply;
 use crate::engine::handle::Handle;
-use crate::engine::lock_state::LockState;
 use crate::engine::named::Named;
 use crate::error::{Error, Result};
 use crate::transport::connection::Connection;
@@ -76,7 +75,9 @@ async fn resend_until_answered(
             Ok(reply) => break (reply, sent_at),
             Err(_) if shared.is_closed() => return None,
             Err(err) if !err.is_transient() => {
-                lose_if(state, counted > 0);
+                if counted > 0 {
+                    state.lose();
+                }
                 if let Some((reply_tx, _)) = caller.take() {
                     let _ = reply_tx.send(Err(err));
                 }
@@ -99,17 +100,10 @@ async fn resend_until_answered(
         None => {
             // Nobody takes this grant: the holds counted here are checked
             // against it as any grant's are, then it is given back.
-            let observed = usize::try_from(reply.holds).unwrap_or(0);
-            state.update(|holds| ((), holds.granted_after(observed)));
+            state.update(|holds| ((), holds.granted_after(reply.holds)));
             give_back(lock, connection).await;
             None
         }
-    }
-}
-
-fn lose_if(state: &LockState, lost: bool) {
-    if lost {
-        state.lose();
     }
 }
 
