@@ -21,6 +21,14 @@ pub fn fencing_token_jump() -> bool {
     FENCING_TOKEN_JUMP.load(Ordering::Relaxed)
 }
 
+/// `rlock.lock-delay-ms`: how long a term's start admits no new holder
+/// (see `term`); 0 turns lock-delay off.
+pub static LOCK_DELAY_MS: AtomicI64 = AtomicI64::new(0);
+
+pub fn lock_delay_ms() -> i64 {
+    LOCK_DELAY_MS.load(Ordering::Relaxed)
+}
+
 redis_module::enum_configuration! {
     /// `rlock.redisson-scripts`: whether Redisson's lock scripts run as
     /// the native commands (see `redisson`).

@@ -5,6 +5,7 @@
 
 // Pure logic: unit-tested without Redis.
 mod countdown;
+mod delay;
 mod error;
 mod fair;
 mod fenced;
@@ -81,6 +82,15 @@ mod module {
                     &config::DEFAULT_LEASE_MS,
                     rlock_protocol::DEFAULT_LEASE_MS,
                     1,
+                    lease::MAX_LEASE_MS,
+                    ConfigurationFlags::DEFAULT,
+                    None
+                ],
+                [
+                    load_args::LOCK_DELAY_MS,
+                    &config::LOCK_DELAY_MS,
+                    0,
+                    0,
                     lease::MAX_LEASE_MS,
                     ConfigurationFlags::DEFAULT,
                     None

@@ -1,5 +1,6 @@
 //! Module load arguments: `loadmodule librlock.so [default-lease-ms <ms>]
-//! [redisson-scripts native|off] [fencing-token-jump yes|no]`.
+//! [redisson-scripts native|off] [fencing-token-jump yes|no]
+//! [lock-delay-ms <ms>]`.
 //!
 //! redis-module applies them as configuration defaults without the bounds
 //! CONFIG SET enforces (and ignores names it does not know), so the
@@ -13,9 +14,11 @@ pub const DEFAULT_LEASE_MS: &str = "default-lease-ms";
 pub const REDISSON_SCRIPTS: &str = "redisson-scripts";
 /// `rlock.fencing-token-jump` as a name/value pair.
 pub const FENCING_TOKEN_JUMP: &str = "fencing-token-jump";
+/// `rlock.lock-delay-ms` as a name/value pair.
+pub const LOCK_DELAY_MS: &str = "lock-delay-ms";
 
-const KNOWN: &str = "default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no";
-const NAMES: [&str; 3] = [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP];
+const KNOWN: &str = "default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>";
+const NAMES: [&str; 4] = [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP, LOCK_DELAY_MS];
 
 /// Checks every name/value pair; the error says which argument is wrong
 /// and why, for the server log.
@@ -38,6 +41,15 @@ fn check_pair(pair: &[&[u8]]) -> Result<(), String> {
             let why = err.message().trim_start_matches("ERR ").replace("lease_ms", DEFAULT_LEASE_MS);
             format!("module argument {DEFAULT_LEASE_MS} {}: {why}", escaped(value))
         }),
+        // 0 turns it off.
+        [name, value] if *name == LOCK_DELAY_MS.as_bytes() => match *value {
+            b"0" => Ok(()),
+            _ => parse_lease_ms(value).map(drop).map_err(|err| {
+                let why = err.message().trim_start_matches("ERR ").replace("lease_ms", LOCK_DELAY_MS);
+                let why = why.replace("must be a positive", "must be 0 (off) or a positive");
+                format!("module argument {LOCK_DELAY_MS} {}: {why}", escaped(value))
+            }),
+        },
         [name, value] if *name == REDISSON_SCRIPTS.as_bytes() => match *value {
             b"native" | b"off" => Ok(()),
             _ => Err(format!("module argument {REDISSON_SCRIPTS} {}: must be native or off", escaped(value))),
@@ -116,14 +128,25 @@ mod tests {
                 &[b"redisson-scripts", b"off", b"default-lease-ms", b"5000", b"redisson-scripts", b"off"],
                 Err("module argument redisson-scripts is given twice; give it once"),
             ),
-            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)")),
+            (&[b"lock-delay-ms", b"0"], Ok(())),
+            (&[b"lock-delay-ms", b"5000"], Ok(())),
+            (
+                &[b"lock-delay-ms", b"-1"],
+                Err("module argument lock-delay-ms \"-1\": lock-delay-ms must be 0 (off) or a positive integer"),
+            ),
+            (
+                &[b"lock-delay-ms", b"31536000001"],
+                Err("module argument lock-delay-ms \"31536000001\": lock-delay-ms is above the maximum of 31536000000 (365 days)"),
+            ),
+            (&[b"lock-delay-ms"], Err("module argument lock-delay-ms has no value")),
+            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>)")),
             (
                 &[b"default-lease-ms", b"5000", b"default-lease-ms", b"0"],
                 Err("module argument default-lease-ms \"0\": default-lease-ms must be a positive integer"),
             ),
             (
                 &[b"default-lease-ms", b"5000", b"x\x00"],
-                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)"),
+                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>)"),
             ),
         ];
         for (args, expected) in cases {

@@ -5,6 +5,7 @@
 //! Redis. The Redis side (`store.rs`) turns every write into the key-API
 //! call, its replication and its keyspace notification.
 
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lease::expiry;
@@ -102,21 +103,23 @@ pub struct Status {
 }
 
 /// Redisson's acquire: take a free lock or re-enter an owned one, and set
-/// the lease; otherwise report how long the current lease has left.
+/// the lease; otherwise report how long the current lease has left. While
+/// `delay` lasts, only a re-entry is granted.
 pub fn acquire<S: LockStore>(
     store: &mut S,
     owner: &S::Owner,
     lease_ms: i64,
-    now_ms: i64,
+    (now_ms, delay): (i64, Delay),
 ) -> Result<Acquire, LockError> {
     let expire_at = expiry(now_ms, lease_ms)?;
     let outcome = match store.kind() {
+        KeyType::Missing if delay.refuses() => return Ok(Acquire::Contended { pttl_ms: delay.pttl(-2) }),
         KeyType::Missing => {
             store.increment(owner, 1, 1);
             Acquire::Acquired
         }
         KeyType::Hash => match store.hold_count(owner)? {
-            None => return Ok(Acquire::Contended { pttl_ms: pttl(store, now_ms) }),
+            None => return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(store, now_ms)) }),
             Some(count) => {
                 let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
                 store.increment(owner, 1, count);

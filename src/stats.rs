@@ -104,6 +104,9 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     // Failover: role changes seen, and the least fenced token of this term.
     ctx.add_info_field_long_long("role_changes", crate::term::role_changes() as i64);
     ctx.add_info_field_long_long("fencing_token_floor", crate::term::token_floor());
+    // Lock-delay: what is left of it, and the acquires it refused.
+    ctx.add_info_field_long_long("lock_delay_left_ms", crate::term::delay().left_ms());
+    ctx.add_info_field_long_long("lock_delay_refusals", crate::delay::refusals() as i64);
     let blocked = crate::handoff::blocking::waiting() + crate::fair::handoff::waiting();
     ctx.add_info_field_long_long("blocked", blocked as i64);
     Ok(())

@@ -2,9 +2,11 @@
 //! restart begins a term (the data it loaded may be older than what
 //! clients saw), and so does a replica's promotion. Fenced tokens given in
 //! a term are at least its floor ([`crate::fenced::term_floor`]), so they
-//! are greater than any an earlier primary gave.
+//! are greater than any an earlier primary gave; for the term's first
+//! `rlock.lock-delay-ms`, nothing new is granted ([`crate::delay`]).
 
 use crate::config;
+use crate::delay::Delay;
 use crate::fenced::term_floor;
 use crate::store::now_ms;
 use linkme::distributed_slice;
@@ -37,6 +39,18 @@ pub fn token_floor() -> i64 {
         true => term_floor(TERM_START_MS.load(Ordering::Relaxed)),
         false => 0,
     }
+}
+
+/// The lock-delay left now.
+pub fn delay() -> Delay {
+    delay_ends_at().map_or(Delay::OVER, |ends_at| Delay::left(ends_at - now_ms()))
+}
+
+/// When the lock-delay ends (Unix ms), while it lasts. It counts from the
+/// term's start, so a `CONFIG SET` counts from there too.
+pub fn delay_ends_at() -> Option<i64> {
+    let ends_at = TERM_START_MS.load(Ordering::Relaxed).saturating_add(config::lock_delay_ms());
+    (config::lock_delay_ms() > 0 && ends_at > now_ms()).then_some(ends_at)
 }
 
 /// Role changes seen, for `INFO rlock`.

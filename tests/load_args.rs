@@ -13,7 +13,7 @@ fn with_args(args: &[&str]) -> ServerBuilder {
 fn bad_load_arguments_refuse_the_module_and_say_why() {
     const NOT_POSITIVE: &str = "default-lease-ms must be a positive integer";
     const TOO_LONG: &str = "default-lease-ms is above the maximum of 31536000000 (365 days)";
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         // Every owner would take a lock held by another: no exclusion.
         (&["default-lease-ms", "0"], NOT_POSITIVE),
         (&["default-lease-ms", "-5000"], NOT_POSITIVE),
@@ -23,12 +23,14 @@ fn bad_load_arguments_refuse_the_module_and_say_why() {
         (&["default-lease-ms", "99999999999999"], TOO_LONG),
         (
             &["bogus", "5"],
-            "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no)",
+            "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>)",
         ),
         (&["fencing-token-jump", "off"], "module argument fencing-token-jump \"off\": must be yes or no"),
         // The server would keep the first value, silently.
         (&["fencing-token-jump", "no", "fencing-token-jump", "yes"], "fencing-token-jump is given twice; give it once"),
         (&["default-lease-ms"], "module argument default-lease-ms has no value"),
+        (&["lock-delay-ms", "-1"], "lock-delay-ms \"-1\": lock-delay-ms must be 0 (off) or a positive integer"),
+        (&["lock-delay-ms", "31536000001"], "lock-delay-ms is above the maximum of 31536000000 (365 days)"),
         (&["default-lease-ms", "5000", "default-lease-ms", "0"], NOT_POSITIVE),
     ];
     for (args, why) in cases {
@@ -78,5 +80,23 @@ fn the_fencing_token_jump_is_on_by_default_and_set_by_argument_or_config() {
         assert_eq!(first > 1_000_000_000_000_000, on == "yes", "{args:?}: first token {first}");
         let _: () = redis::cmd("CONFIG").arg(&["SET", "rlock.fencing-token-jump", "no"]).query(&mut con).unwrap();
         assert_eq!(token(&mut con, "a"), first + 1, "no floor: the next one");
+    }
+}
+
+#[test]
+fn lock_delay_is_off_by_default_and_set_by_argument_or_config() {
+    for (args, delay) in [(&[][..], "0"), (&["lock-delay-ms", "600000"][..], "600000")] {
+        let server = with_args(args).start();
+        let mut con = server.connection();
+        let configured: Vec<String> =
+            redis::cmd("CONFIG").arg(&["GET", "rlock.lock-delay-ms"]).query(&mut con).unwrap();
+        assert_eq!(configured[1], delay, "{args:?}");
+        let reply: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "a"]).query(&mut con).unwrap();
+        assert_eq!(reply == Value::Nil, delay == "0", "{args:?}: {reply:?}");
+        let refused = redis::cmd("CONFIG").arg(&["SET", "rlock.lock-delay-ms", "-1"]).query::<()>(&mut con);
+        assert!(refused.is_err(), "CONFIG SET keeps the bounds");
+        let _: () = redis::cmd("CONFIG").arg(&["SET", "rlock.lock-delay-ms", "0"]).query(&mut con).unwrap();
+        let reply: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "a"]).query(&mut con).unwrap();
+        assert_eq!(reply, Value::Nil, "{args:?}: off, granted");
     }
 }

@@ -25,6 +25,7 @@ use crate::handoff::{WaiterKind, WAITER_KINDS};
 use crate::lock::acquire_once::Grant;
 use crate::stats;
 use crate::store::{now_ms, RedisKeyspace};
+use crate::term;
 use redis_module::{raw, Context, RedisString, RedisValue};
 use std::collections::HashMap;
 use std::os::raw::c_void;
@@ -227,7 +228,7 @@ fn look_with(ctx: &Context, id: &[u8], name: &RedisString, keys: &mut RedisKeysp
         .iter()
         .map(|(owner, lease_ms, wait_ms)| Blocked { owner, lease_ms: *lease_ms, wait_ms: *wait_ms })
         .collect();
-    let ticked = FairLock::new(name.as_slice()).tick(keys, &mut waits, (&views, told), now_ms());
+    let ticked = FairLock::new(name.as_slice()).tick(keys, &mut waits, (&views, told), (now_ms(), term::delay()));
     if let Some(lock) = locks().get_mut(id) {
         lock.waits = waits;
         lock.told = ticked.as_ref().ok().and_then(|tick| tick.told.clone());

@@ -23,6 +23,7 @@ mod left;
 #[cfg(not(test))]
 mod waiter;
 
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
 use crate::keyspace::{parse_count, pttl, KeyType, Keyspace, Moot, Result};
@@ -122,22 +123,13 @@ impl FairLock {
     /// lease (it is told on its channel at the release); the others until
     /// the head's deadline (a dead head's successor is told then too), and
     /// at most half their own wait: each poll keeps them alive.
-    fn hint<K: Keyspace>(
-        &self,
-        keys: &mut K,
-        waiters: &Waiters,
-        owner: &[u8],
-        wait_ms: i64,
-        now_ms: i64,
-    ) -> Result<i64> {
+    fn hint(waiters: &Waiters, owner: &[u8], (lock_pttl, wait_ms): (i64, i64), now_ms: i64) -> i64 {
         let hint = match waiters.position(owner) {
-            Some(0) | None => match pttl(keys, &self.name, now_ms)? {
-                pttl_ms if pttl_ms >= 0 => pttl_ms,
-                _ => wait_ms / 2,
-            },
+            Some(0) | None if lock_pttl >= 0 => lock_pttl,
+            Some(0) | None => wait_ms / 2,
             Some(_) => (waiters.live[0].1 - now_ms).min(wait_ms / 2),
         };
-        Ok(hint.max(1))
+        hint.max(1)
     }
 
     /// A free lock goes to `owner` (nobody waits, or it is the head): it
@@ -156,20 +148,22 @@ impl FairLock {
 
     /// `RFAIR.ACQUIRE`: with `wait_ms`, the waiting form (the caller is
     /// queued when it cannot take the lock, and its wait remembered in
-    /// `waits`); without, the no-wait form.
+    /// `waits`); without, the no-wait form. While `delay` lasts, only a
+    /// holder re-enters: the lock is as if held until the delay's end.
     pub fn acquire<K: Keyspace>(
         &self,
         keys: &mut K,
         waits: &mut Waits,
         owner: &[u8],
         (lease_ms, wait_ms): (i64, Option<i64>),
-        now_ms: i64,
+        (now_ms, delay): (i64, Delay),
     ) -> Result<Acquire> {
         let expire_at = expiry(now_ms, lease_ms)?;
         let (count, mut waiters) = self.read(keys, Some(owner), waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
-        let outcome = if free && waiters.head().is_none_or(|head| head == owner) {
+        let turn = free && waiters.head().is_none_or(|head| head == owner);
+        let outcome = if turn && !delay.refuses() {
             let taker_wait = wait_ms.unwrap_or(rlock_protocol::DEFAULT_FAIR_WAIT_MS);
             self.grant(keys, (&mut waiters, waits), owner, (expire_at, taker_wait))?;
             Acquire::Acquired
@@ -179,18 +173,19 @@ impl FairLock {
             keys.set_expire_at(&self.name, expire_at)?;
             Acquire::Reentered { count }
         } else if let Some(wait) = wait_ms {
+            let pttl_ms = delay.pttl(pttl(keys, &self.name, now_ms)?);
             match waiters.position(owner) {
                 None => {
-                    let pttl_ms = pttl(keys, &self.name, now_ms)?;
                     waiters.enqueue(keys, &self.queue, &self.timeouts, owner, (pttl_ms, wait, now_ms))?;
                 }
                 Some(position) => {
                     let lease_end = keys.expire_at(&self.name)?.unwrap_or(now_ms).max(now_ms);
-                    waiters.heartbeat(keys, &self.timeouts, position, lease_end, wait)?;
+                    let turn = lease_end.max(now_ms.saturating_add(delay.left_ms()));
+                    waiters.heartbeat(keys, &self.timeouts, position, turn, wait)?;
                 }
             }
             waits.record(owner, wait);
-            Acquire::Queued { hint_ms: self.hint(keys, &waiters, owner, wait, now_ms)? }
+            Acquire::Queued { hint_ms: Self::hint(&waiters, owner, (pttl_ms, wait), now_ms) }
         } else {
             Acquire::Refused
         };

@@ -197,7 +197,13 @@ fn acquires_follow_redissons_script_and_its_fixes() {
     ];
     for case in cases {
         let mut keys = Keys::at(case.keys, NOW);
-        let reply = lock().acquire(&mut keys, &mut Waits::default(), case.owner.as_bytes(), (LEASE, case.wait), NOW);
+        let reply = lock().acquire(
+            &mut keys,
+            &mut Waits::default(),
+            case.owner.as_bytes(),
+            (LEASE, case.wait),
+            (NOW, Delay::OVER),
+        );
         assert_eq!(reply, case.reply, "{}: reply", case.name);
         assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
     }

@@ -4,6 +4,7 @@
 
 use super::queue::Waiters;
 use super::{FairLock, Waits};
+use crate::delay::Delay;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lease::expiry;
 
@@ -48,16 +49,17 @@ impl FairLock {
     /// turn starts; blocked waiters, alive while they block, have their
     /// deadlines kept up. Replies who was granted, the blocked owners no
     /// longer queued (a script dropped them), whom it told, and when to
-    /// look again.
+    /// look again. While `delay` lasts, the lock is as if held until its
+    /// end.
     pub fn tick<K: Keyspace>(
         &self,
         keys: &mut K,
         waits: &mut Waits,
         (blocked, told): (&[Blocked<'_>], Told<'_>),
-        now_ms: i64,
+        (now_ms, delay): (i64, Delay),
     ) -> Result<Tick> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
-        let free = keys.key_type(&self.name)? == KeyType::Missing;
+        let free = keys.key_type(&self.name)? == KeyType::Missing && !delay.lasts();
         self.touch_head(keys, &waiters)?;
         self.purge(keys, &mut waiters)?;
         let find = |owner: &[u8]| blocked.iter().find(|waiter| waiter.owner == owner);
@@ -81,7 +83,12 @@ impl FairLock {
             }
             _ => {}
         }
-        let lease_end = keys.expire_at(&self.name)?;
+        let delay_end = delay.lasts().then(|| now_ms.saturating_add(delay.left_ms()));
+        let lease_end = match (keys.key_type(&self.name)?, keys.expire_at(&self.name)?, delay_end) {
+            (KeyType::Missing, _, delay_end) => delay_end,
+            (_, Some(lease_end), Some(delay_end)) => Some(lease_end.max(delay_end)),
+            (_, lease_end, _) => lease_end,
+        };
         for waiter in blocked {
             if let Some(position) = waiters.position(waiter.owner) {
                 let turn = lease_end.unwrap_or(now_ms).max(now_ms);
@@ -90,7 +97,7 @@ impl FairLock {
         }
         waits.sync(&waiters);
         tick.queued = waiters.head().is_some();
-        let free = keys.key_type(&self.name)? == KeyType::Missing;
+        let free = keys.key_type(&self.name)? == KeyType::Missing && !delay.lasts();
         tick.told = waiters.head().filter(|_| free).map(<[u8]>::to_vec);
         tick.next_at = next_look(&waiters, blocked, free, lease_end).map(|at| at.max(now_ms + 1));
         Ok(tick)

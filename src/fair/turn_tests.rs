@@ -2,6 +2,7 @@
 //! ([`FairLock::tick`]), command after command on one keyspace.
 
 use super::*;
+use crate::delay::Delay;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
 
 const T0: i64 = 1_000_000;
@@ -17,11 +18,20 @@ struct Fair {
     waits: Waits,
     told: Option<Vec<u8>>,
     now: i64,
+    /// When a lock-delay ends (0: none).
+    delay_end: i64,
 }
 
 impl Fair {
     fn new() -> Self {
-        Self { lock: FairLock::new(b"f"), keys: Keys::default(), waits: Waits::default(), told: None, now: T0 }
+        Self {
+            lock: FairLock::new(b"f"),
+            keys: Keys::default(),
+            waits: Waits::default(),
+            told: None,
+            now: T0,
+            delay_end: 0,
+        }
     }
 
     /// The next command, `after_ms` later.
@@ -33,8 +43,8 @@ impl Fair {
 
     fn acquire(&mut self, after_ms: i64, owner: &str) -> Acquire {
         self.at(after_ms);
-        let (lock, now) = (&self.lock, self.now);
-        lock.acquire(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, Some(WAIT)), now).unwrap()
+        let (lock, now, delay) = (&self.lock, self.now, self.delay());
+        lock.acquire(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, Some(WAIT)), (now, delay)).unwrap()
     }
 
     fn release(&mut self, after_ms: i64, owner: &str) -> Release {
@@ -47,11 +57,15 @@ impl Fair {
 
     fn tick(&mut self, after_ms: i64, blocked: &[Blocked<'_>]) -> Tick {
         self.at(after_ms);
-        let (lock, now) = (&self.lock, self.now);
-        let tick =
-            lock.tick(&mut self.keys, &mut self.waits, (blocked, Told::Owner(self.told.as_deref())), now).unwrap();
+        let (lock, now, delay) = (&self.lock, self.now, self.delay());
+        let told = Told::Owner(self.told.as_deref());
+        let tick = lock.tick(&mut self.keys, &mut self.waits, (blocked, told), (now, delay)).unwrap();
         self.told = tick.told.clone();
         tick
+    }
+
+    fn delay(&self) -> Delay {
+        Delay::left(self.delay_end - self.now)
     }
 
     fn queue(&self) -> Vec<String> {
@@ -205,7 +219,7 @@ fn a_turn_starting_moves_no_other_deadline_earlier() {
     let mut fair = Fair::new();
     fair.at(0);
     let (lock, now) = (&fair.lock, fair.now);
-    lock.acquire(&mut fair.keys, &mut fair.waits, b"h", (300, None), now).unwrap();
+    lock.acquire(&mut fair.keys, &mut fair.waits, b"h", (300, None), (now, Delay::OVER)).unwrap();
     let _ = fair.acquire(0, "b");
     fair.script_sets("s", T0 + 300 + 5_000 + 150);
     let s_deadline = fair.deadline("s").unwrap();
@@ -267,5 +281,23 @@ fn a_waiter_told_its_acquire_failed_is_purged_by_the_next_command() {
     assert_eq!(fair.acquire(1, "c"), Acquire::Acquired, "b's deadline is still ahead, but b is gone");
     assert_eq!(fair.queue(), Vec::<String>::new());
     assert!(matches!(fair.acquire(1, "b"), Acquire::Queued { .. }), "b may ask again");
+    assert_eq!(fair.queue(), ["b"]);
+}
+
+/// A lock-delay: the free lock goes to nobody before the delay's end,
+/// waiters queue in arrival order with the delay's rest as their hint, and
+/// the server's look at the end grants the blocked head.
+#[test]
+fn a_lock_delay_holds_the_queue_until_its_end_then_grants_in_order() {
+    let mut fair = Fair::new();
+    fair.delay_end = T0 + 1_000;
+    assert_eq!(fair.acquire(0, "a"), Acquire::Queued { hint_ms: 1_000 });
+    assert_eq!(fair.acquire(100, "b"), Acquire::Queued { hint_ms: WAIT / 2 });
+    assert_eq!(fair.queue(), ["a", "b"]);
+    let blocked = [Blocked { owner: b"a", lease_ms: LEASE, wait_ms: WAIT }];
+    let tick = fair.tick(0, &blocked);
+    assert_eq!((tick.granted, tick.told, tick.next_at), (None, None, Some(T0 + 1_001)));
+    let tick = fair.tick(tick.next_at.unwrap() - fair.now, &blocked);
+    assert_eq!(tick.granted.as_deref(), Some(b"a".as_slice()), "the head's turn comes at the delay's end");
     assert_eq!(fair.queue(), ["b"]);
 }

@@ -25,6 +25,7 @@ mod tests;
 mod commands;
 mod redisson;
 
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::lock::KeyspaceLock;
 use crate::keyspace::{pttl, read_counter, KeyType, Keyspace, Result};
@@ -65,20 +66,21 @@ fn next_token(last: i64, floor: i64, token_key: &[u8]) -> Result<(i64, i64)> {
 }
 
 /// lockAndGetToken / tryLockAndGetToken: RLock's acquire and, when granted,
-/// the next token, at least `token_floor`.
+/// the next token, at least `token_floor`. While `delay` lasts, only a
+/// re-entry is granted.
 pub fn acquire<K: Keyspace>(
     keys: &mut K,
     name: &[u8],
     owner: &[u8],
     lease_ms: i64,
-    (now_ms, token_floor): (i64, i64),
+    (now_ms, token_floor, delay): (i64, i64, Delay),
 ) -> Result<FencedAcquire> {
     let token_key = fenced_token_key(name);
     let last = read_counter(keys, &token_key)?.unwrap_or(0);
     // Checked before any write, even if the lock turns out contended.
     let (next, step) = next_token(last, token_floor, &token_key)?;
     let mut lock = KeyspaceLock::open(keys, name)?;
-    let outcome = lock::acquire(&mut lock, owner, lease_ms, now_ms);
+    let outcome = lock::acquire(&mut lock, owner, lease_ms, (now_ms, delay));
     lock.finish()?;
     Ok(match outcome? {
         Acquire::Contended { pttl_ms: -1 } => FencedAcquire::Contended { pttl_ms: lease_ms },
@@ -94,19 +96,20 @@ pub fn acquire<K: Keyspace>(
 /// gives its PTTL as PTTL does (-1 without a TTL); a grant takes the next
 /// token (INCR) before it raises the hold count (HINCRBY), so a hold count
 /// that is no integer is refused after the token was taken, as by the script.
-/// The token is at least `token_floor`, as [`acquire`]'s.
+/// The token is at least `token_floor`, and `delay` refuses as in [`acquire`].
 pub fn acquire_like_script<K: Keyspace>(
     keys: &mut K,
     name: &[u8],
     owner: &[u8],
     lease_ms: i64,
-    (now_ms, token_floor): (i64, i64),
+    (now_ms, token_floor, delay): (i64, i64, Delay),
 ) -> Result<FencedAcquire> {
     let expire_at = expiry(now_ms, lease_ms)?;
     let held = match keys.key_type(name)? {
+        KeyType::Missing if delay.refuses() => return Ok(FencedAcquire::Contended { pttl_ms: delay.pttl(-2) }),
         KeyType::Missing => None,
         KeyType::Hash => match keys.hget(name, owner)? {
-            None => return Ok(FencedAcquire::Contended { pttl_ms: pttl(keys, name, now_ms)? }),
+            None => return Ok(FencedAcquire::Contended { pttl_ms: delay.pttl(pttl(keys, name, now_ms)?) }),
             held => held,
         },
         _ => return Err(LockError::WrongType),

@@ -101,7 +101,7 @@ fn acquires_follow_redissons_script_and_its_fix() {
         let mut keys = Keys::at(case.keys, NOW);
         let before = keys.keys.clone();
         assert_eq!(
-            acquire(&mut keys, b"f", case.owner.as_bytes(), LEASE, (NOW, 0)),
+            acquire(&mut keys, b"f", case.owner.as_bytes(), LEASE, (NOW, 0, Delay::OVER)),
             case.reply,
             "{}: reply",
             case.name
@@ -121,7 +121,9 @@ fn tokens_strictly_increase_across_holders_releases_and_expiries() {
         let now = NOW + step as i64 * LEASE;
         // Each step comes a lease later: the previous hold has expired.
         keys.keys.retain(|_, (_, at)| at.is_none_or(|at| at > now));
-        let FencedAcquire::Granted { token, .. } = acquire(&mut keys, b"f", *owner, LEASE, (now, 0)).unwrap() else {
+        let FencedAcquire::Granted { token, .. } =
+            acquire(&mut keys, b"f", *owner, LEASE, (now, 0, Delay::OVER)).unwrap()
+        else {
             panic!("step {step}: not granted");
         };
         assert!(token > last, "step {step}: {token} after {last}");
@@ -170,7 +172,7 @@ fn like_the_script_the_token_comes_first_and_pttl_may_be_minus_1() {
     ];
     for case in cases {
         let mut keys = Keys::at(case.keys, NOW);
-        let reply = acquire_like_script(&mut keys, b"f", case.owner.as_bytes(), LEASE, (NOW, 0));
+        let reply = acquire_like_script(&mut keys, b"f", case.owner.as_bytes(), LEASE, (NOW, 0, Delay::OVER));
         assert_eq!(reply, case.reply, "{}: reply", case.name);
         assert_eq!(keys.effects, case.effects, "{}: effects", case.name);
     }
@@ -190,8 +192,8 @@ fn a_token_is_never_below_the_terms_floor() {
         for like_script in [false, true] {
             let mut keys = Keys::at(stored.map(token_at).into_iter().collect(), NOW);
             let acquired = match like_script {
-                false => acquire(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
-                true => acquire_like_script(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
+                false => acquire(&mut keys, b"f", b"a", LEASE, (NOW, floor, Delay::OVER)),
+                true => acquire_like_script(&mut keys, b"f", b"a", LEASE, (NOW, floor, Delay::OVER)),
             };
             assert_eq!(acquired, Ok(FencedAcquire::Granted { token, count: 1 }), "{stored:?} {floor}");
             assert!(keys.effects.contains(&format!("INCRBY {T} {by}")), "{stored:?} {floor}: {:?}", keys.effects);
@@ -206,8 +208,8 @@ fn a_counter_too_far_below_the_floor_to_step_to_it_is_refused_before_any_write()
     for like_script in [false, true] {
         let mut keys = Keys::at(vec![token_at(&i64::MIN.to_string())], NOW);
         let acquired = match like_script {
-            false => acquire(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
-            true => acquire_like_script(&mut keys, b"f", b"a", LEASE, (NOW, floor)),
+            false => acquire(&mut keys, b"f", b"a", LEASE, (NOW, floor, Delay::OVER)),
+            true => acquire_like_script(&mut keys, b"f", b"a", LEASE, (NOW, floor, Delay::OVER)),
         };
         assert_eq!(acquired, Err(LockError::CounterOverflow(T.as_bytes().to_vec())), "{like_script}");
         assert!(keys.effects.is_empty(), "{like_script}: {:?}", keys.effects);
@@ -223,4 +225,28 @@ fn a_later_terms_floor_is_above_every_token_of_an_earlier_term() {
     assert!(term_floor(later) > most_given);
     assert_eq!(term_floor(-5), 0, "never negative");
     assert_eq!(term_floor(i64::MAX), i64::MAX, "saturates");
+}
+
+#[test]
+fn a_lock_delay_gives_no_token_to_a_new_holder_and_lets_a_holder_re_enter() {
+    let delay = Delay::left(700);
+    // (lock before, owner, outcome)
+    let cases = [
+        (None, "a", FencedAcquire::Contended { pttl_ms: 700 }),
+        (Some(held_by("b", "1", Some(NOW + 900))), "a", FencedAcquire::Contended { pttl_ms: 900 }),
+        (Some(held_by("a", "1", Some(NOW + 5))), "a", FencedAcquire::Granted { token: 8, count: 2 }),
+    ];
+    for (lock, owner, outcome) in cases {
+        for like_script in [false, true] {
+            let mut keys = Keys::at(lock.clone().into_iter().chain([token_at("7")]).collect(), NOW);
+            let acquired = match like_script {
+                false => acquire(&mut keys, b"f", owner.as_bytes(), LEASE, (NOW, 0, delay)),
+                true => acquire_like_script(&mut keys, b"f", owner.as_bytes(), LEASE, (NOW, 0, delay)),
+            };
+            assert_eq!(acquired, Ok(outcome), "{lock:?} {owner} {like_script}");
+            if let FencedAcquire::Contended { .. } = outcome {
+                assert!(keys.effects.is_empty(), "{like_script}: {:?}", keys.effects);
+            }
+        }
+    }
 }

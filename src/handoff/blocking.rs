@@ -47,6 +47,7 @@ use crate::lock::acquire_once::{self, Grant};
 use crate::lock::{self, Acquire, LockStore};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
+use crate::term;
 use redis_module::{raw, Context, RedisString, RedisValue};
 use std::collections::{HashMap, HashSet};
 use std::os::raw::c_void;
@@ -151,9 +152,13 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
     loop {
         let Some(waiter) = state().queues.pop_front(&lock) else { return };
         let owner = RedisString::create_from_slice(ctx.get_raw(), &waiter.owner);
-        match lock::acquire(key, &owner, waiter.lease_ms, now_ms()) {
+        match lock::acquire(key, &owner, waiter.lease_ms, (now_ms(), term::delay())) {
             Ok(Acquire::Contended { .. }) => {
                 state().queues.push_front(&lock, waiter);
+                // A lock freed during a lock-delay goes at the delay's end.
+                if term::delay().lasts() {
+                    arm_expiry_timer(ctx, name);
+                }
                 return;
             }
             Ok(outcome) => {
@@ -281,16 +286,19 @@ fn arm_expiry_timer(ctx: &Context, name: &RedisString) {
     let now = now_ms();
     let pttl = lock::pttl(&key, now);
     drop(key);
-    if pttl < 0 {
-        return; // no expiry: only a release or a DEL frees it
-    }
-    let fire_at = now + pttl + 1;
+    // A lock-delay frees nothing before its end; without one, a lock with
+    // no expiry is freed only by a release or a DEL.
+    let fire_at = match (pttl, term::delay_ends_at()) {
+        (-1, _) | (-2, None) => return,
+        (-2, Some(delay_end)) => delay_end + 1,
+        (pttl, delay_end) => (now + pttl + 1).max(delay_end.map_or(0, |end| end + 1)),
+    };
     match armed_at {
         Some((_, at)) if at <= fire_at => return,
         Some((timer, _)) => stop_timer::<LeaseTimer>(ctx, timer),
         None => {}
     }
-    let timer = start_timer(ctx, pttl + 1, Some(lease_ended), (lock.to_vec(), fire_at));
+    let timer = start_timer(ctx, fire_at - now, Some(lease_ended), (lock.to_vec(), fire_at));
     state().expiry_timers.insert(lock.to_vec(), (timer, fire_at));
 }
 

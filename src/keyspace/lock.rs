@@ -112,6 +112,7 @@ impl<K: Keyspace> LockStore for KeyspaceLock<'_, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delay::Delay;
     use crate::keyspace::memory::MemoryKeyspace as Keys;
     use crate::lock::{self, Acquire, ForceRelease, Release};
 
@@ -121,9 +122,12 @@ mod tests {
     fn rlocks_rules_run_over_a_keyspace() {
         let mut keys = Keys::default();
         let mut lock = KeyspaceLock::open(&mut keys, b"l").unwrap();
-        assert_eq!(lock::acquire(&mut lock, b"a", 100, NOW), Ok(Acquire::Acquired));
-        assert_eq!(lock::acquire(&mut lock, b"a", 200, NOW), Ok(Acquire::Reentered { count: 2 }));
-        assert_eq!(lock::acquire(&mut lock, b"b", 100, NOW + 50), Ok(Acquire::Contended { pttl_ms: 150 }));
+        assert_eq!(lock::acquire(&mut lock, b"a", 100, (NOW, Delay::OVER)), Ok(Acquire::Acquired));
+        assert_eq!(lock::acquire(&mut lock, b"a", 200, (NOW, Delay::OVER)), Ok(Acquire::Reentered { count: 2 }));
+        assert_eq!(
+            lock::acquire(&mut lock, b"b", 100, (NOW + 50, Delay::OVER)),
+            Ok(Acquire::Contended { pttl_ms: 150 })
+        );
         lock.finish().unwrap();
         assert_eq!(keys.effects, ["HINCRBY l a 1", "PEXPIREAT l 1000100", "HINCRBY l a 1", "PEXPIREAT l 1000200"]);
         keys.effects.clear();
@@ -146,7 +150,7 @@ mod tests {
         let mut keys = Keys::at(vec![("l", Keys::hash(&[("a", "x")]), None)], NOW);
         keys.touch_channel(&release_channel(b"l")).unwrap();
         let mut lock = KeyspaceLock::open(&mut keys, b"l").unwrap();
-        assert_eq!(lock::acquire(&mut lock, b"a", 100, NOW), Err(LockError::NotALock));
+        assert_eq!(lock::acquire(&mut lock, b"a", 100, (NOW, Delay::OVER)), Err(LockError::NotALock));
         assert_eq!(lock::force_release(&mut lock), Err(LockError::NotALock));
         lock.finish().unwrap();
         assert!(keys.effects.is_empty());

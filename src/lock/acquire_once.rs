@@ -11,6 +11,7 @@
 //! refused, never taken for a grant.
 
 use super::{acquire, parse_hold_count, Acquire, LockStore};
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::latch::RequestKey;
 use crate::lease::expiry;
@@ -122,10 +123,10 @@ pub fn acquire_once<S: LockStore, R: RequestKey>(
     owner: &S::Owner,
     lease_ms: i64,
     window_ms: i64,
-    now_ms: i64,
+    (now_ms, delay): (i64, Delay),
 ) -> Result<Once<Acquire>, LockError> {
     let grant_of = |outcome: &Acquire| granted_count(*outcome).map(Grant::count);
-    once((record, requester), (window_ms, now_ms), || acquire(store, owner, lease_ms, now_ms), grant_of)
+    once((record, requester), (window_ms, now_ms), || acquire(store, owner, lease_ms, (now_ms, delay)), grant_of)
 }
 
 /// Records a blocked caller's grant, unless the key holds another type
@@ -193,7 +194,7 @@ mod tests {
     ) -> Result<Once<Acquire>, LockError> {
         with_lock(store, |store| {
             with_request_key(record, |record| {
-                acquire_once(store, (record, requester), b"a".as_slice(), LEASE, window_ms, NOW)
+                acquire_once(store, (record, requester), b"a".as_slice(), LEASE, window_ms, (NOW, Delay::OVER))
             })
         })
     }

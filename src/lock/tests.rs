@@ -21,6 +21,8 @@ struct Case {
 
 enum Op {
     Acquire(&'static str),
+    /// An acquire while a lock-delay of 700 ms lasts.
+    AcquireDelayed(&'static str),
     Renew(&'static str),
     Release(&'static str),
     Force,
@@ -30,7 +32,8 @@ enum Op {
 fn run(keys: &mut MemoryKeyspace, op: &Op) -> Result<String, LockError> {
     with_lock(keys, |store| {
         Ok(match *op {
-            Op::Acquire(o) => format!("{:?}", acquire(store, o.as_bytes(), LEASE, NOW)?),
+            Op::Acquire(o) => format!("{:?}", acquire(store, o.as_bytes(), LEASE, (NOW, Delay::OVER))?),
+            Op::AcquireDelayed(o) => format!("{:?}", acquire(store, o.as_bytes(), LEASE, (NOW, Delay::left(700)))?),
             Op::Renew(o) => format!("{:?}", renew(store, o.as_bytes(), LEASE, NOW)?),
             Op::Release(o) => format!("{:?}", release(store, o.as_bytes(), LEASE, NOW)?),
             Op::Force => format!("{:?}", force_release(store)?),
@@ -69,6 +72,38 @@ fn cases() -> Vec<Case> {
             before: held("a", "1", 500),
             op: Op::Acquire("b"),
             reply: Ok("Contended { pttl_ms: 500 }".into()),
+            effects: &[],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "a lock-delay refuses a free lock for its rest",
+            before: missing(),
+            op: Op::AcquireDelayed("a"),
+            reply: Ok("Contended { pttl_ms: 700 }".into()),
+            effects: &[],
+            after_fields: &[],
+        },
+        Case {
+            name: "a lock-delay lets a holder re-enter",
+            before: held("a", "1", 500),
+            op: Op::AcquireDelayed("a"),
+            reply: Ok("Reentered { count: 2 }".into()),
+            effects: &["HINCRBY l a 1", EXPIRE],
+            after_fields: &[("a", "2")],
+        },
+        Case {
+            name: "a lock-delay outlasting the holder's lease is told",
+            before: held("a", "1", 500),
+            op: Op::AcquireDelayed("b"),
+            reply: Ok("Contended { pttl_ms: 700 }".into()),
+            effects: &[],
+            after_fields: &[("a", "1")],
+        },
+        Case {
+            name: "a holder's lease outlasting a lock-delay is told",
+            before: held("a", "1", 900),
+            op: Op::AcquireDelayed("b"),
+            reply: Ok("Contended { pttl_ms: 900 }".into()),
             effects: &[],
             after_fields: &[("a", "1")],
         },
@@ -298,10 +333,10 @@ fn expiry_arithmetic_never_overflows() {
     for before in [missing(), held("a", "2", 5)] {
         let mut keys = before.clone();
         with_lock(&mut keys, |store| {
-            assert_eq!(acquire(store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
+            assert_eq!(acquire(store, b"a".as_slice(), LEASE, (late, Delay::OVER)), Err(LockError::ExpiryOverflow));
             assert_eq!(renew(store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
             assert_eq!(release(store, b"a".as_slice(), LEASE, late), Err(LockError::ExpiryOverflow));
-            assert_eq!(acquire(store, b"a".as_slice(), i64::MAX, NOW), Err(LockError::ExpiryOverflow));
+            assert_eq!(acquire(store, b"a".as_slice(), i64::MAX, (NOW, Delay::OVER)), Err(LockError::ExpiryOverflow));
         });
         assert_eq!((keys.keys, keys.effects), (before.keys, vec![]), "an overflowing expiry changes nothing");
     }

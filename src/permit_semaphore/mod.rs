@@ -27,6 +27,7 @@ mod script;
 #[cfg(not(test))]
 mod commands;
 
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
 use crate::lease::parse_lease_ms;
@@ -107,11 +108,12 @@ impl PermitSemaphore {
     }
 
     /// tryAcquire: takes one permit per id, held for `lease`, when that many
-    /// are available.
+    /// are available. While `delay` lasts, none is taken, and the caller is
+    /// told to try again at its end.
     pub fn try_acquire<K: Keyspace>(
         &self,
         keys: &mut K,
-        now_ms: i64,
+        (now_ms, delay): (i64, Delay),
         lease: Lease,
         ids: &[&[u8]],
     ) -> Result<TryAcquire> {
@@ -126,6 +128,9 @@ impl PermitSemaphore {
         let available = self.reclaim(keys, now_ms, available, RECLAIM_LIMIT.max(ids.len()), &[])?;
         let wanted = ids.len() as i64;
         match available {
+            Some(available) if available >= wanted && delay.refuses() => {
+                Ok(TryAcquire::FirstExpiry(now_ms.saturating_add(delay.left_ms())))
+            }
             Some(available) if available >= wanted => {
                 keys.incr_by(&self.name, -wanted, available - wanted)?;
                 let score = lease.expiry(now_ms);
@@ -137,11 +142,18 @@ impl PermitSemaphore {
                 }
                 Ok(TryAcquire::Granted)
             }
-            _ => Ok(match keys.zrange_to(&self.timeouts, i64::MAX, 1)?.first() {
-                Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => TryAcquire::FirstExpiry(*score),
-                _ => TryAcquire::NoExpiry,
-            }),
+            _ => self.first_expiry(keys, (now_ms, delay)),
         }
+    }
+
+    /// A refusal's retry time: the earliest expiry, unless the one of a
+    /// permit that never expires, and not before a lock-delay's end.
+    fn first_expiry<K: Keyspace>(&self, keys: &mut K, (now_ms, delay): (i64, Delay)) -> Result<TryAcquire> {
+        let delay_end = now_ms.saturating_add(delay.left_ms());
+        Ok(match keys.zrange_to(&self.timeouts, i64::MAX, 1)?.first() {
+            Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => TryAcquire::FirstExpiry((*score).max(delay_end)),
+            _ => TryAcquire::NoExpiry,
+        })
     }
 
     /// release(id): returns the permit and publishes the new count, as

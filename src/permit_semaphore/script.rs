@@ -8,6 +8,7 @@
 //! them so (9007199254740993 as 9007199254740992).
 
 use super::{PermitSemaphore, TryAcquire};
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
@@ -87,7 +88,7 @@ impl PermitSemaphore {
     pub fn try_acquire_like_script<K: Keyspace>(
         &self,
         keys: &mut K,
-        now_ms: i64,
+        (now_ms, delay): (i64, Delay),
         until: i64,
         ids: &[&[u8]],
     ) -> Result<TryAcquire> {
@@ -100,11 +101,11 @@ impl PermitSemaphore {
                 count >= wanted as f64
             }
         };
+        if enough && delay.refuses() {
+            return Ok(TryAcquire::FirstExpiry(now_ms.saturating_add(delay.left_ms())));
+        }
         if !enough {
-            return Ok(match keys.zrange_to(&self.timeouts, i64::MAX, 1)?.first() {
-                Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => TryAcquire::FirstExpiry(*score),
-                _ => TryAcquire::NoExpiry,
-            });
+            return self.first_expiry(keys, (now_ms, delay));
         }
         let count = read_counter(keys, &self.name)?.unwrap_or(0);
         let left = count.checked_sub(wanted).ok_or_else(|| LockError::CounterOverflow(self.name.clone()))?;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::delay::Delay;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
 
 mod cases;
@@ -54,7 +55,9 @@ fn run(op: Op, keys: &mut Keys) -> Result<Reply> {
     let semaphore = PermitSemaphore::new(b"s");
     let ids = |ids: &'static [&'static str]| -> Vec<&'static [u8]> { ids.iter().map(|id| id.as_bytes()).collect() };
     Ok(match op {
-        Op::TryAcquire(lease, list) => Reply::Acquire(semaphore.try_acquire(keys, NOW, lease, &ids(list))?),
+        Op::TryAcquire(lease, list) => {
+            Reply::Acquire(semaphore.try_acquire(keys, (NOW, Delay::OVER), lease, &ids(list))?)
+        }
         Op::Release(id) => Reply::Release(semaphore.release(keys, NOW, id.as_bytes())?),
         Op::ReleaseAll(list) => Reply::Int(semaphore.release_all(keys, NOW, &ids(list))?),
         Op::UpdateLease(id, lease) => Reply::Bool(semaphore.update_lease(keys, NOW, id.as_bytes(), lease)?),
@@ -157,7 +160,7 @@ fn a_reclaim_takes_at_most_the_limit_but_an_acquire_at_least_what_it_asks() {
     let many: Vec<String> = (0..RECLAIM_LIMIT + 2).map(|n| format!("n{n:05}")).collect();
     let many: Vec<&[u8]> = many.iter().map(|id| id.as_bytes()).collect();
     let mut keys = start();
-    assert_eq!(semaphore.try_acquire(&mut keys, NOW, Lease::Never, &many), Ok(TryAcquire::Granted));
+    assert_eq!(semaphore.try_acquire(&mut keys, (NOW, Delay::OVER), Lease::Never, &many), Ok(TryAcquire::Granted));
     assert_eq!(after(&keys).0.as_deref(), Some("0"), "reclaimed {} then took {}", RECLAIM_LIMIT + 2, many.len());
 }
 
@@ -166,7 +169,7 @@ fn permit_ids_are_binary() {
     let mut keys = Keys::at(semaphore(Some("2"), &[], None), NOW);
     let semaphore = PermitSemaphore::new(b"s");
     let ids: [&[u8]; 2] = [b"\x00\xff\r\n", b"\x00\xff\r"];
-    assert_eq!(semaphore.try_acquire(&mut keys, NOW, Lease::Ms(10), &ids), Ok(TryAcquire::Granted));
+    assert_eq!(semaphore.try_acquire(&mut keys, (NOW, Delay::OVER), Lease::Ms(10), &ids), Ok(TryAcquire::Granted));
     assert_eq!(semaphore.lease(&mut keys, NOW, ids[0]), Ok(10));
     assert_eq!(semaphore.release(&mut keys, NOW, ids[1]), Ok(Release::Returned));
     assert_eq!(semaphore.acquired(&mut keys, NOW), Ok(1));

@@ -12,6 +12,7 @@ mod tests;
 #[cfg(not(test))]
 mod commands;
 
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
 use crate::keyspace::{pttl, KeyType, Keyspace, Moot, Result};
@@ -105,20 +106,27 @@ impl ReadWriteLock {
         Ok(keys.expire_at(&self.name)?.map_or(at_ms, |current| current.max(at_ms)))
     }
 
+    /// Takes or re-enters a side. While `delay` lasts, only an owner that
+    /// holds a side already is granted.
     pub fn acquire<K: Keyspace>(
         &self,
         keys: &mut K,
         owner: &[u8],
         side: Side,
         lease_ms: i64,
-        now_ms: i64,
+        (now_ms, delay): (i64, Delay),
     ) -> Result<Acquire> {
         check_owner(owner)?;
         let expire_at = expiry(now_ms, lease_ms)?;
         let hash = RwHash::read(keys, &self.name)?;
         let write_field = rwlock_write_field(owner);
         let writer_holds = hash.count(&write_field) > 0;
+        let new_holder = !writer_holds && hash.count(owner) == 0;
+        let free_for = |side| matches!((side, hash.mode), (_, None) | (Side::Read, Some(Mode::Read)));
         let count = match (side, hash.mode) {
+            _ if new_holder && free_for(side) && delay.refuses() => {
+                return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(keys, &self.name, now_ms)?) })
+            }
             (Side::Read, None) => {
                 let timeout = self.timeout_key(owner, 1);
                 self.touch_timeout(keys, &timeout)?;
@@ -152,7 +160,7 @@ impl ReadWriteLock {
                 keys.set_expire_at(&self.name, extended)?;
                 count
             }
-            _ => return Ok(Acquire::Contended { pttl_ms: pttl(keys, &self.name, now_ms)? }),
+            _ => return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(keys, &self.name, now_ms)?) }),
         };
         Ok(Acquire::Acquired { count })
     }

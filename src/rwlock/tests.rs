@@ -1,4 +1,5 @@
 use super::*;
+use crate::delay::Delay;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
 
 const NOW: i64 = 1_000_000;
@@ -90,8 +91,39 @@ fn acquires_follow_redissons_scripts() {
     ];
     for (name, state, owner, side, reply, effects) in cases {
         let mut keys = Keys::at(state, NOW);
-        assert_eq!(lock().acquire(&mut keys, owner.as_bytes(), side, LEASE, NOW), reply, "{name}: reply");
+        assert_eq!(
+            lock().acquire(&mut keys, owner.as_bytes(), side, LEASE, (NOW, Delay::OVER)),
+            reply,
+            "{name}: reply"
+        );
         assert_eq!(keys.effects, effects, "{name}: effects");
+    }
+}
+
+#[test]
+fn a_lock_delay_admits_no_new_holder_and_lets_holders_re_enter() {
+    let readers = || vec![hash(&[("mode", "read"), ("a", "1")], NOW + 300), hold(T_A1, NOW + 300)];
+    let writer = || vec![hash(&[("mode", "write"), ("a:write", "1")], NOW + 300)];
+    // (state, owner, side, granted)
+    let cases: [(Vec<_>, &str, Side, bool); 7] = [
+        (vec![], "a", Side::Read, false),
+        (vec![], "a", Side::Write, false),
+        (readers(), "b", Side::Read, false),
+        (readers(), "a", Side::Read, true),
+        (writer(), "b", Side::Read, false),
+        (writer(), "a", Side::Write, true),
+        (writer(), "a", Side::Read, true),
+    ];
+    for (state, owner, side, granted) in cases {
+        let mut keys = Keys::at(state.clone(), NOW);
+        let acquired = lock().acquire(&mut keys, owner.as_bytes(), side, LEASE, (NOW, Delay::left(700)));
+        match granted {
+            true => assert!(matches!(acquired, Ok(Acquire::Acquired { .. })), "{state:?} {owner}: {acquired:?}"),
+            false => {
+                assert_eq!(acquired, Ok(Acquire::Contended { pttl_ms: 700 }), "{state:?} {owner} {side:?}");
+                assert!(keys.effects.is_empty(), "{owner}: {:?}", keys.effects);
+            }
+        }
     }
 }
 
@@ -319,7 +351,7 @@ fn what_is_not_a_read_write_lock_is_refused_before_any_write() {
     for (name, state, owner, side, error) in cases {
         let mut keys = Keys::at(state.clone(), NOW);
         assert_eq!(
-            lock().acquire(&mut keys, owner.as_bytes(), side, LEASE, NOW),
+            lock().acquire(&mut keys, owner.as_bytes(), side, LEASE, (NOW, Delay::OVER)),
             Err(error.clone()),
             "{name}: acquire"
         );

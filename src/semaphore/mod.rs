@@ -15,8 +15,11 @@ mod tests;
 
 #[cfg(not(test))]
 mod commands;
+#[cfg(not(test))]
+mod delay_wake;
 mod redisson;
 
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
@@ -72,15 +75,16 @@ impl Semaphore {
         }
     }
 
-    /// tryAcquire: takes `permits` when that many are available. 0 permits
-    /// are always there (Redisson answers without asking Redis).
-    pub fn try_acquire<K: Keyspace>(&self, keys: &mut K, permits: i64) -> Result<bool> {
+    /// tryAcquire: takes `permits` when that many are available, unless a
+    /// lock-delay lasts. 0 permits are always there (Redisson answers
+    /// without asking Redis).
+    pub fn try_acquire<K: Keyspace>(&self, keys: &mut K, permits: i64, delay: Delay) -> Result<bool> {
         let available = read_counter(keys, &self.name)?;
         if permits == 0 {
             return Ok(true);
         }
         match available {
-            Some(available) if available >= permits => {
+            Some(available) if available >= permits && !delay.refuses() => {
                 keys.incr_by(&self.name, -permits, available - permits)?;
                 Ok(true)
             }
@@ -92,7 +96,7 @@ impl Semaphore {
     /// compared as Lua's doubles, then DECRBY. A string that is no integer
     /// fails where the script fails (a `tonumber` of nil, or DECRBY) and is
     /// left with 0 where Lua finds it below the permits (as `1.5`, `nan`).
-    pub fn try_acquire_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64) -> Result<bool> {
+    pub fn try_acquire_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64, delay: Delay) -> Result<bool> {
         let value = match keys.key_type(&self.name)? {
             KeyType::Missing => return Ok(false),
             KeyType::String => keys.get(&self.name)?.unwrap_or_default(),
@@ -107,7 +111,7 @@ impl Semaphore {
                 _ => Err(not_integer()),
             };
         };
-        if !lua_at_least(available as f64) {
+        if !lua_at_least(available as f64) || (permits > 0 && delay.refuses()) {
             return Ok(false);
         }
         let new = self.add(available, -permits)?;
@@ -218,6 +222,17 @@ impl Semaphore {
                 Ok(Some(value))
             }
             _ => Err(LockError::WrongType),
+        }
+    }
+
+    /// Publishes the count, when positive, as a release does: at a
+    /// lock-delay's end, for the callers it refused (Redisson's acquire()
+    /// waits for a release message with no timeout).
+    pub fn announce_available<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
+        keys.touch_channel(&self.channel)?;
+        match read_counter(keys, &self.name)? {
+            Some(count) if count > 0 => keys.publish(&self.channel, count.to_string().as_bytes()),
+            _ => Ok(()),
         }
     }
 

@@ -13,10 +13,13 @@ fn permits(count: &str, expire_at: Option<i64>) -> Vec<Key> {
 #[derive(Debug, Clone, Copy)]
 enum Op {
     TryAcquire(i64),
+    /// A tryAcquire while a lock-delay lasts.
+    TryAcquireDelayed(i64),
     Release(i64),
     ReleaseIfExists(i64),
     TrySetPermits(i64, Option<i64>),
     AddPermits(i64),
+    AnnounceAvailable,
     Drain,
     Available,
 }
@@ -32,7 +35,8 @@ enum Reply {
 fn run(op: Op, keys: &mut Keys) -> Result<Reply> {
     let semaphore = Semaphore::new(b"s");
     Ok(match op {
-        Op::TryAcquire(n) => Reply::Bool(semaphore.try_acquire(keys, n)?),
+        Op::TryAcquire(n) => Reply::Bool(semaphore.try_acquire(keys, n, Delay::OVER)?),
+        Op::TryAcquireDelayed(n) => Reply::Bool(semaphore.try_acquire(keys, n, Delay::left(700))?),
         Op::Release(n) => Reply::Bool(semaphore.release(keys, n, false)?),
         Op::ReleaseIfExists(n) => Reply::Bool(semaphore.release(keys, n, true)?),
         Op::TrySetPermits(n, at) => Reply::Bool(semaphore.try_set_permits(keys, n, at)?),
@@ -42,6 +46,10 @@ fn run(op: Op, keys: &mut Keys) -> Result<Reply> {
         }
         Op::Drain => Reply::Count(semaphore.drain(keys)?),
         Op::Available => Reply::Count(Some(semaphore.available(keys)?)),
+        Op::AnnounceAvailable => {
+            semaphore.announce_available(keys)?;
+            Reply::Nothing
+        }
     })
 }
 
@@ -65,6 +73,30 @@ fn cases() -> Vec<Case> {
             reply: Ok(Reply::Bool(true)),
             effects: &["INCRBY s -3"],
             after: Some(("2", in_a_minute)),
+        },
+        Case {
+            name: "a lock-delay gives no permit",
+            keys: permits("5", in_a_minute),
+            op: Op::TryAcquireDelayed(3),
+            reply: Ok(Reply::Bool(false)),
+            effects: &[],
+            after: Some(("5", in_a_minute)),
+        },
+        Case {
+            name: "the end of a lock-delay announces the permits there are",
+            keys: permits("5", in_a_minute),
+            op: Op::AnnounceAvailable,
+            reply: Ok(Reply::Nothing),
+            effects: &["PUBLISH redisson_sc:{s} 5"],
+            after: Some(("5", in_a_minute)),
+        },
+        Case {
+            name: "the end of a lock-delay announces no permit when there is none",
+            keys: permits("0", None),
+            op: Op::AnnounceAvailable,
+            reply: Ok(Reply::Nothing),
+            effects: &[],
+            after: Some(("0", None)),
         },
         Case {
             name: "tryAcquire of all the permits leaves 0",
@@ -361,9 +393,12 @@ fn try_acquire_like_script_compares_as_lua_tonumber_does() {
     ];
     for (stored, taken, reply, effects) in cases {
         let mut keys = Keys::at(permits(stored, None), NOW);
-        assert_eq!(semaphore.try_acquire_like_script(&mut keys, taken), reply, "{stored} for {taken}");
+        assert_eq!(semaphore.try_acquire_like_script(&mut keys, taken, Delay::OVER), reply, "{stored} for {taken}");
         assert_eq!(keys.effects, effects, "{stored} for {taken}");
     }
     let mut keys = Keys::at(vec![], NOW);
-    assert_eq!(semaphore.try_acquire_like_script(&mut keys, 1), Ok(false));
+    assert_eq!(semaphore.try_acquire_like_script(&mut keys, 1, Delay::OVER), Ok(false));
+    let mut keys = Keys::at(vec![("s", Keys::string("5"), None)], 0);
+    assert_eq!(semaphore.try_acquire_like_script(&mut keys, 1, Delay::left(700)), Ok(false), "a lock-delay");
+    assert!(keys.effects.is_empty());
 }

@@ -14,6 +14,7 @@ use crate::keyspace::{pttl, Keyspace};
 use crate::lease;
 use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
+use crate::term;
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
 const SYNTAX: LockError = LockError::Syntax(
@@ -53,7 +54,8 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut keys = RedisKeyspace::open(ctx, &name);
     let mut session = Session::open(ctx, name_bytes);
     let lock = FairLock::new(name_bytes);
-    let mut run = || lock.acquire(&mut keys, &mut session.waits, owner_bytes, (lease_ms, wait_ms), now);
+    let mut run =
+        || lock.acquire(&mut keys, &mut session.waits, owner_bytes, (lease_ms, wait_ms), (now, term::delay()));
     let outcome = match (record.as_mut(), &request) {
         (Some(record), Some(request)) => once((record, requester), (request.window_ms, now), run, grant_of),
         _ => run().map(Once::Ran),

@@ -41,7 +41,7 @@ fn acquire(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
     let now = now_ms();
     let mut keys = RedisKeyspace::open(ctx, &name);
     let (name, owner) = (name.as_slice(), owner.as_slice());
-    let clock = (now, term::token_floor());
+    let clock = (now, term::token_floor(), term::delay());
     let mut run = || match like_script {
         None => fenced::acquire(&mut keys, name, owner, lease_ms, clock),
         Some(_) => fenced::acquire_like_script(&mut keys, name, owner, lease_ms, clock),

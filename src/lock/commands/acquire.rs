@@ -10,6 +10,7 @@ use crate::lock::acquire_once::{self, Once, Requester};
 use crate::lock::{self, Acquire, LockStore};
 use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
+use crate::term;
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -31,10 +32,11 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let lease_ms = parse_optional_lease(&mut args)?;
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
     let now = now_ms();
+    let clock = (now, term::delay());
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
     let mut key = RedisLock::open(ctx, &name);
     let once = match &request {
-        None => Once::Ran(lock::acquire(&mut key, &owner, lease_ms, now)?),
+        None => Once::Ran(lock::acquire(&mut key, &owner, lease_ms, clock)?),
         Some(request) => {
             let mut record = RedisLatch::open_record(ctx, name.as_slice(), &request.id)?;
             let requester = Requester { name: name.as_slice(), owner: owner.as_slice() };
@@ -51,7 +53,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 }
                 blocking::withdraw(ctx, &name, &owner, &request.id, LockError::WaitTakenOver);
             }
-            acquire_once::acquire_once(&mut key, (&mut record, requester), &owner, lease_ms, request.window_ms, now)?
+            acquire_once::acquire_once(&mut key, (&mut record, requester), &owner, lease_ms, request.window_ms, clock)?
         }
     };
     // A replayed grant whose hold is gone since: no lease left.

@@ -4,6 +4,7 @@ use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::{Lease, PermitSemaphore, TryAcquire};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
+use crate::term;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 /// `RPSEM.TRYACQUIRE key lease_ms|-1 id [id ...] [REPLYID] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
@@ -26,10 +27,12 @@ fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut keys = RedisKeyspace::open(ctx, name).via(via);
     let semaphore = PermitSemaphore::new(name.as_slice()).like_redissons_scripts(lua_number_text);
     let acquired = match at {
-        None => semaphore.try_acquire(&mut keys, now_ms(), Lease::parse(lease.as_slice())?, &ids(given))?,
+        None => {
+            semaphore.try_acquire(&mut keys, (now_ms(), term::delay()), Lease::parse(lease.as_slice())?, &ids(given))?
+        }
         Some(now) => {
             let until = parse_non_negative(lease, "lease end")?;
-            semaphore.try_acquire_like_script(&mut keys, now, until, &ids(given))?
+            semaphore.try_acquire_like_script(&mut keys, (now, term::delay()), until, &ids(given))?
         }
     };
     Ok(match acquired {

@@ -149,14 +149,18 @@ fn an_acquire_reclaims_as_many_as_it_asks_and_scores_its_ids_as_given() {
     let taken = [("x", NOW - 2), ("y", NOW - 1), ("a", AT + 9)];
     let mut keys = Keys::at(semaphore(Some("0"), &taken, Some(NOW + 60_000)), NOW);
     let ids: [&[u8]; 1] = [b"n"];
-    assert_eq!(expirable.try_acquire_like_script(&mut keys, AT, AT + 50, &ids), Ok(TryAcquire::Granted), "x back");
+    assert_eq!(
+        expirable.try_acquire_like_script(&mut keys, (AT, Delay::OVER), AT + 50, &ids),
+        Ok(TryAcquire::Granted),
+        "x back"
+    );
     let (count, scores) = after(&keys);
     assert_eq!(count.as_deref(), Some("0"));
     assert_eq!(scores, vec![("a".to_owned(), AT + 9), ("n".to_owned(), AT + 50), ("y".to_owned(), NOW - 1)]);
     assert_eq!(keys.keys.get(T.as_bytes()).map(|(_, at)| *at), Some(Some(NOW + 60_000)), "the count's TTL");
     let twice: [&[u8]; 2] = [b"a", b"a"];
     let mut keys = Keys::at(semaphore(Some("2"), &[("a", AT + 9)], None), NOW);
-    assert_eq!(expirable.try_acquire_like_script(&mut keys, AT, NEVER, &twice), Ok(TryAcquire::Granted));
+    assert_eq!(expirable.try_acquire_like_script(&mut keys, (AT, Delay::OVER), NEVER, &twice), Ok(TryAcquire::Granted));
     assert_eq!(after(&keys), (Some("0".to_owned()), vec![("a".to_owned(), NEVER)]), "two taken, one recorded");
 }
 
@@ -176,7 +180,7 @@ fn a_refused_acquire_replies_the_earliest_score_unless_it_never_expires() {
     ];
     for (count, taken, reply) in cases {
         let mut keys = Keys::at(semaphore(count, taken, None), NOW);
-        assert_eq!(expirable.try_acquire_like_script(&mut keys, AT, AT + 50, &ids), reply, "{count:?}");
+        assert_eq!(expirable.try_acquire_like_script(&mut keys, (AT, Delay::OVER), AT + 50, &ids), reply, "{count:?}");
         assert!(keys.effects.is_empty(), "{count:?}: {:?}", keys.effects);
     }
 }
@@ -192,4 +196,28 @@ fn the_older_release_of_ids_returns_those_held_after_the_reclaim() {
     assert_eq!(expirable.release_any_like_script(&mut keys, AT, &[b"a", b"x", b"a"]), Ok(1));
     assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} 1"), "{:?}", keys.effects);
     assert_eq!(after(&keys), (Some("3".to_owned()), vec![]));
+}
+
+#[test]
+fn a_lock_delay_takes_no_permit_and_tells_the_caller_its_end() {
+    let expirable = PermitSemaphore::new(b"s");
+    let delay = Delay::left(700);
+    // (count, taken, reply): available, refused for the delay; short, the
+    // earliest expiry but not before the delay's end.
+    let cases: [Refused; 3] = [
+        (Some("2"), &[], Ok(TryAcquire::FirstExpiry(AT + 700))),
+        (Some("1"), &[("a", AT + 9)], Ok(TryAcquire::FirstExpiry(AT + 700))),
+        (Some("1"), &[("a", AT + 900)], Ok(TryAcquire::FirstExpiry(AT + 900))),
+    ];
+    for (count, taken, reply) in cases {
+        for like_script in [false, true] {
+            let mut keys = Keys::at(semaphore(count, taken, None), NOW);
+            let acquired = match like_script {
+                true => expirable.try_acquire_like_script(&mut keys, (AT, delay), AT + 50, &[b"n", b"m"]),
+                false => expirable.try_acquire(&mut keys, (AT, delay), Lease::Ms(50), &[b"n", b"m"]),
+            };
+            assert_eq!(acquired, reply, "{count:?} {taken:?} {like_script}");
+            assert!(keys.effects.is_empty(), "{count:?}: {:?}", keys.effects);
+        }
+    }
 }

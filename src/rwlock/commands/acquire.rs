@@ -6,6 +6,7 @@ use crate::commands::reply::AcquireReply;
 use crate::lock::acquire_once::{once, Grant, Once, Requester};
 use crate::rwlock::{check_owner, Acquire, ReadWriteLock, Side};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
+use crate::term;
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 use rlock_protocol::rwlock_write_field;
 
@@ -26,7 +27,7 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // Before a record is read: a replay must not serve a reserved owner.
     check_owner(owner)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
-    let mut run = || lock.acquire(&mut keys, owner, side, lease_ms, now);
+    let mut run = || lock.acquire(&mut keys, owner, side, lease_ms, (now, term::delay()));
     let once = match &request {
         None => Once::Ran(run()?),
         Some(request) => {

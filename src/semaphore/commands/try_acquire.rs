@@ -3,8 +3,10 @@ use crate::commands::args::{is_keyword, parse_non_negative};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
+use crate::semaphore::delay_wake::wake_at_delay_end;
 use crate::semaphore::Semaphore;
 use crate::store::RedisKeyspace;
+use crate::term;
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
 /// `RSEM.TRYACQUIRE key [permits [LIKESCRIPT]]`: 1 when `permits`
@@ -23,11 +25,16 @@ fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     args.done()?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let semaphore = Semaphore::new(name.as_slice());
+    let delay = term::delay();
     let acquired = if like_script {
-        semaphore.try_acquire_like_script(&mut keys, permits)?
+        semaphore.try_acquire_like_script(&mut keys, permits, delay)?
     } else {
-        semaphore.try_acquire(&mut keys, permits)?
+        semaphore.try_acquire(&mut keys, permits, delay)?
     };
+    if !acquired && delay.lasts() {
+        drop(keys);
+        wake_at_delay_end(ctx, name.as_slice());
+    }
     Ok(RedisValue::Integer(i64::from(acquired)))
 }
 

@@ -44,6 +44,11 @@ public abstract class RedissonTest {
 
     /** Another Redisson client (another uuid: other owners). */
     protected RedissonClient client() {
+        return client(server);
+    }
+
+    /** A Redisson client of another server than the shared one. */
+    protected static RedissonClient client(RlockServer server) {
         Config config = new Config();
         config.setLockWatchdogTimeout(WATCHDOG_MS);
         config.useSingleServer()

@@ -1,0 +1,98 @@
+//! Lock-delay, as Chubby's and Consul's: right after a server becomes a
+//! primary, its data may be older than what clients were granted on the
+//! primary before it, so for a while it admits no new holder anywhere.
+//! Holders it has keep re-entering, renewing and releasing.
+//!
+//! A refusal looks like contention whose lease ends with the delay, so
+//! Redisson's clients wait and retry by themselves. The glue measures the
+//! delay's rest with the server's clock when a command starts
+//! ([`Delay::left_ms`]); the logic only asks whether it is over.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Acquires the delay refused, for `INFO rlock`.
+static REFUSALS: AtomicU64 = AtomicU64::new(0);
+
+/// The rest of the lock-delay when a command started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delay {
+    left_ms: i64,
+}
+
+impl Delay {
+    /// Grants are open: no delay, or it is over.
+    pub const OVER: Delay = Delay { left_ms: 0 };
+
+    /// A delay with `left_ms` to run (none when not positive).
+    pub fn left(left_ms: i64) -> Delay {
+        Delay { left_ms: left_ms.max(0) }
+    }
+
+    /// Whether new holders are refused now.
+    pub fn lasts(self) -> bool {
+        self.left_ms > 0
+    }
+
+    /// The ms left; 0 when over.
+    pub fn left_ms(self) -> i64 {
+        self.left_ms
+    }
+
+    /// Whether a new holder is refused now; each refusal is counted.
+    pub fn refuses(self) -> bool {
+        if self.lasts() {
+            REFUSALS.fetch_add(1, Ordering::Relaxed);
+        }
+        self.lasts()
+    }
+
+    /// The PTTL a refused new holder is told: the holder's (`holder_pttl`,
+    /// -2 for none) or the delay's rest, whichever ends later; a lock with
+    /// no expiry (-1) stays -1.
+    pub fn pttl(self, holder_pttl: i64) -> i64 {
+        match holder_pttl {
+            -1 => -1,
+            pttl => pttl.max(self.left_ms),
+        }
+    }
+}
+
+/// Acquires refused by a lock-delay since the module loaded.
+pub fn refusals() -> u64 {
+    REFUSALS.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_told_the_later_of_the_holders_lease_and_the_delay() {
+        let cases = [
+            // (left_ms, holder_pttl, told)
+            (500, -2, 500),  // free: the delay's rest
+            (500, 200, 500), // the holder's lease ends first
+            (500, 900, 900), // the delay ends first
+            (500, -1, -1),   // no expiry: only a release frees it
+        ];
+        for (left_ms, holder_pttl, told) in cases {
+            assert_eq!(Delay::left(left_ms).pttl(holder_pttl), told, "{left_ms} {holder_pttl}");
+        }
+    }
+
+    #[test]
+    fn only_a_lasting_delay_refuses_and_each_refusal_is_counted() {
+        let before = refusals();
+        assert!(!Delay::OVER.refuses());
+        assert!(Delay::left(5).refuses());
+        assert!(refusals() > before);
+    }
+
+    #[test]
+    fn a_delay_lasts_only_while_time_is_left() {
+        assert!(Delay::left(1).lasts());
+        assert!(!Delay::left(0).lasts());
+        assert!(!Delay::left(-5).lasts());
+        assert_eq!(Delay::left(-5), Delay::OVER);
+    }
+}

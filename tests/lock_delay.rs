@@ -1,0 +1,200 @@
+//! Lock-delay (`rlock.lock-delay-ms`): for the first moments of a term (a
+//! start, a restart, a promotion) nothing is granted to a new holder, of
+//! any kind; a refusal looks like contention ending with the delay; the
+//! holders the server has re-enter, renew and release; callers blocked
+//! meanwhile are granted at its end, and Redisson's semaphore waiters are
+//! woken then.
+
+use redis::{Commands, Connection, Value};
+use std::thread;
+use testkit::{full_reply, server_time_ms, Server};
+
+const LONG: i64 = 600_000;
+const LEASE: i64 = 60_000;
+
+fn info(con: &mut Connection, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("rlock").query(con).unwrap();
+    let line = info.lines().find_map(|line| line.strip_prefix(&format!("rlock_{field}:")));
+    line.unwrap_or_else(|| panic!("no {field} in {info}")).trim().parse().unwrap()
+}
+
+fn set_delay(con: &mut Connection, delay_ms: i64) {
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("rlock.lock-delay-ms").arg(delay_ms).query(con).unwrap();
+}
+
+fn acquire(con: &mut Connection, name: &str, owner: &str) -> Option<i64> {
+    redis::cmd("RLOCK.ACQUIRE").arg(name).arg(owner).arg(LEASE).query(con).unwrap()
+}
+
+/// A PTTL told by a refusal of the long delay: about its whole length.
+fn is_rest_of_long_delay(pttl: i64) -> bool {
+    (LONG - 60_000..=LONG).contains(&pttl)
+}
+
+#[test]
+fn a_lock_delay_admits_no_new_holder_of_any_kind_and_keeps_the_holders_there_are() {
+    let server = Server::start();
+    let mut con = server.connection();
+    assert_eq!(acquire(&mut con, "held", "o1"), None);
+    let _: (i64, i64) = redis::cmd("RFENCED.ACQUIRE").arg("fheld").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    let _: () = redis::cmd("RRW.ACQUIRE").arg("rw").arg("o1").arg("READ").arg(LEASE).query(&mut con).unwrap();
+    let _: () = redis::cmd("RFAIR.ACQUIRE").arg("fair").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    let _: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("sem").arg(5).query(&mut con).unwrap();
+    let _: i64 = redis::cmd("RPSEM.TRYSETPERMITS").arg("psem").arg(5).query(&mut con).unwrap();
+    // The term began when the server started: a long delay lasts from there.
+    set_delay(&mut con, LONG);
+    let refusals = info(&mut con, "lock_delay_refusals");
+    assert!(is_rest_of_long_delay(info(&mut con, "lock_delay_left_ms")));
+
+    // RLock: a free lock and a new owner are refused; the holder re-enters,
+    // renews and releases, and then is a new owner too.
+    let refused = acquire(&mut con, "free", "o1").expect("refused");
+    assert!(is_rest_of_long_delay(refused), "told the delay's rest: {refused}");
+    let behind_holder = acquire(&mut con, "held", "o2").expect("refused");
+    assert!(is_rest_of_long_delay(behind_holder), "the delay outlasts the lease: {behind_holder}");
+    assert_eq!(acquire(&mut con, "held", "o1"), None, "a re-entry");
+    let renewed: i64 = redis::cmd("RLOCK.RENEW").arg("held").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    assert_eq!(renewed, 1);
+    let released: Vec<i64> =
+        (0..2).map(|_| redis::cmd("RLOCK.RELEASE").arg("held").arg("o1").query(&mut con).unwrap()).collect();
+    assert_eq!(released, [0, 1], "both holds released");
+    assert!(acquire(&mut con, "held", "o1").is_some(), "released: a new holder now");
+    let full = redis::cmd("RLOCK.ACQUIRE").arg("free").arg("o1").arg(LEASE).arg("REPLY").arg("FULL").query(&mut con);
+    let (granted, holds, lease_ms, _) = full_reply(full.unwrap());
+    assert!(granted == 0 && holds == 0 && is_rest_of_long_delay(lease_ms), "{granted} {holds} {lease_ms}");
+
+    // Fenced: no token for a new holder; the holder's re-entry takes one.
+    let (pttl, token): (i64, i64) =
+        redis::cmd("RFENCED.ACQUIRE").arg("ffree").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    assert!(is_rest_of_long_delay(pttl) && token == -1, "[{pttl}, {token}]");
+    let (pttl, token): (i64, i64) =
+        redis::cmd("RFENCED.ACQUIRE").arg("fheld").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    assert!(pttl == -1 && token > 0, "[{pttl}, {token}]");
+
+    // Read-write: no new reader beside a reader, no writer on a free lock.
+    let reader: Option<i64> =
+        redis::cmd("RRW.ACQUIRE").arg("rw").arg("o2").arg("READ").arg(LEASE).query(&mut con).unwrap();
+    assert!(reader.is_some_and(is_rest_of_long_delay), "{reader:?}");
+    let again: Option<i64> =
+        redis::cmd("RRW.ACQUIRE").arg("rw").arg("o1").arg("READ").arg(LEASE).query(&mut con).unwrap();
+    assert_eq!(again, None, "the reader re-enters");
+    let writer: Option<i64> =
+        redis::cmd("RRW.ACQUIRE").arg("rwfree").arg("o1").arg("WRITE").arg(LEASE).query(&mut con).unwrap();
+    assert!(writer.is_some_and(is_rest_of_long_delay), "{writer:?}");
+
+    // Fair: the no-wait form is refused; a waiter queues with the delay's
+    // rest as its hint; the holder re-enters.
+    let no_wait: i64 = redis::cmd("RFAIR.ACQUIRE").arg("ffair").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    assert_eq!(no_wait, 1);
+    let hint: i64 =
+        redis::cmd("RFAIR.ACQUIRE").arg("ffair").arg("o1").arg(LEASE).arg("WAIT").arg(5_000).query(&mut con).unwrap();
+    assert!(is_rest_of_long_delay(hint), "{hint}");
+    let queued: Vec<String> = con.lrange("redisson_lock_queue:{ffair}", 0, -1).unwrap();
+    assert_eq!(queued, ["o1"]);
+    let reentry: Option<i64> = redis::cmd("RFAIR.ACQUIRE").arg("fair").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    assert_eq!(reentry, None);
+
+    // Semaphores: no permit, and nothing taken.
+    let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
+    assert_eq!(permit, 0);
+    let left: i64 = con.get("sem").unwrap();
+    assert_eq!(left, 5);
+    let now = server_time_ms(&mut con);
+    let retry: String = redis::cmd("RPSEM.TRYACQUIRE").arg("psem").arg(LEASE).arg("id1").query(&mut con).unwrap();
+    let retry_at: i64 = retry.strip_prefix(':').expect(":<ms>").parse().unwrap();
+    assert!(is_rest_of_long_delay(retry_at - now), "try again at the delay's end: {retry} at {now}");
+    let left: i64 = con.get("psem").unwrap();
+    assert_eq!(left, 5);
+
+    assert!(info(&mut con, "lock_delay_refusals") >= refusals + 9);
+    // Turned off: every kind grants again.
+    set_delay(&mut con, 0);
+    assert_eq!(info(&mut con, "lock_delay_left_ms"), 0);
+    assert_eq!(acquire(&mut con, "free", "o1"), None);
+    let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
+    assert_eq!(permit, 1);
+}
+
+/// A restart begins a term: the holds it loaded go on, nothing new is
+/// granted until the delay ends.
+#[test]
+fn a_restart_begins_a_lock_delay() {
+    let mut server = Server::builder()
+        .config("appendonly", "yes")
+        .config("appendfsync", "always")
+        .module_arg("lock-delay-ms")
+        .module_arg(&LONG.to_string())
+        .start();
+    let mut con = server.connection();
+    assert!(acquire(&mut con, "held", "o1").is_some(), "the start began a delay");
+    set_delay(&mut con, 0);
+    assert_eq!(acquire(&mut con, "held", "o1"), None);
+    server.restart();
+    let mut con = server.connection();
+    assert_eq!(acquire(&mut con, "held", "o1"), None, "the loaded holder re-enters");
+    assert!(acquire(&mut con, "held", "o2").is_some_and(is_rest_of_long_delay));
+    assert!(acquire(&mut con, "free", "o1").is_some_and(is_rest_of_long_delay));
+}
+
+/// A promoted replica begins a term: the holds it was sent go on; a grant
+/// the old primary made that never reached it is not made again.
+#[test]
+fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
+    let primary = Server::start();
+    let replica = Server::builder().module_arg("lock-delay-ms").module_arg(&LONG.to_string()).start();
+    replica.replicate(&primary);
+    let mut con = primary.connection();
+    assert_eq!(acquire(&mut con, "held", "o1"), None);
+    let acknowledged: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut con).unwrap();
+    assert_eq!(acknowledged, 1);
+    let mut promoted = replica.connection();
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut promoted).unwrap();
+    // The old primary, cut off, grants a lock the new one never hears of.
+    assert_eq!(acquire(&mut con, "lost", "o2"), None);
+    assert_eq!(acquire(&mut promoted, "held", "o1"), None, "the replicated holder re-enters");
+    assert!(acquire(&mut promoted, "lost", "o3").is_some_and(is_rest_of_long_delay), "no second holder");
+    assert!(is_rest_of_long_delay(info(&mut promoted, "lock_delay_left_ms")));
+    assert_eq!(info(&mut promoted, "role_changes"), 2);
+}
+
+/// Callers blocked during the delay are granted at its end: RLock's
+/// `WAIT`, the fair lock's `BLOCK`; a semaphore's refused caller gets a
+/// release message then.
+#[test]
+fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let _: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("sem").arg(5).query(&mut con).unwrap();
+    // A delay ending 1.5 s from now: the term began at the start.
+    set_delay(&mut con, LONG);
+    let elapsed = LONG - info(&mut con, "lock_delay_left_ms");
+    set_delay(&mut con, elapsed + 1_500);
+    let ends_at = server_time_ms(&mut con) + info(&mut con, "lock_delay_left_ms");
+
+    let mut subscriber = server.connection();
+    let mut pubsub = subscriber.as_pubsub();
+    pubsub.subscribe("redisson_sc:{sem}").unwrap();
+    let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
+
+    let blocked = |command: redis::Cmd| {
+        let mut con = server.connection();
+        thread::spawn(move || {
+            let reply: Value = command.query(&mut con).unwrap();
+            (full_reply(reply), server_time_ms(&mut con))
+        })
+    };
+    let mut rlock = redis::cmd("RLOCK.ACQUIRE");
+    rlock.arg("lock").arg("o1").arg(LEASE).arg("WAIT").arg(10_000).arg("REPLY").arg("FULL");
+    let mut fair = redis::cmd("RFAIR.ACQUIRE");
+    fair.arg("fair").arg("o1").arg(LEASE).arg("WAIT").arg(10_000).arg("BLOCK").arg(10_000).arg("REPLY").arg("FULL");
+    for waiter in [blocked(rlock), blocked(fair)] {
+        let ((granted, holds, _, _), replied_at) = waiter.join().unwrap();
+        assert_eq!((granted, holds), (1, 1));
+        assert!(replied_at >= ends_at, "granted at {replied_at}, before the delay's end {ends_at}");
+    }
+    if permit == 0 {
+        pubsub.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        let message = pubsub.get_message().expect("a wake at the delay's end");
+        assert_eq!(message.get_payload::<String>().unwrap(), "5");
+    }
+}
