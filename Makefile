@@ -8,7 +8,7 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps java-deps redisson-jars build run test test-redis test-valkey test-java valkey bench lint clean
+.PHONY: all deps java-deps redisson-jars build run test test-redis test-valkey test-java valkey bench faults lint clean
 # One target at a time: the test runs share the machine's two cores.
 .NOTPARALLEL:
 
@@ -30,6 +30,7 @@ deps:
 	command -v cc >/dev/null 2>&1 || missing="$$missing build-essential"; \
 	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
 	command -v unzip >/dev/null 2>&1 || missing="$$missing unzip"; \
+	command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; \
 	python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
 		echo "Installing:$$missing"; \
@@ -133,6 +134,14 @@ $(VALKEY_BIN)/valkey-server:
 bench: deps java-deps
 	$(CARGO) build --release -p rlock -p rlock-bench
 	RLOCK_MODULE=$(abspath target/release/librlock.so) target/release/rlock-bench | tee BENCHMARKS.md
+
+# The fault-injection suite (faults/): every configuration under kill -9,
+# SIGSTOP and a partition (iptables: needs root), 3 runs each, with
+# Sentinel; the report is saved as FAULTS.md. Takes about half an hour.
+# `make test` runs its short form (faults/tests/short.rs).
+faults: deps
+	$(CARGO) build --workspace
+	target/debug/rlock-faults --runs 3 --out FAULTS.md
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

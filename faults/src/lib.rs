@@ -1,0 +1,15 @@
+//! The fault-injection suite: locks under failover. A run starts a
+//! primary with two replicas and three Sentinels, lets clients take locks
+//! on a few names while they write to an external resource, injects one
+//! fault, and counts the locks granted twice, the stale fenced writes
+//! accepted, and how long the locks were unavailable. `make faults` runs
+//! the whole matrix and writes FAULTS.md; `tests/short.rs` is the short
+//! run in `make test`.
+
+pub mod checker;
+pub mod report;
+pub mod resource;
+pub mod run;
+pub mod setups;
+pub mod topology;
+pub mod workload;

@@ -1,0 +1,69 @@
+//! `rlock-faults [--runs N] [--only TEXT] [--fault kill|stop|partition]
+//! [--out FAULTS.md]`: every configuration (or those whose label contains
+//! TEXT) under every fault (or one), `N` runs each (default 3), as
+//! markdown on stdout and, with `--out`, in that file. The partition needs root (iptables); without it
+//! that column is left out, and the report says so.
+
+use rlock_faults::report::{markdown, Cell};
+use rlock_faults::run::{run, Fault};
+use rlock_faults::setups;
+use rlock_faults::topology::{Partition, DOWN_AFTER_MS};
+use rlock_faults::workload::{CLIENTS, LEASE, NAMES};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| args.iter().position(|arg| arg == flag).and_then(|at| args.get(at + 1)).cloned();
+    let runs: u64 = value("--runs").map_or(3, |runs| runs.parse().expect("--runs takes a number"));
+    let partition = Partition::available();
+    if let Err(why) = &partition {
+        eprintln!("rlock-faults: no partition runs: iptables needs root ({why})");
+    }
+    let only_fault = value("--fault");
+    let faults: Vec<Fault> = Fault::ALL
+        .into_iter()
+        .filter(|fault| *fault != Fault::Partition || partition.is_ok())
+        .filter(|fault| only_fault.as_ref().is_none_or(|only| format!("{fault:?}").eq_ignore_ascii_case(only)))
+        .collect();
+    let only = value("--only");
+    let setups: Vec<_> =
+        setups::all().into_iter().filter(|setup| only.as_ref().is_none_or(|only| setup.label.contains(only))).collect();
+    let mut cells = Vec::new();
+    for setup in &setups {
+        for fault in &faults {
+            let outcomes = (0..runs)
+                .map(|seed| {
+                    let outcome = run(setup, *fault, seed + 1);
+                    eprintln!("{} / {} / run {}: {outcome:?}", setup.label, fault.label(), seed + 1);
+                    outcome
+                })
+                .collect();
+            cells.push(Cell { setup, fault: *fault, runs: outcomes });
+        }
+    }
+    let mut report = preamble(runs, partition.err());
+    report.push_str(&markdown(&cells));
+    print!("{report}");
+    if let Some(path) = value("--out") {
+        std::fs::write(&path, report).unwrap_or_else(|e| panic!("write {path}: {e}"));
+    }
+}
+
+fn preamble(runs: u64, no_partition: Option<String>) -> String {
+    let server = std::process::Command::new(testkit::server_bin())
+        .arg("--version")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let mut text = format!(
+        "# Faults\n\nWritten by `make faults` (`faults/`). One machine, loopback: a primary with two \
+         replicas and three Sentinels (down-after {DOWN_AFTER_MS} ms), {CLIENTS} clients on {NAMES} names, \
+         {lease} s leases, holders of up to 5 s that renew every third of the lease and follow the \
+         primary the Sentinels name. Each fault comes 2 s into a 14 s run and lasts 4 s (SIGSTOP, \
+         partition). {runs} run(s) per cell. Server: {server}.\n\n",
+        lease = LEASE.as_secs()
+    );
+    if let Some(why) = no_partition {
+        text.push_str(&format!("No partition runs: iptables needs root ({why}).\n\n"));
+    }
+    text
+}
