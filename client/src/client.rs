@@ -8,7 +8,9 @@ use crate::synchronizers::latch::CountDownLatch;
 use crate::synchronizers::permits::PermitExpirableSemaphore;
 use crate::synchronizers::semaphore::Semaphore;
 use crate::transport::connection::{Connection, Deployment};
+use crate::transport::sentinel::Sentinels;
 use redis::aio::ConnectionManager;
+use redis::sentinel::SentinelNodeConnectionInfo;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -51,6 +53,27 @@ impl Client {
         let nodes = nodes.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;
         check(&options)?;
         let deployment = Deployment::Cluster(nodes);
+        let connection = deployment.connect(None).await?;
+        Self::start(deployment, connection, options)
+    }
+
+    /// Connects to the primary the Sentinels at `sentinels`
+    /// (`redis://host:port`) name for `primary_name`, and follows it to
+    /// another after a failover: a command that fails as a failover makes
+    /// it fail asks the Sentinels again, and the next call (a retry, the
+    /// watchdog's renewal) goes to the new primary, where a hold the new
+    /// primary does not have is reported lost. `node` holds the data
+    /// nodes' settings (database, credentials). Blocking waits are not
+    /// offered: waiters wait on pub/sub.
+    pub async fn connect_sentinel<T: redis::IntoConnectionInfo>(
+        sentinels: impl IntoIterator<Item = T>,
+        primary_name: &str,
+        node: SentinelNodeConnectionInfo,
+        options: ClientOptions,
+    ) -> Result<Self> {
+        let sentinels = sentinels.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;
+        check(&options)?;
+        let deployment = Deployment::Sentinel(Sentinels::new(sentinels, primary_name, node)?);
         let connection = deployment.connect(None).await?;
         Self::start(deployment, connection, options)
     }

@@ -7,9 +7,9 @@
 //! run in `make test`.
 
 pub mod checker;
+pub mod partition;
 pub mod report;
 pub mod resource;
 pub mod run;
 pub mod setups;
-pub mod topology;
 pub mod workload;

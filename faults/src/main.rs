@@ -4,11 +4,12 @@
 //! markdown on stdout and, with `--out`, in that file. The partition needs root (iptables); without it
 //! that column is left out, and the report says so.
 
+use rlock_faults::partition::Partition;
 use rlock_faults::report::{markdown, Cell};
 use rlock_faults::run::{run, Fault};
 use rlock_faults::setups;
-use rlock_faults::topology::{Partition, DOWN_AFTER_MS};
 use rlock_faults::workload::{CLIENTS, LEASE, NAMES};
+use testkit::DOWN_AFTER_MS;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -2,12 +2,13 @@
 //! checker counts.
 
 use crate::checker::{overlaps, Overlaps};
-use crate::topology::{primary_named_by, wait_for, Group, Partition, DOWN_AFTER_MS};
+use crate::partition::{wait_for, Partition};
 use crate::workload::{client, Protocol, Shared, CLIENTS};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+use testkit::{primary_named_by, SentinelGroup, DOWN_AFTER_MS};
 
 /// The fault a run injects, two seconds into the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +64,7 @@ const RUN: Duration = Duration::from_secs(14);
 
 pub fn run(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     Partition::clean_leftovers();
-    let mut group = Group::start(&setup.module_args, &setup.config);
+    let mut group = SentinelGroup::start(&setup.module_args, &setup.config);
     let original = group.servers[0].port();
     // The module's load began a term: its lock-delay, if any, ends first.
     let mut con = group.servers[0].connection();
@@ -107,7 +108,7 @@ pub fn run(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     }
 }
 
-fn inject(group: &mut Group, fault: Fault) {
+fn inject(group: &mut SentinelGroup, fault: Fault) {
     let primary = &mut group.servers[0];
     match fault {
         Fault::Kill => primary.kill(),

@@ -5,9 +5,9 @@
 //! whole matrix. The partition needs root (iptables): without it, it is
 //! left out, and the test says so.
 
+use rlock_faults::partition::Partition;
 use rlock_faults::run::{run, Fault};
 use rlock_faults::setups;
-use rlock_faults::topology::Partition;
 
 #[test]
 fn no_double_grant_in_the_recommended_configuration_and_no_stale_fenced_write() {

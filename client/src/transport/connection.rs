@@ -2,6 +2,7 @@
 //! see pubsub.rs).
 
 use crate::transport::node_pipelines::ClusterNodes;
+use crate::transport::sentinel::{PrimaryConnection, Sentinels};
 use crate::transport::slot_map::timed_out;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
@@ -15,6 +16,8 @@ pub(crate) enum Deployment {
     Single(redis::Client),
     /// Seed nodes of a cluster.
     Cluster(Vec<ConnectionInfo>),
+    /// The primary Redis Sentinel names, whichever it is now.
+    Sentinel(Sentinels),
 }
 
 impl Deployment {
@@ -35,15 +38,21 @@ impl Deployment {
                 }
                 Connection::Cluster(ClusterNodes::new(builder.build()?.get_async_connection().await?))
             }
+            Deployment::Sentinel(sentinels) => {
+                // Boxed: its future would deepen every caller's type past the compiler's limit.
+                Connection::Sentinel(Box::pin(PrimaryConnection::connect(sentinels.clone(), response_timeout)).await?)
+            }
         })
     }
 }
 
-/// Commands go to one server, or are routed by key slot in a cluster.
+/// Commands go to one server, or are routed by key slot in a cluster, or
+/// go to the primary Sentinel names.
 #[derive(Clone)]
 pub(crate) enum Connection {
     Single(ConnectionManager),
     Cluster(ClusterNodes),
+    Sentinel(PrimaryConnection),
 }
 
 impl ConnectionLike for Connection {
@@ -51,6 +60,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
             Connection::Cluster(c) => c.connection.req_packed_command(cmd),
+            Connection::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -63,6 +73,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
             Connection::Cluster(c) => c.connection.req_packed_commands(cmd, offset, count),
+            Connection::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
@@ -70,6 +81,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.get_db(),
             Connection::Cluster(c) => c.connection.get_db(),
+            Connection::Sentinel(c) => c.get_db(),
         }
     }
 }
@@ -83,6 +95,7 @@ impl Connection {
     pub async fn query_for_key<T: redis::FromRedisValue>(&mut self, key: &[u8], cmd: Cmd) -> RedisResult<T> {
         match self {
             Connection::Single(connection) => cmd.query_async(connection).await,
+            Connection::Sentinel(connection) => cmd.query_async(connection).await,
             Connection::Cluster(ClusterNodes { connection, .. }) => {
                 let route = redis::cluster_routing::Route::with_key(key, redis::cluster_routing::SlotAddr::Master);
                 let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
@@ -98,20 +111,28 @@ impl Connection {
     /// command, or a node that fails or times out, fails those commands only.
     pub async fn per_node_pipelines(&mut self, commands: Vec<(Vec<u8>, Cmd)>, timeout: Duration) -> NodeReplies {
         match self {
-            Connection::Single(connection) => {
-                let count = commands.len();
-                let mut pipe = redis::pipe();
-                commands.into_iter().for_each(|(_, cmd)| {
-                    pipe.add_command(cmd);
-                });
-                match tokio::time::timeout(timeout, pipe.ignore_errors().query_async(connection)).await {
-                    Ok(Ok(replies)) => NodeReplies { replies, all_answered: true },
-                    Ok(Err(err)) => NodeReplies::failed(count, err),
-                    Err(_) => NodeReplies::failed(count, timed_out("the server")),
-                }
-            }
+            Connection::Single(connection) => one_pipeline(connection, commands, timeout).await,
+            Connection::Sentinel(connection) => one_pipeline(connection, commands, timeout).await,
             Connection::Cluster(cluster) => cluster.per_node_pipelines(commands, timeout).await,
         }
+    }
+}
+
+/// The commands in one pipeline to one server, given `timeout`.
+async fn one_pipeline(
+    connection: &mut impl ConnectionLike,
+    commands: Vec<(Vec<u8>, Cmd)>,
+    timeout: Duration,
+) -> NodeReplies {
+    let count = commands.len();
+    let mut pipe = redis::pipe();
+    commands.into_iter().for_each(|(_, cmd)| {
+        pipe.add_command(cmd);
+    });
+    match tokio::time::timeout(timeout, pipe.ignore_errors().query_async(connection)).await {
+        Ok(Ok(replies)) => NodeReplies { replies, all_answered: true },
+        Ok(Err(err)) => NodeReplies::failed(count, err),
+        Err(_) => NodeReplies::failed(count, timed_out("the server")),
     }
 }
 

@@ -32,12 +32,10 @@ impl Deployment {
     /// A new pub/sub connection whose pushes go to `push`.
     pub async fn connect_pubsub(&self, push: impl AsyncPushSender) -> RedisResult<PubSubConnection> {
         Ok(match self {
-            Deployment::Single(client) => {
-                let info = client.get_connection_info().clone();
-                let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
-                let client = redis::Client::open(info.set_redis_settings(settings))?;
-                let config = AsyncConnectionConfig::new().set_push_sender(push);
-                PubSubConnection::Single(client.get_multiplexed_async_connection_with_config(&config).await?)
+            Deployment::Single(client) => PubSubConnection::Single(resp3_pubsub(client, push).await?),
+            // The primary now; after a failover, the supervisor's reconnection asks again.
+            Deployment::Sentinel(sentinels) => {
+                PubSubConnection::Single(resp3_pubsub(&sentinels.primary().await?, push).await?)
             }
             Deployment::Cluster(nodes) => {
                 let builder =
@@ -46,6 +44,15 @@ impl Deployment {
             }
         })
     }
+}
+
+/// A RESP3 connection to the server of `client`, its pushes going to `push`.
+async fn resp3_pubsub(client: &redis::Client, push: impl AsyncPushSender) -> RedisResult<MultiplexedConnection> {
+    let info = client.get_connection_info().clone();
+    let settings = info.redis_settings().clone().set_protocol(ProtocolVersion::RESP3);
+    let client = redis::Client::open(info.set_redis_settings(settings))?;
+    let config = AsyncConnectionConfig::new().set_push_sender(push);
+    client.get_multiplexed_async_connection_with_config(&config).await
 }
 
 pub(crate) enum PubSubConnection {

@@ -96,7 +96,7 @@ impl ReplicaSyncState {
     /// Replicas connected to the primary that serves `key`.
     async fn connected_replicas(&self, main: &Connection, key: &[u8]) -> Result<u32> {
         let slot = match main {
-            Connection::Single(_) => 0,
+            Connection::Single(_) | Connection::Sentinel(_) => 0,
             Connection::Cluster(_) => key_slot(key),
         };
         let cached = self.known_replicas.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&slot).copied();

@@ -1,35 +1,35 @@
-//! The servers the faults hit: a primary with two replicas and three
-//! Sentinels, on loopback. Replicas and Sentinels connect from 127.0.0.3
-//! (`bind-source-addr`), clients from 127.0.0.1, so cutting the primary off
-//! from the rest but not from its clients is two iptables rules on its port.
+//! A primary with two replicas and three Sentinels, on loopback, for
+//! failover tests and the fault suite. Replicas and Sentinels connect from
+//! 127.0.0.3 (`bind-source-addr`, [`PEER_SOURCE`]), clients from
+//! 127.0.0.1, so cutting the primary off from the rest but not from its
+//! clients is two iptables rules on its port.
 
-use std::net::TcpListener;
+use crate::server::{free_port, server_bin, Server, ServerBuilder};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use testkit::{server_bin, Server, ServerBuilder};
+use std::time::Duration;
 
 /// The name Sentinel monitors the primary under.
 pub const MASTER: &str = "m";
 /// The address replicas and Sentinels connect from.
-const PEER_SOURCE: &str = "127.0.0.3";
+pub const PEER_SOURCE: &str = "127.0.0.3";
 const READY: Duration = Duration::from_secs(20);
 
 /// How Sentinel decides: a primary silent this long is down to one Sentinel.
 pub const DOWN_AFTER_MS: u64 = 1_000;
 
 /// A primary, two replicas and three Sentinels.
-pub struct Group {
+pub struct SentinelGroup {
     /// The primary at the start is `servers[0]`.
     pub servers: Vec<Server>,
     sentinels: Vec<Sentinel>,
 }
 
-impl Group {
+impl SentinelGroup {
     /// Starts the servers with `module_args` and `config` (each `--name
     /// value`), then the Sentinels, and waits until every Sentinel knows
     /// both replicas and the other Sentinels.
-    pub fn start(module_args: &[String], config: &[(String, String)]) -> Group {
+    pub fn start(module_args: &[String], config: &[(String, String)]) -> SentinelGroup {
         let builder = || {
             let mut builder: ServerBuilder = Server::builder()
                 .config("protected-mode", "no")
@@ -48,8 +48,8 @@ impl Group {
             replica.replicate(&servers[0]);
         }
         let sentinels = (0..3).map(|_| Sentinel::start(servers[0].port())).collect();
-        let group = Group { servers, sentinels };
-        testkit::eventually("the Sentinels to know each other and the replicas", READY, || {
+        let group = SentinelGroup { servers, sentinels };
+        crate::eventually("the Sentinels to know each other and the replicas", READY, || {
             group.sentinels.iter().all(|sentinel| sentinel.ready())
         });
         group
@@ -137,80 +137,4 @@ impl Drop for Sentinel {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Cuts the primary on `port` off from the replicas and Sentinels (which
-/// connect from 127.0.0.3) while its clients still reach it; healed on drop.
-pub struct Partition {
-    rules: Vec<Vec<String>>,
-}
-
-/// Every rule the suite adds carries this comment, so that a run that
-/// died before healing is cleaned up by the next.
-const RULE_TAG: &str = "rlock-faults";
-
-impl Partition {
-    pub fn cut(port: u16) -> Partition {
-        let port = port.to_string();
-        let rule = |from: &str, port_flag: &str, to: &str| -> Vec<String> {
-            let words = ["INPUT", "-p", "tcp", "-s", from, "-d", to, port_flag, &port, "-m", "comment"];
-            words.iter().chain(&["--comment", RULE_TAG, "-j", "DROP"]).map(|word| word.to_string()).collect()
-        };
-        // Both ways: the peers' packets to the port, the port's to the peers.
-        let rules = vec![rule(PEER_SOURCE, "--dport", "127.0.0.1"), rule("127.0.0.1", "--sport", PEER_SOURCE)];
-        for rule in &rules {
-            iptables("-I", rule).unwrap_or_else(|why| panic!("iptables: {why}"));
-        }
-        Partition { rules }
-    }
-
-    /// Whether this process may add iptables rules (root, with iptables).
-    pub fn available() -> Result<(), String> {
-        iptables("-S", &["INPUT".to_owned()]).map(drop)
-    }
-
-    /// Removes the rules a run that died left behind.
-    pub fn clean_leftovers() {
-        let Ok(rules) = iptables("-S", &["INPUT".to_owned()]) else { return };
-        for line in rules.lines().filter(|line| line.contains(RULE_TAG)) {
-            let rule: Vec<String> = line
-                .trim_start_matches("-A ")
-                .split_whitespace()
-                .map(|word| word.trim_matches('"').to_owned())
-                .collect();
-            let _ = iptables("-D", &rule);
-        }
-    }
-}
-
-impl Drop for Partition {
-    fn drop(&mut self) {
-        for rule in &self.rules {
-            let _ = iptables("-D", rule);
-        }
-    }
-}
-
-fn iptables(action: &str, rule: &[String]) -> Result<String, String> {
-    let output = Command::new("iptables").arg(action).args(rule).output().map_err(|e| format!("run iptables: {e}"))?;
-    match output.status.success() {
-        true => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
-        false => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).map(|addr| addr.port()).expect("port")
-}
-
-/// Waits up to `within` for `check`, polling.
-pub fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
