@@ -35,6 +35,8 @@
 //!   [`ReadWriteLock::write`]), all with the same handle ([`Lock`]), guard
 //!   and guarantees; its fenced lock ([`Client::fenced_lock`], whose guard
 //!   carries a fencing token).
+//! - Several locks as one: [`MultiLock`] (all of them) and [`RedLock`] (a
+//!   majority of independent primaries), as Redisson's.
 //! - Redisson's synchronizers: [`Semaphore`], [`PermitExpirableSemaphore`]
 //!   (leased permits, optionally renewed while held) and [`CountDownLatch`].
 
@@ -46,6 +48,7 @@ mod error;
 mod guard;
 pub mod kind;
 mod lock;
+mod multi;
 mod options;
 mod rwlock;
 mod shared;
@@ -59,6 +62,7 @@ pub use error::{Error, Result};
 pub use guard::Guard;
 pub use kind::LockKind;
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, WriteLock};
+pub use multi::{MultiGuard, MultiLock, RedLock, RedLockGuard};
 pub use options::{ClientOptions, RetryOptions};
 pub use rwlock::ReadWriteLock;
 pub use synchronizers::latch::CountDownLatch;

@@ -76,6 +76,11 @@ impl<K: LockKind> Lock<K> {
         &self.handle.id().owner
     }
 
+    /// The lease of a watchdog hold: the client's watchdog timeout.
+    pub fn watchdog_timeout(&self) -> Duration {
+        self.handle.shared().options.watchdog_timeout
+    }
+
     /// Waits, without limit, until the lock is ours. The lease is the
     /// watchdog timeout, renewed until the guard is unlocked or dropped.
     pub async fn lock(&self) -> Result<Guard<K>> {

@@ -1,0 +1,108 @@
+//! RedLock: a lock held on a majority of independent primaries, as
+//! Redisson's `RedissonRedLock` and the Redlock algorithm. Each lock of
+//! the set is on its own primary (a handle of its own client). An attempt
+//! tries all of them at once, each for a short time; it counts only if a
+//! majority granted it and the lease left, after the time the attempt took
+//! and an allowance for clock drift, is positive. Otherwise what it got is
+//! given back on every primary.
+
+use super::{lost_when, unlock_all};
+use crate::error::Result;
+use crate::guard::Guard;
+use crate::lock::Lock;
+use std::future::Future;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+/// A lock on each of N independent primaries, held by holding a majority.
+pub struct RedLock {
+    locks: Vec<Lock>,
+}
+
+/// How long one primary may take to answer an attempt's acquire, at most:
+/// a slow or dead one must not eat the lease the others granted.
+const PER_PRIMARY: Duration = Duration::from_millis(500);
+
+impl RedLock {
+    /// `locks`: one handle per primary, each from a client of its own.
+    pub fn new(locks: impl IntoIterator<Item = Lock>) -> Self {
+        Self { locks: locks.into_iter().collect() }
+    }
+
+    /// How many primaries must grant the lock.
+    pub fn quorum(&self) -> usize {
+        self.locks.len() / 2 + 1
+    }
+
+    /// Tries for at most `wait` to hold a majority; `None` when no attempt
+    /// got one, with nothing left held. With a `lease` the holds end with
+    /// it; without, each client's watchdog renews them, and the lease the
+    /// validity is counted from is the watchdog timeout.
+    pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<RedLockGuard>> {
+        let deadline = Instant::now() + wait;
+        let counted_lease = lease.unwrap_or_else(|| self.locks.first().map_or(Duration::ZERO, Lock::watchdog_timeout));
+        let per_primary = PER_PRIMARY.min(counted_lease / 10).max(Duration::from_millis(5));
+        loop {
+            let started = Instant::now();
+            let mut attempts = JoinSet::new();
+            for lock in self.locks.iter().cloned() {
+                attempts.spawn(async move {
+                    // Dropped on timeout: a grant that lands anyway is given back.
+                    tokio::time::timeout(per_primary, lock.try_lock(Duration::ZERO, lease)).await
+                });
+            }
+            let mut held: Vec<Guard> = Vec::new();
+            while let Some(attempt) = attempts.join_next().await {
+                if let Ok(Ok(Ok(Some(guard)))) = attempt {
+                    held.push(guard);
+                }
+            }
+            // Redlock's drift allowance: 1% of the lease, plus 2 ms.
+            let drift = counted_lease / 100 + Duration::from_millis(2);
+            let spent = started.elapsed() + drift;
+            if held.len() >= self.quorum() && spent < counted_lease {
+                let valid_until = started + counted_lease - drift;
+                return Ok(Some(RedLockGuard { guards: held, quorum: self.quorum(), valid_until }));
+            }
+            let _ = unlock_all(held).await;
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            // Apart, so that competing attempts do not split the primaries again.
+            tokio::time::sleep(per_primary.min(deadline.saturating_duration_since(Instant::now()))).await;
+        }
+    }
+}
+
+/// Proof that a [`RedLock`]'s majority is held.
+#[must_use = "the locks are released when the guard is dropped"]
+pub struct RedLockGuard {
+    guards: Vec<Guard>,
+    quorum: usize,
+    valid_until: Instant,
+}
+
+impl RedLockGuard {
+    /// The holds, one per primary that granted the lock.
+    pub fn guards(&self) -> &[Guard] {
+        &self.guards
+    }
+
+    /// Until when the majority's first lease is sure to last (without
+    /// renewal): the lease from the attempt's start, less the drift
+    /// allowance.
+    pub fn valid_until(&self) -> Instant {
+        self.valid_until
+    }
+
+    /// Releases the lock on every primary that granted it; the first
+    /// error, after trying them all.
+    pub async fn unlock(self) -> Result<()> {
+        unlock_all(self.guards).await
+    }
+
+    /// Completes when the holds left are no longer a majority.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        lost_when(&self.guards, self.guards.len() + 1 - self.quorum)
+    }
+}

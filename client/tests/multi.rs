@@ -1,0 +1,110 @@
+//! MultiLock (all of several locks) and RedLock (a majority of five
+//! independent primaries): what each grants, what it gives back, and when
+//! its guard reports the locks lost.
+
+#[macro_use]
+mod common;
+
+use common::{admin, PATIENCE};
+use rlock_client::{Client, ClientOptions, MultiLock, RedLock, ReplicaSync};
+use std::time::Duration;
+use testkit::Server;
+
+fn options() -> ClientOptions {
+    ClientOptions::default().with_watchdog_timeout(Duration::from_millis(900)).with_replica_sync(ReplicaSync::Off)
+}
+
+async fn client(server: &Server) -> Client {
+    Client::connect(server.client(), options()).await.expect("client")
+}
+
+async fn exists(server: &Server, key: &str) -> bool {
+    redis::cmd("EXISTS").arg(key).query_async::<i64>(&mut admin(server).await).await.unwrap() == 1
+}
+
+fn multi(client: &Client, names: &[&str]) -> MultiLock {
+    MultiLock::new(names.iter().map(|name| client.lock(name)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_lock_holds_all_or_nothing_and_is_lost_with_any() {
+    let server = Server::start();
+    let (first, second) = (client(&server).await, client(&server).await);
+    let held = multi(&first, &["a", "b", "c"]).lock().await.unwrap();
+    assert_eq!(held.guards().len(), 3);
+    // "d" is free, "c" is not: nothing is left held.
+    let refused = multi(&second, &["d", "c"]).try_lock(Duration::from_millis(200), None).await.unwrap();
+    assert!(refused.is_none());
+    assert!(!exists(&server, "d").await, "the lock taken on the way was given back");
+    let waiting = {
+        let lock = multi(&second, &["c", "d"]);
+        tokio::spawn(async move { lock.lock().await })
+    };
+    held.unlock().await.unwrap();
+    let taken = tokio::time::timeout(PATIENCE, waiting).await.expect("granted after the unlock").unwrap().unwrap();
+    let _: i64 = redis::cmd("DEL").arg("d").query_async(&mut admin(&server).await).await.unwrap();
+    tokio::time::timeout(PATIENCE, taken.lost()).await.expect("lost with one of its locks");
+}
+
+/// Two multi-locks over the same locks named in opposite orders take them
+/// in one order: they never deadlock, each gets its turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_locks_over_one_set_in_opposite_orders_do_not_deadlock() {
+    let server = Server::start();
+    let (first, second) = (client(&server).await, client(&server).await);
+    let rounds = |client: Client, names: [&'static str; 3]| {
+        tokio::spawn(async move {
+            for _ in 0..20 {
+                let guard = multi(&client, &names).lock().await.unwrap();
+                guard.unlock().await.unwrap();
+            }
+        })
+    };
+    let one = rounds(first, ["x", "y", "z"]);
+    let other = rounds(second, ["z", "y", "x"]);
+    tokio::time::timeout(PATIENCE * 3, async { (one.await.unwrap(), other.await.unwrap()) })
+        .await
+        .expect("no deadlock");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_needs_a_majority_and_is_lost_without_one() {
+    let mut servers: Vec<Server> = (0..5).map(|_| Server::start()).collect();
+    let mut clients = Vec::new();
+    for server in &servers {
+        clients.push(client(server).await);
+    }
+    let redlock = |clients: &[Client]| RedLock::new(clients.iter().map(|client| client.lock("r")));
+    // Two primaries down: three of five still grant it.
+    servers[3].kill();
+    servers[4].kill();
+    let lease = Duration::from_secs(30);
+    let guard = redlock(&clients).try_lock(Duration::ZERO, Some(lease)).await.unwrap().expect("a majority");
+    assert_eq!(guard.guards().len(), 3);
+    assert!(guard.valid_until() > std::time::Instant::now() + lease - Duration::from_secs(2));
+    // Another owner gets no majority, and keeps nothing.
+    let others: Vec<Client> = {
+        let mut others = Vec::new();
+        for server in &servers[..3] {
+            others.push(client(server).await);
+        }
+        others
+    };
+    let other = RedLock::new(others.iter().map(|client| client.lock("r")));
+    assert!(other.try_lock(Duration::from_millis(300), Some(lease)).await.unwrap().is_none());
+    // A hold lost meanwhile does not keep the others from being released.
+    let _: i64 = redis::cmd("DEL").arg("r").query_async(&mut admin(&servers[0]).await).await.unwrap();
+    guard.unlock().await.unwrap();
+    for server in &servers[..3] {
+        assert!(!exists(server, "r").await, "released everywhere");
+    }
+    // A watchdog redlock is lost once its holds left are no majority.
+    let watched = redlock(&clients[..3]).try_lock(Duration::ZERO, None).await.unwrap().expect("a majority of three");
+    let _: i64 = redis::cmd("DEL").arg("r").query_async(&mut admin(&servers[0]).await).await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_secs(1), watched.lost()).await.is_err(), "two of three still held");
+    let _: i64 = redis::cmd("DEL").arg("r").query_async(&mut admin(&servers[1]).await).await.unwrap();
+    tokio::time::timeout(PATIENCE, watched.lost()).await.expect("lost without a majority");
+    // Three primaries down: no majority of five.
+    servers[2].kill();
+    assert!(redlock(&clients).try_lock(Duration::from_millis(300), Some(lease)).await.unwrap().is_none());
+}
