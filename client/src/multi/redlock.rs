@@ -45,7 +45,8 @@ impl RedLock {
         loop {
             let started = Instant::now();
             let mut attempts = JoinSet::new();
-            for lock in self.locks.iter().cloned() {
+            for lock in &self.locks {
+                let lock = lock.clone();
                 attempts.spawn(async move {
                     // Dropped on timeout: a grant that lands anyway is given back.
                     tokio::time::timeout(per_primary, lock.try_lock(Duration::ZERO, lease)).await
