@@ -45,6 +45,7 @@
 mod client;
 mod engine;
 mod error;
+mod fence;
 mod guard;
 pub mod kind;
 mod lock;
@@ -59,6 +60,7 @@ pub use client::Client;
 pub use engine::protocol::{release_channel, MAX_LEASE};
 pub use engine::watchdog::WatchdogStats;
 pub use error::{Error, Result};
+pub use fence::Fence;
 pub use guard::Guard;
 pub use kind::LockKind;
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, WriteLock};
