@@ -5,6 +5,12 @@
 use redis::Value;
 use testkit::{Server, ServerBuilder};
 
+/// `CONFIG GET rlock.<name>`'s value.
+fn setting(con: &mut redis::Connection, name: &str) -> String {
+    let pair: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(format!("rlock.{name}")).query(con).unwrap();
+    pair[1].clone()
+}
+
 fn with_args(args: &[&str]) -> ServerBuilder {
     args.iter().fold(Server::builder(), |builder, arg| builder.module_arg(arg))
 }
@@ -54,9 +60,7 @@ fn good_load_arguments_still_work() {
     ] {
         let server = with_args(args).start();
         let mut con = server.connection();
-        let configured: Vec<String> =
-            redis::cmd("CONFIG").arg(&["GET", "rlock.default-lease-ms"]).query(&mut con).unwrap();
-        assert_eq!(configured[1], lease.to_string(), "{args:?}");
+        assert_eq!(setting(&mut con, "default-lease-ms"), lease.to_string(), "{args:?}");
         let reply: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "a"]).query(&mut con).unwrap();
         assert_eq!(reply, Value::Nil);
         let contended: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "b"]).query(&mut con).unwrap();
@@ -69,9 +73,7 @@ fn the_fencing_token_jump_is_on_by_default_and_set_by_argument_or_config() {
     for (args, on) in [(&[][..], "yes"), (&["fencing-token-jump", "no"][..], "no")] {
         let server = with_args(args).start();
         let mut con = server.connection();
-        let configured: Vec<String> =
-            redis::cmd("CONFIG").arg(&["GET", "rlock.fencing-token-jump"]).query(&mut con).unwrap();
-        assert_eq!(configured[1], on, "{args:?}");
+        assert_eq!(setting(&mut con, "fencing-token-jump"), on, "{args:?}");
         let token = |con: &mut redis::Connection, owner: &str| {
             let pair: (i64, i64) = redis::cmd("RFENCED.ACQUIRE").arg(&["f", owner]).query(con).unwrap();
             pair.1
@@ -88,9 +90,7 @@ fn lock_delay_is_off_by_default_and_set_by_argument_or_config() {
     for (args, delay) in [(&[][..], "0"), (&["lock-delay-ms", "600000"][..], "600000")] {
         let server = with_args(args).start();
         let mut con = server.connection();
-        let configured: Vec<String> =
-            redis::cmd("CONFIG").arg(&["GET", "rlock.lock-delay-ms"]).query(&mut con).unwrap();
-        assert_eq!(configured[1], delay, "{args:?}");
+        assert_eq!(setting(&mut con, "lock-delay-ms"), delay, "{args:?}");
         let reply: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "a"]).query(&mut con).unwrap();
         assert_eq!(reply == Value::Nil, delay == "0", "{args:?}: {reply:?}");
         let refused = redis::cmd("CONFIG").arg(&["SET", "rlock.lock-delay-ms", "-1"]).query::<()>(&mut con);
