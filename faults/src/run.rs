@@ -20,16 +20,20 @@ pub enum Fault {
     /// The primary cut off from its replicas and Sentinels, not from its
     /// clients, for as long; then healed.
     Partition,
+    /// A holder pauses past its lease (a GC pause, a SIGSTOP of the client)
+    /// and writes when it wakes, without looking at the time. No failover.
+    ClientPause,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 3] = [Fault::Kill, Fault::Stop, Fault::Partition];
+    pub const ALL: [Fault; 4] = [Fault::Kill, Fault::Stop, Fault::Partition, Fault::ClientPause];
 
     pub fn label(self) -> &'static str {
         match self {
             Fault::Kill => "kill -9",
             Fault::Stop => "SIGSTOP",
             Fault::Partition => "partition",
+            Fault::ClientPause => "client pause",
         }
     }
 }
@@ -86,7 +90,7 @@ pub fn run(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let started = Instant::now();
     thread::sleep(WARMUP);
     *fault_at.lock().unwrap() = Some(Instant::now());
-    inject(&mut group, fault);
+    inject(&mut group, &shared, fault);
     thread::sleep((started + RUN).saturating_duration_since(Instant::now()));
     shared.stop.store(true, Ordering::Relaxed);
     clients.into_iter().for_each(|client| client.join().expect("a client panicked"));
@@ -108,9 +112,10 @@ pub fn run(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     }
 }
 
-fn inject(group: &mut SentinelGroup, fault: Fault) {
+fn inject(group: &mut SentinelGroup, shared: &Shared, fault: Fault) {
     let primary = &mut group.servers[0];
     match fault {
+        Fault::ClientPause => shared.pause_next_holder.store(true, Ordering::Relaxed),
         Fault::Kill => primary.kill(),
         Fault::Stop => {
             primary.pause();

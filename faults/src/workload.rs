@@ -43,6 +43,9 @@ pub struct Section {
 pub struct Shared {
     pub primary: AtomicU16,
     pub stop: AtomicBool,
+    /// The next holder to look at its lock pauses (as in a GC pause or a
+    /// SIGSTOP) past its lease, then writes without looking again.
+    pub pause_next_holder: AtomicBool,
     pub sections: Mutex<Vec<Section>>,
     pub resource: Resource,
 }
@@ -52,6 +55,7 @@ impl Shared {
         Arc::new(Shared {
             primary: AtomicU16::new(primary),
             stop: AtomicBool::new(false),
+            pause_next_holder: AtomicBool::new(false),
             sections: Mutex::default(),
             resource: Resource::default(),
         })
@@ -111,6 +115,11 @@ fn hold(
     loop {
         let wake = hold_end.min(next_renewal).min(believed_until);
         std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        if shared.pause_next_holder.swap(false, Ordering::Relaxed) {
+            std::thread::sleep(LEASE + Duration::from_secs(1));
+            write(token);
+            return Instant::now(); // it acted as the holder until here
+        }
         let now = Instant::now();
         if now >= believed_until {
             return believed_until;
