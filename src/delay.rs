@@ -17,15 +17,24 @@ static REFUSALS: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delay {
     left_ms: i64,
+    /// Whether a refusal counts in `rlock_lock_delay_refusals`: a caller's
+    /// acquire does, the server's own retries for its waiters do not.
+    counted: bool,
 }
 
 impl Delay {
     /// Grants are open: no delay, or it is over.
-    pub const OVER: Delay = Delay { left_ms: 0 };
+    pub const OVER: Delay = Delay { left_ms: 0, counted: true };
 
     /// A delay with `left_ms` to run (none when not positive).
     pub fn left(left_ms: i64) -> Delay {
-        Delay { left_ms: left_ms.max(0) }
+        Delay { left_ms: left_ms.max(0), counted: true }
+    }
+
+    /// The same delay, whose refusals are not counted (the server's own
+    /// grant attempts for its waiters).
+    pub fn quiet(self) -> Delay {
+        Delay { counted: false, ..self }
     }
 
     /// Whether new holders are refused now.
@@ -40,7 +49,7 @@ impl Delay {
 
     /// Whether a new holder is refused now; each refusal is counted.
     pub fn refuses(self) -> bool {
-        if self.lasts() {
+        if self.lasts() && self.counted {
             REFUSALS.fetch_add(1, Ordering::Relaxed);
         }
         self.lasts()
@@ -86,6 +95,7 @@ mod tests {
         assert!(!Delay::OVER.refuses());
         assert!(Delay::left(5).refuses());
         assert!(refusals() > before);
+        assert!(Delay::left(5).quiet().refuses(), "refused, not counted");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::delay::Delay;
 use crate::fenced::term_floor;
 use crate::store::now_ms;
 use linkme::distributed_slice;
-use redis_module::server_events::{ServerRole, ROLE_CHANGED_SERVER_EVENTS_LIST};
+use redis_module::server_events::{ServerRole, CONFIG_CHANGED_SERVER_EVENTS_LIST, ROLE_CHANGED_SERVER_EVENTS_LIST};
 use redis_module::Context;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -24,12 +24,25 @@ pub fn begin() {
     TERM_START_MS.store(now_ms(), Ordering::Relaxed);
 }
 
+/// What must look again when the lock-delay's end moves (a promotion, a
+/// `CONFIG SET rlock.lock-delay-ms`): whatever waits for its end.
+#[distributed_slice]
+pub static DELAY_MOVED: [fn(&Context)];
+
 #[distributed_slice(ROLE_CHANGED_SERVER_EVENTS_LIST)]
 fn role_changed(ctx: &Context, role: ServerRole) {
     ROLE_CHANGES.fetch_add(1, Ordering::Relaxed);
     if role == ServerRole::Primary {
         begin();
         ctx.log_notice(&format!("rlock: promoted; fenced tokens from now on are at least {}", token_floor()));
+        DELAY_MOVED.iter().for_each(|moved| moved(ctx));
+    }
+}
+
+#[distributed_slice(CONFIG_CHANGED_SERVER_EVENTS_LIST)]
+fn config_changed(ctx: &Context, names: &[&str]) {
+    if names.contains(&"rlock.lock-delay-ms") {
+        DELAY_MOVED.iter().for_each(|moved| moved(ctx));
     }
 }
 

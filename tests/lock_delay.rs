@@ -198,3 +198,48 @@ fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
         assert_eq!(message.get_payload::<String>().unwrap(), "5");
     }
 }
+
+/// A delay made shorter (here: ended) while callers wait for its end:
+/// they are granted, and the refused semaphore's callers woken, at the
+/// new end, not the old one. A wait that runs out during the delay is
+/// told its rest, as a refused acquire is; and the server's own retries
+/// for its waiters are not counted as refusals.
+#[test]
+fn ending_the_delay_early_wakes_what_waits_for_its_end() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let _: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("sem").arg(5).query(&mut con).unwrap();
+    set_delay(&mut con, LONG);
+    let refusals = info(&mut con, "lock_delay_refusals");
+    let timed_out: i64 =
+        redis::cmd("RLOCK.ACQUIRE").arg("free").arg("o1").arg(LEASE).arg("WAIT").arg(200).query(&mut con).unwrap();
+    assert!(is_rest_of_long_delay(timed_out), "a wait that ran out is told the delay's rest: {timed_out}");
+    assert_eq!(info(&mut con, "lock_delay_refusals"), refusals + 1, "one acquire, one refusal");
+
+    let mut subscriber = server.connection();
+    let mut pubsub = subscriber.as_pubsub();
+    pubsub.subscribe("redisson_sc:{sem}").unwrap();
+    let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
+    assert_eq!(permit, 0);
+    let blocked = |command: redis::Cmd| {
+        let mut con = server.connection();
+        thread::spawn(move || full_reply(command.query(&mut con).unwrap()))
+    };
+    let mut rlock = redis::cmd("RLOCK.ACQUIRE");
+    rlock.arg("lock").arg("o1").arg(LEASE).arg("WAIT").arg(60_000).arg("REPLY").arg("FULL");
+    let mut fair = redis::cmd("RFAIR.ACQUIRE");
+    fair.arg("fair").arg("o1").arg(LEASE).arg("WAIT").arg(60_000).arg("BLOCK").arg(60_000).arg("REPLY").arg("FULL");
+    let waiters = [blocked(rlock), blocked(fair)];
+    testkit::eventually("both callers blocked", std::time::Duration::from_secs(10), || info(&mut con, "blocked") == 2);
+    let ended_at = std::time::Instant::now();
+    set_delay(&mut con, 0);
+    for waiter in waiters {
+        let (granted, holds, _, waited_ms) = waiter.join().unwrap();
+        assert_eq!((granted, holds), (1, 1));
+        assert!(waited_ms < 30_000, "granted when the delay ended, not at its old end: waited {waited_ms} ms");
+    }
+    pubsub.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let message = pubsub.get_message().expect("a wake when the delay ended");
+    assert_eq!(message.get_payload::<String>().unwrap(), "5");
+    assert!(ended_at.elapsed() < std::time::Duration::from_secs(30));
+}

@@ -106,7 +106,12 @@ pub fn acquire_like_script<K: Keyspace>(
 ) -> Result<FencedAcquire> {
     let expire_at = expiry(now_ms, lease_ms)?;
     let held = match keys.key_type(name)? {
-        KeyType::Missing if delay.refuses() => return Ok(FencedAcquire::Contended { pttl_ms: delay.pttl(-2) }),
+        // The script's INCR would refuse a counter that is no integer first.
+        KeyType::Missing if delay.lasts() => {
+            read_counter(keys, &fenced_token_key(name))?;
+            delay.refuses();
+            return Ok(FencedAcquire::Contended { pttl_ms: delay.pttl(-2) });
+        }
         KeyType::Missing => None,
         KeyType::Hash => match keys.hget(name, owner)? {
             None => return Ok(FencedAcquire::Contended { pttl_ms: delay.pttl(pttl(keys, name, now_ms)?) }),

@@ -250,3 +250,11 @@ fn a_lock_delay_gives_no_token_to_a_new_holder_and_lets_a_holder_re_enter() {
         }
     }
 }
+
+#[test]
+fn a_lock_delay_refusal_like_the_script_still_refuses_a_counter_that_is_no_integer() {
+    let mut keys = Keys::at(vec![(T, Keys::string("abc"), None)], NOW);
+    let acquired = acquire_like_script(&mut keys, b"f", b"o", LEASE, (NOW, 0, Delay::left(700)));
+    assert_eq!(acquired, Err(LockError::StoredNotInteger(T.as_bytes().to_vec())));
+    assert!(keys.effects.is_empty());
+}

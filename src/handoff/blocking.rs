@@ -41,6 +41,7 @@ use super::glue::{
 use super::{Queues, Request, Waiter, WAITER_KINDS};
 use crate::api::api;
 use crate::commands::reply::AcquireReply;
+use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lock::acquire_once::{self, Grant};
@@ -149,14 +150,16 @@ pub fn withdraw(ctx: &Context, name: &RedisString, owner: &RedisString, request_
 /// (the key is not a lock any more) gets the error an acquire would.
 pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
     let lock = lock_id(ctx, name.as_slice());
+    // The server's own attempts: refusals by the lock-delay not counted.
+    let delay = term::delay().quiet();
     loop {
         let Some(waiter) = state().queues.pop_front(&lock) else { return };
         let owner = RedisString::create_from_slice(ctx.get_raw(), &waiter.owner);
-        match lock::acquire(key, &owner, waiter.lease_ms, (now_ms(), term::delay())) {
+        match lock::acquire(key, &owner, waiter.lease_ms, (now_ms(), delay)) {
             Ok(Acquire::Contended { .. }) => {
                 state().queues.push_front(&lock, waiter);
                 // A lock freed during a lock-delay goes at the delay's end.
-                if term::delay().lasts() {
+                if delay.lasts() {
                     arm_expiry_timer(ctx, name);
                 }
                 return;
@@ -225,7 +228,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
         stats::record_wait_timeout();
         // A key that is no lock any more (a *STORE overwrote it: no event
         // this module listens to) gets the acquire's error, late or not.
-        let pttl = holder_pttl(&ctx, &lock);
+        let pttl = holder_pttl(&ctx, &lock, term::delay());
         let outcome = match pttl {
             None => Outcome::Failed(error_text(LockError::WrongType.into())),
             Some(pttl) if waiter.full_reply => {
@@ -239,13 +242,16 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     }
 }
 
-/// The PTTL of lock `id` (-1: no expiry; 0 when it is missing), or `None`
-/// when its key is another type than a hash.
-fn holder_pttl(ctx: &Context, id: &[u8]) -> Option<i64> {
+/// The PTTL a caller whose wait ran out is told, as a refused acquire
+/// is: the holder's or, while `delay` lasts, its rest if longer (-1: no
+/// expiry; 0 when it is missing); `None` when the key is another type.
+fn holder_pttl(ctx: &Context, id: &[u8], delay: Delay) -> Option<i64> {
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     let key = RedisLock::open_readonly(ctx, &name);
-    matches!(key.kind(), KeyType::Missing | KeyType::Hash).then(|| match lock::pttl(&key, now_ms()) {
-        -2 => 0,
+    let pttl = lock::pttl(&key, now_ms());
+    matches!(key.kind(), KeyType::Missing | KeyType::Hash).then(|| match pttl {
+        -2 if !delay.lasts() => 0,
+        pttl if delay.lasts() => delay.pttl(pttl),
         pttl => pttl,
     })
 }
@@ -287,9 +293,11 @@ fn arm_expiry_timer(ctx: &Context, name: &RedisString) {
     let pttl = lock::pttl(&key, now);
     drop(key);
     // A lock-delay frees nothing before its end; without one, a lock with
-    // no expiry is freed only by a release or a DEL.
+    // no expiry is freed only by a release or a DEL, and a missing one is
+    // free now (a delay that ended since the caller looked).
     let fire_at = match (pttl, term::delay_ends_at()) {
-        (-1, _) | (-2, None) => return,
+        (-1, _) => return,
+        (-2, None) => return schedule_grant(ctx, lock, 0),
         (-2, Some(delay_end)) => delay_end + 1,
         (pttl, delay_end) => (now + pttl + 1).max(delay_end.map_or(0, |end| end + 1)),
     };

@@ -50,9 +50,17 @@ fn flushed(ctx: &Context, subevent: redis_module::server_events::FlushSubevent) 
     }
 }
 
-/// Schedules a grant check of every lock with waiters.
+/// After a FLUSH or SWAPDB: what each kind remembers of keys may be gone,
+/// and every lock with waiters gets a grant check.
 fn check_every_lock(ctx: &Context) {
     WAITER_KINDS.iter().for_each(|kind| (kind.flushed)(ctx));
+    recheck_every_lock(ctx);
+}
+
+/// Schedules a grant check of every lock with waiters. Also when the
+/// lock-delay's end moved: each check arms its lock's timer anew.
+#[linkme::distributed_slice(crate::term::DELAY_MOVED)]
+fn recheck_every_lock(ctx: &Context) {
     let mut locks = locks_with_waiters();
     locks.extend(WAITER_KINDS.iter().flat_map(|kind| (kind.locks)()));
     locks.iter().for_each(|id| schedule_grant(ctx, id, 0));

@@ -136,6 +136,9 @@ unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisM
     let key = RedisLock::open_readonly(&context, &name);
     let pttl = lock::pttl(&key, now_ms());
     drop(key);
+    // As a refused acquire is told: a lasting lock-delay's rest if longer.
+    let delay = crate::term::delay();
+    let pttl = if delay.lasts() { delay.pttl(pttl) } else { pttl };
     pttl.max(0)
 }
 

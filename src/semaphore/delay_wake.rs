@@ -6,38 +6,67 @@
 
 use super::Semaphore;
 use crate::api::api;
-use crate::handoff::glue::{lock_id, select_lock, start_timer, timer_data};
+use crate::handoff::glue::{lock_id, select_lock, start_timer, stop_timer, timer_data};
 use crate::store::{now_ms, RedisKeyspace};
 use crate::term;
+use linkme::distributed_slice;
 use redis_module::{raw, Context, RedisString};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::os::raw::c_void;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
-/// The semaphores (database and name) with a wake armed.
-static ARMED: LazyLock<Mutex<HashSet<Vec<u8>>>> = LazyLock::new(Mutex::default);
+/// A wake's timer data: the semaphore (database and name), and when it fires.
+type Wake = (Vec<u8>, i64);
 
-fn armed() -> MutexGuard<'static, HashSet<Vec<u8>>> {
+/// The semaphores with a wake armed: its timer, and when it fires.
+type Armed = HashMap<Vec<u8>, (raw::RedisModuleTimerID, i64)>;
+
+static ARMED: LazyLock<Mutex<Armed>> = LazyLock::new(Mutex::default);
+
+fn armed() -> MutexGuard<'static, Armed> {
     ARMED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// After a refusal while the lock-delay lasts: a wake at its end, one per
-/// semaphore.
+/// After a refusal by the lock-delay: a wake of `name`'s callers at its
+/// end (at once if it ended since), one per semaphore.
 pub fn wake_at_delay_end(ctx: &Context, name: &[u8]) {
-    let Some(ends_at) = term::delay_ends_at() else { return };
-    let id = lock_id(ctx, name);
-    if armed().insert(id.clone()) {
-        start_timer(ctx, ends_at + 1 - now_ms(), Some(delay_ended), id);
+    arm(ctx, &lock_id(ctx, name));
+}
+
+/// Keeps the wake of semaphore `id` at the delay's end: an earlier one
+/// stays, a later one (the delay was shortened) moves.
+fn arm(ctx: &Context, id: &[u8]) {
+    let now = now_ms();
+    let fire_at = term::delay_ends_at().map_or(now, |ends_at| ends_at + 1);
+    let current = armed().get(id).copied();
+    match current {
+        Some((_, at)) if at <= fire_at => return,
+        Some((timer, _)) => stop_timer::<Wake>(ctx, timer),
+        None => {}
     }
+    let timer = start_timer(ctx, fire_at - now, Some(delay_ended), (id.to_vec(), fire_at));
+    armed().insert(id.to_vec(), (timer, fire_at));
+}
+
+/// The delay's end moved: every wake follows it.
+#[distributed_slice(term::DELAY_MOVED)]
+fn delay_moved(ctx: &Context) {
+    let ids: Vec<Vec<u8>> = armed().keys().cloned().collect();
+    ids.iter().for_each(|id| arm(ctx, id));
 }
 
 unsafe extern "C" fn delay_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let id = unsafe { timer_data::<Vec<u8>>(data) };
+    let (id, fire_at) = unsafe { timer_data::<Wake>(data) };
     let ctx = Context::new(ctx);
-    armed().remove(&id);
+    {
+        let mut armed = armed();
+        if armed.get(&id).is_some_and(|(_, at)| *at == fire_at) {
+            armed.remove(&id);
+        }
+    }
     // Lengthened by a CONFIG SET: again at the new end.
     if term::delay().lasts() {
-        return wake_at_delay_end(&ctx, select_lock(&ctx, &id));
+        return arm(&ctx, &id);
     }
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
     if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
