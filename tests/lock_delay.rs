@@ -243,3 +243,27 @@ fn ending_the_delay_early_wakes_what_waits_for_its_end() {
     assert_eq!(message.get_payload::<String>().unwrap(), "5");
     assert!(ended_at.elapsed() < std::time::Duration::from_secs(30));
 }
+
+/// Redisson's write-lock acquire runs as Lua for how it re-enters, but
+/// natively while a lock-delay lasts, so the delay refuses its new holders.
+#[test]
+fn redissons_write_lock_acquire_is_refused_during_the_delay_through_the_filter() {
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let mut con = server.connection();
+    let texts = testkit::redisson_class_scripts("3.52.0", "org/redisson/RedissonWriteLock").expect("the jar");
+    let acquire =
+        texts.into_iter().find(|text| text.windows(6).any(|w| w == b"'mode'") && text.starts_with(b"local mode"));
+    let acquire = String::from_utf8(acquire.expect("the write acquire text")).unwrap();
+    let eval = |con: &mut Connection| -> Option<i64> {
+        redis::cmd("EVAL").arg(&acquire).arg(1).arg("rw").arg(LEASE).arg("u:1:write").query(con).unwrap()
+    };
+    set_delay(&mut con, LONG);
+    let refused = eval(&mut con).expect("refused");
+    assert!(is_rest_of_long_delay(refused), "{refused}");
+    assert!(!con.exists::<_, bool>("rw").unwrap(), "no holder");
+    set_delay(&mut con, 0);
+    assert_eq!(eval(&mut con), None, "granted by the script, as Lua");
+    assert_eq!(eval(&mut con), None, "re-entered");
+    let pttl: i64 = con.pttl("rw").unwrap();
+    assert!(pttl > LEASE + 50_000, "Redisson's re-entry adds the lease (as Lua): {pttl}");
+}

@@ -189,7 +189,7 @@ fn is_queue(call: &Call, name: &[u8], queue: &[u8], deadlines: &[u8]) -> bool {
 fn is_waiter_channels(call: &Call, name: &[u8], channel: &[u8], message: &[u8], publish: Option<&[u8]>) -> bool {
     let publishes_alike = match publish.map(publish_command) {
         None => true,
-        Some(Some(command)) => command == b"PUBLISH" || call.cluster,
+        Some(Some(command)) => command == b"PUBLISH" || call.server.cluster,
         Some(None) => false,
     };
     publishes_alike && is_release_channel(name, channel, message) && call.same_slot(name, channel)

@@ -19,7 +19,7 @@
 //!   the module. Where it cannot (Redis 7.0), ACL is not checked: see
 //!   docs/redisson.md.
 
-use super::scripts::{identify, rewrite, Rewrite};
+use super::scripts::{identify, rewrite, Rewrite, Server};
 use crate::api::api;
 use crate::{config, stats, store};
 use redis_module::{raw, Context};
@@ -86,7 +86,11 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
     }
-    let Some(Rewrite { argv, channel }) = rewrite(known, &args, store::cluster_mode()) else { return };
+    let Some(Rewrite { argv, channel }) =
+        rewrite(known, &args, Server { cluster: store::cluster_mode(), lock_delay: crate::term::delay().lasts() })
+    else {
+        return;
+    };
     let mut strings: Vec<*mut raw::RedisModuleString> = argv
         .iter()
         .map(|arg| api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()))

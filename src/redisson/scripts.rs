@@ -52,16 +52,34 @@ pub static FAMILIES: [Family];
 pub struct Call<'a> {
     pub keys: &'a [&'a [u8]],
     pub argv: &'a [&'a [u8]],
+    pub server: Server,
+}
+
+/// What a rewrite may depend on besides the call: the server it runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Server {
     /// Keys of another slot than the name stay with Lua, which refuses
     /// them in a cluster as Redis does.
     pub cluster: bool,
+    /// A lock-delay lasts (`crate::delay`): texts otherwise left to Lua
+    /// for how they re-enter run natively, so that the delay refuses
+    /// their new holders.
+    pub lock_delay: bool,
+}
+
+#[cfg(test)]
+impl Server {
+    /// Outside a lock-delay, in cluster mode or not.
+    pub fn plain(cluster: bool) -> Server {
+        Server { cluster, lock_delay: false }
+    }
 }
 
 impl Call<'_> {
     /// Whether `other` may be rewritten beside `name`: always outside a
     /// cluster, in one slot within one.
     pub fn same_slot(&self, name: &[u8], other: &[u8]) -> bool {
-        !self.cluster || key_slot(name) == key_slot(other)
+        !self.server.cluster || key_slot(name) == key_slot(other)
     }
 
     /// Whether every key that starts with `prefix` (keys a script builds
@@ -70,7 +88,7 @@ impl Call<'_> {
     /// name's slot (without one, the whole key is hashed, and what follows
     /// the prefix would decide).
     pub fn prefix_in_slot(&self, name: &[u8], prefix: &[u8]) -> bool {
-        !self.cluster || (hash_tag(prefix).is_some() && key_slot(name) == key_slot(prefix))
+        !self.server.cluster || (hash_tag(prefix).is_some() && key_slot(name) == key_slot(prefix))
     }
 }
 
@@ -113,7 +131,7 @@ pub fn identify(args: &[&[u8]]) -> Option<(&'static Family, &'static Known)> {
 /// The native form of a call of `known` (`args` is the whole call), or
 /// `None` when it must run as Lua. Only a `numkeys` written as Redisson
 /// writes it is taken.
-pub fn rewrite(known: &Known, args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+pub fn rewrite(known: &Known, args: &[&[u8]], server: Server) -> Option<Rewrite> {
     let [_, _, numkeys, rest @ ..] = args else { return None };
     if numkeys.first() == Some(&b'0') || !numkeys.iter().all(u8::is_ascii_digit) {
         return None;
@@ -123,7 +141,7 @@ pub fn rewrite(known: &Known, args: &[&[u8]], cluster: bool) -> Option<Rewrite> 
         return None;
     }
     let (keys, argv) = rest.split_at(count);
-    (known.rewrite)(&Call { keys, argv, cluster })
+    (known.rewrite)(&Call { keys, argv, server })
 }
 
 /// A time both Redis (no leading zero) and the native command take.
@@ -163,7 +181,7 @@ pub fn native(args: &[&[u8]]) -> Vec<Vec<u8>> {
 /// Test helpers for each primitive's table.
 #[cfg(test)]
 pub mod testing {
-    use super::{identify, rewrite, Rewrite};
+    use super::{identify, rewrite, Rewrite, Server};
 
     /// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
     /// numkeys on), checking the text is `family`'s.
@@ -171,7 +189,7 @@ pub mod testing {
         let (found, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
         assert_eq!(found.name, family);
         let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
-        rewrite(known, &call, cluster)
+        rewrite(known, &call, Server::plain(cluster))
     }
 
     /// A native call `args` announced on `channel`.

@@ -2,7 +2,9 @@
 //! call each becomes (see `redisson::scripts`).
 //!
 //! Left to Lua, because `RRW.*` deliberately differs from them (docs/commands.md):
-//! the write acquire (a re-entry adds the lease to the PTTL), the read
+//! the write acquire (a re-entry adds the lease to the PTTL; natively
+//! only while a lock-delay lasts, so that the delay refuses its new
+//! holders, and a re-entry keeps the longer lease instead), the read
 //! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry),
 //! the read renewals (`RRW.RENEW` never shortens the expiry and renews a
 //! write hold too); and `isLocked`, which no native command answers.
@@ -17,7 +19,9 @@ use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, r
 #[linkme::distributed_slice(FAMILIES)]
 static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
 
-const SCRIPTS: [Known; 13] = [
+const SCRIPTS: [Known; 14] = [
+    // RedissonWriteLock.tryLockInnerAsync, 3.10.6 .. 4.7.0
+    Known { sha1: "6306ba3bf1f563b284bed52d305fce615c6664d9", len: 508, rewrite: write_acquire },
     // RedissonReadLock.tryLockInnerAsync, 3.11.1 .. 4.7.0
     Known { sha1: "95553a6ff11176c18e71344e89d116b06fd6f753", len: 717, rewrite: read_acquire },
     // RedissonReadLock.unlockInnerAsync, 3.44.0 .. 4.7.0
@@ -88,6 +92,16 @@ const WRITE_V3_10: Force = Force { publish_argument: false, ..WRITE };
 /// read-write lock's own fields as owners (`mode`, `*:write`).
 fn owner_taken(owner: &[u8]) -> bool {
     check_owner(owner).is_ok()
+}
+
+/// KEYS name; ARGV lease, owner's write field. Natively only during a
+/// lock-delay (see the top of this file).
+fn write_acquire(call: &Call) -> Option<Rewrite> {
+    let ([name], [lease, write_field]) = (call.keys, call.argv) else { return None };
+    let owner = write_field.strip_suffix(b":write")?;
+    let derived = *write_field == rwlock_write_field(owner);
+    (call.server.lock_delay && derived && owner_taken(owner) && is_time(lease, parse_lease_ms))
+        .then(|| Rewrite { argv: native(&[b"RRW.ACQUIRE", name, owner, b"WRITE", lease]), channel: None })
 }
 
 /// KEYS name, owner's hold prefix; ARGV lease, owner, owner's write field.

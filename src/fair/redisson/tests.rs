@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite};
+use crate::redisson::scripts::{identify, rewrite, Rewrite, Server};
 
 const NO_WAIT: &str = "d20501c26a30adf6fb0fe9883bbbcc497e6157e2";
 const NO_WAIT_3_11: &str = "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40";
@@ -30,7 +30,7 @@ fn rewritten(call: &[Vec<u8>], cluster: bool) -> Option<Rewrite> {
     let args: Vec<&[u8]> = call.iter().map(Vec::as_slice).collect();
     let (family, known) = identify(&args).expect("a known text");
     assert_eq!(family.name, "fair");
-    rewrite(known, &args, cluster)
+    rewrite(known, &args, Server::plain(cluster))
 }
 
 fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite> {

@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite};
+use crate::redisson::scripts::{identify, rewrite, Rewrite, Server};
 
 const ACQUIRE: &[u8] = b"149c5a8bf18676fd99e9e6e24923bd64d9b62f94";
 const RELEASE: &[u8] = b"6866459238a13a701d42f4971f12d9f3a50e2442";
@@ -24,7 +24,7 @@ fn sha(text: &[u8]) -> &str {
 /// The rewrite of a call (`args[1]` names the text).
 fn rewritten(args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
     let (_, known) = identify(&[b"EVALSHA", args[1]]).expect("a known text");
-    rewrite(known, args, cluster)
+    rewrite(known, args, Server::plain(cluster))
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn numkeys_splits_keys_from_arguments_and_is_taken_only_as_redis_writes_it() {
     for (numkeys, expected) in cases {
         let call: &[&[u8]] = &[b"EVALSHA", SHA, numkeys, b"k1", b"k2", b"a1"];
         let expected = expected.map(|args| args.iter().map(|arg| arg.as_bytes().to_vec()).collect::<Vec<_>>());
-        assert_eq!(rewrite(known, call, false).map(|r| r.argv), expected, "numkeys {numkeys:?}");
+        assert_eq!(rewrite(known, call, Server::plain(false)).map(|r| r.argv), expected, "numkeys {numkeys:?}");
     }
 }
 
@@ -44,7 +44,7 @@ fn texts_are_found_by_sha_in_either_case_or_by_body_of_a_known_length() {
 
 #[test]
 fn same_slot_matters_only_in_a_cluster() {
-    let call = |cluster| Call { keys: &[], argv: &[], cluster };
+    let call = |cluster| Call { keys: &[], argv: &[], server: Server::plain(cluster) };
     assert!(call(false).same_slot(b"{a}x", b"{b}x"));
     assert!(!call(true).same_slot(b"{a}x", b"{b}x"));
     assert!(call(true).same_slot(b"{a}x", b"y{a}"));
@@ -65,7 +65,7 @@ fn each_family_counts_its_native_calls() {
 
 #[test]
 fn keys_built_from_a_prefix_share_the_names_slot_only_under_a_hash_tag() {
-    let call = |cluster| Call { keys: &[], argv: &[], cluster };
+    let call = |cluster| Call { keys: &[], argv: &[], server: Server::plain(cluster) };
     assert!(call(false).prefix_in_slot(b"a{b", b"a{b:u:rwlock_timeout"));
     assert!(call(true).prefix_in_slot(b"n", b"{n}:u:rwlock_timeout"));
     assert!(!call(true).prefix_in_slot(b"a{b", b"a{b:u:rwlock_timeout"), "no tag: the suffix decides");

@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite};
+use crate::redisson::scripts::{identify, rewrite, Rewrite, Server};
 
 const READ_ACQUIRE: &str = "95553a6ff11176c18e71344e89d116b06fd6f753";
 const READ_RELEASE: &str = "6e1b10e11ac0a3ed8e902562ecd32ce01b553039";
@@ -30,7 +30,7 @@ fn rewritten(call: &[String], cluster: bool) -> Option<Rewrite> {
     let args: Vec<&[u8]> = call.iter().map(|arg| arg.as_bytes()).collect();
     let (family, known) = identify(&args).expect("a known text");
     assert_eq!(family.name, "rwlock");
-    rewrite(known, &args, cluster)
+    rewrite(known, &args, Server::plain(cluster))
 }
 
 /// The call with argument `index` (of the whole call) replaced.
@@ -54,9 +54,12 @@ fn assert_left_to_lua(call: &[String], changes: &[(usize, &str, &str)]) {
     }
 }
 
+const WRITE_ACQUIRE: &str = "6306ba3bf1f563b284bed52d305fce615c6664d9";
+
 #[test]
 fn every_text_is_known_by_sha() {
     for sha in [
+        WRITE_ACQUIRE,
         READ_ACQUIRE,
         READ_RELEASE,
         WRITE_RELEASE,
@@ -74,8 +77,24 @@ fn every_text_is_known_by_sha() {
         let (family, known) = identify(&[b"EVALSHA", sha.as_bytes()]).expect(sha);
         assert_eq!((family.name, known.sha1), ("rwlock", sha));
     }
-    // The write acquire stays with Lua: not in the table.
-    assert!(identify(&[b"EVALSHA", b"6306ba3bf1f563b284bed52d305fce615c6664d9"]).is_none());
+}
+
+/// The write acquire runs natively only while a lock-delay lasts.
+#[test]
+fn the_write_acquire_is_native_only_during_a_lock_delay() {
+    let call = call(WRITE_ACQUIRE, &["rw"], &["30000", "u:1:write"]);
+    let args: Vec<&[u8]> = call.iter().map(|arg| arg.as_bytes()).collect();
+    let (family, known) = identify(&args).expect("a known text");
+    assert_eq!(family.name, "rwlock");
+    assert_eq!(rewrite(known, &args, Server::plain(false)), None, "outside the delay: Lua");
+    let delay = Server { cluster: false, lock_delay: true };
+    let native = expected(&["RRW.ACQUIRE", "rw", "u:1", "WRITE", "30000"], None);
+    assert_eq!(rewrite(known, &args, delay), native);
+    for (index, value) in [(5, "u:1"), (5, "mode:write"), (5, "u:1:read"), (4, "0"), (4, "-5")] {
+        let changed: Vec<String> = with(&call, index, value);
+        let args: Vec<&[u8]> = changed.iter().map(|arg| arg.as_bytes()).collect();
+        assert_eq!(rewrite(known, &args, delay), None, "argument {index} = {value:?}");
+    }
 }
 
 #[test]
