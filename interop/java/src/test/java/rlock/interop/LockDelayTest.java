@@ -14,7 +14,7 @@ import org.redisson.api.RedissonClient;
 /**
  * Lock-delay ({@code rlock.lock-delay-ms}, docs/safety.md): natively, a
  * refusal during the delay looks like a lock held until its end, so
- * Redisson's lock() waits it out by itself, and a semaphore's acquire()
+ * Redisson's lock() (an RLock's, a write lock's) waits it out by itself, and a semaphore's acquire()
  * (which waits for a release message with no timeout) is woken at its
  * end. Redisson's scripts run as Lua are not delayed.
  */
@@ -28,6 +28,7 @@ class LockDelayTest extends RedissonTest {
             RedissonClient client = client(own);
             try {
                 RLock lock = client.getLock(name(info, "lock"));
+                RLock writeLock = client.getReadWriteLock(name(info, "rw")).writeLock();
                 RSemaphore semaphore = client.getSemaphore(name(info, "semaphore"));
                 assertTrue(semaphore.trySetPermits(1));
                 try (Resp resp = own.resp()) {
@@ -47,13 +48,18 @@ class LockDelayTest extends RedissonTest {
                     lock.lock();
                     return lock.isHeldByCurrentThread();
                 });
+                CompletableFuture<Boolean> written = CompletableFuture.supplyAsync(() -> {
+                    writeLock.lock();
+                    return writeLock.isHeldByCurrentThread();
+                });
                 assertTrue(locked.get(30, TimeUnit.SECONDS), "lock() returned holding the lock");
+                assertTrue(written.get(30, TimeUnit.SECONDS), "the write lock's lock() returned holding it");
                 permit.get(30, TimeUnit.SECONDS);
                 try (Resp resp = own.resp()) {
                     long refusals = infoField(resp, "rlock_lock_delay_refusals");
                     if (RlockServer.mode().equals("native")) {
                         assertEquals(0, delayLeft(resp), "both waited for the delay's end");
-                        assertTrue(refusals >= 2, "the lock and the permit were refused first: " + refusals);
+                        assertTrue(refusals >= 3, "the locks and the permit were refused first: " + refusals);
                     } else {
                         assertTrue(delayLeft(resp) > 0, "neither waited");
                         assertEquals(0, refusals, "Redisson's Lua scripts are not delayed");
