@@ -10,7 +10,6 @@ use crate::synchronizers::semaphore::Semaphore;
 use crate::transport::connection::{Connection, Deployment};
 use crate::transport::sentinel::Sentinels;
 use redis::aio::ConnectionManager;
-use redis::sentinel::SentinelNodeConnectionInfo;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -59,16 +58,18 @@ impl Client {
 
     /// Connects to the primary the Sentinels at `sentinels`
     /// (`redis://host:port`) name for `primary_name`, and follows it to
-    /// another after a failover: a command that fails as a failover makes
-    /// it fail asks the Sentinels again, and the next call (a retry, the
-    /// watchdog's renewal) goes to the new primary, where a hold the new
-    /// primary does not have is reported lost. `node` holds the data
-    /// nodes' settings (database, credentials). Blocking waits are not
-    /// offered: waiters wait on pub/sub.
+    /// another after a failover: the client asks the Sentinels every
+    /// second, and at once when a command fails as a failover makes it fail
+    /// (the failed command's error comes back; the next call, a retry or
+    /// the watchdog's renewal, goes to the new primary, where a hold it
+    /// lacks is reported lost). The primary is the one a majority of the
+    /// Sentinels name, once it answers as one. `node` holds the data
+    /// nodes' database and credentials. Blocking waits are not offered:
+    /// waiters wait on pub/sub, which moves with the commands.
     pub async fn connect_sentinel<T: redis::IntoConnectionInfo>(
         sentinels: impl IntoIterator<Item = T>,
         primary_name: &str,
-        node: SentinelNodeConnectionInfo,
+        node: redis::RedisConnectionInfo,
         options: ClientOptions,
     ) -> Result<Self> {
         let sentinels = sentinels.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;

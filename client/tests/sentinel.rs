@@ -46,3 +46,53 @@ async fn holds_follow_the_primary_sentinel_promotes_and_one_it_lacks_is_lost() {
     let exists: i64 = redis::cmd("EXISTS").arg("kept").query(&mut new_primary).unwrap();
     assert_eq!(exists, 0);
 }
+
+/// A failover that makes nothing fail (`SENTINEL FAILOVER`): the client
+/// still moves, within a check of the Sentinels, renews there, and its
+/// waiters' subscriptions move too (a release wakes them, not a timer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_that_fails_nothing_still_moves_commands_and_waiters() {
+    let group = SentinelGroup::start(&[], &[]);
+    let sentinels: Vec<String> =
+        group.sentinel_ports().iter().map(|port| format!("redis://127.0.0.1:{port}")).collect();
+    let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG).with_replica_sync(ReplicaSync::Off);
+    let connect = || Client::connect_sentinel(sentinels.clone(), MASTER, Default::default(), options.clone());
+    let (holder, waiter) = (connect().await.expect("client"), connect().await.expect("client"));
+    let held = holder.lock("x").lock().await.unwrap();
+    let waiting = {
+        let lock = waiter.lock("x");
+        tokio::spawn(async move { lock.lock().await })
+    };
+    let old = group.servers[0].port();
+    let mut sentinel =
+        redis::Client::open(sentinels[0].as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("SENTINEL").arg("FAILOVER").arg(MASTER).query_async(&mut sentinel).await.unwrap();
+    let ports = group.sentinel_ports();
+    let promoted = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let ports = ports.clone();
+            match tokio::task::spawn_blocking(move || primary_named_by(&ports)).await.unwrap() {
+                Some(port) if port != old => return port,
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    })
+    .await
+    .expect("a failover");
+    let server = group.servers.iter().find(|server| server.port() == promoted).unwrap();
+    let mut new_primary = server.connection();
+    // Past the lease at the failover: renewed on the new primary.
+    tokio::time::sleep(WATCHDOG + Duration::from_secs(2)).await;
+    let pttl: i64 = redis::cmd("PTTL").arg("x").query(&mut new_primary).unwrap();
+    assert!(pttl > 0, "renewed on the new primary: PTTL {pttl}");
+    assert!(!held.is_lost());
+    let released = std::time::Instant::now();
+    held.unlock().await.expect("released on the new primary");
+    let taken = tokio::time::timeout(PATIENCE, waiting).await.expect("the waiter is granted").unwrap().unwrap();
+    assert!(
+        released.elapsed() < Duration::from_secs(5),
+        "woken by the release, not its timer: {:?}",
+        released.elapsed()
+    );
+    taken.unlock().await.unwrap();
+}

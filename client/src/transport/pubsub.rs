@@ -18,6 +18,16 @@ impl Deployment {
         matches!(self, Deployment::Cluster(_))
     }
 
+    /// Behind Sentinel: ticks when the commands moved to another primary,
+    /// so that pub/sub moves too (an old primary that hangs never closes
+    /// the connection).
+    pub fn primary_moves(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        match self {
+            Deployment::Sentinel(sentinels) => Some(sentinels.moves()),
+            _ => None,
+        }
+    }
+
     /// Whether waiters on `channel` for the lock `key` subscribe sharded
     /// (SSUBSCRIBE). The module publishes a release both cluster-wide
     /// (PUBLISH, over the bus) and sharded from the key's node; a sharded

@@ -1,81 +1,152 @@
 //! A deployment behind Redis Sentinel: commands go to the primary the
-//! Sentinels name, and follow it to another after a failover. A command
-//! that fails in a way a failover explains (the connection dropped, was
-//! refused or timed out, or the server answered READONLY: it is a replica
-//! now) asks the Sentinels again and moves to the primary they name; the
-//! command itself fails as it would have, so the caller's own retry, or
-//! the watchdog's next renewal, goes to the new primary. A renewal there
-//! of a hold it does not have reports the hold lost, as any renewal does.
+//! Sentinels name, and follow it to another after a failover.
+//!
+//! The primary is the one a majority of the Sentinels name and that
+//! answers `ROLE` as a primary (during a failover, one Sentinel may still
+//! name the old one). The client looks again every [`CHECK_EVERY`], so it
+//! moves even when nothing fails (an old primary that resumed after a
+//! pause still answers, and would go on granting and renewing), and at
+//! once after a failure a failover explains (the connection dropped, was
+//! refused or timed out, or the server answered `READONLY`, also inside a
+//! pipeline). The failed command comes back as it would have; the
+//! caller's retry, or the watchdog's next renewal, goes to the new
+//! primary, where a renewal of a hold it lacks reports the hold lost.
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{
-    Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value,
+    Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, Pipeline, RedisConnectionInfo, RedisError,
+    RedisFuture, RedisResult, ServerErrorKind, Value,
 };
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 
-/// The Sentinels, and the name of the primary they watch.
+/// How often the client asks the Sentinels whether the primary moved.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+/// How long one Sentinel or the named primary may take to answer.
+const ASK_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The Sentinels, the name of the primary they watch, the data nodes'
+/// settings, and a count of the primary's moves (for pub/sub).
 #[derive(Clone)]
-pub(crate) struct Sentinels(Arc<tokio::sync::Mutex<SentinelClient>>);
+pub(crate) struct Sentinels(Arc<SentinelsInner>);
+
+struct SentinelsInner {
+    nodes: Vec<ConnectionInfo>,
+    primary_name: String,
+    settings: RedisConnectionInfo,
+    moves: watch::Sender<u64>,
+}
 
 impl Sentinels {
-    pub fn new(nodes: Vec<ConnectionInfo>, primary_name: &str, node: SentinelNodeConnectionInfo) -> RedisResult<Self> {
-        let client = SentinelClient::build(nodes, primary_name.to_owned(), Some(node), SentinelServerType::Master)?;
-        Ok(Sentinels(Arc::new(tokio::sync::Mutex::new(client))))
+    pub fn new(nodes: Vec<ConnectionInfo>, primary_name: &str, settings: RedisConnectionInfo) -> RedisResult<Self> {
+        if nodes.is_empty() {
+            return Err(RedisError::from((ErrorKind::EmptySentinelList, "no Sentinel address given")));
+        }
+        let moves = watch::Sender::new(0);
+        Ok(Sentinels(Arc::new(SentinelsInner { nodes, primary_name: primary_name.to_owned(), settings, moves })))
     }
 
-    /// A client of the primary the Sentinels name now (checked with ROLE).
-    pub async fn primary(&self) -> RedisResult<redis::Client> {
-        self.0.lock().await.async_get_client().await
+    /// Ticks each time the commands moved to another primary.
+    pub fn moves(&self) -> watch::Receiver<u64> {
+        self.0.moves.subscribe()
     }
+
+    /// A client of the primary a majority of the Sentinels name now, once
+    /// it answers as a primary.
+    pub async fn primary(&self) -> RedisResult<redis::Client> {
+        let mut asks = JoinSet::new();
+        for node in self.0.nodes.iter().cloned() {
+            let name = self.0.primary_name.clone();
+            asks.spawn(async move { tokio::time::timeout(ASK_TIMEOUT, named_by(node, name)).await.ok()?.ok() });
+        }
+        let mut named: HashMap<(String, u16), usize> = HashMap::new();
+        while let Some(answer) = asks.join_next().await {
+            if let Ok(Some(addr)) = answer {
+                *named.entry(addr).or_default() += 1;
+            }
+        }
+        let majority = |count: &usize| count * 2 > self.0.nodes.len();
+        let Some(((host, port), _)) = named.into_iter().find(|(_, count)| majority(count)) else {
+            return Err(RedisError::from((ErrorKind::Io, "no primary named by a majority of the Sentinels")));
+        };
+        let info = ConnectionAddr::Tcp(host, port).into_connection_info()?.set_redis_settings(self.0.settings.clone());
+        let client = redis::Client::open(info)?;
+        match tokio::time::timeout(ASK_TIMEOUT, answers_as_primary(&client)).await {
+            Ok(Ok(true)) => Ok(client),
+            Ok(Err(err)) => Err(err),
+            _ => Err(RedisError::from((ErrorKind::Io, "the primary the Sentinels name is not one yet"))),
+        }
+    }
+}
+
+async fn named_by(node: ConnectionInfo, name: String) -> RedisResult<(String, u16)> {
+    let mut con = redis::Client::open(node)?.get_multiplexed_async_connection().await?;
+    let (host, port): (String, u16) =
+        redis::cmd("SENTINEL").arg("get-master-addr-by-name").arg(name).query_async(&mut con).await?;
+    Ok((host, port))
+}
+
+async fn answers_as_primary(client: &redis::Client) -> RedisResult<bool> {
+    let mut con = client.get_multiplexed_async_connection().await?;
+    let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut con).await?;
+    Ok(matches!(role.first(), Some(Value::BulkString(role)) if role == b"master"))
 }
 
 /// The command connection to the current primary.
 #[derive(Clone)]
-pub(crate) struct PrimaryConnection {
+pub(crate) struct PrimaryConnection(Arc<Inner>);
+
+struct Inner {
     sentinels: Sentinels,
     config: ConnectionManagerConfig,
-    current: Arc<Mutex<(ConnectionAddr, ConnectionManager)>>,
-    /// One look at the Sentinels at a time: the failures of one failover
-    /// ask once.
-    following: Arc<tokio::sync::Mutex<()>>,
+    current: Mutex<(ConnectionAddr, ConnectionManager)>,
+    /// One look at the Sentinels at a time.
+    following: tokio::sync::Mutex<()>,
 }
 
 impl PrimaryConnection {
+    /// Connects to the primary the Sentinels name, and starts the periodic
+    /// check, which ends when the last clone of the connection is dropped.
     pub async fn connect(sentinels: Sentinels, response_timeout: Option<Duration>) -> RedisResult<Self> {
-        let mut config = ConnectionManagerConfig::new();
+        // Fail fast rather than retry a dead primary: a failure asks the
+        // Sentinels where the primary is now.
+        let mut config = ConnectionManagerConfig::new()
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(100))
+            .set_connection_timeout(Some(ASK_TIMEOUT));
         if let Some(timeout) = response_timeout {
             config = config.set_response_timeout(Some(timeout));
         }
-        let current = open(&sentinels, &config).await?;
-        Ok(Self { sentinels, config, current: Arc::new(Mutex::new(current)), following: Arc::default() })
+        let current = Mutex::new(open(&sentinels, &config).await?);
+        let connection = Self(Arc::new(Inner { sentinels, config, current, following: Default::default() }));
+        tokio::spawn(check_periodically(Arc::downgrade(&connection.0)));
+        Ok(connection)
     }
 
     fn current(&self) -> (ConnectionAddr, ConnectionManager) {
-        self.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0.current.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// After a failure on the primary at `failed`: moves to the primary
-    /// the Sentinels name, unless another call moved already. Errors are
-    /// left to the next call (the Sentinels may not have failed over yet).
-    async fn follow(&self, failed: &ConnectionAddr) {
-        let _one_at_a_time = self.following.lock().await;
-        if self.current().0 != *failed {
+    /// Moves to the primary the Sentinels name, unless another call moved
+    /// since the primary at `seen` was used. A failed look changes nothing
+    /// (the Sentinels may not have failed over yet).
+    async fn follow(&self, seen: &ConnectionAddr) {
+        let _one_at_a_time = self.0.following.lock().await;
+        if self.current().0 != *seen {
             return;
         }
-        if let Ok((addr, connection)) = open(&self.sentinels, &self.config).await {
-            if addr != *failed {
-                *self.current.lock().unwrap_or_else(PoisonError::into_inner) = (addr, connection);
+        if let Ok(client) = self.0.sentinels.primary().await {
+            if client.get_connection_info().addr() == seen {
+                return;
             }
-        }
-    }
-
-    /// After a call on the primary at `addr`: a failure a failover
-    /// explains moves to the primary the Sentinels name.
-    async fn after<T>(&self, addr: &ConnectionAddr, result: &RedisResult<T>) {
-        if result.as_ref().is_err_and(primary_may_have_moved) {
-            self.follow(addr).await;
+            let addr = client.get_connection_info().addr().clone();
+            if let Ok(connection) = ConnectionManager::new_with_config(client, self.0.config.clone()).await {
+                *self.0.current.lock().unwrap_or_else(PoisonError::into_inner) = (addr, connection);
+                self.0.sentinels.0.moves.send_modify(|moves| *moves += 1);
+            }
         }
     }
 }
@@ -89,12 +160,29 @@ async fn open(
     Ok((addr, ConnectionManager::new_with_config(client, config.clone()).await?))
 }
 
+async fn check_periodically(connection: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(CHECK_EVERY).await;
+        let Some(inner) = connection.upgrade() else { return };
+        let connection = PrimaryConnection(inner);
+        let seen = connection.current().0;
+        connection.follow(&seen).await;
+    }
+}
+
 fn primary_may_have_moved(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
         || err.is_timeout()
-        || err.kind() == redis::ErrorKind::Server(ServerErrorKind::ReadOnly)
+        || err.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
+}
+
+/// A pipeline's replies with errors ignored: a `READONLY` among them.
+fn answered_as_replica(replies: &[Value]) -> bool {
+    replies
+        .iter()
+        .any(|reply| matches!(reply, Value::ServerError(err) if err.kind() == Some(ServerErrorKind::ReadOnly)))
 }
 
 impl ConnectionLike for PrimaryConnection {
@@ -102,7 +190,9 @@ impl ConnectionLike for PrimaryConnection {
         Box::pin(async move {
             let (addr, mut connection) = self.current();
             let result = connection.req_packed_command(cmd).await;
-            self.after(&addr, &result).await;
+            if result.as_ref().is_err_and(primary_may_have_moved) {
+                self.follow(&addr).await;
+            }
             result
         })
     }
@@ -116,7 +206,13 @@ impl ConnectionLike for PrimaryConnection {
         Box::pin(async move {
             let (addr, mut connection) = self.current();
             let result = connection.req_packed_commands(cmd, offset, count).await;
-            self.after(&addr, &result).await;
+            let moved = match &result {
+                Ok(replies) => answered_as_replica(replies),
+                Err(err) => primary_may_have_moved(err),
+            };
+            if moved {
+                self.follow(&addr).await;
+            }
             result
         })
     }

@@ -220,6 +220,7 @@ async fn supervise(
     mut lost_rx: mpsc::UnboundedReceiver<u64>,
     mut closed: watch::Receiver<bool>,
 ) {
+    let mut moves = subscriptions.upgrade().and_then(|inner| inner.deployment.primary_moves());
     loop {
         tokio::select! {
             _ = closed.wait_for(|closed| *closed) => return,
@@ -228,6 +229,12 @@ async fn supervise(
                 Some(_) => continue,
                 None => return,
             },
+            // The primary moved: subscribe there, as after a disconnection.
+            _ = primary_moved(&mut moves) => {
+                let Some(inner) = subscriptions.upgrade() else { return };
+                let mut channels = lock(&inner.channels);
+                channels.values_mut().for_each(|entry| entry.server = ServerState::Unsubscribed);
+            }
         }
         let mut backoff = RECONNECT_BACKOFF.0;
         loop {
@@ -254,6 +261,17 @@ async fn supervise(
             }
             backoff = (backoff * 2).min(RECONNECT_BACKOFF.1);
         }
+    }
+}
+
+/// Completes when the primary moves (never without Sentinel).
+async fn primary_moved(moves: &mut Option<watch::Receiver<u64>>) {
+    let changed = match moves {
+        Some(moves) => moves.changed().await.is_ok(),
+        None => false,
+    };
+    if !changed {
+        std::future::pending::<()>().await;
     }
 }
 
