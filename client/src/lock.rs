@@ -76,6 +76,12 @@ impl<K: LockKind> Lock<K> {
         &self.handle.id().owner
     }
 
+    /// Which server the lock is on (its client's address, cluster or
+    /// Sentinel group): with the name, which lock this is.
+    pub(crate) fn server(&self) -> String {
+        self.handle.shared().server_label()
+    }
+
     /// The lease of a watchdog hold: the client's watchdog timeout.
     pub fn watchdog_timeout(&self) -> Duration {
         self.handle.shared().options.watchdog_timeout

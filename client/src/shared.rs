@@ -86,6 +86,12 @@ impl Shared {
         }
     }
 
+    /// Which server (or cluster, or Sentinel group) this client talks to:
+    /// a lock's name and this say which lock a handle is.
+    pub fn server_label(&self) -> String {
+        self.deployment.label()
+    }
+
     pub fn is_closed(&self) -> bool {
         *self.closed.borrow()
     }

@@ -92,9 +92,9 @@ async fn a_redlock_needs_a_majority_and_is_lost_without_one() {
     };
     let other = RedLock::new(others.iter().map(|client| client.lock("r")));
     assert!(other.try_lock(Duration::from_millis(300), Some(lease)).await.unwrap().is_none());
-    // A hold lost meanwhile does not keep the others from being released.
+    // A hold lost meanwhile is reported, and does not keep the others from being released.
     let _: i64 = redis::cmd("DEL").arg("r").query_async(&mut admin(&servers[0]).await).await.unwrap();
-    guard.unlock().await.unwrap();
+    assert!(matches!(guard.unlock().await, Err(rlock_client::Error::NotOwner)));
     for server in &servers[..3] {
         assert!(!exists(server, "r").await, "released everywhere");
     }
@@ -107,4 +107,61 @@ async fn a_redlock_needs_a_majority_and_is_lost_without_one() {
     // Three primaries down: no majority of five.
     servers[2].kill();
     assert!(redlock(&clients).try_lock(Duration::from_millis(300), Some(lease)).await.unwrap().is_none());
+}
+
+/// One name on two servers, named in opposite orders by two processes
+/// (other clients, other random owner ids): taken in one order all the
+/// same, so each gets its turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_name_on_two_servers_is_taken_in_one_order_by_every_process() {
+    let servers = [Server::start(), Server::start()];
+    let rounds = |clients: [Client; 2]| {
+        tokio::spawn(async move {
+            for _ in 0..10 {
+                let multi = MultiLock::new(clients.iter().map(|client| client.lock("same")));
+                let guard = multi.try_lock(PATIENCE, None).await.unwrap().expect("its turn");
+                guard.unlock().await.unwrap();
+            }
+        })
+    };
+    let one = rounds([client(&servers[0]).await, client(&servers[1]).await]);
+    let other = rounds([client(&servers[1]).await, client(&servers[0]).await]);
+    tokio::time::timeout(PATIENCE * 3, async { (one.await.unwrap(), other.await.unwrap()) })
+        .await
+        .expect("no livelock");
+}
+
+/// A fixed lease counts from the first lock's acquire: an attempt that
+/// waited past it for the last lock does not return holds already gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_lease_that_runs_out_while_the_last_lock_is_awaited_is_not_returned() {
+    let server = Server::start();
+    let (first, second) = (client(&server).await, client(&server).await);
+    let busy = second.lock("b").lock_with_lease(Duration::from_millis(1_500)).await.unwrap();
+    let lease = Duration::from_millis(500);
+    let guard = multi(&first, &["a", "b"]).try_lock(Duration::from_secs(5), Some(lease)).await.unwrap();
+    let guard = guard.expect("held once b was free");
+    assert!(guard.guards().iter().all(|guard| !guard.is_lost()), "every hold is alive");
+    assert!(exists(&server, "a").await && exists(&server, "b").await);
+    drop(busy);
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_reports_what_no_primary_can_grant_and_takes_any_wait() {
+    let servers: Vec<Server> = (0..3).map(|_| Server::builder().without_module().start()).collect();
+    let mut clients = Vec::new();
+    for server in &servers {
+        clients.push(client(server).await);
+    }
+    let redlock = RedLock::new(clients.iter().map(|client| client.lock("r")));
+    let refused = redlock.try_lock(Duration::from_secs(1), Some(Duration::from_secs(30))).await;
+    assert!(matches!(refused, Err(rlock_client::Error::ModuleNotLoaded)), "{refused:?}");
+    let with_module = Server::start();
+    let one = client(&with_module).await;
+    let redlock = RedLock::new([one.lock("r")]);
+    let guard = redlock.try_lock(Duration::MAX, None).await.unwrap().expect("granted");
+    guard.unlock().await.unwrap();
+    let multi = multi(&one, &["m"]);
+    multi.try_lock(Duration::MAX, None).await.unwrap().expect("granted").unlock().await.unwrap();
 }

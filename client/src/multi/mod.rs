@@ -16,10 +16,12 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// All of several locks, on one server or many, held as one. They are
-/// taken in one fixed order (by name, then owner), so two multi-locks over
-/// overlapping sets cannot deadlock; when one cannot be had, those taken
-/// are given back before trying again. Each hold is renewed by its
-/// client's watchdog (one task per client renews all its holds).
+/// taken in one order, by name and then server, the same in every process
+/// that names its servers alike, so two multi-locks over overlapping sets
+/// cannot deadlock; when one cannot be had, those taken are given back
+/// before trying again. A lock named twice (one name on one server) is
+/// taken once. Each hold is renewed by its client's watchdog (one task per
+/// client renews all its holds).
 pub struct MultiLock<K: LockKind = Plain> {
     locks: Vec<Lock<K>>,
 }
@@ -27,9 +29,11 @@ pub struct MultiLock<K: LockKind = Plain> {
 impl<K: LockKind> MultiLock<K> {
     /// The locks to hold at once (of any clients, so of any servers).
     pub fn new(locks: impl IntoIterator<Item = Lock<K>>) -> Self {
-        let mut locks: Vec<Lock<K>> = locks.into_iter().collect();
-        locks.sort_by(|a, b| (a.name(), a.owner()).cmp(&(b.name(), b.owner())));
-        Self { locks }
+        let mut locks: Vec<(Vec<u8>, String, Lock<K>)> =
+            locks.into_iter().map(|lock| (lock.name().to_vec(), lock.server(), lock)).collect();
+        locks.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        locks.dedup_by(|a, b| (&a.0, &a.1) == (&b.0, &b.1));
+        Self { locks: locks.into_iter().map(|(_, _, lock)| lock).collect() }
     }
 
     /// Waits, without limit, until every lock is ours; the watchdog
@@ -44,14 +48,16 @@ impl<K: LockKind> MultiLock<K> {
 
     /// Tries for at most `wait` to hold every lock at once; `None` when
     /// that did not happen, with nothing left held. With a `lease` each
-    /// hold ends with it; without, the watchdog renews them.
+    /// hold ends with it, counted from the first lock's acquire: an attempt
+    /// that took longer than the lease to get the last lock gives them all
+    /// back and tries again. Without, the watchdog renews them.
     pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<MultiGuard<K>>> {
-        let deadline = Instant::now() + wait;
+        let deadline = Deadline::after(wait);
         loop {
+            let started = Instant::now();
             let mut held = Vec::with_capacity(self.locks.len());
             for lock in &self.locks {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match lock.try_lock(left, lease).await {
+                match lock.try_lock(deadline.left(), lease).await {
                     Ok(Some(guard)) => held.push(guard),
                     Ok(None) => break,
                     Err(err) => {
@@ -60,14 +66,33 @@ impl<K: LockKind> MultiLock<K> {
                     }
                 }
             }
-            if held.len() == self.locks.len() {
+            let in_time = lease.is_none_or(|lease| started.elapsed() < lease);
+            if held.len() == self.locks.len() && in_time {
                 return Ok(Some(MultiGuard { guards: held }));
             }
             give_back(held).await;
-            if Instant::now() >= deadline {
+            if deadline.passed() {
                 return Ok(None);
             }
         }
+    }
+}
+
+/// The end of a wait; a wait too long to add to the clock never ends.
+#[derive(Clone, Copy)]
+struct Deadline(Option<Instant>);
+
+impl Deadline {
+    fn after(wait: Duration) -> Self {
+        Deadline(Instant::now().checked_add(wait))
+    }
+
+    fn left(self) -> Duration {
+        self.0.map_or(Duration::MAX, |end| end.saturating_duration_since(Instant::now()))
+    }
+
+    fn passed(self) -> bool {
+        self.0.is_some_and(|end| Instant::now() >= end)
     }
 }
 
@@ -75,6 +100,12 @@ impl<K: LockKind> MultiLock<K> {
 #[must_use = "the locks are released when the guard is dropped"]
 pub struct MultiGuard<K: LockKind = Plain> {
     guards: Vec<Guard<K>>,
+}
+
+impl<K: LockKind> std::fmt::Debug for MultiGuard<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiGuard").field("guards", &self.guards).finish()
+    }
 }
 
 impl<K: LockKind> MultiGuard<K> {
@@ -99,17 +130,35 @@ async fn give_back<K: LockKind>(held: Vec<Guard<K>>) {
     let _ = unlock_all(held).await;
 }
 
-/// Unlocks every guard; the first error, after trying them all (a hold
-/// already lost is no error here: the goal is that none is left).
+/// Unlocks every guard; after trying them all, the first error, or
+/// [`Error::NotOwner`] when a hold had been lost meanwhile.
 async fn unlock_all<K: LockKind>(guards: Vec<Guard<K>>) -> Result<()> {
-    let mut first_error = None;
+    let (mut first_error, mut lost) = (None, false);
     for guard in guards {
         match guard.unlock().await {
-            Ok(()) | Err(Error::NotOwner) => {}
+            Ok(()) => {}
+            Err(Error::NotOwner) => lost = true,
             Err(err) => first_error = first_error.or(Some(err)),
         }
     }
-    first_error.map_or(Ok(()), Err)
+    match (first_error, lost) {
+        (Some(err), _) => Err(err),
+        (None, true) => Err(Error::NotOwner),
+        (None, false) => Ok(()),
+    }
+}
+
+/// Whether an acquire's error says only that its server could not be
+/// reached in time (a RedLock counts that primary out), not that the
+/// request itself is wrong.
+fn is_unreachable(err: &Error) -> bool {
+    match err {
+        Error::Redis(err) => {
+            err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal() || err.is_timeout()
+        }
+        Error::OutcomeUnknown(_) => true,
+        _ => false,
+    }
 }
 
 /// Completes once `enough` of the guards are lost.

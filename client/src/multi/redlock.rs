@@ -6,7 +6,7 @@
 //! and an allowance for clock drift, is positive. Otherwise what it got is
 //! given back on every primary.
 
-use super::{lost_when, unlock_all};
+use super::{is_unreachable, lost_when, unlock_all, Deadline};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::lock::Lock;
@@ -39,7 +39,7 @@ impl RedLock {
     /// it; without, each client's watchdog renews them, and the lease the
     /// validity is counted from is the watchdog timeout.
     pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<RedLockGuard>> {
-        let deadline = Instant::now() + wait;
+        let deadline = Deadline::after(wait);
         let counted_lease = lease.unwrap_or_else(|| self.locks.first().map_or(Duration::ZERO, Lock::watchdog_timeout));
         let per_primary = PER_PRIMARY.min(counted_lease / 10).max(Duration::from_millis(5));
         loop {
@@ -52,10 +52,12 @@ impl RedLock {
                     tokio::time::timeout(per_primary, lock.try_lock(Duration::ZERO, lease)).await
                 });
             }
-            let mut held: Vec<Guard> = Vec::new();
+            let (mut held, mut refusal): (Vec<Guard>, Option<crate::Error>) = (Vec::new(), None);
             while let Some(attempt) = attempts.join_next().await {
-                if let Ok(Ok(Ok(Some(guard)))) = attempt {
-                    held.push(guard);
+                match attempt {
+                    Ok(Ok(Ok(Some(guard)))) => held.push(guard),
+                    Ok(Ok(Err(err))) if !is_unreachable(&err) => refusal = refusal.or(Some(err)),
+                    _ => {}
                 }
             }
             // Redlock's drift allowance: 1% of the lease, plus 2 ms.
@@ -66,17 +68,22 @@ impl RedLock {
                 return Ok(Some(RedLockGuard { guards: held, quorum: self.quorum(), valid_until }));
             }
             let _ = unlock_all(held).await;
-            if Instant::now() >= deadline {
+            // A request no primary can grant (a bad lease, no module): said so.
+            if let Some(err) = refusal {
+                return Err(err);
+            }
+            if deadline.passed() {
                 return Ok(None);
             }
             // Apart, so that competing attempts do not split the primaries again.
-            tokio::time::sleep(per_primary.min(deadline.saturating_duration_since(Instant::now()))).await;
+            tokio::time::sleep(per_primary.min(deadline.left())).await;
         }
     }
 }
 
 /// Proof that a [`RedLock`]'s majority is held.
 #[must_use = "the locks are released when the guard is dropped"]
+#[derive(Debug)]
 pub struct RedLockGuard {
     guards: Vec<Guard>,
     quorum: usize,

@@ -21,6 +21,19 @@ pub(crate) enum Deployment {
 }
 
 impl Deployment {
+    /// Names the servers: the address of one, a cluster's seed nodes, or
+    /// the primary's name and the Sentinels.
+    pub fn label(&self) -> String {
+        match self {
+            Deployment::Single(client) => client.get_connection_info().addr().to_string(),
+            Deployment::Cluster(nodes) => {
+                let nodes: Vec<String> = nodes.iter().map(|node| node.addr().to_string()).collect();
+                format!("cluster {}", nodes.join(","))
+            }
+            Deployment::Sentinel(sentinels) => format!("sentinel {}", sentinels.label()),
+        }
+    }
+
     /// A command connection; `response_timeout` overrides redis-rs's.
     pub async fn connect(&self, response_timeout: Option<Duration>) -> RedisResult<Connection> {
         Ok(match self {

@@ -49,6 +49,12 @@ impl Sentinels {
         Ok(Sentinels(Arc::new(SentinelsInner { nodes, primary_name: primary_name.to_owned(), settings, moves })))
     }
 
+    /// The primary's name and the Sentinels' addresses.
+    pub fn label(&self) -> String {
+        let nodes: Vec<String> = self.0.nodes.iter().map(|node| node.addr().to_string()).collect();
+        format!("{} {}", self.0.primary_name, nodes.join(","))
+    }
+
     /// Ticks each time the commands moved to another primary.
     pub fn moves(&self) -> watch::Receiver<u64> {
         self.0.moves.subscribe()
