@@ -26,6 +26,32 @@ fn acquire(con: &mut Connection, name: &str, owner: &str) -> Option<i64> {
     redis::cmd("RLOCK.ACQUIRE").arg(name).arg(owner).arg(LEASE).query(con).unwrap()
 }
 
+/// An acquire's full reply: granted, holds, lease_ms, waited_ms.
+type FullReply = (i64, i64, i64, i64);
+
+/// An RLock `WAIT` and a fair `BLOCK` acquire of `o1`, each waiting up
+/// to `wait_ms` on a connection of its own: their full replies, and the
+/// server's time when each came.
+fn blocked_acquires(server: &Server, wait_ms: i64) -> [thread::JoinHandle<(FullReply, i64)>; 2] {
+    let mut rlock = redis::cmd("RLOCK.ACQUIRE");
+    rlock.arg("lock").arg("o1").arg(LEASE).arg("WAIT").arg(wait_ms).arg("REPLY").arg("FULL");
+    let mut fair = redis::cmd("RFAIR.ACQUIRE");
+    fair.arg("fair").arg("o1").arg(LEASE).arg("WAIT").arg(wait_ms).arg("BLOCK").arg(wait_ms).arg("REPLY").arg("FULL");
+    [rlock, fair].map(|command| {
+        let mut con = server.connection();
+        thread::spawn(move || {
+            let reply: Value = command.query(&mut con).unwrap();
+            (full_reply(reply), server_time_ms(&mut con))
+        })
+    })
+}
+
+/// Subscribes to `sem`'s channel, then `RSEM.TRYACQUIRE sem 1`'s reply.
+fn refused_permit(con: &mut Connection, subscriber: &mut redis::PubSub) -> i64 {
+    subscriber.subscribe("redisson_sc:{sem}").unwrap();
+    redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(con).unwrap()
+}
+
 /// A PTTL told by a refusal of the long delay: about its whole length.
 fn is_rest_of_long_delay(pttl: i64) -> bool {
     (LONG - 60_000..=LONG).contains(&pttl)
@@ -173,21 +199,8 @@ fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
 
     let mut subscriber = server.connection();
     let mut pubsub = subscriber.as_pubsub();
-    pubsub.subscribe("redisson_sc:{sem}").unwrap();
-    let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
-
-    let blocked = |command: redis::Cmd| {
-        let mut con = server.connection();
-        thread::spawn(move || {
-            let reply: Value = command.query(&mut con).unwrap();
-            (full_reply(reply), server_time_ms(&mut con))
-        })
-    };
-    let mut rlock = redis::cmd("RLOCK.ACQUIRE");
-    rlock.arg("lock").arg("o1").arg(LEASE).arg("WAIT").arg(10_000).arg("REPLY").arg("FULL");
-    let mut fair = redis::cmd("RFAIR.ACQUIRE");
-    fair.arg("fair").arg("o1").arg(LEASE).arg("WAIT").arg(10_000).arg("BLOCK").arg(10_000).arg("REPLY").arg("FULL");
-    for waiter in [blocked(rlock), blocked(fair)] {
+    let permit = refused_permit(&mut con, &mut pubsub);
+    for waiter in blocked_acquires(&server, 10_000) {
         let ((granted, holds, _, _), replied_at) = waiter.join().unwrap();
         assert_eq!((granted, holds), (1, 1));
         assert!(replied_at >= ends_at, "granted at {replied_at}, before the delay's end {ends_at}");
@@ -218,23 +231,13 @@ fn ending_the_delay_early_wakes_what_waits_for_its_end() {
 
     let mut subscriber = server.connection();
     let mut pubsub = subscriber.as_pubsub();
-    pubsub.subscribe("redisson_sc:{sem}").unwrap();
-    let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
-    assert_eq!(permit, 0);
-    let blocked = |command: redis::Cmd| {
-        let mut con = server.connection();
-        thread::spawn(move || full_reply(command.query(&mut con).unwrap()))
-    };
-    let mut rlock = redis::cmd("RLOCK.ACQUIRE");
-    rlock.arg("lock").arg("o1").arg(LEASE).arg("WAIT").arg(60_000).arg("REPLY").arg("FULL");
-    let mut fair = redis::cmd("RFAIR.ACQUIRE");
-    fair.arg("fair").arg("o1").arg(LEASE).arg("WAIT").arg(60_000).arg("BLOCK").arg(60_000).arg("REPLY").arg("FULL");
-    let waiters = [blocked(rlock), blocked(fair)];
+    assert_eq!(refused_permit(&mut con, &mut pubsub), 0);
+    let waiters = blocked_acquires(&server, 60_000);
     testkit::eventually("both callers blocked", std::time::Duration::from_secs(10), || info(&mut con, "blocked") == 2);
     let ended_at = std::time::Instant::now();
     set_delay(&mut con, 0);
     for waiter in waiters {
-        let (granted, holds, _, waited_ms) = waiter.join().unwrap();
+        let ((granted, holds, _, waited_ms), _) = waiter.join().unwrap();
         assert_eq!((granted, holds), (1, 1));
         assert!(waited_ms < 30_000, "granted when the delay ended, not at its old end: waited {waited_ms} ms");
     }
