@@ -137,7 +137,7 @@ bench: deps java-deps
 
 # The fault-injection suite (faults/): every configuration under kill -9,
 # SIGSTOP and a partition (iptables: needs root), 3 runs each, with
-# Sentinel; the report is saved as FAULTS.md. Takes about half an hour.
+# Sentinel; the report is saved as FAULTS.md. Takes about 45 minutes.
 # `make test` runs its short form (faults/tests/short.rs).
 faults: deps
 	$(CARGO) build --workspace
