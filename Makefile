@@ -136,7 +136,8 @@ bench: deps java-deps
 	RLOCK_MODULE=$(abspath target/release/librlock.so) target/release/rlock-bench | tee BENCHMARKS.md
 
 # The fault-injection suite (faults/): every configuration under kill -9,
-# SIGSTOP and a partition (iptables: needs root), 3 runs each, with
+# SIGSTOP, a partition (iptables: needs root) and a paused client, 3 runs
+# each, with
 # Sentinel; the report is saved as FAULTS.md. Takes about 45 minutes.
 # `make test` runs its short form (faults/tests/short.rs).
 faults: deps
