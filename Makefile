@@ -137,8 +137,7 @@ bench: deps java-deps
 
 # The fault-injection suite (faults/): every configuration under kill -9,
 # SIGSTOP, a partition (iptables: needs root) and a paused client, 3 runs
-# each, with
-# Sentinel; the report is saved as FAULTS.md. Takes about 45 minutes.
+# each, with Sentinel; the report is saved as FAULTS.md. About 45 minutes.
 # `make test` runs its short form (faults/tests/short.rs).
 faults: deps
 	$(CARGO) build --workspace
