@@ -57,7 +57,7 @@ impl Delay {
 
     /// The PTTL a refused new holder is told: the holder's (`holder_pttl`,
     /// -2 for none) or the delay's rest, whichever ends later; a lock with
-    /// no expiry (-1) stays -1.
+    /// no expiry (-1) stays -1. With no delay left, a missing lock's is 0.
     pub fn pttl(self, holder_pttl: i64) -> i64 {
         match holder_pttl {
             -1 => -1,
@@ -83,6 +83,9 @@ mod tests {
             (500, 200, 500), // the holder's lease ends first
             (500, 900, 900), // the delay ends first
             (500, -1, -1),   // no expiry: only a release frees it
+            (0, -2, 0),      // over: a missing lock has no lease left
+            (0, 200, 200),   // over: the holder's lease
+            (0, -1, -1),     // over: still no expiry
         ];
         for (left_ms, holder_pttl, told) in cases {
             assert_eq!(Delay::left(left_ms).pttl(holder_pttl), told, "{left_ms} {holder_pttl}");

@@ -46,6 +46,15 @@ fn blocked_acquires(server: &Server, wait_ms: i64) -> [thread::JoinHandle<(FullR
     })
 }
 
+/// A server with 5 permits on `sem`, in a delay of [`LONG`] from its start.
+fn permits_in_a_long_delay() -> (Server, Connection) {
+    let server = Server::start();
+    let mut con = server.connection();
+    let _: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("sem").arg(5).query(&mut con).unwrap();
+    set_delay(&mut con, LONG);
+    (server, con)
+}
+
 /// Subscribes to `sem`'s channel, then `RSEM.TRYACQUIRE sem 1`'s reply.
 fn refused_permit(con: &mut Connection, subscriber: &mut redis::PubSub) -> i64 {
     subscriber.subscribe("redisson_sc:{sem}").unwrap();
@@ -188,11 +197,8 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
 /// release message then.
 #[test]
 fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
-    let server = Server::start();
-    let mut con = server.connection();
-    let _: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("sem").arg(5).query(&mut con).unwrap();
+    let (server, mut con) = permits_in_a_long_delay();
     // A delay ending 1.5 s from now: the term began at the start.
-    set_delay(&mut con, LONG);
     let elapsed = LONG - info(&mut con, "lock_delay_left_ms");
     set_delay(&mut con, elapsed + 1_500);
     let ends_at = server_time_ms(&mut con) + info(&mut con, "lock_delay_left_ms");
@@ -219,10 +225,7 @@ fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
 /// for its waiters are not counted as refusals.
 #[test]
 fn ending_the_delay_early_wakes_what_waits_for_its_end() {
-    let server = Server::start();
-    let mut con = server.connection();
-    let _: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("sem").arg(5).query(&mut con).unwrap();
-    set_delay(&mut con, LONG);
+    let (server, mut con) = permits_in_a_long_delay();
     let refusals = info(&mut con, "lock_delay_refusals");
     let timed_out: i64 =
         redis::cmd("RLOCK.ACQUIRE").arg("free").arg("o1").arg(LEASE).arg("WAIT").arg(200).query(&mut con).unwrap();

@@ -249,11 +249,7 @@ fn holder_pttl(ctx: &Context, id: &[u8], delay: Delay) -> Option<i64> {
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     let key = RedisLock::open_readonly(ctx, &name);
     let pttl = lock::pttl(&key, now_ms());
-    matches!(key.kind(), KeyType::Missing | KeyType::Hash).then(|| match pttl {
-        -2 if !delay.lasts() => 0,
-        pttl if delay.lasts() => delay.pttl(pttl),
-        pttl => pttl,
-    })
+    matches!(key.kind(), KeyType::Missing | KeyType::Hash).then(|| delay.pttl(pttl))
 }
 
 /// How soon a grant check put off by a write pause is tried again.

@@ -137,9 +137,7 @@ unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisM
     let pttl = lock::pttl(&key, now_ms());
     drop(key);
     // As a refused acquire is told: a lasting lock-delay's rest if longer.
-    let delay = crate::term::delay();
-    let pttl = if delay.lasts() { delay.pttl(pttl) } else { pttl };
-    pttl.max(0)
+    crate::term::delay().pttl(pttl).max(0)
 }
 
 unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, outcome: *mut c_void) {
