@@ -1,7 +1,8 @@
 //! Lock-delay, as Chubby's and Consul's: right after a server becomes a
 //! primary, its data may be older than what clients were granted on the
-//! primary before it, so for a while it admits no new holder anywhere.
-//! Holders it has keep re-entering, renewing and releasing.
+//! primary before it, so for a while it grants nothing anywhere, not even
+//! a re-entry: a hold in its data may be one whose release the old primary
+//! took. Holders it has keep renewing and releasing.
 //!
 //! A refusal looks like contention whose lease ends with the delay, so
 //! Redisson's clients wait and retry by themselves. The glue measures the

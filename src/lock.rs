@@ -104,7 +104,8 @@ pub struct Status {
 
 /// Redisson's acquire: take a free lock or re-enter an owned one, and set
 /// the lease; otherwise report how long the current lease has left. While
-/// `delay` lasts, only a re-entry is granted.
+/// `delay` lasts, nothing is granted, not even a re-entry: the server
+/// cannot tell a hold from one whose release its old primary took.
 pub fn acquire<S: LockStore>(
     store: &mut S,
     owner: &S::Owner,
@@ -113,13 +114,15 @@ pub fn acquire<S: LockStore>(
 ) -> Result<Acquire, LockError> {
     let expire_at = expiry(now_ms, lease_ms)?;
     let outcome = match store.kind() {
-        KeyType::Missing if delay.refuses() => return Ok(Acquire::Contended { pttl_ms: delay.pttl(-2) }),
+        KeyType::Missing if delay.refuses() => return Ok(Acquire::Contended { pttl_ms: delay.left_ms() }),
         KeyType::Missing => {
             store.increment(owner, 1, 1);
             Acquire::Acquired
         }
         KeyType::Hash => match store.hold_count(owner)? {
             None => return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(store, now_ms)) }),
+            // Its own hold: it re-enters when the delay ends.
+            Some(_) if delay.refuses() => return Ok(Acquire::Contended { pttl_ms: delay.left_ms() }),
             Some(count) => {
                 let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
                 store.increment(owner, 1, count);

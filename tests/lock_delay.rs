@@ -1,7 +1,9 @@
 //! Lock-delay (`rlock.lock-delay-ms`): for the first moments of a term (a
 //! start, a restart, a promotion) nothing is granted to a new holder, of
-//! any kind; a refusal looks like contention ending with the delay; the
-//! holders the server has re-enter, renew and release; callers blocked
+//! any kind, and no holder re-enters (the server cannot tell a hold from
+//! one whose release the old primary took); a refusal looks like
+//! contention ending with the delay; the holders the server has renew and
+//! release; callers blocked
 //! meanwhile are granted at its end, and Redisson's semaphore waiters are
 //! woken then.
 
@@ -67,7 +69,7 @@ fn is_rest_of_long_delay(pttl: i64) -> bool {
 }
 
 #[test]
-fn a_lock_delay_admits_no_new_holder_of_any_kind_and_keeps_the_holders_there_are() {
+fn a_lock_delay_grants_nothing_of_any_kind_and_keeps_the_holders_there_are() {
     let server = Server::start();
     let mut con = server.connection();
     assert_eq!(acquire(&mut con, "held", "o1"), None);
@@ -81,30 +83,33 @@ fn a_lock_delay_admits_no_new_holder_of_any_kind_and_keeps_the_holders_there_are
     let refusals = info(&mut con, "lock_delay_refusals");
     assert!(is_rest_of_long_delay(info(&mut con, "lock_delay_left_ms")));
 
-    // RLock: a free lock and a new owner are refused; the holder re-enters,
-    // renews and releases, and then is a new owner too.
+    // RLock: a free lock, a new owner and the holder's re-entry are
+    // refused (the holder's, even with WAIT, at once: its own hold keeps
+    // it out); the holder renews and releases.
     let refused = acquire(&mut con, "free", "o1").expect("refused");
     assert!(is_rest_of_long_delay(refused), "told the delay's rest: {refused}");
     let behind_holder = acquire(&mut con, "held", "o2").expect("refused");
     assert!(is_rest_of_long_delay(behind_holder), "the delay outlasts the lease: {behind_holder}");
-    assert_eq!(acquire(&mut con, "held", "o1"), None, "a re-entry");
+    assert!(acquire(&mut con, "held", "o1").is_some_and(is_rest_of_long_delay), "no re-entry");
+    let waited: Option<i64> =
+        redis::cmd("RLOCK.ACQUIRE").arg("held").arg("o1").arg(LEASE).arg("WAIT").arg(LONG).query(&mut con).unwrap();
+    assert!(waited.is_some_and(is_rest_of_long_delay), "not blocked behind its own hold: {waited:?}");
     let renewed: i64 = redis::cmd("RLOCK.RENEW").arg("held").arg("o1").arg(LEASE).query(&mut con).unwrap();
     assert_eq!(renewed, 1);
-    let released: Vec<i64> =
-        (0..2).map(|_| redis::cmd("RLOCK.RELEASE").arg("held").arg("o1").query(&mut con).unwrap()).collect();
-    assert_eq!(released, [0, 1], "both holds released");
+    let released: i64 = redis::cmd("RLOCK.RELEASE").arg("held").arg("o1").query(&mut con).unwrap();
+    assert_eq!(released, 1, "its one hold released");
     assert!(acquire(&mut con, "held", "o1").is_some(), "released: a new holder now");
     let full = redis::cmd("RLOCK.ACQUIRE").arg("free").arg("o1").arg(LEASE).arg("REPLY").arg("FULL").query(&mut con);
     let (granted, holds, lease_ms, _) = full_reply(full.unwrap());
     assert!(granted == 0 && holds == 0 && is_rest_of_long_delay(lease_ms), "{granted} {holds} {lease_ms}");
 
-    // Fenced: no token for a new holder; the holder's re-entry takes one.
+    // Fenced: no token for a new holder, nor for the holder's re-entry.
     let (pttl, token): (i64, i64) =
         redis::cmd("RFENCED.ACQUIRE").arg("ffree").arg("o1").arg(LEASE).query(&mut con).unwrap();
     assert!(is_rest_of_long_delay(pttl) && token == -1, "[{pttl}, {token}]");
     let (pttl, token): (i64, i64) =
         redis::cmd("RFENCED.ACQUIRE").arg("fheld").arg("o1").arg(LEASE).query(&mut con).unwrap();
-    assert!(pttl == -1 && token > 0, "[{pttl}, {token}]");
+    assert!(is_rest_of_long_delay(pttl) && token == -1, "[{pttl}, {token}]");
 
     // Read-write: no new reader beside a reader, no writer on a free lock.
     let reader: Option<i64> =
@@ -112,13 +117,14 @@ fn a_lock_delay_admits_no_new_holder_of_any_kind_and_keeps_the_holders_there_are
     assert!(reader.is_some_and(is_rest_of_long_delay), "{reader:?}");
     let again: Option<i64> =
         redis::cmd("RRW.ACQUIRE").arg("rw").arg("o1").arg("READ").arg(LEASE).query(&mut con).unwrap();
-    assert_eq!(again, None, "the reader re-enters");
+    assert!(again.is_some_and(is_rest_of_long_delay), "no re-entry: {again:?}");
     let writer: Option<i64> =
         redis::cmd("RRW.ACQUIRE").arg("rwfree").arg("o1").arg("WRITE").arg(LEASE).query(&mut con).unwrap();
     assert!(writer.is_some_and(is_rest_of_long_delay), "{writer:?}");
 
     // Fair: the no-wait form is refused; a waiter queues with the delay's
-    // rest as its hint; the holder re-enters.
+    // rest as its hint; the holder's re-entry is refused, unqueued, and
+    // does not block.
     let no_wait: i64 = redis::cmd("RFAIR.ACQUIRE").arg("ffair").arg("o1").arg(LEASE).query(&mut con).unwrap();
     assert_eq!(no_wait, 1);
     let hint: i64 =
@@ -126,8 +132,14 @@ fn a_lock_delay_admits_no_new_holder_of_any_kind_and_keeps_the_holders_there_are
     assert!(is_rest_of_long_delay(hint), "{hint}");
     let queued: Vec<String> = con.lrange("redisson_lock_queue:{ffair}", 0, -1).unwrap();
     assert_eq!(queued, ["o1"]);
-    let reentry: Option<i64> = redis::cmd("RFAIR.ACQUIRE").arg("fair").arg("o1").arg(LEASE).query(&mut con).unwrap();
-    assert_eq!(reentry, None);
+    let reentry: i64 = redis::cmd("RFAIR.ACQUIRE").arg("fair").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    assert_eq!(reentry, 1);
+    let mut blocked = redis::cmd("RFAIR.ACQUIRE");
+    blocked.arg("fair").arg("o1").arg(LEASE).arg("WAIT").arg(5_000).arg("BLOCK").arg(LONG);
+    let hint: i64 = blocked.query(&mut con).unwrap();
+    assert!(is_rest_of_long_delay(hint), "{hint}");
+    let queued: Vec<String> = con.lrange("redisson_lock_queue:{fair}", 0, -1).unwrap();
+    assert!(queued.is_empty(), "{queued:?}");
 
     // Semaphores: no permit, and nothing taken.
     let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
@@ -141,7 +153,7 @@ fn a_lock_delay_admits_no_new_holder_of_any_kind_and_keeps_the_holders_there_are
     let left: i64 = con.get("psem").unwrap();
     assert_eq!(left, 5);
 
-    assert!(info(&mut con, "lock_delay_refusals") >= refusals + 9);
+    assert!(info(&mut con, "lock_delay_refusals") >= refusals + 15);
     // Turned off: every kind grants again.
     set_delay(&mut con, 0);
     assert_eq!(info(&mut con, "lock_delay_left_ms"), 0);
@@ -150,8 +162,8 @@ fn a_lock_delay_admits_no_new_holder_of_any_kind_and_keeps_the_holders_there_are
     assert_eq!(permit, 1);
 }
 
-/// A restart begins a term: the holds it loaded go on, nothing new is
-/// granted until the delay ends.
+/// A restart begins a term: the holds it loaded go on, nothing is granted
+/// until the delay ends.
 #[test]
 fn a_restart_begins_a_lock_delay() {
     let mut server = Server::builder()
@@ -166,13 +178,16 @@ fn a_restart_begins_a_lock_delay() {
     assert_eq!(acquire(&mut con, "held", "o1"), None);
     server.restart();
     let mut con = server.connection();
-    assert_eq!(acquire(&mut con, "held", "o1"), None, "the loaded holder re-enters");
+    let renewed: i64 = redis::cmd("RLOCK.RENEW").arg("held").arg("o1").arg(LEASE).query(&mut con).unwrap();
+    assert_eq!(renewed, 1, "the loaded holder renews");
+    assert!(acquire(&mut con, "held", "o1").is_some_and(is_rest_of_long_delay), "it re-enters at the end");
     assert!(acquire(&mut con, "held", "o2").is_some_and(is_rest_of_long_delay));
     assert!(acquire(&mut con, "free", "o1").is_some_and(is_rest_of_long_delay));
 }
 
 /// A promoted replica begins a term: the holds it was sent go on; a grant
-/// the old primary made that never reached it is not made again.
+/// the old primary made that never reached it is not made again, nor is a
+/// re-entry of a hold whose release never reached it.
 #[test]
 fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
     let primary = Server::start();
@@ -184,9 +199,15 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
     assert_eq!(acknowledged, 1);
     let mut promoted = replica.connection();
     let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut promoted).unwrap();
-    // The old primary, cut off, grants a lock the new one never hears of.
+    // The old primary, cut off, takes a release and grants locks the new
+    // one never hears of.
+    let released: i64 = redis::cmd("RLOCK.RELEASE").arg("held").arg("o1").query(&mut con).unwrap();
+    assert_eq!(released, 1);
+    assert_eq!(acquire(&mut con, "held", "o4"), None);
     assert_eq!(acquire(&mut con, "lost", "o2"), None);
-    assert_eq!(acquire(&mut promoted, "held", "o1"), None, "the replicated holder re-enters");
+    let renewed: i64 = redis::cmd("RLOCK.RENEW").arg("held").arg("o1").arg(LEASE).query(&mut promoted).unwrap();
+    assert_eq!(renewed, 1, "the replicated hold renews");
+    assert!(acquire(&mut promoted, "held", "o1").is_some_and(is_rest_of_long_delay), "o4 holds it: no re-entry");
     assert!(acquire(&mut promoted, "lost", "o3").is_some_and(is_rest_of_long_delay), "no second holder");
     assert!(is_rest_of_long_delay(info(&mut promoted, "lock_delay_left_ms")));
     assert_eq!(info(&mut promoted, "role_changes"), 2);

@@ -26,7 +26,8 @@ pub fn markdown(cells: &[Cell]) -> String {
         ("Double grants: pairs of overlapping critical sections on one name, per run (longest overlap)", double_grants),
         ("Stale fenced writes accepted (a token given to two holders), per run", stale_writes),
         (
-            "From the fault to the first grant after it (failover: to the Sentinels naming a new primary), per run",
+            "From the fault to the first grant after it (failover: to the Sentinels naming a new primary; \
+             old: to the last grant or renewal the first primary took), per run",
             unavailability,
         ),
         ("Grants, per run", grants),
@@ -85,7 +86,7 @@ fn stale_writes(runs: &[Outcome]) -> String {
 }
 
 fn unavailability(runs: &[Outcome]) -> String {
-    per_run(runs, |r| format!("{} (failover {})", ms(r.first_grant), ms(r.failover)))
+    per_run(runs, |r| format!("{} (failover {}, old {})", ms(r.first_grant), ms(r.failover), ms(r.old_primary_wrote)))
 }
 
 fn grants(runs: &[Outcome]) -> String {

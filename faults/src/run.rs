@@ -59,6 +59,9 @@ pub struct Outcome {
     pub failover: Option<Duration>,
     /// From the fault to the first grant after it.
     pub first_grant: Option<Duration>,
+    /// From the fault to the last grant or renewal the first primary took
+    /// after it (a cut-off or resumed primary's window).
+    pub old_primary_wrote: Option<Duration>,
 }
 
 const WARMUP: Duration = Duration::from_secs(2);
@@ -102,12 +105,14 @@ pub fn run(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
     let failed_over = *failover.lock().unwrap();
+    let old_primary_wrote = *shared.original_last_write.lock().unwrap();
     Outcome {
         grants: sections.len(),
         overlaps: overlaps(&sections),
         stale_accepted: writes.stale_accepted,
         rejected: writes.rejected,
         failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
+        old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
         first_grant: sections.iter().map(|s| s.start).filter(|start| *start >= fault_at).min().map(|at| at - fault_at),
     }
 }

@@ -3,10 +3,17 @@
 use crate::run::Setup;
 use crate::workload::{Protocol, LEASE};
 
-/// Lock-delay long enough to outlast a lost grant's holder: the lease,
-/// plus a second for the failover's own delays.
+/// `min-replicas-max-lag`, in seconds.
+const MAX_LAG_S: u128 = 1;
+
+/// Lock-delay long enough to outlast a lost grant's holder: the lease, plus
+/// how long a primary cut off from its replicas may still take writes:
+/// the max lag, a second for the replicas' last acknowledgement, a second
+/// for the primary to look (Redis counts the lag in whole seconds, and
+/// counts its good replicas once a second). The promotion itself may
+/// come early: Sentinel's last ping before the cut may be a second old.
 pub fn lock_delay_ms() -> u128 {
-    LEASE.as_millis() + 1_000
+    LEASE.as_millis() + (MAX_LAG_S + 2) * 1_000
 }
 
 fn args(words: &[&str]) -> Vec<String> {
@@ -17,7 +24,7 @@ fn args(words: &[&str]) -> Vec<String> {
 /// a primary cut off from its replicas stops taking writes (and so
 /// granting) within a second, before a replica is promoted.
 fn min_replicas() -> Vec<(String, String)> {
-    vec![("min-replicas-to-write".into(), "1".into()), ("min-replicas-max-lag".into(), "1".into())]
+    vec![("min-replicas-to-write".into(), "1".into()), ("min-replicas-max-lag".into(), MAX_LAG_S.to_string())]
 }
 
 /// The configuration the docs recommend: lock-delay and min-replicas.

@@ -42,6 +42,10 @@ pub struct Section {
 /// sections go, and the fenced resource.
 pub struct Shared {
     pub primary: AtomicU16,
+    /// The primary the run began on, and the last grant or renewal it
+    /// took: after a partition, how long a cut-off primary went on.
+    original: u16,
+    pub original_last_write: Mutex<Option<Instant>>,
     pub stop: AtomicBool,
     /// The next holder to look at its lock pauses (as in a GC pause or a
     /// SIGSTOP) past its lease, then writes without looking again.
@@ -54,11 +58,20 @@ impl Shared {
     pub fn new(primary: u16) -> Arc<Shared> {
         Arc::new(Shared {
             primary: AtomicU16::new(primary),
+            original: primary,
+            original_last_write: Mutex::default(),
             stop: AtomicBool::new(false),
             pause_next_holder: AtomicBool::new(false),
             sections: Mutex::default(),
             resource: Resource::default(),
         })
+    }
+
+    /// A grant or renewal `link`'s server just took.
+    fn wrote(&self, link: &Link) {
+        if link.port() == Some(self.original) {
+            *self.original_last_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        }
     }
 }
 
@@ -73,6 +86,7 @@ pub fn client(id: usize, protocol: Protocol, shared: &Shared, seed: u64) {
         match link.call(shared, |con| acquire(con, protocol, name, &owner.owner)) {
             Some(Some(token)) => {
                 let start = Instant::now();
+                shared.wrote(&link);
                 let hold_for = Duration::from_millis(200 + rng.below(LONGEST_HOLD_MS - 200));
                 let end = hold(&mut link, shared, (name, &owner, token), sent, hold_for);
                 let section = Section { name, client: id, start, end };
@@ -133,7 +147,10 @@ fn hold(
         let renewed = link
             .call(shared, |con| redis::cmd("RLOCK.RENEW").arg(&key).arg(&holder.owner).arg(lease_ms).query::<i64>(con));
         match renewed {
-            Some(1) => (believed_until, next_renewal) = (now + LEASE, now + LEASE / 3),
+            Some(1) => {
+                shared.wrote(link);
+                (believed_until, next_renewal) = (now + LEASE, now + LEASE / 3);
+            }
             Some(_) => return Instant::now(), // told it lost the lock
             None => next_renewal = now + Duration::from_millis(100),
         }
@@ -149,6 +166,10 @@ struct Link {
 }
 
 impl Link {
+    fn port(&self) -> Option<u16> {
+        self.con.as_ref().map(|(port, _)| *port)
+    }
+
     /// Runs `call` on the current primary; `None` when it failed (no
     /// primary, no connection, an error or a timeout).
     fn call<T>(

@@ -54,6 +54,11 @@ pub enum Acquire {
     Queued {
         hint_ms: i64,
     },
+    /// Waiting form, a holder's re-entry while a lock-delay lasts: poll
+    /// again after `pttl_ms`; nothing was queued.
+    Deferred {
+        pttl_ms: i64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,8 +153,9 @@ impl FairLock {
 
     /// `RFAIR.ACQUIRE`: with `wait_ms`, the waiting form (the caller is
     /// queued when it cannot take the lock, and its wait remembered in
-    /// `waits`); without, the no-wait form. While `delay` lasts, only a
-    /// holder re-enters: the lock is as if held until the delay's end.
+    /// `waits`); without, the no-wait form. While `delay` lasts, the lock
+    /// is as if held until the delay's end, for its holder too (as in
+    /// [`crate::lock::acquire`]), who is refused unqueued.
     pub fn acquire<K: Keyspace>(
         &self,
         keys: &mut K,
@@ -167,6 +173,11 @@ impl FairLock {
             let taker_wait = wait_ms.unwrap_or(rlock_protocol::DEFAULT_FAIR_WAIT_MS);
             self.grant(keys, (&mut waiters, waits), owner, (expire_at, taker_wait))?;
             Acquire::Acquired
+        } else if count.is_some() && delay.refuses() {
+            match wait_ms {
+                Some(_) => Acquire::Deferred { pttl_ms: delay.left_ms() },
+                None => Acquire::Refused,
+            }
         } else if let Some(count) = count {
             let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
             keys.hincr_by(&self.name, owner, 1, count)?;

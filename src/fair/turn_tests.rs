@@ -301,3 +301,16 @@ fn a_lock_delay_holds_the_queue_until_its_end_then_grants_in_order() {
     assert_eq!(tick.granted.as_deref(), Some(b"a".as_slice()), "the head's turn comes at the delay's end");
     assert_eq!(fair.queue(), ["b"]);
 }
+
+/// A holder's re-entry waits for a lock-delay's end too (its release may
+/// have been lost with the old primary), and is not queued behind the
+/// waiters its own hold keeps out.
+#[test]
+fn a_lock_delay_defers_a_holders_re_entry_to_its_end_unqueued() {
+    let mut fair = Fair::new();
+    assert_eq!(fair.acquire(0, "a"), Acquire::Acquired);
+    fair.delay_end = fair.now + 1_000;
+    assert_eq!(fair.acquire(0, "a"), Acquire::Deferred { pttl_ms: 1_000 });
+    assert_eq!(fair.queue(), Vec::<String>::new());
+    assert_eq!(fair.acquire(1_000, "a"), Acquire::Reentered { count: 2 });
+}

@@ -66,8 +66,8 @@ fn next_token(last: i64, floor: i64, token_key: &[u8]) -> Result<(i64, i64)> {
 }
 
 /// lockAndGetToken / tryLockAndGetToken: RLock's acquire and, when granted,
-/// the next token, at least `token_floor`. While `delay` lasts, only a
-/// re-entry is granted.
+/// the next token, at least `token_floor`. While `delay` lasts, nothing
+/// is granted.
 pub fn acquire<K: Keyspace>(
     keys: &mut K,
     name: &[u8],
@@ -106,12 +106,6 @@ pub fn acquire_like_script<K: Keyspace>(
 ) -> Result<FencedAcquire> {
     let expire_at = expiry(now_ms, lease_ms)?;
     let held = match keys.key_type(name)? {
-        // The script's INCR would refuse a counter that is no integer first.
-        KeyType::Missing if delay.lasts() => {
-            read_counter(keys, &fenced_token_key(name))?;
-            delay.refuses();
-            return Ok(FencedAcquire::Contended { pttl_ms: delay.pttl(-2) });
-        }
         KeyType::Missing => None,
         KeyType::Hash => match keys.hget(name, owner)? {
             None => return Ok(FencedAcquire::Contended { pttl_ms: delay.pttl(pttl(keys, name, now_ms)?) }),
@@ -120,7 +114,11 @@ pub fn acquire_like_script<K: Keyspace>(
         _ => return Err(LockError::WrongType),
     };
     let token_key = fenced_token_key(name);
+    // The script's INCR would refuse a counter that is no integer first.
     let last = read_counter(keys, &token_key)?.unwrap_or(0);
+    if delay.refuses() {
+        return Ok(FencedAcquire::Contended { pttl_ms: delay.left_ms() });
+    }
     let (token, step) = next_token(last, token_floor, &token_key)?;
     keys.incr_by(&token_key, step, token)?;
     let count = match held {

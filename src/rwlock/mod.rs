@@ -106,8 +106,8 @@ impl ReadWriteLock {
         Ok(keys.expire_at(&self.name)?.map_or(at_ms, |current| current.max(at_ms)))
     }
 
-    /// Takes or re-enters a side. While `delay` lasts, only an owner that
-    /// holds a side already is granted.
+    /// Takes or re-enters a side. While `delay` lasts, nothing is granted,
+    /// as in [`crate::lock::acquire`].
     pub fn acquire<K: Keyspace>(
         &self,
         keys: &mut K,
@@ -121,12 +121,13 @@ impl ReadWriteLock {
         let hash = RwHash::read(keys, &self.name)?;
         let write_field = rwlock_write_field(owner);
         let writer_holds = hash.count(&write_field) > 0;
-        let new_holder = !writer_holds && hash.count(owner) == 0;
-        let free_for = |side| matches!((side, hash.mode), (_, None) | (Side::Read, Some(Mode::Read)));
+        let grantable = match (side, hash.mode) {
+            (_, None) | (Side::Read, Some(Mode::Read)) => true,
+            (Side::Read, Some(Mode::Write)) | (Side::Write, Some(Mode::Write)) => writer_holds,
+            (Side::Write, Some(Mode::Read)) => false,
+        };
         let count = match (side, hash.mode) {
-            _ if new_holder && free_for(side) && delay.refuses() => {
-                return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(keys, &self.name, now_ms)?) })
-            }
+            _ if grantable && delay.refuses() => return Ok(Acquire::Contended { pttl_ms: delay.left_ms() }),
             (Side::Read, None) => {
                 let timeout = self.timeout_key(owner, 1);
                 self.touch_timeout(keys, &timeout)?;

@@ -88,6 +88,7 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             handoff::block(ctx, &name, owner_bytes, call)
         }
         (Once::Ran(Acquire::Queued { hint_ms }), ..) => reply(false, 0, hint_ms),
+        (Once::Ran(Acquire::Deferred { pttl_ms }), ..) => reply(false, 0, pttl_ms),
     })
 }
 
@@ -96,7 +97,7 @@ fn grant_of(outcome: &Acquire) -> Option<Grant> {
     match *outcome {
         Acquire::Acquired => Some(Grant::count(1)),
         Acquire::Reentered { count } => Some(Grant::count(count)),
-        Acquire::Refused | Acquire::Queued { .. } => None,
+        Acquire::Refused | Acquire::Queued { .. } | Acquire::Deferred { .. } => None,
     }
 }
 

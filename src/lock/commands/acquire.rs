@@ -59,6 +59,9 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // A replayed grant whose hold is gone since: no lease left.
     let still_held = !matches!(once, Once::Replayed { .. }) || matches!(key.hold_count(&owner), Ok(Some(_)));
     let pttl = if still_held { lock::pttl(&key, now) } else { 0 };
+    // A holder refused (its re-entry, by a lock-delay) is not queued behind
+    // the waiters its own hold keeps out: it is told when to ask again.
+    let holder = matches!(key.hold_count(&owner), Ok(Some(_)));
     drop(key);
     let (holds, refused_pttl) = match once {
         Once::Ran(outcome @ Acquire::Contended { pttl_ms }) => {
@@ -78,7 +81,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     Ok(match (refused_pttl, wait_ms) {
         (None, _) => reply(true, pttl),
-        (Some(_), Some(wait_ms)) if may_block => {
+        (Some(_), Some(wait_ms)) if may_block && !holder => {
             let acquire = BlockedAcquire { owner: &owner, lease_ms, wait_ms, request, full_reply };
             blocking::block(ctx, &name, acquire)
         }

@@ -1,9 +1,12 @@
 package rlock.interop;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
@@ -16,7 +19,8 @@ import org.redisson.api.RedissonClient;
  * refusal during the delay looks like a lock held until its end, so
  * Redisson's lock() (an RLock's, a write lock's) waits it out by itself, and a semaphore's acquire()
  * (which waits for a release message with no timeout) is woken at its
- * end. Redisson's scripts run as Lua are not delayed.
+ * end. A holder's re-entry waits the delay out too. Redisson's scripts run
+ * as Lua are not delayed.
  */
 class LockDelayTest extends RedissonTest {
     private static final long LONG_MS = 600_000;
@@ -31,12 +35,7 @@ class LockDelayTest extends RedissonTest {
                 RLock writeLock = client.getReadWriteLock(name(info, "rw")).writeLock();
                 RSemaphore semaphore = client.getSemaphore(name(info, "semaphore"));
                 assertTrue(semaphore.trySetPermits(1));
-                try (Resp resp = own.resp()) {
-                    // The term began at the start: a delay ending soon from now.
-                    resp.call("CONFIG", "SET", "rlock.lock-delay-ms", Long.toString(LONG_MS));
-                    long elapsed = LONG_MS - delayLeft(resp);
-                    resp.call("CONFIG", "SET", "rlock.lock-delay-ms", Long.toString(elapsed + DELAY_LEFT_MS));
-                }
+                delayEndingSoon(own);
                 CompletableFuture<Void> permit = CompletableFuture.runAsync(() -> {
                     try {
                         semaphore.acquire();
@@ -68,6 +67,51 @@ class LockDelayTest extends RedissonTest {
             } finally {
                 client.shutdown();
             }
+        }
+    }
+
+    /**
+     * The server cannot tell a hold from one whose release its old primary
+     * took: the holding thread's tryLock() is refused (Lua's re-enters at
+     * once), and its lock() waits for the delay's end and re-enters then.
+     */
+    @Test
+    void aHoldersReentryWaitsOutALockDelay(TestInfo info) throws Exception {
+        try (RlockServer own = RlockServer.start()) {
+            RedissonClient client = client(own);
+            ExecutorService holder = Executors.newSingleThreadExecutor();
+            try {
+                RLock lock = client.getLock(name(info, "held"));
+                holder.submit((Runnable) lock::lock).get(30, TimeUnit.SECONDS);
+                delayEndingSoon(own);
+                boolean atOnce = holder.submit(() -> lock.tryLock()).get(30, TimeUnit.SECONDS);
+                int holds = holder.submit(() -> {
+                    lock.lock();
+                    return lock.getHoldCount();
+                }).get(30, TimeUnit.SECONDS);
+                try (Resp resp = own.resp()) {
+                    if (RlockServer.mode().equals("native")) {
+                        assertFalse(atOnce, "tryLock() refused during the delay");
+                        assertEquals(2, holds, "lock() re-entered at the delay's end");
+                        assertEquals(0, delayLeft(resp));
+                    } else {
+                        assertTrue(atOnce, "Lua re-enters at once");
+                        assertEquals(3, holds);
+                    }
+                }
+            } finally {
+                holder.shutdownNow();
+                client.shutdown();
+            }
+        }
+    }
+
+    /** The term began at the server's start: sets a delay ending soon from now. */
+    private static void delayEndingSoon(RlockServer own) throws Exception {
+        try (Resp resp = own.resp()) {
+            resp.call("CONFIG", "SET", "rlock.lock-delay-ms", Long.toString(LONG_MS));
+            long elapsed = LONG_MS - delayLeft(resp);
+            resp.call("CONFIG", "SET", "rlock.lock-delay-ms", Long.toString(elapsed + DELAY_LEFT_MS));
         }
     }
 
