@@ -247,34 +247,64 @@ fn refused_acquires(cluster: &Cluster) -> u64 {
         .sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_release_wakes_waiters_whatever_the_names_braces() {
-    let cluster = Cluster::start(3, 0);
-    let client = client(&cluster, ClientOptions::default()).await;
-    // `orders{N` has no hash tag: its channel `redisson_lock__channel:orders{N`
-    // hashes elsewhere; pick one whose channel lives on another primary.
-    let unbalanced = (0..)
+/// A lock name whose release channel lives on another primary: `orders{N`
+/// has no hash tag, so its channel `redisson_lock__channel:orders{N`
+/// hashes elsewhere.
+fn name_whose_channel_is_elsewhere(cluster: &Cluster) -> String {
+    (0..)
         .map(|n| format!("orders{{{n}"))
         .find(|name| {
             let channel = rlock_client::release_channel(name.as_bytes());
             cluster.primary_for(name.as_bytes()).port() != cluster.primary_for(&channel).port()
         })
-        .unwrap();
+        .unwrap()
+}
+
+/// A waiter for `name`, on a task, once it waits: refused before and
+/// after subscribing.
+async fn waiting_for(cluster: &Cluster, client: &Client, name: &str) -> tokio::task::JoinHandle<()> {
+    let refused = refused_acquires(cluster);
+    let lock = client.lock(name);
+    let waiting = tokio::spawn(async move { lock.lock().await.unwrap().unlock().await.unwrap() });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while refused_acquires(cluster) < refused + 2 {
+        assert!(Instant::now() < deadline, "{name}: the waiter never waited");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    waiting
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_waiters_whatever_the_names_braces() {
+    let cluster = Cluster::start(3, 0);
+    let client = client(&cluster, ClientOptions::default()).await;
+    let unbalanced = name_whose_channel_is_elsewhere(&cluster);
     for name in ["plain-name", "{tagged}name", unbalanced.as_str()] {
         let holder = client.lock(name).lock_with_lease(Duration::from_secs(60)).await.unwrap();
-        let refused = refused_acquires(&cluster);
-        let lock = client.lock(name);
-        let waiting = tokio::spawn(async move { lock.lock().await.unwrap().unlock().await.unwrap() });
-        // Refused before and after subscribing: now it waits.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while refused_acquires(&cluster) < refused + 2 {
-            assert!(Instant::now() < deadline, "{name}: the waiter never waited");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let waiting = waiting_for(&cluster, &client, name).await;
         holder.unlock().await.unwrap();
         tokio::time::timeout(Duration::from_secs(20), waiting)
             .await
             .unwrap_or_else(|_| panic!("{name}: woken by the release, not the 60 s lease"))
             .unwrap();
     }
+}
+
+/// The cluster bus drops a release's message while a link between two
+/// nodes reconnects: a waiter whose channel crosses it looks again within
+/// seconds, not at the holder's lease's end. Here the lock is freed with
+/// no message at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_channel_crosses_the_bus_looks_again_without_a_message() {
+    let cluster = Cluster::start(3, 0);
+    let client = client(&cluster, ClientOptions::default()).await;
+    let name = name_whose_channel_is_elsewhere(&cluster);
+    let holder = client.lock(&name).lock_with_lease(Duration::from_secs(60)).await.unwrap();
+    let waiting = waiting_for(&cluster, &client, &name).await;
+    let _: i64 = redis::cmd("DEL").arg(&name).query(&mut cluster.primary_for(name.as_bytes()).connection()).unwrap();
+    tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("looked again within seconds, not at the 60 s lease's end")
+        .unwrap();
+    drop(holder);
 }

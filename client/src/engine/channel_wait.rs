@@ -2,7 +2,8 @@
 //! subscribe to the primitive's channel (then try again at once: a message
 //! may have gone out before the subscription), and from then on try again
 //! at each message or when the pause the refusal gave runs out, whichever
-//! is first. A lock pauses for its holder's PTTL; the synchronizers for at
+//! is first. A lock pauses for its holder's PTTL (at most [`BUS_PERIOD`]
+//! when its messages cross a cluster's bus); the synchronizers for at
 //! most [`FALLBACK_PERIOD`], which Redisson's semaphore lacks: a missed
 //! message (a reconnection, a change made with plain commands) then costs
 //! at most one period, never a hang.
@@ -17,6 +18,10 @@ use tokio::time::Instant;
 
 /// Longest pause between two tries while waiting.
 pub(crate) const FALLBACK_PERIOD: Duration = Duration::from_secs(1);
+
+/// Longest pause of a lock's waiter whose messages cross the cluster bus,
+/// which may lose one: a lost release then costs this, not the lease.
+const BUS_PERIOD: Duration = Duration::from_secs(3);
 
 /// How long past the limit a try in flight is awaited. A try sent before
 /// the limit may be granted on the server before it (a blocking wait,
@@ -109,6 +114,10 @@ where
                 continue;
             }
         }
+        let pause = match &subscription {
+            Some(subscription) if subscription.crosses_bus() => pause.min(BUS_PERIOD),
+            _ => pause,
+        };
         let woken = async {
             match subscription.as_mut() {
                 Some(subscription) => subscription.released().await,

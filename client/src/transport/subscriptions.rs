@@ -318,6 +318,13 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
+    /// Whether its messages cross the cluster bus (a channel of another
+    /// slot than its lock's): the bus drops what it carries while a link
+    /// between two nodes reconnects, with no sign to the subscriber.
+    pub fn crosses_bus(&self) -> bool {
+        self.owner.0.deployment.is_cluster() && self.owner.update(&self.channel, |entry| !entry.sharded) == Some(true)
+    }
+
     /// Call before each acquire attempt: forgets the wake-ups so far; one
     /// handed to this waiter counts as used.
     pub fn mark_seen(&mut self) {
