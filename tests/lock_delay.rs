@@ -141,9 +141,18 @@ fn a_lock_delay_grants_nothing_of_any_kind_and_keeps_the_holders_there_are() {
     let queued: Vec<String> = con.lrange("redisson_lock_queue:{fair}", 0, -1).unwrap();
     assert!(queued.is_empty(), "{queued:?}");
 
-    // Semaphores: no permit, and nothing taken.
+    // Semaphores: no permit, none drained, and nothing taken.
     let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
     assert_eq!(permit, 0);
+    for like_script in [false, true] {
+        let mut drain = redis::cmd("RSEM.DRAIN");
+        drain.arg("sem");
+        if like_script {
+            drain.arg("LIKESCRIPT");
+        }
+        let drained: String = drain.query(&mut con).unwrap();
+        assert_eq!(drained, "0", "LIKESCRIPT {like_script}");
+    }
     let left: i64 = con.get("sem").unwrap();
     assert_eq!(left, 5);
     let now = server_time_ms(&mut con);
@@ -153,7 +162,7 @@ fn a_lock_delay_grants_nothing_of_any_kind_and_keeps_the_holders_there_are() {
     let left: i64 = con.get("psem").unwrap();
     assert_eq!(left, 5);
 
-    assert!(info(&mut con, "lock_delay_refusals") >= refusals + 15);
+    assert!(info(&mut con, "lock_delay_refusals") >= refusals + 17);
     // Turned off: every kind grants again.
     set_delay(&mut con, 0);
     assert_eq!(info(&mut con, "lock_delay_left_ms"), 0);
@@ -272,7 +281,8 @@ fn ending_the_delay_early_wakes_what_waits_for_its_end() {
 }
 
 /// Redisson's write-lock acquire runs as Lua for how it re-enters, but
-/// natively while a lock-delay lasts, so the delay refuses its new holders.
+/// natively whenever a lock-delay is set, so that the delay refuses it,
+/// also when it was queued in MULTI before the delay began.
 #[test]
 fn redissons_write_lock_acquire_is_refused_during_the_delay_through_the_filter() {
     let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
@@ -281,13 +291,20 @@ fn redissons_write_lock_acquire_is_refused_during_the_delay_through_the_filter()
     let acquire =
         texts.into_iter().find(|text| text.windows(6).any(|w| w == b"'mode'") && text.starts_with(b"local mode"));
     let acquire = String::from_utf8(acquire.expect("the write acquire text")).unwrap();
-    let eval = |con: &mut Connection| -> Option<i64> {
-        redis::cmd("EVAL").arg(&acquire).arg(1).arg("rw").arg(LEASE).arg("u:1:write").query(con).unwrap()
-    };
+    let call = |name: &str| redis::cmd("EVAL").arg(&acquire).arg(1).arg(name).arg(LEASE).arg("u:1:write").clone();
+    let eval = |con: &mut Connection| -> Option<i64> { call("rw").query(con).unwrap() };
     set_delay(&mut con, LONG);
     let refused = eval(&mut con).expect("refused");
     assert!(is_rest_of_long_delay(refused), "{refused}");
     assert!(!con.exists::<_, bool>("rw").unwrap(), "no holder");
+    // Queued while a delay is set but over, run once it lasts: refused too.
+    set_delay(&mut con, 1);
+    let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
+    let _: () = call("queued").query(&mut con).unwrap();
+    set_delay(&mut server.connection(), LONG);
+    let replies: Vec<Option<i64>> = redis::cmd("EXEC").query(&mut con).unwrap();
+    assert!(replies[0].is_some_and(is_rest_of_long_delay), "{replies:?}");
+    assert!(!con.exists::<_, bool>("queued").unwrap(), "no holder");
     set_delay(&mut con, 0);
     assert_eq!(eval(&mut con), None, "granted by the script, as Lua");
     assert_eq!(eval(&mut con), None, "re-entered");

@@ -3,8 +3,9 @@
 //!
 //! Left to Lua, because `RRW.*` deliberately differs from them (docs/commands.md):
 //! the write acquire (a re-entry adds the lease to the PTTL; natively
-//! only while a lock-delay lasts, so that the delay refuses its new
-//! holders, and a re-entry keeps the longer lease instead), the read
+//! whenever a lock-delay is set, so that the delay refuses it, also when
+//! queued in MULTI before the delay began; a re-entry then keeps the
+//! longer lease instead), the read
 //! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry),
 //! the read renewals (`RRW.RENEW` never shortens the expiry and renews a
 //! write hold too); and `isLocked`, which no native command answers.

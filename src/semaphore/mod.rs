@@ -11,6 +11,8 @@
 //! the scripts do where the filter's rewrites need it.
 
 #[cfg(test)]
+mod like_script_tests;
+#[cfg(test)]
 mod tests;
 
 #[cfg(not(test))]
@@ -200,9 +202,12 @@ impl Semaphore {
 
     /// drainPermits: takes every available permit; `None` when the key is
     /// missing, else the count taken (which may be 0 or negative). Keeps
-    /// the TTL; publishes nothing.
-    pub fn drain<K: Keyspace>(&self, keys: &mut K) -> Result<Option<i64>> {
+    /// the TTL; publishes nothing. While `delay` lasts it takes none (0).
+    pub fn drain<K: Keyspace>(&self, keys: &mut K, delay: Delay) -> Result<Option<i64>> {
         let available = read_counter(keys, &self.name)?;
+        if available.is_some_and(|taken| taken > 0) && delay.refuses() {
+            return Ok(Some(0));
+        }
         if let Some(taken) = available.filter(|taken| *taken != 0) {
             let expire_at = keys.expire_at(&self.name)?;
             keys.set(&self.name, b"0", expire_at)?;
@@ -213,11 +218,15 @@ impl Semaphore {
 
     /// drainPermits as Redisson's script: the value as it is (any string),
     /// set to 0 without its TTL (SET); `None` when the key is missing.
-    pub fn drain_like_script<K: Keyspace>(&self, keys: &mut K) -> Result<Option<Vec<u8>>> {
+    /// While `delay` lasts, positive permits stay: `0`, nothing written.
+    pub fn drain_like_script<K: Keyspace>(&self, keys: &mut K, delay: Delay) -> Result<Option<Vec<u8>>> {
         match keys.key_type(&self.name)? {
             KeyType::Missing => Ok(None),
             KeyType::String => {
                 let value = keys.get(&self.name)?.unwrap_or_default();
+                if lua_tonumber(&value).is_some_and(|permits| permits > 0.0) && delay.refuses() {
+                    return Ok(Some(b"0".to_vec()));
+                }
                 keys.set(&self.name, b"0", None)?;
                 Ok(Some(value))
             }

@@ -1,12 +1,12 @@
 use super::*;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
 
-const NOW: i64 = 1_000_000;
+pub(super) const NOW: i64 = 1_000_000;
 const C: &str = "redisson_sc:{s}";
 
-type Key = (&'static str, Value, Option<i64>);
+pub(super) type Key = (&'static str, Value, Option<i64>);
 
-fn permits(count: &str, expire_at: Option<i64>) -> Vec<Key> {
+pub(super) fn permits(count: &str, expire_at: Option<i64>) -> Vec<Key> {
     vec![("s", Keys::string(count), expire_at)]
 }
 
@@ -21,6 +21,8 @@ enum Op {
     AddPermits(i64),
     AnnounceAvailable,
     Drain,
+    /// A drainPermits while a lock-delay lasts.
+    DrainDelayed,
     Available,
 }
 
@@ -44,7 +46,8 @@ fn run(op: Op, keys: &mut Keys) -> Result<Reply> {
             semaphore.add_permits(keys, d)?;
             Reply::Nothing
         }
-        Op::Drain => Reply::Count(semaphore.drain(keys)?),
+        Op::Drain => Reply::Count(semaphore.drain(keys, Delay::OVER)?),
+        Op::DrainDelayed => Reply::Count(semaphore.drain(keys, Delay::left(700))?),
         Op::Available => Reply::Count(Some(semaphore.available(keys)?)),
         Op::AnnounceAvailable => {
             semaphore.announce_available(keys)?;
@@ -243,6 +246,14 @@ fn cases() -> Vec<Case> {
             after: Some(("0", in_a_minute)),
         },
         Case {
+            name: "drain takes no permit while a lock-delay lasts",
+            keys: permits("4", in_a_minute),
+            op: Op::DrainDelayed,
+            reply: Ok(Reply::Count(Some(0))),
+            effects: &[],
+            after: Some(("4", in_a_minute)),
+        },
+        Case {
             name: "drain of a missing semaphore",
             keys: vec![],
             op: Op::Drain,
@@ -277,7 +288,7 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn value(keys: &Keys) -> Option<(String, Option<i64>)> {
+pub(super) fn value(keys: &Keys) -> Option<(String, Option<i64>)> {
     keys.keys.get(b"s".as_slice()).map(|(value, at)| match value {
         Value::String(bytes) => (String::from_utf8_lossy(bytes).into_owned(), *at),
         other => panic!("not a string: {other:?}"),
@@ -355,50 +366,4 @@ fn like_redissons_scripts_it_publishes_lua_numbers_and_finds_any_string() {
     let mut keys = Keys::at(vec![], NOW);
     assert_eq!(semaphore.try_set_permits(&mut keys, 3, Some(NOW + 5)), Ok(true));
     assert_eq!(keys.effects, [format!("SET s 3 PXAT {}", NOW + 5).as_str(), "PUBLISH redisson_sc:{s} 3"]);
-}
-
-#[test]
-fn drain_like_script_replies_any_string_as_it_is_and_sets_0_without_the_ttl() {
-    let semaphore = Semaphore::new(b"s");
-    let mut keys = Keys::at(permits("1.5", Some(NOW + 60_000)), NOW);
-    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(Some(b"1.5".to_vec())));
-    assert_eq!(keys.effects, ["SET s 0"]);
-    assert_eq!(value(&keys), Some(("0".to_owned(), None)));
-    let mut keys = Keys::at(permits("0", None), NOW);
-    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(Some(b"0".to_vec())));
-    assert_eq!(keys.effects, ["SET s 0"], "written even at 0");
-    let mut keys = Keys::at(vec![], NOW);
-    assert_eq!(semaphore.drain_like_script(&mut keys), Ok(None));
-    assert!(keys.effects.is_empty());
-    let mut keys = Keys::at(vec![("s", Keys::hash(&[("a", "1")]), None)], NOW);
-    assert_eq!(semaphore.drain_like_script(&mut keys), Err(LockError::WrongType));
-}
-
-#[test]
-fn try_acquire_like_script_compares_as_lua_tonumber_does() {
-    let semaphore = Semaphore::new(b"s");
-    let not_integer = || Err(LockError::StoredNotInteger(b"s".to_vec()));
-    // Stored, permits, reply, effects.
-    type ScriptCase = (&'static str, i64, Result<bool>, &'static [&'static str]);
-    let cases: [ScriptCase; 9] = [
-        ("5", 2, Ok(true), &["INCRBY s -2"]),
-        ("5", 6, Ok(false), &[]),
-        ("0", 0, Ok(true), &["INCRBY s 0"]),
-        ("1.5", 2, Ok(false), &[]),
-        ("1.5", 1, not_integer(), &[]),
-        (" 3", 5, Ok(false), &[]),
-        ("0x10", 20, Ok(false), &[]),
-        ("nan", 1, Ok(false), &[]),
-        ("five", 1, not_integer(), &[]),
-    ];
-    for (stored, taken, reply, effects) in cases {
-        let mut keys = Keys::at(permits(stored, None), NOW);
-        assert_eq!(semaphore.try_acquire_like_script(&mut keys, taken, Delay::OVER), reply, "{stored} for {taken}");
-        assert_eq!(keys.effects, effects, "{stored} for {taken}");
-    }
-    let mut keys = Keys::at(vec![], NOW);
-    assert_eq!(semaphore.try_acquire_like_script(&mut keys, 1, Delay::OVER), Ok(false));
-    let mut keys = Keys::at(vec![("s", Keys::string("5"), None)], 0);
-    assert_eq!(semaphore.try_acquire_like_script(&mut keys, 1, Delay::left(700)), Ok(false), "a lock-delay");
-    assert!(keys.effects.is_empty());
 }

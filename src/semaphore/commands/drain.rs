@@ -4,12 +4,14 @@ use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::semaphore::Semaphore;
 use crate::store::RedisKeyspace;
+use crate::term;
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
 /// `RSEM.DRAIN key [LIKESCRIPT]`: takes every available permit, keeping the
 /// TTL; replies the count taken as a bulk string (as Redisson's script), or
 /// 0 when the semaphore is missing. With LIKESCRIPT it is Redisson's
 /// script: any string is replied as it is and set to 0, dropping the TTL.
+/// While a lock-delay lasts, no permit is taken (0).
 fn drain(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
@@ -21,10 +23,13 @@ fn drain(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     args.done()?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let semaphore = Semaphore::new(name.as_slice());
+    let delay = term::delay();
     if like_script {
-        return Ok(semaphore.drain_like_script(&mut keys)?.map_or(RedisValue::Integer(0), RedisValue::StringBuffer));
+        return Ok(semaphore
+            .drain_like_script(&mut keys, delay)?
+            .map_or(RedisValue::Integer(0), RedisValue::StringBuffer));
     }
-    Ok(match semaphore.drain(&mut keys)? {
+    Ok(match semaphore.drain(&mut keys, delay)? {
         None => RedisValue::Integer(0),
         Some(taken) => RedisValue::BulkString(taken.to_string()),
     })
