@@ -1,5 +1,6 @@
 //! The fault-injection suite: locks under failover. A run starts a
-//! primary with two replicas and three Sentinels, lets clients take locks
+//! primary with two replicas and three Sentinels (or, for RedLock, five
+//! independent primaries), lets clients take locks
 //! on a few names while they write to an external resource, injects one
 //! fault, and counts the locks granted twice, the stale fenced writes
 //! accepted, and how long the locks were unavailable. `make faults` runs
@@ -8,6 +9,7 @@
 
 pub mod checker;
 pub mod partition;
+pub mod redlock;
 pub mod report;
 pub mod resource;
 pub mod run;

@@ -1,4 +1,4 @@
-//! `rlock-faults [--runs N] [--only TEXT] [--fault kill|stop|partition]
+//! `rlock-faults [--runs N] [--only TEXT] [--fault kill|stop|partition|clientpause|restart]
 //! [--out FAULTS.md]`: every configuration (or those whose label contains
 //! TEXT) under every fault (or one), `N` runs each (default 3), as
 //! markdown on stdout and, with `--out`, in that file. The partition needs root (iptables); without it
@@ -30,7 +30,7 @@ fn main() {
         setups::all().into_iter().filter(|setup| only.as_ref().is_none_or(|only| setup.label.contains(only))).collect();
     let mut cells = Vec::new();
     for setup in &setups {
-        for fault in &faults {
+        for fault in faults.iter().filter(|fault| fault.applies_to(setup.topology)) {
             let outcomes = (0..runs)
                 .map(|seed| {
                     let outcome = run(setup, *fault, seed + 1);
@@ -59,9 +59,13 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
         "# Faults\n\nWritten by `make faults` (`faults/`). One machine, loopback: a primary with two \
          replicas and three Sentinels (down-after {DOWN_AFTER_MS} ms), {CLIENTS} clients on {NAMES} names, \
          {lease} s leases, holders of up to 5 s that renew every third of the lease and follow the \
-         primary the Sentinels name. Each fault comes 2 s into a 14 s run and lasts 4 s (SIGSTOP, \
-         partition). {runs} run(s) per cell. Server: {server}.\n\n",
-        lease = LEASE.as_secs()
+         primary the Sentinels name. RedLock: {primaries} independent primaries, the same clients \
+         holding a majority (within the lease less the time spent and 1% drift), renewing on all; \
+         its fault restarts two of them without persistence. Each fault comes 2 s into a 14 s run \
+         and lasts 4 s (SIGSTOP, partition). {runs} run(s) per cell; – where a fault does not \
+         apply. Server: {server}.\n\n",
+        lease = LEASE.as_secs(),
+        primaries = rlock_faults::redlock::PRIMARIES,
     );
     if let Some(why) = no_partition {
         text.push_str(&format!("No partition runs: iptables needs root ({why}).\n\n"));

@@ -3,12 +3,13 @@
 
 use crate::checker::{overlaps, Overlaps};
 use crate::partition::{wait_for, Partition};
+use crate::redlock;
 use crate::workload::{client, Protocol, Shared, CLIENTS};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{primary_named_by, SentinelGroup, DOWN_AFTER_MS};
+use testkit::{primary_named_by, SentinelGroup, Server, DOWN_AFTER_MS};
 
 /// The fault a run injects, two seconds into the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,10 +24,13 @@ pub enum Fault {
     /// A holder pauses past its lease (a GC pause, a SIGSTOP of the client)
     /// and writes when it wakes, without looking at the time. No failover.
     ClientPause,
+    /// RedLock: kill -9 of a minority of the primaries and a restart
+    /// without persistence.
+    Restart,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 4] = [Fault::Kill, Fault::Stop, Fault::Partition, Fault::ClientPause];
+    pub const ALL: [Fault; 5] = [Fault::Kill, Fault::Stop, Fault::Partition, Fault::ClientPause, Fault::Restart];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -34,14 +38,33 @@ impl Fault {
             Fault::Stop => "SIGSTOP",
             Fault::Partition => "partition",
             Fault::ClientPause => "client pause",
+            Fault::Restart => "restart without persistence",
         }
     }
+
+    /// A restart without persistence is RedLock's fault; the others are
+    /// the Sentinel group's.
+    pub fn applies_to(self, topology: Topology) -> bool {
+        (self == Fault::Restart) == (topology == Topology::RedLock)
+    }
+}
+
+/// The servers a run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// A primary, two replicas and three Sentinels; the clients follow the
+    /// primary the Sentinels name.
+    Sentinel,
+    /// Independent primaries, as many as [`redlock::PRIMARIES`]; the
+    /// clients hold a majority.
+    RedLock,
 }
 
 /// A configuration of the servers and the clients.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub label: &'static str,
+    pub topology: Topology,
     pub protocol: Protocol,
     pub module_args: Vec<String>,
     pub config: Vec<(String, String)>,
@@ -64,56 +87,103 @@ pub struct Outcome {
     pub old_primary_wrote: Option<Duration>,
 }
 
+/// RedLock's primaries restarted at once: a minority.
+const RESTARTED: usize = redlock::PRIMARIES / 2;
 const WARMUP: Duration = Duration::from_secs(2);
 /// Longer than a failover takes (Sentinel's down-after plus the election).
 const FAULT_LASTS: Duration = Duration::from_millis(4 * DOWN_AFTER_MS);
 const RUN: Duration = Duration::from_secs(14);
 
 pub fn run(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
+    assert!(fault.applies_to(setup.topology), "{fault:?} on {:?}", setup.topology);
+    match setup.topology {
+        Topology::Sentinel => run_sentinel_group(setup, fault, seed),
+        Topology::RedLock => run_redlock(setup, seed),
+    }
+}
+
+fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     Partition::clean_leftovers();
     let mut group = SentinelGroup::start(&setup.module_args, &setup.config);
     let original = group.servers[0].port();
-    // The module's load began a term: its lock-delay, if any, ends first.
-    let mut con = group.servers[0].connection();
-    let delay_over = wait_for(Duration::from_secs(30), || info_field(&mut con, "rlock_lock_delay_left_ms") == Some(0));
-    assert!(delay_over, "the start's lock-delay did not end");
+    wait_for_delay_end(&group.servers[..1]);
     let shared = Shared::new(original);
-    let fault_at: Arc<Mutex<Option<Instant>>> = Arc::default();
     let failover: Arc<Mutex<Option<Instant>>> = Arc::default();
     let watcher = {
         let (shared, failover, ports) = (shared.clone(), failover.clone(), group.sentinel_ports());
         thread::spawn(move || follow_sentinels(&shared, &ports, original, &failover))
     };
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|id| {
-            let (shared, protocol) = (shared.clone(), setup.protocol);
-            thread::spawn(move || client(id, protocol, &shared, seed))
-        })
-        .collect();
-    let started = Instant::now();
-    thread::sleep(WARMUP);
-    *fault_at.lock().unwrap() = Some(Instant::now());
-    inject(&mut group, &shared, fault);
-    thread::sleep((started + RUN).saturating_duration_since(Instant::now()));
-    shared.stop.store(true, Ordering::Relaxed);
-    clients.into_iter().for_each(|client| client.join().expect("a client panicked"));
+    let protocol = setup.protocol;
+    let fault_at =
+        drive(&shared, |id, shared| client(id, protocol, shared, seed), || inject(&mut group, &shared, fault));
     watcher.join().expect("the watcher panicked");
     if std::env::var_os("RLOCK_FAULTS_LOGS").is_some() {
         eprintln!("{}", group.sentinel_logs());
     }
-    let fault_at = fault_at.lock().unwrap().expect("the fault was injected");
+    let failed_over = *failover.lock().unwrap();
+    Outcome { failover: failed_over.map(|at| at.saturating_duration_since(fault_at)), ..outcome(&shared, fault_at) }
+}
+
+/// RedLock over independent primaries; the fault restarts a minority of
+/// them (two of five) without their data (no persistence).
+fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
+    let mut servers: Vec<Server> = (0..redlock::PRIMARIES)
+        .map(|_| {
+            let builder = setup.module_args.iter().fold(Server::builder(), |builder, arg| builder.module_arg(arg));
+            setup.config.iter().fold(builder, |builder, (name, value)| builder.config(name, value)).start()
+        })
+        .collect();
+    wait_for_delay_end(&servers);
+    let ports: Vec<u16> = servers.iter().map(Server::port).collect();
+    let shared = Shared::new(ports[0]);
+    let fault_at = drive(
+        &shared,
+        |id, shared| redlock::client(id, &ports, shared, seed),
+        || servers[..RESTARTED].iter_mut().for_each(Server::restart),
+    );
+    outcome(&shared, fault_at)
+}
+
+/// The module's load began a term on each server: its lock-delay, if
+/// any, ends before the clients start.
+fn wait_for_delay_end(servers: &[Server]) {
+    for server in servers {
+        let mut con = server.connection();
+        let over = wait_for(Duration::from_secs(30), || info_field(&mut con, "rlock_lock_delay_left_ms") == Some(0));
+        assert!(over, "the start's lock-delay did not end");
+    }
+}
+
+/// Runs the clients for the run's length with the fault [`WARMUP`] in;
+/// returns when the fault came.
+fn drive(shared: &Arc<Shared>, client: impl Fn(usize, &Shared) + Sync, inject: impl FnOnce()) -> Instant {
+    thread::scope(|scope| {
+        let started = Instant::now();
+        let client = &client;
+        let clients: Vec<_> = (0..CLIENTS).map(|id| scope.spawn(move || client(id, shared))).collect();
+        thread::sleep(WARMUP);
+        let fault_at = Instant::now();
+        inject();
+        thread::sleep((started + RUN).saturating_duration_since(Instant::now()));
+        shared.stop.store(true, Ordering::Relaxed);
+        clients.into_iter().for_each(|client| client.join().expect("a client panicked"));
+        fault_at
+    })
+}
+
+/// What the checker finds in a run's records.
+fn outcome(shared: &Shared, fault_at: Instant) -> Outcome {
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
-    let failed_over = *failover.lock().unwrap();
     let old_primary_wrote = *shared.original_last_write.lock().unwrap();
     Outcome {
         grants: sections.len(),
         overlaps: overlaps(&sections),
         stale_accepted: writes.stale_accepted,
         rejected: writes.rejected,
-        failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
-        old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
+        failover: None,
         first_grant: sections.iter().map(|s| s.start).filter(|start| *start >= fault_at).min().map(|at| at - fault_at),
+        old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
     }
 }
 
@@ -132,6 +202,7 @@ fn inject(group: &mut SentinelGroup, shared: &Shared, fault: Fault) {
             thread::sleep(FAULT_LASTS);
             drop(cut);
         }
+        Fault::Restart => unreachable!("a RedLock fault"),
     }
 }
 

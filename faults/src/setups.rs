@@ -1,6 +1,6 @@
 //! The configurations the suite compares, side by side.
 
-use crate::run::Setup;
+use crate::run::{Setup, Topology};
 use crate::workload::{Protocol, LEASE};
 
 /// `min-replicas-max-lag`, in seconds.
@@ -27,46 +27,46 @@ fn min_replicas() -> Vec<(String, String)> {
     vec![("min-replicas-to-write".into(), "1".into()), ("min-replicas-max-lag".into(), MAX_LAG_S.to_string())]
 }
 
+/// A configuration of the Sentinel group.
+fn sentinel_group(
+    label: &'static str,
+    protocol: Protocol,
+    module_args: Vec<String>,
+    config: Vec<(String, String)>,
+) -> Setup {
+    Setup { label, topology: Topology::Sentinel, protocol, module_args, config }
+}
+
+const PLAIN: Protocol = Protocol { fenced: false, wait_replica: false };
+const FENCED: Protocol = Protocol { fenced: true, wait_replica: false };
+
 /// The configuration the docs recommend: lock-delay and min-replicas.
 pub fn recommended() -> Setup {
-    Setup {
-        label: "lock-delay + min-replicas (recommended)",
-        protocol: Protocol { fenced: false, wait_replica: false },
-        module_args: args(&["lock-delay-ms", &lock_delay_ms().to_string()]),
-        config: min_replicas(),
-    }
+    sentinel_group("lock-delay + min-replicas (recommended)", PLAIN, lock_delay(), min_replicas())
 }
 
 /// Fenced tokens, on the module's defaults (the token jump on).
 pub fn fenced() -> Setup {
-    Setup {
-        label: "fenced (token jump)",
-        protocol: Protocol { fenced: true, wait_replica: false },
-        module_args: vec![],
-        config: vec![],
-    }
+    sentinel_group("fenced (token jump)", FENCED, vec![], vec![])
+}
+
+fn lock_delay() -> Vec<String> {
+    args(&["lock-delay-ms", &lock_delay_ms().to_string()])
 }
 
 pub fn all() -> Vec<Setup> {
-    let plain = Protocol { fenced: false, wait_replica: false };
-    let delay = args(&["lock-delay-ms", &lock_delay_ms().to_string()]);
+    let wait = Protocol { fenced: false, wait_replica: true };
+    let redlock =
+        |label, module_args| Setup { label, topology: Topology::RedLock, protocol: PLAIN, module_args, config: vec![] };
     vec![
-        Setup { label: "Redisson-style (no WAIT)", protocol: plain, module_args: vec![], config: vec![] },
-        Setup {
-            label: "WAIT 1 after each acquire",
-            protocol: Protocol { fenced: false, wait_replica: true },
-            module_args: vec![],
-            config: vec![],
-        },
-        Setup { label: "lock-delay", protocol: plain, module_args: delay.clone(), config: vec![] },
-        Setup { label: "min-replicas", protocol: plain, module_args: vec![], config: min_replicas() },
+        sentinel_group("Redisson-style (no WAIT)", PLAIN, vec![], vec![]),
+        sentinel_group("WAIT 1 after each acquire", wait, vec![], vec![]),
+        sentinel_group("lock-delay", PLAIN, lock_delay(), vec![]),
+        sentinel_group("min-replicas", PLAIN, vec![], min_replicas()),
         recommended(),
         fenced(),
-        Setup {
-            label: "fenced (no token jump: control)",
-            protocol: Protocol { fenced: true, wait_replica: false },
-            module_args: args(&["fencing-token-jump", "no"]),
-            config: vec![],
-        },
+        sentinel_group("fenced (no token jump: control)", FENCED, args(&["fencing-token-jump", "no"]), vec![]),
+        redlock("RedLock, 5 primaries (restart at once)", vec![]),
+        redlock("RedLock, 5 primaries, lock-delay (delayed restart)", lock_delay()),
     ]
 }

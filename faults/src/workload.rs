@@ -16,7 +16,7 @@ use testkit::Rng;
 pub const CLIENTS: usize = 8;
 pub const NAMES: usize = 4;
 pub const LEASE: Duration = Duration::from_millis(3_000);
-const LONGEST_HOLD_MS: u64 = 5_000;
+pub(crate) const LONGEST_HOLD_MS: u64 = 5_000;
 const IO_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Which lock the clients take, and how.
@@ -67,6 +67,11 @@ impl Shared {
         })
     }
 
+    /// The primary the Sentinels name now.
+    fn primary(&self) -> u16 {
+        self.primary.load(Ordering::Relaxed)
+    }
+
     /// A grant or renewal `link`'s server just took.
     fn wrote(&self, link: &Link) {
         if link.port() == Some(self.original) {
@@ -83,7 +88,7 @@ pub fn client(id: usize, protocol: Protocol, shared: &Shared, seed: u64) {
     while !shared.stop.load(Ordering::Relaxed) {
         let name = rng.below(NAMES as u64) as usize;
         let sent = Instant::now();
-        match link.call(shared, |con| acquire(con, protocol, name, &owner.owner)) {
+        match link.call(shared.primary(), |con| acquire(con, protocol, name, &owner.owner)) {
             Some(Some(token)) => {
                 let start = Instant::now();
                 shared.wrote(&link);
@@ -139,13 +144,14 @@ fn hold(
             return believed_until;
         }
         if now >= hold_end {
-            let _ = link.call(shared, |con| {
+            let _ = link.call(shared.primary(), |con| {
                 redis::cmd("RLOCK.RELEASE").arg(&key).arg(&holder.owner).query::<redis::Value>(con)
             });
             return now;
         }
-        let renewed = link
-            .call(shared, |con| redis::cmd("RLOCK.RENEW").arg(&key).arg(&holder.owner).arg(lease_ms).query::<i64>(con));
+        let renewed = link.call(shared.primary(), |con| {
+            redis::cmd("RLOCK.RENEW").arg(&key).arg(&holder.owner).arg(lease_ms).query::<i64>(con)
+        });
         match renewed {
             Some(1) => {
                 shared.wrote(link);
@@ -158,10 +164,10 @@ fn hold(
     }
 }
 
-/// A connection to the primary the Sentinels name now, opened again when
-/// that changes or a call fails.
+/// A connection to a server, opened again when the port changes (the
+/// primary the Sentinels name) or a call fails.
 #[derive(Default)]
-struct Link {
+pub(crate) struct Link {
     con: Option<(u16, redis::Connection)>,
 }
 
@@ -170,14 +176,13 @@ impl Link {
         self.con.as_ref().map(|(port, _)| *port)
     }
 
-    /// Runs `call` on the current primary; `None` when it failed (no
-    /// primary, no connection, an error or a timeout).
-    fn call<T>(
+    /// Runs `call` on the server at `port`; `None` when it failed (no
+    /// connection, an error or a timeout).
+    pub(crate) fn call<T>(
         &mut self,
-        shared: &Shared,
+        port: u16,
         call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Option<T> {
-        let port = shared.primary.load(Ordering::Relaxed);
         if self.con.as_ref().is_none_or(|(at, _)| *at != port) {
             self.con = connect(port).map(|con| (port, con));
         }
