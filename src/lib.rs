@@ -10,6 +10,7 @@ mod error;
 mod fair;
 mod fenced;
 mod handoff;
+mod inspect;
 mod keyspace;
 mod lease;
 mod load_args;

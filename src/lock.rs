@@ -15,6 +15,7 @@ pub mod acquire_once;
 pub(crate) mod commands;
 #[cfg(test)]
 mod fixtures;
+mod inspect;
 pub mod latch;
 pub mod redisson;
 

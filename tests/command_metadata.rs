@@ -23,7 +23,7 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
     let mut con = server.connection();
     // name, sample arguments, flags, arity, key spec flags, documented arguments
     type Expected<'a> = (&'a str, &'a [&'a str], &'a [&'a str], i64, &'a [&'a str], &'a [&'a str]);
-    let commands: [Expected; 5] = [
+    let commands: [Expected; 6] = [
         (
             "RLOCK.ACQUIRE",
             &["k", "owner", "1000"],
@@ -43,6 +43,7 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
         ),
         ("RLOCK.FORCERELEASE", &["k"], &["write"], -2, &["RW", "delete"], &["key", "publisher"]),
         ("RLOCK.STATUS", &["k", "owner"], &["readonly", "fast"], -2, &["RO", "access"], &["key", "owner"]),
+        ("RLOCK.INSPECT", &["k"], &["readonly"], 2, &["RO", "access"], &["key"]),
     ];
     let strings = |value: &Value| -> Vec<String> { redis::from_redis_value(value.clone()).unwrap() };
     for (name, args, flags, arity, key_flags, documented) in commands {

@@ -6,6 +6,7 @@
 //! waiters are purged wherever they are in the queue; a wait hint is never
 //! below 1 ms, so no waiter spins.
 
+mod inspect;
 mod queue;
 mod redisson;
 #[cfg(test)]

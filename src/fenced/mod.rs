@@ -23,6 +23,7 @@ mod tests;
 
 #[cfg(not(test))]
 mod commands;
+mod inspect;
 mod redisson;
 
 use crate::delay::Delay;

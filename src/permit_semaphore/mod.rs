@@ -21,6 +21,7 @@
 #[cfg(test)]
 mod tests;
 
+mod inspect;
 mod redisson;
 mod script;
 

@@ -5,6 +5,7 @@
 //! excludes everyone but itself, and may take reads too.
 
 mod hash;
+mod inspect;
 mod redisson;
 #[cfg(test)]
 mod tests;

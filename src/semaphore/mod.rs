@@ -19,6 +19,7 @@ mod tests;
 mod commands;
 #[cfg(not(test))]
 mod delay_wake;
+mod inspect;
 mod redisson;
 
 use crate::delay::Delay;

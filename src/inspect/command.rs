@@ -1,0 +1,72 @@
+use super::{inspect, Detail, Holder, Inspection};
+use crate::commands::info::CommandInfo;
+use crate::commands::registry::command;
+use crate::commands::reply::fields;
+use crate::store::{now_ms, RedisKeyspace};
+use redis_module::raw;
+use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+
+/// `RLOCK.INSPECT key`: a flat array of field/value pairs: `kind`,
+/// `ttl_ms`, `holders` (each `owner`, `holds`, `lease_ms`, and a
+/// read-write lock's `side`), then the kind's own (`token`, `queue`,
+/// `mode`, `permits` and `taken`, `count`). Reads only.
+fn inspect_key(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1);
+    let name = args.next_arg()?;
+    args.done()?;
+    let mut keys = RedisKeyspace::open_readonly(ctx, &name);
+    Ok(value(inspect(&mut keys, name.as_slice(), now_ms())?))
+}
+
+fn value(inspection: Inspection) -> RedisValue {
+    let Inspection { kind, ttl_ms, holders, details } = inspection;
+    let mut pairs = vec![
+        ("kind", RedisValue::SimpleStringStatic(kind)),
+        ("ttl_ms", RedisValue::Integer(ttl_ms)),
+        ("holders", RedisValue::Array(holders.into_iter().map(holder).collect())),
+    ];
+    pairs.extend(details.into_iter().map(|(name, detail)| (name, detail_value(detail))));
+    fields(pairs)
+}
+
+fn holder(holder: Holder) -> RedisValue {
+    let mut pairs = vec![
+        ("owner", RedisValue::StringBuffer(holder.owner)),
+        ("holds", RedisValue::Integer(holder.holds)),
+        ("lease_ms", RedisValue::Integer(holder.lease_ms)),
+    ];
+    if let Some(side) = holder.side {
+        pairs.push(("side", RedisValue::SimpleStringStatic(side)));
+    }
+    fields(pairs)
+}
+
+fn detail_value(detail: Detail) -> RedisValue {
+    match detail {
+        Detail::Integer(value) => RedisValue::Integer(value),
+        Detail::Text(text) => RedisValue::SimpleStringStatic(text),
+        Detail::Queue(waiters) => RedisValue::Array(
+            waiters
+                .into_iter()
+                .map(|(owner, left_ms)| {
+                    fields(vec![
+                        ("owner", RedisValue::StringBuffer(owner)),
+                        ("deadline_ms", RedisValue::Integer(left_ms)),
+                    ])
+                })
+                .collect(),
+        ),
+    }
+}
+
+command!(
+    inspect_key,
+    c"readonly",
+    CommandInfo {
+        name: c"rlock.inspect",
+        summary: c"Describes a lock-family key: kind, ttl_ms, holders (owner, holds, lease_ms, side), and the kind's token, queue, mode, permits or count.",
+        arity: 2,
+        key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        args: &[],
+    },
+);

@@ -1,0 +1,108 @@
+//! `RLOCK.INSPECT`: what a key holds, told to an operator: the kind of
+//! lock, its holders with their holds and leases, and what the kind has
+//! besides (a fenced lock's token, a fair lock's queue, a semaphore's
+//! permits). Each kind registers an [`Inspector`] beside its logic; the
+//! most specific one that recognises the key describes it. Reads only;
+//! a derived key the caller may not read is taken as missing.
+
+use crate::error::LockError;
+use crate::keyspace::{KeyType, Keyspace, Result};
+use crate::lock::parse_hold_count;
+
+#[cfg(not(test))]
+mod command;
+#[cfg(test)]
+mod tests;
+
+/// One holder: an owner (a lock's), or a permit's id (a permit-expirable
+/// semaphore's), with its hold count and the lease it has left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub owner: Vec<u8>,
+    pub holds: i64,
+    /// PTTL semantics: -1 when the hold has no expiry.
+    pub lease_ms: i64,
+    /// A read-write lock's side: `read` or `write`.
+    pub side: Option<&'static str>,
+}
+
+/// What a kind tells besides its holders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    Integer(i64),
+    Text(&'static str),
+    /// Owners, each with the ms left to a deadline.
+    Queue(Vec<(Vec<u8>, i64)>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// `lock`, `fair`, `read-write`, `fenced`, `permit-semaphore`,
+    /// `counter` (a semaphore's permits or a latch's count: Redisson keeps
+    /// both as a bare integer), `other` (no lock's data), `none` (missing).
+    pub kind: &'static str,
+    /// The key's PTTL: -1 without expiry, -2 when missing.
+    pub ttl_ms: i64,
+    pub holders: Vec<Holder>,
+    pub details: Vec<(&'static str, Detail)>,
+}
+
+/// Describes a key of one kind; `None` when the key is not of that kind.
+pub type Inspect = fn(&mut dyn Keyspace, &[u8], i64) -> Result<Option<Inspection>>;
+
+pub struct Inspector {
+    /// Tried before higher ranks: a kind whose keys another kind's look
+    /// like (a fair lock's hash is a lock's) ranks lower.
+    pub rank: u8,
+    pub inspect: Inspect,
+}
+
+#[linkme::distributed_slice]
+pub static INSPECTORS: [Inspector];
+
+/// The description of `name` at `now_ms`.
+pub fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Inspection> {
+    let mut inspectors: Vec<&Inspector> = INSPECTORS.iter().collect();
+    inspectors.sort_by_key(|inspector| inspector.rank);
+    for inspector in inspectors {
+        if let Some(found) = (inspector.inspect)(keys, name, now_ms)? {
+            return Ok(found);
+        }
+    }
+    let kind = match keys.key_type(name)? {
+        KeyType::Missing => "none",
+        _ => "other",
+    };
+    Ok(Inspection { kind, ttl_ms: ttl_ms(keys, name, now_ms)?, holders: vec![], details: vec![] })
+}
+
+/// The type of `key`, one the inspected name derives (a queue, a token):
+/// `Missing` when the caller may not read it (ACL) or it lies in another
+/// slot, so that the kind is told from the keys the caller may read.
+pub fn companion_type(keys: &mut dyn Keyspace, key: &[u8]) -> Result<KeyType> {
+    match keys.key_type(key) {
+        Err(LockError::NoKeyPermission(_) | LockError::DerivedKeyCrossSlot(_)) => Ok(KeyType::Missing),
+        found => found,
+    }
+}
+
+/// PTTL of `key`: -2 when missing, -1 without expiry.
+pub fn ttl_ms(keys: &mut dyn Keyspace, key: &[u8], now_ms: i64) -> Result<i64> {
+    if keys.key_type(key)? == KeyType::Missing {
+        return Ok(-2);
+    }
+    Ok(keys.expire_at(key)?.map_or(-1, |at| at.saturating_sub(now_ms).max(0)))
+}
+
+/// The holders of a lock's hash (owner → hold count), each with the
+/// hash's lease; fields that are no hold count are left out.
+pub fn hash_holders(keys: &mut dyn Keyspace, name: &[u8], lease_ms: i64) -> Result<Vec<Holder>> {
+    Ok(keys
+        .hgetall(name)?
+        .into_iter()
+        .filter_map(|(owner, count)| {
+            let holds = parse_hold_count(&count).ok()?;
+            Some(Holder { owner, holds, lease_ms, side: None })
+        })
+        .collect())
+}

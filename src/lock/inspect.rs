@@ -1,0 +1,16 @@
+//! RLock to `RLOCK.INSPECT`: any hash no more specific kind claims.
+
+use crate::inspect::{hash_holders, ttl_ms, Inspection, Inspector, INSPECTORS};
+use crate::keyspace::{KeyType, Keyspace, Result};
+
+#[linkme::distributed_slice(INSPECTORS)]
+static LOCK: Inspector = Inspector { rank: 9, inspect };
+
+fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+    if keys.key_type(name)? != KeyType::Hash {
+        return Ok(None);
+    }
+    let ttl_ms = ttl_ms(keys, name, now_ms)?;
+    let holders = hash_holders(keys, name, ttl_ms)?;
+    Ok(Some(Inspection { kind: "lock", ttl_ms, holders, details: vec![] }))
+}

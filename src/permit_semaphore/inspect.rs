@@ -1,0 +1,38 @@
+//! The permit-expirable semaphore to `RLOCK.INSPECT`: its permits left,
+//! and each permit taken (its id, as a holder) with its lease. With no
+//! permit taken Redisson keeps no set of them, and it reads as a counter.
+
+use crate::inspect::{companion_type, ttl_ms, Detail, Holder, Inspection, Inspector, INSPECTORS};
+use crate::keyspace::{KeyType, Keyspace, Result};
+use crate::lock::parse_hold_count;
+use rlock_protocol::{permit_timeout_key, PERMIT_NEVER_EXPIRES};
+
+#[linkme::distributed_slice(INSPECTORS)]
+static PERMIT_SEMAPHORE: Inspector = Inspector { rank: 0, inspect };
+
+/// Permits listed at most; `taken` counts them all.
+const LISTED: usize = 1_000;
+
+fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+    let timeouts = permit_timeout_key(name);
+    if !matches!(keys.key_type(name)?, KeyType::String | KeyType::Missing)
+        || companion_type(keys, &timeouts)? != KeyType::Zset
+    {
+        return Ok(None);
+    }
+    let permits = keys.get(name)?.and_then(|count| parse_hold_count(&count).ok()).unwrap_or(0);
+    let holders = keys
+        .zrange_to(&timeouts, i64::MAX, LISTED)?
+        .into_iter()
+        .map(|(id, expires_at)| {
+            let lease_ms = match expires_at {
+                PERMIT_NEVER_EXPIRES => -1,
+                at => at.saturating_sub(now_ms).max(0),
+            };
+            Holder { owner: id, holds: 1, lease_ms, side: None }
+        })
+        .collect();
+    let taken = keys.zcard(&timeouts)? as i64;
+    let details = vec![("permits", Detail::Integer(permits)), ("taken", Detail::Integer(taken))];
+    Ok(Some(Inspection { kind: "permit-semaphore", ttl_ms: ttl_ms(keys, name, now_ms)?, holders, details }))
+}
