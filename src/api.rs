@@ -49,6 +49,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_GetAbsExpire,
         RedisModule_GetBlockedClientHandle,
         RedisModule_GetBlockedClientPrivateData,
+        RedisModule_GetClientId,
         RedisModule_GetCommand,
         RedisModule_GetContextFlags,
         RedisModule_GetCurrentUserName,

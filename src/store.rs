@@ -14,6 +14,7 @@ mod keyspace;
 mod latch;
 mod open_keys;
 
+pub use acl::Caller;
 pub use keyspace::RedisKeyspace;
 pub use latch::RedisLatch;
 

@@ -75,6 +75,12 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
     }
     let text = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").query::<Value>(&mut con));
     assert!(text.contains("wrong number of arguments for 'rlock.acquire'"), "{text}");
+
+    // RLOCK.WAITERS lists the waiters on many keys: it declares none.
+    let info: Vec<Vec<Value>> = redis::cmd("COMMAND").arg("INFO").arg("RLOCK.WAITERS").query(&mut con).unwrap();
+    let [entry] = info.as_slice() else { panic!("{info:?}") };
+    assert_eq!((entry[1].clone(), entry[3].clone()), (Value::Int(-1), Value::Int(0)), "{entry:?}");
+    assert_eq!(entry[8], Value::Array(vec![]), "no key spec");
 }
 
 #[test]

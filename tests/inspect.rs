@@ -102,3 +102,63 @@ fn a_reader_of_the_name_alone_sees_its_holders() {
     let refused = redis::cmd("RLOCK.INSPECT").arg("other").query::<Value>(&mut watcher).unwrap_err();
     assert!(refused.to_string().starts_with("NOPERM") || refused.code() == Some("NOPERM"), "{refused}");
 }
+
+/// The callers blocked on the server, as `RLOCK.WAITERS` and `RLOCK.INSPECT`
+/// list them: each with its key, kind, owner, connection and times; a
+/// user sees the waiters on the keys it may read, and is refused a key it
+/// may not.
+#[test]
+fn server_side_waiters_are_listed_per_key_and_by_the_acl() {
+    let server = Server::start();
+    let mut admin = server.connection();
+    run(&mut admin, &["RLOCK.ACQUIRE", "locks:a", "o1", "60000"]);
+    run(&mut admin, &["RFAIR.ACQUIRE", "other", "o1", "60000"]);
+    let blocked: Vec<(u64, std::thread::JoinHandle<Value>)> = [
+        &["RLOCK.ACQUIRE", "locks:a", "o2", "60000", "WAIT", "30000"][..],
+        &["RFAIR.ACQUIRE", "other", "o2", "60000", "WAIT", "5000", "BLOCK", "30000"],
+    ]
+    .into_iter()
+    .map(|call| {
+        let mut con = server.connection();
+        let id: u64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+        let call: Vec<String> = call.iter().map(|word| word.to_string()).collect();
+        (id, std::thread::spawn(move || redis::cmd(&call[0]).arg(&call[1..]).query(&mut con).unwrap()))
+    })
+    .collect();
+    let listed = |con: &mut Connection, args: &[&str]| -> Vec<HashMap<String, Value>> {
+        let reply: Vec<Value> = redis::cmd("RLOCK.WAITERS").arg(args).query(con).unwrap();
+        reply.into_iter().map(pairs).collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while listed(&mut admin, &[]).len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the calls never blocked");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let all = listed(&mut admin, &[]);
+    let waiter = |key: &str| all.iter().find(|w| text(&w["key"]) == key).unwrap().clone();
+    let (lock, fair) = (waiter("locks:a"), waiter("other"));
+    assert_eq!((text(&lock["kind"]), text(&lock["owner"]), int(&lock["db"])), ("lock".into(), "o2".into(), 0));
+    assert_eq!(int(&lock["client_id"]) as u64, blocked[0].0);
+    assert_eq!((text(&fair["kind"]), int(&fair["client_id"]) as u64), ("fair".into(), blocked[1].0));
+    assert!((1..=30_000).contains(&int(&lock["wait_left_ms"])) && int(&lock["waited_ms"]) >= 0);
+    assert_eq!(listed(&mut admin, &["other"]).len(), 1);
+    assert!(listed(&mut admin, &["nobody"]).is_empty());
+    let (inspected, _) = inspect(&mut admin, "locks:a");
+    let Value::Array(on_a) = inspected["waiters"].clone() else { panic!("{inspected:?}") };
+    assert_eq!(text(&pairs(on_a[0].clone())["owner"]), "o2");
+
+    run(&mut admin, &["ACL", "SETUSER", "watcher", "on", ">pw", "%R~locks:*", "+@all"]);
+    let mut watcher = server.connection();
+    run(&mut watcher, &["AUTH", "watcher", "pw"]);
+    let seen: Vec<String> = listed(&mut watcher, &[]).iter().map(|w| text(&w["key"])).collect();
+    assert_eq!(seen, ["locks:a"], "only the keys it may read");
+    let refused = redis::cmd("RLOCK.WAITERS").arg("other").query::<Value>(&mut watcher).unwrap_err();
+    assert_eq!(refused.code(), Some("NOPERM"), "{refused}");
+
+    run(&mut admin, &["RLOCK.RELEASE", "locks:a", "o1"]);
+    run(&mut admin, &["RFAIR.RELEASE", "other", "o1"]);
+    for (_, call) in blocked {
+        call.join().unwrap();
+    }
+    assert!(listed(&mut admin, &[]).is_empty(), "granted: no longer waiting");
+}

@@ -9,13 +9,15 @@ use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::ptr;
 
-/// What Redis is told about one command. Its key is always argument 1.
+/// What Redis is told about one command. Its key is argument 1, unless
+/// it has none ([`KEYLESS`]).
 pub struct CommandInfo {
     pub name: &'static CStr,
     pub summary: &'static CStr,
     /// Redis arity, counting the command name; negative means "at least".
     pub arity: i32,
-    /// `REDISMODULE_CMD_KEY_*` flags of the lock key.
+    /// `REDISMODULE_CMD_KEY_*` flags of the lock key; [`KEYLESS`] for a
+    /// command that declares no key.
     pub key_flags: u32,
     /// The arguments after the key.
     pub args: &'static [Arg],
@@ -47,6 +49,10 @@ impl Arg {
     }
 }
 
+/// The `key_flags` of a command without a key (one that reads the
+/// server's own state, and checks the caller's ACL itself).
+pub const KEYLESS: u32 = 0;
+
 const SINCE: &CStr = c"0.1.0";
 const COMPLEXITY: &CStr = c"O(1)";
 
@@ -59,9 +65,10 @@ pub fn set(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
     }
     // Both arrays end with an all-zero entry. Redis copies everything.
     let mut key_specs = [key_spec(info.key_flags), unsafe { std::mem::zeroed() }];
+    let keyless = info.key_flags == KEYLESS;
     let key = Arg { name: c"key", kind: ArgKind::Key, optional: false, token: None };
     let mut arrays = Vec::new();
-    let args = arguments(std::iter::once(&key).chain(info.args), &mut arrays);
+    let args = arguments((!keyless).then_some(&key).into_iter().chain(info.args), &mut arrays);
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -76,7 +83,7 @@ pub fn set(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
         history: ptr::null_mut(),
         tips: ptr::null(),
         arity: info.arity as c_int,
-        key_specs: key_specs.as_mut_ptr(),
+        key_specs: if keyless { key_specs[1..].as_mut_ptr() } else { key_specs.as_mut_ptr() },
         args,
     };
     if unsafe { api!(RedisModule_SetCommandInfo)(command, &command_info) } == raw::REDISMODULE_OK as c_int {

@@ -69,15 +69,16 @@ pub fn run(
 pub fn register(ctx: &Context) -> Result<(), String> {
     COMMANDS.iter().try_for_each(|command| {
         let name = command.info.name;
+        let key = i32::from(command.info.key_flags != info::KEYLESS);
         let created = unsafe {
             api!(RedisModule_CreateCommand)(
                 ctx.get_raw(),
                 name.as_ptr(),
                 Some(command.entry),
                 command.flags.as_ptr(),
-                1,
-                1,
-                1,
+                key,
+                key,
+                key,
             )
         };
         if created != raw::REDISMODULE_OK as c_int {

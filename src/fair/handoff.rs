@@ -21,7 +21,7 @@ use crate::handoff::glue::{
     block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
     unblock_client, Client, Outcome,
 };
-use crate::handoff::{WaiterKind, WAITER_KINDS};
+use crate::handoff::{Listed, WaiterKind, WAITER_KINDS};
 use crate::lock::acquire_once::Grant;
 use crate::stats;
 use crate::store::{now_ms, RedisKeyspace};
@@ -68,6 +68,20 @@ static FAIR_WAITERS: WaiterKind = WaiterKind {
     // starts their head's turn.
     waits_on: |id| locks().contains_key(id),
     locks: || locks().iter().filter(|(_, lock)| !lock.blocked.is_empty()).map(|(id, _)| id.clone()).collect(),
+    listed: || {
+        let locks = locks();
+        let blocked = locks.iter().flat_map(|(id, lock)| lock.blocked.iter().map(move |waiter| (id, waiter)));
+        blocked
+            .map(|(id, waiter)| Listed {
+                lock: id.clone(),
+                kind: "fair",
+                owner: waiter.owner.clone(),
+                client_id: waiter.client_id,
+                since_ms: waiter.blocked_at_ms,
+                ends_at_ms: waiter.blocked_at_ms.saturating_add(waiter.call.block_ms),
+            })
+            .collect()
+    },
     freed: look,
     flushed: forget_unblocked,
 };
@@ -166,7 +180,8 @@ pub fn block(ctx: &Context, name: &RedisString, owner: &[u8], call: BlockedCall)
     let id = lock_id(ctx, name.as_slice());
     let timer = start_timer(ctx, call.block_ms, Some(wait_ran_out), (id.clone(), client));
     let wait_ms = call.wait_ms;
-    let waiter = Waiter { client, owner: owner.to_vec(), timer, call, blocked_at_ms: now_ms() };
+    let client_id = unsafe { api!(RedisModule_GetClientId)(ctx.get_raw()) };
+    let waiter = Waiter { client, client_id, owner: owner.to_vec(), timer, call, blocked_at_ms: now_ms() };
     {
         let mut locks = locks();
         let lock = locks.entry(id.clone()).or_default();

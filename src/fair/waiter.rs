@@ -20,6 +20,8 @@ pub struct BlockedCall {
 
 pub struct Waiter {
     pub client: Client,
+    /// The caller's connection (`CLIENT ID`).
+    pub client_id: u64,
     pub owner: Vec<u8>,
     pub timer: raw::RedisModuleTimerID,
     pub call: BlockedCall,

@@ -38,7 +38,7 @@ use super::glue::{
     block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
     unblock_client, Client, Outcome,
 };
-use super::{Queues, Request, Waiter, WAITER_KINDS};
+use super::{Listed, Queues, Request, Waiter, WAITER_KINDS};
 use crate::api::api;
 use crate::commands::reply::AcquireReply;
 use crate::delay::Delay;
@@ -117,16 +117,26 @@ pub fn block(ctx: &Context, name: &RedisString, acquire: BlockedAcquire) -> Redi
     // No Redis timeout and no timeout callback: the wait's own timer ends it.
     let client = block_client(ctx, left);
     let now = now_ms();
-    let waiter = Waiter { client, owner: owner.as_slice().to_vec(), lease_ms, request, full_reply, queued_at_ms: now };
+    let ends_at_ms = now.saturating_add(wait_ms);
+    let client_id = unsafe { api!(RedisModule_GetClientId)(ctx.get_raw()) };
+    let owner = owner.as_slice().to_vec();
+    let waiter = Waiter { client, client_id, ends_at_ms, owner, lease_ms, request, full_reply, queued_at_ms: now };
     let taken_over = state().queues.queue(&lock_id(ctx, name.as_slice()), waiter);
     if let Some(first) = taken_over {
         unblock(ctx, first, Outcome::Failed(error_text(LockError::WaitTakenOver.into())));
     }
-    let timer = start_timer(ctx, wait_ms, Some(wait_ran_out), (client, now.saturating_add(wait_ms)));
+    let timer = start_timer(ctx, wait_ms, Some(wait_ran_out), (client, ends_at_ms));
     state().wait_timers.insert(client, timer);
     subscribe(ctx);
     arm_expiry_timer(ctx, name);
     RedisValue::NoReply
+}
+
+/// Every caller blocked on the server now, of every kind.
+pub fn listed() -> Vec<Listed> {
+    let mut listed = state().queues.listed();
+    WAITER_KINDS.iter().for_each(|kind| listed.extend((kind.listed)()));
+    listed
 }
 
 /// Whether a call of `owner`'s acquire `request_id` waits for `name`.

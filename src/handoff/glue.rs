@@ -22,10 +22,15 @@ pub fn lock_id(ctx: &Context, name: &[u8]) -> Vec<u8> {
     [&db.to_be_bytes()[..], name].concat()
 }
 
+/// A lock id's database and name.
+pub fn split_lock_id(id: &[u8]) -> (c_int, &[u8]) {
+    let (db, name) = id.split_at(4);
+    (c_int::from_be_bytes([db[0], db[1], db[2], db[3]]), name)
+}
+
 /// Selects the lock's database on `ctx` (a timer's) and returns its name.
 pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
-    let (db, name) = id.split_at(4);
-    let db = c_int::from_be_bytes([db[0], db[1], db[2], db[3]]);
+    let (db, name) = split_lock_id(id);
     unsafe { api!(RedisModule_SelectDb)(ctx.get_raw(), db) };
     name
 }

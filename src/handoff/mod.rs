@@ -26,6 +26,8 @@ pub struct WaiterKind {
     /// The locks callers of this kind are blocked on (a FLUSH or SWAPDB
     /// checks them all).
     pub locks: fn() -> Vec<Vec<u8>>,
+    /// Every caller of this kind blocked now (`RLOCK.WAITERS`).
+    pub listed: fn() -> Vec<Listed>,
     /// Lock `id` may have freed (a timer: it may write).
     pub freed: fn(&redis_module::Context, &[u8]),
     /// A FLUSH or SWAPDB ran: what the kind remembers of keys may be gone.
@@ -36,10 +38,29 @@ pub struct WaiterKind {
 #[linkme::distributed_slice]
 pub static WAITER_KINDS: [WaiterKind];
 
+/// A caller blocked on the server, as `RLOCK.WAITERS` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The lock's id: its database and name.
+    pub lock: Vec<u8>,
+    /// `lock` (`RLOCK.ACQUIRE … WAIT`) or `fair` (`RFAIR.ACQUIRE … BLOCK`).
+    pub kind: &'static str,
+    pub owner: Vec<u8>,
+    /// The caller's connection (`CLIENT ID`).
+    pub client_id: u64,
+    /// When it blocked, and when its wait ends (server time, ms).
+    pub since_ms: i64,
+    pub ends_at_ms: i64,
+}
+
 /// One blocked caller: `client` identifies it (the blocked-client handle).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiter<C> {
     pub client: C,
+    /// The caller's connection (`CLIENT ID`).
+    pub client_id: u64,
+    /// When its wait ends (server time, ms).
+    pub ends_at_ms: i64,
     pub owner: Vec<u8>,
     pub lease_ms: i64,
     /// The acquire's request id (`ID`), whose grant is recorded.
@@ -152,6 +173,21 @@ impl<C: PartialEq> Queues<C> {
     }
 
     /// Whether anyone waits for `lock`.
+    /// Every waiter, with its lock, as `RLOCK.WAITERS` tells it.
+    pub fn listed(&self) -> Vec<Listed> {
+        let waiters = self.by_lock.iter().flat_map(|(lock, queue)| queue.iter().map(move |waiter| (lock, waiter)));
+        waiters
+            .map(|(lock, waiter)| Listed {
+                lock: lock.clone(),
+                kind: "lock",
+                owner: waiter.owner.clone(),
+                client_id: waiter.client_id,
+                since_ms: waiter.queued_at_ms,
+                ends_at_ms: waiter.ends_at_ms,
+            })
+            .collect()
+    }
+
     pub fn has_waiters(&self, lock: &[u8]) -> bool {
         self.by_lock.contains_key(lock)
     }

@@ -4,6 +4,8 @@ fn waiter(client: u32) -> Waiter<u32> {
     let request = Some(Request { id: format!("request:{client}").into_bytes(), window_ms: 1000 });
     Waiter {
         client,
+        client_id: u64::from(client) + 100,
+        ends_at_ms: 5_000,
         owner: format!("owner:{client}").into_bytes(),
         lease_ms: 1000,
         request,
@@ -107,4 +109,20 @@ fn a_resent_acquire_takes_over_its_place() {
         Waiter { queued_at_ms: 3, ..waiter(3) },
     ];
     assert_eq!(order, expected);
+}
+
+#[test]
+fn listed_waiters_tell_their_lock_owner_connection_and_times() {
+    let mut queues = Queues::default();
+    queues.push(b"a", Waiter { queued_at_ms: 10, ..waiter(1) });
+    let listed = queues.listed();
+    let expected = Listed {
+        lock: b"a".to_vec(),
+        kind: "lock",
+        owner: b"owner:1".to_vec(),
+        client_id: 101,
+        since_ms: 10,
+        ends_at_ms: 5_000,
+    };
+    assert_eq!(listed, [expected]);
 }

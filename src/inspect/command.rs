@@ -1,7 +1,9 @@
+use super::waiters::waiters_on;
 use super::{inspect, Detail, Holder, Inspection};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply::fields;
+use crate::handoff::glue::lock_id;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
@@ -9,16 +11,20 @@ use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 /// `RLOCK.INSPECT key`: a flat array of field/value pairs: `kind`,
 /// `ttl_ms`, `holders` (each `owner`, `holds`, `lease_ms`, and a
 /// read-write lock's `side`), then the kind's own (`token`, `queue`,
-/// `mode`, `permits` and `taken`, `count`). Reads only.
+/// `mode`, `permits` and `taken`, `count`), and `waiters`, the callers
+/// blocked on it on the server (as `RLOCK.WAITERS key`). Reads only.
 fn inspect_key(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;
     let mut keys = RedisKeyspace::open_readonly(ctx, &name);
-    Ok(value(inspect(&mut keys, name.as_slice(), now_ms())?))
+    let inspection = inspect(&mut keys, name.as_slice(), now_ms())?;
+    drop(keys);
+    let waiters = waiters_on(ctx, Some(&lock_id(ctx, name.as_slice())));
+    Ok(value(inspection, waiters))
 }
 
-fn value(inspection: Inspection) -> RedisValue {
+fn value(inspection: Inspection, waiters: RedisValue) -> RedisValue {
     let Inspection { kind, ttl_ms, holders, details } = inspection;
     let mut pairs = vec![
         ("kind", RedisValue::SimpleStringStatic(kind)),
@@ -26,6 +32,7 @@ fn value(inspection: Inspection) -> RedisValue {
         ("holders", RedisValue::Array(holders.into_iter().map(holder).collect())),
     ];
     pairs.extend(details.into_iter().map(|(name, detail)| (name, detail_value(detail))));
+    pairs.push(("waiters", waiters));
     fields(pairs)
 }
 
@@ -64,7 +71,7 @@ command!(
     c"readonly",
     CommandInfo {
         name: c"rlock.inspect",
-        summary: c"Describes a lock-family key: kind, ttl_ms, holders (owner, holds, lease_ms, side), and the kind's token, queue, mode, permits or count.",
+        summary: c"Describes a lock-family key: kind, ttl_ms, holders (owner, holds, lease_ms, side), the kind's token, queue, mode, permits or count, and the waiters blocked on it.",
         arity: 2,
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[],

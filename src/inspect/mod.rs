@@ -13,6 +13,8 @@ use crate::lock::parse_hold_count;
 mod command;
 #[cfg(test)]
 mod tests;
+#[cfg(not(test))]
+mod waiters;
 
 /// One holder: an owner (a lock's), or a permit's id (a permit-expirable
 /// semaphore's), with its hold count and the lease it has left.
