@@ -21,6 +21,14 @@ pub fn fencing_token_jump() -> bool {
     FENCING_TOKEN_JUMP.load(Ordering::Relaxed)
 }
 
+/// `rlock.deadlock-detection`: whether a caller about to block on the
+/// server is told `DEADLOCK` when its wait would close a cycle.
+pub static DEADLOCK_DETECTION: AtomicBool = AtomicBool::new(true);
+
+pub fn deadlock_detection() -> bool {
+    DEADLOCK_DETECTION.load(Ordering::Relaxed)
+}
+
 /// `rlock.lock-delay-ms`: how long a term's start admits no new holder
 /// (see `term`); 0 turns lock-delay off.
 pub static LOCK_DELAY_MS: AtomicI64 = AtomicI64::new(0);

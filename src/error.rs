@@ -1,6 +1,7 @@
 //! The one error type of the module. Each variant maps to a stable reply
 //! (error code and text) that clients and tests may rely on.
 
+use crate::handoff::deadlock::Step;
 use redis_module::RedisError;
 use std::borrow::Cow;
 use std::fmt;
@@ -98,6 +99,8 @@ pub enum LockError {
     /// In cluster mode, a key derived from the name hashes to another slot
     /// than the name (a `{` without a proper hash tag).
     DerivedKeyCrossSlot(Vec<u8>),
+    /// Waiting would close this cycle of waits (see `handoff::deadlock`).
+    Deadlock(Vec<Step>),
 }
 
 impl LockError {
@@ -177,6 +180,16 @@ impl LockError {
                     key.escape_ascii()
                 )
                 .into()
+            }
+            Self::Deadlock(steps) => {
+                let holder = |i: usize| &steps[(i + 1) % steps.len()].owner;
+                let waits: Vec<String> = (0..steps.len())
+                    .map(|i| {
+                        let (owner, lock) = (steps[i].owner.escape_ascii(), steps[i].lock.escape_ascii());
+                        format!("{owner} waits for {lock} held by {}", holder(i).escape_ascii())
+                    })
+                    .collect();
+                return format!("DEADLOCK {}", waits.join(", ")).into();
             }
         };
         fixed.into()

@@ -106,6 +106,13 @@ mod module {
                     ConfigurationFlags::DEFAULT,
                     None
                 ],
+                [
+                    load_args::DEADLOCK_DETECTION,
+                    &config::DEADLOCK_DETECTION,
+                    true,
+                    ConfigurationFlags::DEFAULT,
+                    None
+                ],
             ],
             enum: [
                 [

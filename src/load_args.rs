@@ -1,6 +1,6 @@
 //! Module load arguments: `loadmodule librlock.so [default-lease-ms <ms>]
 //! [redisson-scripts native|off] [fencing-token-jump yes|no]
-//! [lock-delay-ms <ms>]`.
+//! [lock-delay-ms <ms>] [deadlock-detection yes|no]`.
 //!
 //! redis-module applies them as configuration defaults without the bounds
 //! CONFIG SET enforces (and ignores names it does not know), so the
@@ -16,9 +16,13 @@ pub const REDISSON_SCRIPTS: &str = "redisson-scripts";
 pub const FENCING_TOKEN_JUMP: &str = "fencing-token-jump";
 /// `rlock.lock-delay-ms` as a name/value pair.
 pub const LOCK_DELAY_MS: &str = "lock-delay-ms";
+/// `rlock.deadlock-detection` as a name/value pair.
+pub const DEADLOCK_DETECTION: &str = "deadlock-detection";
 
-const KNOWN: &str = "default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>";
-const NAMES: [&str; 4] = [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP, LOCK_DELAY_MS];
+const KNOWN: &str =
+    "default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, \
+                     deadlock-detection yes|no";
+const NAMES: [&str; 5] = [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP, LOCK_DELAY_MS, DEADLOCK_DETECTION];
 
 /// Checks every name/value pair; the error says which argument is wrong
 /// and why, for the server log.
@@ -55,10 +59,10 @@ fn check_pair(pair: &[&[u8]]) -> Result<(), String> {
             _ => Err(format!("module argument {REDISSON_SCRIPTS} {}: must be native or off", escaped(value))),
         },
         // Either case, as CONFIG SET takes it.
-        [name, value] if *name == FENCING_TOKEN_JUMP.as_bytes() => {
+        [name, value] if [FENCING_TOKEN_JUMP, DEADLOCK_DETECTION].iter().any(|yes_no| *name == yes_no.as_bytes()) => {
             match value.eq_ignore_ascii_case(b"yes") || value.eq_ignore_ascii_case(b"no") {
                 true => Ok(()),
-                false => Err(format!("module argument {FENCING_TOKEN_JUMP} {}: must be yes or no", escaped(value))),
+                false => Err(format!("module argument {} {}: must be yes or no", escaped_plain(name), escaped(value))),
             }
         }
         [name] if NAMES.iter().any(|known| *name == known.as_bytes()) => {
@@ -113,6 +117,8 @@ mod tests {
             ),
             (&[b"redisson-scripts"], Err("module argument redisson-scripts has no value")),
             (&[b"fencing-token-jump", b"no"], Ok(())),
+            (&[b"deadlock-detection", b"No"], Ok(())),
+            (&[b"deadlock-detection", b"0"], Err("module argument deadlock-detection \"0\": must be yes or no")),
             (&[b"fencing-token-jump", b"YES"], Ok(())),
             (&[b"fencing-token-jump", b"yes", b"redisson-scripts", b"off"], Ok(())),
             (
@@ -139,14 +145,14 @@ mod tests {
                 Err("module argument lock-delay-ms \"31536000001\": lock-delay-ms is above the maximum of 31536000000 (365 days)"),
             ),
             (&[b"lock-delay-ms"], Err("module argument lock-delay-ms has no value")),
-            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>)")),
+            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, deadlock-detection yes|no)")),
             (
                 &[b"default-lease-ms", b"5000", b"default-lease-ms", b"0"],
                 Err("module argument default-lease-ms \"0\": default-lease-ms must be a positive integer"),
             ),
             (
                 &[b"default-lease-ms", b"5000", b"x\x00"],
-                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>)"),
+                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, deadlock-detection yes|no)"),
             ),
         ];
         for (args, expected) in cases {

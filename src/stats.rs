@@ -19,10 +19,11 @@ static RENEWED: AtomicU64 = AtomicU64::new(0);
 static RENEW_MISSED: AtomicU64 = AtomicU64::new(0);
 static GRANTED: AtomicU64 = AtomicU64::new(0);
 static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
+static DEADLOCKS: AtomicU64 = AtomicU64::new(0);
 static REDISSON_ACL_LUA: AtomicU64 = AtomicU64::new(0);
 
 /// INFO field names (Redis prefixes them with `rlock_`), in display order.
-const FIELDS: [(&str, &AtomicU64); 13] = [
+const FIELDS: [(&str, &AtomicU64); 14] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("contended", &CONTENDED),
@@ -37,6 +38,8 @@ const FIELDS: [(&str, &AtomicU64); 13] = [
     // Blocked acquires (WAIT) granted the lock, and those whose wait ran out.
     ("granted", &GRANTED),
     ("wait_timeouts", &WAIT_TIMEOUTS),
+    // Callers told DEADLOCK instead of blocking.
+    ("deadlocks", &DEADLOCKS),
     // Known Redisson scripts left to Lua because the caller's ACL did not
     // allow the native command (those run natively: `redisson_native_*`).
     ("redisson_acl_lua", &REDISSON_ACL_LUA),
@@ -76,6 +79,10 @@ pub fn record_grant() {
 
 pub fn record_wait_timeout() {
     bump(&WAIT_TIMEOUTS);
+}
+
+pub fn record_deadlock() {
+    bump(&DEADLOCKS);
 }
 
 pub fn record_redisson_acl_lua() {

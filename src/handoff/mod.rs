@@ -5,6 +5,9 @@
 
 #[cfg(not(test))]
 pub mod blocking;
+pub mod deadlock;
+#[cfg(not(test))]
+pub mod deadlock_check;
 #[cfg(not(test))]
 pub mod events;
 #[cfg(not(test))]

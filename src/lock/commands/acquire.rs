@@ -6,6 +6,7 @@ use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::handoff::blocking::{self, BlockedAcquire};
+use crate::handoff::deadlock_check;
 use crate::lock::acquire_once::{self, Once, Requester};
 use crate::lock::{self, Acquire, LockStore};
 use crate::stats;
@@ -82,6 +83,9 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(match (refused_pttl, wait_ms) {
         (None, _) => reply(true, pttl),
         (Some(_), Some(wait_ms)) if may_block && !holder => {
+            if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner.as_slice()) {
+                return Err(LockError::Deadlock(cycle).into());
+            }
             let acquire = BlockedAcquire { owner: &owner, lease_ms, wait_ms, request, full_reply };
             blocking::block(ctx, &name, acquire)
         }
