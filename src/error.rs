@@ -101,6 +101,9 @@ pub enum LockError {
     DerivedKeyCrossSlot(Vec<u8>),
     /// Waiting would close this cycle of waits (see `handoff::deadlock`).
     Deadlock(Vec<Step>),
+    /// The caller's ACL does not let it read a key given as an argument
+    /// of a command that declares no key (`RLOCK.WAITERS`).
+    KeyArgumentPermission,
 }
 
 impl LockError {
@@ -124,6 +127,7 @@ impl LockError {
                 "ERR request_id is recorded for another owner or lock: each request needs an id of its own"
             }
             Self::WaitTakenOver => "ERR the wait goes on in a resend of the same request id",
+            Self::KeyArgumentPermission => "NOPERM this user has no permissions to access one of the keys used as arguments",
             Self::WaitCancelled => "ERR the wait was cancelled (RLOCK.CANCEL)",
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"

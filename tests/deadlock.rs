@@ -147,3 +147,56 @@ fn no_deadlock_is_reported_when_locks_are_taken_in_one_order() {
     let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
     assert!(info.contains("rlock_deadlocks:0"), "{info}");
 }
+
+/// A cycle through a key the caller may not read is not told to it: the
+/// reply would name that key and its holders. It waits, as without
+/// detection; a caller who may read every key is told.
+#[test]
+fn a_cycle_through_a_key_the_caller_may_not_read_is_not_told() {
+    let server = Server::start();
+    let mut admin = server.connection();
+    run(&mut admin, &["ACL", "SETUSER", "lim", "on", "nopass", "~pub:*", "&*", "+@all"]).unwrap();
+    run(&mut admin, &["RLOCK.ACQUIRE", "secret:k", "p1", LEASE]).unwrap();
+    run(&mut admin, &["RLOCK.ACQUIRE", "pub:b", "p2", LEASE]).unwrap();
+    run(&mut admin, &["RLOCK.ACQUIRE", "pub:a", "u1", LEASE]).unwrap();
+    let waiting: Vec<_> = [wait_for("pub:a", "p1", 30_000), wait_for("secret:k", "p2", 30_000)]
+        .into_iter()
+        .map(|call| spawn_call(&server, call))
+        .collect();
+    until_blocked(&mut admin, 2);
+    let mut lim = server.connection();
+    run(&mut lim, &["AUTH", "lim", "x"]).unwrap();
+    let waited = run(&mut lim, &["RLOCK.ACQUIRE", "pub:b", "u1", LEASE, "WAIT", "200"]);
+    assert!(matches!(waited, Ok(Value::Int(_))), "waited out its 200 ms, told nothing: {waited:?}");
+    let told = run(&mut admin, &["RLOCK.ACQUIRE", "pub:b", "u1", LEASE, "WAIT", "200"]).unwrap_err();
+    assert!(told.to_string().contains("p2 waits for secret:k held by p1"), "{told}");
+    for lock in ["secret:k", "pub:b", "pub:a"] {
+        run(&mut admin, &["RLOCK.FORCERELEASE", lock]).unwrap();
+    }
+    for call in waiting {
+        call.join().unwrap().unwrap();
+    }
+}
+
+/// A fair `BLOCK` resend of a request whose grant is recorded replays the
+/// grant, even where a new wait would close a cycle.
+#[test]
+fn a_recorded_fair_grant_is_replayed_not_told_deadlock() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let resend = ["RFAIR.ACQUIRE", "f2", "o1", LEASE, "WAIT", "30000", "BLOCK", "5000", "ID", "r1"];
+    assert_eq!(run(&mut con, &resend).unwrap(), Value::Nil);
+    run(&mut con, &["RFAIR.RELEASE", "f2", "o1"]).unwrap();
+    run(&mut con, &["RFAIR.ACQUIRE", "f2", "o2", LEASE]).unwrap();
+    run(&mut con, &["RFAIR.ACQUIRE", "f1", "o1", LEASE]).unwrap();
+    let blocked = spawn_call(
+        &server,
+        ["RFAIR.ACQUIRE", "f1", "o2", LEASE, "WAIT", "30000", "BLOCK", "20000"].map(str::to_owned).to_vec(),
+    );
+    until_blocked(&mut con, 1);
+    assert_eq!(run(&mut con, &resend).unwrap(), Value::Nil, "the recorded grant, replayed");
+    for lock in ["f1", "f2"] {
+        run(&mut con, &["RFAIR.FORCERELEASE", lock]).unwrap();
+    }
+    blocked.join().unwrap().unwrap();
+}

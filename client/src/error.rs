@@ -48,6 +48,18 @@ pub enum Error {
     /// could take effect twice (a semaphore's permits have no owner to ask).
     #[error("the reply was lost; the request may or may not have taken effect: {0}")]
     OutcomeUnknown(Box<Error>),
+    /// Waiting would close a cycle of waits on the server: the lock is held
+    /// by an owner that waits, through any chain of holders and waiters,
+    /// for a lock this owner holds. Nothing was taken; give up a lock to
+    /// untangle it. Only waits blocked on the server are seen
+    /// ([`ClientOptions::blocking_connections`](crate::ClientOptions)), and
+    /// an owner is a handle's: a task that takes several locks is one
+    /// owner to the server only through `*_with_owner` handles.
+    #[error("deadlock: {cycle}")]
+    Deadlock {
+        /// The cycle as the server names it: `o1 waits for b held by o2, …`.
+        cycle: String,
+    },
     /// A Redis error: connection, I/O or server.
     #[error(transparent)]
     Redis(redis::RedisError),
@@ -67,6 +79,8 @@ impl From<redis::RedisError> for Error {
             });
         if unknown_command {
             Error::ModuleNotLoaded
+        } else if err.code() == Some("DEADLOCK") {
+            Error::Deadlock { cycle: err.detail().unwrap_or_default().to_owned() }
         } else {
             Error::Redis(err)
         }

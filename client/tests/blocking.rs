@@ -238,3 +238,27 @@ async fn a_wait_dropped_as_it_is_granted_leaves_no_hold() {
     let guard = client.lock("k").lock().await.unwrap();
     guard.unlock().await.unwrap();
 }
+
+/// Two tasks, each an owner (`lock_with_owner`), each holding a lock the
+/// other waits for on the server: the wait that closes the cycle ends at
+/// once with `Error::Deadlock`, naming it; the other is granted once the
+/// lock it waits for is let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_that_closes_a_cycle_is_told_deadlock() {
+    let server = Server::start();
+    let client = blocking_client(&server, 2).await;
+    let (first, second) =
+        (|name| client.lock_with_owner(name, "task-1"), |name| client.lock_with_owner(name, "task-2"));
+    let a = first("a").lock().await.unwrap();
+    let _b = second("b").lock().await.unwrap();
+    let waiting = tokio::spawn({
+        let lock = second("a");
+        async move { lock.lock().await.unwrap().unlock().await.unwrap() }
+    });
+    eventually!("the second client blocked on a", info(&server, "blocked").await == 1);
+    let error = first("b").lock().await.expect_err("a deadlock");
+    let rlock_client::Error::Deadlock { cycle } = &error else { panic!("{error:?}") };
+    assert_eq!(cycle, "task-1 waits for b held by task-2, task-2 waits for a held by task-1");
+    a.unlock().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("granted a").unwrap();
+}

@@ -9,6 +9,9 @@ use rlock_protocol::{fair_queue_key, fair_timeout_key};
 #[linkme::distributed_slice(INSPECTORS)]
 static FAIR: Inspector = Inspector { rank: 1, inspect };
 
+/// Waiters listed at most; `queued` counts them all.
+const LISTED: usize = 1_000;
+
 fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
     let (queue, timeouts) = (fair_queue_key(name), fair_timeout_key(name));
     let hash = keys.key_type(name)?;
@@ -21,10 +24,12 @@ fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<I
         _ => vec![],
     };
     let deadlines = companion_type(keys, &timeouts)? == KeyType::Zset;
+    let queued = keys.lrange(&queue)?;
     let mut waiters = Vec::new();
-    for owner in keys.lrange(&queue)? {
-        let deadline = if deadlines { keys.zscore(&timeouts, &owner)? } else { None };
-        waiters.push((owner, deadline.map_or(-1, |at| at.saturating_sub(now_ms))));
+    for owner in queued.iter().take(LISTED) {
+        let deadline = if deadlines { keys.zscore(&timeouts, owner)? } else { None };
+        waiters.push((owner.clone(), deadline.map_or(-1, |at| at.saturating_sub(now_ms).max(0))));
     }
-    Ok(Some(Inspection { kind: "fair", ttl_ms, holders, details: vec![("queue", Detail::Queue(waiters))] }))
+    let details = vec![("queue", Detail::Queue(waiters)), ("queued", Detail::Integer(queued.len() as i64))];
+    Ok(Some(Inspection { kind: "fair", ttl_ms, holders, details }))
 }

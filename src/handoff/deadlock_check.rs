@@ -1,15 +1,17 @@
 //! The deadlock check of a caller about to block on the server: the
-//! graph is every caller blocked in the caller's database, and the
-//! holders of each lock on the way, read from its keys.
+//! graph is every caller blocked in the caller's database on a key the
+//! caller may read, and the holders of each such lock, read from its
+//! keys. A cycle through a key the caller may not read is not seen: its
+//! reply would tell the caller about that key.
 
 use super::blocking::listed;
 use super::deadlock::{cycle, Edges, Step};
 use super::glue::{lock_id, split_lock_id};
 use crate::config;
-use crate::inspect::inspect;
+use crate::inspect::owners;
 use crate::stats;
-use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{Context, RedisString};
+use crate::store::{Caller, RedisKeyspace};
+use redis_module::{raw, Context, RedisString};
 
 /// The cycle `owner`'s wait for `name` would close (none when detection
 /// is off); counted as a deadlock broken.
@@ -18,10 +20,15 @@ pub fn cycle_closed_by(ctx: &Context, name: &[u8], owner: &[u8]) -> Option<Vec<S
         return None;
     }
     let db = split_lock_id(&lock_id(ctx, name)).0;
+    let mut caller = Caller::new(ctx);
+    let mut may_read = |lock: &[u8]| {
+        let key = RedisString::create_from_slice(ctx.get_raw(), lock);
+        caller.may_access_key(&key, raw::REDISMODULE_CMD_KEY_ACCESS)
+    };
     let mut waits = Edges::new();
     for waiter in listed() {
         let (waiter_db, lock) = split_lock_id(&waiter.lock);
-        if waiter_db == db {
+        if waiter_db == db && may_read(lock) {
             waits.entry(waiter.owner).or_default().push(lock.to_vec());
         }
     }
@@ -29,12 +36,12 @@ pub fn cycle_closed_by(ctx: &Context, name: &[u8], owner: &[u8]) -> Option<Vec<S
     if waits.is_empty() {
         return None;
     }
-    let now = now_ms();
     let found = cycle(owner, name, &waits, |lock| {
+        if lock != name && !may_read(lock) {
+            return vec![];
+        }
         let key = RedisString::create_from_slice(ctx.get_raw(), lock);
-        let mut keys = RedisKeyspace::open_as_server(ctx, &key);
-        let inspection = inspect(&mut keys, lock, now);
-        inspection.map(|found| found.holders.into_iter().map(|holder| holder.owner).collect()).unwrap_or_default()
+        owners(&mut RedisKeyspace::open_as_server(ctx, &key), lock).unwrap_or_default()
     });
     if found.is_some() {
         stats::record_deadlock();

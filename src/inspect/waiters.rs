@@ -12,14 +12,15 @@ use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, 
 /// caller may read, or on `key` alone: each `db`, `key`, `kind` (`lock`
 /// or `fair`), `owner`, `client_id`, `waited_ms` and `wait_left_ms`, in
 /// arrival order per key. It declares no key (the list spans them): it
-/// checks the caller's ACL itself.
+/// checks the caller's ACL itself, and in a cluster each node lists its
+/// own (with a key too: it is not redirected).
 fn waiters(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let key = args.next();
     args.done()?;
     if let Some(key) = &key {
         if !Caller::new(ctx).may_access_key(key, raw::REDISMODULE_CMD_KEY_ACCESS) {
-            return Err(RedisError::from(LockError::NoKeyPermission(key.as_slice().to_vec())));
+            return Err(RedisError::from(LockError::KeyArgumentPermission));
         }
     }
     Ok(waiters_on(ctx, key.map(|key| lock_id(ctx, key.as_slice())).as_deref()))

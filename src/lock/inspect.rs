@@ -1,4 +1,5 @@
-//! RLock to `RLOCK.INSPECT`: any hash no more specific kind claims.
+//! RLock to `RLOCK.INSPECT`: any hash with holds that no more specific
+//! kind claims.
 
 use crate::inspect::{hash_holders, ttl_ms, Inspection, Inspector, INSPECTORS};
 use crate::keyspace::{KeyType, Keyspace, Result};
@@ -12,5 +13,6 @@ fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<I
     }
     let ttl_ms = ttl_ms(keys, name, now_ms)?;
     let holders = hash_holders(keys, name, ttl_ms)?;
-    Ok(Some(Inspection { kind: "lock", ttl_ms, holders, details: vec![] }))
+    // A hash with no hold in it is no lock's.
+    Ok((!holders.is_empty()).then_some(Inspection { kind: "lock", ttl_ms, holders, details: vec![] }))
 }

@@ -1,5 +1,6 @@
-//! The permit-expirable semaphore to `RLOCK.INSPECT`: its permits left,
-//! and each permit taken (its id, as a holder) with its lease. With no
+//! The permit-expirable semaphore to `RLOCK.INSPECT`: its permits left
+//! (lapsed ones among them), and each permit taken (its id, as a holder)
+//! with its lease. With no
 //! permit taken Redisson keeps no set of them, and it reads as a counter.
 
 use crate::inspect::{companion_type, ttl_ms, Detail, Holder, Inspection, Inspector, INSPECTORS};
@@ -20,19 +21,24 @@ fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<I
     {
         return Ok(None);
     }
-    let permits = keys.get(name)?.and_then(|count| parse_hold_count(&count).ok()).unwrap_or(0);
+    let left = keys.get(name)?.and_then(|count| parse_hold_count(&count).ok()).unwrap_or(0);
+    // Lapsed permits are the semaphore's again (its next call takes them back).
+    let lapsed = keys.zrange_to(&timeouts, now_ms, usize::MAX)?.len() as i64;
+    let permits = left.saturating_add(lapsed);
+    let taken = keys.zcard(&timeouts)? as i64 - lapsed;
     let holders = keys
-        .zrange_to(&timeouts, i64::MAX, LISTED)?
+        .zrange_to(&timeouts, i64::MAX, LISTED.saturating_add(lapsed as usize))?
         .into_iter()
+        .filter(|(_, expires_at)| *expires_at > now_ms)
         .map(|(id, expires_at)| {
             let lease_ms = match expires_at {
                 PERMIT_NEVER_EXPIRES => -1,
-                at => at.saturating_sub(now_ms).max(0),
+                at => at - now_ms,
             };
             Holder { owner: id, holds: 1, lease_ms, side: None }
         })
+        .take(LISTED)
         .collect();
-    let taken = keys.zcard(&timeouts)? as i64;
     let details = vec![("permits", Detail::Integer(permits)), ("taken", Detail::Integer(taken))];
     Ok(Some(Inspection { kind: "permit-semaphore", ttl_ms: ttl_ms(keys, name, now_ms)?, holders, details }))
 }

@@ -152,6 +152,9 @@ pub(crate) async fn send(
             }
             Err(CallEnded(Ok(Attempt::Refused { retry_ms: 0 })))
         }
+        // Waiting would close a cycle: nothing was taken, and waiting by
+        // pub/sub instead would wait for ever.
+        Err(err @ Error::Deadlock { .. }) => Err(CallEnded(Err(err))),
         // A transient failure (the caller's attempt settles it), or an
         // error reply: the call ended without a grant.
         Err(err) => Ok(Err(err)),

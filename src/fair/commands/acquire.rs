@@ -11,6 +11,7 @@ use crate::fair::{Acquire, FairLock};
 use crate::handoff::blocking::may_block;
 use crate::handoff::deadlock_check;
 use crate::handoff::Request;
+use crate::keyspace::latch::RequestKey;
 use crate::keyspace::{pttl, Keyspace};
 use crate::lease;
 use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
@@ -42,15 +43,20 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let lease_ms = parse_optional_lease(&mut args)?;
     let Options { wait_ms, block_ms, request, full_reply } = Options::parse(args)?;
     let (name_bytes, owner_bytes) = (name.as_slice(), owner.as_slice());
+    let mut record =
+        request.as_ref().map(|request| RedisLatch::open_record(ctx, name_bytes, &request.id)).transpose()?;
     // A caller that would block and so close a cycle of waits is told so
-    // before anything is written or ended.
-    if block_ms.is_some() && may_block(ctx) {
+    // before anything is written or ended (a resend whose grant is
+    // recorded replays it instead).
+    let replays = match record.as_mut() {
+        Some(record) => record.text()?.is_some(),
+        None => false,
+    };
+    if block_ms.is_some() && may_block(ctx) && !replays {
         if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name_bytes, owner_bytes) {
             return Err(LockError::Deadlock(cycle).into());
         }
     }
-    let mut record =
-        request.as_ref().map(|request| RedisLatch::open_record(ctx, name_bytes, &request.id)).transpose()?;
     let requester = Requester { name: name_bytes, owner: owner_bytes };
     // A blocked call of this request ends (a record of another request is
     // refused before that).

@@ -64,6 +64,12 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // the waiters its own hold keeps out: it is told when to ask again.
     let holder = matches!(key.hold_count(&owner), Ok(Some(_)));
     drop(key);
+    let blocks = matches!(once, Once::Ran(Acquire::Contended { .. })) && wait_ms.is_some() && may_block && !holder;
+    if blocks {
+        if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner.as_slice()) {
+            return Err(LockError::Deadlock(cycle).into());
+        }
+    }
     let (holds, refused_pttl) = match once {
         Once::Ran(outcome @ Acquire::Contended { pttl_ms }) => {
             stats::record_acquire(outcome);
@@ -82,10 +88,7 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     Ok(match (refused_pttl, wait_ms) {
         (None, _) => reply(true, pttl),
-        (Some(_), Some(wait_ms)) if may_block && !holder => {
-            if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner.as_slice()) {
-                return Err(LockError::Deadlock(cycle).into());
-            }
+        (Some(_), Some(wait_ms)) if blocks => {
             let acquire = BlockedAcquire { owner: &owner, lease_ms, wait_ms, request, full_reply };
             blocking::block(ctx, &name, acquire)
         }
