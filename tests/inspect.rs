@@ -162,3 +162,53 @@ fn server_side_waiters_are_listed_per_key_and_by_the_acl() {
     }
     assert!(listed(&mut admin, &[]).is_empty(), "granted: no longer waiting");
 }
+
+/// `RLOCK.LIST`, cursor by cursor until 0: every lock-family key once at
+/// least (as `SCAN` promises), no other key; `TYPE`, `MATCH`, the ACL.
+fn list_all(con: &mut Connection, options: &[&str]) -> HashMap<String, String> {
+    let mut cursor = "0".to_owned();
+    let mut found = HashMap::new();
+    loop {
+        let (next, entries): (String, Vec<Value>) =
+            redis::cmd("RLOCK.LIST").arg(&cursor).arg(options).query(con).unwrap();
+        for entry in entries.into_iter().map(pairs) {
+            found.insert(text(&entry["key"]), text(&entry["kind"]));
+        }
+        if next == "0" {
+            return found;
+        }
+        cursor = next;
+    }
+}
+
+#[test]
+fn list_walks_the_keys_that_hold_lock_family_state() {
+    let server = Server::start();
+    let mut con = server.connection();
+    for i in 0..150 {
+        run(&mut con, &["RLOCK.ACQUIRE", &format!("pub:lock:{i}"), "o1", "60000"]);
+        run(&mut con, &["SET", &format!("pub:other:{i}"), "x"]);
+    }
+    run(&mut con, &["RFAIR.ACQUIRE", "pub:fair", "o1", "60000"]);
+    run(&mut con, &["RFAIR.ACQUIRE", "pub:fair", "o2", "60000", "WAIT", "5000"]);
+    run(&mut con, &["RSEM.TRYSETPERMITS", "sec:sem", "3"]);
+    run(&mut con, &["RLOCK.ACQUIRE", "sec:lock", "o1", "60000"]);
+    let all = list_all(&mut con, &["COUNT", "20"]);
+    assert_eq!(all.len(), 152, "150 locks, the fair lock and sec:lock; no counter, no other key");
+    assert_eq!(all["pub:fair"], "fair");
+    assert!(all.iter().all(|(key, kind)| key == "pub:fair" || kind == "lock"), "{all:?}");
+    assert_eq!(list_all(&mut con, &["TYPE", "counter"]).get("sec:sem").map(String::as_str), Some("counter"));
+    assert_eq!(list_all(&mut con, &["MATCH", "sec:*"]).len(), 1);
+
+    run(&mut con, &["ACL", "SETUSER", "lim", "on", "nopass", "%R~pub:*", "+@all"]);
+    let mut lim = server.connection();
+    run(&mut lim, &["AUTH", "lim", "x"]);
+    let seen = list_all(&mut lim, &[]);
+    assert_eq!(seen.len(), 151, "only the keys it may read");
+    assert!(seen.keys().all(|key| key.starts_with("pub:")));
+
+    for bad in [&["x"][..], &["0", "TYPE", "nope"], &["0", "MATCH"], &["0", "FOO", "bar"]] {
+        let error = redis::cmd("RLOCK.LIST").arg(bad).query::<Value>(&mut con).unwrap_err();
+        assert!(error.to_string().contains("syntax error"), "{bad:?}: {error}");
+    }
+}

@@ -11,6 +11,8 @@ use crate::lock::parse_hold_count;
 
 #[cfg(not(test))]
 mod command;
+#[cfg(not(test))]
+mod list;
 #[cfg(test)]
 mod tests;
 #[cfg(not(test))]

@@ -1,0 +1,96 @@
+use super::inspect;
+use crate::commands::args::is_keyword;
+use crate::commands::info::{Arg, ArgKind, CommandInfo, KEYLESS};
+use crate::commands::registry::command;
+use crate::commands::reply::fields;
+use crate::error::LockError;
+use crate::store::{now_ms, Caller, RedisKeyspace};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+
+/// The kinds listed without `TYPE`: a `counter` is any integer string, so
+/// it is listed only when asked for.
+const LISTED_KINDS: [&str; 5] = ["lock", "fair", "read-write", "fenced", "permit-semaphore"];
+
+/// `RLOCK.LIST cursor [MATCH pattern] [COUNT count] [TYPE kind]`: one
+/// `SCAN` step (its cursor, `MATCH` and `COUNT`), keeping the keys that
+/// hold lock-family state and that the caller's ACL lets it read: the next
+/// cursor, and for each key its `key`, `kind`, `holders` (how many) and
+/// `ttl_ms`. `TYPE` keeps one kind (`counter` only when asked for).
+fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let mut args = args.into_iter().skip(1).peekable();
+    let cursor = args.next_arg()?;
+    if cursor.as_slice().is_empty() || !cursor.as_slice().iter().all(u8::is_ascii_digit) {
+        return Err(RedisError::from(LockError::Syntax("cursor must be a SCAN cursor (digits)")));
+    }
+    let mut scan: Vec<RedisString> = vec![cursor];
+    let mut kind = None;
+    while let Some(option) = args.next() {
+        let value = args.next().ok_or(LockError::Syntax("MATCH, COUNT and TYPE each take a value"))?;
+        match () {
+            _ if is_keyword(&option, b"MATCH") || is_keyword(&option, b"COUNT") => scan.extend([option, value]),
+            _ if is_keyword(&option, b"TYPE") => {
+                let known = LISTED_KINDS.iter().chain(&["counter"]).find(|k| k.as_bytes() == value.as_slice());
+                kind = Some(*known.ok_or(LockError::Syntax(
+                    "TYPE takes lock, fair, read-write, fenced, permit-semaphore or counter",
+                ))?);
+            }
+            _ => return Err(RedisError::from(LockError::Syntax("after the cursor, only MATCH, COUNT and TYPE"))),
+        }
+    }
+    let scan_args: Vec<&RedisString> = scan.iter().collect();
+    let RedisValue::Array(step) = ctx.call("SCAN", scan_args.as_slice())? else {
+        return Err(RedisError::Str("ERR SCAN replied no array"));
+    };
+    let [next, RedisValue::Array(keys)] = step.as_slice() else {
+        return Err(RedisError::Str("ERR SCAN replied no cursor and keys"));
+    };
+    let (now, mut caller) = (now_ms(), Caller::new(ctx));
+    let mut listed = Vec::new();
+    for key in keys.iter().filter_map(bytes) {
+        let name = RedisString::create_from_slice(ctx.get_raw(), &key);
+        if !caller.may_access_key(&name, raw::REDISMODULE_CMD_KEY_ACCESS) {
+            continue;
+        }
+        let mut keyspace = RedisKeyspace::open_readonly(ctx, &name);
+        let Ok(found) = inspect(&mut keyspace, &key, now) else { continue };
+        let wanted = match kind {
+            Some(kind) => found.kind == kind,
+            None => LISTED_KINDS.contains(&found.kind),
+        };
+        if wanted {
+            listed.push(fields(vec![
+                ("key", RedisValue::StringBuffer(key)),
+                ("kind", RedisValue::SimpleStringStatic(found.kind)),
+                ("holders", RedisValue::Integer(found.holders.len() as i64)),
+                ("ttl_ms", RedisValue::Integer(found.ttl_ms)),
+            ]));
+        }
+    }
+    Ok(RedisValue::Array(vec![RedisValue::StringBuffer(bytes(next).unwrap_or_default()), RedisValue::Array(listed)]))
+}
+
+/// A string of `SCAN`'s reply.
+fn bytes(value: &RedisValue) -> Option<Vec<u8>> {
+    match value {
+        RedisValue::SimpleString(text) | RedisValue::BulkString(text) => Some(text.clone().into_bytes()),
+        RedisValue::StringBuffer(bytes) => Some(bytes.clone()),
+        _ => None,
+    }
+}
+
+command!(
+    list,
+    c"readonly",
+    CommandInfo {
+        name: c"rlock.list",
+        summary: c"One SCAN step over the keys holding lock-family state that the caller may read: the next cursor, and each key's kind, holders and ttl_ms.",
+        arity: -2,
+        key_flags: KEYLESS,
+        args: &[
+            Arg { name: c"cursor", kind: ArgKind::String, optional: false, token: None },
+            Arg { name: c"pattern", kind: ArgKind::String, optional: true, token: Some(c"MATCH") },
+            Arg { name: c"count", kind: ArgKind::String, optional: true, token: Some(c"COUNT") },
+            Arg { name: c"kind", kind: ArgKind::String, optional: true, token: Some(c"TYPE") },
+        ],
+    },
+);
