@@ -2,6 +2,7 @@ use crate::engine::handle::Handle;
 use crate::engine::holds::Renewal;
 use crate::error::Result;
 use crate::guard::Guard;
+use crate::info::LockInfo;
 use crate::kind::{Fair, Fenced, LockKind, Plain, Read, Write};
 use crate::shared::Shared;
 use std::marker::PhantomData;
@@ -140,6 +141,13 @@ impl<K: LockKind> Lock<K> {
     /// How many times this handle's owner holds the lock (0: not at all).
     pub async fn hold_count(&self) -> Result<u64> {
         Ok(self.handle.status().await?.hold_count.max(0) as u64)
+    }
+
+    /// What the server holds for the lock: its kind, every holder with its
+    /// holds and lease, and the callers blocked on it on the server
+    /// (`RLOCK.INSPECT`; whichever side of a read-write lock this is).
+    pub async fn info(&self) -> Result<LockInfo> {
+        LockInfo::parse(self.handle.inspect().await?)
     }
 
     /// The lease left on the lock, whoever holds it; `None` when nobody

@@ -262,3 +262,34 @@ async fn a_wait_that_closes_a_cycle_is_told_deadlock() {
     a.unlock().await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("granted a").unwrap();
 }
+
+/// `Lock::info`: the holder with its holds and lease, and a waiter blocked
+/// on the server with its connection and times; a fenced lock's token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn info_tells_the_holders_and_the_waiters_on_the_server() {
+    let server = Server::start();
+    let client = blocking_client(&server, 2).await;
+    let lock = client.lock("k");
+    let first = lock.lock().await.unwrap();
+    let second = lock.lock().await.unwrap();
+    let waiting = tokio::spawn({
+        let lock = client.lock("k");
+        async move { lock.lock().await.unwrap().unlock().await.unwrap() }
+    });
+    eventually!("it blocked", info(&server, "blocked").await == 1);
+    let found = lock.info().await.unwrap();
+    assert_eq!((found.kind.as_str(), found.holders.len(), found.waiters.len()), ("lock", 1, 1), "{found:?}");
+    let holder = &found.holders[0];
+    assert_eq!((holder.owner.as_slice(), holder.holds), (lock.owner(), 2));
+    assert!(holder.lease.is_some_and(|lease| lease > Duration::ZERO) && found.ttl.is_some());
+    assert!(found.waiters[0].wait_left > Duration::ZERO && found.token.is_none());
+    second.unlock().await.unwrap();
+    first.unlock().await.unwrap();
+    waiting.await.unwrap();
+
+    let fenced = client.fenced_lock("f");
+    let guard = fenced.lock().await.unwrap();
+    let found = fenced.info().await.unwrap();
+    assert_eq!((found.kind.as_str(), found.token), ("fenced", Some(guard.token())));
+    assert_eq!(client.lock("missing").info().await.unwrap().kind, "none");
+}

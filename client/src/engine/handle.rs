@@ -42,6 +42,15 @@ impl Handle {
         Status::parse(self.shared.options.retry.run(Error::is_transient, read).await?, self.id().kind)
     }
 
+    /// `RLOCK.INSPECT` of the lock's key, retrying transient failures: it
+    /// reads only.
+    pub async fn inspect(&self) -> Result<redis::Value> {
+        let mut inspect = redis::cmd("RLOCK.INSPECT");
+        inspect.arg(&*self.id().name);
+        let read = || async { Ok(inspect.query_async(&mut self.shared.connection.clone()).await?) };
+        self.shared.options.retry.run(Error::is_transient, read).await
+    }
+
     /// The kind's FORCERELEASE, sent once: when its reply is lost, the
     /// error is returned rather than a second one that could delete a
     /// holder who took the lock in between. True when it deleted the lock.
