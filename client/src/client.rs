@@ -1,5 +1,6 @@
 use crate::engine::watchdog::WatchdogStats;
 use crate::error::Result;
+use crate::listing::LockListing;
 use crate::lock::{FairLock, FencedLock, Lock};
 use crate::options::{check, ClientOptions};
 use crate::rwlock::ReadWriteLock;
@@ -101,6 +102,14 @@ impl Client {
     /// What the watchdog has done so far: rounds, failures, locks lost.
     pub fn watchdog_stats(&self) -> WatchdogStats {
         self.shared.watchdog.stats()
+    }
+
+    /// The locks on the server whose names match `pattern` (`SCAN`'s
+    /// glob; `None`: all), walked page by page with `RLOCK.LIST`. One
+    /// server or the Sentinels' primary; on a cluster, the node a keyless
+    /// command reaches: list each primary with a client of its own.
+    pub fn list_locks(&self, pattern: Option<&str>) -> LockListing {
+        LockListing::new(self.shared.clone(), pattern)
     }
 
     /// This client's id: the first part of its owner ids.

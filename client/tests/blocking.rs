@@ -293,3 +293,38 @@ async fn info_tells_the_holders_and_the_waiters_on_the_server() {
     assert_eq!((found.kind.as_str(), found.token), ("fenced", Some(guard.token())));
     assert_eq!(client.lock("missing").info().await.unwrap().kind, "none");
 }
+
+/// `Client::list_locks`: every lock on the server once at least, page by
+/// page, and only those whose names match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_locks_walks_every_lock_page_by_page() {
+    let server = Server::start();
+    let client = blocking_client(&server, 0).await;
+    let mut guards = Vec::new();
+    for i in 0..250 {
+        guards.push(client.lock(format!("jobs:{i}")).lock().await.unwrap());
+    }
+    let fair = client.fair_lock("queues:a").lock().await.unwrap();
+    let mut admin = common::admin(&server).await;
+    let _: () = admin.set("jobs:not-a-lock", "x").await.unwrap();
+    let mut listing = client.list_locks(Some("jobs:*"));
+    let mut seen = std::collections::HashSet::new();
+    while let Some(listed) = listing.next().await {
+        let listed = listed.unwrap();
+        assert_eq!((listed.kind.as_str(), listed.holders), ("lock", 1));
+        assert!(listed.ttl.is_some());
+        seen.insert(listed.name);
+    }
+    assert_eq!(seen.len(), 250);
+    let mut all = client.list_locks(None);
+    let mut count = 0;
+    while let Some(listed) = all.next().await {
+        listed.unwrap();
+        count += 1;
+    }
+    assert!(count >= 251, "{count}");
+    for guard in guards {
+        guard.unlock().await.unwrap();
+    }
+    fair.unlock().await.unwrap();
+}

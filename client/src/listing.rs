@@ -1,0 +1,92 @@
+//! The locks on a server, as `RLOCK.LIST` walks them
+//! ([`Client::list_locks`](crate::Client::list_locks)): one `SCAN` step per
+//! page, fetched as the listing is read.
+
+use crate::error::{Error, Result};
+use crate::shared::Shared;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One key holding lock-family state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListedLock {
+    /// The key: the lock's name.
+    pub name: Vec<u8>,
+    /// `lock`, `fair`, `read-write`, `fenced` or `permit-semaphore`.
+    pub kind: String,
+    /// How many hold it.
+    pub holders: u64,
+    /// The key's time to live; `None` without expiry.
+    pub ttl: Option<Duration>,
+}
+
+/// A walk over the locks of the server, page by page (`SCAN`'s
+/// guarantees: a lock there throughout is listed at least once, maybe
+/// twice). Read it with [`LockListing::next`].
+pub struct LockListing {
+    shared: Arc<Shared>,
+    pattern: Option<String>,
+    /// The next page's cursor; `None` once the walk is done.
+    cursor: Option<String>,
+    page: VecDeque<ListedLock>,
+}
+
+impl LockListing {
+    pub(crate) fn new(shared: Arc<Shared>, pattern: Option<&str>) -> Self {
+        Self { shared, pattern: pattern.map(str::to_owned), cursor: Some("0".into()), page: VecDeque::new() }
+    }
+
+    /// The next lock, fetching pages as needed; `None` at the end.
+    pub async fn next(&mut self) -> Option<Result<ListedLock>> {
+        while self.page.is_empty() {
+            let cursor = self.cursor.take()?;
+            match self.fetch(&cursor).await {
+                Ok(()) => {}
+                Err(err) => {
+                    self.cursor = Some(cursor); // the same page, if called again
+                    return Some(Err(err));
+                }
+            }
+        }
+        self.page.pop_front().map(Ok)
+    }
+
+    async fn fetch(&mut self, cursor: &str) -> Result<()> {
+        let mut list = redis::cmd("RLOCK.LIST");
+        list.arg(cursor).arg("COUNT").arg(100);
+        if let Some(pattern) = &self.pattern {
+            list.arg("MATCH").arg(pattern);
+        }
+        let read = || async { Ok(list.query_async(&mut self.shared.connection.clone()).await?) };
+        let (next, entries): (String, Vec<redis::Value>) =
+            self.shared.options.retry.run(Error::is_transient, read).await?;
+        for entry in entries {
+            let fields: Vec<(String, redis::Value)> =
+                redis::from_redis_value(entry).map_err(|e| Error::UnexpectedReply(format!("RLOCK.LIST: {e}")))?;
+            self.page.push_back(listed(fields)?);
+        }
+        self.cursor = (next != "0").then_some(next);
+        Ok(())
+    }
+}
+
+fn listed(fields: Vec<(String, redis::Value)>) -> Result<ListedLock> {
+    let get = |name: &str| {
+        fields
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.clone())
+            .ok_or_else(|| Error::UnexpectedReply(format!("RLOCK.LIST: no {name}")))
+    };
+    let unexpected = |e: redis::ParsingError| Error::UnexpectedReply(format!("RLOCK.LIST: {e}"));
+    let ttl_ms: i64 = redis::from_redis_value(get("ttl_ms")?).map_err(unexpected)?;
+    let holders: i64 = redis::from_redis_value(get("holders")?).map_err(unexpected)?;
+    Ok(ListedLock {
+        name: redis::from_redis_value(get("key")?).map_err(unexpected)?,
+        kind: redis::from_redis_value(get("kind")?).map_err(unexpected)?,
+        holders: holders.max(0) as u64,
+        ttl: u64::try_from(ttl_ms).ok().map(Duration::from_millis),
+    })
+}
