@@ -45,6 +45,102 @@ const FIELDS: [(&str, &AtomicU64); 14] = [
     ("redisson_acl_lua", &REDISSON_ACL_LUA),
 ];
 
+/// The counters of one kind of lock, shown as `rlock_<kind>_<counter>`.
+/// Each kind declares its own and registers it in [`KINDS`].
+pub struct KindStats {
+    kind: &'static str,
+    acquired: AtomicU64,
+    refused: AtomicU64,
+    renew_refused: AtomicU64,
+    waiter_grants: AtomicU64,
+    wait_timeouts: AtomicU64,
+    deadlocks: AtomicU64,
+}
+
+#[distributed_slice]
+pub static KINDS: [&'static KindStats];
+
+/// Declares a kind's [`KindStats`] as `$name` and registers it.
+macro_rules! kind_stats {
+    ($name:ident, $kind:literal) => {
+        pub static $name: $crate::stats::KindStats = $crate::stats::KindStats::new($kind);
+        #[linkme::distributed_slice($crate::stats::KINDS)]
+        static REGISTERED: &$crate::stats::KindStats = &$name;
+    };
+}
+pub(crate) use kind_stats;
+
+impl KindStats {
+    pub const fn new(kind: &'static str) -> Self {
+        KindStats {
+            kind,
+            acquired: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            renew_refused: AtomicU64::new(0),
+            waiter_grants: AtomicU64::new(0),
+            wait_timeouts: AtomicU64::new(0),
+            deadlocks: AtomicU64::new(0),
+        }
+    }
+
+    /// An acquire granted (a re-entry too), or refused (contention, a
+    /// lock-delay).
+    pub fn acquire(&self, granted: bool) {
+        bump(if granted { &self.acquired } else { &self.refused });
+    }
+
+    /// A renewal that found no hold: a lost one.
+    pub fn renew_refused(&self) {
+        bump(&self.renew_refused);
+    }
+
+    /// A caller blocked on the server, granted after `waited_ms`.
+    pub fn waiter_granted(&self, waited_ms: i64) {
+        bump(&self.waiter_grants);
+        record_wait(waited_ms);
+    }
+
+    pub fn wait_timeout(&self) {
+        bump(&self.wait_timeouts);
+    }
+
+    pub fn deadlock(&self) {
+        bump(&self.deadlocks);
+        bump(&DEADLOCKS);
+    }
+
+    fn fields(&self) -> [(&'static str, &AtomicU64); 6] {
+        [
+            ("acquired", &self.acquired),
+            ("refused", &self.refused),
+            ("renew_refused", &self.renew_refused),
+            ("waiter_grants", &self.waiter_grants),
+            ("wait_timeouts", &self.wait_timeouts),
+            ("deadlocks", &self.deadlocks),
+        ]
+    }
+}
+
+/// Server-side waits granted, by how long they waited: at most 1, 10,
+/// 100, 1000, 10000 ms, and longer.
+const WAIT_BUCKETS_MS: [i64; 5] = [1, 10, 100, 1_000, 10_000];
+static WAITS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+
+fn record_wait(waited_ms: i64) {
+    let bucket = WAIT_BUCKETS_MS.iter().position(|le| waited_ms <= *le).unwrap_or(WAIT_BUCKETS_MS.len());
+    bump(&WAITS[bucket]);
+}
+
+/// `le_1=…,le_10=…,…,inf=…`: each bucket's own count.
+fn wait_histogram() -> String {
+    let names = WAIT_BUCKETS_MS.iter().map(|le| format!("le_{le}")).chain(["inf".to_owned()]);
+    names
+        .zip(&WAITS)
+        .map(|(name, count)| format!("{name}={}", count.load(Ordering::Relaxed)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
@@ -81,10 +177,6 @@ pub fn record_wait_timeout() {
     bump(&WAIT_TIMEOUTS);
 }
 
-pub fn record_deadlock() {
-    bump(&DEADLOCKS);
-}
-
 pub fn record_redisson_acl_lua() {
     bump(&REDISSON_ACL_LUA);
 }
@@ -116,6 +208,13 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     ctx.add_info_field_long_long("lock_delay_refusals", crate::delay::refusals() as i64);
     let blocked = crate::handoff::blocking::waiting() + crate::fair::handoff::waiting();
     ctx.add_info_field_long_long("blocked", blocked as i64);
+    // Per kind of lock, and the server-side waits by how long they took.
+    for kind in KINDS {
+        for (name, counter) in kind.fields() {
+            ctx.add_info_field_long_long(&format!("{}_{name}", kind.kind), counter.load(Ordering::Relaxed) as i64);
+        }
+    }
+    ctx.add_info_field_str("wait_ms_histogram", &wait_histogram());
     Ok(())
 }
 

@@ -142,3 +142,47 @@ fn info_counts_every_outcome() {
         assert!(info.contains(&format!("rlock_{field}:{count}\r\n")), "rlock_{field} should be {count}:\n{info}");
     }
 }
+
+/// `INFO rlock` per kind of lock (`rlock_<kind>_<counter>`), and the
+/// server-side waits by how long they took.
+#[test]
+fn info_counts_per_kind_and_the_waits_by_length() {
+    let server = Server::start();
+    let mut con = server.connection();
+    rlock(&mut con, "RLOCK.ACQUIRE", &[b"k", b"a"]).unwrap();
+    rlock(&mut con, "RLOCK.ACQUIRE", &[b"k", b"b"]).unwrap();
+    rlock(&mut con, "RLOCK.RENEW", &[b"k", b"b"]).unwrap();
+    let waiter = {
+        let mut con = server.connection();
+        std::thread::spawn(move || rlock(&mut con, "RLOCK.ACQUIRE", &[b"k", b"b", b"60000", b"WAIT", b"10000"]))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while redis::cmd("RLOCK.WAITERS").query::<Vec<Value>>(&mut con).unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the waiter never blocked");
+    }
+    rlock(&mut con, "RLOCK.RELEASE", &[b"k", b"a"]).unwrap();
+    assert_eq!(waiter.join().unwrap().unwrap(), Value::Nil, "granted");
+    rlock(&mut con, "RFAIR.ACQUIRE", &[b"f", b"a"]).unwrap();
+    rlock(&mut con, "RFAIR.ACQUIRE", &[b"f", b"b"]).unwrap();
+    rlock(&mut con, "RRW.RENEW", &[b"rw", b"a"]).unwrap();
+    rlock(&mut con, "RSEM.TRYACQUIRE", &[b"s"]).unwrap();
+
+    let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
+    let expected = [
+        ("lock_acquired", 1), // the waiter's grant is a waiter grant
+        ("lock_refused", 2),
+        ("lock_renew_refused", 1),
+        ("lock_waiter_grants", 1),
+        ("fair_acquired", 1),
+        ("fair_refused", 1),
+        ("read_write_renew_refused", 1),
+        ("semaphore_refused", 1),
+        ("permit_semaphore_acquired", 0),
+    ];
+    for (field, count) in expected {
+        assert!(info.contains(&format!("rlock_{field}:{count}\r\n")), "rlock_{field} should be {count}:\n{info}");
+    }
+    let histogram = info.lines().find_map(|line| line.strip_prefix("rlock_wait_ms_histogram:")).expect(&info);
+    let waits: u64 = histogram.split(',').map(|bucket| bucket.split('=').nth(1).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(waits, 1, "{histogram}");
+}

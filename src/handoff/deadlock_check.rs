@@ -9,12 +9,11 @@ use super::deadlock::{cycle, Edges, Step};
 use super::glue::{lock_id, split_lock_id};
 use crate::config;
 use crate::inspect::owners;
-use crate::stats;
 use crate::store::{Caller, RedisKeyspace};
 use redis_module::{raw, Context, RedisString};
 
 /// The cycle `owner`'s wait for `name` would close (none when detection
-/// is off); counted as a deadlock broken.
+/// is off).
 pub fn cycle_closed_by(ctx: &Context, name: &[u8], owner: &[u8]) -> Option<Vec<Step>> {
     if !config::deadlock_detection() {
         return None;
@@ -36,15 +35,11 @@ pub fn cycle_closed_by(ctx: &Context, name: &[u8], owner: &[u8]) -> Option<Vec<S
     if waits.is_empty() {
         return None;
     }
-    let found = cycle(owner, name, &waits, |lock| {
+    cycle(owner, name, &waits, |lock| {
         if lock != name && !may_read(lock) {
             return vec![];
         }
         let key = RedisString::create_from_slice(ctx.get_raw(), lock);
         owners(&mut RedisKeyspace::open_as_server(ctx, &key), lock).unwrap_or_default()
-    });
-    if found.is_some() {
-        stats::record_deadlock();
-    }
-    found
+    })
 }

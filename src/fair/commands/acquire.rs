@@ -54,6 +54,7 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     if block_ms.is_some() && may_block(ctx) && !replays {
         if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name_bytes, owner_bytes) {
+            super::STATS.deadlock();
             return Err(LockError::Deadlock(cycle).into());
         }
     }
@@ -92,7 +93,11 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         false if granted => RedisValue::Null,
         false => RedisValue::Integer(lease_ms),
     };
-    Ok(match (outcome?, wait_ms, block_ms) {
+    let outcome = outcome?;
+    if let Once::Ran(ran) = &outcome {
+        super::STATS.acquire(grant_of(ran).is_some());
+    }
+    Ok(match (outcome, wait_ms, block_ms) {
         (Once::Replayed(grant), ..) => reply(true, grant.count, replayed_lease_ms),
         (Once::Ran(Acquire::Acquired), ..) => reply(true, 1, lease_ms),
         (Once::Ran(Acquire::Reentered { count }), ..) => reply(true, count, lease_ms),

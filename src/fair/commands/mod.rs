@@ -6,3 +6,5 @@ mod force_release;
 mod release;
 mod renew;
 mod status;
+
+crate::stats::kind_stats!(STATS, "fair");

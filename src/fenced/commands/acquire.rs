@@ -62,6 +62,9 @@ fn acquire(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
             }
         }
     };
+    if !replayed {
+        super::STATS.acquire(matches!(outcome, FencedAcquire::Granted { .. }));
+    }
     Ok(match (outcome, like_script) {
         (FencedAcquire::Granted { token, count }, _) if full_reply => {
             // A replayed grant whose hold is gone since (the key may not

@@ -3,3 +3,5 @@
 
 mod acquire;
 mod token;
+
+crate::stats::kind_stats!(STATS, "fenced");

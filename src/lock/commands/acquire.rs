@@ -67,16 +67,19 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let blocks = matches!(once, Once::Ran(Acquire::Contended { .. })) && wait_ms.is_some() && may_block && !holder;
     if blocks {
         if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner.as_slice()) {
+            super::STATS.deadlock();
             return Err(LockError::Deadlock(cycle).into());
         }
     }
     let (holds, refused_pttl) = match once {
         Once::Ran(outcome @ Acquire::Contended { pttl_ms }) => {
             stats::record_acquire(outcome);
+            super::STATS.acquire(false);
             (0, Some(pttl_ms))
         }
         Once::Ran(outcome) => {
             stats::record_acquire(outcome);
+            super::STATS.acquire(true);
             (acquire_once::granted_count(outcome).unwrap_or_default(), None)
         }
         Once::Replayed(grant) => (grant.count, None),

@@ -7,3 +7,5 @@ mod force_release;
 mod release;
 pub(crate) mod renew;
 mod status;
+
+crate::stats::kind_stats!(STATS, "lock");

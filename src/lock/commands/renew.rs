@@ -14,6 +14,9 @@ pub(crate) fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut key = RedisLock::open(ctx, &name);
     let outcome = lock::renew(&mut key, &owner, lease_ms, now_ms())?;
     stats::record_renew(outcome);
+    if outcome == Renew::NotHeld {
+        super::STATS.renew_refused();
+    }
     Ok(RedisValue::Integer(i64::from(outcome == Renew::Renewed)))
 }
 

@@ -12,6 +12,8 @@ mod try_acquire;
 mod try_set_permits;
 mod update_lease;
 
+crate::stats::kind_stats!(STATS, "permit_semaphore");
+
 use crate::commands::args::{parse_non_negative, take_trailing, take_via};
 use crate::commands::info::{Arg, ArgKind};
 use crate::error::LockError;

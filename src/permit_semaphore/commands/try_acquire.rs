@@ -35,6 +35,7 @@ fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             semaphore.try_acquire_like_script(&mut keys, (now, term::delay()), until, &ids(given))?
         }
     };
+    super::STATS.acquire(acquired == TryAcquire::Granted);
     Ok(match acquired {
         TryAcquire::Granted if replies_id => RedisValue::StringBuffer(given[0].as_slice().to_vec()),
         TryAcquire::Granted => RedisValue::BulkString("OK".to_owned()),

@@ -45,6 +45,9 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             once((&mut record, requester), (request.window_ms, now), run, grant_of)?
         }
     };
+    if let Once::Ran(ran) = &once {
+        super::STATS.acquire(matches!(ran, Acquire::Acquired { .. }));
+    }
     let holds = match (once, full_reply) {
         (Once::Ran(Acquire::Contended { pttl_ms }), false) => return Ok(RedisValue::Integer(pttl_ms)),
         (Once::Ran(Acquire::Contended { pttl_ms }), true) => {

@@ -6,6 +6,8 @@ mod release;
 mod renew;
 mod status;
 
+crate::stats::kind_stats!(STATS, "read_write");
+
 use super::Side;
 use crate::commands::args::is_keyword;
 use crate::commands::info::{Arg, ArgKind};

@@ -11,6 +11,9 @@ fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let renewed = ReadWriteLock::new(name.as_slice()).renew(&mut keys, owner.as_slice(), lease_ms, now_ms())?;
+    if !renewed {
+        super::STATS.renew_refused();
+    }
     Ok(RedisValue::Integer(i64::from(renewed)))
 }
 

@@ -7,6 +7,8 @@ mod release;
 mod try_acquire;
 mod try_set_permits;
 
+crate::stats::kind_stats!(STATS, "semaphore");
+
 use crate::commands::info::{Arg, ArgKind};
 use crate::semaphore::Semaphore;
 use crate::store::{lua_number_text, Via};

@@ -31,6 +31,7 @@ fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         semaphore.try_acquire(&mut keys, permits, delay)?
     };
+    super::STATS.acquire(acquired);
     if !acquired && delay.lasts() {
         drop(keys);
         wake_at_delay_end(ctx, name.as_slice());
