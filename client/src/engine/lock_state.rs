@@ -20,6 +20,13 @@ pub(crate) struct LockId {
     pub kind: Kind,
 }
 
+impl LockId {
+    /// The lock's name and owner, for `tracing` fields.
+    pub fn traced(&self) -> (String, String) {
+        (String::from_utf8_lossy(&self.name).into_owned(), String::from_utf8_lossy(&self.owner).into_owned())
+    }
+}
+
 pub(crate) struct LockState {
     pub id: LockId,
     /// Held across each acquire and release request and its bookkeeping,
@@ -46,6 +53,8 @@ impl LockState {
         if ended == Ended::Lost {
             self.lost_count.fetch_add(1, Ordering::Relaxed);
             inner.lost.send_replace(true);
+            let (name, owner) = self.id.traced();
+            tracing::warn!(target: "rlock", lock = %name, owner = %owner, kind = ?self.id.kind, "lock lost");
         }
         if inner.holds.incarnation() != before {
             // Receivers of the old signal see it closed: stale, so lost.

@@ -52,12 +52,15 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
         // Done with the latch: drop it now rather than let it linger.
         shared.latch_sweeper.delete(latch_key);
     }
-    match reply {
-        Some(1) => Ok(Released::Fully),
-        Some(0) => Ok(Released::OneLevel),
-        None => Ok(Released::NotHeld),
-        Some(other) => Err(Error::UnexpectedReply(format!("release replied {other}"))),
-    }
+    let released = match reply {
+        Some(1) => Released::Fully,
+        Some(0) => Released::OneLevel,
+        None => Released::NotHeld,
+        Some(other) => return Err(Error::UnexpectedReply(format!("release replied {other}"))),
+    };
+    let (name, owner) = id.traced();
+    tracing::debug!(target: "rlock", lock = %name, owner = %owner, outcome = ?released, "released");
+    Ok(released)
 }
 
 /// Whether a NOPERM refusal is about the unlock latch key: RLOCK.RELEASE

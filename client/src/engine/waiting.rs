@@ -18,6 +18,7 @@ use crate::error::Result;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 /// How often a waiter retries a lock whose key has no expiry (only a
 /// release message, or this, wakes it).
@@ -29,6 +30,26 @@ impl Handle {
     /// [`Error::ClientClosed`](crate::Error::ClientClosed) as soon as the client is closed. The first
     /// try is always made, as Redisson's.
     pub async fn acquire(
+        &self,
+        renewal: Renewal,
+        lease: Option<Duration>,
+        limit: Option<Duration>,
+    ) -> Result<Option<Hold>> {
+        let (name, owner) = self.id().traced();
+        let span =
+            tracing::debug_span!(target: "rlock", "acquire", lock = %name, owner = %owner, kind = ?self.id().kind);
+        let started = Instant::now();
+        let acquired = self.acquire_traced(renewal, lease, limit).instrument(span.clone()).await;
+        let waited_ms = started.elapsed().as_millis() as u64;
+        span.in_scope(|| match &acquired {
+            Ok(Some(_)) => tracing::debug!(target: "rlock", waited_ms, "granted"),
+            Ok(None) => tracing::debug!(target: "rlock", waited_ms, "not granted within the limit"),
+            Err(err) => tracing::debug!(target: "rlock", waited_ms, error = %err, "acquire failed"),
+        });
+        acquired
+    }
+
+    async fn acquire_traced(
         &self,
         renewal: Renewal,
         lease: Option<Duration>,

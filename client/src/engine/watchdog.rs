@@ -179,9 +179,15 @@ fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant)
                 holds.renewed(task.incarnation, sent_at, lease);
                 ((), Ended::No)
             });
+            let (name, owner) = task.state.id.traced();
+            tracing::trace!(target: "rlock", lock = %name, owner = %owner, lease_ms = lease.as_millis() as u64, "renewed");
             true
         }
-        (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => false,
+        (Upkeep::Renew(_), Ok(redis::Value::Int(0))) => {
+            let (name, owner) = task.state.id.traced();
+            tracing::debug!(target: "rlock", lock = %name, owner = %owner, "renewal refused: not held");
+            false
+        }
         (Upkeep::Check, Ok(reply)) => {
             Status::parse(reply, task.state.id.kind).map_or(true, |status| status.hold_count > 0)
         }
