@@ -28,6 +28,7 @@ pub fn missing_api() -> Option<&'static str> {
         }};
     }
     first_missing!(
+        RedisModule_ACLCheckCommandPermissions,
         RedisModule_ACLCheckChannelPermissions,
         RedisModule_ACLCheckKeyPermissions,
         RedisModule_AvoidReplicaTraffic,

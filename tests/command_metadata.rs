@@ -169,10 +169,10 @@ fn info_counts_per_kind_and_the_waits_by_length() {
 
     let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
     let expected = [
-        ("lock_acquired", 1), // the waiter's grant is a waiter grant
-        ("lock_refused", 2),
-        ("lock_renew_refused", 1),
-        ("lock_waiter_grants", 1),
+        ("plain_acquired", 1), // the waiter's grant is a waiter grant
+        ("plain_refused", 2),
+        ("plain_renew_refused", 1),
+        ("plain_waiter_grants", 1),
         ("fair_acquired", 1),
         ("fair_refused", 1),
         ("read_write_renew_refused", 1),

@@ -207,7 +207,31 @@ fn list_walks_the_keys_that_hold_lock_family_state() {
     assert_eq!(seen.len(), 151, "only the keys it may read");
     assert!(seen.keys().all(|key| key.starts_with("pub:")));
 
-    for bad in [&["x"][..], &["0", "TYPE", "nope"], &["0", "MATCH"], &["0", "FOO", "bar"]] {
+    // A selector that lets it GET other keys does not let it inspect them.
+    run(&mut con, &["ACL", "SETUSER", "getter", "on", "nopass", "+@all", "resetkeys", "~pub:*", "(~sec:* +get)"]);
+    let mut getter = server.connection();
+    run(&mut getter, &["AUTH", "getter", "x"]);
+    assert!(list_all(&mut getter, &[]).keys().all(|key| key.starts_with("pub:")));
+    // A hash too big to be a lock's is not read, even if it looks like one.
+    let mut big = redis::cmd("HSET");
+    big.arg("pub:big");
+    for field in 0..10_003 {
+        big.arg(field).arg(1);
+    }
+    let _: i64 = big.query(&mut con).unwrap();
+    assert!(!list_all(&mut con, &["MATCH", "pub:big"]).contains_key("pub:big"));
+    assert_eq!(list_all(&mut con, &["TYPE", "FAIR"]).len(), 1, "TYPE is case-insensitive");
+
+    let bad: [&[&str]; 7] = [
+        &["x"],
+        &["18446744073709551616"],
+        &["0", "TYPE", "nope"],
+        &["0", "MATCH"],
+        &["0", "FOO", "bar"],
+        &["0", "COUNT", "0"],
+        &["0", "COUNT", "abc"],
+    ];
+    for bad in bad {
         let error = redis::cmd("RLOCK.LIST").arg(bad).query::<Value>(&mut con).unwrap_err();
         assert!(error.to_string().contains("syntax error"), "{bad:?}: {error}");
     }

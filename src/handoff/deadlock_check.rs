@@ -10,7 +10,7 @@ use super::glue::{lock_id, split_lock_id};
 use crate::config;
 use crate::inspect::owners;
 use crate::store::{Caller, RedisKeyspace};
-use redis_module::{raw, Context, RedisString};
+use redis_module::{Context, RedisString};
 
 /// The cycle `owner`'s wait for `name` would close (none when detection
 /// is off).
@@ -22,7 +22,7 @@ pub fn cycle_closed_by(ctx: &Context, name: &[u8], owner: &[u8]) -> Option<Vec<S
     let mut caller = Caller::new(ctx);
     let mut may_read = |lock: &[u8]| {
         let key = RedisString::create_from_slice(ctx.get_raw(), lock);
-        caller.may_access_key(&key, raw::REDISMODULE_CMD_KEY_ACCESS)
+        caller.may_inspect(&key)
     };
     let mut waits = Edges::new();
     for waiter in listed() {

@@ -4,32 +4,48 @@ use crate::commands::info::{Arg, ArgKind, CommandInfo, KEYLESS};
 use crate::commands::registry::command;
 use crate::commands::reply::fields;
 use crate::error::LockError;
-use crate::store::{now_ms, Caller, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use crate::keyspace::KeyType;
+use crate::lock::LockStore;
+use crate::rwlock::MAX_READ_HOLDS;
+use crate::store::{now_ms, Caller, RedisKeyspace, RedisLock};
+use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
 /// The kinds listed without `TYPE`: a `counter` is any integer string, so
 /// it is listed only when asked for.
 const LISTED_KINDS: [&str; 5] = ["lock", "fair", "read-write", "fenced", "permit-semaphore"];
 
+/// The most fields a lock's hash has: a read-write lock's read holds, its
+/// writer and its mode. A bigger hash is no lock's and is not read.
+const MOST_LOCK_FIELDS: i64 = MAX_READ_HOLDS + 2;
+
 /// `RLOCK.LIST cursor [MATCH pattern] [COUNT count] [TYPE kind]`: one
 /// `SCAN` step (its cursor, `MATCH` and `COUNT`), keeping the keys that
 /// hold lock-family state and that the caller's ACL lets it read: the next
 /// cursor, and for each key its `key`, `kind`, `holders` (how many) and
-/// `ttl_ms`. `TYPE` keeps one kind (`counter` only when asked for).
+/// `ttl_ms`. `TYPE` keeps one kind (`counter` only when asked for). A
+/// hash too big to be a lock's is skipped unread, so a step costs the
+/// `SCAN` step plus at most a lock's worth of reads per key.
 fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let cursor = args.next_arg()?;
-    if cursor.as_slice().is_empty() || !cursor.as_slice().iter().all(u8::is_ascii_digit) {
-        return Err(RedisError::from(LockError::Syntax("cursor must be a SCAN cursor (digits)")));
+    if std::str::from_utf8(cursor.as_slice()).ok().and_then(|text| text.parse::<u64>().ok()).is_none() {
+        return Err(RedisError::from(LockError::Syntax("cursor must be a SCAN cursor (an unsigned 64-bit integer)")));
     }
     let mut scan: Vec<RedisString> = vec![cursor];
     let mut kind = None;
     while let Some(option) = args.next() {
         let value = args.next().ok_or(LockError::Syntax("MATCH, COUNT and TYPE each take a value"))?;
         match () {
-            _ if is_keyword(&option, b"MATCH") || is_keyword(&option, b"COUNT") => scan.extend([option, value]),
+            _ if is_keyword(&option, b"MATCH") => scan.extend([option, value]),
+            _ if is_keyword(&option, b"COUNT") => {
+                let count = std::str::from_utf8(value.as_slice()).ok().and_then(|text| text.parse::<i64>().ok());
+                if !count.is_some_and(|count| count > 0) {
+                    return Err(RedisError::from(LockError::Syntax("COUNT must be a positive integer")));
+                }
+                scan.extend([option, value]);
+            }
             _ if is_keyword(&option, b"TYPE") => {
-                let known = LISTED_KINDS.iter().chain(&["counter"]).find(|k| k.as_bytes() == value.as_slice());
+                let known = LISTED_KINDS.iter().chain(&["counter"]).find(|k| is_keyword(&value, k.as_bytes()));
                 kind = Some(*known.ok_or(LockError::Syntax(
                     "TYPE takes lock, fair, read-write, fenced, permit-semaphore or counter",
                 ))?);
@@ -48,7 +64,13 @@ fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut listed = Vec::new();
     for key in keys.iter().filter_map(bytes) {
         let name = RedisString::create_from_slice(ctx.get_raw(), &key);
-        if !caller.may_access_key(&name, raw::REDISMODULE_CMD_KEY_ACCESS) {
+        if !caller.may_inspect(&name) {
+            continue;
+        }
+        let lock = RedisLock::open_readonly(ctx, &name);
+        let too_big = lock.kind() == KeyType::Hash && lock.holder_count() > MOST_LOCK_FIELDS;
+        drop(lock);
+        if too_big {
             continue;
         }
         let mut keyspace = RedisKeyspace::open_readonly(ctx, &name);

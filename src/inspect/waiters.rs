@@ -5,7 +5,7 @@ use crate::error::LockError;
 use crate::handoff::blocking::listed;
 use crate::handoff::glue::{lock_id, split_lock_id};
 use crate::store::{now_ms, Caller};
-use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.WAITERS [key]`: the callers blocked on this server
 /// (`RLOCK.ACQUIRE … WAIT`, `RFAIR.ACQUIRE … BLOCK`) on the keys the
@@ -19,7 +19,7 @@ fn waiters(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let key = args.next();
     args.done()?;
     if let Some(key) = &key {
-        if !Caller::new(ctx).may_access_key(key, raw::REDISMODULE_CMD_KEY_ACCESS) {
+        if !Caller::new(ctx).may_inspect(key) {
             return Err(RedisError::from(LockError::KeyArgumentPermission));
         }
     }
@@ -37,7 +37,7 @@ pub(super) fn waiters_on(ctx: &Context, only: Option<&[u8]>) -> RedisValue {
     let readable = waiters.into_iter().filter_map(|waiter| {
         let (db, name) = split_lock_id(&waiter.lock);
         let key = RedisString::create_from_slice(ctx.get_raw(), name);
-        let may_read = only.is_some() || caller.may_access_key(&key, raw::REDISMODULE_CMD_KEY_ACCESS);
+        let may_read = only.is_some() || caller.may_inspect(&key);
         may_read.then(|| {
             fields(vec![
                 ("db", RedisValue::Integer(i64::from(db))),

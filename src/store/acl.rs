@@ -42,6 +42,23 @@ impl Caller {
         }
     }
 
+    /// Whether the caller may run `RLOCK.INSPECT key`: one of its ACL
+    /// selectors allows both the command and the key (a selector that
+    /// lets it read the key with other commands only does not count). The
+    /// test of what tells about a key's holders and waiters.
+    pub fn may_inspect(&mut self, key: &RedisString) -> bool {
+        match self.user() {
+            User::Server => true,
+            User::Unknown => false,
+            User::Known(user) => unsafe {
+                let command = RedisString::create(None, "RLOCK.INSPECT");
+                let mut argv = [command.inner, key.inner];
+                api!(RedisModule_ACLCheckCommandPermissions)(*user, argv.as_mut_ptr(), 2)
+                    == raw::REDISMODULE_OK as c_int
+            },
+        }
+    }
+
     /// Whether the caller may publish on `channel`.
     pub fn may_publish(&mut self, channel: &RedisString) -> bool {
         let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;

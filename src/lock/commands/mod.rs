@@ -8,4 +8,4 @@ mod release;
 pub(crate) mod renew;
 mod status;
 
-crate::stats::kind_stats!(STATS, "lock");
+crate::stats::kind_stats!(STATS, "plain");
