@@ -39,7 +39,7 @@ fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             _ if is_keyword(&option, b"MATCH") => scan.extend([option, value]),
             _ if is_keyword(&option, b"COUNT") => {
                 let count = std::str::from_utf8(value.as_slice()).ok().and_then(|text| text.parse::<i64>().ok());
-                if !count.is_some_and(|count| count > 0) {
+                if count.is_none_or(|count| count <= 0) {
                     return Err(RedisError::from(LockError::Syntax("COUNT must be a positive integer")));
                 }
                 scan.extend([option, value]);
