@@ -1,6 +1,7 @@
 //! What the server holds for a lock, as `RLOCK.INSPECT` tells it
 //! ([`Lock::info`](crate::Lock::info)): for operators, dashboards and
-//! tests. A snapshot, read at once, of whoever holds the lock.
+//! tests. A snapshot, read at once, of whoever holds the lock. Its flat
+//! `name value …` readers serve [`crate::listing`] too.
 
 use crate::error::{Error, Result};
 use redis::Value;
@@ -94,18 +95,18 @@ impl WaiterInfo {
 }
 
 /// A PTTL as a duration: `None` for no expiry (-1) or no key (-2).
-fn lease(ms: i64) -> Option<Duration> {
+pub(crate) fn lease(ms: i64) -> Option<Duration> {
     u64::try_from(ms).ok().map(Duration::from_millis)
 }
 
-type Fields = HashMap<String, Value>;
+pub(crate) type Fields = HashMap<String, Value>;
 
 fn unexpected(what: impl std::fmt::Debug) -> Error {
-    Error::UnexpectedReply(format!("RLOCK.INSPECT: {what:?}"))
+    Error::UnexpectedReply(format!("{what:?}"))
 }
 
 /// A flat `name value …` array as a map.
-fn pairs(reply: Value) -> Result<Fields> {
+pub(crate) fn pairs(reply: Value) -> Result<Fields> {
     let Value::Array(items) = reply else { return Err(unexpected(reply)) };
     items
         .chunks(2)
@@ -120,15 +121,15 @@ fn field<'a>(fields: &'a Fields, name: &str) -> Result<&'a Value> {
     fields.get(name).ok_or_else(|| unexpected(format!("no {name}")))
 }
 
-fn int(fields: &Fields, name: &str) -> Result<i64> {
+pub(crate) fn int(fields: &Fields, name: &str) -> Result<i64> {
     redis::from_redis_value(field(fields, name)?.clone()).map_err(unexpected)
 }
 
-fn text(fields: &Fields, name: &str) -> Result<String> {
+pub(crate) fn text(fields: &Fields, name: &str) -> Result<String> {
     redis::from_redis_value(field(fields, name)?.clone()).map_err(unexpected)
 }
 
-fn bytes(fields: &Fields, name: &str) -> Result<Vec<u8>> {
+pub(crate) fn bytes(fields: &Fields, name: &str) -> Result<Vec<u8>> {
     redis::from_redis_value(field(fields, name)?.clone()).map_err(unexpected)
 }
 

@@ -3,6 +3,7 @@
 //! page, fetched as the listing is read.
 
 use crate::error::{Error, Result};
+use crate::info::{bytes, int, lease, pairs, text};
 use crate::shared::Shared;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -63,30 +64,19 @@ impl LockListing {
         let (next, entries): (String, Vec<redis::Value>) =
             self.shared.options.retry.run(Error::is_transient, read).await?;
         for entry in entries {
-            let fields: Vec<(String, redis::Value)> =
-                redis::from_redis_value(entry).map_err(|e| Error::UnexpectedReply(format!("RLOCK.LIST: {e}")))?;
-            self.page.push_back(listed(fields)?);
+            self.page.push_back(listed(entry)?);
         }
         self.cursor = (next != "0").then_some(next);
         Ok(())
     }
 }
 
-fn listed(fields: Vec<(String, redis::Value)>) -> Result<ListedLock> {
-    let get = |name: &str| {
-        fields
-            .iter()
-            .find(|(field, _)| field == name)
-            .map(|(_, value)| value.clone())
-            .ok_or_else(|| Error::UnexpectedReply(format!("RLOCK.LIST: no {name}")))
-    };
-    let unexpected = |e: redis::ParsingError| Error::UnexpectedReply(format!("RLOCK.LIST: {e}"));
-    let ttl_ms: i64 = redis::from_redis_value(get("ttl_ms")?).map_err(unexpected)?;
-    let holders: i64 = redis::from_redis_value(get("holders")?).map_err(unexpected)?;
+fn listed(entry: redis::Value) -> Result<ListedLock> {
+    let fields = pairs(entry)?;
     Ok(ListedLock {
-        name: redis::from_redis_value(get("key")?).map_err(unexpected)?,
-        kind: redis::from_redis_value(get("kind")?).map_err(unexpected)?,
-        holders: holders.max(0) as u64,
-        ttl: u64::try_from(ttl_ms).ok().map(Duration::from_millis),
+        name: bytes(&fields, "key")?,
+        kind: text(&fields, "kind")?,
+        holders: int(&fields, "holders")?.max(0) as u64,
+        ttl: lease(int(&fields, "ttl_ms")?),
     })
 }
