@@ -55,6 +55,7 @@ pub struct KindStats {
     waiter_grants: AtomicU64,
     wait_timeouts: AtomicU64,
     deadlocks: AtomicU64,
+    lapsed_with_waiters: AtomicU64,
 }
 
 #[distributed_slice]
@@ -80,6 +81,7 @@ impl KindStats {
             waiter_grants: AtomicU64::new(0),
             wait_timeouts: AtomicU64::new(0),
             deadlocks: AtomicU64::new(0),
+            lapsed_with_waiters: AtomicU64::new(0),
         }
     }
 
@@ -109,7 +111,13 @@ impl KindStats {
         bump(&DEADLOCKS);
     }
 
-    fn fields(&self) -> [(&'static str, &AtomicU64); 6] {
+    /// A lock expired while callers waited for it on the server: its
+    /// holder's lease ran out instead of a release.
+    pub fn lapsed_with_waiters(&self) {
+        bump(&self.lapsed_with_waiters);
+    }
+
+    fn fields(&self) -> [(&'static str, &AtomicU64); 7] {
         [
             ("acquired", &self.acquired),
             ("refused", &self.refused),
@@ -117,6 +125,7 @@ impl KindStats {
             ("waiter_grants", &self.waiter_grants),
             ("wait_timeouts", &self.wait_timeouts),
             ("deadlocks", &self.deadlocks),
+            ("lapsed_with_waiters", &self.lapsed_with_waiters),
         ]
     }
 }

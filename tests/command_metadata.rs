@@ -162,6 +162,16 @@ fn info_counts_per_kind_and_the_waits_by_length() {
     }
     rlock(&mut con, "RLOCK.RELEASE", &[b"k", b"a"]).unwrap();
     assert_eq!(waiter.join().unwrap().unwrap(), Value::Nil, "granted");
+    // A lease that runs out while a caller waits: the granted waiter's, cut to 50 ms.
+    let lapsed = {
+        let mut con = server.connection();
+        std::thread::spawn(move || rlock(&mut con, "RLOCK.ACQUIRE", &[b"k", b"c", b"60000", b"WAIT", b"10000"]))
+    };
+    while redis::cmd("RLOCK.WAITERS").query::<Vec<Value>>(&mut con).unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the second waiter never blocked");
+    }
+    rlock(&mut con, "PEXPIRE", &[b"k", b"50"]).unwrap();
+    assert_eq!(lapsed.join().unwrap().unwrap(), Value::Nil, "granted at the lease's end");
     rlock(&mut con, "RFAIR.ACQUIRE", &[b"f", b"a"]).unwrap();
     rlock(&mut con, "RFAIR.ACQUIRE", &[b"f", b"b"]).unwrap();
     rlock(&mut con, "RRW.RENEW", &[b"rw", b"a"]).unwrap();
@@ -170,9 +180,10 @@ fn info_counts_per_kind_and_the_waits_by_length() {
     let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
     let expected = [
         ("plain_acquired", 1), // the waiter's grant is a waiter grant
-        ("plain_refused", 2),
+        ("plain_refused", 3),
         ("plain_renew_refused", 1),
-        ("plain_waiter_grants", 1),
+        ("plain_waiter_grants", 2),
+        ("plain_lapsed_with_waiters", 1),
         ("fair_acquired", 1),
         ("fair_refused", 1),
         ("read_write_renew_refused", 1),
@@ -184,5 +195,5 @@ fn info_counts_per_kind_and_the_waits_by_length() {
     }
     let histogram = info.lines().find_map(|line| line.strip_prefix("rlock_wait_ms_histogram:")).expect(&info);
     let waits: u64 = histogram.split(',').map(|bucket| bucket.split('=').nth(1).unwrap().parse::<u64>().unwrap()).sum();
-    assert_eq!(waits, 1, "{histogram}");
+    assert_eq!(waits, 2, "{histogram}");
 }

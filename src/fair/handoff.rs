@@ -84,6 +84,7 @@ static FAIR_WAITERS: WaiterKind = WaiterKind {
     },
     freed: look,
     flushed: forget_unblocked,
+    stats: &super::commands::STATS,
 };
 
 /// After a FLUSH or SWAPDB: the memory of locks nobody blocks on goes

@@ -342,6 +342,14 @@ unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c
     }
 }
 
+/// Lock `id` expired: counted, per kind, when callers waited for it.
+pub(super) fn count_lapse(id: &[u8]) {
+    if state().queues.has_waiters(id) {
+        crate::lock::commands::STATS.lapsed_with_waiters();
+    }
+    WAITER_KINDS.iter().filter(|kind| (kind.waits_on)(id)).for_each(|kind| kind.stats.lapsed_with_waiters());
+}
+
 /// Schedules a grant check of lock `id` on a timer in `after_ms`, once.
 pub(super) fn schedule_grant(ctx: &Context, id: &[u8], after_ms: i64) {
     let schedule = {

@@ -3,7 +3,7 @@
 //! 0 ms timer, since the callback may not write on 7.0), FLUSHALL/FLUSHDB
 //! and SWAPDB (a check of every lock with waiters).
 
-use super::blocking::{locks_with_waiters, nobody_waits, schedule_grant};
+use super::blocking::{count_lapse, locks_with_waiters, nobody_waits, schedule_grant};
 use super::glue::lock_id;
 use super::WAITER_KINDS;
 use crate::api::api;
@@ -31,13 +31,18 @@ unsafe extern "C" fn key_event(
     key: *mut raw::RedisModuleString,
 ) -> c_int {
     // Cheap for the many events that cannot concern a waiter.
-    if nobody_waits() || !FREEING_EVENTS.contains(&unsafe { CStr::from_ptr(event) }) {
+    let event = unsafe { CStr::from_ptr(event) };
+    if nobody_waits() || !FREEING_EVENTS.contains(&event) {
         return raw::REDISMODULE_OK as c_int;
     }
     let mut len = 0;
     let name = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(key, &mut len).cast::<u8>(), len) };
     let ctx = Context::new(ctx);
-    schedule_grant(&ctx, &lock_id(&ctx, name), 0);
+    let id = lock_id(&ctx, name);
+    if event == c"expired" {
+        count_lapse(&id);
+    }
+    schedule_grant(&ctx, &id, 0);
     raw::REDISMODULE_OK as c_int
 }
 

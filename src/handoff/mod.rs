@@ -35,6 +35,8 @@ pub struct WaiterKind {
     pub freed: fn(&redis_module::Context, &[u8]),
     /// A FLUSH or SWAPDB ran: what the kind remembers of keys may be gone.
     pub flushed: fn(&redis_module::Context),
+    /// The kind's `INFO` counters.
+    pub stats: &'static crate::stats::KindStats,
 }
 
 #[cfg(not(test))]
@@ -175,7 +177,6 @@ impl<C: PartialEq> Queues<C> {
             .map(|(lock, _)| lock.clone())
     }
 
-    /// Whether anyone waits for `lock`.
     /// Every waiter, with its lock, as `RLOCK.WAITERS` tells it.
     pub fn listed(&self) -> Vec<Listed> {
         let waiters = self.by_lock.iter().flat_map(|(lock, queue)| queue.iter().map(move |waiter| (lock, waiter)));
@@ -191,6 +192,7 @@ impl<C: PartialEq> Queues<C> {
             .collect()
     }
 
+    /// Whether anyone waits for `lock`.
     pub fn has_waiters(&self, lock: &[u8]) -> bool {
         self.by_lock.contains_key(lock)
     }
