@@ -200,3 +200,37 @@ fn a_recorded_fair_grant_is_replayed_not_told_deadlock() {
     }
     blocked.join().unwrap().unwrap();
 }
+
+/// A wait that ended (its time ran out, or its connection closed) is no
+/// longer an edge: closing what would have been its cycle is no deadlock.
+#[test]
+fn waits_that_ended_close_no_cycle() {
+    let server = Server::start();
+    let mut con = server.connection();
+    for lock in ["a", "fair-a"] {
+        // Someone else waits throughout, so the check has a graph to look at.
+        run(&mut con, &["RLOCK.ACQUIRE", "z", "o8", LEASE]).unwrap();
+        let other = spawn_call(&server, wait_for("z", "o9", 30_000));
+        run(&mut con, &["RLOCK.ACQUIRE", "b", "o2", LEASE]).unwrap();
+        let a_command = if lock.starts_with("fair") { "RFAIR.ACQUIRE" } else { "RLOCK.ACQUIRE" };
+        run(&mut con, &[a_command, lock, "o1", LEASE]).unwrap();
+        // o2 waits for `lock` and gives up; then a connection of o2's waits and leaves.
+        until_blocked(&mut con, 1);
+        spawn_call(&server, wait_for(lock, "o2", 100)).join().unwrap().unwrap();
+        let mut leaving = server.connection();
+        let call = wait_for(lock, "o2", 30_000);
+        leaving.send_packed_command(&redis::cmd(&call[0]).arg(&call[1..]).get_packed_command()).unwrap();
+        until_blocked(&mut con, 2);
+        drop(leaving);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while blocked(&mut con) > 1 {
+            assert!(Instant::now() < deadline, "the closed connection's wait never ended");
+            thread::sleep(Duration::from_millis(5));
+        }
+        let pttl = run(&mut con, &wait_for("b", "o1", 100).iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(matches!(pttl, Ok(Value::Int(ms)) if ms > 0), "{lock}: waited, not told DEADLOCK: {pttl:?}");
+        run(&mut con, &["FLUSHALL"]).unwrap();
+        other.join().unwrap().unwrap();
+        run(&mut con, &["FLUSHALL"]).unwrap();
+    }
+}

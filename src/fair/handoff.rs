@@ -21,6 +21,7 @@ use crate::handoff::glue::{
     block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
     unblock_client, Client, Outcome,
 };
+use crate::handoff::owner_waits::OwnerWaits;
 use crate::handoff::{Listed, WaiterKind, WAITER_KINDS};
 use crate::lock::acquire_once::Grant;
 use crate::stats;
@@ -57,6 +58,13 @@ static LOCKS: LazyLock<Mutex<HashMap<Vec<u8>, Lock>>> = LazyLock::new(Mutex::def
 /// while anyone waits, so kept apart from the map.
 static BLOCKED: AtomicUsize = AtomicUsize::new(0);
 
+/// The locks each owner's blocked callers wait for (the deadlock check).
+static OWNER_WAITS: LazyLock<Mutex<OwnerWaits>> = LazyLock::new(Mutex::default);
+
+fn owner_waits() -> MutexGuard<'static, OwnerWaits> {
+    OWNER_WAITS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 pub(super) fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
     LOCKS.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -82,6 +90,7 @@ static FAIR_WAITERS: WaiterKind = WaiterKind {
             })
             .collect()
     },
+    waits_of: |owner| owner_waits().locks_of(owner),
     freed: look,
     flushed: forget_unblocked,
     stats: &super::commands::STATS,
@@ -189,6 +198,7 @@ pub fn block(ctx: &Context, name: &RedisString, owner: &[u8], call: BlockedCall)
         lock.waits.set_blocked(owner, wait_ms);
         lock.blocked.push(waiter);
     }
+    owner_waits().add(owner, &id);
     BLOCKED.fetch_add(1, Ordering::Relaxed);
     subscribe(ctx);
     look_as_server(ctx, &id, name);
@@ -311,6 +321,9 @@ pub(super) fn take_blocked(id: &[u8], which: impl Fn(&Waiter) -> bool) -> Vec<Wa
             lock.waits.clear_blocked(&waiter.owner);
         }
     }
+    drop(locks);
+    let mut owner_waits = owner_waits();
+    taken.iter().for_each(|waiter| owner_waits.remove(&waiter.owner, id));
     BLOCKED.fetch_sub(taken.len(), Ordering::Relaxed);
     taken
 }

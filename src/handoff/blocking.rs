@@ -139,6 +139,13 @@ pub fn listed() -> Vec<Listed> {
     listed
 }
 
+/// The locks (ids) `owner`'s callers are blocked on, of every kind.
+pub(super) fn waits_of(owner: &[u8]) -> Vec<Vec<u8>> {
+    let mut locks = state().queues.waits_of(owner);
+    WAITER_KINDS.iter().for_each(|kind| locks.extend((kind.waits_of)(owner)));
+    locks
+}
+
 /// Whether a call of `owner`'s acquire `request_id` waits for `name`.
 pub fn is_queued(ctx: &Context, name: &RedisString, owner: &RedisString, request_id: &[u8]) -> bool {
     state().queues.has_request(&lock_id(ctx, name.as_slice()), owner.as_slice(), request_id)

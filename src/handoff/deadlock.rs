@@ -15,17 +15,15 @@ pub struct Step {
     pub lock: Vec<u8>,
 }
 
-/// Each owner's (or lock's) list of locks (or holders).
-pub type Edges = HashMap<Vec<u8>, Vec<Vec<u8>>>;
-
 /// The cycle `owner`'s wait for `lock` would close, from that wait on;
-/// `None` when it closes none. `waits`: each blocked owner's locks;
-/// `holders`: a lock's holders, asked once per lock. Each owner and lock
-/// is visited once: the cost is bounded by the graph's size.
+/// `None` when it closes none. `waits`: the locks an owner's blocked
+/// callers wait for, asked once per owner reached; `holders`: a lock's
+/// holders, asked once per lock. Each owner and lock is visited once: the
+/// cost is bounded by the part of the graph reachable from the wait.
 pub fn cycle(
     owner: &[u8],
     lock: &[u8],
-    waits: &Edges,
+    mut waits: impl FnMut(&[u8]) -> Vec<Vec<u8>>,
     mut holders: impl FnMut(&[u8]) -> Vec<Vec<u8>>,
 ) -> Option<Vec<Step>> {
     // Owners reached, each with the wait that reached it: its parent.
@@ -43,8 +41,8 @@ pub fn cycle(
             if holder == owner {
                 return Some(path_to(wait, owner, &reached));
             }
-            for waited in waits.get(&holder).into_iter().flatten() {
-                to_visit.push(Step { owner: holder.clone(), lock: waited.clone() });
+            for waited in waits(&holder) {
+                to_visit.push(Step { owner: holder.clone(), lock: waited });
             }
             reached.insert(holder, wait.clone());
         }
@@ -66,6 +64,13 @@ fn path_to(last: Step, owner: &[u8], reached: &HashMap<Vec<u8>, Step>) -> Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each owner's (or lock's) list of locks (or holders).
+    type Edges = HashMap<Vec<u8>, Vec<Vec<u8>>>;
+
+    fn waits_in(edges: &Edges) -> impl FnMut(&[u8]) -> Vec<Vec<u8>> + '_ {
+        |owner| edges.get(owner).cloned().unwrap_or_default()
+    }
 
     type Pairs<'a> = &'a [(&'a str, &'a str)];
 
@@ -108,7 +113,7 @@ mod tests {
         for (waits, holds, owner, lock, expected) in cases {
             let (waits, held) = graph(waits, holds);
             let mut asked = Vec::new();
-            let found = cycle(owner.as_bytes(), lock.as_bytes(), &waits, |lock| {
+            let found = cycle(owner.as_bytes(), lock.as_bytes(), waits_in(&waits), |lock| {
                 asked.push(lock.to_vec());
                 held.get(lock).cloned().unwrap_or_default()
             });
@@ -133,10 +138,10 @@ mod tests {
             let i: usize = String::from_utf8_lossy(&lock[1..]).parse().unwrap();
             vec![format!("o{i}").into_bytes()]
         };
-        let found = cycle(b"o0", b"l1", &waits, holder).expect("a cycle of 10");
+        let found = cycle(b"o0", b"l1", waits_in(&waits), holder).expect("a cycle of 10");
         assert_eq!(found.len(), 10);
         let chain: Edges =
             (1..10_000).map(|i| (format!("o{i}").into_bytes(), vec![format!("l{}", i + 1).into_bytes()])).collect();
-        assert_eq!(cycle(b"o0", b"l1", &chain, holder), None);
+        assert_eq!(cycle(b"o0", b"l1", waits_in(&chain), holder), None);
     }
 }

@@ -12,9 +12,11 @@ pub mod deadlock_check;
 pub mod events;
 #[cfg(not(test))]
 pub mod glue;
+pub mod owner_waits;
 #[cfg(test)]
 mod tests;
 
+use owner_waits::OwnerWaits;
 use std::collections::{HashMap, VecDeque};
 
 /// Another kind of blocked waiter (the fair lock's), registered with
@@ -31,6 +33,8 @@ pub struct WaiterKind {
     pub locks: fn() -> Vec<Vec<u8>>,
     /// Every caller of this kind blocked now (`RLOCK.WAITERS`).
     pub listed: fn() -> Vec<Listed>,
+    /// The locks (ids) an owner's callers of this kind are blocked on.
+    pub waits_of: fn(&[u8]) -> Vec<Vec<u8>>,
     /// Lock `id` may have freed (a timer: it may write).
     pub freed: fn(&redis_module::Context, &[u8]),
     /// A FLUSH or SWAPDB ran: what the kind remembers of keys may be gone.
@@ -88,17 +92,19 @@ pub struct Request {
 #[derive(Debug)]
 pub struct Queues<C> {
     by_lock: HashMap<Vec<u8>, VecDeque<Waiter<C>>>,
+    by_owner: OwnerWaits,
 }
 
 impl<C> Default for Queues<C> {
     fn default() -> Self {
-        Self { by_lock: HashMap::new() }
+        Self { by_lock: HashMap::new(), by_owner: OwnerWaits::default() }
     }
 }
 
 impl<C: PartialEq> Queues<C> {
     /// Queues `waiter` behind the lock's others.
     pub fn push(&mut self, lock: &[u8], waiter: Waiter<C>) {
+        self.by_owner.add(&waiter.owner, lock);
         self.by_lock.entry(lock.to_vec()).or_default().push_back(waiter);
     }
 
@@ -109,11 +115,20 @@ impl<C: PartialEq> Queues<C> {
         if queue.is_empty() {
             self.by_lock.remove(lock);
         }
+        self.left(lock, waiter)
+    }
+
+    /// Unindexes a waiter taken out of `lock`'s queue.
+    fn left(&mut self, lock: &[u8], waiter: Option<Waiter<C>>) -> Option<Waiter<C>> {
+        if let Some(waiter) = &waiter {
+            self.by_owner.remove(&waiter.owner, lock);
+        }
         waiter
     }
 
     /// Puts a waiter taken with [`Queues::pop_front`] back at the front.
     pub fn push_front(&mut self, lock: &[u8], waiter: Waiter<C>) {
+        self.by_owner.add(&waiter.owner, lock);
         self.by_lock.entry(lock.to_vec()).or_default().push_front(waiter);
     }
 
@@ -124,10 +139,11 @@ impl<C: PartialEq> Queues<C> {
             let position = queue.iter().position(|waiter| &waiter.client == client)?;
             Some((lock.clone(), queue, position))
         })?;
-        let waiter = queue.remove(position)?;
+        let waiter = queue.remove(position);
         if queue.is_empty() {
             self.by_lock.remove(&lock);
         }
+        let waiter = self.left(&lock, waiter)?;
         Some((lock, waiter))
     }
 
@@ -160,7 +176,7 @@ impl<C: PartialEq> Queues<C> {
         if queue.is_empty() {
             self.by_lock.remove(lock);
         }
-        waiter
+        self.left(lock, waiter)
     }
 
     fn position_of(&self, lock: &[u8], owner: &[u8], request_id: &[u8]) -> Option<usize> {
@@ -190,6 +206,11 @@ impl<C: PartialEq> Queues<C> {
                 ends_at_ms: waiter.ends_at_ms,
             })
             .collect()
+    }
+
+    /// The locks `owner`'s callers wait for.
+    pub fn waits_of(&self, owner: &[u8]) -> Vec<Vec<u8>> {
+        self.by_owner.locks_of(owner)
     }
 
     /// Whether anyone waits for `lock`.

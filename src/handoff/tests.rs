@@ -62,6 +62,13 @@ fn queues_keep_arrival_order_per_lock_and_drop_leavers() {
         for lock in [b"a".as_slice(), b"b"] {
             assert_eq!(queues.has_waiters(lock), locks.contains(&lock), "{steps:?}: {lock:?}");
         }
+        for client in 1..=4 {
+            let owner = waiter(client).owner;
+            let mut waited: Vec<Vec<u8>> =
+                queues.listed().into_iter().filter(|listed| listed.owner == owner).map(|listed| listed.lock).collect();
+            waited.dedup();
+            assert_eq!(queues.waits_of(&owner), waited, "{steps:?}: the owner index of {client}");
+        }
     }
 }
 
