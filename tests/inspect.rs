@@ -221,6 +221,19 @@ fn list_walks_the_keys_that_hold_lock_family_state() {
     let _: i64 = big.query(&mut con).unwrap();
     assert!(!list_all(&mut con, &["MATCH", "pub:big"]).contains_key("pub:big"));
     assert_eq!(list_all(&mut con, &["TYPE", "FAIR"]).len(), 1, "TYPE is case-insensitive");
+    // The other kinds, each listed without TYPE and with its own.
+    let others: [(&[&str], &str, &str); 3] = [
+        (&["RFENCED.ACQUIRE", "kinds:fenced", "o1", "60000"], "kinds:fenced", "fenced"),
+        (&["RRW.ACQUIRE", "kinds:rw", "o1", "READ", "60000"], "kinds:rw", "read-write"),
+        (&["RPSEM.TRYACQUIRE", "kinds:psem", "60000", "id1"], "kinds:psem", "permit-semaphore"),
+    ];
+    run(&mut con, &["RPSEM.TRYSETPERMITS", "kinds:psem", "3"]);
+    for (call, key, kind) in others {
+        run(&mut con, call);
+        assert_eq!(list_all(&mut con, &["MATCH", key]).get(key).map(String::as_str), Some(kind), "{key}");
+        assert_eq!(list_all(&mut con, &["MATCH", key, "TYPE", kind]).len(), 1, "{key}");
+        assert_eq!(list_all(&mut con, &["MATCH", key, "TYPE", "lock"]).len(), 0, "{key}");
+    }
 
     let bad: [&[&str]; 7] = [
         &["x"],

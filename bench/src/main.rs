@@ -6,6 +6,7 @@ mod client_e2e;
 mod fair_handoff;
 mod family_cost;
 mod handoff;
+mod introspection;
 mod memory;
 mod raw;
 mod redisson_filter;
@@ -36,9 +37,12 @@ async fn main() {
     println!("bench program on loopback. Every ratio compares figures measured side by side in this run.\n");
     println!("## Machine\n\n{}", report::machine());
 
-    // `rlock-bench cost family synchronizers handoff fair e2e redisson` runs only those sections (for
-    // development; `make bench` runs them all).
+    // `rlock-bench cost family synchronizers handoff fair e2e redisson introspection` runs only those
+    // sections (for development; `make bench` runs them all).
     let only: Vec<String> = std::env::args().skip(1).collect();
+    if only.iter().any(|s| s == "introspection") {
+        introspection_section();
+    }
     if !only.is_empty() {
         for aof in [false, true] {
             let server = server(aof);
@@ -142,6 +146,8 @@ async fn main() {
     let (redisson, redisson_headline) = tokio::task::block_in_place(|| redisson_filter::run(&self::server(false)));
     println!("{redisson}");
 
+    introspection_section();
+
     println!("## Targets\n");
     for (aof, (time_ratio, throughput_ratio)) in summary {
         println!(
@@ -196,6 +202,31 @@ async fn main() {
     }
     println!("{NOTES}");
 }
+
+/// Section 10: its servers are its own (10,000 connections; a million keys).
+fn introspection_section() {
+    println!("## 10. Introspection: the deadlock check and RLOCK.LIST ({})\n", appendonly(false));
+    println!("{DEADLOCK_COST}");
+    println!("{}", introspection::deadlock_cost());
+    println!("{LIST_COST}");
+    println!("{}", introspection::list_cost());
+}
+
+const DEADLOCK_COST: &str = "\
+The deadlock check runs when a caller is about to block on the server. A probe acquire, refused,
+blocks 1 ms and times out, 100 times a round over 3 rounds, with `rlock.deadlock-detection` on
+and off in turn; server time is `INFO commandstats`' `usec` for `RLOCK.ACQUIRE` (the call and its
+timeout's reply). The blocked callers wait on connections of their own: \"1 lock\" has each wait
+for a lock whose holder waits for nothing, so the probe's check reads one lock's holders;
+\"a chain\" has owner i hold lock i and wait for lock i+1, and the probe waits for lock 0, so its
+check reads every lock of the chain.
+";
+
+const LIST_COST: &str = "\
+`RLOCK.LIST` walks a keyspace of 1,000,000 keys, 990,000 strings (`DEBUG POPULATE`) and 10,000
+held locks, from cursor 0 back to 0, beside the `SCAN` it runs inside. Server µs per call is
+`INFO commandstats`' `usec` (a `RLOCK.LIST` call's includes its inner `SCAN`).
+";
 
 const FAIR_HANDOFF: &str = "\
 Waiters take turns on one fair lock, each holding it 1 ms (Tokio rounds it to about 2 ms) and

@@ -5,10 +5,11 @@ use crate::commands::registry::command;
 use crate::commands::reply::fields;
 use crate::error::LockError;
 use crate::keyspace::KeyType;
-use crate::lock::LockStore;
+use crate::lock::{parse_hold_count, LockStore};
 use crate::rwlock::MAX_READ_HOLDS;
 use crate::store::{now_ms, Caller, RedisKeyspace, RedisLock};
 use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use rlock_protocol::permit_timeout_key;
 
 /// The kinds listed without `TYPE`: a `counter` is any integer string, so
 /// it is listed only when asked for.
@@ -23,8 +24,9 @@ const MOST_LOCK_FIELDS: i64 = MAX_READ_HOLDS + 2;
 /// hold lock-family state and that the caller's ACL lets it read: the next
 /// cursor, and for each key its `key`, `kind`, `holders` (how many) and
 /// `ttl_ms`. `TYPE` keeps one kind (`counter` only when asked for). A
-/// hash too big to be a lock's is skipped unread, so a step costs the
-/// `SCAN` step plus at most a lock's worth of reads per key.
+/// key is inspected only when its type may be a kind listed, so a step
+/// costs the `SCAN` step, a key lookup per key, and a lock's worth of
+/// reads per lock-family key.
 fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let cursor = args.next_arg()?;
@@ -64,13 +66,7 @@ fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut listed = Vec::new();
     for key in keys.iter().filter_map(bytes) {
         let name = RedisString::create_from_slice(ctx.get_raw(), &key);
-        if !caller.may_inspect(&name) {
-            continue;
-        }
-        let lock = RedisLock::open_readonly(ctx, &name);
-        let too_big = lock.kind() == KeyType::Hash && lock.holder_count() > MOST_LOCK_FIELDS;
-        drop(lock);
-        if too_big {
+        if !may_be_listed(ctx, &name, &key, kind) || !caller.may_inspect(&name) {
             continue;
         }
         let mut keyspace = RedisKeyspace::open_readonly(ctx, &name);
@@ -89,6 +85,37 @@ fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     }
     Ok(RedisValue::Array(vec![RedisValue::StringBuffer(bytes(next).unwrap_or_default()), RedisValue::Array(listed)]))
+}
+
+/// The kinds whose key is a hash.
+const HASH_KINDS: [&str; 4] = ["lock", "fair", "read-write", "fenced"];
+
+/// Whether key `name` may hold state of a kind listed, told from its type
+/// alone (a string's, from being an integer, and a permit semaphore's set
+/// of permits): most keys a step returns are no lock's, and skip the ACL
+/// check and the kinds' inspectors. A hash too big to be a lock's is
+/// skipped unread.
+fn may_be_listed(ctx: &Context, name: &RedisString, key: &[u8], kind: Option<&str>) -> bool {
+    let opened = ctx.open_key(name);
+    match opened.key_type() {
+        redis_module::KeyType::Hash => {
+            kind.is_none_or(|kind| HASH_KINDS.contains(&kind))
+                && RedisLock::open_readonly(ctx, name).holder_count() <= MOST_LOCK_FIELDS
+        }
+        redis_module::KeyType::String => {
+            let integer = opened.read().ok().flatten().is_some_and(|value| parse_hold_count(value).is_ok());
+            integer
+                && match kind {
+                    Some("counter") => true,
+                    None | Some("permit-semaphore") => {
+                        let timeouts = RedisString::create_from_slice(ctx.get_raw(), &permit_timeout_key(key));
+                        RedisLock::open_readonly(ctx, &timeouts).kind() == KeyType::Zset
+                    }
+                    Some(_) => false,
+                }
+        }
+        _ => false,
+    }
 }
 
 /// A string of `SCAN`'s reply.
