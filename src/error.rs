@@ -128,7 +128,7 @@ impl LockError {
             }
             Self::WaitTakenOver => "ERR the wait goes on in a resend of the same request id",
             Self::KeyArgumentPermission => "NOPERM this user has no permissions to access one of the keys used as arguments",
-            Self::WaitCancelled => "ERR the wait was cancelled (RLOCK.CANCEL)",
+            Self::WaitCancelled => "ERR the wait was cancelled (RLOCK.CANCEL or RRW.CANCEL)",
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
             }

@@ -34,12 +34,14 @@ type FullReply = (i64, i64, i64, i64);
 /// An RLock `WAIT` and a fair `BLOCK` acquire of `o1`, each waiting up
 /// to `wait_ms` on a connection of its own: their full replies, and the
 /// server's time when each came.
-fn blocked_acquires(server: &Server, wait_ms: i64) -> [thread::JoinHandle<(FullReply, i64)>; 2] {
+fn blocked_acquires(server: &Server, wait_ms: i64) -> [thread::JoinHandle<(FullReply, i64)>; 3] {
     let mut rlock = redis::cmd("RLOCK.ACQUIRE");
     rlock.arg("lock").arg("o1").arg(LEASE).arg("WAIT").arg(wait_ms).arg("REPLY").arg("FULL");
     let mut fair = redis::cmd("RFAIR.ACQUIRE");
     fair.arg("fair").arg("o1").arg(LEASE).arg("WAIT").arg(wait_ms).arg("BLOCK").arg(wait_ms).arg("REPLY").arg("FULL");
-    [rlock, fair].map(|command| {
+    let mut rw = redis::cmd("RRW.ACQUIRE");
+    rw.arg("rw").arg("o1").arg("WRITE").arg(LEASE).arg("WAIT").arg(wait_ms).arg("REPLY").arg("FULL");
+    [rlock, fair, rw].map(|command| {
         let mut con = server.connection();
         thread::spawn(move || {
             let reply: Value = command.query(&mut con).unwrap();
@@ -222,8 +224,8 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
     assert_eq!(info(&mut promoted, "role_changes"), 2);
 }
 
-/// Callers blocked during the delay are granted at its end: RLock's
-/// `WAIT`, the fair lock's `BLOCK`; a semaphore's refused caller gets a
+/// Callers blocked during the delay are granted at its end: RLock's and
+/// the read-write lock's `WAIT`, the fair lock's `BLOCK`; a semaphore's refused caller gets a
 /// release message then.
 #[test]
 fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
@@ -266,7 +268,7 @@ fn ending_the_delay_early_wakes_what_waits_for_its_end() {
     let mut pubsub = subscriber.as_pubsub();
     assert_eq!(refused_permit(&mut con, &mut pubsub), 0);
     let waiters = blocked_acquires(&server, 60_000);
-    testkit::eventually("both callers blocked", std::time::Duration::from_secs(10), || info(&mut con, "blocked") == 2);
+    testkit::eventually("both callers blocked", std::time::Duration::from_secs(10), || info(&mut con, "blocked") == 3);
     let ended_at = std::time::Instant::now();
     set_delay(&mut con, 0);
     for waiter in waiters {

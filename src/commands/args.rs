@@ -226,6 +226,9 @@ fn parse_window_ms(arg: RedisString) -> Result<i64, LockError> {
 pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
 /// `[WAIT wait_ms]`
+/// A blocked acquire's request id (`RLOCK.CANCEL`, `RRW.CANCEL`).
+pub const REQUEST_ID: Arg = Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: None };
+
 pub const WAIT_MS: Arg = Arg { name: c"wait_ms", kind: ArgKind::Integer, optional: true, token: Some(c"WAIT") };
 /// `[ID request_id [PX latch_ms]]`
 pub const LATCH: Arg = Arg::block(

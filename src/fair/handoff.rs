@@ -72,6 +72,7 @@ pub(super) fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
 #[linkme::distributed_slice(WAITER_KINDS)]
 static FAIR_WAITERS: WaiterKind = WaiterKind {
     anyone_waits: || waiting() > 0,
+    waiting,
     // Also the locks with native waiters that poll: a DEL or an expiry
     // starts their head's turn.
     waits_on: |id| locks().contains_key(id),

@@ -38,6 +38,7 @@ use super::glue::{
     block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
     unblock_client, Client, Outcome,
 };
+use super::lease_timers::LeaseTimers;
 use super::{Listed, Queues, Request, Waiter, WAITER_KINDS};
 use crate::api::api;
 use crate::commands::reply::AcquireReply;
@@ -58,9 +59,6 @@ use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 #[derive(Default)]
 struct State {
     queues: Queues<Client>,
-    /// Locks with an expiry timer armed: the timer, and when it fires
-    /// (server time, ms).
-    expiry_timers: HashMap<Vec<u8>, (raw::RedisModuleTimerID, i64)>,
     /// Locks with a grant scheduled on a 0 ms timer.
     scheduled: HashSet<Vec<u8>>,
     /// Each blocked client's timer at the end of its wait.
@@ -78,9 +76,9 @@ pub(super) fn locks_with_waiters() -> Vec<Vec<u8>> {
     state().queues.locks()
 }
 
-/// Waiters blocked now, over all locks.
+/// Callers blocked now, over all locks and kinds.
 pub fn waiting() -> usize {
-    state().queues.waiting()
+    state().queues.waiting() + WAITER_KINDS.iter().map(|kind| (kind.waiting)()).sum::<usize>()
 }
 
 pub(super) fn nobody_waits() -> bool {
@@ -292,55 +290,23 @@ fn grant_if_free(ctx: &Context, id: &[u8]) {
     arm_expiry_timer(ctx, &name); // still held by another: at its expiry
 }
 
-/// Keeps a timer at the expiry of `name` while it has waiters: a timer
-/// set for a later expiry (a longer lease before) is moved earlier.
+/// The RLock waiters' timers at their locks' expiries.
+static LEASE_TIMERS: LeaseTimers = LeaseTimers::new(grant_if_free, Some(lease_ended));
+
+/// Keeps a timer at the expiry of `name` while it has waiters.
 fn arm_expiry_timer(ctx: &Context, name: &RedisString) {
-    let lock = &lock_id(ctx, name.as_slice());
-    let armed_at = {
-        let state = state();
-        if !state.queues.has_waiters(lock) {
-            return;
-        }
-        state.expiry_timers.get(lock).copied()
-    };
-    let key = RedisLock::open_readonly(ctx, name);
-    let now = now_ms();
-    let pttl = lock::pttl(&key, now);
-    drop(key);
-    // A lock-delay frees nothing before its end; without one, a lock with
-    // no expiry is freed only by a release or a DEL, and a missing one is
-    // free now (a delay that ended since the caller looked).
-    let fire_at = match (pttl, term::delay_ends_at()) {
-        (-1, _) => return,
-        (-2, None) => return schedule_grant(ctx, lock, 0),
-        (-2, Some(delay_end)) => delay_end + 1,
-        (pttl, delay_end) => (now + pttl + 1).max(delay_end.map_or(0, |end| end + 1)),
-    };
-    match armed_at {
-        Some((_, at)) if at <= fire_at => return,
-        Some((timer, _)) => stop_timer::<LeaseTimer>(ctx, timer),
-        None => {}
+    let lock = lock_id(ctx, name.as_slice());
+    if state().queues.has_waiters(&lock) {
+        LEASE_TIMERS.arm(ctx, &lock, name);
     }
-    let timer = start_timer(ctx, fire_at - now, Some(lease_ended), (lock.to_vec(), fire_at));
-    state().expiry_timers.insert(lock.to_vec(), (timer, fire_at));
 }
 
-/// Lock name and firing time, for the expiry timers.
-type LeaseTimer = (Vec<u8>, i64);
-
 unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let (lock, fire_at) = unsafe { timer_data::<LeaseTimer>(data) };
-    {
-        let mut state = state();
-        if state.expiry_timers.get(&lock).is_some_and(|(_, at)| *at == fire_at) {
-            state.expiry_timers.remove(&lock);
-        }
-    }
-    grant_if_free(&Context::new(ctx), &lock);
+    unsafe { LEASE_TIMERS.fired(ctx, data) };
 }
 
 unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let (lock, _) = unsafe { timer_data::<LeaseTimer>(data) };
+    let (lock, _) = unsafe { timer_data::<(Vec<u8>, i64)>(data) };
     state().scheduled.remove(&lock);
     let ctx = Context::new(ctx);
     grant_if_free(&ctx, &lock);
@@ -358,14 +324,14 @@ pub(super) fn count_lapse(id: &[u8]) {
 }
 
 /// Schedules a grant check of lock `id` on a timer in `after_ms`, once.
-pub(super) fn schedule_grant(ctx: &Context, id: &[u8], after_ms: i64) {
+pub(crate) fn schedule_grant(ctx: &Context, id: &[u8], after_ms: i64) {
     let schedule = {
         let mut state = state();
         (state.queues.has_waiters(id) || WAITER_KINDS.iter().any(|kind| (kind.waits_on)(id)))
             && state.scheduled.insert(id.to_vec())
     };
     if schedule {
-        start_timer(ctx, after_ms, Some(freed_elsewhere), (id.to_vec(), 0));
+        start_timer(ctx, after_ms, Some(freed_elsewhere), (id.to_vec(), 0_i64));
     }
 }
 

@@ -141,8 +141,9 @@ unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisM
     let key = RedisLock::open_readonly(&context, &name);
     let pttl = lock::pttl(&key, now_ms());
     drop(key);
-    // As a refused acquire is told: a lasting lock-delay's rest if longer.
-    crate::term::delay().pttl(pttl).max(0)
+    // As a refused acquire is told: a lasting lock-delay's rest if longer
+    // (-1: no expiry; a missing lock's -2 becomes 0 or the delay's rest).
+    crate::term::delay().pttl(pttl)
 }
 
 unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, outcome: *mut c_void) {

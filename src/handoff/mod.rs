@@ -12,6 +12,8 @@ pub mod deadlock_check;
 pub mod events;
 #[cfg(not(test))]
 pub mod glue;
+#[cfg(not(test))]
+pub mod lease_timers;
 pub mod owner_waits;
 #[cfg(test)]
 mod tests;
@@ -26,6 +28,8 @@ use std::collections::{HashMap, VecDeque};
 pub struct WaiterKind {
     /// Whether any caller of this kind is blocked.
     pub anyone_waits: fn() -> bool,
+    /// How many callers of this kind are blocked.
+    pub waiting: fn() -> usize,
     /// Whether a caller of this kind is blocked on lock `id`.
     pub waits_on: fn(&[u8]) -> bool,
     /// The locks callers of this kind are blocked on (a FLUSH or SWAPDB
@@ -164,7 +168,12 @@ impl<C: PartialEq> Queues<C> {
 
     /// Whether an acquire of `owner` with `request_id` waits for `lock`.
     pub fn has_request(&self, lock: &[u8], owner: &[u8], request_id: &[u8]) -> bool {
-        self.position_of(lock, owner, request_id).is_some()
+        self.queued_request(lock, owner, request_id).is_some()
+    }
+
+    /// The waiting acquire of `owner` with `request_id` on `lock`.
+    pub fn queued_request(&self, lock: &[u8], owner: &[u8], request_id: &[u8]) -> Option<&Waiter<C>> {
+        self.by_lock.get(lock)?.get(self.position_of(lock, owner, request_id)?)
     }
 
     /// Takes that acquire out of the queue (a resend that will not wait

@@ -12,6 +12,8 @@ mod tests;
 
 #[cfg(not(test))]
 mod commands;
+#[cfg(not(test))]
+pub(crate) mod handoff;
 
 use crate::delay::Delay;
 use crate::error::LockError;

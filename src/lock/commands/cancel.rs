@@ -1,5 +1,5 @@
-use crate::commands::args::OWNER;
-use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::args::{OWNER, REQUEST_ID};
+use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::handoff::blocking;
@@ -19,8 +19,6 @@ fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let ended = blocking::withdraw(ctx, &name, &owner, request_id.as_slice(), LockError::WaitCancelled);
     Ok(RedisValue::Integer(i64::from(ended)))
 }
-
-const REQUEST_ID: Arg = Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: None };
 
 command!(
     cancel,

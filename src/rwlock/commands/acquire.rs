@@ -1,32 +1,41 @@
 use super::{parse_side, MODE};
-use crate::commands::args::{parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST};
+use crate::commands::args::{
+    parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
+};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
-use crate::lock::acquire_once::{once, Grant, Once, Requester};
-use crate::rwlock::{check_owner, Acquire, ReadWriteLock, Side};
+use crate::error::LockError;
+use crate::handoff::blocking::{self, BlockedAcquire};
+use crate::handoff::deadlock_check;
+use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
+use crate::rwlock::{check_owner, handoff, Acquire, ReadWriteLock, Side, Status};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 use rlock_protocol::rwlock_write_field;
 
-/// `RRW.ACQUIRE key owner READ|WRITE [lease_ms] [ID request_id [PX
-/// window_ms]] [REPLY FULL]`: nil when taken or re-entered, else the
-/// lock's PTTL. `ID` and `REPLY FULL` as `RLOCK.ACQUIRE`'s (`holds`: the
-/// owner's holds of that side; `lease_ms`: the lock's PTTL).
+/// `RRW.ACQUIRE key owner READ|WRITE [lease_ms] [WAIT wait_ms] [ID
+/// request_id [PX window_ms]] [REPLY FULL]`: nil when taken or re-entered,
+/// else the lock's PTTL. `WAIT`, `ID` and `REPLY FULL` as
+/// `RLOCK.ACQUIRE`'s (`holds`: the owner's holds of that side;
+/// `lease_ms`: the lock's PTTL): a refused caller that holds neither side
+/// blocks in arrival order until granted or `wait_ms` passes.
 fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
-    let owner = args.next_arg()?;
+    let owner_arg = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
     let lease_ms = parse_optional_lease(&mut args)?;
-    let AcquireOptions { request, full_reply, .. } = AcquireOptions::parse(args, Blocking::NotOffered)?;
+    let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
     let now = now_ms();
+    let may_block = wait_ms.is_some() && blocking::may_block(ctx);
     let lock = ReadWriteLock::new(name.as_slice());
-    let owner = owner.as_slice();
+    let owner = owner_arg.as_slice();
     // Before a record is read: a replay must not serve a reserved owner.
     check_owner(owner)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
+    let blocked = |wait_ms, request| BlockedAcquire { owner: &owner_arg, lease_ms, wait_ms, request, full_reply };
     let mut run = || lock.acquire(&mut keys, owner, side, lease_ms, (now, term::delay()));
     let once = match &request {
         None => Once::Ran(run()?),
@@ -38,6 +47,20 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 Side::Write => rwlock_write_field(owner),
             };
             let requester = Requester { name: name.as_slice(), owner: &field };
+            // The first call of this request still waits: it is granted
+            // once, to the call that waits now.
+            if let Some(queued) = handoff::queued_side(ctx, &name, owner, &request.id) {
+                // One id serves one side, waiting or granted.
+                if queued != side {
+                    return Err(LockError::RequestIdTaken.into());
+                }
+                vouch(&mut record, requester)?;
+                if let (true, Some(wait_ms)) = (may_block, wait_ms) {
+                    drop((keys, record));
+                    return Ok(handoff::block(ctx, &name, side, blocked(wait_ms, Some(request.clone()))));
+                }
+                handoff::withdraw(ctx, &name, owner, &request.id, LockError::WaitTakenOver);
+            }
             let grant_of = |outcome: &Acquire| match outcome {
                 Acquire::Acquired { count } => Some(Grant::count(*count)),
                 Acquire::Contended { .. } => None,
@@ -48,10 +71,35 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if let Once::Ran(ran) = &once {
         super::STATS.acquire(matches!(ran, Acquire::Acquired { .. }));
     }
+    let status = lock.status(&mut keys, Some(owner), now);
+    drop(keys);
+    let holds_of = |status: &Status, side| match status.owner {
+        Some((reads, writes)) => {
+            if side == Side::Read {
+                reads
+            } else {
+                writes
+            }
+        }
+        None => 0,
+    };
     let holds = match (once, full_reply) {
-        (Once::Ran(Acquire::Contended { pttl_ms }), false) => return Ok(RedisValue::Integer(pttl_ms)),
-        (Once::Ran(Acquire::Contended { pttl_ms }), true) => {
-            return Ok(AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value())
+        (Once::Ran(Acquire::Contended { pttl_ms }), _) => {
+            // A holder refused (an upgrade, a lock-delay) is not queued
+            // behind the waiters its own holds keep out.
+            let holder =
+                status.as_ref().is_ok_and(|status| holds_of(status, Side::Read) + holds_of(status, Side::Write) > 0);
+            if let (Some(wait_ms), true, false) = (wait_ms, may_block, holder) {
+                if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner) {
+                    super::STATS.deadlock();
+                    return Err(LockError::Deadlock(cycle).into());
+                }
+                return Ok(handoff::block(ctx, &name, side, blocked(wait_ms, request)));
+            }
+            return Ok(match full_reply {
+                false => RedisValue::Integer(pttl_ms),
+                true => AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value(),
+            });
         }
         (_, false) => return Ok(RedisValue::Null),
         (Once::Ran(Acquire::Acquired { count }), true) => count,
@@ -59,12 +107,8 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     // A replayed grant whose holds are gone since (the key may not even be
     // a lock now): no lease left.
-    let lease_ms = match lock.status(&mut keys, Some(owner), now) {
-        Ok(status)
-            if status.owner.is_some_and(|(reads, writes)| if side == Side::Read { reads } else { writes } > 0) =>
-        {
-            status.pttl_ms
-        }
+    let lease_ms = match status {
+        Ok(status) if holds_of(&status, side) > 0 => status.pttl_ms,
         _ => 0,
     };
     Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.value())
@@ -75,9 +119,9 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rrw.acquire",
-        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
+        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, MODE, LEASE_MS, REQUEST, REPLY_FULL],
+        args: &[OWNER, MODE, LEASE_MS, WAIT_MS, REQUEST, REPLY_FULL],
     },
 );

@@ -1,6 +1,7 @@
 //! The `RRW.*` commands, one file each.
 
 mod acquire;
+mod cancel;
 mod force_release;
 mod release;
 mod renew;

@@ -3,7 +3,7 @@ use crate::commands::args::{is_keyword, parse_release_tail, take_trailing, take_
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
-use crate::rwlock::{ReadWriteLock, Release};
+use crate::rwlock::{handoff, ReadWriteLock, Release};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 
@@ -25,7 +25,12 @@ fn release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
     let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
     let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let lock = ReadWriteLock::new(name.as_slice());
-    Ok(match lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)? {
+    let released = lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)?;
+    drop(keys);
+    // A release may let a waiter in without deleting the key (a writer
+    // keeping its reads): the waiters look.
+    handoff::released(ctx, &name);
+    Ok(match released {
         Release::NotHeld { published: true } => missing,
         Release::NotHeld { published: false } => RedisValue::Null,
         Release::StillHeld => RedisValue::Integer(0),

@@ -1,0 +1,235 @@
+//! Callers blocked on a read-write lock (`RRW.ACQUIRE … WAIT`): a queue
+//! per lock in arrival order, as RLock's. When the lock may have freed,
+//! its head is granted its side, and the waiters behind it as long as
+//! each is granted too (readers after a reader); a waiter refused stops
+//! the grants, so a writer at the head is not overtaken by later readers.
+//! The hand-off's keyspace callback tells of deletes and expiries, a
+//! release tells of itself (it may change the mode without a delete), and
+//! a timer at the lock's expiry catches a lease that runs out unseen.
+
+use super::{Acquire, ReadWriteLock, Side};
+use crate::api::api;
+use crate::commands::reply::AcquireReply;
+use crate::error::LockError;
+use crate::handoff::blocking::{schedule_grant, BlockedAcquire, PAUSED_RETRY_MS};
+use crate::handoff::events::{subscribe, unsubscribe_if_idle};
+use crate::handoff::glue::{
+    block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    unblock_client, Client, Outcome,
+};
+use crate::handoff::lease_timers::LeaseTimers;
+use crate::handoff::{Listed, Queues, Waiter, WaiterKind, WAITER_KINDS};
+use crate::lock::acquire_once::Grant;
+use crate::stats;
+use crate::store::{now_ms, RedisKeyspace, RedisLock};
+use crate::{lock, term};
+use redis_module::{raw, Context, RedisString, RedisValue};
+use rlock_protocol::rwlock_write_field;
+use std::collections::HashMap;
+use std::os::raw::c_void;
+use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+
+#[derive(Default)]
+struct State {
+    queues: Queues<Client>,
+    /// The side each blocked caller asked for.
+    sides: HashMap<Client, Side>,
+    wait_timers: HashMap<Client, raw::RedisModuleTimerID>,
+}
+
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[linkme::distributed_slice(WAITER_KINDS)]
+static READ_WRITE_WAITERS: WaiterKind = WaiterKind {
+    anyone_waits: || !state().queues.is_empty(),
+    waiting: || state().queues.waiting(),
+    waits_on: |id| state().queues.has_waiters(id),
+    locks: || state().queues.locks(),
+    listed: || state().queues.listed().into_iter().map(|listed| Listed { kind: "read-write", ..listed }).collect(),
+    waits_of: |owner| state().queues.waits_of(owner),
+    freed: grant_waiting,
+    flushed: |_| {},
+    stats: &super::commands::STATS,
+};
+
+/// Blocks the caller, refused `side` of `name`, until it is granted (nil)
+/// or `wait_ms` passes (the lock's PTTL); with `full_reply`, both reply
+/// [`AcquireReply`]. A resend of a queued request takes over its place.
+pub fn block(ctx: &Context, name: &RedisString, side: Side, acquire: BlockedAcquire) -> RedisValue {
+    let BlockedAcquire { owner, lease_ms, wait_ms, request, full_reply } = acquire;
+    let client = block_client(ctx, left);
+    let now = now_ms();
+    let ends_at_ms = now.saturating_add(wait_ms);
+    let client_id = unsafe { api!(RedisModule_GetClientId)(ctx.get_raw()) };
+    let owner = owner.as_slice().to_vec();
+    let waiter = Waiter { client, client_id, ends_at_ms, owner, lease_ms, request, full_reply, queued_at_ms: now };
+    let id = lock_id(ctx, name.as_slice());
+    let taken_over = {
+        let mut state = state();
+        state.sides.insert(client, side);
+        state.queues.queue(&id, waiter)
+    };
+    if let Some(first) = taken_over {
+        unblock(ctx, first, Outcome::Failed(error_text(LockError::WaitTakenOver.into())));
+    }
+    let timer = start_timer(ctx, wait_ms, Some(wait_ran_out), (client, ends_at_ms));
+    state().wait_timers.insert(client, timer);
+    subscribe(ctx);
+    arm_expiry_timer(ctx, &id, name);
+    RedisValue::NoReply
+}
+
+/// The side a call of `owner`'s acquire `request_id` waits for on
+/// `name`, if one waits.
+pub fn queued_side(ctx: &Context, name: &RedisString, owner: &[u8], request_id: &[u8]) -> Option<Side> {
+    let state = state();
+    let waiter = state.queues.queued_request(&lock_id(ctx, name.as_slice()), owner, request_id)?;
+    state.sides.get(&waiter.client).copied()
+}
+
+/// Ends the waiting call of that acquire with `why` (its resend will not
+/// wait, or `RRW.CANCEL`); false when none waits.
+pub fn withdraw(ctx: &Context, name: &RedisString, owner: &[u8], request_id: &[u8], why: LockError) -> bool {
+    let withdrawn = state().queues.remove_request(&lock_id(ctx, name.as_slice()), owner, request_id);
+    let Some(waiter) = withdrawn else { return false };
+    unblock(ctx, waiter.client, Outcome::Failed(error_text(why.into())));
+    unsubscribe_if_idle(ctx);
+    true
+}
+
+/// A release of `name`: its waiters get a grant check.
+pub fn released(ctx: &Context, name: &RedisString) {
+    schedule_grant(ctx, &lock_id(ctx, name.as_slice()), 0);
+}
+
+/// Grants lock `id` to its waiters in order while each may have it (a
+/// timer's work: on a primary only, and not while writes are paused).
+fn grant_waiting(ctx: &Context, id: &[u8]) {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
+    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 || !state().queues.has_waiters(id) {
+        return;
+    }
+    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
+        return schedule_grant(ctx, id, PAUSED_RETRY_MS);
+    }
+    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
+    let lock = ReadWriteLock::new(name.as_slice());
+    let mut keys = RedisKeyspace::open_as_server(ctx, &name);
+    // The server's own attempts: refusals by the lock-delay not counted.
+    let delay = term::delay().quiet();
+    while let Some((waiter, side)) = pop_front(id) {
+        let now = now_ms();
+        match lock.acquire(&mut keys, &waiter.owner, side, waiter.lease_ms, (now, delay)) {
+            Ok(Acquire::Contended { .. }) => {
+                let mut state = state();
+                state.sides.insert(waiter.client, side);
+                state.queues.push_front(id, waiter);
+                break;
+            }
+            Ok(Acquire::Acquired { count }) => {
+                stats::record_grant();
+                super::commands::STATS.waiter_granted(now.saturating_sub(waiter.queued_at_ms));
+                if let Some(request) = &waiter.request {
+                    let field = match side {
+                        Side::Read => waiter.owner.clone(),
+                        Side::Write => rwlock_write_field(&waiter.owner),
+                    };
+                    remember_grant(ctx, name.as_slice(), &field, request, Grant::count(count));
+                }
+                let reply = match waiter.full_reply {
+                    false => Outcome::Granted,
+                    true => {
+                        let lease_ms = lock.status(&mut keys, None, now).map_or(0, |status| status.pttl_ms);
+                        let waited_ms = now.saturating_sub(waiter.queued_at_ms);
+                        Outcome::Value(AcquireReply { granted: true, holds: count, lease_ms, waited_ms }.value())
+                    }
+                };
+                unblock(ctx, waiter.client, reply);
+            }
+            Err(err) => unblock(ctx, waiter.client, Outcome::Failed(error_text(err.into()))),
+        }
+    }
+    drop(keys);
+    arm_expiry_timer(ctx, id, &name);
+    unsubscribe_if_idle(ctx);
+}
+
+fn pop_front(id: &[u8]) -> Option<(Waiter<Client>, Side)> {
+    let mut state = state();
+    let waiter = state.queues.pop_front(id)?;
+    let side = state.sides.remove(&waiter.client).unwrap_or(Side::Write);
+    Some((waiter, side))
+}
+
+fn unblock(ctx: &Context, client: Client, outcome: Outcome) {
+    let timer = {
+        let mut state = state();
+        state.sides.remove(&client);
+        state.wait_timers.remove(&client)
+    };
+    if let Some(timer) = timer {
+        stop_timer::<(Client, i64)>(ctx, timer);
+    }
+    unblock_client(client, outcome);
+}
+
+/// A wait that ran out: a timer on time first checks the lock (an event
+/// freeing it may have been missed), then the caller, if still queued, is
+/// told the lock's PTTL.
+unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    let (client, ends_at) = unsafe { timer_data::<(Client, i64)>(data) };
+    let ctx = Context::new(ctx);
+    let lock = {
+        let mut state = state();
+        state.wait_timers.remove(&client);
+        state.queues.lock_of(&client)
+    };
+    if let (true, Some(lock)) = (now_ms() <= ends_at.saturating_add(1), &lock) {
+        grant_waiting(&ctx, lock);
+    }
+    let removed = state().queues.remove(&client);
+    let Some((id, waiter)) = removed else { return };
+    stats::record_wait_timeout();
+    super::commands::STATS.wait_timeout();
+    let outcome = match waiter.full_reply {
+        false => Outcome::HolderPttl,
+        true => {
+            let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(&ctx, &id));
+            // As a refused acquire is told (-1: no expiry; 0: missing).
+            let pttl = term::delay().pttl(lock::pttl(&RedisLock::open_readonly(&ctx, &name), now_ms()));
+            let waited_ms = now_ms().saturating_sub(waiter.queued_at_ms);
+            Outcome::Value(AcquireReply { granted: false, holds: 0, lease_ms: pttl, waited_ms }.value())
+        }
+    };
+    unblock(&ctx, client, outcome);
+    unsubscribe_if_idle(&ctx);
+}
+
+/// A blocked caller that disconnected (or was killed) leaves the queue.
+unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
+    let ctx = Context::new(ctx);
+    let client = client as Client;
+    let removed = state().queues.remove(&client);
+    if removed.is_some() {
+        unblock(&ctx, client, Outcome::Granted);
+        unsubscribe_if_idle(&ctx);
+    }
+}
+
+/// The timers at the expiries of locks with waiters.
+static LEASE_TIMERS: LeaseTimers = LeaseTimers::new(grant_waiting, Some(lease_ended));
+
+/// Keeps a timer at the lock's expiry while it has waiters.
+fn arm_expiry_timer(ctx: &Context, id: &[u8], name: &RedisString) {
+    if state().queues.has_waiters(id) {
+        LEASE_TIMERS.arm(ctx, id, name);
+    }
+}
+
+unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    unsafe { LEASE_TIMERS.fired(ctx, data) };
+}
