@@ -2,7 +2,7 @@
 //! (`RLOCK.ACQUIRE … WAIT`, `RFAIR.ACQUIRE … BLOCK`) whose wait would close
 //! a cycle of waits is told `DEADLOCK …` at once, naming the cycle, and
 //! nothing is written; cycles of 2, 3 and 10 locks across connections,
-//! re-entered holds and fair locks among them; none is reported in a
+//! re-entered holds, fair and read-write locks among them; none is reported in a
 //! random workload that takes locks in one order; none with detection off.
 
 use redis::{Connection, RedisResult, Value};
@@ -17,14 +17,26 @@ fn run(con: &mut Connection, args: &[&str]) -> RedisResult<Value> {
 }
 
 /// `owner` waits for `lock` on a connection of its own: a plain lock's
-/// `WAIT`, or a fair lock's `BLOCK` when the name starts with `fair`.
+/// `WAIT`, a fair lock's `BLOCK` when the name starts with `fair`, a
+/// read-write lock's write side when it starts with `rw`.
 fn wait_for(lock: &str, owner: &str, wait_ms: u64) -> Vec<String> {
     let wait = wait_ms.to_string();
-    let call: Vec<&str> = match lock.starts_with("fair") {
-        false => vec!["RLOCK.ACQUIRE", lock, owner, LEASE, "WAIT", &wait],
-        true => vec!["RFAIR.ACQUIRE", lock, owner, LEASE, "WAIT", &wait, "BLOCK", &wait],
+    let call: Vec<&str> = match () {
+        _ if lock.starts_with("fair") => vec!["RFAIR.ACQUIRE", lock, owner, LEASE, "WAIT", &wait, "BLOCK", &wait],
+        _ if lock.starts_with("rw") => vec!["RRW.ACQUIRE", lock, owner, "WRITE", LEASE, "WAIT", &wait],
+        _ => vec!["RLOCK.ACQUIRE", lock, owner, LEASE, "WAIT", &wait],
     };
     call.into_iter().map(str::to_owned).collect()
+}
+
+/// `owner` takes `lock` (or is refused): a plain or fair lock, or a
+/// read-write lock's read side (a writer waiting for it is a cycle's step).
+fn take<'a>(lock: &'a str, owner: &'a str) -> Vec<&'a str> {
+    match () {
+        _ if lock.starts_with("fair") => vec!["RFAIR.ACQUIRE", lock, owner, LEASE],
+        _ if lock.starts_with("rw") => vec!["RRW.ACQUIRE", lock, owner, "READ", LEASE],
+        _ => vec!["RLOCK.ACQUIRE", lock, owner, LEASE],
+    }
 }
 
 fn spawn_call(server: &Server, call: Vec<String>) -> JoinHandle<RedisResult<Value>> {
@@ -51,10 +63,8 @@ fn until_blocked(con: &mut Connection, count: usize) {
 fn close_a_cycle(server: &Server, locks: &[&str], reentered: bool) -> String {
     let mut con = server.connection();
     for (i, lock) in locks.iter().enumerate() {
-        let owner = format!("o{i}");
-        let command = if lock.starts_with("fair") { "RFAIR.ACQUIRE" } else { "RLOCK.ACQUIRE" };
         for _ in 0..(1 + usize::from(reentered)) {
-            run(&mut con, &[command, lock, &owner, LEASE]).unwrap();
+            run(&mut con, &take(lock, &format!("o{i}"))).unwrap();
         }
     }
     let n = locks.len();
@@ -70,7 +80,11 @@ fn close_a_cycle(server: &Server, locks: &[&str], reentered: bool) -> String {
     assert_eq!(blocked(&mut con), n - 1, "the others still wait");
     // Untangle: each holder lets go, so every waiter is granted.
     for lock in locks {
-        let command = if lock.starts_with("fair") { "RFAIR.FORCERELEASE" } else { "RLOCK.FORCERELEASE" };
+        let command = match () {
+            _ if lock.starts_with("fair") => "RFAIR.FORCERELEASE",
+            _ if lock.starts_with("rw") => "RRW.FORCERELEASE",
+            _ => "RLOCK.FORCERELEASE",
+        };
         run(&mut con, &[command, lock]).unwrap();
     }
     for call in waiting {
@@ -91,8 +105,14 @@ fn cycles_of_two_three_and_ten_locks_are_told_at_once() {
     let server = Server::start();
     let ten: Vec<String> = (0..10).map(|i| if i % 3 == 0 { format!("fair{i}") } else { format!("l{i}") }).collect();
     let ten: Vec<&str> = ten.iter().map(String::as_str).collect();
-    let cases: [(&[&str], bool); 4] =
-        [(&["a", "b"], false), (&["c", "fair-d", "e"], false), (&ten, false), (&["f", "g"], true)];
+    let cases: [(&[&str], bool); 6] = [
+        (&["a", "b"], false),
+        (&["c", "fair-d", "e"], false),
+        (&ten, false),
+        (&["f", "g"], true),
+        (&["rw-h", "i"], false),
+        (&["j", "rw-k", "fair-l"], true),
+    ];
     for (locks, reentered) in cases {
         let error = close_a_cycle(&server, locks, reentered);
         assert!(error.contains("DEADLOCK"), "{error}");
@@ -105,7 +125,7 @@ fn cycles_of_two_three_and_ten_locks_are_told_at_once() {
     }
     let mut con = server.connection();
     let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
-    assert!(info.contains("rlock_deadlocks:4"), "{info}");
+    assert!(info.contains("rlock_deadlocks:6"), "{info}");
 }
 
 #[test]
@@ -122,8 +142,9 @@ fn with_detection_off_the_closing_wait_just_waits() {
     first.join().unwrap().unwrap();
 }
 
-/// 64 owners over 16 locks, each taking locks in one order (a lower
-/// lock, then a higher one): waits form no cycle, and none is reported.
+/// 64 owners over 16 locks (plain, fair and read-write), each taking
+/// locks in one order (a lower lock, then a higher one): waits form no
+/// cycle, and none is reported.
 #[test]
 fn no_deadlock_is_reported_when_locks_are_taken_in_one_order() {
     let server = Server::start();
@@ -134,9 +155,11 @@ fn no_deadlock_is_reported_when_locks_are_taken_in_one_order() {
         let held = rng.below(15);
         let wanted = held + 1 + rng.below(15 - held);
         let owner = format!("w{owner}");
+        // Plain, fair and read-write locks, in one order.
+        let lock = |i: u64| ["k", "fair-k", "rw-k"][(i % 3) as usize].to_owned() + &i.to_string();
         // Taken, or held by another: either way it then waits for a higher lock.
-        run(&mut con, &["RLOCK.ACQUIRE", &format!("k{held}"), &owner, LEASE]).unwrap();
-        calls.push(spawn_call(&server, wait_for(&format!("k{wanted}"), &owner, 2_000)));
+        run(&mut con, &take(&lock(held), &owner)).unwrap();
+        calls.push(spawn_call(&server, wait_for(&lock(wanted), &owner, 2_000)));
     }
     for call in calls {
         match call.join().unwrap() {
@@ -199,6 +222,22 @@ fn a_recorded_fair_grant_is_replayed_not_told_deadlock() {
         run(&mut con, &["RFAIR.FORCERELEASE", lock]).unwrap();
     }
     blocked.join().unwrap().unwrap();
+}
+
+/// A plain lock's owner may end with `:write`: it is not read as another
+/// owner's write hold (only a read-write lock's field is).
+#[test]
+fn an_owner_ending_in_write_is_itself() {
+    let server = Server::start();
+    let mut con = server.connection();
+    run(&mut con, &["RLOCK.ACQUIRE", "a", "o1:write", LEASE]).unwrap();
+    run(&mut con, &["RLOCK.ACQUIRE", "b", "o2", LEASE]).unwrap();
+    let other = spawn_call(&server, wait_for("a", "o2", 30_000));
+    until_blocked(&mut con, 1);
+    let waited = run(&mut con, &wait_for("b", "o1", 100).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(matches!(waited, Ok(Value::Int(ms)) if ms > 0), "o1 holds nothing: no cycle: {waited:?}");
+    run(&mut con, &["RLOCK.FORCERELEASE", "a"]).unwrap();
+    other.join().unwrap().unwrap();
 }
 
 /// A wait that ended (its time ran out, or its connection closed) is no

@@ -228,6 +228,12 @@ fn list_walks_the_keys_that_hold_lock_family_state() {
         (&["RPSEM.TRYACQUIRE", "kinds:psem", "60000", "id1"], "kinds:psem", "permit-semaphore"),
     ];
     run(&mut con, &["RPSEM.TRYSETPERMITS", "kinds:psem", "3"]);
+    // A string that is no count, with a permit set beside it: no
+    // permit-semaphore to INSPECT, and not listed as one.
+    run(&mut con, &["SET", "kinds:odd", "5.0"]);
+    run(&mut con, &["ZADD", "{kinds:odd}:timeout", "99999999999999", "0123456789abcdef"]);
+    assert_eq!(text(&inspect(&mut con, "kinds:odd").0["kind"]), "other");
+    assert!(list_all(&mut con, &["MATCH", "kinds:odd", "TYPE", "permit-semaphore"]).is_empty());
     for (call, key, kind) in others {
         run(&mut con, call);
         assert_eq!(list_all(&mut con, &["MATCH", key]).get(key).map(String::as_str), Some(kind), "{key}");

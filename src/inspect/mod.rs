@@ -114,12 +114,15 @@ pub fn owners(keys: &mut dyn Keyspace, name: &[u8]) -> Result<Vec<Vec<u8>>> {
     if keys.key_type(name)? != KeyType::Hash {
         return Ok(vec![]);
     }
-    let holds = hold_counts(keys, name)?;
-    Ok(holds
+    let fields = keys.hgetall(name)?;
+    // Only a read-write lock's writer field is its owner with a suffix: a
+    // plain lock's owner may end the same way.
+    let read_write = fields.iter().any(|(field, _)| field == MODE_FIELD);
+    Ok(positive_counts(fields)
         .into_iter()
         .map(|(field, _)| match field.strip_suffix(WRITE_SUFFIX) {
-            Some(owner) => owner.to_vec(),
-            None => field,
+            Some(owner) if read_write => owner.to_vec(),
+            _ => field,
         })
         .collect())
 }
@@ -129,6 +132,13 @@ pub const WRITE_SUFFIX: &[u8] = b":write";
 
 /// A hash's fields whose values are positive hold counts.
 fn hold_counts(keys: &mut dyn Keyspace, name: &[u8]) -> Result<Vec<(Vec<u8>, i64)>> {
-    let fields = keys.hgetall(name)?.into_iter();
-    Ok(fields.filter_map(|(field, count)| Some((field, parse_hold_count(&count).ok().filter(|n| *n > 0)?))).collect())
+    Ok(positive_counts(keys.hgetall(name)?))
 }
+
+fn positive_counts(fields: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, i64)> {
+    let fields = fields.into_iter();
+    fields.filter_map(|(field, count)| Some((field, parse_hold_count(&count).ok().filter(|n| *n > 0)?))).collect()
+}
+
+/// A read-write lock's mode field.
+const MODE_FIELD: &[u8] = b"mode";

@@ -21,7 +21,13 @@ fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<I
     {
         return Ok(None);
     }
-    let left = keys.get(name)?.and_then(|count| parse_hold_count(&count).ok()).unwrap_or(0);
+    // Its count is an integer (or missing: no permit left), as RLOCK.LIST
+    // looks for it.
+    let count = keys.get(name)?;
+    if count.as_deref().is_some_and(|count| parse_hold_count(count).is_err()) {
+        return Ok(None);
+    }
+    let left = count.and_then(|count| parse_hold_count(&count).ok()).unwrap_or(0);
     // Lapsed permits are the semaphore's again (its next call takes them back).
     let lapsed = keys.zrange_to(&timeouts, now_ms, usize::MAX)?.len() as i64;
     let permits = left.saturating_add(lapsed);
