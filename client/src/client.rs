@@ -105,9 +105,9 @@ impl Client {
     }
 
     /// The locks on the server whose names match `pattern` (`SCAN`'s
-    /// glob; `None`: all), walked page by page with `RLOCK.LIST`. One
-    /// server or the Sentinels' primary; on a cluster, the node a keyless
-    /// command reaches: list each primary with a client of its own.
+    /// glob; `None`: all), walked page by page with `RLOCK.LIST`: one
+    /// server, the Sentinels' primary, or every primary of a cluster in
+    /// turn.
     pub fn list_locks(&self, pattern: Option<&str>) -> LockListing {
         LockListing::new(self.shared.clone(), pattern)
     }

@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::info::{bytes, int, lease, pairs, text};
 use crate::shared::Shared;
+use crate::transport::slot_map::Node;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,50 +24,63 @@ pub struct ListedLock {
     pub ttl: Option<Duration>,
 }
 
-/// A walk over the locks of the server, page by page (`SCAN`'s
-/// guarantees: a lock there throughout is listed at least once, maybe
-/// twice). Read it with [`LockListing::next`].
+/// A walk over the locks of the server, or of every primary of a
+/// cluster one after the other, page by page (`SCAN`'s guarantees: a lock
+/// there throughout is listed at least once, maybe twice). Read it with
+/// [`LockListing::next`].
 pub struct LockListing {
     shared: Arc<Shared>,
     pattern: Option<String>,
-    /// The next page's cursor; `None` once the walk is done.
-    cursor: Option<String>,
+    /// The servers still to walk, the current one first, with its next
+    /// page's cursor; `None` until first read.
+    servers: Option<VecDeque<Option<Node>>>,
+    cursor: String,
     page: VecDeque<ListedLock>,
 }
 
+/// How long reading a cluster's primaries may take.
+const SLOT_MAP_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl LockListing {
     pub(crate) fn new(shared: Arc<Shared>, pattern: Option<&str>) -> Self {
-        Self { shared, pattern: pattern.map(str::to_owned), cursor: Some("0".into()), page: VecDeque::new() }
+        Self { shared, pattern: pattern.map(str::to_owned), servers: None, cursor: "0".into(), page: VecDeque::new() }
     }
 
-    /// The next lock, fetching pages as needed; `None` at the end.
+    /// The next lock, fetching pages as needed; `None` at the end. After
+    /// an error, calling again fetches the same page again.
     pub async fn next(&mut self) -> Option<Result<ListedLock>> {
         while self.page.is_empty() {
-            let cursor = self.cursor.take()?;
-            match self.fetch(&cursor).await {
-                Ok(()) => {}
-                Err(err) => {
-                    self.cursor = Some(cursor); // the same page, if called again
-                    return Some(Err(err));
+            if self.servers.is_none() {
+                match self.shared.connection.key_servers(SLOT_MAP_TIMEOUT).await {
+                    Ok(servers) => self.servers = Some(servers.into()),
+                    Err(err) => return Some(Err(err.into())),
                 }
+            }
+            let server = self.servers.as_ref()?.front()?.clone();
+            if let Err(err) = self.fetch(server.as_ref()).await {
+                return Some(Err(err));
             }
         }
         self.page.pop_front().map(Ok)
     }
 
-    async fn fetch(&mut self, cursor: &str) -> Result<()> {
+    /// One page of `server`; at its last, the walk moves to the next server.
+    async fn fetch(&mut self, server: Option<&Node>) -> Result<()> {
         let mut list = redis::cmd("RLOCK.LIST");
-        list.arg(cursor).arg("COUNT").arg(100);
+        list.arg(&self.cursor).arg("COUNT").arg(100);
         if let Some(pattern) = &self.pattern {
             list.arg("MATCH").arg(pattern);
         }
-        let read = || async { Ok(list.query_async(&mut self.shared.connection.clone()).await?) };
+        let read = || async { Ok(self.shared.connection.clone().query_on(server, list.clone()).await?) };
         let (next, entries): (String, Vec<redis::Value>) =
             self.shared.options.retry.run(Error::is_transient, read).await?;
         for entry in entries {
             self.page.push_back(listed(entry)?);
         }
-        self.cursor = (next != "0").then_some(next);
+        if next == "0" {
+            self.servers.as_mut().map(VecDeque::pop_front);
+        }
+        self.cursor = next;
         Ok(())
     }
 }

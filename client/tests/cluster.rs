@@ -35,6 +35,23 @@ async fn exclusion_and_hand_off_on_locks_over_all_primaries() {
     let cluster = Cluster::start(3, 1);
     let client = client(&cluster, ClientOptions::default()).await;
     let data = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+
+    // The listing walks every primary: each held lock is listed.
+    let names = names_on_every_primary(&cluster);
+    let mut guards = Vec::new();
+    for name in &names {
+        guards.push(client.lock(name.as_str()).lock().await.unwrap());
+    }
+    let mut listing = client.list_locks(Some("lock:*"));
+    let mut listed = std::collections::BTreeSet::new();
+    while let Some(lock) = listing.next().await {
+        listed.insert(String::from_utf8(lock.unwrap().name).unwrap());
+    }
+    assert_eq!(listed, names.iter().cloned().collect(), "every primary's locks");
+    for guard in guards {
+        guard.unlock().await.unwrap();
+    }
+
     let started = Instant::now();
 
     let mut tasks = tokio::task::JoinSet::new();

@@ -3,7 +3,7 @@
 
 use crate::transport::node_pipelines::ClusterNodes;
 use crate::transport::sentinel::{PrimaryConnection, Sentinels};
-use crate::transport::slot_map::timed_out;
+use crate::transport::slot_map::{timed_out, Node};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
@@ -114,6 +114,23 @@ impl Connection {
                 let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
                 Ok(redis::from_redis_value(connection.route_command(cmd, routing).await?)?)
             }
+        }
+    }
+
+    /// The servers that hold keys: this one (`None`), or in a cluster
+    /// every primary (read within `timeout`).
+    pub async fn key_servers(&self, timeout: Duration) -> RedisResult<Vec<Option<Node>>> {
+        match self {
+            Connection::Cluster(cluster) => Ok(cluster.primaries(timeout).await?.into_iter().map(Some).collect()),
+            _ => Ok(vec![None]),
+        }
+    }
+
+    /// Runs `cmd` on `server`, one of [`Connection::key_servers`]'.
+    pub async fn query_on<T: redis::FromRedisValue>(&mut self, server: Option<&Node>, cmd: Cmd) -> RedisResult<T> {
+        match (self, server) {
+            (Connection::Cluster(cluster), Some(node)) => cluster.query_on(node, cmd).await,
+            (connection, _) => cmd.query_async(connection).await,
         }
     }
 

@@ -11,7 +11,7 @@
 use crate::transport::connection::{key_slot, NodeReplies};
 use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::SingleNodeRoutingInfo;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -27,6 +27,18 @@ pub(crate) struct ClusterNodes {
 impl ClusterNodes {
     pub fn new(connection: ClusterConnection) -> Self {
         Self { connection, slot_map: Arc::default() }
+    }
+
+    /// The primaries, from the slot map (read again when stale).
+    pub async fn primaries(&self, timeout: Duration) -> RedisResult<Vec<Node>> {
+        Ok(self.slot_map.get(&self.connection, timeout).await?.primaries())
+    }
+
+    /// Runs `cmd` on `node`.
+    pub async fn query_on<T: redis::FromRedisValue>(&self, node: &Node, cmd: Cmd) -> RedisResult<T> {
+        let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
+        let reply = self.connection.clone().route_command(cmd, RoutingInfo::SingleNode(route)).await?;
+        Ok(redis::from_redis_value(reply)?)
     }
 
     /// Runs single-key `(key, command)` pairs, one pipeline per primary;

@@ -76,6 +76,12 @@ impl SlotMap {
         self.0.iter().find(|range| range.start <= slot && slot <= range.end).map(|range| &range.primary)
     }
 
+    /// Every primary, once each, in slot order.
+    pub fn primaries(&self) -> Vec<Node> {
+        let mut seen = HashSet::new();
+        self.0.iter().map(|range| &range.primary).filter(|node| seen.insert(*node)).cloned().collect()
+    }
+
     /// Nodes to ask for a fresh map: primaries first, then replicas, the
     /// nodes that just failed left out.
     fn refresh_candidates(&self, failed: &HashSet<Node>) -> Vec<Node> {
