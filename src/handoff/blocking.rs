@@ -36,7 +36,7 @@
 use super::events::{subscribe, unsubscribe_if_idle};
 use super::glue::{
     block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
-    unblock_client, Client, Outcome,
+    unblock_client, Client, Disconnected, Outcome,
 };
 use super::lease_timers::LeaseTimers;
 use super::{Listed, Queues, Request, Waiter, WAITER_KINDS};
@@ -105,20 +105,33 @@ pub struct BlockedAcquire<'a> {
     pub full_reply: bool,
 }
 
+impl BlockedAcquire<'_> {
+    /// Blocks the caller (`left` runs if it disconnects): its waiter. No
+    /// Redis timeout and no timeout callback: the wait's own timer ends it.
+    pub fn block_caller(&self, ctx: &Context, left: Disconnected) -> Waiter<Client> {
+        let client = block_client(ctx, left);
+        let now = now_ms();
+        Waiter {
+            client,
+            client_id: unsafe { api!(RedisModule_GetClientId)(ctx.get_raw()) },
+            ends_at_ms: now.saturating_add(self.wait_ms),
+            owner: self.owner.as_slice().to_vec(),
+            lease_ms: self.lease_ms,
+            request: self.request.clone(),
+            full_reply: self.full_reply,
+            queued_at_ms: now,
+        }
+    }
+}
+
 /// Blocks the caller, who was refused `name`, until the lock is granted to
 /// it (reply nil) or `wait_ms` passes (reply the holder's PTTL); with
 /// `full_reply`, both reply [`AcquireReply`]. A resend of a queued
 /// request (the same owner and request id) takes over its place, and
 /// the first call ends with an error.
 pub fn block(ctx: &Context, name: &RedisString, acquire: BlockedAcquire) -> RedisValue {
-    let BlockedAcquire { owner, lease_ms, wait_ms, request, full_reply } = acquire;
-    // No Redis timeout and no timeout callback: the wait's own timer ends it.
-    let client = block_client(ctx, left);
-    let now = now_ms();
-    let ends_at_ms = now.saturating_add(wait_ms);
-    let client_id = unsafe { api!(RedisModule_GetClientId)(ctx.get_raw()) };
-    let owner = owner.as_slice().to_vec();
-    let waiter = Waiter { client, client_id, ends_at_ms, owner, lease_ms, request, full_reply, queued_at_ms: now };
+    let waiter = acquire.block_caller(ctx, left);
+    let (client, ends_at_ms, wait_ms) = (waiter.client, waiter.ends_at_ms, acquire.wait_ms);
     let taken_over = state().queues.queue(&lock_id(ctx, name.as_slice()), waiter);
     if let Some(first) = taken_over {
         unblock(ctx, first, Outcome::Failed(error_text(LockError::WaitTakenOver.into())));
@@ -272,15 +285,26 @@ fn holder_pttl(ctx: &Context, id: &[u8], delay: Delay) -> Option<i64> {
 /// How soon a grant check put off by a write pause is tried again.
 pub(crate) const PAUSED_RETRY_MS: i64 = 10;
 
+/// Whether a timer may grant lock `id` now: on a primary only, and not
+/// while writes are paused (then its check runs again after
+/// [`PAUSED_RETRY_MS`]).
+pub(crate) fn may_grant_now(ctx: &Context, id: &[u8]) -> bool {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
+    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
+        return false;
+    }
+    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
+        schedule_grant(ctx, id, PAUSED_RETRY_MS);
+        return false;
+    }
+    true
+}
+
 /// Opens lock `id` (in a timer) and grants it if it freed (on a primary
 /// only; while writes are paused, again after [`PAUSED_RETRY_MS`]).
 fn grant_if_free(ctx: &Context, id: &[u8]) {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
-    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 || !state().queues.has_waiters(id) {
+    if !state().queues.has_waiters(id) || !may_grant_now(ctx, id) {
         return;
-    }
-    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
-        return schedule_grant(ctx, id, PAUSED_RETRY_MS);
     }
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     // Opening the key expires it if its lease has run out.

@@ -88,10 +88,10 @@ pub enum Outcome {
 /// Blocks the calling client, with no Redis timeout and no timeout
 /// callback (the caller's own timer ends the wait); `left` runs if it
 /// disconnects first.
-pub fn block_client(
-    ctx: &Context,
-    left: unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut raw::RedisModuleBlockedClient),
-) -> Client {
+/// What runs when a blocked caller disconnects (or is killed).
+pub type Disconnected = unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut raw::RedisModuleBlockedClient);
+
+pub fn block_client(ctx: &Context, left: Disconnected) -> Client {
     unsafe {
         let client = api!(RedisModule_BlockClient)(ctx.get_raw(), Some(reply), None, Some(free_outcome), 0);
         api!(RedisModule_SetDisconnectCallback)(client, Some(left));

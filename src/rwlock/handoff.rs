@@ -8,14 +8,13 @@
 //! a timer at the lock's expiry catches a lease that runs out unseen.
 
 use super::{Acquire, ReadWriteLock, Side};
-use crate::api::api;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
-use crate::handoff::blocking::{schedule_grant, BlockedAcquire, PAUSED_RETRY_MS};
+use crate::handoff::blocking::{may_grant_now, schedule_grant, BlockedAcquire};
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
-    block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
-    unblock_client, Client, Outcome,
+    error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
+    Outcome,
 };
 use crate::handoff::lease_timers::LeaseTimers;
 use crate::handoff::{Listed, Queues, Waiter, WaiterKind, WAITER_KINDS};
@@ -60,13 +59,8 @@ static READ_WRITE_WAITERS: WaiterKind = WaiterKind {
 /// or `wait_ms` passes (the lock's PTTL); with `full_reply`, both reply
 /// [`AcquireReply`]. A resend of a queued request takes over its place.
 pub fn block(ctx: &Context, name: &RedisString, side: Side, acquire: BlockedAcquire) -> RedisValue {
-    let BlockedAcquire { owner, lease_ms, wait_ms, request, full_reply } = acquire;
-    let client = block_client(ctx, left);
-    let now = now_ms();
-    let ends_at_ms = now.saturating_add(wait_ms);
-    let client_id = unsafe { api!(RedisModule_GetClientId)(ctx.get_raw()) };
-    let owner = owner.as_slice().to_vec();
-    let waiter = Waiter { client, client_id, ends_at_ms, owner, lease_ms, request, full_reply, queued_at_ms: now };
+    let waiter = acquire.block_caller(ctx, left);
+    let (client, ends_at_ms, wait_ms) = (waiter.client, waiter.ends_at_ms, acquire.wait_ms);
     let id = lock_id(ctx, name.as_slice());
     let taken_over = {
         let mut state = state();
@@ -109,12 +103,8 @@ pub fn released(ctx: &Context, name: &RedisString) {
 /// Grants lock `id` to its waiters in order while each may have it (a
 /// timer's work: on a primary only, and not while writes are paused).
 fn grant_waiting(ctx: &Context, id: &[u8]) {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
-    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 || !state().queues.has_waiters(id) {
+    if !state().queues.has_waiters(id) || !may_grant_now(ctx, id) {
         return;
-    }
-    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
-        return schedule_grant(ctx, id, PAUSED_RETRY_MS);
     }
     let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     let lock = ReadWriteLock::new(name.as_slice());

@@ -1,9 +1,9 @@
-use crate::commands::args::{OWNER, REQUEST_ID};
+use crate::commands::args::{parse_cancel, OWNER, REQUEST_ID};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::handoff::blocking;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
 
 /// `RLOCK.CANCEL key owner request_id`: ends the blocked `RLOCK.ACQUIRE …
 /// WAIT … ID request_id` of `owner` on `key` while it still waits (it
@@ -11,11 +11,7 @@ use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 /// call waits. `CLIENT UNBLOCK` is refused for these calls; this names the
 /// wait from any connection.
 fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
-    let name = args.next_arg()?;
-    let owner = args.next_arg()?;
-    let request_id = args.next_arg()?;
-    args.done()?;
+    let [name, owner, request_id] = parse_cancel(args)?;
     let ended = blocking::withdraw(ctx, &name, &owner, request_id.as_slice(), LockError::WaitCancelled);
     Ok(RedisValue::Integer(i64::from(ended)))
 }

@@ -1,19 +1,15 @@
-use crate::commands::args::{OWNER, REQUEST_ID};
+use crate::commands::args::{parse_cancel, OWNER, REQUEST_ID};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::rwlock::handoff;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
 
 /// `RRW.CANCEL key owner request_id`: ends owner's blocked `RRW.ACQUIRE …
 /// WAIT … ID request_id` while it waits (the call replies an error);
 /// 1, or 0 when none waits.
 fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let mut args = args.into_iter().skip(1);
-    let name = args.next_arg()?;
-    let owner = args.next_arg()?;
-    let request_id = args.next_arg()?;
-    args.done()?;
+    let [name, owner, request_id] = parse_cancel(args)?;
     let ended = handoff::withdraw(ctx, &name, owner.as_slice(), request_id.as_slice(), LockError::WaitCancelled);
     Ok(RedisValue::Integer(i64::from(ended)))
 }
