@@ -148,11 +148,15 @@ impl PermitSemaphore {
     }
 
     /// A refusal's retry time: the earliest expiry, unless the one of a
-    /// permit that never expires, and not before a lock-delay's end.
+    /// permit that never expires, and not before a lock-delay's end. An
+    /// expiry already past (a permit the limited reclaim left) is told as
+    /// it is, as the script tells it, unless a delay lasts.
     fn first_expiry<K: Keyspace>(&self, keys: &mut K, (now_ms, delay): (i64, Delay)) -> Result<TryAcquire> {
-        let delay_end = now_ms.saturating_add(delay.left_ms());
+        let delay_end = delay.lasts().then(|| now_ms.saturating_add(delay.left_ms()));
         Ok(match keys.zrange_to(&self.timeouts, i64::MAX, 1)?.first() {
-            Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => TryAcquire::FirstExpiry((*score).max(delay_end)),
+            Some((_, score)) if *score != PERMIT_NEVER_EXPIRES => {
+                TryAcquire::FirstExpiry(delay_end.map_or(*score, |end| (*score).max(end)))
+            }
             _ => TryAcquire::NoExpiry,
         })
     }

@@ -185,6 +185,22 @@ fn a_refused_acquire_replies_the_earliest_score_unless_it_never_expires() {
     }
 }
 
+/// Found by the differential (RLOCK_SEED=1795782711409171792): the
+/// reclaim takes as many as asked, and a permit whose lease ran out may
+/// stay; its score, already past, is the reply, as the script's ZRANGE
+/// tells it (the module said the script's clock).
+#[test]
+fn a_refused_acquire_tells_an_expiry_already_past_as_it_is() {
+    let expirable = PermitSemaphore::new(b"s");
+    let taken = [("c", AT - 650), ("a", AT - 200), ("d", AT - 200), ("e", AT - 200)];
+    let mut keys = Keys::at(semaphore(Some("-2"), &taken, None), NOW);
+    let ids: [&[u8]; 2] = [b"d", b"b"];
+    let refused = expirable.try_acquire_like_script(&mut keys, (AT, Delay::OVER), NEVER, &ids);
+    assert_eq!(refused, Ok(TryAcquire::FirstExpiry(AT - 200)), "c and a back; d's score");
+    let delayed = expirable.try_acquire_like_script(&mut keys, (AT, Delay::left(700)), NEVER, &ids);
+    assert_eq!(delayed, Ok(TryAcquire::FirstExpiry(AT + 700)), "not before a lock-delay's end");
+}
+
 #[test]
 fn the_older_release_of_ids_returns_those_held_after_the_reclaim() {
     let expirable = PermitSemaphore::new(b"s");
