@@ -225,7 +225,6 @@ fn parse_window_ms(arg: RedisString) -> Result<i64, LockError> {
 
 pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
-/// `[WAIT wait_ms]`
 /// `key owner request_id`: what a cancel names (`RLOCK.CANCEL`,
 /// `RRW.CANCEL`).
 pub fn parse_cancel(args: Vec<RedisString>) -> Result<[RedisString; 3], RedisError> {
@@ -238,6 +237,7 @@ pub fn parse_cancel(args: Vec<RedisString>) -> Result<[RedisString; 3], RedisErr
 /// A blocked acquire's request id (`RLOCK.CANCEL`, `RRW.CANCEL`).
 pub const REQUEST_ID: Arg = Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: None };
 
+/// `[WAIT wait_ms]`
 pub const WAIT_MS: Arg = Arg { name: c"wait_ms", kind: ArgKind::Integer, optional: true, token: Some(c"WAIT") };
 /// `[ID request_id [PX latch_ms]]`
 pub const LATCH: Arg = Arg::block(

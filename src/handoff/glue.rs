@@ -85,12 +85,12 @@ pub enum Outcome {
     Value(RedisValue),
 }
 
-/// Blocks the calling client, with no Redis timeout and no timeout
-/// callback (the caller's own timer ends the wait); `left` runs if it
-/// disconnects first.
 /// What runs when a blocked caller disconnects (or is killed).
 pub type Disconnected = unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut raw::RedisModuleBlockedClient);
 
+/// Blocks the calling client, with no Redis timeout and no timeout
+/// callback (the caller's own timer ends the wait); `left` runs if it
+/// disconnects first.
 pub fn block_client(ctx: &Context, left: Disconnected) -> Client {
     unsafe {
         let client = api!(RedisModule_BlockClient)(ctx.get_raw(), Some(reply), None, Some(free_outcome), 0);
@@ -137,12 +137,14 @@ unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisM
     let mut len = 0;
     let name = unsafe { raw::string_ptr_len(*argv.add(1), &mut len) };
     let name = RedisString::create_from_slice(ctx, unsafe { std::slice::from_raw_parts(name.cast(), len) });
-    let context = Context::new(ctx);
-    let key = RedisLock::open_readonly(&context, &name);
-    let pttl = lock::pttl(&key, now_ms());
-    drop(key);
-    // As a refused acquire is told: a lasting lock-delay's rest if longer
-    // (-1: no expiry; a missing lock's -2 becomes 0 or the delay's rest).
+    refused_pttl(&Context::new(ctx), &name)
+}
+
+/// What a caller refused lock `name` is told, as a refused acquire: its
+/// PTTL, or a lasting lock-delay's rest if longer (-1: no expiry; a
+/// missing lock's -2 becomes 0 or the delay's rest).
+pub fn refused_pttl(ctx: &Context, name: &RedisString) -> i64 {
+    let pttl = lock::pttl(&RedisLock::open_readonly(ctx, name), now_ms());
     crate::term::delay().pttl(pttl)
 }
 

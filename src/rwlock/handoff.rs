@@ -13,15 +13,15 @@ use crate::error::LockError;
 use crate::handoff::blocking::{may_grant_now, schedule_grant, BlockedAcquire};
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
-    error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data, unblock_client, Client,
-    Outcome,
+    error_text, lock_id, refused_pttl, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    unblock_client, Client, Outcome,
 };
 use crate::handoff::lease_timers::LeaseTimers;
 use crate::handoff::{Listed, Queues, Waiter, WaiterKind, WAITER_KINDS};
 use crate::lock::acquire_once::Grant;
 use crate::stats;
-use crate::store::{now_ms, RedisKeyspace, RedisLock};
-use crate::{lock, term};
+use crate::store::{now_ms, RedisKeyspace};
+use crate::term;
 use redis_module::{raw, Context, RedisString, RedisValue};
 use rlock_protocol::rwlock_write_field;
 use std::collections::HashMap;
@@ -189,8 +189,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
         false => Outcome::HolderPttl,
         true => {
             let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(&ctx, &id));
-            // As a refused acquire is told (-1: no expiry; 0: missing).
-            let pttl = term::delay().pttl(lock::pttl(&RedisLock::open_readonly(&ctx, &name), now_ms()));
+            let pttl = refused_pttl(&ctx, &name);
             let waited_ms = now_ms().saturating_sub(waiter.queued_at_ms);
             Outcome::Value(AcquireReply { granted: false, holds: 0, lease_ms: pttl, waited_ms }.value())
         }
