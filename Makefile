@@ -94,7 +94,7 @@ java-deps:
 redisson-jars: java-deps
 	@for version in $(REDISSON_VERSIONS) $(REDISSON_TEXT_VERSIONS); do \
 		[ -f "$$HOME/.m2/repository/org/redisson/redisson/$$version/redisson-$$version.jar" ] || \
-		mvn -B -q -ntp dependency:get -Dartifact=org.redisson:redisson:$$version || exit 1; \
+		mvn -B -q -ntp dependency:get -Dtransitive=false -Dartifact=org.redisson:redisson:$$version || exit 1; \
 	done
 
 # The two modes run side by side (their own servers, OS-assigned ports):
