@@ -15,6 +15,7 @@
 use crate::error::LockError;
 use rlock_protocol::{hash_tag, key_slot, release_channel, unlock_latch_key, UNLOCK_MESSAGE};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// One primitive's scripts, and how many calls of them ran natively.
 pub struct Family {
@@ -103,18 +104,54 @@ pub struct Rewrite {
 
 /// The text whose SHA-1 is `sha` (EVALSHA takes it in either case).
 pub fn by_sha(sha: &[u8]) -> Option<(&'static Family, &'static Known)> {
-    known(|known| known.sha1.as_bytes().eq_ignore_ascii_case(sha))
+    by_digest(&decode_sha1(sha)?)
 }
 
 /// The text `body`: hashed only when its length is one of a known text.
 pub fn by_body(body: &[u8]) -> Option<(&'static Family, &'static Known)> {
-    known(|known| known.len == body.len())?;
-    let sha = sha1_smol::Sha1::from(body).digest().to_string();
-    known(|known| known.sha1 == sha)
+    FAMILIES.iter().flat_map(|family| family.scripts).find(|known| known.len == body.len())?;
+    by_digest(&sha1_smol::Sha1::from(body).digest().bytes())
 }
 
-fn known(matches: impl Fn(&Known) -> bool) -> Option<(&'static Family, &'static Known)> {
-    FAMILIES.iter().find_map(|family| family.scripts.iter().find(|known| matches(known)).map(|known| (family, known)))
+/// Every EVAL/EVALSHA passes here: a binary search over the texts'
+/// digests, sorted once, rather than a walk comparing hex strings.
+fn by_digest(digest: &Digest) -> Option<(&'static Family, &'static Known)> {
+    static INDEX: OnceLock<Vec<(Digest, &'static Family, &'static Known)>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index: Vec<_> = FAMILIES
+            .iter()
+            .flat_map(|family| family.scripts.iter().map(move |known| (family, known)))
+            .filter_map(|(family, known)| Some((decode_sha1(known.sha1.as_bytes())?, family, known)))
+            .collect();
+        index.sort_by_key(|(digest, ..)| *digest);
+        index
+    });
+    let found = index.binary_search_by_key(digest, |(digest, ..)| *digest).ok()?;
+    let (_, family, known) = index[found];
+    Some((family, known))
+}
+
+type Digest = [u8; 20];
+
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// A SHA-1 in hex, in either case.
+fn decode_sha1(hex: &[u8]) -> Option<Digest> {
+    let mut digest = [0; 20];
+    if hex.len() != 2 * digest.len() {
+        return None;
+    }
+    for (byte, pair) in digest.iter_mut().zip(hex.chunks_exact(2)) {
+        *byte = hex_digit(pair[0])? << 4 | hex_digit(pair[1])?;
+    }
+    Some(digest)
 }
 
 /// Which text an `EVAL`/`EVALSHA` call runs, if a known one.

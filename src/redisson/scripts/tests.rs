@@ -43,6 +43,20 @@ fn texts_are_found_by_sha_in_either_case_or_by_body_of_a_known_length() {
 }
 
 #[test]
+fn every_tables_sha1_is_hex_of_its_own_and_found_by_it() {
+    let mut seen = std::collections::HashSet::new();
+    for (family, known) in FAMILIES.iter().flat_map(|family| family.scripts.iter().map(move |known| (family, known))) {
+        let digest = decode_sha1(known.sha1.as_bytes()).unwrap_or_else(|| panic!("{} is not a SHA-1", known.sha1));
+        assert!(seen.insert(digest), "{} twice", known.sha1);
+        let (found, found_known) = by_sha(known.sha1.as_bytes()).expect(known.sha1);
+        assert!(std::ptr::eq(found, family) && std::ptr::eq(found_known, known), "{}", known.sha1);
+    }
+    assert_eq!(decode_sha1(b"00000000000000000000000000000000000000g1"), None);
+    assert_eq!(decode_sha1(b"+000000000000000000000000000000000000001"), None);
+    assert!(by_sha(b"0000000000000000000000000000000000000002").is_none());
+}
+
+#[test]
 fn same_slot_matters_only_in_a_cluster() {
     let call = |cluster| Call { keys: &[], argv: &[], server: Server::plain(cluster) };
     assert!(call(false).same_slot(b"{a}x", b"{b}x"));
