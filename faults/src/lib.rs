@@ -8,6 +8,7 @@
 //! run in `make test`.
 
 pub mod checker;
+pub mod interrupt;
 pub mod partition;
 pub mod redlock;
 pub mod report;

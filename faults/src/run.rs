@@ -24,8 +24,9 @@ pub enum Fault {
     /// A holder pauses past its lease (a GC pause, a SIGSTOP of the client)
     /// and writes when it wakes, without looking at the time. No failover.
     ClientPause,
-    /// RedLock: kill -9 of a minority of the primaries and a restart
-    /// without persistence.
+    /// RedLock: kill -9 of a minority of the primaries, started again at
+    /// once: without persistence they come back empty, with an AOF they
+    /// reload it.
     Restart,
 }
 
@@ -38,11 +39,11 @@ impl Fault {
             Fault::Stop => "SIGSTOP",
             Fault::Partition => "partition",
             Fault::ClientPause => "client pause",
-            Fault::Restart => "restart without persistence",
+            Fault::Restart => "kill -9 and restart",
         }
     }
 
-    /// A restart without persistence is RedLock's fault; the others are
+    /// A restart is RedLock's fault; the others are
     /// the Sentinel group's.
     pub fn applies_to(self, topology: Topology) -> bool {
         (self == Fault::Restart) == (topology == Topology::RedLock)
@@ -125,7 +126,7 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
 }
 
 /// RedLock over independent primaries; the fault restarts a minority of
-/// them (two of five) without their data (no persistence).
+/// them (two of five): without their data unless the setup has an AOF.
 fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
     let mut servers: Vec<Server> = (0..redlock::PRIMARIES)
         .map(|_| {

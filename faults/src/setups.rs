@@ -50,6 +50,12 @@ pub fn fenced() -> Setup {
     sentinel_group("fenced (token jump)", FENCED, vec![], vec![])
 }
 
+/// Persistence on: every server appends its writes to an AOF, synced
+/// `fsync` (`always` or `everysec`); a restarted server reloads it.
+fn aof(fsync: &str) -> Vec<(String, String)> {
+    vec![("appendonly".into(), "yes".into()), ("appendfsync".into(), fsync.into())]
+}
+
 fn lock_delay() -> Vec<String> {
     args(&["lock-delay-ms", &lock_delay_ms().to_string()])
 }
@@ -57,16 +63,23 @@ fn lock_delay() -> Vec<String> {
 pub fn all() -> Vec<Setup> {
     let wait = Protocol { fenced: false, wait_replica: true };
     let redlock =
-        |label, module_args| Setup { label, topology: Topology::RedLock, protocol: PLAIN, module_args, config: vec![] };
+        |label, module_args, config| Setup { label, topology: Topology::RedLock, protocol: PLAIN, module_args, config };
     vec![
         sentinel_group("Redisson-style (no WAIT)", PLAIN, vec![], vec![]),
         sentinel_group("WAIT 1 after each acquire", wait, vec![], vec![]),
         sentinel_group("lock-delay", PLAIN, lock_delay(), vec![]),
         sentinel_group("min-replicas", PLAIN, vec![], min_replicas()),
         recommended(),
+        sentinel_group(
+            "lock-delay + min-replicas, AOF everysec",
+            PLAIN,
+            lock_delay(),
+            [min_replicas(), aof("everysec")].concat(),
+        ),
         fenced(),
         sentinel_group("fenced (no token jump: control)", FENCED, args(&["fencing-token-jump", "no"]), vec![]),
-        redlock("RedLock, 5 primaries (restart at once)", vec![]),
-        redlock("RedLock, 5 primaries, lock-delay (delayed restart)", lock_delay()),
+        redlock("RedLock, 5 primaries (restart at once)", vec![], vec![]),
+        redlock("RedLock, 5 primaries, lock-delay (delayed restart)", lock_delay(), vec![]),
+        redlock("RedLock, 5 primaries, AOF everysec (restart at once)", vec![], aof("everysec")),
     ]
 }
