@@ -1,7 +1,7 @@
 //! What the checker counts in the recorded critical sections.
 
-use crate::workload::Section;
-use std::time::Duration;
+use crate::workload::{Section, Wait};
+use std::time::{Duration, Instant};
 
 /// Pairs of critical sections of two clients on one name that overlap:
 /// each pair is a lock granted twice.
@@ -28,6 +28,31 @@ pub fn overlaps(sections: &[Section]) -> Overlaps {
     found
 }
 
+/// Longer than this, a wait through a free lock is a stuck waiter: a
+/// release reaches a waiting client within milliseconds.
+pub const STUCK_AFTER: Duration = Duration::from_millis(1_000);
+
+/// Waits during which their name stayed free (no client's section on it)
+/// for longer than [`STUCK_AFTER`] in one stretch, outside `outage` (from
+/// the fault to the first grant after it, when nothing may be granted:
+/// the failover, a lock-delay).
+pub fn stuck_waits(waits: &[Wait], sections: &[Section], outage: (Instant, Instant)) -> usize {
+    waits.iter().filter(|wait| longest_free(wait, sections, outage) > STUCK_AFTER).count()
+}
+
+fn longest_free(wait: &Wait, sections: &[Section], outage: (Instant, Instant)) -> Duration {
+    let mut busy: Vec<(Instant, Instant)> =
+        sections.iter().filter(|section| section.name == wait.name).map(|s| (s.start, s.end)).collect();
+    busy.push(outage);
+    busy.sort();
+    let (mut free_from, mut longest) = (wait.start, Duration::ZERO);
+    for (start, end) in busy {
+        longest = longest.max(start.min(wait.end).saturating_duration_since(free_from));
+        free_from = free_from.max(end);
+    }
+    longest.max(wait.end.saturating_duration_since(free_from))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,6 +74,28 @@ mod tests {
         for (sections, pairs, longest) in cases {
             let found = overlaps(&sections);
             assert_eq!((found.pairs, found.longest), (pairs, Duration::from_millis(longest)), "{sections:?}");
+        }
+    }
+
+    #[test]
+    fn a_wait_is_stuck_when_its_name_stays_free_past_the_bound_outside_the_outage() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let section = |name, start, end| Section { name, client: 9, start: at(start), end: at(end) };
+        let wait = |start, end| Wait { name: 0, start: at(start), end: at(end) };
+        let outage = (at(10_000), at(12_000));
+        // (wait, sections, stuck)
+        let cases = [
+            (wait(0, 3_000), vec![section(0, 0, 2_500)], false), // held, then granted soon
+            (wait(0, 3_000), vec![section(0, 0, 500)], true),    // free 2.5 s
+            (wait(0, 3_000), vec![section(1, 0, 3_000)], true),  // another name held
+            (wait(0, 3_000), vec![section(0, 0, 1_000), section(0, 1_500, 3_000)], false), // free 0.5 s
+            (wait(9_500, 12_500), vec![], false),                // free only around the outage
+            (wait(9_500, 14_000), vec![], true),                 // and 2 s after it
+            (wait(0, 900), vec![], false),                       // shorter than the bound
+        ];
+        for (wait, sections, stuck) in cases {
+            assert_eq!(stuck_waits(&[wait], &sections, outage), usize::from(stuck), "{wait:?} {sections:?}");
         }
     }
 }

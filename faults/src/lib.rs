@@ -8,6 +8,7 @@
 //! run in `make test`.
 
 pub mod checker;
+pub mod client_workload;
 pub mod interrupt;
 pub mod partition;
 pub mod redlock;

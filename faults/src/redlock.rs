@@ -51,7 +51,7 @@ pub fn client(id: usize, ports: &[u16], shared: &Shared, seed: u64) {
         let end = primaries.hold(&name, sent, start + hold_for);
         primaries.release(&name);
         let section = Section { name: name_index(&name), client: id, start, end };
-        shared.sections.lock().unwrap_or_else(|e| e.into_inner()).push(section);
+        shared.record_section(section);
     }
 }
 

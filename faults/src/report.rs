@@ -1,6 +1,6 @@
 //! The report: each configuration's runs under each fault, side by side.
 
-use crate::run::{Fault, Outcome, Setup};
+use crate::run::{Fault, LibraryOutcome, Outcome, Setup};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -12,7 +12,8 @@ pub struct Cell<'a> {
 }
 
 /// A markdown table per measure: double grants, stale fenced writes
-/// accepted, time from the fault to the first grant, and grants.
+/// accepted, time from the fault to the first grant, grants, and the
+/// rlock-client workload's stuck waiters and lost holds.
 pub fn markdown(cells: &[Cell]) -> String {
     let mut setups: Vec<&Setup> = Vec::new();
     for cell in cells {
@@ -22,7 +23,7 @@ pub fn markdown(cells: &[Cell]) -> String {
     }
     let faults: Vec<Fault> = Fault::ALL.into_iter().filter(|f| cells.iter().any(|c| c.fault == *f)).collect();
     let mut out = String::new();
-    let measures: [(&str, Measure); 4] = [
+    let measures: [(&str, Measure); 6] = [
         ("Double grants: pairs of overlapping critical sections on one name, per run (longest overlap)", double_grants),
         ("Stale fenced writes accepted (a token given to two holders), per run", stale_writes),
         (
@@ -31,6 +32,16 @@ pub fn markdown(cells: &[Cell]) -> String {
             unavailability,
         ),
         ("Grants, per run", grants),
+        (
+            "rlock-client's waiters stuck while their lock was free for over 1 s (outside the outage from \
+             the fault to the first grant after it), per run (waits)",
+            stuck_waiters,
+        ),
+        (
+            "rlock-client's `lost()`: holds reported lost after the fault, and when the first and the \
+             last were reported, per run",
+            lost_holds,
+        ),
     ];
     for (title, measure) in measures {
         let _ = writeln!(out, "### {title}\n");
@@ -87,6 +98,27 @@ fn stale_writes(runs: &[Outcome]) -> String {
 
 fn unavailability(runs: &[Outcome]) -> String {
     per_run(runs, |r| format!("{} (failover {}, old {})", ms(r.first_grant), ms(r.failover), ms(r.old_primary_wrote)))
+}
+
+/// `–` for runs whose clients were not rlock-client's.
+fn library(runs: &[Outcome], each: impl Fn(&LibraryOutcome) -> String) -> String {
+    if runs.iter().all(|run| run.client_library.is_none()) {
+        return "–".to_owned();
+    }
+    per_run(runs, |run| run.client_library.as_ref().map_or("–".to_owned(), &each))
+}
+
+fn stuck_waiters(runs: &[Outcome]) -> String {
+    library(runs, |found| format!("**{}** ({})", found.stuck_waits, found.waits))
+}
+
+fn lost_holds(runs: &[Outcome]) -> String {
+    library(runs, |found| match (found.lost_after_fault.iter().min(), found.lost_after_fault.iter().max()) {
+        (Some(first), Some(last)) => {
+            format!("{} (first {}, last {})", found.lost_after_fault.len(), ms(Some(*first)), ms(Some(*last)))
+        }
+        _ => "none".to_owned(),
+    })
 }
 
 fn grants(runs: &[Outcome]) -> String {

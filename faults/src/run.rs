@@ -1,7 +1,8 @@
 //! One run: a fresh topology, the clients, one fault, and what the
 //! checker counts.
 
-use crate::checker::{overlaps, Overlaps};
+use crate::checker::{overlaps, stuck_waits, Overlaps};
+use crate::client_workload;
 use crate::partition::{wait_for, Partition};
 use crate::redlock;
 use crate::workload::{client, Protocol, Shared, CLIENTS};
@@ -61,12 +62,22 @@ pub enum Topology {
     RedLock,
 }
 
+/// The clients a run drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// Each client sends the module's commands itself (see [`Protocol`]).
+    Commands(Protocol),
+    /// Each client is an rlock-client `Client` on the Sentinels: its own
+    /// failover handling, watchdog, waits and `lost()`.
+    RlockClient,
+}
+
 /// A configuration of the servers and the clients.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub label: &'static str,
     pub topology: Topology,
-    pub protocol: Protocol,
+    pub workload: Workload,
     pub module_args: Vec<String>,
     pub config: Vec<(String, String)>,
 }
@@ -86,6 +97,19 @@ pub struct Outcome {
     /// From the fault to the last grant or renewal the first primary took
     /// after it (a cut-off or resumed primary's window).
     pub old_primary_wrote: Option<Duration>,
+    /// What only the rlock-client workload tells: its clients wait, and
+    /// signal lost holds.
+    pub client_library: Option<LibraryOutcome>,
+}
+
+/// The rlock-client workload's waits and lost holds in one run.
+#[derive(Debug, Clone, Default)]
+pub struct LibraryOutcome {
+    pub waits: usize,
+    /// Waits through a free lock (see [`crate::checker::stuck_waits`]).
+    pub stuck_waits: usize,
+    /// From the fault to each `lost()` that fired after it.
+    pub lost_after_fault: Vec<Duration>,
 }
 
 /// RedLock's primaries restarted at once: a minority.
@@ -114,15 +138,24 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
         let (shared, failover, ports) = (shared.clone(), failover.clone(), group.sentinel_ports());
         thread::spawn(move || follow_sentinels(&shared, &ports, original, &failover))
     };
-    let protocol = setup.protocol;
-    let fault_at =
-        drive(&shared, |id, shared| client(id, protocol, shared, seed), || inject(&mut group, &shared, fault));
+    let sentinel_ports = group.sentinel_ports();
+    let inject = || inject(&mut group, &shared, fault);
+    let fault_at = match setup.workload {
+        Workload::Commands(protocol) => drive(&shared, |id, shared| client(id, protocol, shared, seed), inject),
+        Workload::RlockClient => {
+            drive(&shared, |id, shared| client_workload::client(id, &sentinel_ports, shared, seed), inject)
+        }
+    };
     watcher.join().expect("the watcher panicked");
     if std::env::var_os("RLOCK_FAULTS_LOGS").is_some() {
         eprintln!("{}", group.sentinel_logs());
     }
     let failed_over = *failover.lock().unwrap();
-    Outcome { failover: failed_over.map(|at| at.saturating_duration_since(fault_at)), ..outcome(&shared, fault_at) }
+    let library = setup.workload == Workload::RlockClient;
+    Outcome {
+        failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
+        ..outcome(&shared, fault_at, library)
+    }
 }
 
 /// RedLock over independent primaries; the fault restarts a minority of
@@ -142,7 +175,7 @@ fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
         |id, shared| redlock::client(id, &ports, shared, seed),
         || servers[..RESTARTED].iter_mut().for_each(Server::restart),
     );
-    outcome(&shared, fault_at)
+    outcome(&shared, fault_at, false)
 }
 
 /// The module's load began a term on each server: its lock-delay, if
@@ -172,19 +205,32 @@ fn drive(shared: &Arc<Shared>, client: impl Fn(usize, &Shared) + Sync, inject: i
     })
 }
 
-/// What the checker finds in a run's records.
-fn outcome(shared: &Shared, fault_at: Instant) -> Outcome {
+/// What the checker finds in a run's records; `library`: the clients were
+/// rlock-client's.
+fn outcome(shared: &Shared, fault_at: Instant, library: bool) -> Outcome {
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
     let old_primary_wrote = *shared.original_last_write.lock().unwrap();
+    let first_grant_at = sections.iter().map(|s| s.start).filter(|start| *start >= fault_at).min();
+    let client_library = library.then(|| {
+        let waits = shared.waits.lock().unwrap().clone();
+        let outage = (fault_at, first_grant_at.unwrap_or_else(Instant::now));
+        let lost = shared.lost.lock().unwrap().clone();
+        LibraryOutcome {
+            waits: waits.len(),
+            stuck_waits: stuck_waits(&waits, &sections, outage),
+            lost_after_fault: lost.iter().filter(|at| **at >= fault_at).map(|at| *at - fault_at).collect(),
+        }
+    });
     Outcome {
         grants: sections.len(),
         overlaps: overlaps(&sections),
         stale_accepted: writes.stale_accepted,
         rejected: writes.rejected,
         failover: None,
-        first_grant: sections.iter().map(|s| s.start).filter(|start| *start >= fault_at).min().map(|at| at - fault_at),
+        first_grant: first_grant_at.map(|at| at - fault_at),
         old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
+        client_library,
     }
 }
 

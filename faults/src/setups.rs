@@ -1,6 +1,6 @@
 //! The configurations the suite compares, side by side.
 
-use crate::run::{Setup, Topology};
+use crate::run::{Setup, Topology, Workload};
 use crate::workload::{Protocol, LEASE};
 
 /// `min-replicas-max-lag`, in seconds.
@@ -30,15 +30,15 @@ fn min_replicas() -> Vec<(String, String)> {
 /// A configuration of the Sentinel group.
 fn sentinel_group(
     label: &'static str,
-    protocol: Protocol,
+    workload: Workload,
     module_args: Vec<String>,
     config: Vec<(String, String)>,
 ) -> Setup {
-    Setup { label, topology: Topology::Sentinel, protocol, module_args, config }
+    Setup { label, topology: Topology::Sentinel, workload, module_args, config }
 }
 
-const PLAIN: Protocol = Protocol { fenced: false, wait_replica: false };
-const FENCED: Protocol = Protocol { fenced: true, wait_replica: false };
+const PLAIN: Workload = Workload::Commands(Protocol { fenced: false, wait_replica: false });
+const FENCED: Workload = Workload::Commands(Protocol { fenced: true, wait_replica: false });
 
 /// The configuration the docs recommend: lock-delay and min-replicas.
 pub fn recommended() -> Setup {
@@ -61,9 +61,9 @@ fn lock_delay() -> Vec<String> {
 }
 
 pub fn all() -> Vec<Setup> {
-    let wait = Protocol { fenced: false, wait_replica: true };
+    let wait = Workload::Commands(Protocol { fenced: false, wait_replica: true });
     let redlock =
-        |label, module_args, config| Setup { label, topology: Topology::RedLock, protocol: PLAIN, module_args, config };
+        |label, module_args, config| Setup { label, topology: Topology::RedLock, workload: PLAIN, module_args, config };
     vec![
         sentinel_group("Redisson-style (no WAIT)", PLAIN, vec![], vec![]),
         sentinel_group("WAIT 1 after each acquire", wait, vec![], vec![]),
@@ -75,6 +75,12 @@ pub fn all() -> Vec<Setup> {
             PLAIN,
             lock_delay(),
             [min_replicas(), aof("everysec")].concat(),
+        ),
+        sentinel_group(
+            "rlock-client (its defaults), lock-delay + min-replicas",
+            Workload::RlockClient,
+            lock_delay(),
+            min_replicas(),
         ),
         fenced(),
         sentinel_group("fenced (no token jump: control)", FENCED, args(&["fencing-token-jump", "no"]), vec![]),

@@ -38,8 +38,16 @@ pub struct Section {
     pub end: Instant,
 }
 
+/// A wait for a name (rlock-client's `try_lock`), granted or not.
+#[derive(Debug, Clone, Copy)]
+pub struct Wait {
+    pub name: usize,
+    pub start: Instant,
+    pub end: Instant,
+}
+
 /// What the clients share: the primary as the Sentinels name it, where
-/// sections go, and the fenced resource.
+/// sections, waits and lost holds go, and the fenced resource.
 pub struct Shared {
     pub primary: AtomicU16,
     /// The primary the run began on, and the last grant or renewal it
@@ -51,6 +59,9 @@ pub struct Shared {
     /// SIGSTOP) past its lease, then writes without looking again.
     pub pause_next_holder: AtomicBool,
     pub sections: Mutex<Vec<Section>>,
+    pub waits: Mutex<Vec<Wait>>,
+    /// When each `lost()` fired (rlock-client).
+    pub lost: Mutex<Vec<Instant>>,
     pub resource: Resource,
 }
 
@@ -63,8 +74,22 @@ impl Shared {
             stop: AtomicBool::new(false),
             pause_next_holder: AtomicBool::new(false),
             sections: Mutex::default(),
+            waits: Mutex::default(),
+            lost: Mutex::default(),
             resource: Resource::default(),
         })
+    }
+
+    pub fn record_section(&self, section: Section) {
+        self.sections.lock().unwrap_or_else(|e| e.into_inner()).push(section);
+    }
+
+    pub fn record_wait(&self, wait: Wait) {
+        self.waits.lock().unwrap_or_else(|e| e.into_inner()).push(wait);
+    }
+
+    pub fn record_lost(&self, at: Instant) {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).push(at);
     }
 
     /// The primary the Sentinels name now.
@@ -95,7 +120,7 @@ pub fn client(id: usize, protocol: Protocol, shared: &Shared, seed: u64) {
                 let hold_for = Duration::from_millis(200 + rng.below(LONGEST_HOLD_MS - 200));
                 let end = hold(&mut link, shared, (name, &owner, token), sent, hold_for);
                 let section = Section { name, client: id, start, end };
-                shared.sections.lock().unwrap_or_else(|e| e.into_inner()).push(section);
+                shared.record_section(section);
             }
             Some(None) => std::thread::sleep(Duration::from_millis(10 + rng.below(50))),
             None => std::thread::sleep(Duration::from_millis(20)),
