@@ -135,6 +135,8 @@ $(VALKEY_BIN)/valkey-server:
 # Section 9 reads Redisson's scripts from its jar and runs Redisson itself
 # (interop/java's LockThroughputBench) through Maven.
 bench: deps java-deps
+	@command -v valgrind >/dev/null 2>&1 || { echo "Installing: valgrind"; $(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends valgrind; }
 	$(CARGO) build --release -p rlock -p rlock-bench
 	RLOCK_MODULE=$(abspath target/release/librlock.so) target/release/rlock-bench | tee BENCHMARKS.md
 

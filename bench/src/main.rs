@@ -195,6 +195,9 @@ async fn main() {
     if let Some((get, set, cpu)) = redisson_headline.get_set_change {
         println!("- GET/SET with the module loaded and the filter on, against no module: throughput {get:+.2}% and {set:+.2}% (target within 1%), server CPU per request {cpu:+.2}%");
     }
+    if let Some(change) = redisson_headline.get_set_instructions {
+        println!("- GET/SET with the module loaded and the filter on, against no module: server instructions per request {change:+.2}% (callgrind)");
+    }
     if let Some(java) = redisson_headline.java_ratio {
         println!(
             "- Redisson on 64 threads, lock/unlock cycles per second: {java:.2}× with the filter `native` against Lua"

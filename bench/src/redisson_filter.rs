@@ -6,6 +6,7 @@
 
 mod elsewhere;
 mod family;
+mod instructions;
 
 use crate::raw::{encode, RawConnection};
 use crate::report::{ratio, Table};
@@ -42,6 +43,9 @@ pub struct Headline {
     /// GET and SET throughput and server CPU per request, module loaded and
     /// filter on, against no module (percent).
     pub get_set_change: Option<(f64, f64, f64)>,
+    /// Instructions per GET/SET request, the same against no module
+    /// (percent), counted by callgrind.
+    pub get_set_instructions: Option<f64>,
     /// Redisson's cycles per second, native over Lua.
     pub java_ratio: Option<f64>,
 }
@@ -67,14 +71,16 @@ pub fn run(server: &Server) -> (String, Headline) {
     let (lock_table, (server_time_ratio, server_cpu_ratio)) = lock_pair(server);
     let (family_table, (family_server_time_ratio, family_server_cpu_ratio)) = family::family_pairs(server);
     let (get_set_table, get_set_change) = elsewhere::get_set();
+    let (instructions_table, get_set_instructions) = instructions::get_set_instructions();
     let (java_table, java_ratio) = elsewhere::java(server);
     let text = format!(
         "### Redisson {VERSION}'s lock+unlock pair\n\n{LOCK_PAIR}\n{lock_table}\n\
          ### Redisson {VERSION}'s other lock-family pairs\n\n{}\n{family_table}\n\
-         ### The cost to every other command\n\n{}\n{get_set_table}\n\
+         ### The cost to every other command\n\n{}\n{get_set_table}\n{}\n{instructions_table}\n\
          ### End to end: Redisson on {} threads\n\n{}\n{java_table}",
         family::FAMILY_PAIRS,
         elsewhere::GET_SET,
+        instructions::GET_SET_INSTRUCTIONS,
         elsewhere::JAVA_THREADS,
         elsewhere::JAVA,
     );
@@ -84,6 +90,7 @@ pub fn run(server: &Server) -> (String, Headline) {
         family_server_time_ratio,
         family_server_cpu_ratio,
         get_set_change,
+        get_set_instructions,
         java_ratio,
     };
     (text, headline)
