@@ -34,8 +34,8 @@ pub const STUCK_AFTER: Duration = Duration::from_millis(1_000);
 
 /// Waits during which their name stayed free (no client's section on it)
 /// for longer than [`STUCK_AFTER`] in one stretch, outside `outage` (from
-/// the fault to the first grant after it, when nothing may be granted:
-/// the failover, a lock-delay).
+/// the fault to the first grant after the failover, when nothing may be
+/// granted: the failover, a lock-delay).
 pub fn stuck_waits(waits: &[Wait], sections: &[Section], outage: (Instant, Instant)) -> usize {
     waits.iter().filter(|wait| longest_free(wait, sections, outage) > STUCK_AFTER).count()
 }

@@ -34,9 +34,7 @@ async fn run(id: usize, sentinel_ports: &[u16], shared: &Shared, seed: u64) {
         // after its wait, as a caller with a deadline would.
         let granted = tokio::time::timeout(wait + LEASE, lock.try_lock(wait, None)).await;
         let answered = Instant::now();
-        if let Ok(Ok(_)) = granted {
-            shared.record_wait(Wait { name, start: asked, end: answered });
-        }
+        shared.record_wait(Wait { name, start: asked, end: answered });
         let guard = match granted {
             Ok(Ok(Some(guard))) => guard,
             Ok(Ok(None)) => continue,

@@ -3,53 +3,91 @@
 //! on the terminal's SIGINT until continued), their directories removed,
 //! and the partition's iptables rules dropped. Without this, an
 //! interrupted run left all three behind.
+//!
+//! What is the run's is told by one directory: every server's directory
+//! is made under it (`TMPDIR`, which `tempfile` follows), and a server is
+//! the run's when it runs there (its `--dir`) or names it in its command
+//! line (before it changes into it). Nothing outside it is touched, and
+//! a reused pid cannot match.
 
 use crate::partition::Partition;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-/// Installs the handler; the process exits with 130 after cleaning up.
-pub fn clean_up_on_interrupt() {
-    let installed = ctrlc::set_handler(|| {
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// The run's directory; made here, removed by [`RunDir`]'s drop at a
+/// normal end and by the handler at an interrupt. Call before any thread
+/// starts (it sets `TMPDIR`).
+pub struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Makes the run's directory and installs the handler; the process exits
+/// with 130 after cleaning up.
+pub fn clean_up_on_interrupt() -> RunDir {
+    let dir = std::env::temp_dir().join(format!("rlock-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    std::env::set_var("TMPDIR", &dir);
+    // A thread that panics because its servers vanished under it waits
+    // for the handler, which ends the process, instead of ending it first.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        report(info)
+    }));
+    let run_dir = dir.clone();
+    let installed = ctrlc::set_handler(move || {
+        INTERRUPTED.store(true, Ordering::Relaxed);
         eprintln!("rlock-faults: interrupted; stopping the servers it started and healing the partition");
-        clean_up();
+        clean_up(&run_dir);
         std::process::exit(130);
     });
     if let Err(why) = installed {
         eprintln!("rlock-faults: no cleanup on Ctrl-C ({why})");
     }
+    RunDir(dir)
 }
 
-fn clean_up() {
-    Partition::clean_leftovers();
-    for (pid, dir) in children() {
-        for signal in ["-CONT", "-KILL"] {
-            let _ = std::process::Command::new("kill").args([signal, &pid.to_string()]).status();
+/// Kills the run's servers until a pass finds none (the main thread may
+/// start one meanwhile), then removes the directory and the rules.
+fn clean_up(run_dir: &Path) {
+    for _ in 0..50 {
+        Partition::clean_leftovers();
+        let servers = servers_of(run_dir);
+        if servers.is_empty() {
+            break;
         }
-        let started_here = dir
-            .as_ref()
-            .and_then(|dir| dir.file_name())
-            .is_some_and(|name| name.to_string_lossy().starts_with("rlock-"));
-        if let (Some(dir), true) = (dir, started_here) {
-            let _ = std::fs::remove_dir_all(dir);
+        for pid in servers {
+            let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
         }
+        std::thread::sleep(Duration::from_millis(100));
     }
+    let _ = std::fs::remove_dir_all(run_dir);
+    Partition::clean_leftovers();
 }
 
-/// This process's children (the servers and Sentinels testkit spawned),
-/// each with its working directory (its `--dir`).
-fn children() -> Vec<(u32, Option<PathBuf>)> {
-    let me = std::process::id();
+/// The processes that run in `run_dir` or name it in their command line.
+fn servers_of(run_dir: &Path) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return vec![] };
+    let needle = run_dir.as_os_str().as_encoded_bytes();
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| parent_of(*pid) == Some(me))
-        .map(|pid| (pid, std::fs::read_link(format!("/proc/{pid}/cwd")).ok()))
+        .filter(|pid| *pid != std::process::id())
+        .filter(|pid| {
+            let runs_there = std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(run_dir));
+            let names_it = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| cmdline.windows(needle.len()).any(|window| window == needle));
+            runs_there || names_it
+        })
         .collect()
-}
-
-/// The parent in `/proc/<pid>/stat`: the field after the state, which
-/// follows the command name in parentheses (which may hold spaces).
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
 }

@@ -13,7 +13,7 @@ use rlock_faults::workload::{CLIENTS, LEASE, NAMES};
 use testkit::DOWN_AFTER_MS;
 
 fn main() {
-    rlock_faults::interrupt::clean_up_on_interrupt();
+    let _run_dir = rlock_faults::interrupt::clean_up_on_interrupt();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |flag: &str| args.iter().position(|arg| arg == flag).and_then(|at| args.get(at + 1)).cloned();
     let runs: u64 = value("--runs").map_or(3, |runs| runs.parse().expect("--runs takes a number"));
@@ -63,7 +63,7 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
          {lease} s leases, holders of up to 5 s that renew every third of the lease and follow the \
          primary the Sentinels name. RedLock: {primaries} independent primaries, the same clients \
          holding a majority (within the lease less the time spent and 1% drift), renewing on all; \
-         its fault kills two of them and starts them again at once (empty, unless the row has an AOF: kill -9 loses nothing of an AOF the kernel already holds, whatever the fsync policy). Each fault comes 2 s into a 14 s run \
+         its fault kills two of them and starts them again at once: empty, unless the row has an AOF, which they reload (a kill -9 loses what Redis had not yet written to it: with `everysec`, a write it postpones while an fsync runs, up to 2 s). Each fault comes 2 s into a 14 s run \
          and lasts 4 s (SIGSTOP, partition). {runs} run(s) per cell; – where a fault does not \
          apply. Server: {server}.\n\n",
         lease = LEASE.as_secs(),

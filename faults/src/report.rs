@@ -34,7 +34,7 @@ pub fn markdown(cells: &[Cell]) -> String {
         ("Grants, per run", grants),
         (
             "rlock-client's waiters stuck while their lock was free for over 1 s (outside the outage from \
-             the fault to the first grant after it), per run (waits)",
+             the fault to the first grant after the failover), per run (waits)",
             stuck_waiters,
         ),
         (
@@ -96,8 +96,12 @@ fn stale_writes(runs: &[Outcome]) -> String {
     )
 }
 
+/// The old primary's last write is known only of the raw clients.
 fn unavailability(runs: &[Outcome]) -> String {
-    per_run(runs, |r| format!("{} (failover {}, old {})", ms(r.first_grant), ms(r.failover), ms(r.old_primary_wrote)))
+    per_run(runs, |r| {
+        let old = if r.client_library.is_some() { "–".to_owned() } else { ms(r.old_primary_wrote) };
+        format!("{} (failover {}, old {old})", ms(r.first_grant), ms(r.failover))
+    })
 }
 
 /// `–` for runs whose clients were not rlock-client's.

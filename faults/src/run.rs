@@ -154,7 +154,7 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let library = setup.workload == Workload::RlockClient;
     Outcome {
         failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
-        ..outcome(&shared, fault_at, library)
+        ..outcome(&shared, fault_at, failed_over, library)
     }
 }
 
@@ -175,7 +175,7 @@ fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
         |id, shared| redlock::client(id, &ports, shared, seed),
         || servers[..RESTARTED].iter_mut().for_each(Server::restart),
     );
-    outcome(&shared, fault_at, false)
+    outcome(&shared, fault_at, None, false)
 }
 
 /// The module's load began a term on each server: its lock-delay, if
@@ -205,16 +205,21 @@ fn drive(shared: &Arc<Shared>, client: impl Fn(usize, &Shared) + Sync, inject: i
     })
 }
 
-/// What the checker finds in a run's records; `library`: the clients were
-/// rlock-client's.
-fn outcome(shared: &Shared, fault_at: Instant, library: bool) -> Outcome {
+/// What the checker finds in a run's records; `failed_over`: when the
+/// Sentinels named a new primary; `library`: the clients were rlock-client's.
+fn outcome(shared: &Shared, fault_at: Instant, failed_over: Option<Instant>, library: bool) -> Outcome {
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
     let old_primary_wrote = *shared.original_last_write.lock().unwrap();
     let first_grant_at = sections.iter().map(|s| s.start).filter(|start| *start >= fault_at).min();
     let client_library = library.then(|| {
         let waits = shared.waits.lock().unwrap().clone();
-        let outage = (fault_at, first_grant_at.unwrap_or_else(Instant::now));
+        // Until a grant after the failover: a cut-off primary's grants
+        // before it do not end the outage, nor does one that came
+        // between taking `fault_at` and the signal.
+        let restored = failed_over.unwrap_or(fault_at);
+        let restored = sections.iter().map(|s| s.start).filter(|start| *start >= restored).min();
+        let outage = (fault_at, restored.unwrap_or_else(Instant::now));
         let lost = shared.lost.lock().unwrap().clone();
         LibraryOutcome {
             waits: waits.len(),
