@@ -267,6 +267,23 @@ const NOTES: &str = "
   `RM_Replicate` is also what counts its writes as changes for RDB save points. Routing
   the module's own heap to the system allocator instead of Redis's saved 3.5%; not done, as
   Redis would then not count that memory.
+- **Redisson's scripts, natively.** The rewrite adds nothing to a command's own time: the
+  rewritten pair costs in `commandstats` what the native commands sent directly cost (section
+  9's last row, and 7.49 against 7.45 µs a pair in a separate check), so its ratio to Lua is the
+  native commands' for Redisson's effects, which include the unlock latch (a key written,
+  expired, replicated and announced at every release; section 1's pair has none). Counted with
+  callgrind over 10,000 of Redisson 4.7.0's lock+unlock pairs: 47,700 instructions a pair
+  natively, 99,900 as Lua (2.1×); five `RM_Replicate` calls take 13,550 of the native pair's
+  (28%), half of that the command-name lookup the scripts' `redis.call` does not pay. 2.3× would
+  take the module's two commands about a quarter faster than Redis's own replication API lets
+  them be. The filter's work on a known call (matching it, making the native arguments,
+  Redis's `ArgReplace`) is about 5,400 instructions, outside `commandstats` and inside the CPU
+  column. On every other command the filter costs Redis's dispatch to module filters
+  (`moduleCallCommandFilters`: a context built and the filter list walked, about 70
+  instructions) and the callback (about 30: the setting and the argument count), against
+  about 4,000 instructions a pipelined GET or SET costs in all: Redis's own share alone is over
+  1% (the callgrind table), so no command filter can stay within 1% of a CPU-bound server on
+  Redis 7.0.
 - **Noise.** On a quiet VM, throughput figures vary by about ±5% from run to run (server time
   less), far more when other work shares the two cores; compare ratios within one report
   rather than across reports.

@@ -27,8 +27,9 @@ counted the arguments.
 /// Counted figures for one server.
 struct Count {
     per_request: f64,
-    dispatch: f64,
-    callback: f64,
+    /// `None` where the symbol is not in the profile (inlined, stripped).
+    dispatch: Option<f64>,
+    callback: Option<f64>,
 }
 
 /// The table, and the module's change in instructions per request with
@@ -37,7 +38,7 @@ pub(super) fn get_set_instructions() -> (Table, Option<f64>) {
     let mut table = Table::new(&[
         "server",
         "instructions per request",
-        "÷ no module",
+        "against no module",
         "filter dispatch per request",
         "of which rlock's callback",
     ]);
@@ -62,8 +63,8 @@ pub(super) fn get_set_instructions() -> (Table, Option<f64>) {
             label.to_string(),
             format!("{:.0}", found.per_request),
             format!("{:+.2}%", (found.per_request / base - 1.0) * 100.0),
-            format!("{:.0}", found.dispatch),
-            format!("{:.0}", found.callback),
+            found.dispatch.map_or("n/a".to_owned(), |count| format!("{count:.0}")),
+            found.callback.map_or("n/a".to_owned(), |count| format!("{count:.0}")),
         ]);
     }
     (table, Some((counts[2].1.per_request / base - 1.0) * 100.0))
@@ -99,8 +100,8 @@ fn count(mode: Option<&str>) -> Result<Count, String> {
     let total = figure(&annotated, "PROGRAM TOTALS").ok_or("no totals in the dump")?;
     Ok(Count {
         per_request: total / requests,
-        dispatch: figure(&annotated, "moduleCallCommandFilters").unwrap_or(0.0) / requests,
-        callback: figure(&annotated, "rlock::redisson::filter::filter").unwrap_or(0.0) / requests,
+        dispatch: figure(&annotated, "moduleCallCommandFilters").map(|count| count / requests),
+        callback: figure(&annotated, "rlock::redisson::filter::filter").map(|count| count / requests),
     })
 }
 
@@ -126,10 +127,13 @@ fn start(mode: Option<&str>) -> Result<Profiled, String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot run valgrind ({e}): install it (apt install valgrind)"))?;
-    let server = Profiled { child, dir, port };
+    let mut server = Profiled { child, dir, port };
     let deadline = Instant::now() + READY_WITHIN;
     let url = format!("redis://127.0.0.1:{port}/");
     while Instant::now() < deadline {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            return Err(format!("the server under callgrind exited at start ({status})"));
+        }
         let ping = redis::Client::open(url.as_str())
             .and_then(|client| client.get_connection())
             .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con));
