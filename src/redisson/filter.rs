@@ -40,6 +40,7 @@ const MAX_ARGS: c_int = 256;
 
 /// Registers the filter.
 pub fn register(ctx: &Context) -> Result<(), String> {
+    super::scripts::prepare();
     let detached = unsafe { api!(RedisModule_GetDetachedThreadSafeContext)(ctx.get_raw()) };
     FILTER_CTX.store(detached, Ordering::Relaxed);
     let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;

@@ -113,8 +113,15 @@ pub fn by_body(body: &[u8]) -> Option<(&'static Family, &'static Known)> {
     by_digest(&sha1_smol::Sha1::from(body).digest().bytes())
 }
 
-/// Every EVAL/EVALSHA passes here: a binary search over the texts'
-/// digests, sorted once, rather than a walk comparing hex strings.
+/// Builds the index [`by_digest`] searches: at load, so that no call
+/// through the filter pays for it.
+pub fn prepare() {
+    by_digest(&[0; 20]);
+}
+
+/// Every EVALSHA, and every EVAL of a known length, ends here: a binary
+/// search over the texts' digests, sorted once, rather than a walk
+/// comparing hex strings.
 fn by_digest(digest: &Digest) -> Option<(&'static Family, &'static Known)> {
     static INDEX: OnceLock<Vec<(Digest, &'static Family, &'static Known)>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {

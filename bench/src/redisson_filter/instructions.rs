@@ -1,7 +1,8 @@
 //! What the filter costs every other command, counted rather than timed:
 //! throughput on two shared cores varies by a few percent from run to
 //! run, more than the effect asked about (1%). Callgrind counts the
-//! server's instructions per request exactly, and names where they go.
+//! server's instructions per request, the same from run to run (but for
+//! its cron work, which follows the wall clock), and names where they go.
 
 use crate::report::Table;
 use std::path::Path;
