@@ -44,6 +44,7 @@ fn texts_are_found_by_sha_in_either_case_or_by_body_of_a_known_length() {
 
 #[test]
 fn every_tables_sha1_is_hex_of_its_own_and_found_by_it() {
+    prepare();
     let mut seen = std::collections::HashSet::new();
     for (family, known) in FAMILIES.iter().flat_map(|family| family.scripts.iter().map(move |known| (family, known))) {
         let digest = decode_sha1(known.sha1.as_bytes()).unwrap_or_else(|| panic!("{} is not a SHA-1", known.sha1));
