@@ -274,16 +274,19 @@ const NOTES: &str = "
   expired, replicated and announced at every release; section 1's pair has none). Counted with
   callgrind over 10,000 of Redisson 4.7.0's lock+unlock pairs: 47,700 instructions a pair
   natively, 99,900 as Lua (2.1×); five `RM_Replicate` calls take 13,550 of the native pair's
-  (28%), half of that the command-name lookup the scripts' `redis.call` does not pay. 2.3× would
-  take the module's two commands about a quarter faster than Redis's own replication API lets
-  them be. The filter's work on a known call (matching it, making the native arguments,
+  (28%), half of that the command-name lookup the scripts' `redis.call` does not pay. Section
+  9's 2.14× would reach 2.3× with the two commands about 7% faster: what is left to cut is
+  the module's own bookkeeping (parsing, the derived keys' ACL checks, strings made and freed),
+  not Redis's replication. The filter's work on a known call (matching it, making the native arguments,
   Redis's `ArgReplace`) is about 5,400 instructions, outside `commandstats` and inside the CPU
   column. On every other command the filter costs Redis's dispatch to module filters
-  (`moduleCallCommandFilters`: a context built and the filter list walked, about 70
-  instructions) and the callback (about 30: the setting and the argument count), against
-  about 4,000 instructions a pipelined GET or SET costs in all: Redis's own share alone is over
-  1% (the callgrind table), so no command filter can stay within 1% of a CPU-bound server on
-  Redis 7.0.
+  (`moduleCallCommandFilters`: a context built and the filter list walked, about 50
+  instructions more than with no filter registered) and the callback (about 30: the setting
+  and the argument count), against about 4,000 instructions a pipelined GET or SET costs in
+  all: Redis's own share alone is over 1% (the callgrind table), so no command filter can stay
+  within 1% of a CPU-bound server on Redis 7.0. Loading the module with the filter `off` costs
+  about as much (the dispatch runs either way); timed throughput on two shared cores moves by
+  more than that from run to run.
 - **Noise.** On a quiet VM, throughput figures vary by about ±5% from run to run (server time
   less), far more when other work shares the two cores; compare ratios within one report
   rather than across reports.
