@@ -5,7 +5,7 @@ use crate::checker::{overlaps, stuck_waits, Overlaps};
 use crate::client_workload;
 use crate::partition::{wait_for, Partition};
 use crate::redlock;
-use crate::workload::{client, Protocol, Shared, CLIENTS};
+use crate::workload::{client, Protocol, Section, Shared, CLIENTS};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -211,14 +211,13 @@ fn outcome(shared: &Shared, fault_at: Instant, failed_over: Option<Instant>, lib
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
     let old_primary_wrote = *shared.original_last_write.lock().unwrap();
-    let first_grant_at = sections.iter().map(|s| s.start).filter(|start| *start >= fault_at).min();
+    let first_grant_at = first_grant_from(&sections, fault_at);
     let client_library = library.then(|| {
         let waits = shared.waits.lock().unwrap().clone();
         // Until a grant after the failover: a cut-off primary's grants
         // before it do not end the outage, nor does one that came
         // between taking `fault_at` and the signal.
-        let restored = failed_over.unwrap_or(fault_at);
-        let restored = sections.iter().map(|s| s.start).filter(|start| *start >= restored).min();
+        let restored = first_grant_from(&sections, failed_over.unwrap_or(fault_at));
         let outage = (fault_at, restored.unwrap_or_else(Instant::now));
         let lost = shared.lost.lock().unwrap().clone();
         LibraryOutcome {
@@ -237,6 +236,11 @@ fn outcome(shared: &Shared, fault_at: Instant, failed_over: Option<Instant>, lib
         old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
         client_library,
     }
+}
+
+/// The start of the first critical section at or after `from`.
+fn first_grant_from(sections: &[Section], from: Instant) -> Option<Instant> {
+    sections.iter().map(|section| section.start).filter(|start| *start >= from).min()
 }
 
 fn inject(group: &mut SentinelGroup, shared: &Shared, fault: Fault) {
