@@ -1,6 +1,7 @@
 //! The rlock-client workload: each client is an rlock-client `Client`
-//! made from the Sentinels' addresses, so it follows failovers itself
-//! (the raw clients follow the primary the run's watcher names). It
+//! made from the Sentinels' addresses or the cluster's nodes, so it
+//! follows failovers and moved slots itself (the raw clients follow the
+//! primary the run's watcher names). It
 //! waits for a name with `try_lock` (on pub/sub, as the client waits
 //! under Sentinel), holds it with the watchdog renewing the lease, and
 //! records its critical section from the grant until the earlier of its
@@ -16,15 +17,23 @@ use testkit::{Rng, MASTER};
 /// How long a client waits for a name before it picks another.
 const LONGEST_WAIT_MS: u64 = 3_000;
 
-/// One client's loop, until `shared.stop`.
-pub fn client(id: usize, sentinel_ports: &[u16], shared: &Shared, seed: u64) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a Tokio runtime");
-    runtime.block_on(run(id, sentinel_ports, shared, seed));
+/// Where the clients connect.
+pub enum Nodes {
+    /// The Sentinels, on these ports.
+    Sentinels(Vec<u16>),
+    /// A cluster's nodes, on these ports.
+    Cluster(Vec<u16>),
 }
 
-async fn run(id: usize, sentinel_ports: &[u16], shared: &Shared, seed: u64) {
+/// One client's loop, until `shared.stop`.
+pub fn client(id: usize, nodes: &Nodes, shared: &Shared, seed: u64) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a Tokio runtime");
+    runtime.block_on(run(id, nodes, shared, seed));
+}
+
+async fn run(id: usize, nodes: &Nodes, shared: &Shared, seed: u64) {
     let mut rng = Rng::from_seed(seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let Some(client) = connect(sentinel_ports, shared).await else { return };
+    let Some(client) = connect(nodes, shared).await else { return };
     while !shared.stop.load(Ordering::Relaxed) {
         let name = rng.below(NAMES as u64) as usize;
         let lock = client.lock(lock_name(name));
@@ -71,12 +80,18 @@ async fn run(id: usize, sentinel_ports: &[u16], shared: &Shared, seed: u64) {
     }
 }
 
-/// A client on the Sentinels, retried until the run stops.
-async fn connect(sentinel_ports: &[u16], shared: &Shared) -> Option<Client> {
-    let sentinels: Vec<String> = sentinel_ports.iter().map(|port| format!("redis://127.0.0.1:{port}")).collect();
+/// A client on the Sentinels or the cluster, retried until the run stops.
+async fn connect(nodes: &Nodes, shared: &Shared) -> Option<Client> {
+    let urls =
+        |ports: &[u16]| -> Vec<String> { ports.iter().map(|port| format!("redis://127.0.0.1:{port}")).collect() };
     let options = ClientOptions::default().with_watchdog_timeout(LEASE);
     while !shared.stop.load(Ordering::Relaxed) {
-        let connected = Client::connect_sentinel(sentinels.clone(), MASTER, Default::default(), options.clone()).await;
+        let connected = match nodes {
+            Nodes::Sentinels(ports) => {
+                Client::connect_sentinel(urls(ports), MASTER, Default::default(), options.clone()).await
+            }
+            Nodes::Cluster(ports) => Client::connect_cluster(urls(ports), options.clone()).await,
+        };
         match connected {
             Ok(client) => return Some(client),
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,

@@ -1,6 +1,7 @@
 //! The fault-injection suite: locks under failover. A run starts a
-//! primary with two replicas and three Sentinels (or, for RedLock, five
-//! independent primaries), lets clients take locks
+//! primary with two replicas and three Sentinels (or a cluster of three
+//! primaries with a replica each, or, for RedLock, five independent
+//! primaries), lets clients take locks
 //! on a few names while they write to an external resource, injects one
 //! fault, and counts the locks granted twice, the stale fenced writes
 //! accepted, and how long the locks were unavailable. `make faults` runs
@@ -9,6 +10,7 @@
 
 pub mod checker;
 pub mod client_workload;
+pub mod cluster;
 pub mod interrupt;
 pub mod partition;
 pub mod redlock;

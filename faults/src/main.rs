@@ -1,8 +1,9 @@
-//! `rlock-faults [--runs N] [--only TEXT] [--fault kill|stop|partition|clientpause|restart]
-//! [--out FAULTS.md]`: every configuration (or those whose label contains
-//! TEXT) under every fault (or one), `N` runs each (default 3), as
-//! markdown on stdout and, with `--out`, in that file. The partition needs root (iptables); without it
-//! that column is left out, and the report says so. Ctrl-C stops the
+//! `rlock-faults [--runs N] [--only TEXT]
+//! [--fault kill|stop|partition|hostcrash|clientpause|restart] [--out FAULTS.md]`:
+//! every configuration (or those whose label contains TEXT) under every
+//! fault (or one), `N` runs each (default 3), as markdown on stdout and,
+//! with `--out`, in that file. The partition and the host crash need root
+//! (iptables); without it their columns are left out, and the report says so. Ctrl-C stops the
 //! servers it started and heals the partition.
 
 use rlock_faults::partition::Partition;
@@ -19,12 +20,12 @@ fn main() {
     let runs: u64 = value("--runs").map_or(3, |runs| runs.parse().expect("--runs takes a number"));
     let partition = Partition::available();
     if let Err(why) = &partition {
-        eprintln!("rlock-faults: no partition runs: iptables needs root ({why})");
+        eprintln!("rlock-faults: no partition or host crash runs: iptables needs root ({why})");
     }
     let only_fault = value("--fault");
     let faults: Vec<Fault> = Fault::ALL
         .into_iter()
-        .filter(|fault| *fault != Fault::Partition || partition.is_ok())
+        .filter(|fault| !fault.needs_iptables() || partition.is_ok())
         .filter(|fault| only_fault.as_ref().is_none_or(|only| format!("{fault:?}").eq_ignore_ascii_case(only)))
         .collect();
     let only = value("--only");
@@ -64,13 +65,21 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
          primary the Sentinels name. RedLock: {primaries} independent primaries, the same clients \
          holding a majority (within the lease less the time spent and 1% drift), renewing on all; \
          its fault kills two of them and starts them again at once: empty, unless the row has an AOF, which they reload (a kill -9 loses what Redis had not yet written to it: with `everysec`, a write it postpones while an fsync runs, up to 2 s). Each fault comes 2 s into a 14 s run \
-         and lasts 4 s (SIGSTOP, partition). {runs} run(s) per cell; – where a fault does not \
+         and lasts 4 s (SIGSTOP, partition). The host crash drops what the primary sends its replicas and \
+         Sentinels for {in_flight} s, then kills it (its times count from the start of that second). \
+         Cluster: {cluster_primaries} primaries with a replica each (node timeout 2000 ms), the clients \
+         rlock-client's; kill -9 and SIGSTOP ({stop_s} s) hit the primary of the first name's slot, and \
+         the slot migration moves each name's slot to another primary (each half moved for 0.5 s \
+         before and after its keys move); its times to the first grant count the names the fault hit. {runs} run(s) per cell; – where a fault does not \
          apply. Server: {server}.\n\n",
         lease = LEASE.as_secs(),
         primaries = rlock_faults::redlock::PRIMARIES,
+        in_flight = rlock_faults::run::IN_FLIGHT.as_secs(),
+        cluster_primaries = rlock_faults::cluster::PRIMARIES,
+        stop_s = rlock_faults::cluster::STOP_LASTS.as_secs(),
     );
     if let Some(why) = no_partition {
-        text.push_str(&format!("No partition runs: iptables needs root ({why}).\n\n"));
+        text.push_str(&format!("No partition or host crash runs: iptables needs root ({why}).\n\n"));
     }
     text
 }

@@ -1,6 +1,7 @@
 //! The partition fault: the primary cut off from its replicas and
 //! Sentinels (which connect from [`PEER_SOURCE`]) but not from its
-//! clients, by iptables rules on its port.
+//! clients, by iptables rules on its port; and the host crash's half of
+//! it: the primary's packets to them dropped.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -18,13 +19,20 @@ const RULE_TAG: &str = "rlock-faults";
 
 impl Partition {
     pub fn cut(port: u16) -> Partition {
-        let port = port.to_string();
-        let rule = |from: &str, port_flag: &str, to: &str| -> Vec<String> {
-            let words = ["INPUT", "-p", "tcp", "-s", from, "-d", to, port_flag, &port, "-m", "comment"];
-            words.iter().chain(&["--comment", RULE_TAG, "-j", "DROP"]).map(|word| word.to_string()).collect()
-        };
         // Both ways: the peers' packets to the port, the port's to the peers.
-        let rules = vec![rule(PEER_SOURCE, "--dport", "127.0.0.1"), rule("127.0.0.1", "--sport", PEER_SOURCE)];
+        Partition::drop_packets(vec![rule(PEER_SOURCE, "--dport", "127.0.0.1", port), silenced(port)])
+    }
+
+    /// Drops only what the primary on `port` sends its replicas and
+    /// Sentinels: the replication stream stops reaching them, though the
+    /// primary still hears their acknowledgements (of what they have), so
+    /// it goes on taking writes, as it would in the moments before its
+    /// host crashes. Healed on drop.
+    pub fn silence(port: u16) -> Partition {
+        Partition::drop_packets(vec![silenced(port)])
+    }
+
+    fn drop_packets(rules: Vec<Vec<String>>) -> Partition {
         for rule in &rules {
             iptables("-I", rule).unwrap_or_else(|why| panic!("iptables: {why}"));
         }
@@ -48,6 +56,19 @@ impl Partition {
             let _ = iptables("-D", &rule);
         }
     }
+}
+
+/// A rule that drops the TCP packets from `from` to `to` whose `port_flag`
+/// (`--dport` or `--sport`) is `port`.
+fn rule(from: &str, port_flag: &str, to: &str, port: u16) -> Vec<String> {
+    let port = port.to_string();
+    let words = ["INPUT", "-p", "tcp", "-s", from, "-d", to, port_flag, &port, "-m", "comment"];
+    words.iter().chain(&["--comment", RULE_TAG, "-j", "DROP"]).map(|word| word.to_string()).collect()
+}
+
+/// The rule that drops the packets from the primary's `port` to its peers.
+fn silenced(port: u16) -> Vec<String> {
+    rule("127.0.0.1", "--sport", PEER_SOURCE, port)
 }
 
 impl Drop for Partition {

@@ -2,15 +2,16 @@
 //! checker counts.
 
 use crate::checker::{overlaps, stuck_waits, Overlaps};
-use crate::client_workload;
+use crate::client_workload::{self, Nodes};
+use crate::cluster;
 use crate::partition::{wait_for, Partition};
 use crate::redlock;
-use crate::workload::{client, Protocol, Section, Shared, CLIENTS};
+use crate::workload::{client, Protocol, Section, Shared, CLIENTS, NAMES};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{primary_named_by, SentinelGroup, Server, DOWN_AFTER_MS};
+use testkit::{primary_named_by, Cluster, SentinelGroup, Server, ServerBuilder, DOWN_AFTER_MS};
 
 /// The fault a run injects, two seconds into the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,13 @@ pub enum Fault {
     /// The primary cut off from its replicas and Sentinels, not from its
     /// clients, for as long; then healed.
     Partition,
+    /// The primary's host crashes: kill -9, with the replication stream's
+    /// last [`IN_FLIGHT`] lost on the way (on loopback a kill -9 alone
+    /// loses nothing: the kernel still delivers what the process wrote).
+    HostCrash,
+    /// Cluster: the slots of the names moved to another primary, one after
+    /// the other, while clients hold and wait.
+    SlotMigration,
     /// A holder pauses past its lease (a GC pause, a SIGSTOP of the client)
     /// and writes when it wakes, without looking at the time. No failover.
     ClientPause,
@@ -32,22 +40,41 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 5] = [Fault::Kill, Fault::Stop, Fault::Partition, Fault::ClientPause, Fault::Restart];
+    pub const ALL: [Fault; 7] = [
+        Fault::Kill,
+        Fault::Stop,
+        Fault::Partition,
+        Fault::HostCrash,
+        Fault::SlotMigration,
+        Fault::ClientPause,
+        Fault::Restart,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
             Fault::Kill => "kill -9",
             Fault::Stop => "SIGSTOP",
             Fault::Partition => "partition",
+            Fault::HostCrash => "host crash (last 1 s of replication lost)",
+            Fault::SlotMigration => "slot migration",
             Fault::ClientPause => "client pause",
             Fault::Restart => "kill -9 and restart",
         }
     }
 
-    /// A restart is RedLock's fault; the others are
-    /// the Sentinel group's.
+    /// Which faults each topology meets: a restart is RedLock's, a slot
+    /// migration the cluster's; the cluster is not partitioned or crashed.
     pub fn applies_to(self, topology: Topology) -> bool {
-        (self == Fault::Restart) == (topology == Topology::RedLock)
+        match topology {
+            Topology::Sentinel => !matches!(self, Fault::Restart | Fault::SlotMigration),
+            Topology::Cluster => matches!(self, Fault::Kill | Fault::Stop | Fault::SlotMigration),
+            Topology::RedLock => self == Fault::Restart,
+        }
+    }
+
+    /// Whether it drops packets with iptables (which needs root).
+    pub fn needs_iptables(self) -> bool {
+        matches!(self, Fault::Partition | Fault::HostCrash)
     }
 }
 
@@ -57,6 +84,9 @@ pub enum Topology {
     /// A primary, two replicas and three Sentinels; the clients follow the
     /// primary the Sentinels name.
     Sentinel,
+    /// A cluster of [`cluster::PRIMARIES`] primaries with a replica each;
+    /// the clients (rlock-client's) route by slot.
+    Cluster,
     /// Independent primaries, as many as [`redlock::PRIMARIES`]; the
     /// clients hold a majority.
     RedLock,
@@ -118,11 +148,15 @@ const WARMUP: Duration = Duration::from_secs(2);
 /// Longer than a failover takes (Sentinel's down-after plus the election).
 const FAULT_LASTS: Duration = Duration::from_millis(4 * DOWN_AFTER_MS);
 const RUN: Duration = Duration::from_secs(14);
+/// How much of the replication stream a host crash loses: within what
+/// `min-replicas-max-lag 1` lets replicas lag without the primary noticing.
+pub const IN_FLIGHT: Duration = Duration::from_secs(1);
 
 pub fn run(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     assert!(fault.applies_to(setup.topology), "{fault:?} on {:?}", setup.topology);
     match setup.topology {
         Topology::Sentinel => run_sentinel_group(setup, fault, seed),
+        Topology::Cluster => run_cluster(setup, fault, seed),
         Topology::RedLock => run_redlock(setup, seed),
     }
 }
@@ -138,13 +172,11 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
         let (shared, failover, ports) = (shared.clone(), failover.clone(), group.sentinel_ports());
         thread::spawn(move || follow_sentinels(&shared, &ports, original, &failover))
     };
-    let sentinel_ports = group.sentinel_ports();
+    let nodes = Nodes::Sentinels(group.sentinel_ports());
     let inject = || inject(&mut group, &shared, fault);
     let fault_at = match setup.workload {
         Workload::Commands(protocol) => drive(&shared, |id, shared| client(id, protocol, shared, seed), inject),
-        Workload::RlockClient => {
-            drive(&shared, |id, shared| client_workload::client(id, &sentinel_ports, shared, seed), inject)
-        }
+        Workload::RlockClient => drive(&shared, |id, shared| client_workload::client(id, &nodes, shared, seed), inject),
     };
     watcher.join().expect("the watcher panicked");
     if std::env::var_os("RLOCK_FAULTS_LOGS").is_some() {
@@ -154,19 +186,57 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let library = setup.workload == Workload::RlockClient;
     Outcome {
         failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
-        ..outcome(&shared, fault_at, failed_over, library)
+        ..outcome(&shared, (fault_at, failed_over), library, &all_names())
     }
+}
+
+/// The cluster, with rlock-client's clients; the fault hits the shard of
+/// the first name, or moves every name's slot.
+fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
+    assert_eq!(setup.workload, Workload::RlockClient, "the cluster's clients route by slot");
+    let mut cluster = Cluster::start_with(cluster::PRIMARIES, 1, |node| configured(node, setup));
+    wait_for_delay_end(&cluster.nodes);
+    let ports: Vec<u16> = cluster.nodes.iter().map(Server::port).collect();
+    let slot = cluster::first_slot(&cluster);
+    let original = cluster.slot_owner(slot).expect("an owner of the first name's slot");
+    let hit = match fault {
+        Fault::SlotMigration => all_names(),
+        _ => cluster::names_served_by(&cluster, original),
+    };
+    let shared = Shared::new(original);
+    let watcher = (fault != Fault::SlotMigration).then(|| {
+        let (shared, ports) = (shared.clone(), ports.clone());
+        thread::spawn(move || cluster::watch_failover(&ports, slot, original, &shared.stop))
+    });
+    let nodes = Nodes::Cluster(ports);
+    let fault_at = drive(
+        &shared,
+        |id, shared| client_workload::client(id, &nodes, shared, seed),
+        || match fault {
+            Fault::Kill => cluster::owner_of(&mut cluster, slot).kill(),
+            Fault::Stop => stop(cluster::owner_of(&mut cluster, slot), cluster::STOP_LASTS),
+            Fault::SlotMigration => cluster::migrate_names(&cluster),
+            _ => unreachable!("{fault:?} on the cluster"),
+        },
+    );
+    let failed_over = watcher.and_then(|watcher| watcher.join().expect("the watcher panicked"));
+    Outcome {
+        failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
+        ..outcome(&shared, (fault_at, failed_over), true, &hit)
+    }
+}
+
+/// A server with the setup's module arguments and configuration.
+fn configured(builder: ServerBuilder, setup: &Setup) -> ServerBuilder {
+    let builder = setup.module_args.iter().fold(builder, |builder, arg| builder.module_arg(arg));
+    setup.config.iter().fold(builder, |builder, (name, value)| builder.config(name, value))
 }
 
 /// RedLock over independent primaries; the fault restarts a minority of
 /// them (two of five): without their data unless the setup has an AOF.
 fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
-    let mut servers: Vec<Server> = (0..redlock::PRIMARIES)
-        .map(|_| {
-            let builder = setup.module_args.iter().fold(Server::builder(), |builder, arg| builder.module_arg(arg));
-            setup.config.iter().fold(builder, |builder, (name, value)| builder.config(name, value)).start()
-        })
-        .collect();
+    let mut servers: Vec<Server> =
+        (0..redlock::PRIMARIES).map(|_| configured(Server::builder(), setup).start()).collect();
     wait_for_delay_end(&servers);
     let ports: Vec<u16> = servers.iter().map(Server::port).collect();
     let shared = Shared::new(ports[0]);
@@ -175,7 +245,7 @@ fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
         |id, shared| redlock::client(id, &ports, shared, seed),
         || servers[..RESTARTED].iter_mut().for_each(Server::restart),
     );
-    outcome(&shared, fault_at, None, false)
+    outcome(&shared, (fault_at, None), false, &all_names())
 }
 
 /// The module's load began a term on each server: its lock-delay, if
@@ -188,36 +258,54 @@ fn wait_for_delay_end(servers: &[Server]) {
     }
 }
 
-/// Runs the clients for the run's length with the fault [`WARMUP`] in;
-/// returns when the fault came.
-fn drive(shared: &Arc<Shared>, client: impl Fn(usize, &Shared) + Sync, inject: impl FnOnce()) -> Instant {
+/// Runs the clients for the run's length with the fault [`WARMUP`] in
+/// (what `inject` returns lasts until the run ends); returns when the
+/// fault came.
+fn drive<Lasting>(
+    shared: &Arc<Shared>,
+    client: impl Fn(usize, &Shared) + Sync,
+    inject: impl FnOnce() -> Lasting,
+) -> Instant {
     thread::scope(|scope| {
         let started = Instant::now();
         let client = &client;
         let clients: Vec<_> = (0..CLIENTS).map(|id| scope.spawn(move || client(id, shared))).collect();
         thread::sleep(WARMUP);
         let fault_at = Instant::now();
-        inject();
+        let lasting = inject();
         thread::sleep((started + RUN).saturating_duration_since(Instant::now()));
         shared.stop.store(true, Ordering::Relaxed);
         clients.into_iter().for_each(|client| client.join().expect("a client panicked"));
+        drop(lasting);
         fault_at
     })
 }
 
+/// Every name: the Sentinel group's and RedLock's faults hit them all.
+fn all_names() -> Vec<usize> {
+    (0..NAMES).collect()
+}
+
 /// What the checker finds in a run's records; `failed_over`: when the
-/// Sentinels named a new primary; `library`: the clients were rlock-client's.
-fn outcome(shared: &Shared, fault_at: Instant, failed_over: Option<Instant>, library: bool) -> Outcome {
+/// Sentinels (or the cluster) named a new primary; `library`: the clients
+/// were rlock-client's; `hit`: the names the fault made unavailable, whose
+/// grants end the outage.
+fn outcome(
+    shared: &Shared,
+    (fault_at, failed_over): (Instant, Option<Instant>),
+    library: bool,
+    hit: &[usize],
+) -> Outcome {
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
     let old_primary_wrote = *shared.original_last_write.lock().unwrap();
-    let first_grant_at = first_grant_from(&sections, fault_at);
+    let first_grant_at = first_grant_from(&sections, fault_at, hit);
     let client_library = library.then(|| {
         let waits = shared.waits.lock().unwrap().clone();
         // Until a grant after the failover: a cut-off primary's grants
         // before it do not end the outage, nor does one that came
         // between taking `fault_at` and the signal.
-        let restored = first_grant_from(&sections, failed_over.unwrap_or(fault_at));
+        let restored = first_grant_from(&sections, failed_over.unwrap_or(fault_at), hit);
         let outage = (fault_at, restored.unwrap_or_else(Instant::now));
         let lost = shared.lost.lock().unwrap().clone();
         LibraryOutcome {
@@ -238,28 +326,43 @@ fn outcome(shared: &Shared, fault_at: Instant, failed_over: Option<Instant>, lib
     }
 }
 
-/// The start of the first critical section at or after `from`.
-fn first_grant_from(sections: &[Section], from: Instant) -> Option<Instant> {
-    sections.iter().map(|section| section.start).filter(|start| *start >= from).min()
+/// The start of the first critical section on one of the names `on` at
+/// or after `from`.
+fn first_grant_from(sections: &[Section], from: Instant, on: &[usize]) -> Option<Instant> {
+    let on_them = sections.iter().filter(|section| on.contains(&section.name));
+    on_them.map(|section| section.start).filter(|start| *start >= from).min()
 }
 
-fn inject(group: &mut SentinelGroup, shared: &Shared, fault: Fault) {
+/// Injects `fault`; returns what must last until the run ends.
+fn inject(group: &mut SentinelGroup, shared: &Shared, fault: Fault) -> Option<Partition> {
     let primary = &mut group.servers[0];
     match fault {
         Fault::ClientPause => shared.pause_next_holder.store(true, Ordering::Relaxed),
         Fault::Kill => primary.kill(),
-        Fault::Stop => {
-            primary.pause();
-            thread::sleep(FAULT_LASTS);
-            primary.resume();
-        }
+        Fault::Stop => stop(primary, FAULT_LASTS),
         Fault::Partition => {
             let cut = Partition::cut(primary.port());
             thread::sleep(FAULT_LASTS);
             drop(cut);
         }
-        Fault::Restart => unreachable!("a RedLock fault"),
+        Fault::HostCrash => {
+            let silenced = Partition::silence(primary.port());
+            thread::sleep(IN_FLIGHT);
+            primary.kill();
+            // The kernel would still send the dead process's unsent
+            // bytes; they stay lost until the replicas have moved on.
+            return Some(silenced);
+        }
+        Fault::Restart | Fault::SlotMigration => unreachable!("{fault:?} on the Sentinel group"),
     }
+    None
+}
+
+/// SIGSTOP for `lasts` (longer than a failover takes), then SIGCONT.
+fn stop(server: &Server, lasts: Duration) {
+    server.pause();
+    thread::sleep(lasts);
+    server.resume();
 }
 
 /// Keeps the clients' primary at the one the Sentinels name, as a client

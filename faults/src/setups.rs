@@ -37,6 +37,11 @@ fn sentinel_group(
     Setup { label, topology: Topology::Sentinel, workload, module_args, config }
 }
 
+/// A configuration of the cluster; its clients are rlock-client's.
+fn cluster(label: &'static str, module_args: Vec<String>, config: Vec<(String, String)>) -> Setup {
+    Setup { label, topology: Topology::Cluster, workload: Workload::RlockClient, module_args, config }
+}
+
 const PLAIN: Workload = Workload::Commands(Protocol { fenced: false, wait_replica: false });
 const FENCED: Workload = Workload::Commands(Protocol { fenced: true, wait_replica: false });
 
@@ -82,6 +87,10 @@ pub fn all() -> Vec<Setup> {
             lock_delay(),
             min_replicas(),
         ),
+        cluster("cluster, rlock-client, no lock-delay", vec![], vec![]),
+        // Not min-replicas: with one replica a shard, a promoted replica
+        // has none left and would refuse every write.
+        cluster("cluster, rlock-client, lock-delay", lock_delay(), vec![]),
         fenced(),
         sentinel_group("fenced (no token jump: control)", FENCED, args(&["fencing-token-jump", "no"]), vec![]),
         redlock("RedLock, 5 primaries (restart at once)", vec![], vec![]),

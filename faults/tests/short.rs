@@ -1,9 +1,10 @@
 //! The short fault run of `make test`: the recommended configuration
 //! (lock-delay and min-replicas) grants no lock twice under kill -9,
-//! SIGSTOP and a partition, and fencing turns away the late write of a
+//! SIGSTOP, a partition and a host crash that loses the last second of
+//! replication, and fencing turns away the late write of a
 //! holder paused past its lease. One run each; `make faults` runs the
-//! whole matrix. The partition needs root (iptables): without it, it is
-//! left out, and the test says so.
+//! whole matrix. The partition and the host crash need root (iptables):
+//! without it, they are left out, and the test says so.
 
 use rlock_faults::partition::Partition;
 use rlock_faults::run::{run, Fault};
@@ -13,11 +14,11 @@ use rlock_faults::setups;
 fn no_double_grant_in_the_recommended_configuration_and_no_stale_fenced_write() {
     let partition = Partition::available();
     if let Err(why) = &partition {
-        eprintln!("short fault run: no partition (iptables needs root): {why}");
+        eprintln!("short fault run: no partition or host crash (iptables needs root): {why}");
     }
     Partition::clean_leftovers();
-    let failovers = [Fault::Kill, Fault::Stop, Fault::Partition];
-    for fault in failovers.into_iter().filter(|fault| *fault != Fault::Partition || partition.is_ok()) {
+    let failovers = [Fault::Kill, Fault::Stop, Fault::Partition, Fault::HostCrash];
+    for fault in failovers.into_iter().filter(|fault| !fault.needs_iptables() || partition.is_ok()) {
         // Every run must be safe; one of two must also grant again in
         // time. On a loaded 2-core machine the Sentinels sometimes fail
         // over twice (the promoted primary misses its pings for the 1 s

@@ -1,7 +1,7 @@
 //! A real Redis Cluster on loopback: every node a [`Server`] with the
 //! module, joined by `redis-cli --cluster create`.
 
-use crate::{eventually, Server};
+use crate::{eventually, Server, ServerBuilder};
 use std::process::Command;
 use std::time::Duration;
 
@@ -14,7 +14,13 @@ pub struct Cluster {
 impl Cluster {
     /// `primaries` primaries with `replicas` replicas each.
     pub fn start(primaries: usize, replicas: usize) -> Self {
-        let nodes: Vec<Server> = (0..primaries * (1 + replicas)).map(|_| Server::builder().cluster().start()).collect();
+        Self::start_with(primaries, replicas, |node| node)
+    }
+
+    /// As [`Cluster::start`], each node's settings passed through `configure`.
+    pub fn start_with(primaries: usize, replicas: usize, configure: impl Fn(ServerBuilder) -> ServerBuilder) -> Self {
+        let nodes: Vec<Server> =
+            (0..primaries * (1 + replicas)).map(|_| configure(Server::builder().cluster()).start()).collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
         let output = Command::new(crate::server::cli_bin())
             .args(["--cluster", "create"])
@@ -61,7 +67,7 @@ impl Cluster {
     pub fn primary_for(&self, key: &[u8]) -> &Server {
         let mut con = self.nodes[0].connection();
         let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut con).expect("KEYSLOT");
-        let port = self.slot_owner(slot);
+        let port = self.slot_owner(slot).expect("the slot's owner in CLUSTER SLOTS");
         self.nodes.iter().find(|n| n.port() == port).expect("the slot's primary is one of ours")
     }
 
@@ -78,20 +84,31 @@ impl Cluster {
             .expect("a replica of the key's primary")
     }
 
-    /// The port of the primary that owns `slot`, from CLUSTER SLOTS: each
-    /// entry is `[start, end, [host, port, id, ...], replicas...]`.
-    fn slot_owner(&self, slot: i64) -> u16 {
-        let ranges: Vec<Vec<redis::Value>> =
-            redis::cmd("CLUSTER").arg("SLOTS").query(&mut self.nodes[0].connection()).expect("CLUSTER SLOTS");
-        ranges
-            .iter()
-            .find_map(|range| {
+    /// The port of the primary that owns `slot`, as the first node that
+    /// answers sees it (see [`slot_owner_among`]).
+    pub fn slot_owner(&self, slot: i64) -> Option<u16> {
+        slot_owner_among(&self.nodes.iter().map(Server::port).collect::<Vec<_>>(), slot)
+    }
+}
+
+/// The port of the primary that owns `slot`, as the first of the nodes at
+/// `ports` that answers sees it (a killed or stopped node does not), from
+/// CLUSTER SLOTS: each entry is `[start, end, [host, port, id, ...], replicas...]`.
+pub fn slot_owner_among(ports: &[u16], slot: i64) -> Option<u16> {
+    const ANSWER_WITHIN: Duration = Duration::from_millis(200);
+    ports
+        .iter()
+        .find_map(|port| {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).ok()?;
+            let mut con = client.get_connection_with_timeout(ANSWER_WITHIN).ok()?;
+            con.set_read_timeout(Some(ANSWER_WITHIN)).ok()?;
+            let ranges: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER").arg("SLOTS").query(&mut con).ok()?;
+            ranges.iter().find_map(|range| {
                 let int = |v: &redis::Value| redis::from_redis_value::<i64>(v.clone()).ok();
                 let (start, end) = (int(range.first()?)?, int(range.get(1)?)?);
                 let primary: Vec<redis::Value> = redis::from_redis_value(range.get(2)?.clone()).ok()?;
                 (start <= slot && slot <= end).then(|| int(primary.get(1)?)).flatten()
             })
-            .and_then(|port| u16::try_from(port).ok())
-            .expect("the slot's owner in CLUSTER SLOTS")
-    }
+        })
+        .and_then(|port| u16::try_from(port).ok())
 }

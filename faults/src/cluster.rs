@@ -1,0 +1,129 @@
+//! The cluster topology: three primaries with a replica each, the clients
+//! rlock-client `Client`s on it (they route by slot and follow `MOVED` and
+//! `ASK`). Its faults hit the shard that serves the first name: kill -9
+//! or SIGSTOP of its primary (its replica takes over), or every name's
+//! slot moved to another primary while clients hold and wait.
+
+use crate::workload::{lock_name, NAMES};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+use testkit::{slot_owner_among, Cluster, Server};
+
+pub const PRIMARIES: usize = 3;
+/// How long the SIGSTOP lasts: longer than a failover, which takes the
+/// cluster about twice its node timeout (2 s) to detect and elect.
+pub const STOP_LASTS: Duration = Duration::from_secs(6);
+/// How long a slot stays half moved (`MIGRATING` on its owner,
+/// `IMPORTING` on the next), before and after its keys move: clients meet
+/// `ASK` for a name the owner lacks, and `MOVED` once it is done.
+const HALF_MOVED: Duration = Duration::from_millis(500);
+const MIGRATE_TIMEOUT_MS: u64 = 2_000;
+
+/// The slot of the first name, whose primary the kill and the stop hit.
+pub fn first_slot(cluster: &Cluster) -> i64 {
+    slot_of(cluster, &lock_name(0))
+}
+
+fn slot_of(cluster: &Cluster, key: &str) -> i64 {
+    let mut con = cluster.nodes[0].connection();
+    redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut con).expect("CLUSTER KEYSLOT")
+}
+
+/// The names whose slots the primary on `port` serves.
+pub fn names_served_by(cluster: &Cluster, port: u16) -> Vec<usize> {
+    (0..NAMES).filter(|name| cluster.slot_owner(slot_of(cluster, &lock_name(*name))) == Some(port)).collect()
+}
+
+/// The node that serves `slot` now.
+pub fn owner_of(cluster: &mut Cluster, slot: i64) -> &mut Server {
+    let port = cluster.slot_owner(slot).expect("an owner of the slot");
+    cluster.nodes.iter_mut().find(|node| node.port() == port).expect("the owner is one of the cluster's nodes")
+}
+
+/// Moves every name's slot to another primary, one after the other, as
+/// `redis-cli --cluster reshard` moves a slot.
+pub fn migrate_names(cluster: &Cluster) {
+    let mut slots: Vec<i64> = (0..NAMES).map(|name| slot_of(cluster, &lock_name(name))).collect();
+    slots.dedup();
+    for slot in slots {
+        migrate(cluster, slot);
+    }
+}
+
+fn migrate(cluster: &Cluster, slot: i64) {
+    let mut source = node(cluster, cluster.slot_owner(slot).expect("an owner of the slot"));
+    let (target_port, mut target) = other_primary(&mut source);
+    let (source_id, target_id) = (node_id(&mut source), node_id(&mut target));
+    let set_slot = |con: &mut redis::Connection, state: &str, id: &str| {
+        redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id).query::<()>(con).expect("CLUSTER SETSLOT")
+    };
+    set_slot(&mut target, "IMPORTING", &source_id);
+    set_slot(&mut source, "MIGRATING", &target_id);
+    thread::sleep(HALF_MOVED);
+    loop {
+        let keys: Vec<String> =
+            redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(100).query(&mut source).expect("GETKEYSINSLOT");
+        if keys.is_empty() {
+            break;
+        }
+        redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(target_port)
+            .arg("")
+            .arg(0)
+            .arg(MIGRATE_TIMEOUT_MS)
+            .arg("KEYS")
+            .arg(&keys)
+            .query::<()>(&mut source)
+            .expect("MIGRATE");
+    }
+    thread::sleep(HALF_MOVED);
+    set_slot(&mut target, "NODE", &target_id);
+    set_slot(&mut source, "NODE", &target_id);
+    // The other primaries learn it by gossip; told, they redirect at once.
+    for node in &cluster.nodes {
+        let Ok(mut con) = node.client().get_connection() else { continue };
+        let _ = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&target_id).query::<()>(&mut con);
+    }
+}
+
+fn node(cluster: &Cluster, port: u16) -> redis::Connection {
+    cluster.nodes.iter().find(|node| node.port() == port).expect("a node of the cluster").connection()
+}
+
+fn node_id(con: &mut redis::Connection) -> String {
+    redis::cmd("CLUSTER").arg("MYID").query(con).expect("CLUSTER MYID")
+}
+
+/// Another healthy primary, as `source` sees the cluster: its port and a
+/// connection to it.
+fn other_primary(source: &mut redis::Connection) -> (u16, redis::Connection) {
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(source).expect("CLUSTER NODES");
+    // Each line: id host:port@bus flags primary-id ...
+    let port = nodes
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let flags = words.get(2)?;
+            let primary = flags.contains("master") && !flags.contains("myself") && !flags.contains("fail");
+            let address = words.get(1)?.split('@').next()?;
+            primary.then(|| address.rsplit(':').next()?.parse::<u16>().ok()).flatten()
+        })
+        .next()
+        .expect("another primary");
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("a node's URL");
+    (port, client.get_connection().expect("a connection to the other primary"))
+}
+
+/// Notes when a node first names another owner of `slot` than `port`,
+/// polling the nodes at `ports` until `stop`.
+pub fn watch_failover(ports: &[u16], slot: i64, port: u16, stop: &AtomicBool) -> Option<Instant> {
+    while !stop.load(Ordering::Relaxed) {
+        if slot_owner_among(ports, slot).is_some_and(|owner| owner != port) {
+            return Some(Instant::now());
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
