@@ -3,7 +3,9 @@
 //! promote; a hold the new primary has goes on (and is released there),
 //! a hold it lacks (a grant replication lost) is reported lost.
 
-use rlock_client::{Client, ClientOptions, ReplicaSync};
+use rlock_client::{Client, ClientOptions, ReplicaSync, RetryOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use testkit::{primary_named_by, SentinelGroup, MASTER};
 
@@ -99,4 +101,80 @@ async fn a_failover_that_fails_nothing_still_moves_commands_and_waiters() {
         released.elapsed()
     );
     taken.unlock().await.unwrap();
+}
+
+/// The primary the Sentinels promoted refuses writes for want of a replica
+/// (`min-replicas-to-write`: here its only replica died; after a second
+/// failover, the promoted replica has none until Sentinel turns the old
+/// primary into one, 8 s or more). `NOREPLICAS` runs nothing, as `READONLY`
+/// does: a waiting `try_lock` retries it within its retry options and is
+/// granted once writes resume, rather than failing at once with an error
+/// that passes for permanent (the fault suite's clients then failed every
+/// call at once for 12 s after a kill -9, granting nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_primary_without_replicas_is_waited_for_not_a_permanent_error() {
+    let config = [("min-replicas-to-write", "1"), ("min-replicas-max-lag", "1")];
+    let config: Vec<(String, String)> =
+        config.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+    let mut group = SentinelGroup::start(&[], &config);
+    let sentinels: Vec<String> =
+        group.sentinel_ports().iter().map(|port| format!("redis://127.0.0.1:{port}")).collect();
+    // Enough retries to outlast the test's reaction below on a loaded machine.
+    let options = ClientOptions::default().with_retry(RetryOptions::new(1_000, Duration::from_millis(20)));
+    let client = Client::connect_sentinel(sentinels, MASTER, Default::default(), options).await.expect("client");
+    let old = group.servers[0].port();
+    group.servers[0].kill();
+    let ports = group.sentinel_ports();
+    let promoted = tokio::task::spawn_blocking(move || {
+        let mut promoted = None;
+        testkit::eventually("a failover", PATIENCE, || {
+            promoted = primary_named_by(&ports).filter(|port| *port != old);
+            promoted.is_some()
+        });
+        promoted.unwrap()
+    })
+    .await
+    .unwrap();
+    let (index, _) = group.servers.iter().enumerate().find(|(_, server)| server.port() == promoted).unwrap();
+    group.servers[3 - index].kill(); // the other replica: the new primary has none
+    let mut primary = group.servers[index].connection();
+    let write = |con: &mut redis::Connection| redis::cmd("SET").arg("probe").arg(1).query::<()>(con);
+    testkit::eventually("the new primary to refuse writes", PATIENCE, || {
+        write(&mut primary).is_err_and(|err| err.code() == Some("NOREPLICAS"))
+    });
+    let refusals = |con: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("errorstats").query(con).unwrap();
+        info.lines()
+            .find_map(|line| line.strip_prefix("errorstat_NOREPLICAS:count="))
+            .map_or(0, |count| count.trim().parse().unwrap())
+    };
+    let before = refusals(&mut primary);
+    let lock = client.lock("x");
+    let started = std::time::Instant::now();
+    let trying = tokio::spawn(async move { lock.try_lock(PATIENCE, None).await });
+    // Writes resume (the old primary, converted, would sync) once the
+    // client has had a refusal and asked again.
+    let answered = Arc::new(AtomicBool::new(false));
+    let retried = tokio::task::spawn_blocking({
+        let answered = answered.clone();
+        move || {
+            while !answered.load(Ordering::SeqCst) {
+                if refusals(&mut primary) >= before + 2 {
+                    let set = ["SET", "min-replicas-to-write", "0"];
+                    let _: () = redis::cmd("CONFIG").arg(&set).query(&mut primary).unwrap();
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            false
+        }
+    });
+    let granted = trying.await.unwrap();
+    answered.store(true, Ordering::SeqCst);
+    let waited = started.elapsed();
+    let granted =
+        granted.unwrap_or_else(|err| panic!("try_lock failed after {waited:?}, not waiting for writes: {err}"));
+    let guard = granted.expect("granted once writes resume");
+    assert!(retried.await.unwrap(), "the client asked again after NOREPLICAS");
+    guard.unlock().await.expect("released");
 }
