@@ -94,7 +94,8 @@ impl Error {
     }
 
     /// True for failures that may pass: connection loss, timeouts, a server
-    /// that is loading or failing over. Retried within the retry options.
+    /// that is loading or failing over, or short of good replicas
+    /// (`NOREPLICAS`). Retried within the retry options.
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Redis(err) => {
@@ -111,9 +112,11 @@ impl Error {
 
     /// True when the request surely did not run: the connection was
     /// refused, or the server refused it before running it (loading,
-    /// failing over, a replica).
+    /// failing over, a replica, or a primary short of the good replicas
+    /// `min-replicas-to-write` asks for: a promoted replica whose replicas
+    /// have not synced yet, an old primary cut off from them).
     pub(crate) fn surely_not_run(&self) -> bool {
         matches!(self, Error::Redis(err) if err.is_connection_refusal()
-            || matches!(err.code(), Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY")))
+            || matches!(err.code(), Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "READONLY" | "NOREPLICAS")))
     }
 }

@@ -136,8 +136,13 @@ pub(crate) async fn run(
             }
         }
     };
+    // A transient failure leaves the outcome unknown, to settle by a
+    // resend; not a refusal before the acquire ran (READONLY, NOREPLICAS,
+    // a refused connection…): that is a reply, and nothing was granted
+    // that a resend in the background would have to find and give back.
+    let unsettled = |err: &Error| err.is_transient() && (blocking || !err.surely_not_run());
     // The outcome is in: the record may go (a resend keeps it for now).
-    if !sent.as_ref().is_err_and(Error::is_transient) {
+    if !sent.as_ref().is_err_and(unsettled) {
         if let Some(named) = named.take() {
             named.done(&shared.latch_sweeper);
         }
@@ -159,7 +164,7 @@ pub(crate) async fn run(
             give_back(&lock, &connection).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
-        Err(err) if err.is_transient() => {
+        Err(err) if unsettled(&err) => {
             if let Some(blocked) = blocked {
                 // No grant can follow once the server dropped the call.
                 blocking::kill(&lock, blocked).await;
