@@ -7,8 +7,8 @@
 //! moves even when nothing fails (an old primary that resumed after a
 //! pause still answers, and would go on granting and renewing), and at
 //! once after a failure a failover explains (the connection dropped, was
-//! refused or timed out, or the server answered `READONLY`, also inside a
-//! pipeline). The failed command comes back as it would have; the
+//! refused or timed out, or the server answered `READONLY` or, short of
+//! replicas, `NOREPLICAS`, also inside a pipeline). The failed command comes back as it would have; the
 //! caller's retry, or the watchdog's next renewal, goes to the new
 //! primary, where a renewal of a hold it lacks reports the hold lost.
 
@@ -176,19 +176,27 @@ async fn check_periodically(connection: Weak<Inner>) {
     }
 }
 
+/// `NOREPLICAS`: a primary short of the good replicas
+/// `min-replicas-to-write` asks for refuses writes, as an old primary cut
+/// off from its replicas does once the Sentinels may have promoted one.
+const NO_REPLICAS: &str = "NOREPLICAS";
+
 fn primary_may_have_moved(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
         || err.is_timeout()
         || err.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
+        || err.code() == Some(NO_REPLICAS)
 }
 
-/// A pipeline's replies with errors ignored: a `READONLY` among them.
+/// A pipeline's replies with errors ignored: a `READONLY` (or a
+/// `NOREPLICAS`) among them.
 fn answered_as_replica(replies: &[Value]) -> bool {
-    replies
-        .iter()
-        .any(|reply| matches!(reply, Value::ServerError(err) if err.kind() == Some(ServerErrorKind::ReadOnly)))
+    replies.iter().any(|reply| {
+        matches!(reply, Value::ServerError(err)
+            if err.kind() == Some(ServerErrorKind::ReadOnly) || err.code() == NO_REPLICAS)
+    })
 }
 
 impl ConnectionLike for PrimaryConnection {
