@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// A server run under a tool (valgrind) starts slower.
+const WRAPPED_READY_TIMEOUT: Duration = Duration::from_secs(60);
 const PORT_ATTEMPTS: usize = 5;
 
 /// The rlock module built in debug mode, building it on first use so that
@@ -48,9 +50,18 @@ pub struct ServerBuilder {
     module: bool,
     module_args: Vec<String>,
     config: Vec<(String, String)>,
+    /// A program, and its arguments, that runs the server (valgrind).
+    wrapper: Vec<String>,
 }
 
 impl ServerBuilder {
+    /// Runs the server under `program` with `args` before the server's
+    /// own command line (`valgrind --tool=callgrind`, say).
+    pub fn wrapped_in(mut self, program: &str, args: &[String]) -> Self {
+        self.wrapper = std::iter::once(program.to_owned()).chain(args.iter().cloned()).collect();
+        self
+    }
+
     /// A plain redis-server, as a replica or an old node would be.
     pub fn without_module(mut self) -> Self {
         self.module = false;
@@ -120,7 +131,7 @@ impl Server {
     }
 
     pub fn builder() -> ServerBuilder {
-        ServerBuilder { module: true, module_args: vec![], config: vec![] }
+        ServerBuilder { module: true, module_args: vec![], config: vec![], wrapper: vec![] }
     }
 
     pub fn port(&self) -> u16 {
@@ -232,7 +243,14 @@ impl Server {
     /// Starts the process and waits until it answers PING; on failure the
     /// error is the server log.
     fn spawn(&mut self) -> Result<(), String> {
-        let mut command = Command::new(server_bin());
+        let mut command = match self.builder.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(server_bin());
+                command
+            }
+            None => Command::new(server_bin()),
+        };
         command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
@@ -249,12 +267,14 @@ impl Server {
         for (name, value) in &self.builder.config {
             command.arg(format!("--{name}")).arg(value);
         }
-        self.child = Some(command.spawn().map_err(|e| format!("spawn {}: {e}", server_bin()))?);
+        let program = command.get_program().to_string_lossy().into_owned();
+        self.child = Some(command.spawn().map_err(|e| format!("spawn {program}: {e}"))?);
         self.wait_ready()
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + READY_TIMEOUT;
+        let within = if self.builder.wrapper.is_empty() { READY_TIMEOUT } else { WRAPPED_READY_TIMEOUT };
+        let deadline = Instant::now() + within;
         let client = self.client();
         loop {
             if let Some(child) = self.child.as_mut() {
@@ -272,7 +292,7 @@ impl Server {
                 Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
                 Err(e) => {
                     self.kill();
-                    return Err(format!("not ready after {READY_TIMEOUT:?}: {e}\n{}", self.log()));
+                    return Err(format!("not ready after {within:?}: {e}\n{}", self.log()));
                 }
             }
         }
