@@ -57,14 +57,15 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             acquire_once::acquire_once(&mut key, (&mut record, requester), &owner, lease_ms, request.window_ms, clock)?
         }
     };
-    // A replayed grant whose hold is gone since: no lease left.
-    let still_held = !matches!(once, Once::Replayed { .. }) || matches!(key.hold_count(&owner), Ok(Some(_)));
-    let pttl = if still_held { lock::pttl(&key, now) } else { 0 };
+    // Only a full reply tells a grant's lease; a bare grant replies nil.
+    let pttl = if full_reply { lease_left(&key, &owner, &once, now) } else { 0 };
     // A holder refused (its re-entry, by a lock-delay) is not queued behind
     // the waiters its own hold keeps out: it is told when to ask again.
-    let holder = matches!(key.hold_count(&owner), Ok(Some(_)));
+    let blocks = matches!(once, Once::Ran(Acquire::Contended { .. }))
+        && wait_ms.is_some()
+        && may_block
+        && !is_holder(&key, &owner);
     drop(key);
-    let blocks = matches!(once, Once::Ran(Acquire::Contended { .. })) && wait_ms.is_some() && may_block && !holder;
     if blocks {
         if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner.as_slice()) {
             super::STATS.deadlock();
@@ -97,6 +98,21 @@ pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
         (Some(pttl_ms), _) => reply(false, pttl_ms),
     })
+}
+
+/// What is left of the lease after a grant: 0 for a replayed grant whose
+/// hold is gone since.
+fn lease_left(key: &RedisLock, owner: &RedisString, once: &Once<Acquire>, now: i64) -> i64 {
+    let still_held = !matches!(once, Once::Replayed { .. }) || is_holder(key, owner);
+    if still_held {
+        lock::pttl(key, now)
+    } else {
+        0
+    }
+}
+
+fn is_holder(key: &RedisLock, owner: &RedisString) -> bool {
+    matches!(key.hold_count(owner), Ok(Some(_)))
 }
 
 command!(
