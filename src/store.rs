@@ -13,6 +13,7 @@ mod key;
 mod keyspace;
 mod latch;
 mod open_keys;
+mod replicated;
 
 pub use acl::Caller;
 pub use keyspace::RedisKeyspace;
@@ -25,11 +26,12 @@ use crate::lock::{parse_hold_count, LockStore};
 pub use key::signal_modified_keys_explicitly;
 use key::{key_type_of, SignalOnWriteKey};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
+use replicated::{ConstString, Integer};
 use rlock_protocol::{key_slot, release_channel, UNLOCK_MESSAGE};
 use std::ffi::CStr;
-use std::os::raw::{c_int, c_longlong, c_void};
+use std::os::raw::{c_int, c_void};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The server's clock in Unix milliseconds, as used for key expiry.
 pub fn now_ms() -> i64 {
@@ -166,13 +168,13 @@ impl LockStore for RedisLock<'_> {
             );
             api!(RedisModule_FreeString)(ctx, value);
         }
-        replicate!(self.ctx, c"HINCRBY", c"ssl", self.name.inner, owner.inner, by as c_longlong);
+        replicate!(self.ctx, c"HINCRBY", c"sss", self.name.inner, owner.inner, Integer::new(self.ctx, by).inner());
         self.notify(NotifyEvent::HASH, c"hincrby");
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
         unsafe { api!(RedisModule_SetAbsExpire)(self.key.write(), at_ms) };
-        replicate!(self.ctx, c"PEXPIREAT", c"sl", self.name.inner, at_ms as c_longlong);
+        replicate!(self.ctx, c"PEXPIREAT", c"ss", self.name.inner, Integer::new(self.ctx, at_ms).inner());
         self.notify(NotifyEvent::GENERIC, c"expire");
     }
 
@@ -284,14 +286,6 @@ pub fn detect_server(ctx: &Context) {
 /// The unlock message as a module string, created once: it is published
 /// on every full release.
 fn unlock_message() -> *mut raw::RedisModuleString {
-    static MESSAGE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
-    let mut message = MESSAGE.load(Ordering::Relaxed);
-    if message.is_null() {
-        // No context: the string is never freed.
-        message = unsafe {
-            api!(RedisModule_CreateString)(ptr::null_mut(), UNLOCK_MESSAGE.as_ptr().cast(), UNLOCK_MESSAGE.len())
-        };
-        MESSAGE.store(message, Ordering::Relaxed);
-    }
-    message
+    static MESSAGE: ConstString = ConstString::new(UNLOCK_MESSAGE);
+    MESSAGE.get()
 }

@@ -9,6 +9,7 @@
 
 use super::acl::Caller;
 use super::open_keys::OpenKeys;
+use super::replicated::{Integer, PXAT};
 use super::{publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
@@ -196,7 +197,8 @@ impl Keyspace for RedisKeyspace<'_> {
             }
             Some(at) => {
                 unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
-                replicate!(self.ctx, c"SET", c"sscl", name, value.inner, c"PXAT".as_ptr(), at as c_longlong);
+                let at = Integer::new(self.ctx, at);
+                replicate!(self.ctx, c"SET", c"ssss", name, value.inner, PXAT.get(), at.inner());
                 self.notify(NotifyEvent::GENERIC, c"expire", name);
             }
         }
@@ -220,7 +222,7 @@ impl Keyspace for RedisKeyspace<'_> {
         // INCRBY with a negative step is DECRBY's effect, also for
         // i64::MIN, which DECRBY refuses. Redis announces INCR, DECR,
         // INCRBY and DECRBY alike as `incrby`.
-        replicate!(self.ctx, c"INCRBY", c"sl", name, by as c_longlong);
+        replicate!(self.ctx, c"INCRBY", c"ss", name, Integer::new(self.ctx, by).inner());
         self.notify(NotifyEvent::STRING, c"incrby", name);
         Ok(())
     }
@@ -270,7 +272,7 @@ impl Keyspace for RedisKeyspace<'_> {
             );
             api!(RedisModule_FreeString)(self.ctx.get_raw(), value);
         }
-        replicate!(self.ctx, c"HINCRBY", c"ssl", name, field.inner, by as c_longlong);
+        replicate!(self.ctx, c"HINCRBY", c"sss", name, field.inner, Integer::new(self.ctx, by).inner());
         self.notify(NotifyEvent::HASH, c"hincrby", name);
         Ok(())
     }
@@ -326,7 +328,7 @@ impl Keyspace for RedisKeyspace<'_> {
         let (open, name) = self.write(key)?;
         let member = self.string(member);
         unsafe { api!(RedisModule_ZsetAdd)(open, score as f64, member.inner, ptr::null_mut()) };
-        replicate!(self.ctx, c"ZADD", c"sls", name, score as c_longlong, member.inner);
+        replicate!(self.ctx, c"ZADD", c"sss", name, Integer::new(self.ctx, score).inner(), member.inner);
         self.notify(NotifyEvent::ZSET, c"zadd", name);
         Ok(())
     }
@@ -338,7 +340,7 @@ impl Keyspace for RedisKeyspace<'_> {
     fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()> {
         let (open, name) = self.write(key)?;
         unsafe { api!(RedisModule_SetAbsExpire)(open, at_ms) };
-        replicate!(self.ctx, c"PEXPIREAT", c"sl", name, at_ms as c_longlong);
+        replicate!(self.ctx, c"PEXPIREAT", c"ss", name, Integer::new(self.ctx, at_ms).inner());
         self.notify(NotifyEvent::GENERIC, c"expire", name);
         Ok(())
     }

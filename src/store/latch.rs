@@ -9,6 +9,7 @@
 
 use super::acl::Caller;
 use super::key::{key_type_of, SignalOnWriteKey};
+use super::replicated::{Integer, PXAT};
 use super::{cluster_mode, notify, replicate};
 use crate::api::api;
 use crate::error::LockError;
@@ -16,7 +17,7 @@ use crate::keyspace::latch::RequestKey;
 use crate::keyspace::KeyType;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString};
 use rlock_protocol::{acquire_record_key, key_slot, unlock_latch_key};
-use std::os::raw::{c_int, c_longlong};
+use std::os::raw::c_int;
 
 /// An open unlock latch or acquire record key. Closed on drop.
 pub struct RedisLatch<'a> {
@@ -87,7 +88,8 @@ impl<'a> RedisLatch<'a> {
             api!(RedisModule_StringSet)(key, value);
             api!(RedisModule_SetAbsExpire)(key, at_ms);
         }
-        replicate!(self.ctx, c"SET", c"sscl", self.name.inner, value, c"PXAT".as_ptr(), at_ms as c_longlong);
+        let at = Integer::new(self.ctx, at_ms);
+        replicate!(self.ctx, c"SET", c"ssss", self.name.inner, value, PXAT.get(), at.inner());
         unsafe { api!(RedisModule_FreeString)(ctx, value) };
         notify(self.ctx, NotifyEvent::STRING, c"set", self.name.inner);
         notify(self.ctx, NotifyEvent::GENERIC, c"expire", self.name.inner);
