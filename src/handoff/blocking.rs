@@ -177,6 +177,10 @@ pub fn withdraw(ctx: &Context, name: &RedisString, owner: &RedisString, request_
 /// free, replicating the grant as an acquire; a waiter that cannot have it
 /// (the key is not a lock any more) gets the error an acquire would.
 pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
+    // Nobody waits for any lock, the usual case: no lock id to make.
+    if state().queues.is_empty() {
+        return;
+    }
     let lock = lock_id(ctx, name.as_slice());
     // The server's own attempts: refusals by the lock-delay not counted.
     let delay = term::delay().quiet();
