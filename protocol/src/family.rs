@@ -4,7 +4,12 @@
 /// Redisson's `prefix(P, name)`: `P:{name}`, or `P:name` when the name
 /// already contains a `{`.
 pub fn prefix(prefix: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut derived = Vec::with_capacity(prefix.len() + name.len() + 3);
+    prefix_with_room(prefix, name, 0)
+}
+
+/// [`prefix`] with `room` bytes to spare, for what the caller appends.
+pub(crate) fn prefix_with_room(prefix: &[u8], name: &[u8], room: usize) -> Vec<u8> {
+    let mut derived = Vec::with_capacity(prefix.len() + name.len() + 3 + room);
     derived.extend_from_slice(prefix);
     derived.push(b':');
     push_tagged(&mut derived, name);

@@ -39,19 +39,23 @@ pub fn release_channel(name: &[u8]) -> Vec<u8> {
 /// release records its reply, so that a retry with the same request id
 /// gets the same reply instead of "not held".
 pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
-    let mut key = prefix(LATCH_PREFIX, name);
-    if !request_id.is_empty() {
-        key.push(b':');
-        key.extend_from_slice(request_id);
+    if request_id.is_empty() {
+        return prefix(LATCH_PREFIX, name);
     }
-    key
+    request_key(LATCH_PREFIX, name, request_id)
 }
 
 /// Where `RLOCK.ACQUIRE … ID request_id` records the hold count it granted,
 /// for a while: a resend of the request replies that grant again instead
 /// of adding a level. In the lock's slot, like the unlock latch.
 pub fn acquire_record_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
-    let mut key = prefix(ACQUIRE_RECORD_PREFIX, name);
+    request_key(ACQUIRE_RECORD_PREFIX, name, request_id)
+}
+
+/// `prefix(P, name):request_id`, made in one allocation (the key of
+/// every latched release).
+fn request_key(key_prefix: &[u8], name: &[u8], request_id: &[u8]) -> Vec<u8> {
+    let mut key = prefix_with_room(key_prefix, name, 1 + request_id.len());
     key.push(b':');
     key.extend_from_slice(request_id);
     key
