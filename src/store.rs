@@ -156,17 +156,16 @@ impl LockStore for RedisLock<'_> {
     }
 
     fn increment(&mut self, owner: &RedisString, by: i64, new_count: i64) {
-        let ctx = self.ctx.get_raw();
+        // HashSet copies the value: a first hold's 1 is the constant.
+        let value = Integer::new(self.ctx, new_count);
         unsafe {
-            let value = api!(RedisModule_CreateStringFromLongLong)(ctx, new_count);
             api!(RedisModule_HashSet)(
                 self.key.write(),
                 raw::REDISMODULE_HASH_NONE as c_int,
                 owner.inner,
-                value,
+                value.inner(),
                 ptr::null_mut::<c_void>(),
             );
-            api!(RedisModule_FreeString)(ctx, value);
         }
         replicate!(self.ctx, c"HINCRBY", c"sss", self.name.inner, owner.inner, Integer::new(self.ctx, by).inner());
         self.notify(NotifyEvent::HASH, c"hincrby");

@@ -261,16 +261,16 @@ impl Keyspace for RedisKeyspace<'_> {
     fn hincr_by(&mut self, key: &[u8], field: &[u8], by: i64, new: i64) -> Result<()> {
         let (open, name) = self.write(key)?;
         let field = self.string(field);
+        // HashSet copies the value: a 1 or 0 is the constant.
+        let value = Integer::new(self.ctx, new);
         unsafe {
-            let value = api!(RedisModule_CreateStringFromLongLong)(self.ctx.get_raw(), new);
             api!(RedisModule_HashSet)(
                 open,
                 raw::REDISMODULE_HASH_NONE as c_int,
                 field.inner,
-                value,
+                value.inner(),
                 ptr::null_mut::<c_void>(),
             );
-            api!(RedisModule_FreeString)(self.ctx.get_raw(), value);
         }
         replicate!(self.ctx, c"HINCRBY", c"sss", name, field.inner, Integer::new(self.ctx, by).inner());
         self.notify(NotifyEvent::HASH, c"hincrby", name);

@@ -1,11 +1,14 @@
-//! Arguments of `RM_Replicate` as module strings (its `s` format).
+//! Arguments of `RM_Replicate` as module strings (its `s` format), and
+//! integers for key-API writes that copy them (`RM_HashSet`).
 //!
 //! Its `l` format makes a new string for each integer (an sds and an
 //! object, two allocations, each paying the allocator's size lookup for
 //! Redis's memory accounting) and `c` one for each C string; both are
 //! freed after propagation. `s` only takes a reference. An integer made
 //! here is one allocation (an embedded string), and the constant
-//! arguments (`PXAT`, the steps -1, 0 and 1) are made once.
+//! arguments (`PXAT`, the steps -1, 0 and 1) are made once. A constant
+//! must never be stored as a key's value (`RM_StringSet` keeps the
+//! object): the keyspace may free it from another thread (FLUSHALL ASYNC).
 
 use crate::api::api;
 use redis_module::{raw, Context};
