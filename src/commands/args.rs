@@ -35,8 +35,13 @@ impl OwnerArgs {
 /// An optional `lease_ms` before keywords: a keyword where it may stand is
 /// left for the caller (a syntax error there, not a bad lease).
 pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
-    let keywords: [&[u8]; 4] = [b"ID", b"PX", b"WAIT", b"REPLY"];
-    match args.next_if(|arg| !keywords.iter().any(|keyword| is_keyword(arg, keyword))) {
+    const KEYWORDS: [&[u8]; 4] = [b"ID", b"PX", b"WAIT", b"REPLY"];
+    // The argument's bytes are looked up once, for all the keywords.
+    let is_lease = |arg: &RedisString| {
+        let arg = arg.as_slice();
+        !KEYWORDS.iter().any(|keyword| arg.eq_ignore_ascii_case(keyword))
+    };
+    match args.next_if(is_lease) {
         None => Ok(config::default_lease_ms()),
         Some(arg) => Ok(lease::parse_lease_ms(arg.as_slice())?),
     }
