@@ -4,16 +4,17 @@
 /// Redisson's `prefix(P, name)`: `P:{name}`, or `P:name` when the name
 /// already contains a `{`.
 pub fn prefix(prefix: &[u8], name: &[u8]) -> Vec<u8> {
-    prefix_with_room(prefix, name, 0)
+    prefix_parts(prefix, name).concat()
 }
 
-/// [`prefix`] with `room` bytes to spare, for what the caller appends.
-pub(crate) fn prefix_with_room(prefix: &[u8], name: &[u8], room: usize) -> Vec<u8> {
-    let mut derived = Vec::with_capacity(prefix.len() + name.len() + 3 + room);
-    derived.extend_from_slice(prefix);
-    derived.push(b':');
-    push_tagged(&mut derived, name);
-    derived
+/// [`prefix`] as the parts it joins, for a caller that joins them in a
+/// buffer of its own or compares a name with them in place.
+pub fn prefix_parts<'a>(prefix: &'a [u8], name: &'a [u8]) -> [&'a [u8]; 4] {
+    if name.contains(&b'{') {
+        [prefix, b":", name, b""]
+    } else {
+        [prefix, b":{", name, b"}"]
+    }
 }
 
 /// Redisson's `suffix(name, S)`: `{name}:S`, or `name:S` when the name

@@ -32,33 +32,34 @@ pub const DEFAULT_LATCH_MS: i64 = 20_000;
 /// Redisson's release channel for a lock name: the name goes inside a hash
 /// tag unless it already contains one.
 pub fn release_channel(name: &[u8]) -> Vec<u8> {
-    prefix(CHANNEL_PREFIX, name)
+    release_channel_parts(name).concat()
+}
+
+/// [`release_channel`] as the parts it joins ([`prefix_parts`]).
+pub fn release_channel_parts(name: &[u8]) -> [&[u8]; 4] {
+    prefix_parts(CHANNEL_PREFIX, name)
 }
 
 /// Redisson's unlock latch key for one release request (3.24+): where a
 /// release records its reply, so that a retry with the same request id
 /// gets the same reply instead of "not held".
 pub fn unlock_latch_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
-    if request_id.is_empty() {
-        return prefix(LATCH_PREFIX, name);
-    }
-    request_key(LATCH_PREFIX, name, request_id)
+    unlock_latch_key_parts(name, request_id).concat()
+}
+
+/// [`unlock_latch_key`] as the parts it joins ([`prefix_parts`]).
+pub fn unlock_latch_key_parts<'a>(name: &'a [u8], request_id: &'a [u8]) -> [&'a [u8]; 6] {
+    let [prefix, open, name, close] = prefix_parts(LATCH_PREFIX, name);
+    let colon: &[u8] = if request_id.is_empty() { b"" } else { b":" };
+    [prefix, open, name, close, colon, request_id]
 }
 
 /// Where `RLOCK.ACQUIRE … ID request_id` records the hold count it granted,
 /// for a while: a resend of the request replies that grant again instead
 /// of adding a level. In the lock's slot, like the unlock latch.
 pub fn acquire_record_key(name: &[u8], request_id: &[u8]) -> Vec<u8> {
-    request_key(ACQUIRE_RECORD_PREFIX, name, request_id)
-}
-
-/// `prefix(P, name):request_id`, made in one allocation (the key of
-/// every latched release).
-fn request_key(key_prefix: &[u8], name: &[u8], request_id: &[u8]) -> Vec<u8> {
-    let mut key = prefix_with_room(key_prefix, name, 1 + request_id.len());
-    key.push(b':');
-    key.extend_from_slice(request_id);
-    key
+    let [prefix, open, name, close] = prefix_parts(ACQUIRE_RECORD_PREFIX, name);
+    [prefix, open, name, close, b":", request_id].concat()
 }
 
 /// Number of hash slots in Redis Cluster.

@@ -10,13 +10,13 @@
 use super::acl::Caller;
 use super::key::{key_type_of, SignalOnWriteKey};
 use super::replicated::{Integer, PXAT};
-use super::{cluster_mode, notify, replicate};
+use super::{cluster_mode, joined_string, notify, replicate};
 use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::latch::RequestKey;
 use crate::keyspace::KeyType;
 use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString};
-use rlock_protocol::{acquire_record_key, key_slot, unlock_latch_key};
+use rlock_protocol::{acquire_record_key, key_slot, unlock_latch_key_parts};
 use std::os::raw::c_int;
 
 /// An open unlock latch or acquire record key. Closed on drop.
@@ -32,11 +32,11 @@ impl<'a> RedisLatch<'a> {
     /// caller may read and write it and (in cluster mode) it is in the
     /// lock's slot.
     pub fn open(ctx: &'a Context, lock_name: &RedisString, request_id: &RedisString) -> Result<Self, RedisError> {
-        let name_bytes = unlock_latch_key(lock_name.as_slice(), request_id.as_slice());
-        if cluster_mode() && key_slot(&name_bytes) != key_slot(lock_name.as_slice()) {
+        let name = joined_string(ctx, &unlock_latch_key_parts(lock_name.as_slice(), request_id.as_slice()));
+        if cluster_mode() && key_slot(name.as_slice()) != key_slot(lock_name.as_slice()) {
             return Err(LockError::LatchCrossSlot.into());
         }
-        Self::open_checked(ctx, &name_bytes, "unlock latch key")
+        Self::open_checked(ctx, name, "unlock latch key")
     }
 
     /// Opens the acquire record key of `request_id` on the lock
@@ -46,7 +46,7 @@ impl<'a> RedisLatch<'a> {
         if cluster_mode() && key_slot(&name_bytes) != key_slot(lock_name) {
             return Err(LockError::DerivedKeyCrossSlot(name_bytes).into());
         }
-        Self::open_checked(ctx, &name_bytes, "acquire record key")
+        Self::open_checked(ctx, RedisString::create_from_slice(ctx.get_raw(), &name_bytes), "acquire record key")
     }
 
     /// Opens the acquire record key for a grant to a blocked caller (in a
@@ -56,8 +56,7 @@ impl<'a> RedisLatch<'a> {
         Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name }
     }
 
-    fn open_checked(ctx: &'a Context, name_bytes: &[u8], what: &str) -> Result<Self, RedisError> {
-        let name = RedisString::create_from_slice(ctx.get_raw(), name_bytes);
+    fn open_checked(ctx: &'a Context, name: RedisString, what: &str) -> Result<Self, RedisError> {
         check_write_permission(ctx, &name, what)?;
         Ok(Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name })
     }
