@@ -17,6 +17,12 @@ pub fn prefix_parts<'a>(prefix: &'a [u8], name: &'a [u8]) -> [&'a [u8]; 4] {
     }
 }
 
+/// What follows `parts` joined at the start of `bytes`, when they are
+/// there: a derived name checked in place, with no name made.
+pub fn strip_parts<'a>(bytes: &'a [u8], parts: &[&[u8]]) -> Option<&'a [u8]> {
+    parts.iter().try_fold(bytes, |rest, part| rest.strip_prefix(*part))
+}
+
 /// Redisson's `suffix(name, S)`: `{name}:S`, or `name:S` when the name
 /// already contains a `{`.
 pub fn suffix(name: &[u8], suffix: &[u8]) -> Vec<u8> {
@@ -141,6 +147,16 @@ mod tests {
         ];
         for (derived, expected) in cases {
             assert_eq!(String::from_utf8_lossy(&derived), String::from_utf8_lossy(expected));
+        }
+    }
+
+    #[test]
+    fn strip_parts_strips_the_joined_parts_only() {
+        let parts: [&[u8]; 4] = prefix_parts(b"P", b"n");
+        let cases: [(&[u8], Option<&[u8]>); 5] =
+            [(b"P:{n}", Some(b"")), (b"P:{n}:id", Some(b":id")), (b"P:{n", None), (b"P:n}", None), (b"", None)];
+        for (bytes, rest) in cases {
+            assert_eq!(strip_parts(bytes, &parts), rest, "{}", String::from_utf8_lossy(bytes));
         }
     }
 

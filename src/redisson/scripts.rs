@@ -13,7 +13,7 @@
 //! native command takes. Anything else runs as Lua.
 
 use crate::error::LockError;
-use rlock_protocol::{hash_tag, key_slot, release_channel, unlock_latch_key, UNLOCK_MESSAGE};
+use rlock_protocol::{hash_tag, key_slot, release_channel_parts, strip_parts, unlock_latch_key_parts, UNLOCK_MESSAGE};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -207,15 +207,17 @@ pub fn publish_command(arg: &[u8]) -> Option<&'static [u8]> {
 
 /// Whether `channel` and `message` are the release channel of `name` and
 /// the unlock message, which the native commands derive and publish.
+/// Compared in place: no channel name is made.
 pub fn is_release_channel(name: &[u8], channel: &[u8], message: &[u8]) -> bool {
-    message == UNLOCK_MESSAGE && channel == release_channel(name).as_slice()
+    message == UNLOCK_MESSAGE && strip_parts(channel, &release_channel_parts(name)) == Some(b"")
 }
 
 /// The request id of `latch`, when it is the unlock latch key the native
-/// command derives from `name` and that id.
+/// command derives from `name` and that id (`prefix:id`, compared in
+/// place).
 pub fn latch_request_id<'a>(name: &[u8], latch: &'a [u8]) -> Option<&'a [u8]> {
-    let request_id = latch.strip_prefix(unlock_latch_key(name, b"").as_slice())?.strip_prefix(b":")?;
-    (!request_id.is_empty() && unlock_latch_key(name, request_id) == latch).then_some(request_id)
+    let request_id = strip_parts(latch, &unlock_latch_key_parts(name, b""))?.strip_prefix(b":")?;
+    (!request_id.is_empty()).then_some(request_id)
 }
 
 /// Builds a native argv from byte strings.
