@@ -72,6 +72,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_PublishMessageShard,
         RedisModule_RegisterCommandFilter,
         RedisModule_Replicate,
+        RedisModule_RetainString,
         RedisModule_ScanCursorCreate,
         RedisModule_ScanCursorDestroy,
         RedisModule_ScanKey,

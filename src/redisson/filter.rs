@@ -11,7 +11,8 @@
 //!   filter leaves alone when it sees it again (Redis 7.0 filters a
 //!   command postponed by CLIENT PAUSE a second time).
 //! - The strings given to ArgReplace/ArgInsert are created without a
-//!   context and belong to Redis from then on.
+//!   context, or are the call's own arguments retained, and belong to
+//!   Redis from then on.
 //! - Where the filter can learn its caller (`CommandFilterGetClientId`:
 //!   Valkey 8, Redis 7.2+), a call is rewritten only when the caller's
 //!   user may run both the script and the native command, and publish on
@@ -94,10 +95,8 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     ) else {
         return;
     };
-    let mut strings: Vec<*mut raw::RedisModuleString> = argv
-        .iter()
-        .map(|arg| api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()))
-        .collect();
+    let mut strings: Vec<*mut raw::RedisModuleString> =
+        argv.iter().map(|arg| native_string(&originals, &args, arg)).collect();
     if knows_caller() && !caller_may(ctx, fctx, &originals, &mut strings, channel.as_deref()) {
         strings.into_iter().for_each(|arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
         stats::record_redisson_acl_lua();
@@ -117,6 +116,24 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         api!(RedisModule_CommandFilterArgDelete)(fctx, count);
     }
     family.record_native();
+}
+
+/// A native argument as a string for Redis: the call's own argument when
+/// one has the same bytes (the name, owner, lease…), retained rather than
+/// copied (and then not freed when its own place is replaced); else a new
+/// string.
+unsafe fn native_string(
+    originals: &[*mut raw::RedisModuleString],
+    original_bytes: &[&[u8]],
+    arg: &[u8],
+) -> *mut raw::RedisModuleString {
+    match originals.iter().zip(original_bytes).find(|(_, bytes)| **bytes == arg) {
+        Some((&original, _)) => {
+            api!(RedisModule_RetainString)(ptr::null_mut(), original);
+            original
+        }
+        None => api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()),
+    }
 }
 
 /// Whether the caller's user may run the script call, the native call,
