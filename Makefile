@@ -143,9 +143,10 @@ bench: deps java-deps redisson-jars
 	RLOCK_MODULE=$(abspath target/release/librlock.so) target/release/rlock-bench | tee BENCHMARKS.md
 
 # The fault-injection suite (faults/): every configuration under kill -9,
-# SIGSTOP, a partition (iptables: needs root) and a paused client, 3 runs
-# each, with Sentinel (and RedLock's restarts); the report is saved as
-# FAULTS.md. About an hour; Ctrl-C cleans up. `make test` runs its short
+# SIGSTOP, a partition and a host crash (iptables: need root), a slot
+# migration and a paused client, 3 runs each, with Sentinel, a cluster and
+# RedLock (its restarts); the report is saved as FAULTS.md. About 80
+# minutes; Ctrl-C cleans up. `make test` runs its short
 # form (faults/tests/short.rs) on Redis.
 faults: deps
 	$(CARGO) build --workspace
