@@ -272,12 +272,14 @@ const NOTES: &str = "
   9's last row, and 7.49 against 7.45 µs a pair in a separate check), so its ratio to Lua is the
   native commands' for Redisson's effects, which include the unlock latch (a key written,
   expired, replicated and announced at every release; section 1's pair has none). Counted with
-  callgrind over 10,000 of Redisson 4.7.0's lock+unlock pairs: 47,700 instructions a pair
-  natively, 99,900 as Lua (2.1×); five `RM_Replicate` calls take 13,550 of the native pair's
-  (28%), half of that the command-name lookup the scripts' `redis.call` does not pay. Section
-  9's 2.14× would reach 2.3× with the two commands about 7% faster: what is left to cut is
-  the module's own bookkeeping (parsing, the derived keys' ACL checks, strings made and freed),
-  not Redis's replication. The filter's work on a known call (matching it, making the native arguments,
+  callgrind over 10,000 of Redisson 4.7.0's lock+unlock pairs: 43,400 instructions a pair
+  natively (47,800 before the acquire stopped reading what a short reply does not need and
+  the replicated integers, derived keys and counts stopped being made anew), 99,800 as Lua
+  (2.3×); five `RM_Replicate` calls take about 12,000 of the native pair's, half of that the
+  command-name lookup the scripts' `redis.call` does not pay (no plain Redis command does two
+  of them at once with an absolute expiry). Inside `call()`, which `commandstats` times, the
+  pair went from 37,900 to 33,600 instructions against Lua's 86,200: section 9's ratio went
+  from 2.14× to 2.41×. The filter's work on a known call (matching it, making the native arguments,
   Redis's `ArgReplace`) is about 5,400 instructions, outside `commandstats` and inside the CPU
   column. On every other command the filter costs Redis's dispatch to module filters
   (`moduleCallCommandFilters`: a context built and the filter list walked, about 50
