@@ -115,8 +115,8 @@ pub(crate) struct SlotMapCache {
 struct CacheState {
     map: Option<(Arc<SlotMap>, Instant)>,
     stale: bool,
-    /// Nodes that failed since the map was last read (in the last
-    /// watchdog round, or under a command): not asked for the next one.
+    /// Nodes that failed lately (the last watchdog round's, and those
+    /// commands failed on since): not asked first.
     failed: HashSet<Node>,
 }
 
@@ -152,7 +152,6 @@ impl SlotMapCache {
                 let mut state = self.state();
                 state.map = Some((map.clone(), Instant::now()));
                 state.stale = false;
-                state.failed.clear();
                 return Ok(map);
             }
             Ok(Err(err)) => err,
@@ -176,7 +175,7 @@ impl SlotMapCache {
 
     /// A command to `node` failed the way a failover explains (see
     /// [`node_may_have_failed`]): the next command reads the map again,
-    /// from other nodes.
+    /// from other nodes first.
     pub fn node_failed(&self, node: Node) {
         let mut state = self.state();
         state.stale = true;
