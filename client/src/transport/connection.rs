@@ -16,16 +16,6 @@ use std::time::Duration;
 /// too, as on one server: the watchdog's take at most this per node.
 pub(crate) const CLUSTER_RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// A cluster client whose nodes get `timeout` to answer a request, and
-/// [`CLUSTER_RESPONSE_TIMEOUT`] to accept a connection. redis-rs holds
-/// connections to the primaries only: a request to another node (a
-/// promoted replica the client's map names) makes it reconnect to the seed
-/// nodes and read its own map again, which holds up every request until a
-/// hung seed node's connection times out.
-pub(crate) fn cluster_builder(nodes: &[ConnectionInfo], timeout: Duration) -> ClusterClientBuilder {
-    ClusterClientBuilder::new(nodes.to_vec()).response_timeout(timeout).connection_timeout(CLUSTER_RESPONSE_TIMEOUT)
-}
-
 /// Where the client connects.
 #[derive(Clone)]
 pub(crate) enum Deployment {
@@ -61,7 +51,8 @@ impl Deployment {
                 Connection::Single(ConnectionManager::new_with_config(client.clone(), config).await?)
             }
             Deployment::Cluster(nodes) => {
-                let builder = cluster_builder(nodes, response_timeout.unwrap_or(CLUSTER_RESPONSE_TIMEOUT));
+                let timeout = response_timeout.unwrap_or(CLUSTER_RESPONSE_TIMEOUT);
+                let builder = ClusterClientBuilder::new(nodes.clone()).response_timeout(timeout);
                 Connection::Cluster(ClusterNodes::new(builder.build()?.get_async_connection().await?))
             }
             Deployment::Sentinel(sentinels) => {

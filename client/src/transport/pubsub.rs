@@ -7,8 +7,9 @@
 //! subscriptions' supervisor replaces it. A cluster connection reconnects
 //! and resubscribes node by node by itself.
 
-use crate::transport::connection::{cluster_builder, key_slot, Deployment, CLUSTER_RESPONSE_TIMEOUT};
+use crate::transport::connection::{key_slot, Deployment, CLUSTER_RESPONSE_TIMEOUT};
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
+use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult};
 
@@ -49,9 +50,10 @@ impl Deployment {
             // A (S)SUBSCRIBE to a hung node gives up in time, as commands do,
             // rather than hold up every other waiter's behind it.
             Deployment::Cluster(nodes) => {
-                let builder = cluster_builder(nodes, CLUSTER_RESPONSE_TIMEOUT)
+                let builder = ClusterClientBuilder::new(nodes.clone())
                     .use_protocol(ProtocolVersion::RESP3)
-                    .push_sender(push);
+                    .push_sender(push)
+                    .response_timeout(CLUSTER_RESPONSE_TIMEOUT);
                 PubSubConnection::Cluster(builder.build()?.get_async_connection().await?)
             }
         })

@@ -84,21 +84,18 @@ impl SlotMap {
         self.0.iter().map(|range| &range.primary).filter(|node| seen.insert(*node)).cloned().collect()
     }
 
-    /// Nodes to ask for a fresh map: primaries, the nodes that just failed
-    /// left out; replicas only when no primary is left. redis-rs connects
-    /// to primaries only, and a request to another node makes it reconnect
-    /// to the seed nodes, holding up every request meanwhile.
+    /// Nodes to ask for a fresh map: primaries first, then replicas, the
+    /// nodes that just failed left out.
     fn refresh_candidates(&self, failed: &HashSet<Node>) -> Vec<Node> {
-        let live = |nodes: Vec<&Node>| -> Vec<Node> {
-            let mut seen = HashSet::new();
-            let live = nodes.into_iter().filter(|node| !failed.contains(*node) && seen.insert(*node));
-            live.take(REFRESH_FAN_OUT).cloned().collect()
-        };
-        let primaries = live(self.0.iter().map(|range| &range.primary).collect());
-        if !primaries.is_empty() {
-            return primaries;
-        }
-        live(self.0.iter().flat_map(|range| &range.replicas).collect())
+        let primaries = self.0.iter().map(|range| &range.primary);
+        let replicas = self.0.iter().flat_map(|range| &range.replicas);
+        let mut seen = HashSet::new();
+        primaries
+            .chain(replicas)
+            .filter(|node| !failed.contains(*node) && seen.insert(*node))
+            .take(REFRESH_FAN_OUT)
+            .cloned()
+            .collect()
     }
 }
 
@@ -273,11 +270,11 @@ mod tests {
     }
 
     #[test]
-    fn refreshes_ask_primaries_and_never_the_nodes_that_just_failed() {
+    fn refreshes_ask_primaries_first_and_never_the_nodes_that_just_failed() {
         let map = map();
         assert_eq!(map.refresh_candidates(&HashSet::new()), vec![node(7000), node(7001), node(7002)]);
         let failed = HashSet::from([node(7001)]);
-        assert_eq!(map.refresh_candidates(&failed), vec![node(7000), node(7002)]);
+        assert_eq!(map.refresh_candidates(&failed), vec![node(7000), node(7002), node(7100)]);
         let all_primaries = HashSet::from([node(7000), node(7001), node(7002)]);
         assert_eq!(map.refresh_candidates(&all_primaries), vec![node(7100), node(7101), node(7102)]);
     }
