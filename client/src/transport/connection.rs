@@ -6,15 +6,9 @@ use crate::transport::sentinel::{PrimaryConnection, Sentinels};
 use crate::transport::slot_map::{timed_out, Node};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::time::Duration;
-
-/// How long a cluster node may take to answer a request (redis-rs's
-/// default for one server's connections; a cluster's has none, and a
-/// request to a hung node would wait as long as the node hangs, where the
-/// client should give up and look for its promoted replica). Pipelines
-/// too, as on one server: the watchdog's take at most this per node.
-pub(crate) const CLUSTER_RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Where the client connects.
 #[derive(Clone)]
@@ -51,8 +45,10 @@ impl Deployment {
                 Connection::Single(ConnectionManager::new_with_config(client.clone(), config).await?)
             }
             Deployment::Cluster(nodes) => {
-                let timeout = response_timeout.unwrap_or(CLUSTER_RESPONSE_TIMEOUT);
-                let builder = ClusterClientBuilder::new(nodes.clone()).response_timeout(timeout);
+                let mut builder = ClusterClientBuilder::new(nodes.clone());
+                if let Some(timeout) = response_timeout {
+                    builder = builder.response_timeout(timeout);
+                }
                 Connection::Cluster(ClusterNodes::new(builder.build()?.get_async_connection().await?))
             }
             Deployment::Sentinel(sentinels) => {
@@ -76,7 +72,7 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
-            Connection::Cluster(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.connection.req_packed_command(cmd),
             Connection::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
@@ -89,7 +85,7 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
-            Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Cluster(c) => c.connection.req_packed_commands(cmd, offset, count),
             Connection::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
@@ -97,7 +93,7 @@ impl ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match self {
             Connection::Single(c) => c.get_db(),
-            Connection::Cluster(c) => c.get_db(),
+            Connection::Cluster(c) => c.connection.get_db(),
             Connection::Sentinel(c) => c.get_db(),
         }
     }
@@ -113,7 +109,11 @@ impl Connection {
         match self {
             Connection::Single(connection) => cmd.query_async(connection).await,
             Connection::Sentinel(connection) => cmd.query_async(connection).await,
-            Connection::Cluster(cluster) => cluster.query_for_key(key, cmd).await,
+            Connection::Cluster(ClusterNodes { connection, .. }) => {
+                let route = redis::cluster_routing::Route::with_key(key, redis::cluster_routing::SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                Ok(redis::from_redis_value(connection.route_command(cmd, routing).await?)?)
+            }
         }
     }
 

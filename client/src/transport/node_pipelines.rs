@@ -1,35 +1,21 @@
-//! Commands in a cluster, sent to the primaries this client's slot map
-//! names: key commands to their slot's, and commands for many keys as one
-//! pipeline per primary, each with its own timeout and result, so that a
-//! hung or failing node costs its own commands only.
+//! Commands for many keys in a cluster: one pipeline per primary, each
+//! with its own timeout and result, so that a hung or failing node costs
+//! its own commands only. Nodes come from a cached slot map.
 //!
-//! redis-rs follows MOVED and ASK replies by itself (and refreshes its
-//! own map), but not a failover of a hung primary: a command that times
-//! out there is retried there, and redis-rs reads its map again only when
-//! the old primary resumes and answers MOVED. So the client routes by its
-//! own map: a node that fails or times out, or a key whose slot has no
-//! known owner, makes the next command read the map again (from other
-//! nodes first), and the commands go to the promoted replica as soon as a
-//! node names it. Failed commands are not retried here: the caller
-//! settles or retries them as on any transient failure.
+//! redis-rs follows MOVED and ASK replies inside a pipeline by itself
+//! (and refreshes its own map); a node whose pipeline still fails, or a
+//! key whose slot has no known owner, makes the next call read the slot
+//! map again. Failed commands are not retried here: the caller's next
+//! round is the retry.
 
 use crate::transport::connection::{key_slot, NodeReplies};
-use crate::transport::slot_map::{node_may_have_failed, timed_out, Node, SlotMapCache};
-use redis::aio::ConnectionLike;
+use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Arg, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// How long a key command waits for a stale slot map to be read again
-/// before it goes by the old one.
-const MAP_READ_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// The module's commands that name no key first.
-const KEYLESS: [&[u8]; 2] = [b"RLOCK.LIST", b"RLOCK.WAITERS"];
 
 /// A cluster connection with the slot map its clones share.
 #[derive(Clone)]
@@ -46,41 +32,6 @@ impl ClusterNodes {
     /// The primaries, from the slot map (read again when stale).
     pub async fn primaries(&self, timeout: Duration) -> RedisResult<Vec<Node>> {
         Ok(self.slot_map.get(&self.connection, timeout).await?.primaries())
-    }
-
-    /// Runs `cmd` on the primary of `key`'s slot.
-    pub async fn query_for_key<T: redis::FromRedisValue>(&self, key: &[u8], cmd: Cmd) -> RedisResult<T> {
-        let sent = self.to_owner(key, |mut connection, route| async move {
-            connection.route_command(cmd, RoutingInfo::SingleNode(route)).await
-        });
-        Ok(redis::from_redis_value(sent.await?)?)
-    }
-
-    /// Sends a request for `key` (`send` given the connection and a route)
-    /// to the primary this client's map names for its slot, the map read
-    /// again first when stale; by slot through redis-rs when the map names
-    /// none. A failure a failover explains makes the map stale.
-    async fn to_owner<T, F>(
-        &self,
-        key: &[u8],
-        send: impl FnOnce(ClusterConnection, SingleNodeRoutingInfo) -> F,
-    ) -> RedisResult<T>
-    where
-        F: Future<Output = RedisResult<T>>,
-    {
-        let slot = key_slot(key);
-        let map = self.slot_map.get(&self.connection, MAP_READ_TIMEOUT).await;
-        let Some(node) = map.ok().and_then(|map| map.owner(slot).cloned()) else {
-            self.slot_map.slot_unowned();
-            let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
-            return send(self.connection.clone(), route).await;
-        };
-        let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
-        let sent = send(self.connection.clone(), route).await;
-        if sent.as_ref().is_err_and(node_may_have_failed) {
-            self.slot_map.node_failed(node);
-        }
-        sent
     }
 
     /// Runs `cmd` on `node`.
@@ -132,49 +83,6 @@ impl ClusterNodes {
         self.slot_map.report(failed, unowned);
         NodeReplies { replies: merge(count, answers), all_answered }
     }
-}
-
-/// A module command (`RLOCK.ACQUIRE`, `RFAIR.RENEW`…) goes to its key's
-/// primary as this client's map names it (see [`ClusterNodes::to_owner`]);
-/// other commands (a keyless `WAIT`) and pipelines that start with none go
-/// by redis-rs's routing.
-impl ConnectionLike for ClusterNodes {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let Some(key) = routing_key(cmd) else { return self.connection.req_packed_command(cmd) };
-        Box::pin(self.to_owner(key, move |mut connection, route| async move {
-            connection.route_command(cmd.clone(), RoutingInfo::SingleNode(route)).await
-        }))
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        let Some(key) = pipeline.cmd_iter().next().and_then(routing_key) else {
-            return self.connection.req_packed_commands(pipeline, offset, count);
-        };
-        Box::pin(self.to_owner(key, move |mut connection, route| async move {
-            connection.route_pipeline(pipeline.clone(), offset, count, route).await
-        }))
-    }
-
-    fn get_db(&self) -> i64 {
-        self.connection.get_db()
-    }
-}
-
-/// The key a module command names first, its routing key; `None` for
-/// other commands and the module's keyless ones.
-fn routing_key(cmd: &Cmd) -> Option<&[u8]> {
-    let mut args = cmd.args_iter().map(|arg| match arg {
-        Arg::Simple(arg) => arg,
-        _ => &[],
-    });
-    let verb = args.next()?;
-    let keyed = verb.contains(&b'.') && !KEYLESS.iter().any(|keyless| verb.eq_ignore_ascii_case(keyless));
-    args.next().filter(|_| keyed)
 }
 
 /// Commands grouped by node, each with the commands' original indexes.
@@ -245,22 +153,6 @@ mod tests {
         assert_eq!(indexes(7001), vec![1, 4]);
         assert_eq!(split.pipelines[&node(7000)].0.cmd_iter().count(), 3);
         assert_eq!(split.unowned, vec![2]);
-    }
-
-    #[test]
-    fn module_commands_are_routed_by_their_first_key() {
-        let key = |args: &[&str]| {
-            let mut cmd = redis::cmd(args[0]);
-            for arg in &args[1..] {
-                cmd.arg(*arg);
-            }
-            routing_key(&cmd).map(<[u8]>::to_vec)
-        };
-        assert_eq!(key(&["RLOCK.ACQUIRE", "orders", "owner", "30000"]), Some(b"orders".to_vec()));
-        assert_eq!(key(&["rfair.renew", "jobs", "owner"]), Some(b"jobs".to_vec()));
-        assert_eq!(key(&["WAIT", "1", "100"]), None, "not a module command");
-        assert_eq!(key(&["RLOCK.LIST", "0", "MATCH", "x"]), None, "keyless");
-        assert_eq!(key(&["RLOCK.WAITERS"]), None);
     }
 
     #[test]

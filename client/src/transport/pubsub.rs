@@ -7,7 +7,7 @@
 //! subscriptions' supervisor replaces it. A cluster connection reconnects
 //! and resubscribes node by node by itself.
 
-use crate::transport::connection::{key_slot, Deployment, CLUSTER_RESPONSE_TIMEOUT};
+use crate::transport::connection::{key_slot, Deployment};
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
@@ -47,13 +47,9 @@ impl Deployment {
             Deployment::Sentinel(sentinels) => {
                 PubSubConnection::Single(resp3_pubsub(&sentinels.primary().await?, push).await?)
             }
-            // A (S)SUBSCRIBE to a hung node gives up in time, as commands do,
-            // rather than hold up every other waiter's behind it.
             Deployment::Cluster(nodes) => {
-                let builder = ClusterClientBuilder::new(nodes.clone())
-                    .use_protocol(ProtocolVersion::RESP3)
-                    .push_sender(push)
-                    .response_timeout(CLUSTER_RESPONSE_TIMEOUT);
+                let builder =
+                    ClusterClientBuilder::new(nodes.clone()).use_protocol(ProtocolVersion::RESP3).push_sender(push);
                 PubSubConnection::Cluster(builder.build()?.get_async_connection().await?)
             }
         })

@@ -1,8 +1,6 @@
 //! Which primary serves each cluster slot, as this client last read it
-//! from CLUSTER SLOTS: the watchdog splits its commands per node by it
-//! without asking every round, and the key commands go by it (see
-//! node_pipelines.rs), so that a failover is followed as soon as a node
-//! names the new primary, even while the old one hangs.
+//! from CLUSTER SLOTS, so that the watchdog can split its commands per
+//! node without asking every round.
 
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo, SingleNodeRoutingInfo};
@@ -101,47 +99,30 @@ impl SlotMap {
 
 /// The slot map shared by a connection's clones, read again on first use,
 /// after a node failed or a key had no known owner, and when it is old.
-/// One read at a time: callers that find it stale meanwhile wait for it.
 #[derive(Default)]
-pub(crate) struct SlotMapCache {
-    state: Mutex<CacheState>,
-    reading: tokio::sync::Mutex<()>,
-}
+pub(crate) struct SlotMapCache(Mutex<CacheState>);
 
 #[derive(Default)]
 struct CacheState {
     map: Option<(Arc<SlotMap>, Instant)>,
     stale: bool,
-    /// Nodes that failed lately (the last watchdog round's, and those
-    /// commands failed on since): not asked first.
+    /// Nodes whose pipelines failed in the last round: not asked first.
     failed: HashSet<Node>,
-}
-
-impl CacheState {
-    /// The map, unless it must be read again.
-    fn fresh(&self) -> Option<Arc<SlotMap>> {
-        let (map, read_at) = self.map.as_ref()?;
-        (!self.stale && read_at.elapsed() < MAX_AGE).then(|| map.clone())
-    }
 }
 
 impl SlotMapCache {
     /// The map, refreshed first when needed (within `timeout`). A failed
     /// refresh falls back on the old map, and is tried again next time.
     pub async fn get(&self, connection: &ClusterConnection, timeout: Duration) -> RedisResult<Arc<SlotMap>> {
-        if let Some(map) = self.state().fresh() {
-            return Ok(map);
-        }
-        let _one_read = match tokio::time::timeout(timeout, self.reading.lock()).await {
-            Ok(guard) => guard,
-            Err(_) => return self.current().ok_or_else(|| timed_out("CLUSTER SLOTS")),
-        };
-        let candidates = {
+        let (current, candidates) = {
             let state = self.state();
-            if let Some(map) = state.fresh() {
-                return Ok(map);
+            let current = state.map.as_ref().map(|(map, _)| map.clone());
+            let fresh = state.map.as_ref().is_some_and(|(_, read_at)| read_at.elapsed() < MAX_AGE);
+            if let Some(map) = current.as_ref().filter(|_| fresh && !state.stale) {
+                return Ok(map.clone());
             }
-            state.map.as_ref().map(|(map, _)| map.refresh_candidates(&state.failed)).unwrap_or_default()
+            let candidates = current.as_ref().map(|map| map.refresh_candidates(&state.failed)).unwrap_or_default();
+            (current, candidates)
         };
         let error = match tokio::time::timeout(timeout, read_slot_map(connection, candidates)).await {
             Ok(Ok(map)) => {
@@ -154,12 +135,7 @@ impl SlotMapCache {
             Ok(Err(err)) => err,
             Err(_) => timed_out("CLUSTER SLOTS"),
         };
-        self.current().ok_or(error)
-    }
-
-    /// The map as last read, however old.
-    fn current(&self) -> Option<Arc<SlotMap>> {
-        self.state().map.as_ref().map(|(map, _)| map.clone())
+        current.ok_or(error)
     }
 
     /// What the last round saw: the nodes that failed, and whether some
@@ -170,34 +146,9 @@ impl SlotMapCache {
         state.failed = failed;
     }
 
-    /// A command to `node` failed the way a failover explains (see
-    /// [`node_may_have_failed`]): the next command reads the map again,
-    /// from other nodes first.
-    pub fn node_failed(&self, node: Node) {
-        let mut state = self.state();
-        state.stale = true;
-        state.failed.insert(node);
-    }
-
-    /// A key's slot had no known owner: the next command reads the map again.
-    pub fn slot_unowned(&self) {
-        self.state().stale = true;
-    }
-
     fn state(&self) -> MutexGuard<'_, CacheState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// True for the failures of a node that is down, hung or unknown (its
-/// replica may have been promoted since): no reply in time, a connection
-/// refused or dropped, an I/O error, no connection to that address.
-pub(crate) fn node_may_have_failed(err: &RedisError) -> bool {
-    err.is_timeout()
-        || err.is_io_error()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.kind() == redis::ErrorKind::ClusterConnectionNotFound
 }
 
 /// CLUSTER SLOTS from the first of `candidates` to answer; from the first
