@@ -45,6 +45,7 @@ pub fn owner_of(cluster: &mut Cluster, slot: i64) -> &mut Server {
 /// `redis-cli --cluster reshard` moves a slot.
 pub fn migrate_names(cluster: &Cluster) {
     let mut slots: Vec<i64> = (0..NAMES).map(|name| slot_of(cluster, &lock_name(name))).collect();
+    slots.sort_unstable();
     slots.dedup();
     for slot in slots {
         migrate(cluster, slot);

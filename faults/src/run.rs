@@ -184,10 +184,7 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     }
     let failed_over = *failover.lock().unwrap();
     let library = setup.workload == Workload::RlockClient;
-    Outcome {
-        failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
-        ..outcome(&shared, (fault_at, failed_over), library, &all_names())
-    }
+    outcome(&shared, (fault_at, failed_over), library, &all_names())
 }
 
 /// The cluster, with rlock-client's clients; the fault hits the shard of
@@ -220,10 +217,7 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
         },
     );
     let failed_over = watcher.and_then(|watcher| watcher.join().expect("the watcher panicked"));
-    Outcome {
-        failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
-        ..outcome(&shared, (fault_at, failed_over), true, &hit)
-    }
+    outcome(&shared, (fault_at, failed_over), true, &hit)
 }
 
 /// A server with the setup's module arguments and configuration.
@@ -319,7 +313,7 @@ fn outcome(
         overlaps: overlaps(&sections),
         stale_accepted: writes.stale_accepted,
         rejected: writes.rejected,
-        failover: None,
+        failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
         first_grant: first_grant_at.map(|at| at - fault_at),
         old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
         client_library,
