@@ -43,6 +43,9 @@ pub enum LockError {
     WaitTakenOver,
     /// A blocked acquire ended by `RLOCK.CANCEL`.
     WaitCancelled,
+    /// In cluster mode, a blocked caller's lock is not served here any
+    /// more: its slot moved, or is moving and its key has gone.
+    SlotNotServed,
     /// In cluster mode, the unlock latch key hashes to another slot than
     /// the lock (the lock name has a `{` but no proper hash tag).
     LatchCrossSlot,
@@ -129,6 +132,7 @@ impl LockError {
             Self::WaitTakenOver => "ERR the wait goes on in a resend of the same request id",
             Self::KeyArgumentPermission => "NOPERM this user has no permissions to access one of the keys used as arguments",
             Self::WaitCancelled => "ERR the wait was cancelled (RLOCK.CANCEL or RRW.CANCEL)",
+            Self::SlotNotServed => "TRYAGAIN the lock's slot moved, or is moving, to another node: ask again",
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
             }

@@ -18,7 +18,6 @@ pub const STOP_LASTS: Duration = Duration::from_secs(6);
 /// `IMPORTING` on the next), before and after its keys move: clients meet
 /// `ASK` for a name the owner lacks, and `MOVED` once it is done.
 const HALF_MOVED: Duration = Duration::from_millis(500);
-const MIGRATE_TIMEOUT_MS: u64 = 2_000;
 
 /// The slot of the first name, whose primary the kill and the stop hit.
 pub fn first_slot(cluster: &Cluster) -> i64 {
@@ -53,68 +52,11 @@ pub fn migrate_names(cluster: &Cluster) {
 }
 
 fn migrate(cluster: &Cluster, slot: i64) {
-    let mut source = node(cluster, cluster.slot_owner(slot).expect("an owner of the slot"));
-    let (target_port, mut target) = other_primary(&mut source);
-    let (source_id, target_id) = (node_id(&mut source), node_id(&mut target));
-    let set_slot = |con: &mut redis::Connection, state: &str, id: &str| {
-        redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id).query::<()>(con).expect("CLUSTER SETSLOT")
-    };
-    set_slot(&mut target, "IMPORTING", &source_id);
-    set_slot(&mut source, "MIGRATING", &target_id);
+    let mut slot_move = cluster.begin_move(slot);
     thread::sleep(HALF_MOVED);
-    loop {
-        let keys: Vec<String> =
-            redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(100).query(&mut source).expect("GETKEYSINSLOT");
-        if keys.is_empty() {
-            break;
-        }
-        redis::cmd("MIGRATE")
-            .arg("127.0.0.1")
-            .arg(target_port)
-            .arg("")
-            .arg(0)
-            .arg(MIGRATE_TIMEOUT_MS)
-            .arg("KEYS")
-            .arg(&keys)
-            .query::<()>(&mut source)
-            .expect("MIGRATE");
-    }
+    slot_move.move_keys();
     thread::sleep(HALF_MOVED);
-    set_slot(&mut target, "NODE", &target_id);
-    set_slot(&mut source, "NODE", &target_id);
-    // The other primaries learn it by gossip; told, they redirect at once.
-    for node in &cluster.nodes {
-        let Ok(mut con) = node.client().get_connection() else { continue };
-        let _ = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg("NODE").arg(&target_id).query::<()>(&mut con);
-    }
-}
-
-fn node(cluster: &Cluster, port: u16) -> redis::Connection {
-    cluster.nodes.iter().find(|node| node.port() == port).expect("a node of the cluster").connection()
-}
-
-fn node_id(con: &mut redis::Connection) -> String {
-    redis::cmd("CLUSTER").arg("MYID").query(con).expect("CLUSTER MYID")
-}
-
-/// Another healthy primary, as `source` sees the cluster: its port and a
-/// connection to it.
-fn other_primary(source: &mut redis::Connection) -> (u16, redis::Connection) {
-    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(source).expect("CLUSTER NODES");
-    // Each line: id host:port@bus flags primary-id ...
-    let port = nodes
-        .lines()
-        .filter_map(|line| {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let flags = words.get(2)?;
-            let primary = flags.contains("master") && !flags.contains("myself") && !flags.contains("fail");
-            let address = words.get(1)?.split('@').next()?;
-            primary.then(|| address.rsplit(':').next()?.parse::<u16>().ok()).flatten()
-        })
-        .next()
-        .expect("another primary");
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("a node's URL");
-    (port, client.get_connection().expect("a connection to the other primary"))
+    slot_move.finish(cluster);
 }
 
 /// Notes when a node first names another owner of `slot` than `port`,

@@ -18,7 +18,7 @@ use crate::error::LockError;
 use crate::handoff::blocking::PAUSED_RETRY_MS;
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
-    block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    block_client, error_text, lock_id, remember_grant, select_lock, served_here, start_timer, stop_timer, timer_data,
     unblock_client, Client, Outcome,
 };
 use crate::handoff::owner_waits::OwnerWaits;
@@ -232,8 +232,11 @@ fn look(ctx: &Context, id: &[u8]) {
     if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
         return arm(ctx, id, now_ms() + PAUSED_RETRY_MS);
     }
-    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
-    look_as_server(ctx, id, &name);
+    let name = select_lock(ctx, id);
+    if !served_here(ctx, name) {
+        return super::left::slot_left(ctx, id);
+    }
+    look_as_server(ctx, id, &RedisString::create_from_slice(ctx.get_raw(), name));
 }
 
 /// Runs [`FairLock::tick`] on open keys: unblocks a granted waiter and the
@@ -348,7 +351,7 @@ fn arm(ctx: &Context, id: &[u8], at: i64) {
     locks().entry(id.to_vec()).or_default().timer = Some((timer, at));
 }
 
-fn disarm(ctx: &Context, id: &[u8]) {
+pub(super) fn disarm(ctx: &Context, id: &[u8]) {
     let armed = locks().get_mut(id).and_then(|lock| lock.timer.take());
     if let Some((timer, _)) = armed {
         stop_timer::<LockTimer>(ctx, timer);
@@ -388,7 +391,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
 }
 
 /// Ends a blocked call with `outcome`.
-fn unblock(ctx: &Context, waiter: Waiter, outcome: Outcome) {
+pub(super) fn unblock(ctx: &Context, waiter: Waiter, outcome: Outcome) {
     if waiter.timer != 0 {
         stop_timer::<(Vec<u8>, Client)>(ctx, waiter.timer);
     }

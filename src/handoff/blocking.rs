@@ -20,7 +20,9 @@
 //! Timers never write while the server pauses writes (`CLIENT PAUSE`, a
 //! failover): keys do not expire then, and a write into an expired key
 //! that is still there crashes Redis 7.0. The check is retried until the
-//! pause ends.
+//! pause ends. In cluster mode they never write a key this node does not
+//! serve (a `MIGRATE` deletes the keys it moves): the callers blocked on
+//! it are told `TRYAGAIN` instead.
 //!
 //! A wait ends in exactly one way, decided here: a grant, its own timer
 //! running out, or the client leaving. Redis's blocked-client timeout is
@@ -35,7 +37,7 @@
 
 use super::events::{subscribe, unsubscribe_if_idle};
 use super::glue::{
-    block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    block_client, error_text, lock_id, remember_grant, select_lock, served_here, start_timer, stop_timer, timer_data,
     unblock_client, Client, Disconnected, Outcome,
 };
 use super::lease_timers::LeaseTimers;
@@ -310,12 +312,28 @@ fn grant_if_free(ctx: &Context, id: &[u8]) {
     if !state().queues.has_waiters(id) || !may_grant_now(ctx, id) {
         return;
     }
-    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
+    let name = select_lock(ctx, id);
+    if !served_here(ctx, name) {
+        return end_waits(ctx, id, LockError::SlotNotServed);
+    }
+    let name = RedisString::create_from_slice(ctx.get_raw(), name);
     // Opening the key expires it if its lease has run out.
     let mut key = RedisLock::open(ctx, &name);
     grant_next(ctx, &name, &mut key);
     drop(key);
     arm_expiry_timer(ctx, &name); // still held by another: at its expiry
+}
+
+/// Ends every wait for lock `id` with `why`.
+fn end_waits(ctx: &Context, id: &[u8], why: LockError) {
+    let text = error_text(why.into());
+    loop {
+        // Bound first: the state's guard must not live into the unblock.
+        let popped = state().queues.pop_front(id);
+        let Some(waiter) = popped else { break };
+        unblock(ctx, waiter.client, Outcome::Failed(text.clone()));
+    }
+    unsubscribe_if_idle(ctx);
 }
 
 /// The RLock waiters' timers at their locks' expiries.

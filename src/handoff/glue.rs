@@ -7,7 +7,7 @@ use crate::api::api;
 use crate::lease::expiry;
 use crate::lock;
 use crate::lock::acquire_once::{remember, Grant, Requester};
-use crate::store::{now_ms, RedisLatch, RedisLock};
+use crate::store::{cluster_mode, now_ms, RedisLatch, RedisLock};
 use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
 use std::os::raw::{c_int, c_void};
 use std::ptr;
@@ -33,6 +33,18 @@ pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
     let (db, name) = split_lock_id(id);
     unsafe { api!(RedisModule_SelectDb)(ctx.get_raw(), db) };
     name
+}
+
+/// Whether the server may write lock `name` as itself (a timer's grant,
+/// a queue's upkeep), which Redis does not route: always outside cluster
+/// mode; in cluster mode only while this node serves the key, as Redis
+/// decides for a client's command. Not once its slot has moved, nor while
+/// the slot migrates away and the key is gone (a `MIGRATE` deleted it
+/// here: the target holds it now), nor while the cluster is down.
+pub fn served_here(ctx: &Context, name: &[u8]) -> bool {
+    // In cluster mode a module's call gets Redis's routing check: a key
+    // not served here makes it fail (no reply).
+    !cluster_mode() || matches!(ctx.call("EXISTS", &[name]), Ok(RedisValue::Integer(_)))
 }
 
 /// Records the grant to a blocked caller of `owner` under its request id

@@ -67,8 +67,7 @@ impl Cluster {
     pub fn primary_for(&self, key: &[u8]) -> &Server {
         let mut con = self.nodes[0].connection();
         let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut con).expect("KEYSLOT");
-        let port = self.slot_owner(slot).expect("the slot's owner in CLUSTER SLOTS");
-        self.nodes.iter().find(|n| n.port() == port).expect("the slot's primary is one of ours")
+        self.node(self.slot_owner(slot).expect("the slot's owner in CLUSTER SLOTS"))
     }
 
     /// A replica of the primary serving `key`.
@@ -82,6 +81,25 @@ impl Cluster {
                 info.contains(&format!("master_port:{primary}\r\n"))
             })
             .expect("a replica of the key's primary")
+    }
+
+    /// The node listening on `port`.
+    pub fn node(&self, port: u16) -> &Server {
+        self.nodes.iter().find(|node| node.port() == port).expect("a node of the cluster")
+    }
+
+    /// Starts moving `slot` from its owner to another primary, as
+    /// `redis-cli --cluster reshard` moves one: `IMPORTING` on the target,
+    /// then `MIGRATING` on the owner.
+    pub fn begin_move(&self, slot: i64) -> SlotMove {
+        let source_port = self.slot_owner(slot).expect("an owner of the slot");
+        let mut source = self.node(source_port).connection();
+        let target_port = other_primary(&mut source);
+        let mut target = self.node(target_port).connection();
+        let (source_id, target_id) = (node_id(&mut source), node_id(&mut target));
+        set_slot(&mut target, slot, "IMPORTING", &source_id);
+        set_slot(&mut source, slot, "MIGRATING", &target_id);
+        SlotMove { slot, source, target, source_port, target_port, target_id }
     }
 
     /// The port of the primary that owns `slot`, as the first node that
@@ -111,4 +129,85 @@ pub fn slot_owner_among(ports: &[u16], slot: i64) -> Option<u16> {
             })
         })
         .and_then(|port| u16::try_from(port).ok())
+}
+
+/// A slot half moved by [`Cluster::begin_move`]: its keys move with
+/// [`SlotMove::move_keys`], and [`SlotMove::finish`] gives it to the target.
+pub struct SlotMove {
+    pub slot: i64,
+    /// Connections to the slot's owner and to the primary it moves to.
+    pub source: redis::Connection,
+    pub target: redis::Connection,
+    pub source_port: u16,
+    pub target_port: u16,
+    target_id: String,
+}
+
+impl SlotMove {
+    /// `MIGRATE`s the slot's keys to the target, until the source has none.
+    pub fn move_keys(&mut self) {
+        const MIGRATE_TIMEOUT_MS: u64 = 2_000;
+        loop {
+            let keys: Vec<String> = redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(self.slot)
+                .arg(100)
+                .query(&mut self.source)
+                .expect("CLUSTER GETKEYSINSLOT");
+            if keys.is_empty() {
+                return;
+            }
+            redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(self.target_port)
+                .arg("")
+                .arg(0)
+                .arg(MIGRATE_TIMEOUT_MS)
+                .arg("KEYS")
+                .arg(&keys)
+                .query::<()>(&mut self.source)
+                .expect("MIGRATE");
+        }
+    }
+
+    /// Gives the slot to the target, and tells every node that answers
+    /// (the others would learn it by gossip; told, they redirect at once).
+    pub fn finish(mut self, cluster: &Cluster) {
+        set_slot(&mut self.target, self.slot, "NODE", &self.target_id);
+        set_slot(&mut self.source, self.slot, "NODE", &self.target_id);
+        for node in &cluster.nodes {
+            let Ok(mut con) = node.client().get_connection() else { continue };
+            let _ = redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(self.slot)
+                .arg("NODE")
+                .arg(&self.target_id)
+                .query::<()>(&mut con);
+        }
+    }
+}
+
+fn set_slot(con: &mut redis::Connection, slot: i64, state: &str, id: &str) {
+    redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id).query::<()>(con).expect("CLUSTER SETSLOT")
+}
+
+fn node_id(con: &mut redis::Connection) -> String {
+    redis::cmd("CLUSTER").arg("MYID").query(con).expect("CLUSTER MYID")
+}
+
+/// The port of another healthy primary, as `source` sees the cluster.
+fn other_primary(source: &mut redis::Connection) -> u16 {
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(source).expect("CLUSTER NODES");
+    // Each line: id host:port@bus flags primary-id ...
+    nodes
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let flags = words.get(2)?;
+            let primary = flags.contains("master") && !flags.contains("myself") && !flags.contains("fail");
+            let address = words.get(1)?.split('@').next()?;
+            primary.then(|| address.rsplit(':').next()?.parse::<u16>().ok()).flatten()
+        })
+        .next()
+        .expect("another primary")
 }

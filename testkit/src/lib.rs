@@ -11,7 +11,7 @@ mod server;
 mod tracking;
 mod twins;
 
-pub use cluster::{slot_owner_among, Cluster};
+pub use cluster::{slot_owner_among, Cluster, SlotMove};
 pub use events::{keyspace_events, publications};
 pub use redisson_jar::{redisson_class_scripts, redisson_scripts};
 pub use rng::Rng;
