@@ -5,10 +5,9 @@
 //! slot moved to another primary while clients hold and wait.
 
 use crate::workload::{lock_name, NAMES};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
-use testkit::{slot_owner_among, Cluster, Server};
+use std::time::Duration;
+use testkit::{Cluster, Server};
 
 pub const PRIMARIES: usize = 3;
 /// How long the SIGSTOP lasts: longer than a failover, which takes the
@@ -57,16 +56,4 @@ fn migrate(cluster: &Cluster, slot: i64) {
     slot_move.move_keys();
     thread::sleep(HALF_MOVED);
     slot_move.finish(cluster);
-}
-
-/// Notes when a node first names another owner of `slot` than `port`,
-/// polling the nodes at `ports` until `stop`.
-pub fn watch_failover(ports: &[u16], slot: i64, port: u16, stop: &AtomicBool) -> Option<Instant> {
-    while !stop.load(Ordering::Relaxed) {
-        if slot_owner_among(ports, slot).is_some_and(|owner| owner != port) {
-            return Some(Instant::now());
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-    None
 }

@@ -18,4 +18,5 @@ pub mod report;
 pub mod resource;
 pub mod run;
 pub mod setups;
+pub mod watch;
 pub mod workload;

@@ -27,8 +27,9 @@ pub fn markdown(cells: &[Cell]) -> String {
         ("Double grants: pairs of overlapping critical sections on one name, per run (longest overlap)", double_grants),
         ("Stale fenced writes accepted (a token given to two holders), per run", stale_writes),
         (
-            "From the fault to the first grant after it (failover: to the Sentinels naming a new primary; \
-             old: to the last grant or renewal the first primary took), per run",
+            "From the fault to the first grant after it (failover: to the Sentinels naming a new primary, \
+             and how many more times the primary changed; old: to the last grant or renewal the first \
+             primary took), per run",
             unavailability,
         ),
         ("Grants, per run", grants),
@@ -100,7 +101,11 @@ fn stale_writes(runs: &[Outcome]) -> String {
 fn unavailability(runs: &[Outcome]) -> String {
     per_run(runs, |r| {
         let old = if r.client_library.is_some() { "–".to_owned() } else { ms(r.old_primary_wrote) };
-        format!("{} (failover {}, old {old})", ms(r.first_grant), ms(r.failover))
+        let changes = match r.primary_changes {
+            0 | 1 => String::new(),
+            n => format!(" then {} more", n - 1),
+        };
+        format!("{} (failover {}{changes}, old {old})", ms(r.first_grant), ms(r.failover))
     })
 }
 

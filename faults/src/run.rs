@@ -6,12 +6,13 @@ use crate::client_workload::{self, Nodes};
 use crate::cluster;
 use crate::partition::{wait_for, Partition};
 use crate::redlock;
+use crate::watch;
 use crate::workload::{client, Protocol, Section, Shared, CLIENTS, NAMES};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{primary_named_by, Cluster, SentinelGroup, Server, ServerBuilder, DOWN_AFTER_MS};
+use testkit::{Cluster, SentinelGroup, Server, ServerBuilder, DOWN_AFTER_MS};
 
 /// The fault a run injects, two seconds into the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +123,9 @@ pub struct Outcome {
     pub rejected: u64,
     /// From the fault to the Sentinels naming another primary.
     pub failover: Option<Duration>,
+    /// How many times the primary changed (more than once: a failover
+    /// after the failover).
+    pub primary_changes: usize,
     /// From the fault to the first grant after it.
     pub first_grant: Option<Duration>,
     /// From the fault to the last grant or renewal the first primary took
@@ -167,10 +171,9 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let original = group.servers[0].port();
     wait_for_delay_end(&group.servers[..1]);
     let shared = Shared::new(original);
-    let failover: Arc<Mutex<Option<Instant>>> = Arc::default();
     let watcher = {
-        let (shared, failover, ports) = (shared.clone(), failover.clone(), group.sentinel_ports());
-        thread::spawn(move || follow_sentinels(&shared, &ports, original, &failover))
+        let (shared, ports) = (shared.clone(), group.sentinel_ports());
+        thread::spawn(move || watch::follow_sentinels(&shared, &ports, original))
     };
     let nodes = Nodes::Sentinels(group.sentinel_ports());
     let inject = || inject(&mut group, &shared, fault);
@@ -178,13 +181,14 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
         Workload::Commands(protocol) => drive(&shared, |id, shared| client(id, protocol, shared, seed), inject),
         Workload::RlockClient => drive(&shared, |id, shared| client_workload::client(id, &nodes, shared, seed), inject),
     };
-    watcher.join().expect("the watcher panicked");
-    if std::env::var_os("RLOCK_FAULTS_LOGS").is_some() {
-        eprintln!("{}", group.sentinel_logs());
-    }
-    let failed_over = *failover.lock().unwrap();
+    let changes = watcher.join().expect("the watcher panicked");
     let library = setup.workload == Workload::RlockClient;
-    outcome(&shared, (fault_at, failed_over), library, &all_names())
+    let outcome = outcome(&shared, (fault_at, &changes), library, &all_names());
+    // A run that granted nothing after the fault keeps the Sentinels' story.
+    if outcome.first_grant.is_none() || std::env::var_os("RLOCK_FAULTS_LOGS").is_some() {
+        eprintln!("{} under {fault:?}, the Sentinels' logs:\n{}", setup.label, group.sentinel_logs());
+    }
+    outcome
 }
 
 /// The cluster, with rlock-client's clients; the fault hits the shard of
@@ -203,7 +207,7 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let shared = Shared::new(original);
     let watcher = (fault != Fault::SlotMigration).then(|| {
         let (shared, ports) = (shared.clone(), ports.clone());
-        thread::spawn(move || cluster::watch_failover(&ports, slot, original, &shared.stop))
+        thread::spawn(move || watch::watch_slot_owner(&shared, &ports, slot, original))
     });
     let nodes = Nodes::Cluster(ports);
     let fault_at = drive(
@@ -216,8 +220,8 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
             _ => unreachable!("{fault:?} on the cluster"),
         },
     );
-    let failed_over = watcher.and_then(|watcher| watcher.join().expect("the watcher panicked"));
-    outcome(&shared, (fault_at, failed_over), true, &hit)
+    let changes = watcher.map(|watcher| watcher.join().expect("the watcher panicked")).unwrap_or_default();
+    outcome(&shared, (fault_at, &changes), true, &hit)
 }
 
 /// A server with the setup's module arguments and configuration.
@@ -239,7 +243,7 @@ fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
         |id, shared| redlock::client(id, &ports, shared, seed),
         || servers[..RESTARTED].iter_mut().for_each(Server::restart),
     );
-    outcome(&shared, (fault_at, None), false, &all_names())
+    outcome(&shared, (fault_at, &[]), false, &all_names())
 }
 
 /// The module's load began a term on each server: its lock-delay, if
@@ -280,16 +284,12 @@ fn all_names() -> Vec<usize> {
     (0..NAMES).collect()
 }
 
-/// What the checker finds in a run's records; `failed_over`: when the
-/// Sentinels (or the cluster) named a new primary; `library`: the clients
-/// were rlock-client's; `hit`: the names the fault made unavailable, whose
-/// grants end the outage.
-fn outcome(
-    shared: &Shared,
-    (fault_at, failed_over): (Instant, Option<Instant>),
-    library: bool,
-    hit: &[usize],
-) -> Outcome {
+/// What the checker finds in a run's records; `changes`: when the
+/// Sentinels (or the cluster) named another primary; `library`: the
+/// clients were rlock-client's; `hit`: the names the fault made
+/// unavailable, whose grants end the outage.
+fn outcome(shared: &Shared, (fault_at, changes): (Instant, &[Instant]), library: bool, hit: &[usize]) -> Outcome {
+    let failed_over = changes.first().copied();
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
     let old_primary_wrote = *shared.original_last_write.lock().unwrap();
@@ -314,6 +314,7 @@ fn outcome(
         stale_accepted: writes.stale_accepted,
         rejected: writes.rejected,
         failover: failed_over.map(|at| at.saturating_duration_since(fault_at)),
+        primary_changes: changes.len(),
         first_grant: first_grant_at.map(|at| at - fault_at),
         old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
         client_library,
@@ -357,21 +358,6 @@ fn stop(server: &Server, lasts: Duration) {
     server.pause();
     thread::sleep(lasts);
     server.resume();
-}
-
-/// Keeps the clients' primary at the one the Sentinels name, as a client
-/// that follows Sentinel does; notes when they first name another.
-fn follow_sentinels(shared: &Shared, ports: &[u16], original: u16, failover: &Mutex<Option<Instant>>) {
-    while !shared.stop.load(Ordering::Relaxed) {
-        if let Some(port) = primary_named_by(ports) {
-            shared.primary.store(port, Ordering::Relaxed);
-            let mut failover = failover.lock().unwrap();
-            if port != original && failover.is_none() {
-                *failover = Some(Instant::now());
-            }
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn info_field(con: &mut redis::Connection, field: &str) -> Option<i64> {
