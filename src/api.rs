@@ -89,6 +89,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_StringTruncate,
         RedisModule_SubscribeToKeyspaceEvents,
         RedisModule_UnblockClient,
+        RedisModule_UnregisterCommandFilter,
         RedisModule_ValueLength,
         RedisModule_ZsetAdd,
         RedisModule_ZsetFirstInScoreRange,

@@ -38,7 +38,7 @@ mod term;
 #[cfg(not(test))]
 mod module {
     use crate::{api, commands, config, lease, load_args, redisson, store, term};
-    use redis_module::configuration::ConfigurationFlags;
+    use redis_module::configuration::{ConfigurationContext, ConfigurationFlags};
     use redis_module::{redis_module, Context, RedisString, Status};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -66,6 +66,14 @@ mod module {
         store::signal_modified_keys_explicitly(ctx);
         term::begin();
         Status::Ok
+    }
+
+    /// `CONFIG SET rlock.redisson-scripts`: the filter is registered only
+    /// while it is `native` (registering never fails on 7.0 and later).
+    fn follow_redisson_setting(_: &ConfigurationContext, _: &str, _: &'static config::RedissonSetting) {
+        if let Err(err) = redisson::filter::follow_setting() {
+            redis_module::logging::log_warning(format!("rlock: {err}"));
+        }
     }
 
     redis_module! {
@@ -120,7 +128,7 @@ mod module {
                     &config::REDISSON_SCRIPTS,
                     redisson::default_setting(),
                     ConfigurationFlags::DEFAULT,
-                    None
+                    Some(Box::new(follow_redisson_setting))
                 ],
             ],
             module_args_as_configuration: true,

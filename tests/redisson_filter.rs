@@ -39,6 +39,26 @@ fn the_default_is_native_only_where_the_filter_knows_its_caller() {
     assert!(err.is_err());
 }
 
+/// The filter is registered only while the setting is `native` (so that
+/// `off` costs other commands nothing): every change of the setting
+/// takes effect at once, from either default.
+#[test]
+fn each_change_of_the_setting_takes_effect_at_once() {
+    let scripts = scripts(VERSION);
+    let server = Server::start();
+    let mut con = server.connection();
+    let natively = |con: &mut Connection, name: &[u8]| {
+        let before = native_count(con);
+        assert_eq!(call(con, false, &scripts.acquire, &[name], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
+        native_count(con) > before
+    };
+    for (mode, native) in [("native", true), ("native", true), ("off", false), ("off", false), ("native", true)] {
+        set_mode(&mut con, mode);
+        assert_eq!(natively(&mut con, mode.as_bytes()), native, "after CONFIG SET {mode}");
+        let _: () = redis::cmd("DEL").arg(mode).query(&mut con).unwrap();
+    }
+}
+
 #[test]
 fn everything_else_passes_through_untouched() {
     let scripts = scripts(VERSION);

@@ -39,15 +39,38 @@ static FILTER_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(ptr::null_mut
 const MIN_ARGS: c_int = 4;
 const MAX_ARGS: c_int = 256;
 
-/// Registers the filter.
+/// The filter, registered while the setting is `native` only: while it is
+/// `off`, Redis runs no filter of this module, and every other command
+/// costs what it costs without the module.
+static REGISTERED: AtomicPtr<raw::RedisModuleCommandFilter> = AtomicPtr::new(ptr::null_mut());
+
+/// Prepares the filter, and registers it if the setting (loaded before
+/// this) is `native`.
 pub fn register(ctx: &Context) -> Result<(), String> {
     super::scripts::prepare();
     let detached = unsafe { api!(RedisModule_GetDetachedThreadSafeContext)(ctx.get_raw()) };
     FILTER_CTX.store(detached, Ordering::Relaxed);
-    let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
-    let filter = unsafe { api!(RedisModule_RegisterCommandFilter)(ctx.get_raw(), Some(filter), flags) };
-    if filter.is_null() {
-        return Err("cannot register the command filter for Redisson's scripts".to_owned());
+    follow_setting()
+}
+
+/// Registers the filter when the setting is `native`, unregisters it when
+/// `off` (on every change; before [`register`], nothing).
+pub fn follow_setting() -> Result<(), String> {
+    let ctx = FILTER_CTX.load(Ordering::Relaxed);
+    let registered = REGISTERED.load(Ordering::Relaxed);
+    if ctx.is_null() || config::redisson_native() != registered.is_null() {
+        return Ok(());
+    }
+    if registered.is_null() {
+        let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
+        let filter = unsafe { api!(RedisModule_RegisterCommandFilter)(ctx, Some(filter), flags) };
+        if filter.is_null() {
+            return Err("cannot register the command filter for Redisson's scripts".to_owned());
+        }
+        REGISTERED.store(filter, Ordering::Relaxed);
+    } else {
+        unsafe { api!(RedisModule_UnregisterCommandFilter)(ctx, registered) };
+        REGISTERED.store(ptr::null_mut(), Ordering::Relaxed);
     }
     Ok(())
 }
@@ -61,9 +84,6 @@ pub fn knows_caller() -> bool {
 }
 
 extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    if !config::redisson_native() {
-        return;
-    }
     // A panic (a bug) leaves the call as it came.
     let _ = catch_unwind(AssertUnwindSafe(|| unsafe { filter_call(fctx) }));
 }
