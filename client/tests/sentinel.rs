@@ -178,3 +178,37 @@ async fn a_promoted_primary_without_replicas_is_waited_for_not_a_permanent_error
     assert!(retried.await.unwrap(), "the client asked again after NOREPLICAS");
     guard.unlock().await.expect("released");
 }
+
+/// A primary that refuses every write for a while (`NOREPLICAS`) fails
+/// each retry of each caller; the client asks the Sentinels where the
+/// primary is after a failure, but not after every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_refusing_writes_does_not_make_each_retry_ask_the_sentinels() {
+    let group = SentinelGroup::start(&[], &[]);
+    let sentinel_ports = group.sentinel_ports();
+    let sentinels: Vec<String> = sentinel_ports.iter().map(|port| format!("redis://127.0.0.1:{port}")).collect();
+    const TRIES: u32 = 200;
+    let options = ClientOptions::default().with_retry(RetryOptions::new(TRIES, Duration::from_millis(5)));
+    let client = Client::connect_sentinel(sentinels, MASTER, Default::default(), options).await.expect("client");
+    let mut primary = group.servers[0].connection();
+    // Two replicas: asking for three refuses every write.
+    let _: () = redis::cmd("CONFIG").arg(&["SET", "min-replicas-to-write", "3"]).query(&mut primary).unwrap();
+    // Each look connects to every Sentinel (Sentinel keeps no
+    // commandstats): two connections a look, as measured.
+    let looks = |port: u16| -> u64 {
+        let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap().get_connection().unwrap();
+        let info: String = redis::cmd("INFO").arg("stats").query(&mut con).unwrap();
+        let stat = info.lines().find_map(|line| line.strip_prefix("total_connections_received:"));
+        stat.expect("total_connections_received").trim().parse().unwrap()
+    };
+    let before = looks(sentinel_ports[0]);
+    let started = std::time::Instant::now();
+    let refused = client.lock("x").try_lock(Duration::from_secs(30), None).await;
+    let (elapsed, after) = (started.elapsed(), looks(sentinel_ports[0]));
+    assert!(refused.is_err_and(|err| err.to_string().contains("NOREPLICAS")), "every try refused");
+    // One look per 100 ms at most, the periodic one each second, and this
+    // test's own connection (each try asked before: 405 connections).
+    let bound = 2 * (2 + elapsed.as_millis() as u64 / 100 + elapsed.as_secs()) + 1;
+    let connections = after - before;
+    assert!(connections <= bound, "{connections} connections in {elapsed:?} for {TRIES} refused tries");
+}

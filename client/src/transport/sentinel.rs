@@ -19,7 +19,7 @@ use redis::{
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -27,6 +27,11 @@ use tokio::task::JoinSet;
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// How long one Sentinel or the named primary may take to answer.
 const ASK_TIMEOUT: Duration = Duration::from_millis(500);
+/// Failures ask the Sentinels again only this long after the last look: a
+/// primary that refuses every write for a while (`NOREPLICAS` until a
+/// replica syncs) fails each retry of each caller, and each would ask
+/// every Sentinel.
+const LOOK_AGAIN_AFTER: Duration = Duration::from_millis(100);
 
 /// The Sentinels, the name of the primary they watch, the data nodes'
 /// settings, and a count of the primary's moves (for pub/sub).
@@ -109,8 +114,8 @@ struct Inner {
     sentinels: Sentinels,
     config: ConnectionManagerConfig,
     current: Mutex<(ConnectionAddr, ConnectionManager)>,
-    /// One look at the Sentinels at a time.
-    following: tokio::sync::Mutex<()>,
+    /// One look at the Sentinels at a time; when the last one began.
+    following: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl PrimaryConnection {
@@ -137,13 +142,15 @@ impl PrimaryConnection {
     }
 
     /// Moves to the primary the Sentinels name, unless another call moved
-    /// since the primary at `seen` was used. A failed look changes nothing
-    /// (the Sentinels may not have failed over yet).
+    /// since the primary at `seen` was used, or the last look began less
+    /// than [`LOOK_AGAIN_AFTER`] ago. A failed look changes nothing (the
+    /// Sentinels may not have failed over yet).
     async fn follow(&self, seen: &ConnectionAddr) {
-        let _one_at_a_time = self.0.following.lock().await;
-        if self.current().0 != *seen {
+        let mut last_look = self.0.following.lock().await;
+        if self.current().0 != *seen || last_look.is_some_and(|at| at.elapsed() < LOOK_AGAIN_AFTER) {
             return;
         }
+        *last_look = Some(Instant::now());
         if let Ok(client) = self.0.sentinels.primary().await {
             if client.get_connection_info().addr() == seen {
                 return;
