@@ -5,10 +5,11 @@
 //! answers `ROLE` as a primary (during a failover, one Sentinel may still
 //! name the old one). The client looks again every [`CHECK_EVERY`], so it
 //! moves even when nothing fails (an old primary that resumed after a
-//! pause still answers, and would go on granting and renewing), and at
-//! once after a failure a failover explains (the connection dropped, was
-//! refused or timed out, or the server answered `READONLY` or, short of
-//! replicas, `NOREPLICAS`, also inside a pipeline). The failed command comes back as it would have; the
+//! pause still answers, and would go on granting and renewing), and after
+//! a failure a failover explains, at most once per [`LOOK_AGAIN_AFTER`]:
+//! the connection dropped, was refused or timed out, or the server
+//! answered `READONLY` or, short of replicas, `NOREPLICAS`, also inside a
+//! pipeline. The failed command comes back as it would have; the
 //! caller's retry, or the watchdog's next renewal, goes to the new
 //! primary, where a renewal of a hold it lacks reports the hold lost.
 
