@@ -65,19 +65,30 @@ fn keys_in_slot(con: &mut Connection, slot: i64) -> i64 {
     redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(con).unwrap()
 }
 
+/// `kind`'s lock held by `holder` on the node serving it, and `waiter`
+/// blocked on it there: the holder's connection, and the waiter's call.
+fn held_with_a_blocked_waiter(cluster: &Cluster, kind: &Kind) -> (Connection, Waiting) {
+    let source = cluster.primary_for(kind.name.as_bytes());
+    let mut holder = source.connection();
+    let granted: Value = (kind.ask)(kind.name, "holder").query(&mut holder).unwrap();
+    assert_eq!(granted, Value::Nil, "{}: the holder's grant", kind.name);
+    let mut waiter_con = source.connection();
+    let wait = (kind.wait)(kind.name, "waiter");
+    let waiter = thread::spawn(move || wait.query::<Value>(&mut waiter_con));
+    eventually("the waiter blocked", Duration::from_secs(10), || blocked_clients(&mut holder) == 1);
+    (holder, waiter)
+}
+
+type Waiting = thread::JoinHandle<redis::RedisResult<Value>>;
+
+const FAIR: &Kind = &KINDS[2];
+
 #[test]
 fn a_lock_migrated_away_is_granted_to_no_waiter_on_the_node_it_left() {
     let cluster = Cluster::start(3, 0);
     for kind in &KINDS {
         let name = kind.name;
-        let source = cluster.primary_for(name.as_bytes());
-        let mut holder = source.connection();
-        let granted: Value = (kind.ask)(name, "holder").query(&mut holder).unwrap();
-        assert_eq!(granted, Value::Nil, "{name}: the holder's grant");
-        let mut waiter_con = source.connection();
-        let wait = (kind.wait)(name, "waiter");
-        let waiter = thread::spawn(move || wait.query::<Value>(&mut waiter_con));
-        eventually("the waiter blocked", Duration::from_secs(10), || blocked_clients(&mut holder) == 1);
+        let (mut holder, waiter) = held_with_a_blocked_waiter(&cluster, kind);
 
         let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(name).query(&mut holder).unwrap();
         let mut slot_move = cluster.begin_move(slot);
@@ -97,5 +108,74 @@ fn a_lock_migrated_away_is_granted_to_no_waiter_on_the_node_it_left() {
         let mut target = cluster.node(target_port).connection();
         let refused: Value = (kind.ask)(name, "waiter").query(&mut target).unwrap();
         assert_ne!(refused, Value::Nil, "{name}: the holder still holds it on the target");
+    }
+}
+
+/// `redis-cli --cluster reshard` moves a slot's keys in batches of ten
+/// (`--cluster-pipeline`): a fair lock's three keys may leave in different
+/// batches. While the lock's own key is still on the source, a look at its
+/// queue there (here after a renewal's `expire` event) must not write the
+/// keys that already left: the target holds them, and the next `MIGRATE`
+/// fails `BUSYKEY`.
+#[test]
+fn a_fair_lock_half_migrated_gets_no_key_rewritten_on_the_node_it_is_leaving() {
+    let cluster = Cluster::start(3, 0);
+    let name = FAIR.name;
+    let timeouts = format!("redisson_lock_timeout:{{{name}}}");
+    let (mut holder, waiter) = held_with_a_blocked_waiter(&cluster, FAIR);
+
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(name).query(&mut holder).unwrap();
+    let mut slot_move = cluster.begin_move(slot);
+    // The first batch: the deadlines only.
+    redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(slot_move.target_port)
+        .arg("")
+        .arg(0)
+        .arg(2_000)
+        .arg("KEYS")
+        .arg(&timeouts)
+        .query::<()>(&mut slot_move.source)
+        .unwrap();
+    // The holder's watchdog renews (an `expire` event: the server looks at the queue).
+    let renewed: i64 = redis::cmd("RFAIR.RENEW").arg(name).arg("holder").arg(LEASE).query(&mut holder).unwrap();
+    assert_eq!(renewed, 1, "renewed");
+    // Nothing to wait for but the look's timer (0 ms) running meanwhile.
+    thread::sleep(Duration::from_millis(500));
+    let rewritten: i64 = redis::cmd("EXISTS").arg(&timeouts).query(&mut slot_move.source).unwrap_or(0);
+    assert_eq!(rewritten, 0, "the source wrote {timeouts} again, which the target holds");
+    slot_move.move_keys();
+    let reply = waiter.join().unwrap();
+    assert!(error_text(reply).starts_with("TRYAGAIN"), "the waiter asks again where the keys go");
+}
+
+/// A cluster that goes down moves nothing: the module ends no wait as if
+/// the lock had left. A caller Redis 7.0 itself answers `CLUSTERDOWN` (it
+/// unblocks callers blocked on a module when the cluster fails) gives its
+/// place in a fair queue up, as one that disconnects does; where the call
+/// stays blocked (Valkey 8.1), it is granted once the cluster is back.
+#[test]
+fn a_fair_waiter_through_a_cluster_down_leaves_the_queue_or_is_granted_after() {
+    let cluster = Cluster::start_with(3, 0, |node| node.config("cluster-node-timeout", "2000"));
+    let name = FAIR.name;
+    let source = cluster.primary_for(name.as_bytes()).port();
+    let (mut holder, waiter) = held_with_a_blocked_waiter(&cluster, FAIR);
+
+    let other = cluster.nodes.iter().map(|node| node.port()).find(|port| *port != source).unwrap();
+    cluster.node(other).pause();
+    let state = |con: &mut Connection| redis::cmd("CLUSTER").arg("INFO").query::<String>(con).unwrap();
+    eventually("the cluster down", Duration::from_secs(20), || state(&mut holder).contains("cluster_state:fail"));
+    cluster.node(other).resume();
+    cluster.wait_until_healthy(3);
+
+    let released: Value = redis::cmd("RFAIR.RELEASE").arg(name).arg("holder").query(&mut holder).unwrap();
+    assert_eq!(released, Value::Int(1), "released");
+    match waiter.join().unwrap() {
+        Err(err) => {
+            assert_eq!(err.code(), Some("CLUSTERDOWN"), "{err}");
+            let third: Value = (FAIR.ask)(name, "third").query(&mut holder).unwrap();
+            assert_eq!(third, Value::Nil, "a free lock with nobody waiting any more");
+        }
+        Ok(reply) => assert_eq!(reply, Value::Nil, "the blocked waiter granted once the cluster is back"),
     }
 }

@@ -15,11 +15,11 @@ use super::waiter::{BlockedCall, Waiter};
 use super::{Blocked, FairLock, Tick, Told, Waits};
 use crate::api::api;
 use crate::error::LockError;
-use crate::handoff::blocking::PAUSED_RETRY_MS;
+use crate::handoff::blocking::{CLUSTER_DOWN_RETRY_MS, PAUSED_RETRY_MS};
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
-    block_client, error_text, lock_id, remember_grant, select_lock, served_here, start_timer, stop_timer, timer_data,
-    unblock_client, Client, Outcome,
+    block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    unblock_client, Client, Outcome, Serving,
 };
 use crate::handoff::owner_waits::OwnerWaits;
 use crate::handoff::{Listed, WaiterKind, WAITER_KINDS};
@@ -233,10 +233,11 @@ fn look(ctx: &Context, id: &[u8]) {
         return arm(ctx, id, now_ms() + PAUSED_RETRY_MS);
     }
     let name = select_lock(ctx, id);
-    if !served_here(ctx, name) {
-        return super::left::slot_left(ctx, id);
+    match super::moved::serving(ctx, name) {
+        Serving::Here => look_as_server(ctx, id, &RedisString::create_from_slice(ctx.get_raw(), name)),
+        Serving::Elsewhere => super::moved::slot_left(ctx, id),
+        Serving::Down => arm(ctx, id, now_ms() + CLUSTER_DOWN_RETRY_MS),
     }
-    look_as_server(ctx, id, &RedisString::create_from_slice(ctx.get_raw(), name));
 }
 
 /// Runs [`FairLock::tick`] on open keys: unblocks a granted waiter and the

@@ -1,16 +1,13 @@
 //! A caller blocked for a fair lock that disconnected (or was killed)
-//! gives its place in the queue up at once; a lock whose slot left this
-//! node (cluster mode) is forgotten.
+//! gives its place in the queue up at once.
 
-use super::handoff::{disarm, locks, take_blocked, unblock, Change, Session};
+use super::handoff::{locks, take_blocked, Change, Session};
+use super::moved;
 use super::{FairLock, Waits};
 use crate::api::api;
-use crate::error::LockError;
 use crate::handoff::blocking::PAUSED_RETRY_MS;
 use crate::handoff::events::unsubscribe_if_idle;
-use crate::handoff::glue::{
-    error_text, select_lock, served_here, start_timer, stop_timer, timer_data, Client, Outcome,
-};
+use crate::handoff::glue::{select_lock, start_timer, stop_timer, timer_data, Client, Serving};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, RedisString};
 use std::os::raw::c_void;
@@ -50,8 +47,9 @@ unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
         return;
     }
     let name = select_lock(&ctx, &id);
-    if !served_here(&ctx, name) {
-        return slot_left(&ctx, &id);
+    // While the cluster is down the keys are still here: the place goes.
+    if let Serving::Elsewhere = moved::serving(&ctx, name) {
+        return moved::slot_left(&ctx, &id);
     }
     let name = RedisString::create_from_slice(ctx.get_raw(), name);
     let mut keys = RedisKeyspace::open_as_server(&ctx, &name);
@@ -65,17 +63,4 @@ unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 
 fn take_waits(id: &[u8]) -> Waits {
     locks().get_mut(id).map(|lock| std::mem::take(&mut lock.waits)).unwrap_or_default()
-}
-
-/// Lock `id`'s slot is not served here any more (it moved, or is moving
-/// and its keys have gone with it): the queue lives where the keys are, so
-/// its callers blocked here are told to ask again, and its memory goes.
-pub(super) fn slot_left(ctx: &Context, id: &[u8]) {
-    let text = error_text(LockError::SlotNotServed.into());
-    for waiter in take_blocked(id, |_| true) {
-        unblock(ctx, waiter, Outcome::Failed(text.clone()));
-    }
-    disarm(ctx, id);
-    locks().remove(id);
-    unsubscribe_if_idle(ctx);
 }

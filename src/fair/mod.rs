@@ -22,6 +22,8 @@ pub mod handoff;
 #[cfg(not(test))]
 mod left;
 #[cfg(not(test))]
+mod moved;
+#[cfg(not(test))]
 mod waiter;
 
 use crate::delay::Delay;

@@ -21,8 +21,8 @@
 //! failover): keys do not expire then, and a write into an expired key
 //! that is still there crashes Redis 7.0. The check is retried until the
 //! pause ends. In cluster mode they never write a key this node does not
-//! serve (a `MIGRATE` deletes the keys it moves): the callers blocked on
-//! it are told `TRYAGAIN` instead.
+//! serve (a `MIGRATE` deletes the keys it moves: its callers are told
+//! `TRYAGAIN`), nor while the cluster is down (retried).
 //!
 //! A wait ends in exactly one way, decided here: a grant, its own timer
 //! running out, or the client leaving. Redis's blocked-client timeout is
@@ -37,8 +37,8 @@
 
 use super::events::{subscribe, unsubscribe_if_idle};
 use super::glue::{
-    block_client, error_text, lock_id, remember_grant, select_lock, served_here, start_timer, stop_timer, timer_data,
-    unblock_client, Client, Disconnected, Outcome,
+    block_client, error_text, lock_id, remember_grant, select_lock, serving, start_timer, stop_timer, timer_data,
+    unblock_client, Client, Disconnected, Outcome, Serving,
 };
 use super::lease_timers::LeaseTimers;
 use super::{Listed, Queues, Request, Waiter, WAITER_KINDS};
@@ -291,10 +291,14 @@ fn holder_pttl(ctx: &Context, id: &[u8], delay: Delay) -> Option<i64> {
 /// How soon a grant check put off by a write pause is tried again.
 pub(crate) const PAUSED_RETRY_MS: i64 = 10;
 
-/// Whether a timer may grant lock `id` now: on a primary only, and not
-/// while writes are paused (then its check runs again after
-/// [`PAUSED_RETRY_MS`]).
-pub(crate) fn may_grant_now(ctx: &Context, id: &[u8]) -> bool {
+/// How soon a grant check put off by a cluster down is tried again.
+pub(crate) const CLUSTER_DOWN_RETRY_MS: i64 = 100;
+
+/// Whether a timer may grant lock `id` now: on a primary only; not while
+/// writes are paused, nor while the cluster is down (then its check runs
+/// again a little later); and only where the lock is served (in cluster
+/// mode, a lock whose slot left: its waits end with `end_waits`).
+pub(crate) fn may_grant_now(ctx: &Context, id: &[u8], end_waits: fn(&Context, &[u8], LockError)) -> bool {
     let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
     if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
         return false;
@@ -303,20 +307,26 @@ pub(crate) fn may_grant_now(ctx: &Context, id: &[u8]) -> bool {
         schedule_grant(ctx, id, PAUSED_RETRY_MS);
         return false;
     }
-    true
+    match serving(ctx, &[select_lock(ctx, id)]) {
+        Serving::Here => true,
+        Serving::Elsewhere => {
+            end_waits(ctx, id, LockError::SlotNotServed);
+            false
+        }
+        Serving::Down => {
+            schedule_grant(ctx, id, CLUSTER_DOWN_RETRY_MS);
+            false
+        }
+    }
 }
 
 /// Opens lock `id` (in a timer) and grants it if it freed (on a primary
 /// only; while writes are paused, again after [`PAUSED_RETRY_MS`]).
 fn grant_if_free(ctx: &Context, id: &[u8]) {
-    if !state().queues.has_waiters(id) || !may_grant_now(ctx, id) {
+    if !state().queues.has_waiters(id) || !may_grant_now(ctx, id, end_waits) {
         return;
     }
-    let name = select_lock(ctx, id);
-    if !served_here(ctx, name) {
-        return end_waits(ctx, id, LockError::SlotNotServed);
-    }
-    let name = RedisString::create_from_slice(ctx.get_raw(), name);
+    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     // Opening the key expires it if its lease has run out.
     let mut key = RedisLock::open(ctx, &name);
     grant_next(ctx, &name, &mut key);

@@ -35,16 +35,34 @@ pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
     name
 }
 
-/// Whether the server may write lock `name` as itself (a timer's grant,
-/// a queue's upkeep), which Redis does not route: always outside cluster
-/// mode; in cluster mode only while this node serves the key, as Redis
-/// decides for a client's command. Not once its slot has moved, nor while
-/// the slot migrates away and the key is gone (a `MIGRATE` deleted it
-/// here: the target holds it now), nor while the cluster is down.
-pub fn served_here(ctx: &Context, name: &[u8]) -> bool {
-    // In cluster mode a module's call gets Redis's routing check: a key
-    // not served here makes it fail (no reply).
-    !cluster_mode() || matches!(ctx.call("EXISTS", &[name]), Ok(RedisValue::Integer(_)))
+/// Whether this node serves a lock's keys now, as Redis decides for a
+/// client's command: the server's own writes (a timer's grant, a queue's
+/// upkeep) are not routed by Redis.
+pub enum Serving {
+    /// Outside cluster mode, always.
+    Here,
+    /// The keys' slot moved, or is moving and one of them has gone: a
+    /// `MIGRATE` deleted it here, and the target holds it now.
+    Elsewhere,
+    /// The cluster is down: the keys are here, but Redis serves no
+    /// client, and another node may take the slot over.
+    Down,
+}
+
+/// Whether this node serves `keys` (one slot) now.
+pub fn serving(ctx: &Context, keys: &[&[u8]]) -> Serving {
+    if !cluster_mode() {
+        return Serving::Here;
+    }
+    // In cluster mode a module's call gets Redis's routing check: keys
+    // not served here, or a cluster down, make it fail (no reply).
+    if matches!(ctx.call("EXISTS", keys), Ok(RedisValue::Integer(_))) {
+        return Serving::Here;
+    }
+    match ctx.call("CLUSTER", &["INFO"]) {
+        Ok(RedisValue::SimpleString(info)) if info.contains("cluster_state:ok") => Serving::Elsewhere,
+        _ => Serving::Down,
+    }
 }
 
 /// Records the grant to a blocked caller of `owner` under its request id

@@ -13,7 +13,7 @@ use crate::error::LockError;
 use crate::handoff::blocking::{may_grant_now, schedule_grant, BlockedAcquire};
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
-    error_text, lock_id, refused_pttl, remember_grant, select_lock, served_here, start_timer, stop_timer, timer_data,
+    error_text, lock_id, refused_pttl, remember_grant, select_lock, start_timer, stop_timer, timer_data,
     unblock_client, Client, Outcome,
 };
 use crate::handoff::lease_timers::LeaseTimers;
@@ -103,18 +103,10 @@ pub fn released(ctx: &Context, name: &RedisString) {
 /// Grants lock `id` to its waiters in order while each may have it (a
 /// timer's work: on a primary only, and not while writes are paused).
 fn grant_waiting(ctx: &Context, id: &[u8]) {
-    if !state().queues.has_waiters(id) || !may_grant_now(ctx, id) {
+    if !state().queues.has_waiters(id) || !may_grant_now(ctx, id, end_waits) {
         return;
     }
-    let name = select_lock(ctx, id);
-    if !served_here(ctx, name) {
-        let text = error_text(LockError::SlotNotServed.into());
-        while let Some((waiter, _)) = pop_front(id) {
-            unblock(ctx, waiter.client, Outcome::Failed(text.clone()));
-        }
-        return unsubscribe_if_idle(ctx);
-    }
-    let name = RedisString::create_from_slice(ctx.get_raw(), name);
+    let name = RedisString::create_from_slice(ctx.get_raw(), select_lock(ctx, id));
     let lock = ReadWriteLock::new(name.as_slice());
     let mut keys = RedisKeyspace::open_as_server(ctx, &name);
     // The server's own attempts: refusals by the lock-delay not counted.
@@ -153,6 +145,15 @@ fn grant_waiting(ctx: &Context, id: &[u8]) {
     }
     drop(keys);
     arm_expiry_timer(ctx, id, &name);
+    unsubscribe_if_idle(ctx);
+}
+
+/// Ends every wait for lock `id` with `why`.
+fn end_waits(ctx: &Context, id: &[u8], why: LockError) {
+    let text = error_text(why.into());
+    while let Some((waiter, _)) = pop_front(id) {
+        unblock(ctx, waiter.client, Outcome::Failed(text.clone()));
+    }
     unsubscribe_if_idle(ctx);
 }
 

@@ -1,0 +1,28 @@
+//! A fair lock whose slot left this node (cluster mode): its keys moved,
+//! or are moving, to another node, and so does its queue.
+
+use super::handoff::{disarm, locks, take_blocked, unblock};
+use crate::error::LockError;
+use crate::handoff::events::unsubscribe_if_idle;
+use crate::handoff::glue::{error_text, serving as keys_serving, Outcome, Serving};
+use redis_module::Context;
+use rlock_protocol::{fair_queue_key, fair_timeout_key};
+
+/// Whether this node serves fair lock `name`: all its keys, which a
+/// resharding tool may move in different batches (a look must not write
+/// again a key that has left).
+pub(super) fn serving(ctx: &Context, name: &[u8]) -> Serving {
+    keys_serving(ctx, &[name, &fair_queue_key(name), &fair_timeout_key(name)])
+}
+
+/// Lock `id`'s slot is not served here any more: its callers blocked here
+/// are told to ask again (where the keys are now), and its memory goes.
+pub(super) fn slot_left(ctx: &Context, id: &[u8]) {
+    let text = error_text(LockError::SlotNotServed.into());
+    for waiter in take_blocked(id, |_| true) {
+        unblock(ctx, waiter, Outcome::Failed(text.clone()));
+    }
+    disarm(ctx, id);
+    locks().remove(id);
+    unsubscribe_if_idle(ctx);
+}
