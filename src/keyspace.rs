@@ -65,6 +65,17 @@ pub trait Keyspace {
     fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<i64>>;
     /// `ZCARD`: 0 unless the key is a sorted set.
     fn zcard(&mut self, key: &[u8]) -> Result<usize>;
+    /// A string counter (permits, a latch's count, a fencing token) as
+    /// INCRBY reads it: `None` when missing; a key of another type is
+    /// [`LockError::WrongType`], a string that is not an integer
+    /// [`LockError::StoredNotInteger`].
+    fn read_counter(&mut self, key: &[u8]) -> Result<Option<i64>> {
+        match self.key_type(key)? {
+            KeyType::Missing => Ok(None),
+            KeyType::String => parse_counter(key, &self.get(key)?.unwrap_or_default()).map(Some),
+            _ => Err(LockError::WrongType),
+        }
+    }
     /// Checks, before any write, that the command may publish on `channel`.
     fn touch_channel(&mut self, channel: &[u8]) -> Result<()>;
 
@@ -112,19 +123,9 @@ pub fn pttl<K: Keyspace>(keys: &mut K, key: &[u8], now_ms: i64) -> Result<i64> {
     })
 }
 
-/// A string counter (permits, a latch's count, a fencing token) as INCRBY
-/// reads it: `None` when missing; a key of another type is
-/// [`LockError::WrongType`], a string that is not an integer
-/// [`LockError::StoredNotInteger`].
-pub fn read_counter<K: Keyspace>(keys: &mut K, key: &[u8]) -> Result<Option<i64>> {
-    match keys.key_type(key)? {
-        KeyType::Missing => Ok(None),
-        KeyType::String => {
-            let value = keys.get(key)?.unwrap_or_default();
-            crate::lock::parse_hold_count(&value).map(Some).map_err(|_| LockError::StoredNotInteger(key.to_vec()))
-        }
-        _ => Err(LockError::WrongType),
-    }
+/// A string counter's value as INCRBY reads it: the bytes of `key`'s string.
+pub fn parse_counter(key: &[u8], value: &[u8]) -> Result<i64> {
+    crate::lock::parse_hold_count(value).map_err(|_| LockError::StoredNotInteger(key.to_vec()))
 }
 
 /// A stored count (hold count, permits) as HINCRBY/INCRBY read it:

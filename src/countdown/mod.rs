@@ -18,7 +18,7 @@ mod commands;
 mod redisson;
 
 use crate::error::LockError;
-use crate::keyspace::{read_counter, KeyType, Keyspace, Moot, Result};
+use crate::keyspace::{KeyType, Keyspace, Moot, Result};
 use rlock_protocol::count_down_latch_channel;
 
 /// The message that opens the latch.
@@ -51,7 +51,7 @@ impl CountDownLatch {
         if self.as_scripts {
             return Ok(keys.key_type(&self.name)? != KeyType::Missing);
         }
-        Ok(read_counter(keys, &self.name)?.is_some())
+        Ok(keys.read_counter(&self.name)?.is_some())
     }
 
     /// trySetCount: only a missing latch is set (with no TTL); publishes `1`.
@@ -69,7 +69,7 @@ impl CountDownLatch {
     /// countDown: one less; at 0 or below the key is deleted, and reaching
     /// exactly 0 publishes `0`. A missing latch is left alone.
     pub fn count_down<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
-        let Some(count) = read_counter(keys, &self.name)? else {
+        let Some(count) = keys.read_counter(&self.name)? else {
             if self.as_scripts {
                 // DECR creates -1, which the script deletes at once.
                 keys.incr_by(&self.name, -1, -1)?;
@@ -93,7 +93,7 @@ impl CountDownLatch {
 
     /// getCount: 0 when the latch is missing.
     pub fn count<K: Keyspace>(&self, keys: &mut K) -> Result<i64> {
-        Ok(read_counter(keys, &self.name)?.unwrap_or(0))
+        Ok(keys.read_counter(&self.name)?.unwrap_or(0))
     }
 
     /// delete: removes the latch and opens it for every waiter (as the

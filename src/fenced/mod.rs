@@ -29,7 +29,7 @@ mod redisson;
 use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::lock::KeyspaceLock;
-use crate::keyspace::{pttl, read_counter, KeyType, Keyspace, Result};
+use crate::keyspace::{pttl, KeyType, Keyspace, Result};
 use crate::lease::expiry;
 use crate::lock::acquire_once::granted_count;
 use crate::lock::{self, parse_hold_count, Acquire};
@@ -77,7 +77,7 @@ pub fn acquire<K: Keyspace>(
     (now_ms, token_floor, delay): (i64, i64, Delay),
 ) -> Result<FencedAcquire> {
     let token_key = fenced_token_key(name);
-    let last = read_counter(keys, &token_key)?.unwrap_or(0);
+    let last = keys.read_counter(&token_key)?.unwrap_or(0);
     // Checked before any write, even if the lock turns out contended.
     let (next, step) = next_token(last, token_floor, &token_key)?;
     let mut lock = KeyspaceLock::open(keys, name)?;
@@ -116,7 +116,7 @@ pub fn acquire_like_script<K: Keyspace>(
     };
     let token_key = fenced_token_key(name);
     // The script's INCR would refuse a counter that is no integer first.
-    let last = read_counter(keys, &token_key)?.unwrap_or(0);
+    let last = keys.read_counter(&token_key)?.unwrap_or(0);
     if delay.refuses() {
         return Ok(FencedAcquire::Contended { pttl_ms: delay.left_ms() });
     }
@@ -133,5 +133,5 @@ pub fn acquire_like_script<K: Keyspace>(
 
 /// getToken: the last token given, 0 when none was.
 pub fn token<K: Keyspace>(keys: &mut K, name: &[u8]) -> Result<i64> {
-    Ok(read_counter(keys, &fenced_token_key(name))?.unwrap_or(0))
+    Ok(keys.read_counter(&fenced_token_key(name))?.unwrap_or(0))
 }

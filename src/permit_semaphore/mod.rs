@@ -30,7 +30,7 @@ mod commands;
 
 use crate::delay::Delay;
 use crate::error::LockError;
-use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
+use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lease::parse_lease_ms;
 use crate::semaphore::{LuaNumberText, Semaphore};
 use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
@@ -298,7 +298,7 @@ impl PermitSemaphore {
     /// Reads the count and checks the permits' type, and touches the
     /// channel, before any write: the available count (`None`: missing).
     fn open<K: Keyspace>(&self, keys: &mut K) -> Result<Option<i64>> {
-        let available = read_counter(keys, &self.name)?;
+        let available = keys.read_counter(&self.name)?;
         match keys.key_type(&self.timeouts)? {
             KeyType::Missing | KeyType::Zset => {}
             _ => return Err(LockError::DerivedWrongType(self.timeouts.clone())),

@@ -10,7 +10,7 @@
 use super::{PermitSemaphore, TryAcquire};
 use crate::delay::Delay;
 use crate::error::LockError;
-use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
+use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
 use crate::redisson::lua_number::{lua_tonumber, percent_17g};
 use crate::semaphore::LuaNumberText;
@@ -107,7 +107,7 @@ impl PermitSemaphore {
         if !enough {
             return self.first_expiry(keys, (now_ms, delay));
         }
-        let count = read_counter(keys, &self.name)?.unwrap_or(0);
+        let count = keys.read_counter(&self.name)?.unwrap_or(0);
         let left = count.checked_sub(wanted).ok_or_else(|| LockError::CounterOverflow(self.name.clone()))?;
         let expire_at = keys.expire_at(&self.name)?;
         keys.incr_by(&self.name, -wanted, left)?;
@@ -128,7 +128,7 @@ impl PermitSemaphore {
     pub fn release_like_script<K: Keyspace>(&self, keys: &mut K, now_ms: i64, id: &[u8]) -> Result<i64> {
         self.open_like_script(keys)?;
         let Some(expiry) = keys.zscore(&self.timeouts, id)? else { return Ok(0) };
-        let available = read_counter(keys, &self.name);
+        let available = keys.read_counter(&self.name);
         keys.zrem(&self.timeouts, &[id])?;
         let new = self.add(available?.unwrap_or(0), 1)?;
         keys.incr_by(&self.name, 1, new)?;
@@ -156,7 +156,7 @@ impl PermitSemaphore {
     /// ZREM of `held` (all held), INCRBY and publish of their number (a
     /// count that is no integer fails after the ZREM, as in Lua).
     fn give_back_like_script<K: Keyspace>(&self, keys: &mut K, held: &[&[u8]]) -> Result<i64> {
-        let available = read_counter(keys, &self.name);
+        let available = keys.read_counter(&self.name);
         keys.zrem(&self.timeouts, held)?;
         let removed = held.len() as i64;
         let new = self.add(available?.unwrap_or(0), removed)?;
@@ -232,7 +232,7 @@ impl PermitSemaphore {
         }
         let by = parse_hold_count(&(self.lua_number)(permits as f64 - maximum))
             .map_err(|_| LockError::ArgumentNotInteger("increment"))?;
-        let count = read_counter(keys, &self.name)?.unwrap_or(0);
+        let count = keys.read_counter(&self.name)?.unwrap_or(0);
         keys.incr_by(&self.name, by, self.add(count, by)?)?;
         keys.publish(&self.channel, message.as_bytes())
     }
@@ -250,7 +250,7 @@ impl PermitSemaphore {
         if expired.is_empty() {
             return Ok(None);
         }
-        let available = read_counter(keys, &self.name);
+        let available = keys.read_counter(&self.name);
         let ids: Vec<&[u8]> = expired.iter().map(Vec::as_slice).collect();
         keys.zrem(&self.timeouts, &ids)?;
         let by = ids.len() as i64;

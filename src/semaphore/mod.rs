@@ -24,8 +24,7 @@ mod redisson;
 
 use crate::delay::Delay;
 use crate::error::LockError;
-use crate::keyspace::{read_counter, KeyType, Keyspace, Result};
-use crate::lock::parse_hold_count;
+use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::redisson::lua_number::lua_tonumber;
 use rlock_protocol::semaphore_channel;
 
@@ -44,17 +43,20 @@ pub enum Announce {
     PositiveDelta,
 }
 
-/// The key and channel of one semaphore.
-pub struct Semaphore {
-    name: Vec<u8>,
-    channel: Vec<u8>,
+/// The key of one semaphore (its channel is derived when published on).
+pub struct Semaphore<'a> {
+    name: &'a [u8],
     /// Set when the semaphore acts like Redisson's scripts.
     like_scripts: Option<LuaNumberText>,
 }
 
-impl Semaphore {
-    pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), channel: semaphore_channel(name), like_scripts: None }
+impl<'a> Semaphore<'a> {
+    pub fn new(name: &'a [u8]) -> Self {
+        Self { name, like_scripts: None }
+    }
+
+    fn channel(&self) -> Vec<u8> {
+        semaphore_channel(self.name)
     }
 
     /// The semaphore as Redisson's scripts treat it: a release publishes
@@ -69,9 +71,9 @@ impl Semaphore {
     /// refuses another type), else a count.
     fn exists<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
         if self.like_scripts.is_none() {
-            return Ok(read_counter(keys, &self.name)?.is_some());
+            return Ok(keys.read_counter(self.name)?.is_some());
         }
-        match keys.key_type(&self.name)? {
+        match keys.key_type(self.name)? {
             KeyType::Missing => Ok(false),
             KeyType::String => Ok(true),
             _ => Err(LockError::WrongType),
@@ -82,13 +84,13 @@ impl Semaphore {
     /// lock-delay lasts. 0 permits are always there (Redisson answers
     /// without asking Redis).
     pub fn try_acquire<K: Keyspace>(&self, keys: &mut K, permits: i64, delay: Delay) -> Result<bool> {
-        let available = read_counter(keys, &self.name)?;
+        let available = keys.read_counter(self.name)?;
         if permits == 0 {
             return Ok(true);
         }
         match available {
             Some(available) if available >= permits && !delay.refuses() => {
-                keys.incr_by(&self.name, -permits, available - permits)?;
+                keys.incr_by(self.name, -permits, available - permits)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -100,25 +102,26 @@ impl Semaphore {
     /// fails where the script fails (a `tonumber` of nil, or DECRBY) and is
     /// left with 0 where Lua finds it below the permits (as `1.5`, `nan`).
     pub fn try_acquire_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64, delay: Delay) -> Result<bool> {
-        let value = match keys.key_type(&self.name)? {
-            KeyType::Missing => return Ok(false),
-            KeyType::String => keys.get(&self.name)?.unwrap_or_default(),
-            _ => return Err(LockError::WrongType),
-        };
-        let not_integer = || LockError::StoredNotInteger(self.name.clone());
         // Lua's `>=`: false for a NaN too.
         let lua_at_least = |number: f64| number >= permits as f64;
-        let Ok(available) = parse_hold_count(&value) else {
-            return match lua_tonumber(&value) {
-                Some(number) if !lua_at_least(number) => Ok(false),
-                _ => Err(not_integer()),
-            };
+        // An integer is read in place; only another string is copied for Lua's reading.
+        let available = match keys.read_counter(self.name) {
+            Ok(None) => return Ok(false),
+            Ok(Some(available)) => available,
+            Err(LockError::StoredNotInteger(name)) => {
+                let value = keys.get(self.name)?.unwrap_or_default();
+                return match lua_tonumber(&value) {
+                    Some(number) if !lua_at_least(number) => Ok(false),
+                    _ => Err(LockError::StoredNotInteger(name)),
+                };
+            }
+            Err(err) => return Err(err),
         };
         if !lua_at_least(available as f64) || (permits > 0 && delay.refuses()) {
             return Ok(false);
         }
         let new = self.add(available, -permits)?;
-        keys.incr_by(&self.name, -permits, new)?;
+        keys.incr_by(self.name, -permits, new)?;
         Ok(true)
     }
 
@@ -126,8 +129,9 @@ impl Semaphore {
     /// (nothing when the key is missing): adds `permits` and publishes the
     /// new count. False only when `if_exists` found no key.
     pub fn release<K: Keyspace>(&self, keys: &mut K, permits: i64, if_exists: bool) -> Result<bool> {
-        let available = read_counter(keys, &self.name)?;
-        keys.touch_channel(&self.channel)?;
+        let available = keys.read_counter(self.name)?;
+        let channel = self.channel();
+        keys.touch_channel(&channel)?;
         if if_exists && available.is_none() {
             return Ok(false);
         }
@@ -135,10 +139,10 @@ impl Semaphore {
             return Ok(true);
         }
         let new = self.add(available.unwrap_or(0), permits)?;
-        keys.incr_by(&self.name, permits, new)?;
+        keys.incr_by(self.name, permits, new)?;
         let message =
             self.like_scripts.map_or_else(|| new.to_string().into_bytes(), |lua_number| lua_number(new as f64));
-        keys.publish(&self.channel, &message)?;
+        keys.publish(&channel, &message)?;
         Ok(true)
     }
 
@@ -146,13 +150,14 @@ impl Semaphore {
     /// `expire_at` if given; publishes the permits.
     pub fn try_set_permits<K: Keyspace>(&self, keys: &mut K, permits: i64, expire_at: Option<i64>) -> Result<bool> {
         let exists = self.exists(keys)?;
-        keys.touch_channel(&self.channel)?;
+        let channel = self.channel();
+        keys.touch_channel(&channel)?;
         if exists {
             return Ok(false);
         }
         let permits = permits.to_string();
-        keys.set(&self.name, permits.as_bytes(), expire_at)?;
-        keys.publish(&self.channel, permits.as_bytes())?;
+        keys.set(self.name, permits.as_bytes(), expire_at)?;
+        keys.publish(&channel, permits.as_bytes())?;
         Ok(true)
     }
 
@@ -162,12 +167,13 @@ impl Semaphore {
         if let Some(lua_number) = self.like_scripts {
             return self.add_permits_like_script(keys, delta, lua_number, Announce::Sum);
         }
-        let available = read_counter(keys, &self.name)?;
-        let expire_at = keys.expire_at(&self.name)?;
-        keys.touch_channel(&self.channel)?;
+        let available = keys.read_counter(self.name)?;
+        let expire_at = keys.expire_at(self.name)?;
+        let channel = self.channel();
+        keys.touch_channel(&channel)?;
         let new = self.add(available.unwrap_or(0), delta)?.to_string();
-        keys.set(&self.name, new.as_bytes(), expire_at)?;
-        keys.publish(&self.channel, new.as_bytes())
+        keys.set(self.name, new.as_bytes(), expire_at)?;
+        keys.publish(&channel, new.as_bytes())
     }
 
     /// addPermits as Redisson's script: `value + delta` in Lua's doubles
@@ -181,22 +187,23 @@ impl Semaphore {
         lua_number: LuaNumberText,
         announce: Announce,
     ) -> Result<()> {
-        let value = match keys.key_type(&self.name)? {
+        let value = match keys.key_type(self.name)? {
             KeyType::Missing => 0.0,
             KeyType::String => {
-                let value = keys.get(&self.name)?.unwrap_or_default();
-                lua_tonumber(&value).ok_or_else(|| LockError::StoredNotInteger(self.name.clone()))?
+                let value = keys.get(self.name)?.unwrap_or_default();
+                lua_tonumber(&value).ok_or_else(|| LockError::StoredNotInteger(self.name.to_vec()))?
             }
             _ => return Err(LockError::WrongType),
         };
+        let channel = self.channel();
         if announce != Announce::Nothing {
-            keys.touch_channel(&self.channel)?;
+            keys.touch_channel(&channel)?;
         }
         let sum = lua_number(value + delta as f64);
-        keys.set(&self.name, &sum, None)?;
+        keys.set(self.name, &sum, None)?;
         match announce {
-            Announce::Sum => keys.publish(&self.channel, &sum),
-            Announce::PositiveDelta if delta > 0 => keys.publish(&self.channel, delta.to_string().as_bytes()),
+            Announce::Sum => keys.publish(&channel, &sum),
+            Announce::PositiveDelta if delta > 0 => keys.publish(&channel, delta.to_string().as_bytes()),
             _ => Ok(()),
         }
     }
@@ -205,13 +212,13 @@ impl Semaphore {
     /// missing, else the count taken (which may be 0 or negative). Keeps
     /// the TTL; publishes nothing. While `delay` lasts it takes none (0).
     pub fn drain<K: Keyspace>(&self, keys: &mut K, delay: Delay) -> Result<Option<i64>> {
-        let available = read_counter(keys, &self.name)?;
+        let available = keys.read_counter(self.name)?;
         if available.is_some_and(|taken| taken > 0) && delay.refuses() {
             return Ok(Some(0));
         }
         if let Some(taken) = available.filter(|taken| *taken != 0) {
-            let expire_at = keys.expire_at(&self.name)?;
-            keys.set(&self.name, b"0", expire_at)?;
+            let expire_at = keys.expire_at(self.name)?;
+            keys.set(self.name, b"0", expire_at)?;
             return Ok(Some(taken));
         }
         Ok(available)
@@ -221,14 +228,14 @@ impl Semaphore {
     /// set to 0 without its TTL (SET); `None` when the key is missing.
     /// While `delay` lasts, positive permits stay: `0`, nothing written.
     pub fn drain_like_script<K: Keyspace>(&self, keys: &mut K, delay: Delay) -> Result<Option<Vec<u8>>> {
-        match keys.key_type(&self.name)? {
+        match keys.key_type(self.name)? {
             KeyType::Missing => Ok(None),
             KeyType::String => {
-                let value = keys.get(&self.name)?.unwrap_or_default();
+                let value = keys.get(self.name)?.unwrap_or_default();
                 if lua_tonumber(&value).is_some_and(|permits| permits > 0.0) && delay.refuses() {
                     return Ok(Some(b"0".to_vec()));
                 }
-                keys.set(&self.name, b"0", None)?;
+                keys.set(self.name, b"0", None)?;
                 Ok(Some(value))
             }
             _ => Err(LockError::WrongType),
@@ -239,19 +246,20 @@ impl Semaphore {
     /// lock-delay's end, for the callers it refused (Redisson's acquire()
     /// waits for a release message with no timeout).
     pub fn announce_available<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
-        keys.touch_channel(&self.channel)?;
-        match read_counter(keys, &self.name)? {
-            Some(count) if count > 0 => keys.publish(&self.channel, count.to_string().as_bytes()),
+        let channel = self.channel();
+        keys.touch_channel(&channel)?;
+        match keys.read_counter(self.name)? {
+            Some(count) if count > 0 => keys.publish(&channel, count.to_string().as_bytes()),
             _ => Ok(()),
         }
     }
 
     /// availablePermits: 0 when the key is missing.
     pub fn available<K: Keyspace>(&self, keys: &mut K) -> Result<i64> {
-        Ok(read_counter(keys, &self.name)?.unwrap_or(0))
+        Ok(keys.read_counter(self.name)?.unwrap_or(0))
     }
 
     fn add(&self, count: i64, by: i64) -> Result<i64> {
-        count.checked_add(by).ok_or_else(|| LockError::CounterOverflow(self.name.clone()))
+        count.checked_add(by).ok_or_else(|| LockError::CounterOverflow(self.name.to_vec()))
     }
 }

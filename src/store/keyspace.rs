@@ -9,12 +9,13 @@
 
 use super::acl::Caller;
 use super::open_keys::OpenKeys;
-use super::replicated::{Integer, PXAT};
+use super::replicated::{decimal, Integer, PXAT};
 use super::{publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
-use crate::keyspace::{KeyType, Keyspace, Moot, Result};
+use crate::keyspace::{parse_counter, KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
+use smallvec::SmallVec;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
 
@@ -26,7 +27,8 @@ use super::key::key_type_of;
 pub struct RedisKeyspace<'a> {
     ctx: &'a Context,
     keys: OpenKeys<'a>,
-    channels: Vec<RedisString>,
+    /// Inline: a command publishes on one channel, at most a few.
+    channels: SmallVec<[RedisString; 2]>,
     via: Via,
 }
 
@@ -52,13 +54,27 @@ impl<'a> RedisKeyspace<'a> {
     }
 
     fn with_caller(ctx: &'a Context, name: &'a RedisString, writable: bool, caller: Caller) -> Self {
-        Self { ctx, keys: OpenKeys::new(ctx, name, writable, caller), channels: Vec::new(), via: Via::Default }
+        Self { ctx, keys: OpenKeys::new(ctx, name, writable, caller), channels: SmallVec::new(), via: Via::Default }
     }
 
     /// Publishes as `via` says (a Redisson script's publish command).
     pub fn via(mut self, via: Via) -> Self {
         self.via = via;
         self
+    }
+
+    /// Where `channel` is in `channels`, added (its ACL checked) on its
+    /// first touch: a publish reuses the string made then.
+    fn channel_index(&mut self, channel: &[u8]) -> Result<usize> {
+        if let Some(index) = self.channels.iter().position(|known| known.as_slice() == channel) {
+            return Ok(index);
+        }
+        let name = self.string(channel);
+        if !self.keys.may_publish(&name) {
+            return Err(LockError::NoChannelPermission(channel.to_vec()));
+        }
+        self.channels.push(name);
+        Ok(self.channels.len() - 1)
     }
 }
 
@@ -80,12 +96,17 @@ impl Keyspace for RedisKeyspace<'_> {
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let open = self.read(key)?;
-        if key_type_of(open) != KeyType::String {
-            return Ok(None);
+        Ok(read_string(open, <[u8]>::to_vec))
+    }
+
+    /// Parsed where the key holds it: no copy of the value.
+    fn read_counter(&mut self, key: &[u8]) -> Result<Option<i64>> {
+        let open = self.read(key)?;
+        match key_type_of(open) {
+            KeyType::Missing => Ok(None),
+            KeyType::String => read_string(open, |value| parse_counter(key, value)).transpose(),
+            _ => Err(LockError::WrongType),
         }
-        let mut len = 0;
-        let bytes = unsafe { api!(RedisModule_StringDMA)(open, &mut len, raw::REDISMODULE_READ as c_int) };
-        Ok(Some(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), len) }.to_vec()))
     }
 
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -175,15 +196,7 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn touch_channel(&mut self, channel: &[u8]) -> Result<()> {
-        if self.channels.iter().any(|known| known.as_slice() == channel) {
-            return Ok(());
-        }
-        let name = self.string(channel);
-        if !self.keys.may_publish(&name) {
-            return Err(LockError::NoChannelPermission(channel.to_vec()));
-        }
-        self.channels.push(name);
-        Ok(())
+        self.channel_index(channel).map(drop)
     }
 
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
@@ -210,7 +223,8 @@ impl Keyspace for RedisKeyspace<'_> {
         // Rewritten in place, as INCRBY does: the expiry stays (StringSet
         // would drop it) and the value stays a raw string, which later
         // reads take as it is (StringDMA copies an embedded string first).
-        let digits = new.to_string();
+        let mut buffer = [0; 20];
+        let digits = decimal(new, &mut buffer);
         unsafe {
             api!(RedisModule_StringTruncate)(open, digits.len());
             let mut len = 0;
@@ -365,9 +379,20 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
-        self.touch_channel(channel)?;
-        let (channel, message) = (self.string(channel), self.string(message));
-        publish_via(self.ctx, &channel, message.inner, self.keys.name_bytes(), self.via);
+        let index = self.channel_index(channel)?;
+        let message = self.string(message);
+        publish_via(self.ctx, &self.channels[index], message.inner, self.keys.name_bytes(), self.via);
         Ok(())
     }
+}
+
+/// `read` of the value of an open string key, in place; `None` unless it
+/// is a string.
+fn read_string<R>(open: *mut raw::RedisModuleKey, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    if key_type_of(open) != KeyType::String {
+        return None;
+    }
+    let mut len = 0;
+    let bytes = unsafe { api!(RedisModule_StringDMA)(open, &mut len, raw::REDISMODULE_READ as c_int) };
+    Some(read(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), len) }))
 }

@@ -10,6 +10,7 @@ use crate::error::LockError;
 use crate::keyspace::Result;
 use redis_module::{raw, Context, RedisString};
 use rlock_protocol::key_slot;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 
 /// Open keys are found by a scan up to this many, then through an index.
@@ -30,7 +31,9 @@ pub struct OpenKeys<'a> {
     name_bytes: &'a [u8],
     writable: bool,
     caller: Caller,
-    open: Vec<OpenKey>,
+    /// Inline up to a few: most commands open one or two keys, and a heap
+    /// buffer per command costs more than the rest of the bookkeeping.
+    open: SmallVec<[OpenKey; 2]>,
     /// Key name -> index in `open`, once there are many (a read release
     /// may touch thousands of hold keys; most commands touch a few).
     index: HashMap<Vec<u8>, usize>,
@@ -40,7 +43,7 @@ impl<'a> OpenKeys<'a> {
     /// Keys opened for writing (`writable`) or reading, on behalf of `caller`.
     pub fn new(ctx: &'a Context, name: &'a RedisString, writable: bool, caller: Caller) -> Self {
         let name_bytes = name.as_slice();
-        Self { ctx, name, name_bytes, writable, caller, open: Vec::new(), index: HashMap::new() }
+        Self { ctx, name, name_bytes, writable, caller, open: SmallVec::new(), index: HashMap::new() }
     }
 
     /// The command's key.

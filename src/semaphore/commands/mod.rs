@@ -18,7 +18,7 @@ const PERMITS: Arg = Arg { name: c"permits", kind: ArgKind::Integer, optional: t
 
 /// The semaphore named `name`; with `VIA` (a rewritten Redisson script),
 /// as Redisson's scripts treat it.
-fn semaphore(name: &RedisString, via: Via) -> Semaphore {
+fn semaphore(name: &RedisString, via: Via) -> Semaphore<'_> {
     let semaphore = Semaphore::new(name.as_slice());
     if via == Via::Default {
         semaphore
