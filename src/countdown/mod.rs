@@ -27,15 +27,15 @@ pub const OPEN_MESSAGE: &[u8] = b"0";
 pub const SET_MESSAGE: &[u8] = b"1";
 
 /// The key and channel of one latch.
-pub struct CountDownLatch {
-    name: Vec<u8>,
+pub struct CountDownLatch<'a> {
+    name: &'a [u8],
     channel: Vec<u8>,
     as_scripts: bool,
 }
 
-impl CountDownLatch {
-    pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), channel: count_down_latch_channel(name), as_scripts: false }
+impl<'a> CountDownLatch<'a> {
+    pub fn new(name: &'a [u8]) -> Self {
+        Self { name, channel: count_down_latch_channel(name), as_scripts: false }
     }
 
     /// The latch as Redisson's scripts treat it: trySetCount and delete
@@ -49,9 +49,9 @@ impl CountDownLatch {
     /// else a count (another key is refused).
     fn exists<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
         if self.as_scripts {
-            return Ok(keys.key_type(&self.name)? != KeyType::Missing);
+            return Ok(keys.key_type(self.name)? != KeyType::Missing);
         }
-        Ok(keys.read_counter(&self.name)?.is_some())
+        Ok(keys.read_counter(self.name)?.is_some())
     }
 
     /// trySetCount: only a missing latch is set (with no TTL); publishes `1`.
@@ -61,7 +61,7 @@ impl CountDownLatch {
         if exists {
             return Ok(false);
         }
-        keys.set(&self.name, count.to_string().as_bytes(), None)?;
+        keys.set(self.name, count.to_string().as_bytes(), None)?;
         keys.publish(&self.channel, SET_MESSAGE)?;
         Ok(true)
     }
@@ -69,22 +69,22 @@ impl CountDownLatch {
     /// countDown: one less; at 0 or below the key is deleted, and reaching
     /// exactly 0 publishes `0`. A missing latch is left alone.
     pub fn count_down<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
-        let Some(count) = keys.read_counter(&self.name)? else {
+        let Some(count) = keys.read_counter(self.name)? else {
             if self.as_scripts {
                 // DECR creates -1, which the script deletes at once.
-                keys.incr_by(&self.name, -1, -1)?;
-                keys.delete(&self.name)?;
+                keys.incr_by(self.name, -1, -1)?;
+                keys.delete(self.name)?;
             }
             return Ok(());
         };
         keys.touch_channel(&self.channel)?;
-        let count = count.checked_sub(1).ok_or_else(|| LockError::CounterOverflow(self.name.clone()))?;
+        let count = count.checked_sub(1).ok_or_else(|| LockError::CounterOverflow(self.name.to_vec()))?;
         if count > 0 {
-            return keys.incr_by(&self.name, -1, count);
+            return keys.incr_by(self.name, -1, count);
         }
         // Redisson's DECR, made moot by the DEL: announced, not written.
-        keys.announce(&self.name, Moot::Increment)?;
-        keys.delete(&self.name)?;
+        keys.announce(self.name, Moot::Increment)?;
+        keys.delete(self.name)?;
         if count == 0 {
             keys.publish(&self.channel, OPEN_MESSAGE)?;
         }
@@ -93,7 +93,7 @@ impl CountDownLatch {
 
     /// getCount: 0 when the latch is missing.
     pub fn count<K: Keyspace>(&self, keys: &mut K) -> Result<i64> {
-        Ok(keys.read_counter(&self.name)?.unwrap_or(0))
+        Ok(keys.read_counter(self.name)?.unwrap_or(0))
     }
 
     /// delete: removes the latch and opens it for every waiter (as the
@@ -105,7 +105,7 @@ impl CountDownLatch {
         if !exists {
             return Ok(false);
         }
-        keys.delete(&self.name)?;
+        keys.delete(self.name)?;
         keys.publish(&self.channel, if self.as_scripts { SET_MESSAGE } else { OPEN_MESSAGE })?;
         Ok(true)
     }

@@ -64,8 +64,8 @@ pub struct Status {
 }
 
 /// The keys of one read-write lock.
-pub struct ReadWriteLock {
-    pub name: Vec<u8>,
+pub struct ReadWriteLock<'a> {
+    pub name: &'a [u8],
     channel: Vec<u8>,
 }
 
@@ -87,13 +87,13 @@ fn check_owner(owner: &[u8]) -> Result<()> {
 const READ_RELEASED: &[u8] = b"0";
 const WRITE_RELEASED: &[u8] = b"1";
 
-impl ReadWriteLock {
-    pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), channel: rwlock_channel(name) }
+impl<'a> ReadWriteLock<'a> {
+    pub fn new(name: &'a [u8]) -> Self {
+        Self { name, channel: rwlock_channel(name) }
     }
 
     fn timeout_key(&self, field: &[u8], n: i64) -> Vec<u8> {
-        rwlock_timeout_key(&self.name, field, n)
+        rwlock_timeout_key(self.name, field, n)
     }
 
     /// Touches a read hold's timeout key; refuses one that is not a string.
@@ -106,7 +106,7 @@ impl ReadWriteLock {
 
     /// The expiry for a hold of `lease_ms` that must not cut another's short.
     fn extended_expiry<K: Keyspace>(&self, keys: &mut K, at_ms: i64) -> Result<i64> {
-        Ok(keys.expire_at(&self.name)?.map_or(at_ms, |current| current.max(at_ms)))
+        Ok(keys.expire_at(self.name)?.map_or(at_ms, |current| current.max(at_ms)))
     }
 
     /// Takes or re-enters a side. While `delay` lasts, nothing is granted,
@@ -121,7 +121,7 @@ impl ReadWriteLock {
     ) -> Result<Acquire> {
         check_owner(owner)?;
         let expire_at = expiry(now_ms, lease_ms)?;
-        let hash = RwHash::read(keys, &self.name)?;
+        let hash = RwHash::read(keys, self.name)?;
         let write_field = rwlock_write_field(owner);
         let writer_holds = hash.count(&write_field) > 0;
         let grantable = match (side, hash.mode) {
@@ -134,9 +134,9 @@ impl ReadWriteLock {
             (Side::Read, None) => {
                 let timeout = self.timeout_key(owner, 1);
                 self.touch_timeout(keys, &timeout)?;
-                keys.hset(&self.name, &[(b"mode", b"read"), (owner, b"1")])?;
+                keys.hset(self.name, &[(b"mode", b"read"), (owner, b"1")])?;
                 keys.set(&timeout, b"1", Some(expire_at))?;
-                keys.set_expire_at(&self.name, expire_at)?;
+                keys.set_expire_at(self.name, expire_at)?;
                 1
             }
             (Side::Read, Some(mode)) if mode == Mode::Read || writer_holds => {
@@ -145,14 +145,14 @@ impl ReadWriteLock {
                 let timeout = self.timeout_key(owner, count);
                 self.touch_timeout(keys, &timeout)?;
                 let extended = self.extended_expiry(keys, expire_at)?;
-                keys.hincr_by(&self.name, owner, 1, count)?;
+                keys.hincr_by(self.name, owner, 1, count)?;
                 keys.set(&timeout, b"1", Some(expire_at))?;
-                keys.set_expire_at(&self.name, extended)?;
+                keys.set_expire_at(self.name, extended)?;
                 count
             }
             (Side::Write, None) => {
-                keys.hset(&self.name, &[(b"mode", b"write"), (&write_field, b"1")])?;
-                keys.set_expire_at(&self.name, expire_at)?;
+                keys.hset(self.name, &[(b"mode", b"write"), (&write_field, b"1")])?;
+                keys.set_expire_at(self.name, expire_at)?;
                 1
             }
             (Side::Write, Some(Mode::Write)) if writer_holds => {
@@ -160,11 +160,11 @@ impl ReadWriteLock {
                 // Redisson adds the lease to the PTTL here, so the TTL grows
                 // with every re-entry (#891, #1110); never shortened instead.
                 let extended = self.extended_expiry(keys, expire_at)?;
-                keys.hincr_by(&self.name, &write_field, 1, count)?;
-                keys.set_expire_at(&self.name, extended)?;
+                keys.hincr_by(self.name, &write_field, 1, count)?;
+                keys.set_expire_at(self.name, extended)?;
                 count
             }
-            _ => return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(keys, &self.name, now_ms)?) }),
+            _ => return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(keys, self.name, now_ms)?) }),
         };
         Ok(Acquire::Acquired { count })
     }
@@ -185,7 +185,7 @@ impl ReadWriteLock {
                 return Ok(Release::Latched { released });
             }
         }
-        let hash = RwHash::read(keys, &self.name)?;
+        let hash = RwHash::read(keys, self.name)?;
         let outcome = match side {
             _ if hash.mode.is_none() => {
                 keys.touch_channel(&self.channel)?;
@@ -244,14 +244,14 @@ impl ReadWriteLock {
         // As the script: count down, drop the field at 0, drop the hold's
         // key; when the hash goes too, those writes are only announced.
         if still_held_until.is_some() {
-            keys.hincr_by(&self.name, owner, -1, count - 1)?;
+            keys.hincr_by(self.name, owner, -1, count - 1)?;
             if count == 1 {
-                keys.hdel(&self.name, owner)?;
+                keys.hdel(self.name, owner)?;
             }
         } else {
-            keys.announce(&self.name, Moot::HashIncrement)?;
+            keys.announce(self.name, Moot::HashIncrement)?;
             if count == 1 {
-                keys.announce(&self.name, Moot::HashDelete)?;
+                keys.announce(self.name, Moot::HashDelete)?;
             }
         }
         if own_timeout_exists {
@@ -259,12 +259,12 @@ impl ReadWriteLock {
         }
         match still_held_until {
             Some(Some(at)) => {
-                keys.set_expire_at(&self.name, at)?;
+                keys.set_expire_at(self.name, at)?;
                 Ok(Release::StillHeld)
             }
             Some(None) => Ok(Release::StillHeld),
             None => {
-                keys.delete(&self.name)?;
+                keys.delete(self.name)?;
                 keys.publish(&self.channel, READ_RELEASED)?;
                 Ok(Release::Released)
             }
@@ -278,22 +278,22 @@ impl ReadWriteLock {
             return Ok(Release::NotHeld { published: false });
         }
         if count > 1 {
-            keys.hincr_by(&self.name, &write_field, -1, count - 1)?;
-            keys.set_expire_at(&self.name, expire_at)?;
+            keys.hincr_by(self.name, &write_field, -1, count - 1)?;
+            keys.set_expire_at(self.name, expire_at)?;
             return Ok(Release::StillHeld);
         }
         let others = hash.holds.len() > 1;
         keys.touch_channel(&self.channel)?;
         // The script counts down to 0 first: moot, the field goes.
-        keys.announce(&self.name, Moot::HashIncrement)?;
+        keys.announce(self.name, Moot::HashIncrement)?;
         if others {
             // The writer still holds reads: the lock goes on as a read
             // lock, silently and with its TTL, as in Redisson.
-            keys.hdel(&self.name, &write_field)?;
-            keys.hset(&self.name, &[(b"mode", b"read")])?;
+            keys.hdel(self.name, &write_field)?;
+            keys.hset(self.name, &[(b"mode", b"read")])?;
         } else {
-            keys.announce(&self.name, Moot::HashDelete)?;
-            keys.delete(&self.name)?;
+            keys.announce(self.name, Moot::HashDelete)?;
+            keys.delete(self.name)?;
             keys.publish(&self.channel, WRITE_RELEASED)?;
         }
         Ok(Release::Released)
@@ -306,7 +306,7 @@ impl ReadWriteLock {
     pub fn renew<K: Keyspace>(&self, keys: &mut K, owner: &[u8], lease_ms: i64, now_ms: i64) -> Result<bool> {
         check_owner(owner)?;
         let expire_at = expiry(now_ms, lease_ms)?;
-        let hash = RwHash::read(keys, &self.name)?;
+        let hash = RwHash::read(keys, self.name)?;
         let reads = hash.count(owner);
         if reads == 0 && hash.count(&rwlock_write_field(owner)) == 0 {
             return Ok(false);
@@ -324,7 +324,7 @@ impl ReadWriteLock {
         for key in timeouts {
             keys.set_expire_at(&key, expire_at)?;
         }
-        keys.set_expire_at(&self.name, extended)?;
+        keys.set_expire_at(self.name, extended)?;
         Ok(true)
     }
 
@@ -332,7 +332,7 @@ impl ReadWriteLock {
     /// (either way when `side` is `None`) and publishes that side's
     /// message (a write's, waking everyone, for either).
     pub fn force_release<K: Keyspace>(&self, keys: &mut K, side: Option<Side>) -> Result<bool> {
-        let hash = RwHash::read(keys, &self.name)?;
+        let hash = RwHash::read(keys, self.name)?;
         let message = match (side, hash.mode) {
             (_, None) => return Ok(false),
             (Some(Side::Read), Some(Mode::Read)) => READ_RELEASED,
@@ -340,7 +340,7 @@ impl ReadWriteLock {
             _ => return Ok(false),
         };
         keys.touch_channel(&self.channel)?;
-        keys.delete(&self.name)?;
+        keys.delete(self.name)?;
         keys.publish(&self.channel, message)?;
         Ok(true)
     }
@@ -349,9 +349,9 @@ impl ReadWriteLock {
     /// read and write hold counts.
     pub fn status<K: Keyspace>(&self, keys: &mut K, owner: Option<&[u8]>, now_ms: i64) -> Result<Status> {
         owner.map(check_owner).transpose()?;
-        let hash = RwHash::read(keys, &self.name)?;
+        let hash = RwHash::read(keys, self.name)?;
         let owner = owner.map(|owner| (hash.count(owner), hash.count(&rwlock_write_field(owner))));
         let readers = hash.readers().count() as i64;
-        Ok(Status { mode: hash.mode.map(Mode::name), pttl_ms: pttl(keys, &self.name, now_ms)?, readers, owner })
+        Ok(Status { mode: hash.mode.map(Mode::name), pttl_ms: pttl(keys, self.name, now_ms)?, readers, owner })
     }
 }

@@ -243,7 +243,7 @@ impl Keyspace for RedisKeyspace<'_> {
 
     fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()> {
         let (open, name) = self.write(key)?;
-        let pairs: Vec<(RedisString, RedisString)> =
+        let pairs: SmallVec<[(RedisString, RedisString); 2]> =
             pairs.iter().map(|(f, v)| (self.string(f), self.string(v))).collect();
         for (field, value) in &pairs {
             unsafe {

@@ -31,9 +31,9 @@ pub struct OpenKeys<'a> {
     name_bytes: &'a [u8],
     writable: bool,
     caller: Caller,
-    /// Inline up to a few: most commands open one or two keys, and a heap
-    /// buffer per command costs more than the rest of the bookkeeping.
-    open: SmallVec<[OpenKey; 2]>,
+    /// Inline up to four (the fair lock's name, queue, deadlines and latch):
+    /// a heap buffer per command costs more than the rest of the bookkeeping.
+    open: SmallVec<[OpenKey; 4]>,
     /// Key name -> index in `open`, once there are many (a read release
     /// may touch thousands of hold keys; most commands touch a few).
     index: HashMap<Vec<u8>, usize>,

@@ -11,7 +11,7 @@ use redis_module::RedisString;
 
 /// The latch named `name`; with `VIA` (a rewritten Redisson script), as
 /// Redisson's scripts treat it.
-fn latch(name: &RedisString, via: Via) -> CountDownLatch {
+fn latch(name: &RedisString, via: Via) -> CountDownLatch<'_> {
     let latch = CountDownLatch::new(name.as_slice());
     if via == Via::Default {
         latch
