@@ -8,7 +8,7 @@ const T_A1: &str = "{rw}:a:rwlock_timeout:1";
 const T_A2: &str = "{rw}:a:rwlock_timeout:2";
 const T_B1: &str = "{rw}:b:rwlock_timeout:1";
 
-fn lock() -> ReadWriteLock {
+fn lock() -> ReadWriteLock<'static> {
     ReadWriteLock::new(b"rw")
 }
 
