@@ -8,7 +8,7 @@
 use redis::{Connection, Value};
 use std::thread;
 use std::time::Duration;
-use testkit::{error_text, eventually, Cluster};
+use testkit::{error_text, eventually, server_time_ms, Cluster};
 
 const LEASE: i64 = 60_000;
 const WAIT: i64 = 20_000;
@@ -152,8 +152,9 @@ fn a_fair_lock_half_migrated_gets_no_key_rewritten_on_the_node_it_is_leaving() {
 /// A cluster that goes down moves nothing: the module ends no wait as if
 /// the lock had left. A caller Redis 7.0 itself answers `CLUSTERDOWN` (it
 /// unblocks callers blocked on a module when the cluster fails) gives its
-/// place in a fair queue up, as one that disconnects does; where the call
-/// stays blocked (Valkey 8.1), it is granted once the cluster is back.
+/// place in a fair queue up once the cluster is back (giving it up may
+/// grant), as one that disconnects does; where the call stays blocked
+/// (Valkey 8.1), it is granted once the cluster is back.
 #[test]
 fn a_fair_waiter_through_a_cluster_down_leaves_the_queue_or_is_granted_after() {
     let cluster = Cluster::start_with(3, 0, |node| node.config("cluster-node-timeout", "2000"));
@@ -167,6 +168,11 @@ fn a_fair_waiter_through_a_cluster_down_leaves_the_queue_or_is_granted_after() {
     eventually("the cluster down", Duration::from_secs(20), || state(&mut holder).contains("cluster_state:fail"));
     cluster.node(other).resume();
     cluster.wait_until_healthy(3);
+    if waiter.is_finished() {
+        let queue = format!("redisson_lock_queue:{{{name}}}");
+        let queued = |con: &mut Connection| redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query::<Vec<String>>(con);
+        eventually("the place given up", Duration::from_secs(10), || queued(&mut holder).unwrap().is_empty());
+    }
 
     let released: Value = redis::cmd("RFAIR.RELEASE").arg(name).arg("holder").query(&mut holder).unwrap();
     assert_eq!(released, Value::Int(1), "released");
@@ -177,5 +183,64 @@ fn a_fair_waiter_through_a_cluster_down_leaves_the_queue_or_is_granted_after() {
             assert_eq!(third, Value::Nil, "a free lock with nobody waiting any more");
         }
         Ok(reply) => assert_eq!(reply, Value::Nil, "the blocked waiter granted once the cluster is back"),
+    }
+}
+
+/// While the cluster is down nothing is granted, even where Redis still
+/// answers reads (`cluster-allow-reads-when-down yes`, so the check that
+/// a lock's keys are served here passes): neither a lock whose lease ran
+/// out, nor a fair lock whose lease ran out and whose head waiter left.
+/// The slot may be failing over to another node. Once the cluster is
+/// back, both are granted. Redis 7.0 answers callers blocked on a module
+/// `CLUSTERDOWN` itself when the cluster fails; Valkey 8.1 keeps them
+/// blocked.
+#[test]
+fn a_cluster_down_grants_nothing_until_it_is_back() {
+    let cluster = Cluster::start_with(3, 0, |node| {
+        node.config("cluster-node-timeout", "2000").config("cluster-allow-reads-when-down", "yes")
+    });
+    const LEASE_MS: i64 = 6_000;
+    let (lock, fair) = ("{t}lock", "{t}fair");
+    let source = cluster.primary_for(lock.as_bytes());
+    let mut con = source.connection();
+    let lease_ends = server_time_ms(&mut con) + LEASE_MS;
+    for command in ["RLOCK.ACQUIRE", "RFAIR.ACQUIRE"] {
+        let name = if command == "RLOCK.ACQUIRE" { lock } else { fair };
+        let held: Value = redis::cmd(command).arg(name).arg("holder").arg(LEASE_MS).query(&mut con).unwrap();
+        assert_eq!(held, Value::Nil, "{name} held");
+    }
+    let mut blocked = |wait: redis::Cmd, count: i64| {
+        let mut waiter = source.connection();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut waiter).unwrap();
+        let call = thread::spawn(move || wait.query::<Value>(&mut waiter));
+        eventually("a waiter blocked", Duration::from_secs(10), || blocked_clients(&mut con) == count);
+        (id, call)
+    };
+    let wait = WAIT.to_string();
+    let (_, lock_waiter) = blocked(acquire("RLOCK.ACQUIRE", lock, "waiter", &["WAIT", &wait]), 1);
+    let (head_id, head) = blocked(acquire("RFAIR.ACQUIRE", fair, "head", &["WAIT", &wait, "BLOCK", &wait]), 2);
+    let (_, next) = blocked(acquire("RFAIR.ACQUIRE", fair, "next", &["WAIT", &wait, "BLOCK", &wait]), 3);
+
+    let other = cluster.nodes.iter().map(|node| node.port()).find(|port| *port != source.port()).unwrap();
+    cluster.node(other).pause();
+    let mut con = source.connection();
+    let state = |con: &mut Connection| redis::cmd("CLUSTER").arg("INFO").query::<String>(con).unwrap();
+    eventually("the cluster down", Duration::from_secs(20), || state(&mut con).contains("cluster_state:fail"));
+    eventually("the leases' end", Duration::from_secs(20), || server_time_ms(&mut con) > lease_ends + 100);
+    let _: Value = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(head_id).query(&mut con).unwrap();
+    // Nothing to wait for but the module's timers (0 and 100 ms) running.
+    thread::sleep(Duration::from_millis(500));
+    let still_down = state(&mut con).contains("cluster_state:fail");
+    let answered_while_down = [lock_waiter.is_finished(), next.is_finished()];
+    cluster.node(other).resume();
+    cluster.wait_until_healthy(3);
+    assert!(still_down, "the cluster stayed down through the leases' end");
+    let _ = head.join();
+    for (call, answered_while_down) in [lock_waiter, next].into_iter().zip(answered_while_down) {
+        match (call.join().unwrap(), answered_while_down) {
+            (Err(err), true) => assert_eq!(err.code(), Some("CLUSTERDOWN"), "answered while down: {err}"),
+            (Ok(reply), false) => assert_eq!(reply, Value::Nil, "granted once the cluster is back"),
+            (reply, _) => panic!("answered {reply:?}, while the cluster was down: {answered_while_down}"),
+        }
     }
 }

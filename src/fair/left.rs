@@ -5,7 +5,7 @@ use super::handoff::{locks, take_blocked, Change, Session};
 use super::moved;
 use super::{FairLock, Waits};
 use crate::api::api;
-use crate::handoff::blocking::PAUSED_RETRY_MS;
+use crate::handoff::blocking::{CLUSTER_DOWN_RETRY_MS, PAUSED_RETRY_MS};
 use crate::handoff::events::unsubscribe_if_idle;
 use crate::handoff::glue::{select_lock, start_timer, stop_timer, timer_data, Client, Serving};
 use crate::store::{now_ms, RedisKeyspace};
@@ -47,9 +47,14 @@ unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
         return;
     }
     let name = select_lock(&ctx, &id);
-    // While the cluster is down the keys are still here: the place goes.
-    if let Serving::Elsewhere = moved::serving(&ctx, name) {
-        return moved::slot_left(&ctx, &id);
+    match moved::serving(&ctx, name) {
+        Serving::Here => {}
+        Serving::Elsewhere => return moved::slot_left(&ctx, &id),
+        // The place goes once the cluster is back (giving it up may grant).
+        Serving::Down => {
+            start_timer(&ctx, CLUSTER_DOWN_RETRY_MS, Some(give_up), (id, owner, wait_ms));
+            return;
+        }
     }
     let name = RedisString::create_from_slice(ctx.get_raw(), name);
     let mut keys = RedisKeyspace::open_as_server(&ctx, &name);

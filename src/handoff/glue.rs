@@ -54,14 +54,18 @@ pub fn serving(ctx: &Context, keys: &[&[u8]]) -> Serving {
     if !cluster_mode() {
         return Serving::Here;
     }
-    // In cluster mode a module's call gets Redis's routing check: keys
-    // not served here, or a cluster down, make it fail (no reply).
-    if matches!(ctx.call("EXISTS", keys), Ok(RedisValue::Integer(_))) {
-        return Serving::Here;
+    // Asked first: with `cluster-allow-reads-when-down`, the check below
+    // (a read) would pass while the cluster is down.
+    let up = matches!(ctx.call("CLUSTER", &["INFO"]),
+        Ok(RedisValue::SimpleString(info)) if info.contains("cluster_state:ok"));
+    if !up {
+        return Serving::Down;
     }
-    match ctx.call("CLUSTER", &["INFO"]) {
-        Ok(RedisValue::SimpleString(info)) if info.contains("cluster_state:ok") => Serving::Elsewhere,
-        _ => Serving::Down,
+    // A module's call gets Redis's routing check: keys not served here
+    // make it fail (no reply).
+    match ctx.call("EXISTS", keys) {
+        Ok(RedisValue::Integer(_)) => Serving::Here,
+        _ => Serving::Elsewhere,
     }
 }
 

@@ -1,8 +1,10 @@
 //! The command filter: every command passes it before Redis looks it up.
 //! A call of a known Redisson script becomes its native command (see
 //! `scripts`); everything else is left as it came, after a check of the
-//! command name's length and the setting.
+//! argument count and the command name's length.
 //!
+//! - Registered only while `rlock.redisson-scripts` is `native`: with
+//!   `off`, other commands do not pay Redis's dispatch to it.
 //! - Registered with `REDISMODULE_CMDFILTER_NOSELF`: the module's own
 //!   `RM_Call`s are never rewritten.
 //! - Inside a script (`redis.call`) nothing is rewritten: a script may not
@@ -69,7 +71,9 @@ pub fn follow_setting() -> Result<(), String> {
         }
         REGISTERED.store(filter, Ordering::Relaxed);
     } else {
-        unsafe { api!(RedisModule_UnregisterCommandFilter)(ctx, registered) };
+        if unsafe { api!(RedisModule_UnregisterCommandFilter)(ctx, registered) } != raw::REDISMODULE_OK as c_int {
+            return Err("cannot unregister the command filter for Redisson's scripts".to_owned());
+        }
         REGISTERED.store(ptr::null_mut(), Ordering::Relaxed);
     }
     Ok(())
