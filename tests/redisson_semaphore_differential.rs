@@ -23,7 +23,15 @@ const TWINS: Twins = Twins { lua: "lua-sem", native: "nat-sem" };
 const PERMITS: [u64; 5] = [1, 2, 5, 9_007_199_254_740_993, 123_456_789_012_345_678];
 
 /// What a clobber stores: a hash (empty), or a string.
-const CLOBBERS: [&str; 14] = [
+const CLOBBERS: [&str; 22] = [
+    "05",
+    "-0",
+    "00",
+    "+5",
+    "-3",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "4",
     "",
     "five",
     "1.5",
