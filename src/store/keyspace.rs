@@ -9,11 +9,11 @@
 
 use super::acl::Caller;
 use super::open_keys::OpenKeys;
-use super::replicated::{decimal, Integer, PXAT};
+use super::replicated::{Integer, PXAT};
 use super::{publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
-use crate::keyspace::{parse_counter, KeyType, Keyspace, Moot, Result};
+use crate::keyspace::{decimal, parse_counter, KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
 use smallvec::SmallVec;
 use std::os::raw::{c_int, c_longlong, c_void};

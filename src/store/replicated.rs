@@ -75,23 +75,3 @@ impl Drop for Integer {
         }
     }
 }
-
-/// `n` in decimal, written at the end of `buffer` (20 bytes hold any i64):
-/// a value written in place needs no heap string.
-pub fn decimal(n: i64, buffer: &mut [u8; 20]) -> &[u8] {
-    let mut start = buffer.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        start -= 1;
-        buffer[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        start -= 1;
-        buffer[start] = b'-';
-    }
-    &buffer[start..]
-}
