@@ -283,12 +283,36 @@ const NOTES: &str = "
   Redis's `ArgReplace`) is about 5,400 instructions, outside `commandstats` and inside the CPU
   column. On every other command the filter costs Redis's dispatch to module filters
   (`moduleCallCommandFilters`: a context built and the filter list walked, about 50
-  instructions more than with no filter registered) and the callback (about 30: the setting
-  and the argument count), against about 4,000 instructions a pipelined GET or SET costs in
-  all: Redis's own share alone is over 1% (the callgrind table), so no command filter can stay
-  within 1% of a CPU-bound server on Redis 7.0. Loading the module with the filter `off` costs
-  about as much (the dispatch runs either way); timed throughput on two shared cores moves by
-  more than that from run to run.
+  instructions more than with no filter registered) and the callback (about 30: the argument
+  count and the command name's length), against about 4,000 instructions a pipelined GET or SET
+  costs in all: Redis's own share alone is over 1% (the callgrind table), so no command filter
+  can stay within 1% of a CPU-bound server on Redis 7.0. With the filter `off`, no filter is
+  registered, and the dispatch costs what it costs without the module (19 instructions); that
+  row still counted 2.5% more instructions in all than no module in the last run, for reasons
+  not found. The callgrind count moves by about ±1% from run to run (Redis's cron work follows
+  the wall clock: the filter-`off` row was above the `native` one in an earlier run); timed
+  throughput on two shared cores moves by more than that.
+- **The family's pairs through the filter.** Counted by hand with callgrind (not part of
+  `make bench`) over 5,000 pairs each (section 9's calls, filter `native`; instructions inside
+  `call()`, which `commandstats` times,
+  per pair, before and after the allocations below were cut; Lua's in brackets): semaphore 21,500
+  to 18,400–18,700 (40,500), count-down latch 27,700 to 24,700–25,200 (48,200), read lock 69,000
+  to 67,700–68,000 (135,300), fenced lock 44,500 to 44,200–44,400 (97,500); the fair lock (45,300;
+  129,200) and RLock (33,000; 85,700) are unchanged. Every Rust heap allocation in the module costs
+  about 190 instructions (RM_Alloc and RM_Free each pay jemalloc's `malloc_usable_size`): a counter
+  is now parsed where the key holds it, the open keys, channels and HSET pairs are kept inline, a
+  publish reuses the channel string its ACL check made, and the semaphore, latch and read-write
+  lock borrow their name. What is left is mostly Redis's: in the semaphore pair, three
+  `RM_Replicate` calls take about 7,000 (4,600 of it the command-name lookup), the caller's user
+  for a channel's ACL check about 760 a command, and the first read of a value `SET` stored as a
+  shared integer about 1,100 (`RM_StringDMA` copies it). The latch, read and fenced pairs stay
+  below 2.3× (2.04×, 2.03× and 2.20× in the last run) for the same kinds of work: the latch
+  checks its channel's ACL in both commands; the
+  read lock opens and checks derived keys, reads its hash with `RM_ScanKey` twice and replicates
+  seven effects. The handlers' argument `Vec` (about 1,000 instructions a pair: each argument
+  retained and freed) is left as it is: removing it changes every command's signature. The
+  filter's own work (11,600 instructions a semaphore pair, 14,800 a lock pair, outside
+  `commandstats`) is unchanged.
 - **Noise.** On a quiet VM, throughput figures vary by about ±5% from run to run (server time
   less), far more when other work shares the two cores; compare ratios within one report
   rather than across reports.

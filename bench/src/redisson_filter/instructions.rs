@@ -17,10 +17,10 @@ pub(super) const GET_SET_INSTRUCTIONS: &str = "\
 The same GET/SET load, 20,000 requests of each (`-P 16`, 50 connections, after a warm-up), on a
 server run under callgrind (`valgrind --tool=callgrind`, counting from the end of the warm-up):
 instructions the server ran per request, all threads, connection set-up included. Three servers:
-without the module, with it and the filter `off` (its commands registered; no filter is registered
-while the setting is `off`), with it and the filter `native`. The last two columns split out the filter: Redis's own
-dispatch to module filters (`moduleCallCommandFilters`, the callback included), and the module's
-callback alone. A GET or SET never reaches the script lookup: the callback returns once it has
+without the module, with it and the filter `off` (its commands registered; no filter is
+registered while the setting is `off`), with it and the filter `native`. The last two columns
+split out the filter: Redis's own dispatch to module filters (`moduleCallCommandFilters`, the
+callback included), and the module's callback alone. A GET or SET never reaches the script lookup: the callback returns once it has
 counted the arguments.
 ";
 
