@@ -320,8 +320,8 @@ pub(crate) fn may_grant_now(ctx: &Context, id: &[u8], end_waits: fn(&Context, &[
     }
 }
 
-/// Opens lock `id` (in a timer) and grants it if it freed (on a primary
-/// only; while writes are paused, again after [`PAUSED_RETRY_MS`]).
+/// Opens lock `id` (in a timer) and grants it if it freed, when
+/// [`may_grant_now`] allows.
 fn grant_if_free(ctx: &Context, id: &[u8]) {
     if !state().queues.has_waiters(id) || !may_grant_now(ctx, id, end_waits) {
         return;

@@ -39,7 +39,7 @@ pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
 /// client's command: the server's own writes (a timer's grant, a queue's
 /// upkeep) are not routed by Redis.
 pub enum Serving {
-    /// Outside cluster mode, always.
+    /// Served here (outside cluster mode, always).
     Here,
     /// The keys' slot moved, or is moving and one of them has gone: a
     /// `MIGRATE` deleted it here, and the target holds it now.

@@ -101,7 +101,7 @@ pub fn released(ctx: &Context, name: &RedisString) {
 }
 
 /// Grants lock `id` to its waiters in order while each may have it (a
-/// timer's work: on a primary only, and not while writes are paused).
+/// timer's work, when `may_grant_now` allows).
 fn grant_waiting(ctx: &Context, id: &[u8]) {
     if !state().queues.has_waiters(id) || !may_grant_now(ctx, id, end_waits) {
         return;
