@@ -179,9 +179,13 @@ impl Driver<'_> {
             .query(&mut self.con)
             .map_err(|e| format!("CLIENT KILL: {e}"))?;
         let at = Instant::now();
-        if let Some(waiter) = self.model.waiter(uid) {
+        if let Some(position) = self.model.position(uid) {
+            let waiter = &mut self.model.order[position];
             waiter.life = Life::Gone(at);
             waiter.blocked = None;
+            // The server gives its place up at once, with Redisson's arithmetic.
+            let wait = waiter.wait;
+            self.model.take_off_script_deadlines(position + 1, wait);
         }
         self.disconnected.push(uid);
         self.remove(uid);

@@ -127,15 +127,12 @@ impl Model {
                 return Err(format!("two holders: {uid} was granted while {} held for {left} ms more", hold.uid));
             }
         }
-        let taker_wait = self.order.iter().find(|w| w.uid == uid).map(|w| w.wait);
-        self.order.retain(|w| w.uid != uid);
-        // Every grant takes the taker's wait off a script waiter's deadline
-        // (Redisson's arithmetic, which the commands keep for them): a step
-        // may drop one before a snapshot saw the lowered deadline.
-        for waiter in self.order.iter_mut().filter(|w| w.kind == Kind::Script) {
-            if let (Some(deadline), Some(wait)) = (waiter.deadline, taker_wait) {
-                waiter.deadline = deadline.checked_sub(wait).or(Some(deadline));
-            }
+        if let Some(position) = self.position(uid) {
+            let taker = self.order.remove(position);
+            // Every grant takes the taker's wait off a script waiter's
+            // deadline (Redisson's arithmetic, which the commands keep for
+            // them).
+            self.take_off_script_deadlines(0, taker.wait);
         }
         self.holder = Some(Hold { uid, lease_end: (at.0 + lease, at.1 + lease) });
         self.free_base = None;
@@ -156,12 +153,25 @@ impl Model {
         let Some(position) = self.position(uid) else { return };
         let first = self.order[..position].iter().all(|w| w.life != Life::Live);
         let waiter = self.order.remove(position);
+        // A give-up takes the leaver's wait off the deadlines behind it.
+        self.take_off_script_deadlines(position, waiter.wait);
         let turn = match waiter.kind {
             Kind::Script => waiter.deadline.unwrap_or(at),
             _ => at,
         };
         if let (true, Some(base)) = (first, self.free_base) {
             self.free_base = Some(base.max(turn));
+        }
+    }
+
+    /// Redisson's arithmetic on the deadlines of the script waiters from
+    /// `from` on: a step may drop one before a snapshot saw the lowered
+    /// deadline, so the model lowers it as the server does.
+    pub fn take_off_script_deadlines(&mut self, from: usize, wait: Duration) {
+        for waiter in self.order[from..].iter_mut().filter(|w| w.kind == Kind::Script) {
+            if let Some(deadline) = waiter.deadline {
+                waiter.deadline = deadline.checked_sub(wait).or(Some(deadline));
+            }
         }
     }
 
