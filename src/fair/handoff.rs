@@ -15,11 +15,10 @@ use super::waiter::{BlockedCall, Waiter};
 use super::{Blocked, FairLock, Tick, Told, Waits};
 use crate::api::api;
 use crate::error::LockError;
-use crate::handoff::blocking::{CLUSTER_DOWN_RETRY_MS, PAUSED_RETRY_MS};
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
     block_client, error_text, lock_id, remember_grant, select_lock, start_timer, stop_timer, timer_data,
-    unblock_client, Client, Outcome, Serving,
+    unblock_client, Client, MayWrite, Outcome,
 };
 use crate::handoff::owner_waits::OwnerWaits;
 use crate::handoff::{Listed, WaiterKind, WAITER_KINDS};
@@ -222,21 +221,15 @@ fn look_as_server(ctx: &Context, id: &[u8], name: &RedisString) {
 }
 
 /// Looks at lock `id` from a timer or an event: opens its keys as the
-/// server and runs [`look_with`]; on a replica, nothing; while writes are
-/// paused, again a little later.
+/// server and runs [`look_with`], when the server may write them (see
+/// [`super::moved::may_write`]).
 fn look(ctx: &Context, id: &[u8]) {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
-    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
-        return;
-    }
-    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
-        return arm(ctx, id, now_ms() + PAUSED_RETRY_MS);
-    }
     let name = select_lock(ctx, id);
-    match super::moved::serving(ctx, name) {
-        Serving::Here => look_as_server(ctx, id, &RedisString::create_from_slice(ctx.get_raw(), name)),
-        Serving::Elsewhere => super::moved::slot_left(ctx, id),
-        Serving::Down => arm(ctx, id, now_ms() + CLUSTER_DOWN_RETRY_MS),
+    match super::moved::may_write(ctx, name) {
+        MayWrite::Now => look_as_server(ctx, id, &RedisString::create_from_slice(ctx.get_raw(), name)),
+        MayWrite::Later(ms) => arm(ctx, id, now_ms() + ms),
+        MayWrite::Never => {}
+        MayWrite::Left => super::moved::slot_left(ctx, id),
     }
 }
 

@@ -5,9 +5,8 @@ use super::handoff::{locks, take_blocked, Change, Session};
 use super::moved;
 use super::{FairLock, Waits};
 use crate::api::api;
-use crate::handoff::blocking::{CLUSTER_DOWN_RETRY_MS, PAUSED_RETRY_MS};
 use crate::handoff::events::unsubscribe_if_idle;
-use crate::handoff::glue::{select_lock, start_timer, stop_timer, timer_data, Client, Serving};
+use crate::handoff::glue::{select_lock, start_timer, stop_timer, timer_data, Client, MayWrite};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, RedisString};
 use std::os::raw::c_void;
@@ -39,22 +38,16 @@ pub(super) unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut
 unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let (id, owner, wait_ms) = unsafe { timer_data::<(Vec<u8>, Vec<u8>, i64)>(data) };
     let ctx = Context::new(ctx);
-    if unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32 & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
-        return;
-    }
-    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
-        start_timer(&ctx, PAUSED_RETRY_MS, Some(give_up), (id, owner, wait_ms));
-        return;
-    }
     let name = select_lock(&ctx, &id);
-    match moved::serving(&ctx, name) {
-        Serving::Here => {}
-        Serving::Elsewhere => return moved::slot_left(&ctx, &id),
-        // The place goes once the cluster is back (giving it up may grant).
-        Serving::Down => {
-            start_timer(&ctx, CLUSTER_DOWN_RETRY_MS, Some(give_up), (id, owner, wait_ms));
+    match moved::may_write(&ctx, name) {
+        MayWrite::Now => {}
+        // The place goes once writes may resume (giving it up may grant).
+        MayWrite::Later(ms) => {
+            start_timer(&ctx, ms, Some(give_up), (id, owner, wait_ms));
             return;
         }
+        MayWrite::Never => return,
+        MayWrite::Left => return moved::slot_left(&ctx, &id),
     }
     let name = RedisString::create_from_slice(ctx.get_raw(), name);
     let mut keys = RedisKeyspace::open_as_server(&ctx, &name);

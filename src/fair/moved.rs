@@ -4,15 +4,15 @@
 use super::handoff::{disarm, locks, take_blocked, unblock};
 use crate::error::LockError;
 use crate::handoff::events::unsubscribe_if_idle;
-use crate::handoff::glue::{error_text, serving as keys_serving, Outcome, Serving};
+use crate::handoff::glue::{error_text, may_write as may_write_keys, MayWrite, Outcome};
 use redis_module::Context;
 use rlock_protocol::{fair_queue_key, fair_timeout_key};
 
-/// Whether this node serves fair lock `name`: all its keys, which a
-/// resharding tool may move in different batches (a look must not write
-/// again a key that has left).
-pub(super) fn serving(ctx: &Context, name: &[u8]) -> Serving {
-    keys_serving(ctx, &[name, &fair_queue_key(name), &fair_timeout_key(name)])
+/// Whether the server may write fair lock `name` now: all its keys,
+/// which a resharding tool may move in different batches (a look must
+/// not write again a key that has left).
+pub(super) fn may_write(ctx: &Context, name: &[u8]) -> MayWrite {
+    may_write_keys(ctx, &[name, &fair_queue_key(name), &fair_timeout_key(name)])
 }
 
 /// Lock `id`'s slot is not served here any more: its callers blocked here

@@ -37,8 +37,8 @@
 
 use super::events::{subscribe, unsubscribe_if_idle};
 use super::glue::{
-    block_client, error_text, lock_id, remember_grant, select_lock, serving, start_timer, stop_timer, timer_data,
-    unblock_client, Client, Disconnected, Outcome, Serving,
+    block_client, error_text, lock_id, may_write, remember_grant, select_lock, start_timer, stop_timer, timer_data,
+    unblock_client, Client, Disconnected, MayWrite, Outcome,
 };
 use super::lease_timers::LeaseTimers;
 use super::{Listed, Queues, Request, Waiter, WAITER_KINDS};
@@ -288,33 +288,19 @@ fn holder_pttl(ctx: &Context, id: &[u8], delay: Delay) -> Option<i64> {
     matches!(key.kind(), KeyType::Missing | KeyType::Hash).then(|| delay.pttl(pttl))
 }
 
-/// How soon a grant check put off by a write pause is tried again.
-pub(crate) const PAUSED_RETRY_MS: i64 = 10;
-
-/// How soon a grant check put off by a cluster down is tried again.
-pub(crate) const CLUSTER_DOWN_RETRY_MS: i64 = 100;
-
-/// Whether a timer may grant lock `id` now: on a primary only; not while
-/// writes are paused, nor while the cluster is down (then its check runs
-/// again a little later); and only where the lock is served (in cluster
-/// mode, a lock whose slot left: its waits end with `end_waits`).
+/// Whether a timer may grant lock `id` now (see [`may_write`]); a check
+/// put off runs again later, and the waits of a lock whose slot left end
+/// with `end_waits`.
 pub(crate) fn may_grant_now(ctx: &Context, id: &[u8], end_waits: fn(&Context, &[u8], LockError)) -> bool {
-    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
-    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
-        return false;
-    }
-    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
-        schedule_grant(ctx, id, PAUSED_RETRY_MS);
-        return false;
-    }
-    match serving(ctx, &[select_lock(ctx, id)]) {
-        Serving::Here => true,
-        Serving::Elsewhere => {
-            end_waits(ctx, id, LockError::SlotNotServed);
+    match may_write(ctx, &[select_lock(ctx, id)]) {
+        MayWrite::Now => true,
+        MayWrite::Later(ms) => {
+            schedule_grant(ctx, id, ms);
             false
         }
-        Serving::Down => {
-            schedule_grant(ctx, id, CLUSTER_DOWN_RETRY_MS);
+        MayWrite::Never => false,
+        MayWrite::Left => {
+            end_waits(ctx, id, LockError::SlotNotServed);
             false
         }
     }

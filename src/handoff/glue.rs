@@ -35,37 +35,53 @@ pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
     name
 }
 
-/// Whether this node serves a lock's keys now, as Redis decides for a
-/// client's command: the server's own writes (a timer's grant, a queue's
-/// upkeep) are not routed by Redis.
-pub enum Serving {
-    /// Served here (outside cluster mode, always).
-    Here,
-    /// The keys' slot moved, or is moving and one of them has gone: a
-    /// `MIGRATE` deleted it here, and the target holds it now.
-    Elsewhere,
-    /// The cluster is down: the keys are here, but Redis serves no
-    /// client, and another node may take the slot over.
-    Down,
+/// How soon a write put off by a write pause is tried again.
+pub const PAUSED_RETRY_MS: i64 = 10;
+
+/// How soon a write put off by a cluster down is tried again.
+pub const CLUSTER_DOWN_RETRY_MS: i64 = 100;
+
+/// Whether the server may write a lock by itself now (a timer's grant, a
+/// queue's upkeep): Redis does not route or refuse its own writes as it
+/// does a client's command, so the module asks as Redis would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MayWrite {
+    Now,
+    /// Writes are paused, or the cluster is down (the keys are here, but
+    /// Redis serves no client, and another node may take the slot over):
+    /// ask again in so many ms.
+    Later(i64),
+    /// A replica: its primary writes.
+    Never,
+    /// Cluster mode: the keys' slot moved, or is moving and one of them
+    /// has gone (a `MIGRATE` deleted it here, and the target holds it now).
+    Left,
 }
 
-/// Whether this node serves `keys` (one slot) now.
-pub fn serving(ctx: &Context, keys: &[&[u8]]) -> Serving {
+/// Whether the server may write `keys` (one slot) now.
+pub fn may_write(ctx: &Context, keys: &[&[u8]]) -> MayWrite {
+    let flags = unsafe { api!(RedisModule_GetContextFlags)(ctx.get_raw()) } as u32;
+    if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
+        return MayWrite::Never;
+    }
+    if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
+        return MayWrite::Later(PAUSED_RETRY_MS);
+    }
     if !cluster_mode() {
-        return Serving::Here;
+        return MayWrite::Now;
     }
     // Asked first: with `cluster-allow-reads-when-down`, the check below
     // (a read) would pass while the cluster is down.
     let up = matches!(ctx.call("CLUSTER", &["INFO"]),
         Ok(RedisValue::SimpleString(info)) if info.contains("cluster_state:ok"));
     if !up {
-        return Serving::Down;
+        return MayWrite::Later(CLUSTER_DOWN_RETRY_MS);
     }
     // A module's call gets Redis's routing check: keys not served here
     // make it fail (no reply).
     match ctx.call("EXISTS", keys) {
-        Ok(RedisValue::Integer(_)) => Serving::Here,
-        _ => Serving::Elsewhere,
+        Ok(RedisValue::Integer(_)) => MayWrite::Now,
+        _ => MayWrite::Left,
     }
 }
 
