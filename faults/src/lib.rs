@@ -8,6 +8,7 @@
 //! the whole matrix and writes FAULTS.md; `tests/short.rs` is the short
 //! run in `make test`.
 
+pub mod blocking_workload;
 pub mod checker;
 pub mod client_workload;
 pub mod cluster;

@@ -75,7 +75,7 @@ impl Primaries<'_> {
     ) -> usize {
         (0..self.ports.len())
             .map(|i| (first + i) % self.ports.len())
-            .filter(|&i| self.links[i].call(self.ports[i], |con| call(con, self.owner)) == Some(true))
+            .filter(|&i| self.links[i].call_at(self.ports[i], |con| call(con, self.owner)) == Some(true))
             .count()
     }
 

@@ -34,8 +34,9 @@ pub fn markdown(cells: &[Cell]) -> String {
         ),
         ("Grants, per run", grants),
         (
-            "rlock-client's waiters stuck while their lock was free for over 1 s (outside the outage from \
-             the fault to the first grant after the failover), per run (waits)",
+            "Waiters stuck while their lock was free for over 1 s (outside the outage from the fault to \
+             the first grant after the failover), per run (waits): rlock-client's, and the blocking \
+             clients' (waiting on the server)",
             stuck_waiters,
         ),
         (
@@ -122,11 +123,14 @@ fn stuck_waiters(runs: &[Outcome]) -> String {
 }
 
 fn lost_holds(runs: &[Outcome]) -> String {
-    library(runs, |found| match (found.lost_after_fault.iter().min(), found.lost_after_fault.iter().max()) {
-        (Some(first), Some(last)) => {
-            format!("{} (first {}, last {})", found.lost_after_fault.len(), ms(Some(*first)), ms(Some(*last)))
+    library(runs, |found| {
+        let Some(lost) = &found.lost_after_fault else { return "–".to_owned() };
+        match (lost.iter().min(), lost.iter().max()) {
+            (Some(first), Some(last)) => {
+                format!("{} (first {}, last {})", lost.len(), ms(Some(*first)), ms(Some(*last)))
+            }
+            _ => "none".to_owned(),
         }
-        _ => "none".to_owned(),
     })
 }
 

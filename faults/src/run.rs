@@ -1,6 +1,7 @@
 //! One run: a fresh topology, the clients, one fault, and what the
 //! checker counts.
 
+use crate::blocking_workload;
 use crate::checker::{overlaps, stuck_waits, Overlaps};
 use crate::client_workload::{self, Nodes};
 use crate::cluster;
@@ -101,6 +102,9 @@ pub enum Workload {
     /// Each client is an rlock-client `Client` on the Sentinels: its own
     /// failover handling, watchdog, waits and `lost()`.
     RlockClient,
+    /// Cluster: each client waits on the server (`RLOCK.ACQUIRE … WAIT …
+    /// ID`, see [`blocking_workload`]).
+    Blocking,
 }
 
 /// A configuration of the servers and the clients.
@@ -136,14 +140,15 @@ pub struct Outcome {
     pub client_library: Option<LibraryOutcome>,
 }
 
-/// The rlock-client workload's waits and lost holds in one run.
+/// The waiting workloads' waits, and rlock-client's lost holds, in one run.
 #[derive(Debug, Clone, Default)]
 pub struct LibraryOutcome {
     pub waits: usize,
     /// Waits through a free lock (see [`crate::checker::stuck_waits`]).
     pub stuck_waits: usize,
-    /// From the fault to each `lost()` that fired after it.
-    pub lost_after_fault: Vec<Duration>,
+    /// From the fault to each `lost()` that fired after it (`None`: the
+    /// clients have no such signal).
+    pub lost_after_fault: Option<Vec<Duration>>,
 }
 
 /// RedLock's primaries restarted at once: a minority.
@@ -180,10 +185,10 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let fault_at = match setup.workload {
         Workload::Commands(protocol) => drive(&shared, |id, shared| client(id, protocol, shared, seed), inject),
         Workload::RlockClient => drive(&shared, |id, shared| client_workload::client(id, &nodes, shared, seed), inject),
+        Workload::Blocking => unreachable!("blocking clients run on the cluster"),
     };
     let changes = watcher.join().expect("the watcher panicked");
-    let library = setup.workload == Workload::RlockClient;
-    let outcome = outcome(&shared, (fault_at, &changes), library, &all_names());
+    let outcome = outcome(&shared, (fault_at, &changes), setup.workload, &all_names());
     // A run that granted nothing after the fault keeps the Sentinels' story.
     if outcome.first_grant.is_none() || std::env::var_os("RLOCK_FAULTS_LOGS").is_some() {
         eprintln!("{} under {fault:?}, the Sentinels' logs:\n{}", setup.label, group.sentinel_logs());
@@ -191,10 +196,14 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     outcome
 }
 
-/// The cluster, with rlock-client's clients; the fault hits the shard of
-/// the first name, or moves every name's slot.
+/// The cluster, with clients that route by slot (rlock-client's, or the
+/// blocking ones); the fault hits the shard of the first name, or moves
+/// every name's slot.
 fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
-    assert_eq!(setup.workload, Workload::RlockClient, "the cluster's clients route by slot");
+    assert!(
+        matches!(setup.workload, Workload::RlockClient | Workload::Blocking),
+        "the cluster's clients route by slot"
+    );
     let mut cluster = Cluster::start_with(cluster::PRIMARIES, 1, |node| configured(node, setup));
     wait_for_delay_end(&cluster.nodes);
     let ports: Vec<u16> = cluster.nodes.iter().map(Server::port).collect();
@@ -209,10 +218,13 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
         let (shared, ports) = (shared.clone(), ports.clone());
         thread::spawn(move || watch::watch_slot_owner(&shared, &ports, slot, original))
     });
-    let nodes = Nodes::Cluster(ports);
+    let nodes = Nodes::Cluster(ports.clone());
     let fault_at = drive(
         &shared,
-        |id, shared| client_workload::client(id, &nodes, shared, seed),
+        |id, shared| match setup.workload {
+            Workload::Blocking => blocking_workload::client(id, &ports, shared, seed),
+            _ => client_workload::client(id, &nodes, shared, seed),
+        },
         || match fault {
             Fault::Kill => cluster::owner_of(&mut cluster, slot).kill(),
             Fault::Stop => stop(cluster::owner_of(&mut cluster, slot), cluster::STOP_LASTS),
@@ -221,7 +233,7 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
         },
     );
     let changes = watcher.map(|watcher| watcher.join().expect("the watcher panicked")).unwrap_or_default();
-    outcome(&shared, (fault_at, &changes), true, &hit)
+    outcome(&shared, (fault_at, &changes), setup.workload, &hit)
 }
 
 /// A server with the setup's module arguments and configuration.
@@ -243,7 +255,7 @@ fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
         |id, shared| redlock::client(id, &ports, shared, seed),
         || servers[..RESTARTED].iter_mut().for_each(Server::restart),
     );
-    outcome(&shared, (fault_at, &[]), false, &all_names())
+    outcome(&shared, (fault_at, &[]), setup.workload, &all_names())
 }
 
 /// The module's load began a term on each server: its lock-delay, if
@@ -285,16 +297,17 @@ fn all_names() -> Vec<usize> {
 }
 
 /// What the checker finds in a run's records; `changes`: when the
-/// Sentinels (or the cluster) named another primary; `library`: the
-/// clients were rlock-client's; `hit`: the names the fault made
-/// unavailable, whose grants end the outage.
-fn outcome(shared: &Shared, (fault_at, changes): (Instant, &[Instant]), library: bool, hit: &[usize]) -> Outcome {
+/// Sentinels (or the cluster) named another primary; `workload`: the
+/// waiting ones record their waits, rlock-client its lost holds; `hit`:
+/// the names the fault made unavailable, whose grants end the outage.
+fn outcome(shared: &Shared, (fault_at, changes): (Instant, &[Instant]), workload: Workload, hit: &[usize]) -> Outcome {
     let failed_over = changes.first().copied();
     let sections = shared.sections.lock().unwrap().clone();
     let writes = shared.resource.writes();
     let old_primary_wrote = *shared.original_last_write.lock().unwrap();
     let first_grant_at = first_grant_from(&sections, fault_at, hit);
-    let client_library = library.then(|| {
+    let waiting = matches!(workload, Workload::RlockClient | Workload::Blocking);
+    let client_library = waiting.then(|| {
         let waits = shared.waits.lock().unwrap().clone();
         // Until a grant after the failover: a cut-off primary's grants
         // before it do not end the outage, nor does one that came
@@ -305,7 +318,8 @@ fn outcome(shared: &Shared, (fault_at, changes): (Instant, &[Instant]), library:
         LibraryOutcome {
             waits: waits.len(),
             stuck_waits: stuck_waits(&waits, &sections, outage),
-            lost_after_fault: lost.iter().filter(|at| **at >= fault_at).map(|at| *at - fault_at).collect(),
+            lost_after_fault: (workload == Workload::RlockClient)
+                .then(|| lost.iter().filter(|at| **at >= fault_at).map(|at| *at - fault_at).collect()),
         }
     });
     Outcome {

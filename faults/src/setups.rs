@@ -37,9 +37,9 @@ fn sentinel_group(
     Setup { label, topology: Topology::Sentinel, workload, module_args, config }
 }
 
-/// A configuration of the cluster; its clients are rlock-client's.
-fn cluster(label: &'static str, module_args: Vec<String>, config: Vec<(String, String)>) -> Setup {
-    Setup { label, topology: Topology::Cluster, workload: Workload::RlockClient, module_args, config }
+/// A configuration of the cluster; its clients route by slot.
+fn cluster(label: &'static str, workload: Workload, module_args: Vec<String>) -> Setup {
+    Setup { label, topology: Topology::Cluster, workload, module_args, config: vec![] }
 }
 
 const PLAIN: Workload = Workload::Commands(Protocol { fenced: false, wait_replica: false });
@@ -53,6 +53,11 @@ pub fn recommended() -> Setup {
 /// Fenced tokens, on the module's defaults (the token jump on).
 pub fn fenced() -> Setup {
     sentinel_group("fenced (token jump)", FENCED, vec![], vec![])
+}
+
+/// The cluster with callers blocked on the server (`RLOCK.ACQUIRE … WAIT`).
+pub fn cluster_blocking() -> Setup {
+    cluster("cluster, blocking waits on the server, lock-delay", Workload::Blocking, lock_delay())
 }
 
 /// Persistence on: every server appends its writes to an AOF, synced
@@ -87,10 +92,11 @@ pub fn all() -> Vec<Setup> {
             lock_delay(),
             min_replicas(),
         ),
-        cluster("cluster, rlock-client, no lock-delay", vec![], vec![]),
+        cluster("cluster, rlock-client, no lock-delay", Workload::RlockClient, vec![]),
         // Not min-replicas: with one replica a shard, a promoted replica
         // has none left and would refuse every write.
-        cluster("cluster, rlock-client, lock-delay", lock_delay(), vec![]),
+        cluster("cluster, rlock-client, lock-delay", Workload::RlockClient, lock_delay()),
+        cluster_blocking(),
         fenced(),
         sentinel_group("fenced (no token jump: control)", FENCED, args(&["fencing-token-jump", "no"]), vec![]),
         redlock("RedLock, 5 primaries (restart at once)", vec![], vec![]),

@@ -17,7 +17,7 @@ pub const CLIENTS: usize = 8;
 pub const NAMES: usize = 4;
 pub const LEASE: Duration = Duration::from_millis(3_000);
 pub(crate) const LONGEST_HOLD_MS: u64 = 5_000;
-const IO_TIMEOUT: Duration = Duration::from_millis(500);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Which lock the clients take, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,10 +113,10 @@ pub fn client(id: usize, protocol: Protocol, shared: &Shared, seed: u64) {
     while !shared.stop.load(Ordering::Relaxed) {
         let name = rng.below(NAMES as u64) as usize;
         let sent = Instant::now();
-        match link.call(shared.primary(), |con| acquire(con, protocol, name, &owner.owner)) {
+        match link.call(shared, |con| acquire(con, protocol, name, &owner.owner)) {
             Some(Some(token)) => {
                 let start = Instant::now();
-                shared.wrote(&link);
+                link.wrote(shared);
                 let hold_for = Duration::from_millis(200 + rng.below(LONGEST_HOLD_MS - 200));
                 let end = hold(&mut link, shared, (name, &owner, token), sent, hold_for);
                 let section = Section { name, client: id, start, end };
@@ -129,17 +129,46 @@ pub fn client(id: usize, protocol: Protocol, shared: &Shared, seed: u64) {
 }
 
 /// A client and the owner id it sends.
-struct Holder {
-    client: usize,
-    owner: String,
+pub(crate) struct Holder {
+    pub client: usize,
+    pub owner: String,
+}
+
+/// Where a client's calls go: the primary the Sentinels name ([`Link`]),
+/// or the node a cluster connection routes a name to.
+pub(crate) trait Caller {
+    /// Runs `call`; `None` when it failed (no connection, an error or a
+    /// timeout).
+    fn call<T>(
+        &mut self,
+        shared: &Shared,
+        call: impl FnOnce(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
+    ) -> Option<T>;
+
+    /// The grant or renewal just answered was taken where the call went.
+    fn wrote(&self, _shared: &Shared) {}
+}
+
+impl Caller for Link {
+    fn call<T>(
+        &mut self,
+        shared: &Shared,
+        call: impl FnOnce(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
+    ) -> Option<T> {
+        self.call_at(shared.primary(), |con| call(con))
+    }
+
+    fn wrote(&self, shared: &Shared) {
+        shared.wrote(self);
+    }
 }
 
 /// Holds a granted lock for `hold_for`, renewing it every third of the
 /// lease (every 100 ms while renewals fail); returns when the holder
 /// stopped believing it holds the lock. Each renewal is also a write to
 /// the fenced resource.
-fn hold(
-    link: &mut Link,
+pub(crate) fn hold(
+    link: &mut impl Caller,
     shared: &Shared,
     (name, holder, token): (usize, &Holder, Option<i64>),
     sent: Instant,
@@ -169,17 +198,16 @@ fn hold(
             return believed_until;
         }
         if now >= hold_end {
-            let _ = link.call(shared.primary(), |con| {
+            let _ = link.call(shared, |con| {
                 redis::cmd("RLOCK.RELEASE").arg(&key).arg(&holder.owner).query::<redis::Value>(con)
             });
             return now;
         }
-        let renewed = link.call(shared.primary(), |con| {
-            redis::cmd("RLOCK.RENEW").arg(&key).arg(&holder.owner).arg(lease_ms).query::<i64>(con)
-        });
+        let renewed = link
+            .call(shared, |con| redis::cmd("RLOCK.RENEW").arg(&key).arg(&holder.owner).arg(lease_ms).query::<i64>(con));
         match renewed {
             Some(1) => {
-                shared.wrote(link);
+                link.wrote(shared);
                 (believed_until, next_renewal) = (now + LEASE, now + LEASE / 3);
             }
             Some(_) => return Instant::now(), // told it lost the lock
@@ -203,7 +231,7 @@ impl Link {
 
     /// Runs `call` on the server at `port`; `None` when it failed (no
     /// connection, an error or a timeout).
-    pub(crate) fn call<T>(
+    pub(crate) fn call_at<T>(
         &mut self,
         port: u16,
         call: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
@@ -230,7 +258,7 @@ fn connect(port: u16) -> Option<redis::Connection> {
 
 /// One acquire: `Some` when granted, with its token when fenced; `None` when refused.
 fn acquire(
-    con: &mut redis::Connection,
+    con: &mut dyn redis::ConnectionLike,
     protocol: Protocol,
     name: usize,
     owner: &str,

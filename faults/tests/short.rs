@@ -1,8 +1,9 @@
 //! The short fault run of `make test`: the recommended configuration
 //! (lock-delay and min-replicas) grants no lock twice under kill -9,
 //! SIGSTOP, a partition and a host crash that loses the last second of
-//! replication, and fencing turns away the late write of a
-//! holder paused past its lease. One run each; `make faults` runs the
+//! replication, a slot migration grants no lock twice to callers blocked
+//! on the server, and fencing turns away the late write of a holder
+//! paused past its lease. One run each; `make faults` runs the
 //! whole matrix. The partition and the host crash need root (iptables):
 //! without it, they are left out, and the test says so.
 
@@ -36,6 +37,13 @@ fn no_double_grant_in_the_recommended_configuration_and_no_stale_fenced_write() 
         }
         assert!(granted_again, "{}: nothing granted after the fault, twice", fault.label());
     }
+    // A slot migration while callers wait on the server: the node the
+    // slot left grants it to none of them (it did, and the next MIGRATE
+    // failed BUSYKEY, before the module asked whether it serves the keys).
+    let outcome = run(&setups::cluster_blocking(), Fault::SlotMigration, 1);
+    eprintln!("cluster, blocking / slot migration: {outcome:?}");
+    assert_eq!(outcome.overlaps.pairs, 0, "slot migration: a lock granted twice: {outcome:?}");
+    assert!(outcome.first_grant.is_some(), "slot migration: nothing granted after it: {outcome:?}");
     // A holder paused past its lease: fencing turns its late write away.
     let outcome = run(&setups::fenced(), Fault::ClientPause, 1);
     eprintln!("fenced / client pause: {outcome:?}");
