@@ -8,9 +8,12 @@ use crate::lease::expiry;
 use crate::lock;
 use crate::lock::acquire_once::{remember, Grant, Requester};
 use crate::store::{cluster_mode, now_ms, RedisLatch, RedisLock};
-use redis_module::{raw, Context, RedisError, RedisString, RedisValue};
+use redis_module::{
+    raw, CallOptions, CallOptionsBuilder, CallReply, CallResult, Context, RedisError, RedisString, RedisValue,
+};
 use std::os::raw::{c_int, c_void};
 use std::ptr;
+use std::sync::OnceLock;
 
 /// A blocked client's handle, as a number.
 pub type Client = usize;
@@ -38,8 +41,9 @@ pub fn select_lock<'a>(ctx: &Context, id: &'a [u8]) -> &'a [u8] {
 /// How soon a write put off by a write pause is tried again.
 pub const PAUSED_RETRY_MS: i64 = 10;
 
-/// How soon a write put off by a cluster down is tried again.
-pub const CLUSTER_DOWN_RETRY_MS: i64 = 100;
+/// How soon a write put off because Redis would refuse a client's (the
+/// cluster down, too few good replicas, a failed save) is tried again.
+pub const REFUSED_RETRY_MS: i64 = 100;
 
 /// Whether the server may write a lock by itself now (a timer's grant, a
 /// queue's upkeep): Redis does not route or refuse its own writes as it
@@ -47,9 +51,10 @@ pub const CLUSTER_DOWN_RETRY_MS: i64 = 100;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MayWrite {
     Now,
-    /// Writes are paused, or the cluster is down (the keys are here, but
-    /// Redis serves no client, and another node may take the slot over):
-    /// ask again in so many ms.
+    /// Writes are paused, or Redis would refuse a client's write now (the
+    /// cluster is down, and another node may take the slot over; fewer
+    /// good replicas than `min-replicas-to-write`; a failed save with
+    /// `stop-writes-on-bgsave-error`): ask again in so many ms.
     Later(i64),
     /// A replica: its primary writes.
     Never,
@@ -67,22 +72,37 @@ pub fn may_write(ctx: &Context, keys: &[&[u8]]) -> MayWrite {
     if unsafe { api!(RedisModule_AvoidReplicaTraffic)() } != 0 {
         return MayWrite::Later(PAUSED_RETRY_MS);
     }
-    if !cluster_mode() {
-        return MayWrite::Now;
+    if cluster_mode() {
+        // Asked first: with `cluster-allow-reads-when-down`, the check
+        // below (a read) would pass while the cluster is down.
+        let up = matches!(ctx.call("CLUSTER", &["INFO"]),
+            Ok(RedisValue::SimpleString(info)) if info.contains("cluster_state:ok"));
+        if !up {
+            return MayWrite::Later(REFUSED_RETRY_MS);
+        }
+        // A module's call gets Redis's routing check: keys not served here
+        // make it fail (no reply).
+        if !matches!(ctx.call("EXISTS", keys), Ok(RedisValue::Integer(_))) {
+            return MayWrite::Left;
+        }
     }
-    // Asked first: with `cluster-allow-reads-when-down`, the check below
-    // (a read) would pass while the cluster is down.
-    let up = matches!(ctx.call("CLUSTER", &["INFO"]),
-        Ok(RedisValue::SimpleString(info)) if info.contains("cluster_state:ok"));
-    if !up {
-        return MayWrite::Later(CLUSTER_DOWN_RETRY_MS);
+    match writes_accepted(ctx, keys[0]) {
+        true => MayWrite::Now,
+        false => MayWrite::Later(REFUSED_RETRY_MS),
     }
-    // A module's call gets Redis's routing check: keys not served here
-    // make it fail (no reply).
-    match ctx.call("EXISTS", keys) {
-        Ok(RedisValue::Integer(_)) => MayWrite::Now,
-        _ => MayWrite::Left,
-    }
+}
+
+/// Whether Redis would take a client's write now: a write that changes
+/// nothing (`SETRANGE key 0 ""`), called in script mode, which refuses
+/// writes as Redis refuses a client's (too few good replicas, a failed
+/// save) with no reply at all. Its reply, whatever it is (a length, or
+/// `WRONGTYPE` on a lock's hash), means the write was let through.
+fn writes_accepted(ctx: &Context, key: &[u8]) -> bool {
+    static SCRIPT_MODE: OnceLock<CallOptions> = OnceLock::new();
+    let options = SCRIPT_MODE.get_or_init(|| CallOptionsBuilder::new().script_mode().build());
+    let args: [&[u8]; 3] = [key, b"0", b""];
+    let reply: CallResult = ctx.call_ext("SETRANGE", options, &args[..]);
+    !matches!(reply, Ok(CallReply::Unknown))
 }
 
 /// Records the grant to a blocked caller of `owner` under its request id
