@@ -145,7 +145,7 @@ bench: deps java-deps redisson-jars
 # The fault-injection suite (faults/): every configuration under kill -9,
 # SIGSTOP, a partition and a host crash (iptables: need root), a slot
 # migration and a paused client, 3 runs each, with Sentinel, a cluster and
-# RedLock (its restarts); the report is saved as FAULTS.md. About 80
+# RedLock (its restarts); the report is saved as FAULTS.md. About 95
 # minutes; Ctrl-C cleans up. `make test` runs its short
 # form (faults/tests/short.rs) on Redis. The Redisson rows run real
 # Redisson in a JVM (faults/java): the suite compiles it and resolves its
