@@ -38,14 +38,15 @@ pub fn classpath() -> &'static str {
     CLASSPATH.get_or_init(|| {
         let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
         let target = project.join("target");
-        let status = Command::new("mvn")
-            .args(["-B", "-q", "-ntp", "-Dstyle.color=never", "compile", "dependency:build-classpath"])
+        let built = Command::new("mvn")
+            .args(["-B", "-q", "-ntp", "compile", "dependency:build-classpath"])
             .arg(format!("-Dredisson.version={REDISSON_VERSION}"))
             .arg(format!("-Dmdep.outputFile={}", target.join("classpath").display()))
             .current_dir(&project)
-            .status()
+            .output()
             .expect("run mvn (make java-deps installs Maven and a JDK)");
-        assert!(status.success(), "building faults/java failed");
+        let said = String::from_utf8_lossy(&built.stdout) + String::from_utf8_lossy(&built.stderr);
+        assert!(built.status.success(), "building faults/java failed:\n{said}");
         let jars = std::fs::read_to_string(target.join("classpath")).expect("faults/java/target/classpath");
         format!("{}:{}", target.join("classes").display(), jars.trim())
     })
