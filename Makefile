@@ -145,10 +145,12 @@ bench: deps java-deps redisson-jars
 # The fault-injection suite (faults/): every configuration under kill -9,
 # SIGSTOP, a partition and a host crash (iptables: need root), a slot
 # migration and a paused client, 3 runs each, with Sentinel, a cluster and
-# RedLock (its restarts); the report is saved as FAULTS.md. About 80
+# RedLock (its restarts); the report is saved as FAULTS.md. About 95
 # minutes; Ctrl-C cleans up. `make test` runs its short
-# form (faults/tests/short.rs) on Redis.
-faults: deps
+# form (faults/tests/short.rs) on Redis. The Redisson rows run real
+# Redisson in a JVM (faults/java): the suite compiles it and resolves its
+# classpath with Maven once, then starts `java -cp` each run.
+faults: deps java-deps
 	$(CARGO) build --workspace
 	target/debug/rlock-faults --runs 3 --out FAULTS.md
 

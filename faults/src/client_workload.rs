@@ -8,7 +8,7 @@
 //! release and `lost()`, and each wait, for the stuck-waiter check. The
 //! client-pause fault stops a holder's whole client past its lease.
 
-use crate::workload::{lock_name, Section, Shared, Wait, LEASE, LONGEST_HOLD_MS, NAMES};
+use crate::workload::{lock_name, Section, Shared, Wait, LEASE, LONGEST_HOLD_MS, NAMES, PAUSE};
 use rlock_client::{Client, ClientOptions};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -57,7 +57,7 @@ async fn run(id: usize, nodes: &Nodes, shared: &Shared, seed: u64) {
             // The whole client stops (a GC pause, a SIGSTOP): its watchdog
             // too. It acts as the holder until it wakes, and only then
             // could it hear of `lost()`.
-            std::thread::sleep(LEASE + Duration::from_secs(1));
+            std::thread::sleep(PAUSE);
             shared.record_section(Section { name, client: id, start: answered, end: Instant::now() });
             let _ = tokio::time::timeout(LEASE, guard.unlock()).await;
             continue;

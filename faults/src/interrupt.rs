@@ -1,4 +1,5 @@
 //! Ctrl-C (or SIGTERM) during `make faults`: the servers the run started
+//! (and the Redisson workload's JVM, which runs in the run's directory)
 //! are killed, stopped ones included (a SIGSTOPped primary would not act
 //! on the terminal's SIGINT until continued), their directories removed,
 //! and the partition's iptables rules dropped. Without this, an

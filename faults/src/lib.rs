@@ -1,7 +1,8 @@
 //! The fault-injection suite: locks under failover. A run starts a
 //! primary with two replicas and three Sentinels (or a cluster of three
 //! primaries with a replica each, or, for RedLock, five independent
-//! primaries), lets clients take locks
+//! primaries), lets clients (raw module commands, rlock-client, or real
+//! Redisson in a JVM) take locks
 //! on a few names while they write to an external resource, injects one
 //! fault, and counts the locks granted twice, the stale fenced writes
 //! accepted, and how long the locks were unavailable. `make faults` runs
@@ -13,6 +14,7 @@ pub mod checker;
 pub mod client_workload;
 pub mod cluster;
 pub mod interrupt;
+pub mod java_workload;
 pub mod partition;
 pub mod redlock;
 pub mod report;

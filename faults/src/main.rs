@@ -70,13 +70,19 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
          Cluster: {cluster_primaries} primaries with a replica each (node timeout 2000 ms), the clients \
          rlock-client's; kill -9 and SIGSTOP ({stop_s} s) hit the primary of the first name's slot, and \
          the slot migration moves each name's slot to another primary (each half moved for 0.5 s \
-         before and after its keys move); its times to the first grant count the names the fault hit. {runs} run(s) per cell; – where a fault does not \
+         before and after its keys move); its times to the first grant count the names the fault hit. \
+         Redisson (Java): real Redisson {redisson} in Sentinel mode, one JVM whose {CLIENTS} threads \
+         take a name with `lockInterruptibly()` (its watchdog, `lockWatchdogTimeout` {lease} s, renews \
+         every third), hold it up to 5 s and unlock; a section runs from `lock()`'s return to before \
+         `unlock()` is sent; the client pause stops the whole JVM (SIGSTOP) past its lease; \
+         which server took a write is not known (old: –). {runs} run(s) per cell; – where a fault does not \
          apply. Server: {server}.\n\n",
         lease = LEASE.as_secs(),
         primaries = rlock_faults::redlock::PRIMARIES,
         in_flight = rlock_faults::run::IN_FLIGHT.as_secs(),
         cluster_primaries = rlock_faults::cluster::PRIMARIES,
         stop_s = rlock_faults::cluster::STOP_LASTS.as_secs(),
+        redisson = rlock_faults::java_workload::REDISSON_VERSION,
     );
     if let Some(why) = no_partition {
         text.push_str(&format!("No partition or host crash runs: iptables needs root ({why}).\n\n"));

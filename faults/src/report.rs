@@ -101,7 +101,8 @@ fn stale_writes(runs: &[Outcome]) -> String {
 /// The old primary's last write is known only of the raw clients.
 fn unavailability(runs: &[Outcome]) -> String {
     per_run(runs, |r| {
-        let old = if r.client_library.is_some() { "–".to_owned() } else { ms(r.old_primary_wrote) };
+        let unknown = r.client_library.is_some() || r.old_primary_unknown;
+        let old = if unknown { "–".to_owned() } else { ms(r.old_primary_wrote) };
         let changes = match r.primary_changes {
             0 | 1 => String::new(),
             n => format!(" then {} more", n - 1),

@@ -5,10 +5,11 @@ use crate::blocking_workload;
 use crate::checker::{overlaps, stuck_waits, Overlaps};
 use crate::client_workload::{self, Nodes};
 use crate::cluster;
+use crate::java_workload::Jvm;
 use crate::partition::{wait_for, Partition};
 use crate::redlock;
 use crate::watch;
-use crate::workload::{client, Protocol, Section, Shared, CLIENTS, NAMES};
+use crate::workload::{client, Protocol, Section, Shared, CLIENTS, NAMES, PAUSE};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
@@ -105,6 +106,9 @@ pub enum Workload {
     /// Cluster: each client waits on the server (`RLOCK.ACQUIRE … WAIT …
     /// ID`, see [`blocking_workload`]).
     Blocking,
+    /// Real Redisson (Java) on the Sentinels, in one JVM: its failover
+    /// handling, its watchdog (see [`crate::java_workload`]).
+    Redisson,
 }
 
 /// A configuration of the servers and the clients.
@@ -135,6 +139,8 @@ pub struct Outcome {
     /// From the fault to the last grant or renewal the first primary took
     /// after it (a cut-off or resumed primary's window).
     pub old_primary_wrote: Option<Duration>,
+    /// The clients do not say which server took their writes (Redisson's).
+    pub old_primary_unknown: bool,
     /// What only the rlock-client workload tells: its clients wait, and
     /// signal lost holds.
     pub client_library: Option<LibraryOutcome>,
@@ -181,14 +187,30 @@ fn run_sentinel_group(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
         thread::spawn(move || watch::follow_sentinels(&shared, &ports, original))
     };
     let nodes = Nodes::Sentinels(group.sentinel_ports());
-    let inject = || inject(&mut group, &shared, fault);
-    let fault_at = match setup.workload {
-        Workload::Commands(protocol) => drive(&shared, |id, shared| client(id, protocol, shared, seed), inject),
-        Workload::RlockClient => drive(&shared, |id, shared| client_workload::client(id, &nodes, shared, seed), inject),
-        Workload::Blocking => unreachable!("blocking clients run on the cluster"),
+    // Started before the run's clock: a JVM takes seconds to be ready.
+    let jvm = (setup.workload == Workload::Redisson).then(|| Jvm::start(&group.sentinel_ports(), seed, &shared));
+    let inject = || match (&jvm, fault) {
+        (Some(jvm), Fault::ClientPause) => {
+            jvm.pause(PAUSE);
+            None
+        }
+        _ => inject(&mut group, &shared, fault),
+    };
+    let fault_at = match (setup.workload, &jvm) {
+        (Workload::Commands(protocol), _) => {
+            drive(&shared, CLIENTS, |id, shared| client(id, protocol, shared, seed), inject)
+        }
+        (Workload::RlockClient, _) => {
+            drive(&shared, CLIENTS, |id, shared| client_workload::client(id, &nodes, shared, seed), inject)
+        }
+        // One driver thread: the JVM runs the clients.
+        (Workload::Redisson, Some(jvm)) => drive(&shared, 1, |_, shared| jvm.run(shared), inject),
+        (Workload::Redisson, None) => unreachable!("started above"),
+        (Workload::Blocking, _) => unreachable!("blocking clients run on the cluster"),
     };
     let changes = watcher.join().expect("the watcher panicked");
-    let outcome = outcome(&shared, (fault_at, &changes), setup.workload, &all_names());
+    let mut outcome = outcome(&shared, (fault_at, &changes), setup.workload, &all_names());
+    outcome.old_primary_unknown = jvm.is_some();
     // A run that granted nothing after the fault keeps the Sentinels' story.
     if outcome.first_grant.is_none() || std::env::var_os("RLOCK_FAULTS_LOGS").is_some() {
         eprintln!("{} under {fault:?}, the Sentinels' logs:\n{}", setup.label, group.sentinel_logs());
@@ -221,6 +243,7 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let nodes = Nodes::Cluster(ports.clone());
     let fault_at = drive(
         &shared,
+        CLIENTS,
         |id, shared| match setup.workload {
             Workload::Blocking => blocking_workload::client(id, &ports, shared, seed),
             _ => client_workload::client(id, &nodes, shared, seed),
@@ -252,6 +275,7 @@ fn run_redlock(setup: &Setup, seed: u64) -> Outcome {
     let shared = Shared::new(ports[0]);
     let fault_at = drive(
         &shared,
+        CLIENTS,
         |id, shared| redlock::client(id, &ports, shared, seed),
         || servers[..RESTARTED].iter_mut().for_each(Server::restart),
     );
@@ -268,18 +292,19 @@ fn wait_for_delay_end(servers: &[Server]) {
     }
 }
 
-/// Runs the clients for the run's length with the fault [`WARMUP`] in
-/// (what `inject` returns lasts until the run ends); returns when the
-/// fault came.
+/// Runs `clients` threads of `client` for the run's length with the
+/// fault [`WARMUP`] in (what `inject` returns lasts until the run ends);
+/// returns when the fault came.
 fn drive<Lasting>(
     shared: &Arc<Shared>,
+    clients: usize,
     client: impl Fn(usize, &Shared) + Sync,
     inject: impl FnOnce() -> Lasting,
 ) -> Instant {
     thread::scope(|scope| {
         let started = Instant::now();
         let client = &client;
-        let clients: Vec<_> = (0..CLIENTS).map(|id| scope.spawn(move || client(id, shared))).collect();
+        let clients: Vec<_> = (0..clients).map(|id| scope.spawn(move || client(id, shared))).collect();
         thread::sleep(WARMUP);
         let fault_at = Instant::now();
         let lasting = inject();
@@ -331,6 +356,7 @@ fn outcome(shared: &Shared, (fault_at, changes): (Instant, &[Instant]), workload
         primary_changes: changes.len(),
         first_grant: first_grant_at.map(|at| at - fault_at),
         old_primary_wrote: old_primary_wrote.filter(|at| *at >= fault_at).map(|at| at - fault_at),
+        old_primary_unknown: false,
         client_library,
     }
 }
@@ -374,7 +400,7 @@ fn stop(server: &Server, lasts: Duration) {
     server.resume();
 }
 
-fn info_field(con: &mut redis::Connection, field: &str) -> Option<i64> {
+pub(crate) fn info_field(con: &mut redis::Connection, field: &str) -> Option<i64> {
     let info: String = redis::cmd("INFO").arg("rlock").query(con).ok()?;
     info.lines().find_map(|line| line.strip_prefix(&format!("{field}:")))?.trim().parse().ok()
 }

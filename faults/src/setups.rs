@@ -92,6 +92,20 @@ pub fn all() -> Vec<Setup> {
             lock_delay(),
             min_replicas(),
         ),
+        // Real Redisson: its scripts as Lua, no protection (the control),
+        // then natively, where the module's lock-delay applies to them.
+        sentinel_group(
+            "Redisson (Java), scripts as Lua",
+            Workload::Redisson,
+            args(&["redisson-scripts", "off"]),
+            vec![],
+        ),
+        sentinel_group(
+            "Redisson (Java), natively, lock-delay + min-replicas",
+            Workload::Redisson,
+            [args(&["redisson-scripts", "native"]), lock_delay()].concat(),
+            min_replicas(),
+        ),
         cluster("cluster, rlock-client, no lock-delay", Workload::RlockClient, vec![]),
         // Not min-replicas: with one replica a shard, a promoted replica
         // has none left and would refuse every write.

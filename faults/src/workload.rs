@@ -17,6 +17,8 @@ pub const CLIENTS: usize = 8;
 pub const NAMES: usize = 4;
 pub const LEASE: Duration = Duration::from_millis(3_000);
 pub(crate) const LONGEST_HOLD_MS: u64 = 5_000;
+/// How long the client-pause fault stops a holder: past its lease.
+pub const PAUSE: Duration = LEASE.saturating_add(Duration::from_secs(1));
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Which lock the clients take, and how.
@@ -189,7 +191,7 @@ pub(crate) fn hold(
         let wake = hold_end.min(next_renewal).min(believed_until);
         std::thread::sleep(wake.saturating_duration_since(Instant::now()));
         if shared.pause_next_holder.swap(false, Ordering::Relaxed) {
-            std::thread::sleep(LEASE + Duration::from_secs(1));
+            std::thread::sleep(PAUSE);
             write(token);
             return Instant::now(); // it acted as the holder until here
         }
