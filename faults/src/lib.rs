@@ -15,6 +15,7 @@ pub mod client_workload;
 pub mod cluster;
 pub mod interrupt;
 pub mod java_workload;
+pub mod outcome;
 pub mod partition;
 pub mod redlock;
 pub mod report;
