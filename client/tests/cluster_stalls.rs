@@ -1,0 +1,86 @@
+//! rlock-client on a real Redis Cluster whose primary hangs (SIGSTOP): the
+//! client follows a hung primary's promoted replica while the old primary
+//! still hangs.
+
+use rlock_client::{Client, ClientOptions};
+use std::time::{Duration, Instant};
+use testkit::{Cluster, Server};
+
+/// Resumes a SIGSTOPped node when dropped, also when the test fails.
+struct Resume<'a>(&'a Server);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.0.resume();
+    }
+}
+
+async fn wait_for_rounds(client: &Client, rounds: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.watchdog_stats().rounds < rounds {
+        assert!(Instant::now() < deadline, "the watchdog stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The first `prefix:N` name whose primary is not `port`.
+fn name_off(cluster: &Cluster, prefix: &str, port: u16) -> String {
+    (0..).map(|n| format!("{prefix}:{n}")).find(|name| cluster.primary_for(name.as_bytes()).port() != port).unwrap()
+}
+
+/// A primary that hangs (SIGSTOP) is replaced by its replica: the client
+/// follows the promotion while the old primary still hangs, rather than
+/// when it resumes and answers MOVED; the holds on other shards go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_primarys_slot_follows_its_promoted_replica_while_it_hangs() {
+    let cluster = Cluster::start(3, 1);
+    // Default replica sync: an acquire first reads the primary's replicas.
+    let options = ClientOptions::default().with_watchdog_timeout(Duration::from_secs(3));
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let hung = cluster.primary_for(b"{hung}held");
+    let replica = cluster.replica_for(b"{hung}held");
+    let elsewhere = name_off(&cluster, "elsewhere", hung.port());
+    // From a steady state: the client holds a name in the hung slot and
+    // one on another shard, and the watchdog renews both.
+    let _in_hung_slot = client.lock("{hung}held").lock().await.unwrap();
+    let on_other_shard = client.lock(elsewhere.as_str()).lock().await.unwrap();
+    wait_for_rounds(&client, 1).await;
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("{hung}").query(&mut replica.connection()).unwrap();
+    let others: Vec<u16> = cluster.nodes.iter().map(Server::port).filter(|&port| port != hung.port()).collect();
+
+    hung.pause();
+    let _resume = Resume(hung);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let others = others.clone();
+        let owner = tokio::task::spawn_blocking(move || testkit::slot_owner_among(&others, slot)).await.unwrap();
+        if owner == Some(replica.port()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the replica was never promoted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let promoted = Instant::now();
+
+    // Bounded from outside too: the first try is always made, whatever
+    // the wait, and a try sent to the hung node could wait as long as it hangs.
+    let free = client.lock("{hung}free");
+    let tried = tokio::time::timeout(Duration::from_secs(10), free.try_lock(Duration::from_secs(5), None));
+    let guard = tried.await.expect("try_lock still pending 10 s after the promotion").unwrap();
+    let guard = guard.expect("granted by the promoted replica while the old primary hangs");
+    assert!(promoted.elapsed() < Duration::from_secs(3), "granted {:?} after the promotion", promoted.elapsed());
+    let pttl: i64 = redis::cmd("PTTL").arg("{hung}free").query(&mut replica.connection()).unwrap();
+    assert!(pttl > 0, "the grant is on the promoted replica (PTTL {pttl})");
+    // A waiting lock() on another free name of the slot: at once.
+    let free = client.lock("{hung}free2");
+    let locked = tokio::time::timeout(Duration::from_secs(3), free.lock()).await;
+    let waited = locked.expect("lock() on a free name waited over 3 s").unwrap();
+
+    // Renewals went on on the other shard, through more than a lease.
+    wait_for_rounds(&client, client.watchdog_stats().rounds + 4).await;
+    assert!(!on_other_shard.is_lost(), "a hold on another shard was reported lost");
+    assert!(!guard.is_lost() && !waited.is_lost(), "a grant on the promoted replica was reported lost");
+    guard.unlock().await.unwrap();
+    waited.unlock().await.unwrap();
+    on_other_shard.unlock().await.unwrap();
+}
