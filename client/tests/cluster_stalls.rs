@@ -1,6 +1,7 @@
-//! rlock-client on a real Redis Cluster whose primary hangs (SIGSTOP): the
-//! client follows a hung primary's promoted replica while the old primary
-//! still hangs.
+//! rlock-client on a real Redis Cluster whose primary hangs (SIGSTOP) or
+//! stalls (DEBUG SLEEP): the client follows a hung primary's promoted
+//! replica while the old primary still hangs, and a stall costs no hold
+//! and runs no command twice.
 
 use rlock_client::{Client, ClientOptions};
 use std::time::{Duration, Instant};
@@ -26,6 +27,14 @@ async fn wait_for_rounds(client: &Client, rounds: u64) {
 /// The first `prefix:N` name whose primary is not `port`.
 fn name_off(cluster: &Cluster, prefix: &str, port: u16) -> String {
     (0..).map(|n| format!("{prefix}:{n}")).find(|name| cluster.primary_for(name.as_bytes()).port() != port).unwrap()
+}
+
+/// A command's calls on `node` so far, from `INFO commandstats`.
+fn calls(node: &Server, command: &str) -> u64 {
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut node.connection()).unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    let line = stats.lines().find_map(|line| line.strip_prefix(prefix.as_str()));
+    line.and_then(|rest| rest.split(',').next()?.parse().ok()).unwrap_or(0)
 }
 
 /// A primary that hangs (SIGSTOP) is replaced by its replica: the client
@@ -83,4 +92,61 @@ async fn a_hung_primarys_slot_follows_its_promoted_replica_while_it_hangs() {
     guard.unlock().await.unwrap();
     waited.unlock().await.unwrap();
     on_other_shard.unlock().await.unwrap();
+}
+
+/// A primary that stalls for a second (DEBUG SLEEP 1, shorter than the
+/// node timeout: no failover) while the client renews, acquires and
+/// releases there: its acquires are settled by their request id, nothing
+/// is reported lost, and the semaphore release runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_primary_costs_no_hold_and_runs_nothing_twice() {
+    let cluster = Cluster::start_with(3, 0, |node| node.config("enable-debug-command", "local"));
+    // Renewal rounds and acquires both give up on the node during the stall.
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_millis(1500))
+        .with_cluster_reply_timeout(Duration::from_millis(300));
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let node = cluster.primary_for(b"{stall}");
+    let held = client.lock("{stall}held").lock().await.unwrap();
+    let semaphore = client.semaphore("{stall}permits");
+    assert!(semaphore.try_set_permits(0).await.unwrap());
+    wait_for_rounds(&client, 1).await;
+    let releases = calls(node, "rsem.release");
+
+    let unbounded = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let redis = node.client();
+    let connect = || redis.get_multiplexed_async_connection_with_config(&unbounded);
+    let (mut sleeper, mut probe) = (connect().await.unwrap(), connect().await.unwrap());
+    let stall = tokio::spawn(async move {
+        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query_async(&mut sleeper).await.unwrap();
+    });
+    // Polled: the node stalls once a PING gets no reply.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tokio::time::timeout(Duration::from_millis(50), redis::cmd("PING").query_async::<()>(&mut probe))
+        .await
+        .is_ok()
+    {
+        assert!(Instant::now() < deadline, "the node never stalled");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let fixed = client.lock("{stall}fixed");
+    let watched = client.lock("{stall}watched");
+    let (released, fixed, watched) = tokio::join!(
+        semaphore.release(1),
+        fixed.try_lock(Duration::from_secs(5), Some(Duration::from_secs(10))),
+        watched.try_lock(Duration::from_secs(5), None),
+    );
+    released.unwrap();
+    let (fixed, watched) = (fixed.unwrap().expect("granted after the stall"), watched.unwrap().expect("granted"));
+    stall.await.unwrap();
+
+    // More than a lease of rounds after the stall.
+    wait_for_rounds(&client, client.watchdog_stats().rounds + 4).await;
+    assert!(!held.is_lost() && !watched.is_lost() && !fixed.is_lost(), "a hold reported lost after a 1 s stall");
+    assert_eq!(client.watchdog_stats().lost, 0);
+    assert_eq!(semaphore.available().await.unwrap(), 1, "the release added its permit once");
+    assert_eq!(calls(node, "rsem.release"), releases + 1, "RSEM.RELEASE ran once");
+    for guard in [held, fixed, watched] {
+        guard.unlock().await.unwrap();
+    }
 }

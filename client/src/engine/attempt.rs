@@ -18,7 +18,7 @@ use crate::engine::release::release;
 use crate::engine::resend::{resend, ResentGrant};
 use crate::engine::run_to_end::run_to_end;
 use crate::error::{Error, Result};
-use crate::transport::connection::Connection;
+use crate::transport::connection::{within, Connection, ReplyBound};
 use crate::transport::replica_sync::Plan;
 use redis::Value;
 use std::time::Duration;
@@ -113,13 +113,20 @@ pub(crate) async fn run(
     // call can be cancelled by its name.
     let mut named = Named::new(&shared.record_refused, &connection, &state.id);
     let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());
+    // In a cluster a named acquire waits a bounded time for its node: the
+    // resend below settles it, on the slot's new owner after a failover.
+    let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
+    let bound = match named {
+        Some(_) => connection.reply_bound(shared.options.cluster_reply_timeout.saturating_add(sync_wait)),
+        None => None,
+    };
     let sent = match blocked.as_mut() {
         None => {
-            let mut sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), sync).await;
+            let mut sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), (sync, &bound)).await;
             if named.is_some() && sent.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
                 named = None;
                 acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
-                sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), sync).await;
+                sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), (sync, &None)).await;
             }
             sent
         }
@@ -301,20 +308,20 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 }
 
 /// The `acquire` (`requested_at`: when it is sent); then WAIT when
-/// replicas must acknowledge. One round trip. The full reply gives the
-/// owner's count after a grant.
+/// replicas must acknowledge. One round trip, waited for at most `bound`
+/// (see [`within`]). The full reply gives the owner's count after a grant.
 async fn send(
     connection: &mut Connection,
     id: &LockId,
     (acquire, requested_at): (redis::Cmd, Instant),
-    sync: Option<&Plan>,
+    (sync, bound): (Option<&Plan>, &ReplyBound),
 ) -> Result<Sent> {
     let mut pipe = redis::pipe();
     pipe.add_command(acquire);
     if let Some(plan) = sync {
         pipe.add_command(plan.wait());
     }
-    let replies: Vec<Value> = pipe.ignore_errors().query_async(connection).await?;
+    let replies: Vec<Value> = within(bound, &id.name, pipe.ignore_errors().query_async(connection)).await?;
     if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
         return Err(redis::RedisError::from(err.clone()).into());
     }

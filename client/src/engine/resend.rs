@@ -13,7 +13,7 @@ use crate::engine::commands::FullReply;
 use crate::engine::handle::Handle;
 use crate::engine::named::Named;
 use crate::error::{Error, Result};
-use crate::transport::connection::Connection;
+use crate::transport::connection::{within, Connection};
 use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -64,10 +64,12 @@ async fn resend_until_answered(
     let (shared, state) = (lock.shared(), lock.state());
     let mut caller = Some((reply_tx, err));
     let mut backoff = Backoff::new(lock);
+    // In a cluster each try waits a bounded time: a hung node's slot is
+    // looked up again, and the next try goes to its new owner.
+    let bound = connection.reply_bound(shared.options.cluster_reply_timeout);
     let (reply, sent_at) = loop {
         let sent_at = Instant::now();
-        match again
-            .query_async::<Value>(connection)
+        match within(&bound, &state.id.name, again.query_async::<Value>(connection))
             .await
             .map_err(Error::from)
             .and_then(|reply| FullReply::parse(reply, state.id.kind))

@@ -7,6 +7,7 @@
 pub(crate) mod blocking_pool;
 pub(crate) mod connection;
 pub(crate) mod latch_sweeper;
+pub(crate) mod node_connections;
 pub(crate) mod node_pipelines;
 pub(crate) mod pubsub;
 pub(crate) mod replica_sync;

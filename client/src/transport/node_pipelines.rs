@@ -7,17 +7,31 @@
 //! key whose slot has no known owner, makes the next call read the slot
 //! map again. Failed commands are not retried here: the caller's next
 //! round is the retry.
+//!
+//! Key commands go by redis-rs's routing, but for the slots the slot map
+//! reroutes (see [`SlotMapCache::route`]): those go to their owner by the
+//! client's map, on the client's own connection to it, as does everything
+//! for a node that owns such slots (redis-rs may not know it yet). Neither
+//! that connection nor the main cluster connection has a response timeout,
+//! so nothing is ever sent again by itself; a caller that may give up
+//! waiting bounds its own wait and reports the slot
+//! ([`ClusterNodes::reroute`]).
 
 use crate::transport::connection::{key_slot, NodeReplies};
 use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Arg, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A cluster connection with the slot map its clones share.
+/// The module's commands that name no key first.
+const KEYLESS: [&[u8]; 2] = [b"RLOCK.LIST", b"RLOCK.WAITERS"];
+
+/// A cluster connection with the slot map its clones (and the client's
+/// other connections to the cluster) share.
 #[derive(Clone)]
 pub(crate) struct ClusterNodes {
     pub connection: ClusterConnection,
@@ -25,8 +39,51 @@ pub(crate) struct ClusterNodes {
 }
 
 impl ClusterNodes {
-    pub fn new(connection: ClusterConnection) -> Self {
-        Self { connection, slot_map: Arc::default() }
+    pub fn new(connection: ClusterConnection, slot_map: Arc<SlotMapCache>) -> Self {
+        Self { connection, slot_map }
+    }
+
+    /// Runs `cmd` on the primary of `key`'s slot.
+    pub async fn query_for_key<T: redis::FromRedisValue>(&self, key: &[u8], cmd: Cmd) -> RedisResult<T> {
+        let slot = key_slot(key);
+        if let Some(sent) = self.send_rerouted(slot, Request::Cmd(&cmd)).await {
+            return Ok(redis::from_redis_value(sent?.single()?.extract_error()?)?);
+        }
+        let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+        Ok(redis::from_redis_value(self.connection.clone().route_command(cmd, RoutingInfo::SingleNode(route)).await?)?)
+    }
+
+    /// A caller gave up waiting for the node of `key`'s slot: reads the
+    /// slot map again (within `timeout`, from the other nodes first), and
+    /// from then on sends the slot's commands to the owner it names (a
+    /// promoted replica once a node names it).
+    pub async fn reroute(&self, key: &[u8], timeout: Duration) {
+        self.slot_map.suspect(key_slot(key));
+        let _ = self.slot_map.get(&self.connection, timeout).await;
+    }
+
+    /// Sends `request`, for `slot`, on this client's own connection to the
+    /// slot's owner by its map, when the map reroutes the slot; `None`
+    /// when it does not, or when the owner answered MOVED or ASK (nothing
+    /// ran: the caller sends it by redis-rs's routing, which follows).
+    async fn send_rerouted(&self, slot: u16, request: Request<'_>) -> Option<RedisResult<Reply>> {
+        let node = self.slot_map.route(slot)?;
+        let sent = match self.slot_map.nodes.get(&node).await {
+            Ok(mut connection) => request.send(&mut connection).await,
+            Err(err) => Err(err),
+        };
+        match &sent {
+            Ok(reply) if reply.redirected() => {
+                self.slot_map.redirected(slot);
+                return None;
+            }
+            Err(err) if !err.is_timeout() => {
+                self.slot_map.nodes.failed(&node);
+                self.slot_map.suspect(slot);
+            }
+            _ => {}
+        }
+        Some(sent)
     }
 
     /// The primaries, from the slot map (read again when stale).
@@ -36,6 +93,9 @@ impl ClusterNodes {
 
     /// Runs `cmd` on `node`.
     pub async fn query_on<T: redis::FromRedisValue>(&self, node: &Node, cmd: Cmd) -> RedisResult<T> {
+        if self.slot_map.owns_rerouted(node) {
+            return cmd.query_async(&mut self.slot_map.nodes.get(node).await?).await;
+        }
         let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
         let reply = self.connection.clone().route_command(cmd, RoutingInfo::SingleNode(route)).await?;
         Ok(redis::from_redis_value(reply)?)
@@ -53,9 +113,20 @@ impl ClusterNodes {
         let mut pipelines = tokio::task::JoinSet::new();
         for (node, (pipe, indexes)) in split.pipelines {
             let mut connection = self.connection.clone();
+            // A slot's new owner redis-rs may not know yet: on the client's own connection.
+            let own = self.slot_map.owns_rerouted(&node).then(|| self.slot_map.nodes.clone());
             pipelines.spawn(async move {
-                let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
-                let sent = connection.route_pipeline(pipe, 0, indexes.len(), route);
+                let sent = async {
+                    let Some(nodes) = own else {
+                        let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
+                        return connection.route_pipeline(pipe, 0, indexes.len(), route).await;
+                    };
+                    let sent = Request::Pipeline(&pipe, 0, indexes.len()).send(&mut nodes.get(&node).await?).await;
+                    if sent.as_ref().is_err_and(|err| !err.is_timeout()) {
+                        nodes.failed(&node);
+                    }
+                    sent?.multiple()
+                };
                 let result = tokio::time::timeout(timeout, sent).await.unwrap_or_else(|_| Err(timed_out(&node)));
                 (node, indexes, result)
             });
@@ -80,9 +151,113 @@ impl ClusterNodes {
             let unknown = RedisError::from((ErrorKind::ClusterConnectionNotFound, "no known primary for the slot"));
             answers.push((split.unowned, Err(unknown)));
         }
-        self.slot_map.report(failed, unowned);
+        // A redirect the client's own connection got: the map is stale.
+        let redirected =
+            answers.iter().any(|(_, answer)| answer.as_ref().is_ok_and(|values| values.iter().any(redirect)));
+        self.slot_map.report(failed, unowned || redirected);
         NodeReplies { replies: merge(count, answers), all_answered }
     }
+}
+
+/// A module command (`RLOCK.ACQUIRE`, `RSEM.RELEASE`…), or a pipeline
+/// that starts with one, goes to its key's owner by the client's map when
+/// the map reroutes the slot; anything else by redis-rs's routing.
+impl ConnectionLike for ClusterNodes {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let Some(slot) = routing_key(cmd).map(key_slot) else { return self.connection.req_packed_command(cmd) };
+        Box::pin(async move {
+            match self.send_rerouted(slot, Request::Cmd(cmd)).await {
+                Some(sent) => sent?.single(),
+                None => self.connection.req_packed_command(cmd).await,
+            }
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let Some(slot) = pipeline.cmd_iter().next().and_then(routing_key).map(key_slot) else {
+            return self.connection.req_packed_commands(pipeline, offset, count);
+        };
+        Box::pin(async move {
+            match self.send_rerouted(slot, Request::Pipeline(pipeline, offset, count)).await {
+                Some(sent) => sent?.multiple(),
+                None => self.connection.req_packed_commands(pipeline, offset, count).await,
+            }
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.connection.get_db()
+    }
+}
+
+/// MOVED or ASK: the node does not serve the slot (now), and ran nothing.
+fn redirect(value: &Value) -> bool {
+    matches!(value, Value::ServerError(err) if matches!(err.code(), "MOVED" | "ASK"))
+}
+
+/// A command or a pipeline (its offset and count) for one node.
+#[derive(Clone, Copy)]
+enum Request<'a> {
+    Cmd(&'a Cmd),
+    Pipeline(&'a Pipeline, usize, usize),
+}
+
+/// Its reply.
+enum Reply {
+    Single(Value),
+    Multiple(Vec<Value>),
+}
+
+impl Request<'_> {
+    async fn send(self, connection: &mut MultiplexedConnection) -> RedisResult<Reply> {
+        Ok(match self {
+            Request::Cmd(cmd) => Reply::Single(connection.req_packed_command(cmd).await?),
+            Request::Pipeline(pipeline, offset, count) => {
+                Reply::Multiple(connection.req_packed_commands(pipeline, offset, count).await?)
+            }
+        })
+    }
+}
+
+impl Reply {
+    /// A redirect (see [`redirect`]) among the replies.
+    fn redirected(&self) -> bool {
+        match self {
+            Reply::Single(value) => redirect(value),
+            Reply::Multiple(values) => values.iter().any(redirect),
+        }
+    }
+
+    fn single(self) -> RedisResult<Value> {
+        match self {
+            Reply::Single(value) => Ok(value),
+            Reply::Multiple(_) => Err((ErrorKind::Client, "a pipeline's replies for one command").into()),
+        }
+    }
+
+    fn multiple(self) -> RedisResult<Vec<Value>> {
+        match self {
+            Reply::Multiple(values) => Ok(values),
+            Reply::Single(_) => Err((ErrorKind::Client, "one reply for a pipeline").into()),
+        }
+    }
+}
+
+/// The key a module command names first, which redis-rs routes it by;
+/// `None` for other commands and the module's keyless ones.
+fn routing_key(cmd: &Cmd) -> Option<&[u8]> {
+    let mut args = cmd.args_iter().map(|arg| match arg {
+        Arg::Simple(arg) => arg,
+        _ => &[],
+    });
+    let verb = args.next()?;
+    let keyed = verb.contains(&b'.') && !KEYLESS.iter().any(|keyless| verb.eq_ignore_ascii_case(keyless));
+    args.next().filter(|_| keyed)
 }
 
 /// Commands grouped by node, each with the commands' original indexes.

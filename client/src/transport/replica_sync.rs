@@ -4,7 +4,7 @@
 //! lock the old primary granted but had not yet replicated.
 
 use crate::error::Result;
-use crate::transport::connection::{key_slot, Connection, Deployment};
+use crate::transport::connection::{key_slot, within, Connection, Deployment};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -67,11 +67,13 @@ pub(crate) struct ReplicaSyncState {
     connection: OnceCell<Connection>,
     /// Connected replicas per key slot's primary (one entry on one server).
     known_replicas: Mutex<HashMap<u16, (u32, Instant)>>,
+    /// How long a cluster node may take to tell its replicas.
+    reply_timeout: Duration,
 }
 
 impl ReplicaSyncState {
-    pub fn new(mode: ReplicaSync) -> Self {
-        Self { mode, connection: OnceCell::new(), known_replicas: Mutex::default() }
+    pub fn new(mode: ReplicaSync, reply_timeout: Duration) -> Self {
+        Self { mode, connection: OnceCell::new(), known_replicas: Mutex::default(), reply_timeout }
     }
 
     /// The plan for the next acquire of `key`; `None` when no `WAIT` is needed.
@@ -105,7 +107,9 @@ impl ReplicaSyncState {
         }
         let mut info = redis::cmd("INFO");
         info.arg("replication");
-        let info: String = main.clone().query_for_key(key, info).await?;
+        // A read, safe to give up on: a hung node's slot is looked up again.
+        let bound = main.reply_bound(self.reply_timeout);
+        let info: String = within(&bound, key, main.clone().query_for_key(key, info)).await?;
         let count = info
             .lines()
             .find_map(|line| line.strip_prefix("connected_slaves:"))

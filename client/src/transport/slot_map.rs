@@ -1,10 +1,14 @@
 //! Which primary serves each cluster slot, as this client last read it
 //! from CLUSTER SLOTS, so that the watchdog can split its commands per
-//! node without asking every round.
+//! node without asking every round, and so that key commands for a slot
+//! whose owner changed go to the new owner before redis-rs learns of it
+//! (redis-rs reads its own map again only on a redirect, which a hung old
+//! primary never sends).
 
+use crate::transport::node_connections::NodeConnections;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo, SingleNodeRoutingInfo};
-use redis::{RedisError, RedisResult, Value};
+use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
+use redis::{ConnectionInfo, RedisError, RedisResult, Value};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -31,6 +35,9 @@ impl fmt::Display for Node {
         write!(f, "{}:{}", self.host, self.port)
     }
 }
+
+/// Cluster slots: 0 to 16383.
+const SLOTS: usize = 16384;
 
 /// Slot ranges with their primary and replicas.
 #[derive(Debug, Default, PartialEq)]
@@ -76,6 +83,11 @@ impl SlotMap {
         self.0.iter().find(|range| range.start <= slot && slot <= range.end).map(|range| &range.primary)
     }
 
+    /// The range holding `slot`, as `(start, end)`.
+    fn range_of(&self, slot: u16) -> Option<(u16, u16)> {
+        self.0.iter().find(|range| range.start <= slot && slot <= range.end).map(|range| (range.start, range.end))
+    }
+
     /// Every primary, once each, in slot order.
     pub fn primaries(&self) -> Vec<Node> {
         let mut seen = HashSet::new();
@@ -97,10 +109,13 @@ impl SlotMap {
     }
 }
 
-/// The slot map shared by a connection's clones, read again on first use,
-/// after a node failed or a key had no known owner, and when it is old.
-#[derive(Default)]
-pub(crate) struct SlotMapCache(Mutex<CacheState>);
+/// The slot map shared by a client's connections to a cluster, read again
+/// on first use, after a node failed or a key had no known owner, and when
+/// it is old; and the client's own connections to single nodes.
+pub(crate) struct SlotMapCache {
+    state: Mutex<CacheState>,
+    pub nodes: Arc<NodeConnections>,
+}
 
 #[derive(Default)]
 struct CacheState {
@@ -108,9 +123,66 @@ struct CacheState {
     stale: bool,
     /// Nodes whose pipelines failed in the last round: not asked first.
     failed: HashSet<Node>,
+    /// Slots whose key commands this client routes by its own map, not by
+    /// redis-rs's: those whose owner it saw change, and those whose node
+    /// kept a caller waiting.
+    rerouted: SlotSet,
+    /// Slots whose node kept a caller waiting since the last read: their
+    /// ranges are rerouted once the map is read again.
+    suspects: Vec<u16>,
+}
+
+/// A set of slots.
+struct SlotSet(Box<[bool]>);
+
+impl Default for SlotSet {
+    fn default() -> Self {
+        Self(vec![false; SLOTS].into_boxed_slice())
+    }
+}
+
+impl SlotSet {
+    fn contains(&self, slot: u16) -> bool {
+        self.0.get(usize::from(slot)).copied().unwrap_or(false)
+    }
+
+    fn set_range(&mut self, (start, end): (u16, u16), value: bool) {
+        let end = usize::from(end).min(SLOTS - 1);
+        self.0.iter_mut().take(end + 1).skip(usize::from(start)).for_each(|slot| *slot = value);
+    }
+
+    fn any_in(&self, (start, end): (u16, u16)) -> bool {
+        (start..=end).any(|slot| self.contains(slot))
+    }
+}
+
+impl CacheState {
+    /// Takes a freshly read map: the slots whose owner changed since the
+    /// last one, and the ranges of the suspect slots, are rerouted.
+    fn replace(&mut self, map: Arc<SlotMap>) {
+        if let Some((old, _)) = &self.map {
+            for slot in 0..SLOTS as u16 {
+                if old.owner(slot) != map.owner(slot) {
+                    self.rerouted.set_range((slot, slot), true);
+                }
+            }
+        }
+        for slot in std::mem::take(&mut self.suspects) {
+            if let Some(range) = map.range_of(slot) {
+                self.rerouted.set_range(range, true);
+            }
+        }
+        self.map = Some((map, Instant::now()));
+        self.stale = false;
+    }
 }
 
 impl SlotMapCache {
+    /// `template`: a seed node's settings, for the connections to single nodes.
+    pub fn new(template: Option<ConnectionInfo>) -> Self {
+        Self { state: Mutex::default(), nodes: Arc::new(NodeConnections::new(template)) }
+    }
+
     /// The map, refreshed first when needed (within `timeout`). A failed
     /// refresh falls back on the old map, and is tried again next time.
     pub async fn get(&self, connection: &ClusterConnection, timeout: Duration) -> RedisResult<Arc<SlotMap>> {
@@ -124,12 +196,10 @@ impl SlotMapCache {
             let candidates = current.as_ref().map(|map| map.refresh_candidates(&state.failed)).unwrap_or_default();
             (current, candidates)
         };
-        let error = match tokio::time::timeout(timeout, read_slot_map(connection, candidates)).await {
+        let error = match tokio::time::timeout(timeout, read_slot_map(connection, &self.nodes, candidates)).await {
             Ok(Ok(map)) => {
                 let map = Arc::new(map);
-                let mut state = self.state();
-                state.map = Some((map.clone(), Instant::now()));
-                state.stale = false;
+                self.state().replace(map.clone());
                 return Ok(map);
             }
             Ok(Err(err)) => err,
@@ -146,14 +216,59 @@ impl SlotMapCache {
         state.failed = failed;
     }
 
+    /// Where a key command for `slot` goes: the slot's owner by this map
+    /// once the slot is rerouted, else `None` (redis-rs's routing).
+    pub fn route(&self, slot: u16) -> Option<Node> {
+        let state = self.state();
+        let (map, _) = state.map.as_ref().filter(|_| state.rerouted.contains(slot))?;
+        map.owner(slot).cloned()
+    }
+
+    /// A caller gave up waiting for `slot`'s node: the map is read again
+    /// (its owner by this map asked last), and from then on the slot's
+    /// range goes by it.
+    pub fn suspect(&self, slot: u16) {
+        let mut state = self.state();
+        state.stale = true;
+        state.suspects.push(slot);
+        if let Some(owner) = state.map.as_ref().and_then(|(map, _)| map.owner(slot).cloned()) {
+            state.failed.insert(owner);
+        }
+    }
+
+    /// A node answered MOVED or ASK for `slot`, routed by this map: its
+    /// range goes by redis-rs's routing again (which follows the redirect
+    /// and learns from it), and the map is read again.
+    pub fn redirected(&self, slot: u16) {
+        let mut state = self.state();
+        state.stale = true;
+        if let Some(range) = state.map.as_ref().and_then(|(map, _)| map.range_of(slot)) {
+            state.rerouted.set_range(range, false);
+        }
+    }
+
+    /// Whether `node` owns, by this map, a slot that this client routes by
+    /// it: redis-rs may not know the node as a primary yet.
+    pub fn owns_rerouted(&self, node: &Node) -> bool {
+        let state = self.state();
+        let Some((map, _)) = state.map.as_ref() else { return false };
+        map.0.iter().any(|range| range.primary == *node && state.rerouted.any_in((range.start, range.end)))
+    }
+
     fn state(&self) -> MutexGuard<'_, CacheState> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// CLUSTER SLOTS from the first of `candidates` to answer; from the first
-/// of all nodes when there are none (first use, or they all failed).
-async fn read_slot_map(connection: &ClusterConnection, candidates: Vec<Node>) -> RedisResult<SlotMap> {
+/// CLUSTER SLOTS from the first of `candidates` to answer, each asked on
+/// this client's own connection to it (redis-rs's reaches primaries only);
+/// from the first of all nodes redis-rs knows when there are none (first
+/// use, or they all failed).
+async fn read_slot_map(
+    connection: &ClusterConnection,
+    nodes: &Arc<NodeConnections>,
+    candidates: Vec<Node>,
+) -> RedisResult<SlotMap> {
     let mut cmd = redis::cmd("CLUSTER");
     cmd.arg("SLOTS");
     if candidates.is_empty() {
@@ -162,10 +277,16 @@ async fn read_slot_map(connection: &ClusterConnection, candidates: Vec<Node>) ->
         return SlotMap::parse(connection.clone().route_command(cmd, first_answer).await?);
     }
     let mut asks = tokio::task::JoinSet::new();
-    for Node { host, port } in candidates {
-        let (mut connection, cmd) = (connection.clone(), cmd.clone());
-        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-        asks.spawn(async move { SlotMap::parse(connection.route_command(cmd, route).await?) });
+    for node in candidates {
+        let (nodes, cmd) = (nodes.clone(), cmd.clone());
+        asks.spawn(async move {
+            let read = async { SlotMap::parse(cmd.query_async(&mut nodes.get(&node).await?).await?) };
+            let read = read.await;
+            if read.is_err() {
+                nodes.failed(&node);
+            }
+            read
+        });
     }
     let mut last_error = None;
     while let Some(answer) = asks.join_next().await {
@@ -228,5 +349,29 @@ mod tests {
         assert_eq!(map.refresh_candidates(&failed), vec![node(7000), node(7002), node(7100)]);
         let all_primaries = HashSet::from([node(7000), node(7001), node(7002)]);
         assert_eq!(map.refresh_candidates(&all_primaries), vec![node(7100), node(7101), node(7102)]);
+    }
+
+    #[test]
+    fn slots_go_by_the_clients_map_once_their_owner_changed_or_kept_a_caller_waiting() {
+        let cache = SlotMapCache::new(None);
+        cache.state().replace(Arc::new(map()));
+        assert_eq!(cache.route(0), None, "redis-rs's routing while nothing changed");
+        // The replica of 7001 took over its slots.
+        let range =
+            |start: i64, end: i64, port: u16| Value::Array(vec![Value::Int(start), Value::Int(end), address(port)]);
+        let promoted = vec![range(0, 5460, 7000), range(5461, 10922, 7101), range(10923, 16383, 7002)];
+        cache.state().replace(Arc::new(SlotMap::parse(Value::Array(promoted)).unwrap()));
+        assert_eq!((cache.route(5461), cache.route(10922)), (Some(node(7101)), Some(node(7101))));
+        assert_eq!((cache.route(5460), cache.route(10923)), (None, None), "the other slots as before");
+        // A slot whose node kept a caller waiting: its whole range, once read again.
+        cache.suspect(0);
+        assert!(cache.state().stale && cache.state().failed.contains(&node(7000)));
+        cache.state().replace(Arc::new(map()));
+        assert_eq!((cache.route(0), cache.route(5460)), (Some(node(7000)), Some(node(7000))));
+        assert!(cache.owns_rerouted(&node(7000)) && !cache.owns_rerouted(&node(7002)));
+        // A redirect hands the range back to redis-rs.
+        cache.redirected(0);
+        assert_eq!(cache.route(0), None);
+        assert!(!cache.owns_rerouted(&node(7000)));
     }
 }
