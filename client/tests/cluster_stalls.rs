@@ -150,3 +150,45 @@ async fn a_stalled_primary_costs_no_hold_and_runs_nothing_twice() {
         guard.unlock().await.unwrap();
     }
 }
+
+/// Review (r4): a replica-synced acquire's `WAIT` must never hold up
+/// renewals (replica sync has a connection of its own for that). When a
+/// shard's replica stops acknowledging, each `WAIT` blocks its whole
+/// timeout and concurrent synced acquires queue behind one another, past
+/// the acquire's bound (cluster reply timeout + WAIT timeout): the slot is
+/// rerouted to the client's own connection to the node, which every
+/// command for the node shares, renewals included. The next `WAIT`s block
+/// that connection, the renewals queued behind them time out, and a hold
+/// on a healthy primary is reported lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synced_acquires_wait_holds_up_no_renewal() {
+    use rlock_client::ReplicaSync;
+    let cluster = Cluster::start(3, 1);
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_secs(3))
+        .with_replica_sync(ReplicaSync::AllReplicas { timeout: Duration::from_secs(1) });
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let replica = cluster.replica_for(b"{hol}");
+    let held = client.lock("{hol}held").lock().await.unwrap();
+    wait_for_rounds(&client, 1).await;
+
+    // The replica stops acknowledging (its primary still counts it): each
+    // synced acquire's WAIT blocks 1 s.
+    replica.pause();
+    let _resume = Resume(replica);
+    let until = Instant::now() + Duration::from_secs(8);
+    let acquirer = |n: usize| {
+        let client = client.clone();
+        async move {
+            let mut k = 0;
+            while Instant::now() < until {
+                let name = format!("{{hol}}a{n}:{k}");
+                k += 1;
+                let _ = client.lock(name.as_str()).try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await;
+            }
+        }
+    };
+    tokio::join!(acquirer(0), acquirer(1), acquirer(2), acquirer(3));
+    let lost = client.watchdog_stats().lost;
+    assert!(!held.is_lost(), "a hold on a healthy primary was reported lost (watchdog lost {lost})");
+}
