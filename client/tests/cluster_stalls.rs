@@ -192,3 +192,65 @@ async fn a_synced_acquires_wait_holds_up_no_renewal() {
     let lost = client.watchdog_stats().lost;
     assert!(!held.is_lost(), "a hold on a healthy primary was reported lost (watchdog lost {lost})");
 }
+
+/// Review (r4): a slot range rerouted to the client's own connection (here
+/// after a 1 s stall) whose slot is then left MIGRATING with the held
+/// lock's key already moved (a reshard that stopped half way): the owner
+/// answers ASK to the watchdog's renewals on that connection, which does
+/// not follow it, so the hold is reported lost although it is renewable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_in_a_migrating_rerouted_slot_is_renewed() {
+    let cluster = Cluster::start_with(3, 0, |node| node.config("enable-debug-command", "local"));
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_secs(3))
+        .with_cluster_reply_timeout(Duration::from_millis(300));
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let source = cluster.primary_for(b"{mig}");
+    let target = cluster.nodes.iter().find(|node| node.port() != source.port()).unwrap();
+    let held = client.lock("{mig}held").lock().await.unwrap();
+    wait_for_rounds(&client, 1).await;
+
+    // A 1 s stall while an acquire waits: the range is rerouted.
+    let unbounded = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let redis = source.client();
+    let connect = || redis.get_multiplexed_async_connection_with_config(&unbounded);
+    let (mut sleeper, mut probe) = (connect().await.unwrap(), connect().await.unwrap());
+    let stall = tokio::spawn(async move {
+        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query_async(&mut sleeper).await.unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tokio::time::timeout(Duration::from_millis(50), redis::cmd("PING").query_async::<()>(&mut probe))
+        .await
+        .is_ok()
+    {
+        assert!(Instant::now() < deadline, "the node never stalled");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // R4_NO_STALL=1: the control, no acquire during the stall (nothing rerouted).
+    let stalled = match std::env::var("R4_NO_STALL") {
+        Ok(_) => Ok(None),
+        Err(_) => client.lock("{mig}stalled").try_lock(Duration::from_secs(5), Some(Duration::from_secs(10))).await,
+    };
+    stall.await.unwrap();
+    if let Ok(Some(guard)) = stalled {
+        guard.unlock().await.unwrap();
+    }
+
+    // Half a migration: the held key moves, the slot stays MIGRATING.
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("{mig}").query(&mut source.connection()).unwrap();
+    let id = |node: &Server| -> String { redis::cmd("CLUSTER").arg("MYID").query(&mut node.connection()).unwrap() };
+    let (source_id, target_id) = (id(source), id(target));
+    let setslot = |node: &Server, state: &str, other: &str| {
+        let _: () = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(other).query(&mut node.connection()).unwrap();
+    };
+    setslot(target, "IMPORTING", &source_id);
+    setslot(source, "MIGRATING", &target_id);
+    let _: () = redis::cmd("MIGRATE")
+        .arg("127.0.0.1").arg(target.port()).arg("{mig}held").arg(0).arg(5000)
+        .query(&mut source.connection())
+        .unwrap();
+    // More than a lease.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let lost = client.watchdog_stats().lost;
+    assert!(!held.is_lost(), "a renewable hold in a MIGRATING slot was reported lost (watchdog lost {lost})");
+}
