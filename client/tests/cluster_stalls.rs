@@ -241,12 +241,17 @@ async fn a_hold_in_a_migrating_rerouted_slot_is_renewed() {
     let id = |node: &Server| -> String { redis::cmd("CLUSTER").arg("MYID").query(&mut node.connection()).unwrap() };
     let (source_id, target_id) = (id(source), id(target));
     let setslot = |node: &Server, state: &str, other: &str| {
-        let _: () = redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(other).query(&mut node.connection()).unwrap();
+        let _: () =
+            redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(other).query(&mut node.connection()).unwrap();
     };
     setslot(target, "IMPORTING", &source_id);
     setslot(source, "MIGRATING", &target_id);
     let _: () = redis::cmd("MIGRATE")
-        .arg("127.0.0.1").arg(target.port()).arg("{mig}held").arg(0).arg(5000)
+        .arg("127.0.0.1")
+        .arg(target.port())
+        .arg("{mig}held")
+        .arg(0)
+        .arg(5000)
         .query(&mut source.connection())
         .unwrap();
     // More than a lease.

@@ -321,7 +321,15 @@ async fn send(
     if let Some(plan) = sync {
         pipe.add_command(plan.wait());
     }
-    let replies: Vec<Value> = within(bound, &id.name, pipe.ignore_errors().query_async(connection)).await?;
+    // Behind other synced acquires' WAITs the bound is longer.
+    let (_in_flight, bound) = match sync {
+        Some(plan) => {
+            let (in_flight, bound) = plan.in_line(bound);
+            (Some(in_flight), bound)
+        }
+        None => (None, bound.clone()),
+    };
+    let replies: Vec<Value> = within(&bound, &id.name, pipe.ignore_errors().query_async(connection)).await?;
     if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
         return Err(redis::RedisError::from(err.clone()).into());
     }

@@ -52,12 +52,27 @@ impl Deployment {
                     builder = builder.response_timeout(timeout);
                 }
                 let connection = builder.build()?.get_async_connection().await?;
-                Connection::Cluster(ClusterNodes::new(connection, slot_map.clone()))
+                Connection::Cluster(ClusterNodes::new(connection, slot_map.clone(), slot_map.nodes.clone()))
             }
             Deployment::Sentinel(sentinels) => {
                 // Boxed: its future would deepen every caller's type past the compiler's limit.
                 Connection::Sentinel(Box::pin(PrimaryConnection::connect(sentinels.clone(), response_timeout)).await?)
             }
+        })
+    }
+}
+
+impl Deployment {
+    /// A connection for commands that block it (replica sync's `WAIT`): in
+    /// a cluster with the client's own connections to single nodes apart
+    /// from the shared ones (renewals, listings, slot map reads), so that
+    /// a blocked `WAIT` holds up nothing else; `response_timeout` as in
+    /// [`Deployment::connect`].
+    pub async fn connect_apart(&self, response_timeout: Option<Duration>) -> RedisResult<Connection> {
+        let connection = self.connect(response_timeout).await?;
+        Ok(match connection {
+            Connection::Cluster(cluster) => Connection::Cluster(cluster.apart()),
+            connection => connection,
         })
     }
 }

@@ -30,6 +30,12 @@ impl NodeConnections {
         Self { template, open: Mutex::default() }
     }
 
+    /// Another set, none open yet, with the same settings: for commands
+    /// that block their connection (`WAIT`), which must not hold up these.
+    pub fn apart(&self) -> Self {
+        Self::new(self.template.clone())
+    }
+
     /// The connection to `node`, opened now if there is none.
     pub async fn get(&self, node: &Node) -> RedisResult<MultiplexedConnection> {
         if let Some(connection) = self.open.lock().unwrap_or_else(PoisonError::into_inner).get(node) {

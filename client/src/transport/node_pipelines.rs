@@ -18,6 +18,7 @@
 //! ([`ClusterNodes::reroute`]).
 
 use crate::transport::connection::{key_slot, NodeReplies};
+use crate::transport::node_connections::NodeConnections;
 use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
@@ -31,16 +32,32 @@ use std::time::Duration;
 const KEYLESS: [&[u8]; 2] = [b"RLOCK.LIST", b"RLOCK.WAITERS"];
 
 /// A cluster connection with the slot map its clones (and the client's
-/// other connections to the cluster) share.
+/// other connections to the cluster) share, and the client's own
+/// connections to single nodes it sends rerouted commands on: the slot
+/// map's, or (replica sync, whose `WAIT`s block their connection) a set
+/// of its own.
 #[derive(Clone)]
 pub(crate) struct ClusterNodes {
     pub connection: ClusterConnection,
     slot_map: Arc<SlotMapCache>,
+    nodes: Arc<NodeConnections>,
 }
 
 impl ClusterNodes {
-    pub fn new(connection: ClusterConnection, slot_map: Arc<SlotMapCache>) -> Self {
-        Self { connection, slot_map }
+    pub fn new(connection: ClusterConnection, slot_map: Arc<SlotMapCache>, nodes: Arc<NodeConnections>) -> Self {
+        Self { connection, slot_map, nodes }
+    }
+
+    /// The same cluster connection with the client's own connections to
+    /// single nodes apart from this one's (see [`NodeConnections::apart`]).
+    pub fn apart(self) -> Self {
+        let nodes = Arc::new(self.nodes.apart());
+        Self { nodes, ..self }
+    }
+
+    /// The owner of `slot` by the slot map as last read (none read yet: `None`).
+    pub fn known_owner(&self, slot: u16) -> Option<Node> {
+        self.slot_map.owner(slot)
     }
 
     /// Runs `cmd` on the primary of `key`'s slot.
@@ -68,7 +85,7 @@ impl ClusterNodes {
     /// ran: the caller sends it by redis-rs's routing, which follows).
     async fn send_rerouted(&self, slot: u16, request: Request<'_>) -> Option<RedisResult<Reply>> {
         let node = self.slot_map.route(slot)?;
-        let sent = match self.slot_map.nodes.get(&node).await {
+        let sent = match self.nodes.get(&node).await {
             Ok(mut connection) => request.send(&mut connection).await,
             Err(err) => Err(err),
         };
@@ -78,7 +95,7 @@ impl ClusterNodes {
                 return None;
             }
             Err(err) if !err.is_timeout() => {
-                self.slot_map.nodes.failed(&node);
+                self.nodes.failed(&node);
                 self.slot_map.suspect(slot);
             }
             _ => {}
@@ -94,7 +111,7 @@ impl ClusterNodes {
     /// Runs `cmd` on `node`.
     pub async fn query_on<T: redis::FromRedisValue>(&self, node: &Node, cmd: Cmd) -> RedisResult<T> {
         if self.slot_map.owns_rerouted(node) {
-            return cmd.query_async(&mut self.slot_map.nodes.get(node).await?).await;
+            return cmd.query_async(&mut self.nodes.get(node).await?).await;
         }
         let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
         let reply = self.connection.clone().route_command(cmd, RoutingInfo::SingleNode(route)).await?;
@@ -114,7 +131,7 @@ impl ClusterNodes {
         for (node, (pipe, indexes)) in split.pipelines {
             let mut connection = self.connection.clone();
             // A slot's new owner redis-rs may not know yet: on the client's own connection.
-            let own = self.slot_map.owns_rerouted(&node).then(|| self.slot_map.nodes.clone());
+            let own = self.slot_map.owns_rerouted(&node).then(|| self.nodes.clone());
             pipelines.spawn(async move {
                 let sent = async {
                     let Some(nodes) = own else {

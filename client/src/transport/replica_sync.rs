@@ -4,9 +4,11 @@
 //! lock the old primary granted but had not yet replicated.
 
 use crate::error::Result;
-use crate::transport::connection::{key_slot, within, Connection, Deployment};
+use crate::transport::connection::{key_slot, within, Connection, Deployment, ReplyBound};
+use crate::transport::slot_map::Node;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
@@ -48,6 +50,9 @@ pub(crate) struct Plan {
     pub connection: Connection,
     pub required: u32,
     pub timeout: Duration,
+    /// Synced acquires in flight to the same node (by the slot map as last
+    /// read; one count on one server).
+    in_flight: Arc<AtomicUsize>,
 }
 
 impl Plan {
@@ -58,6 +63,27 @@ impl Plan {
         wait.arg(self.required).arg(self.timeout.as_millis() as u64);
         wait
     }
+
+    /// Counts this acquire in flight until the returned guard drops, and
+    /// stretches `bound` by one more for each synced acquire already in
+    /// flight to its node: their `WAIT`s block the connection, and the
+    /// time this one queues behind them on the client's side must not
+    /// count as its node's (nor make the cluster reroute a healthy slot).
+    pub fn in_line(&self, bound: &ReplyBound) -> (InFlight, ReplyBound) {
+        let ahead = self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let factor = u32::try_from(ahead).unwrap_or(u32::MAX).saturating_add(1);
+        let bound = bound.as_ref().map(|(cluster, bound)| (cluster.clone(), bound.saturating_mul(factor)));
+        (InFlight(self.in_flight.clone()), bound)
+    }
+}
+
+/// A synced acquire in flight (see [`Plan::in_line`]).
+pub(crate) struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 pub(crate) struct ReplicaSyncState {
@@ -65,6 +91,8 @@ pub(crate) struct ReplicaSyncState {
     /// `WAIT` blocks its connection, so synced acquires get their own and
     /// never hold up renewals and releases.
     connection: OnceCell<Connection>,
+    /// Synced acquires in flight per node (see [`Plan::in_line`]).
+    in_flight: Mutex<HashMap<Option<Node>, Arc<AtomicUsize>>>,
     /// Connected replicas per key slot's primary (one entry on one server).
     known_replicas: Mutex<HashMap<u16, (u32, Instant)>>,
     /// How long a cluster node may take to tell its replicas.
@@ -73,7 +101,8 @@ pub(crate) struct ReplicaSyncState {
 
 impl ReplicaSyncState {
     pub fn new(mode: ReplicaSync, reply_timeout: Duration) -> Self {
-        Self { mode, connection: OnceCell::new(), known_replicas: Mutex::default(), reply_timeout }
+        let (connection, in_flight, known_replicas) = (OnceCell::new(), Mutex::default(), Mutex::default());
+        Self { mode, connection, in_flight, known_replicas, reply_timeout }
     }
 
     /// The plan for the next acquire of `key`; `None` when no `WAIT` is needed.
@@ -87,12 +116,15 @@ impl ReplicaSyncState {
             return Ok(None);
         }
         // The WAIT reply may take its whole timeout.
-        let connection = self
-            .connection
-            .get_or_try_init(|| deployment.connect(Some(timeout.saturating_add(Duration::from_secs(1)))))
-            .await?
-            .clone();
-        Ok(Some(Plan { connection, required, timeout }))
+        let connect = || deployment.connect_apart(Some(timeout.saturating_add(Duration::from_secs(1))));
+        let connection = self.connection.get_or_try_init(connect).await?.clone();
+        let node = match main {
+            Connection::Cluster(cluster) => cluster.known_owner(key_slot(key)),
+            Connection::Single(_) | Connection::Sentinel(_) => None,
+        };
+        let in_flight =
+            self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(node).or_default().clone();
+        Ok(Some(Plan { connection, required, timeout, in_flight }))
     }
 
     /// Replicas connected to the primary that serves `key`.

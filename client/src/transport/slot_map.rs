@@ -216,6 +216,11 @@ impl SlotMapCache {
         state.failed = failed;
     }
 
+    /// The owner of `slot` by the map as last read, not read again.
+    pub fn owner(&self, slot: u16) -> Option<Node> {
+        self.state().map.as_ref().and_then(|(map, _)| map.owner(slot).cloned())
+    }
+
     /// Where a key command for `slot` goes: the slot's owner by this map
     /// once the slot is rerouted, else `None` (redis-rs's routing).
     pub fn route(&self, slot: u16) -> Option<Node> {
