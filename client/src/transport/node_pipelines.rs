@@ -3,7 +3,10 @@
 //! its own commands only. Nodes come from a cached slot map.
 //!
 //! redis-rs follows MOVED and ASK replies inside a pipeline by itself
-//! (and refreshes its own map); a node whose pipeline still fails, or a
+//! (and refreshes its own map); on the client's own connections a MOVED or
+//! ASK hands the slot's range back to redis-rs, and the command is sent
+//! again through it ([`ClusterNodes::follow_redirects`]: the watchdog's
+//! commands may run twice). A node whose pipeline still fails, or a
 //! key whose slot has no known owner, makes the next call read the slot
 //! map again. Failed commands are not retried here: the caller's next
 //! round is the retry.
@@ -131,10 +134,10 @@ impl ClusterNodes {
         for (node, (pipe, indexes)) in split.pipelines {
             let mut connection = self.connection.clone();
             // A slot's new owner redis-rs may not know yet: on the client's own connection.
-            let own = self.slot_map.owns_rerouted(&node).then(|| self.nodes.clone());
+            let own = self.slot_map.owns_rerouted(&node).then(|| (self.nodes.clone(), self.clone()));
             pipelines.spawn(async move {
                 let sent = async {
-                    let Some(nodes) = own else {
+                    let Some((nodes, cluster)) = own else {
                         let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
                         return connection.route_pipeline(pipe, 0, indexes.len(), route).await;
                     };
@@ -142,7 +145,7 @@ impl ClusterNodes {
                     if sent.as_ref().is_err_and(|err| !err.is_timeout()) {
                         nodes.failed(&node);
                     }
-                    sent?.multiple()
+                    Ok(cluster.follow_redirects(&pipe, sent?.multiple()?).await)
                 };
                 let result = tokio::time::timeout(timeout, sent).await.unwrap_or_else(|_| Err(timed_out(&node)));
                 (node, indexes, result)
@@ -168,11 +171,39 @@ impl ClusterNodes {
             let unknown = RedisError::from((ErrorKind::ClusterConnectionNotFound, "no known primary for the slot"));
             answers.push((split.unowned, Err(unknown)));
         }
-        // A redirect the client's own connection got: the map is stale.
+        // A redirect left (redis-rs failed to follow it): the map is stale.
         let redirected =
             answers.iter().any(|(_, answer)| answer.as_ref().is_ok_and(|values| values.iter().any(redirect)));
         self.slot_map.report(failed, unowned || redirected);
         NodeReplies { replies: merge(count, answers), all_answered }
+    }
+}
+
+impl ClusterNodes {
+    /// `replies` to `pipe`, sent on the client's own connection to a node,
+    /// with each MOVED or ASK among them replaced by the command's reply
+    /// through redis-rs, which follows the redirect (and learns from it);
+    /// the redirected slots go by redis-rs's routing again. Only for
+    /// commands that may run twice (the watchdog's renewals and checks):
+    /// one that failed through redis-rs keeps its redirect, an error.
+    async fn follow_redirects(&self, pipe: &Pipeline, mut replies: Vec<Value>) -> Vec<Value> {
+        let mut resends = tokio::task::JoinSet::new();
+        for (index, cmd) in pipe.cmd_iter().enumerate() {
+            if !replies.get(index).is_some_and(redirect) {
+                continue;
+            }
+            if let Some(slot) = routing_key(cmd).map(key_slot) {
+                self.slot_map.redirected(slot);
+            }
+            let (mut connection, cmd) = (self.connection.clone(), cmd.clone());
+            resends.spawn(async move { (index, connection.req_packed_command(&cmd).await) });
+        }
+        while let Some(Ok((index, resent))) = resends.join_next().await {
+            if let (Ok(value), Some(reply)) = (resent, replies.get_mut(index)) {
+                *reply = value;
+            }
+        }
+        replies
     }
 }
 
