@@ -6,6 +6,7 @@
 
 pub(crate) mod blocking_pool;
 pub(crate) mod connection;
+pub(crate) mod handback;
 pub(crate) mod latch_sweeper;
 pub(crate) mod node_connections;
 pub(crate) mod node_pipelines;

@@ -5,6 +5,7 @@
 //! (redis-rs reads its own map again only on a redirect, which a hung old
 //! primary never sends).
 
+use crate::transport::handback::Handback;
 use crate::transport::node_connections::NodeConnections;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
@@ -113,8 +114,9 @@ impl SlotMap {
 /// on first use, after a node failed or a key had no known owner, and when
 /// it is old; and the client's own connections to single nodes.
 pub(crate) struct SlotMapCache {
-    state: Mutex<CacheState>,
+    state: Arc<Mutex<CacheState>>,
     pub nodes: Arc<NodeConnections>,
+    handback: Handback,
 }
 
 #[derive(Default)]
@@ -158,11 +160,15 @@ impl SlotSet {
 
 impl CacheState {
     /// Takes a freshly read map: the slots whose owner changed since the
-    /// last one, and the ranges of the suspect slots, are rerouted.
-    fn replace(&mut self, map: Arc<SlotMap>) {
+    /// last one because that owner failed (not an ordinary reshard, which
+    /// redis-rs follows by its redirects), and the ranges of the suspect
+    /// slots, are rerouted.
+    /// Returns the rerouted ranges.
+    fn replace(&mut self, map: Arc<SlotMap>) -> Vec<(u16, u16)> {
         if let Some((old, _)) = &self.map {
             for slot in 0..SLOTS as u16 {
-                if old.owner(slot) != map.owner(slot) {
+                let owner = old.owner(slot);
+                if owner != map.owner(slot) && owner.is_some_and(|owner| self.failed.contains(owner)) {
                     self.rerouted.set_range((slot, slot), true);
                 }
             }
@@ -172,15 +178,17 @@ impl CacheState {
                 self.rerouted.set_range(range, true);
             }
         }
-        self.map = Some((map, Instant::now()));
+        self.map = Some((map.clone(), Instant::now()));
         self.stale = false;
+        map.0.iter().map(|range| (range.start, range.end)).filter(|range| self.rerouted.any_in(*range)).collect()
     }
 }
 
 impl SlotMapCache {
     /// `template`: a seed node's settings, for the connections to single nodes.
     pub fn new(template: Option<ConnectionInfo>) -> Self {
-        Self { state: Mutex::default(), nodes: Arc::new(NodeConnections::new(template)) }
+        let nodes = Arc::new(NodeConnections::new(template));
+        Self { state: Arc::default(), nodes, handback: Handback::default() }
     }
 
     /// The map, refreshed first when needed (within `timeout`). A failed
@@ -199,7 +207,13 @@ impl SlotMapCache {
         let error = match tokio::time::timeout(timeout, read_slot_map(connection, &self.nodes, candidates)).await {
             Ok(Ok(map)) => {
                 let map = Arc::new(map);
-                self.state().replace(map.clone());
+                let rerouted = self.state().replace(map.clone());
+                let state = Arc::downgrade(&self.state);
+                self.handback.probe(connection, rerouted, timeout, move |range| {
+                    if let Some(state) = state.upgrade() {
+                        state.lock().unwrap_or_else(PoisonError::into_inner).rerouted.set_range(range, false);
+                    }
+                });
                 return Ok(map);
             }
             Ok(Err(err)) => err,
@@ -357,15 +371,20 @@ mod tests {
     }
 
     #[test]
-    fn slots_go_by_the_clients_map_once_their_owner_changed_or_kept_a_caller_waiting() {
+    fn slots_go_by_the_clients_map_once_their_failed_owner_changed_or_kept_a_caller_waiting() {
         let cache = SlotMapCache::new(None);
         cache.state().replace(Arc::new(map()));
         assert_eq!(cache.route(0), None, "redis-rs's routing while nothing changed");
-        // The replica of 7001 took over its slots.
+        // The replica of 7001 took over its slots: a reshard, 7001 did not fail.
         let range =
             |start: i64, end: i64, port: u16| Value::Array(vec![Value::Int(start), Value::Int(end), address(port)]);
-        let promoted = vec![range(0, 5460, 7000), range(5461, 10922, 7101), range(10923, 16383, 7002)];
-        cache.state().replace(Arc::new(SlotMap::parse(Value::Array(promoted)).unwrap()));
+        let promoted = || vec![range(0, 5460, 7000), range(5461, 10922, 7101), range(10923, 16383, 7002)];
+        cache.state().replace(Arc::new(SlotMap::parse(Value::Array(promoted())).unwrap()));
+        assert_eq!(cache.route(5461), None, "redis-rs follows a reshard's redirects");
+        // Or after 7001 failed.
+        cache.state().replace(Arc::new(map()));
+        cache.report(HashSet::from([node(7001)]), false);
+        cache.state().replace(Arc::new(SlotMap::parse(Value::Array(promoted())).unwrap()));
         assert_eq!((cache.route(5461), cache.route(10922)), (Some(node(7101)), Some(node(7101))));
         assert_eq!((cache.route(5460), cache.route(10923)), (None, None), "the other slots as before");
         // A slot whose node kept a caller waiting: its whole range, once read again.
