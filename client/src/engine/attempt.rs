@@ -185,7 +185,7 @@ pub(crate) async fn run(
             // The WAIT sent with the acquire went unanswered too: ask again
             // (it covers every write made on this connection so far).
             if let Some(plan) = sync {
-                let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
+                let acknowledged = plan.acknowledged(&mut connection, shared.options.cluster_reply_timeout).await;
                 if acknowledged < i64::from(plan.required) {
                     give_back(&lock, &connection).await;
                     let required = plan.required;

@@ -64,6 +64,19 @@ impl Plan {
         wait
     }
 
+    /// Acknowledgements of `WAIT` sent alone (after an acquire was settled
+    /// by a resend); 0 when it fails, or in a cluster gets no reply within
+    /// `reply_timeout` plus the `WAIT` timeout (a read, safe to abandon).
+    pub async fn acknowledged(&self, connection: &mut Connection, reply_timeout: Duration) -> i64 {
+        let (cmd, cluster) = (self.wait(), connection.is_cluster());
+        let wait = cmd.query_async::<i64>(connection);
+        let acknowledged = match cluster {
+            true => tokio::time::timeout(reply_timeout.saturating_add(self.timeout), wait).await.ok(),
+            false => Some(wait.await),
+        };
+        acknowledged.and_then(|acknowledged| acknowledged.ok()).unwrap_or(0)
+    }
+
     /// Counts this acquire in flight until the returned guard drops, and
     /// stretches `bound` by one more for each synced acquire already in
     /// flight to its node: their `WAIT`s block the connection, and the
@@ -115,8 +128,14 @@ impl ReplicaSyncState {
         if required == 0 {
             return Ok(None);
         }
-        // The WAIT reply may take its whole timeout.
-        let connect = || deployment.connect_apart(Some(timeout.saturating_add(Duration::from_secs(1))));
+        // The WAIT reply may take its whole timeout. In a cluster no response
+        // timeout (redis-rs would send a timed-out command again, a give-back's
+        // release included): the acquire bounds its own wait (see `acknowledged`).
+        let response_timeout = match deployment {
+            Deployment::Cluster(..) => None,
+            _ => Some(timeout.saturating_add(Duration::from_secs(1))),
+        };
+        let connect = || deployment.connect_apart(response_timeout);
         let connection = self.connection.get_or_try_init(connect).await?.clone();
         let node = match main {
             Connection::Cluster(cluster) => cluster.known_owner(key_slot(key)),
