@@ -25,6 +25,38 @@ async fn wait_for_rounds(client: &Client, rounds: u64) {
 }
 
 /// The first `prefix:N` name whose primary is not `port`.
+/// Three primaries that take `DEBUG` (no replicas), and a client with the
+/// watchdog timeout `watchdog` that gives up on a node after 300 ms.
+async fn stallable_cluster(watchdog: Duration) -> (Cluster, Client) {
+    let cluster = Cluster::start_with(3, 0, |node| node.config("enable-debug-command", "local"));
+    let options =
+        ClientOptions::default().with_watchdog_timeout(watchdog).with_cluster_reply_timeout(Duration::from_millis(300));
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    (cluster, client)
+}
+
+/// Stalls `node` for 1 s (`DEBUG SLEEP 1`, on a connection of its own),
+/// returning once the node stalls: a PING gets no reply (polled). The
+/// handle ends with the stall.
+async fn stall_for_a_second(node: &Server) -> tokio::task::JoinHandle<()> {
+    let unbounded = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let redis = node.client();
+    let connect = || redis.get_multiplexed_async_connection_with_config(&unbounded);
+    let (mut sleeper, mut probe) = (connect().await.unwrap(), connect().await.unwrap());
+    let stall = tokio::spawn(async move {
+        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query_async(&mut sleeper).await.unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tokio::time::timeout(Duration::from_millis(50), redis::cmd("PING").query_async::<()>(&mut probe))
+        .await
+        .is_ok()
+    {
+        assert!(Instant::now() < deadline, "the node never stalled");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stall
+}
+
 fn name_off(cluster: &Cluster, prefix: &str, port: u16) -> String {
     (0..).map(|n| format!("{prefix}:{n}")).find(|name| cluster.primary_for(name.as_bytes()).port() != port).unwrap()
 }
@@ -100,12 +132,8 @@ async fn a_hung_primarys_slot_follows_its_promoted_replica_while_it_hangs() {
 /// is reported lost, and the semaphore release runs once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_primary_costs_no_hold_and_runs_nothing_twice() {
-    let cluster = Cluster::start_with(3, 0, |node| node.config("enable-debug-command", "local"));
     // Renewal rounds and acquires both give up on the node during the stall.
-    let options = ClientOptions::default()
-        .with_watchdog_timeout(Duration::from_millis(1500))
-        .with_cluster_reply_timeout(Duration::from_millis(300));
-    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let (cluster, client) = stallable_cluster(Duration::from_millis(1500)).await;
     let node = cluster.primary_for(b"{stall}");
     let held = client.lock("{stall}held").lock().await.unwrap();
     let semaphore = client.semaphore("{stall}permits");
@@ -113,22 +141,7 @@ async fn a_stalled_primary_costs_no_hold_and_runs_nothing_twice() {
     wait_for_rounds(&client, 1).await;
     let releases = calls(node, "rsem.release");
 
-    let unbounded = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    let redis = node.client();
-    let connect = || redis.get_multiplexed_async_connection_with_config(&unbounded);
-    let (mut sleeper, mut probe) = (connect().await.unwrap(), connect().await.unwrap());
-    let stall = tokio::spawn(async move {
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query_async(&mut sleeper).await.unwrap();
-    });
-    // Polled: the node stalls once a PING gets no reply.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tokio::time::timeout(Duration::from_millis(50), redis::cmd("PING").query_async::<()>(&mut probe))
-        .await
-        .is_ok()
-    {
-        assert!(Instant::now() < deadline, "the node never stalled");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let stall = stall_for_a_second(node).await;
     let fixed = client.lock("{stall}fixed");
     let watched = client.lock("{stall}watched");
     let (released, fixed, watched) = tokio::join!(
@@ -200,32 +213,14 @@ async fn a_synced_acquires_wait_holds_up_no_renewal() {
 /// not follow it, so the hold is reported lost although it is renewable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hold_in_a_migrating_rerouted_slot_is_renewed() {
-    let cluster = Cluster::start_with(3, 0, |node| node.config("enable-debug-command", "local"));
-    let options = ClientOptions::default()
-        .with_watchdog_timeout(Duration::from_secs(3))
-        .with_cluster_reply_timeout(Duration::from_millis(300));
-    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let (cluster, client) = stallable_cluster(Duration::from_secs(3)).await;
     let source = cluster.primary_for(b"{mig}");
     let target = cluster.nodes.iter().find(|node| node.port() != source.port()).unwrap();
     let held = client.lock("{mig}held").lock().await.unwrap();
     wait_for_rounds(&client, 1).await;
 
     // A 1 s stall while an acquire waits: the range is rerouted.
-    let unbounded = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    let redis = source.client();
-    let connect = || redis.get_multiplexed_async_connection_with_config(&unbounded);
-    let (mut sleeper, mut probe) = (connect().await.unwrap(), connect().await.unwrap());
-    let stall = tokio::spawn(async move {
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query_async(&mut sleeper).await.unwrap();
-    });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tokio::time::timeout(Duration::from_millis(50), redis::cmd("PING").query_async::<()>(&mut probe))
-        .await
-        .is_ok()
-    {
-        assert!(Instant::now() < deadline, "the node never stalled");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let stall = stall_for_a_second(source).await;
     // R4_NO_STALL=1: the control, no acquire during the stall (nothing rerouted).
     let stalled = match std::env::var("R4_NO_STALL") {
         Ok(_) => Ok(None),

@@ -162,8 +162,7 @@ impl CacheState {
     /// Takes a freshly read map: the slots whose owner changed since the
     /// last one because that owner failed (not an ordinary reshard, which
     /// redis-rs follows by its redirects), and the ranges of the suspect
-    /// slots, are rerouted.
-    /// Returns the rerouted ranges.
+    /// slots, are rerouted. Returns the rerouted ranges.
     fn replace(&mut self, map: Arc<SlotMap>) -> Vec<(u16, u16)> {
         if let Some((old, _)) = &self.map {
             for slot in 0..SLOTS as u16 {
