@@ -3,71 +3,12 @@
 //! replica while the old primary still hangs, and a stall costs no hold
 //! and runs no command twice.
 
+mod common;
+
+use common::stalls::{calls, name_off, stallable_cluster, wait_for_rounds, Resume};
 use rlock_client::{Client, ClientOptions};
 use std::time::{Duration, Instant};
 use testkit::{Cluster, Server};
-
-/// Resumes a SIGSTOPped node when dropped, also when the test fails.
-struct Resume<'a>(&'a Server);
-
-impl Drop for Resume<'_> {
-    fn drop(&mut self) {
-        self.0.resume();
-    }
-}
-
-async fn wait_for_rounds(client: &Client, rounds: u64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while client.watchdog_stats().rounds < rounds {
-        assert!(Instant::now() < deadline, "the watchdog stopped");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The first `prefix:N` name whose primary is not `port`.
-/// Three primaries that take `DEBUG` (no replicas), and a client with the
-/// watchdog timeout `watchdog` that gives up on a node after 300 ms.
-async fn stallable_cluster(watchdog: Duration) -> (Cluster, Client) {
-    let cluster = Cluster::start_with(3, 0, |node| node.config("enable-debug-command", "local"));
-    let options =
-        ClientOptions::default().with_watchdog_timeout(watchdog).with_cluster_reply_timeout(Duration::from_millis(300));
-    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
-    (cluster, client)
-}
-
-/// Stalls `node` for 1 s (`DEBUG SLEEP 1`, on a connection of its own),
-/// returning once the node stalls: a PING gets no reply (polled). The
-/// handle ends with the stall.
-async fn stall_for_a_second(node: &Server) -> tokio::task::JoinHandle<()> {
-    let unbounded = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    let redis = node.client();
-    let connect = || redis.get_multiplexed_async_connection_with_config(&unbounded);
-    let (mut sleeper, mut probe) = (connect().await.unwrap(), connect().await.unwrap());
-    let stall = tokio::spawn(async move {
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query_async(&mut sleeper).await.unwrap();
-    });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tokio::time::timeout(Duration::from_millis(50), redis::cmd("PING").query_async::<()>(&mut probe))
-        .await
-        .is_ok()
-    {
-        assert!(Instant::now() < deadline, "the node never stalled");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    stall
-}
-
-fn name_off(cluster: &Cluster, prefix: &str, port: u16) -> String {
-    (0..).map(|n| format!("{prefix}:{n}")).find(|name| cluster.primary_for(name.as_bytes()).port() != port).unwrap()
-}
-
-/// A command's calls on `node` so far, from `INFO commandstats`.
-fn calls(node: &Server, command: &str) -> u64 {
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut node.connection()).unwrap();
-    let prefix = format!("cmdstat_{command}:calls=");
-    let line = stats.lines().find_map(|line| line.strip_prefix(prefix.as_str()));
-    line.and_then(|rest| rest.split(',').next()?.parse().ok()).unwrap_or(0)
-}
 
 /// A primary that hangs (SIGSTOP) is replaced by its replica: the client
 /// follows the promotion while the old primary still hangs, rather than
@@ -141,7 +82,7 @@ async fn a_stalled_primary_costs_no_hold_and_runs_nothing_twice() {
     wait_for_rounds(&client, 1).await;
     let releases = calls(node, "rsem.release");
 
-    let stall = stall_for_a_second(node).await;
+    let stall = common::stall(node, 1.0).await;
     let fixed = client.lock("{stall}fixed");
     let watched = client.lock("{stall}watched");
     let (released, fixed, watched) = tokio::join!(
@@ -220,7 +161,7 @@ async fn a_hold_in_a_migrating_rerouted_slot_is_renewed() {
     wait_for_rounds(&client, 1).await;
 
     // A 1 s stall while an acquire waits: the range is rerouted.
-    let stall = stall_for_a_second(source).await;
+    let stall = common::stall(source, 1.0).await;
     // R4_NO_STALL=1: the control, no acquire during the stall (nothing rerouted).
     let stalled = match std::env::var("R4_NO_STALL") {
         Ok(_) => Ok(None),
