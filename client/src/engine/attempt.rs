@@ -180,12 +180,10 @@ pub(crate) async fn run(
             }
             // Sent without an id: see the module docs of `resend`.
             let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
-            let resent = resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await;
-            let Some(ResentGrant { observed, lease_left, token, reply_tx }) = resent else { return };
-            // The WAIT sent with the acquire went unanswered too: ask again
-            // (it covers every write made on this connection so far).
-            if let Some(plan) = sync {
-                let acknowledged = plan.acknowledged(&mut connection, shared.options.cluster_reply_timeout).await;
+            let resent = resend(&lock, &mut connection, (&acquire, named, sync), counted, err, reply_tx).await;
+            let Some(ResentGrant { observed, lease_left, token, acknowledged, reply_tx }) = resent else { return };
+            // Each resend carries its own WAIT, right behind it on its node.
+            if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
                 if acknowledged < i64::from(plan.required) {
                     give_back(&lock, &connection).await;
                     let required = plan.required;
@@ -308,20 +306,43 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 }
 
 /// The `acquire` (`requested_at`: when it is sent); then WAIT when
-/// replicas must acknowledge. One round trip, waited for at most `bound`
-/// (see [`within`]). The full reply gives the owner's count after a grant.
+/// replicas must acknowledge (see [`acquire_and_wait`]). The full reply
+/// gives the owner's count after a grant.
 async fn send(
     connection: &mut Connection,
     id: &LockId,
     (acquire, requested_at): (redis::Cmd, Instant),
     (sync, bound): (Option<&Plan>, &ReplyBound),
 ) -> Result<Sent> {
+    let (reply, acknowledged) = acquire_and_wait(connection, id, &acquire, (sync, bound)).await?;
+    if !reply.granted {
+        return Ok(Sent::Refused { retry_ms: reply.lease_ms });
+    }
+    if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
+        if acknowledged < i64::from(plan.required) {
+            return Ok(Sent::Unsynced { acknowledged, required: plan.required });
+        }
+    }
+    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at })
+}
+
+/// `acquire`, then `WAIT` when replicas must acknowledge, in one pipeline:
+/// one round trip, on one node (in a cluster the pipeline goes where its
+/// acquire goes, so the `WAIT` counts the replicas of the node that ran
+/// it, right after it). Waited for at most `bound` (see [`within`]),
+/// longer behind other synced acquires (see [`Plan::in_line`]). The
+/// acquire's full reply, and the `WAIT`'s acknowledgements after a grant.
+pub(crate) async fn acquire_and_wait(
+    connection: &mut Connection,
+    id: &LockId,
+    acquire: &redis::Cmd,
+    (sync, bound): (Option<&Plan>, &ReplyBound),
+) -> Result<(FullReply, Option<i64>)> {
     let mut pipe = redis::pipe();
-    pipe.add_command(acquire);
+    pipe.add_command(acquire.clone());
     if let Some(plan) = sync {
         pipe.add_command(plan.wait());
     }
-    // Behind other synced acquires' WAITs the bound is longer.
     let (_in_flight, bound) = match sync {
         Some(plan) => {
             let (in_flight, bound) = plan.in_line(bound);
@@ -335,15 +356,12 @@ async fn send(
     }
     let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
     let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone(), id.kind)?;
-    if !reply.granted {
-        return Ok(Sent::Refused { retry_ms: reply.lease_ms });
-    }
-    if let Some(plan) = sync {
-        let acknowledged: i64 = redis::from_redis_value(replies.last().ok_or_else(unexpected)?.clone())
-            .map_err(|err| Error::UnexpectedReply(err.to_string()))?;
-        if acknowledged < i64::from(plan.required) {
-            return Ok(Sent::Unsynced { acknowledged, required: plan.required });
-        }
-    }
-    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at })
+    let acknowledged = match sync {
+        Some(_) if reply.granted => Some(
+            redis::from_redis_value(replies.last().ok_or_else(unexpected)?.clone())
+                .map_err(|err| Error::UnexpectedReply(err.to_string()))?,
+        ),
+        _ => None,
+    };
+    Ok((reply, acknowledged))
 }

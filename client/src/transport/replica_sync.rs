@@ -64,19 +64,6 @@ impl Plan {
         wait
     }
 
-    /// Acknowledgements of `WAIT` sent alone (after an acquire was settled
-    /// by a resend); 0 when it fails, or in a cluster gets no reply within
-    /// `reply_timeout` plus the `WAIT` timeout (a read, safe to abandon).
-    pub async fn acknowledged(&self, connection: &mut Connection, reply_timeout: Duration) -> i64 {
-        let (cmd, cluster) = (self.wait(), connection.is_cluster());
-        let wait = cmd.query_async::<i64>(connection);
-        let acknowledged = match cluster {
-            true => tokio::time::timeout(reply_timeout.saturating_add(self.timeout), wait).await.ok(),
-            false => Some(wait.await),
-        };
-        acknowledged.and_then(|acknowledged| acknowledged.ok()).unwrap_or(0)
-    }
-
     /// Counts this acquire in flight until the returned guard drops, and
     /// stretches `bound` by one more for each synced acquire already in
     /// flight to its node: their `WAIT`s block the connection, and the

@@ -1,0 +1,48 @@
+//! rlock-client on a real Redis Cluster, after the review of its hung
+//! primary handling: an acquire resent after a timeout counts its replicas
+//! on its own node, a hung node's abandoned requests do not pile up on the
+//! client's connections, and a hand-back check the ACL refuses is reported.
+
+mod common;
+
+use common::stalls::{name_off, stallable_node, Resume};
+use rlock_client::{Client, ClientOptions, ReplicaSync, RetryOptions};
+use std::time::Duration;
+use testkit::Cluster;
+
+/// A replica-synced acquire that timed out (its primary stalled) is resent
+/// with a `WAIT` right behind it, on the node that runs it. The `WAIT`
+/// used to follow alone, through redis-rs, which sends a `WAIT` to every
+/// primary: with another shard hung it got no reply, counted 0, and the
+/// healthy grant was given back (`ReplicaSync` error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resent_acquires_replicas_are_counted_on_its_own_node() {
+    let cluster = Cluster::start_with(3, 1, stallable_node);
+    let options = ClientOptions::default()
+        .with_cluster_reply_timeout(Duration::from_millis(300))
+        .with_replica_sync(ReplicaSync::Replicas { count: 1, timeout: Duration::from_millis(500) })
+        .with_retry(RetryOptions::new(20, Duration::from_millis(100)));
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let stalled = cluster.primary_for(b"{sync}");
+    let elsewhere = name_off(&cluster, "elsewhere", stalled.port());
+    let hung = cluster.primary_for(elsewhere.as_bytes());
+    // Connections to every node in use before the faults.
+    client.lock("{sync}warm").lock().await.unwrap().unlock().await.unwrap();
+    client.lock(elsewhere.as_str()).lock().await.unwrap().unlock().await.unwrap();
+
+    // Another shard hangs (shorter than the node timeout: no failover),
+    // and the acquire's own primary stalls past its bound (300 + 500 ms).
+    hung.pause();
+    let resume = Resume(hung);
+    let stall = common::stall(stalled, 1.0).await;
+    let lock = client.lock("{sync}resent");
+    let tried = lock.try_lock(Duration::from_secs(5), Some(Duration::from_secs(30)));
+    let tried = tokio::time::timeout(Duration::from_secs(8), tried).await.expect("try_lock pending 8 s");
+    stall.await.unwrap();
+    let guard = tried.expect("granted, its replica counted on its own node").expect("granted");
+    assert!(!guard.is_lost());
+    let pttl: i64 = redis::cmd("PTTL").arg("{sync}resent").query(&mut stalled.connection()).unwrap();
+    assert!(pttl > 0, "the grant is still on its node (PTTL {pttl})");
+    drop(resume);
+    guard.unlock().await.unwrap();
+}
