@@ -46,3 +46,43 @@ async fn a_resent_acquires_replicas_are_counted_on_its_own_node() {
     drop(resume);
     guard.unlock().await.unwrap();
 }
+
+/// Synced acquires queued behind one another on a hung node: each waits
+/// one more bound per acquire ahead of it, but at most four, so that every
+/// caller hears of the hung node within a few bounds (here 4 x 800 ms per
+/// try) rather than one bound per acquire in flight (12 x 800 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synced_acquires_queued_on_a_hung_node_hear_of_it_in_bounded_time() {
+    let cluster = Cluster::start_with(3, 0, stallable_node);
+    let options = ClientOptions::default()
+        .with_cluster_reply_timeout(Duration::from_millis(300))
+        .with_replica_sync(ReplicaSync::Replicas { count: 1, timeout: Duration::from_millis(500) })
+        .with_retry(RetryOptions::new(0, Duration::from_millis(100)));
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let hung = cluster.primary_for(b"{queued}");
+    // Connections in use, and a map read, before the hang.
+    let warm = client.lock("{queued}warm").try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await;
+    assert!(matches!(warm, Err(rlock_client::Error::ReplicaSync { .. })), "no replica: {warm:?}");
+
+    hung.pause();
+    let _resume = Resume(hung);
+    let started = std::time::Instant::now();
+    let callers: Vec<_> = (0..12)
+        .map(|n| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let lock = client.lock(format!("{{queued}}{n}").as_str());
+                let tried = lock.try_lock(Duration::from_secs(30), Some(Duration::from_secs(10))).await;
+                (tried.is_err(), started.elapsed())
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for caller in callers {
+        let answer = tokio::time::timeout(Duration::from_secs(30), caller).await;
+        answers.push(answer.expect("a caller still waiting 30 s into the hang").unwrap());
+    }
+    assert!(answers.iter().all(|(failed, _)| *failed), "an acquire on a hung node succeeded: {answers:?}");
+    let slowest = answers.iter().map(|(_, took)| *took).max().unwrap();
+    assert!(slowest < Duration::from_secs(7), "the last caller heard of the hung node after {slowest:?}");
+}

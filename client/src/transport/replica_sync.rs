@@ -16,6 +16,18 @@ use tokio::time::Instant;
 /// How long a count of connected replicas is trusted.
 const REPLICA_COUNT_TTL: Duration = Duration::from_secs(1);
 
+/// At most this many bounds for a synced acquire queued behind others
+/// (see [`Plan::in_line`]). Their `WAIT`s block the connection only while
+/// replicas do not acknowledge (each then takes its whole timeout), and
+/// such acquires fail with `ReplicaSync` anyway; past a few, stretching
+/// the bound further would only keep a hung node from being noticed: with
+/// a hundred acquires in flight, a hundred bounds (over three minutes by
+/// default), longer than a failover takes (`cluster-node-timeout`, 15 s by
+/// default, then the election). Four bounds are 8 s by default. An acquire
+/// queued deeper that times out is settled by its request id like any
+/// other, on the owner the slot map names then.
+pub(crate) const MAX_IN_LINE: u32 = 4;
+
 /// Whether and how acquires wait for replicas. Redisson (3.17+) waits for
 /// all connected replicas by default, and so does this client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,12 +78,13 @@ impl Plan {
 
     /// Counts this acquire in flight until the returned guard drops, and
     /// stretches `bound` by one more for each synced acquire already in
-    /// flight to its node: their `WAIT`s block the connection, and the
-    /// time this one queues behind them on the client's side must not
-    /// count as its node's (nor make the cluster reroute a healthy slot).
+    /// flight to its node, up to [`MAX_IN_LINE`] bounds: their `WAIT`s
+    /// block the connection, and the time this one queues behind them on
+    /// the client's side must not count as its node's (nor make the
+    /// cluster reroute a healthy slot).
     pub fn in_line(&self, bound: &ReplyBound) -> (InFlight, ReplyBound) {
         let ahead = self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let factor = u32::try_from(ahead).unwrap_or(u32::MAX).saturating_add(1);
+        let factor = u32::try_from(ahead).unwrap_or(u32::MAX).saturating_add(1).min(MAX_IN_LINE);
         let bound = bound.as_ref().map(|(cluster, bound)| (cluster.clone(), bound.saturating_mul(factor)));
         (InFlight(self.in_flight.clone()), bound)
     }
