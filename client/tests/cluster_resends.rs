@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::stalls::{name_off, stallable_node, Resume};
+use common::stalls::{calls, name_off, stallable_node, Resume};
 use rlock_client::{Client, ClientOptions, ReplicaSync, RetryOptions};
 use std::time::Duration;
 use testkit::Cluster;
@@ -85,4 +85,47 @@ async fn synced_acquires_queued_on_a_hung_node_hear_of_it_in_bounded_time() {
     assert!(answers.iter().all(|(failed, _)| *failed), "an acquire on a hung node succeeded: {answers:?}");
     let slowest = answers.iter().map(|(_, took)| *took).max().unwrap();
     assert!(slowest < Duration::from_secs(7), "the last caller heard of the hung node after {slowest:?}");
+}
+
+/// A slot rerouted to the client's own connection to its node (after a
+/// 1 s stall), whose node then hangs: each resend of an acquire that got
+/// no reply used to queue behind the last on that connection, and the node
+/// ran them all once it resumed. Now a node whose request timed out loses
+/// its connection: the next try opens another (which a hung node does not
+/// complete), and little is left queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_nodes_abandoned_requests_do_not_pile_up() {
+    // No replicas to read the count of before each acquire.
+    let options = ClientOptions::default()
+        .with_cluster_reply_timeout(Duration::from_millis(300))
+        .with_replica_sync(ReplicaSync::Off);
+    let cluster = Cluster::start_with(3, 0, stallable_node);
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let node = cluster.primary_for(b"{pile}");
+    client.lock("{pile}warm").lock().await.unwrap().unlock().await.unwrap();
+    // A 1 s stall while an acquire waits: the range is rerouted (and not
+    // handed back for 5 s).
+    let stall = common::stall(node, 1.0).await;
+    let stalled = client.lock("{pile}stalled").try_lock(Duration::from_secs(5), Some(Duration::from_secs(10))).await;
+    stall.await.unwrap();
+    stalled.unwrap().expect("granted after the stall").unlock().await.unwrap();
+
+    let (acquires, releases) = (calls(node, "rlock.acquire"), calls(node, "rlock.release"));
+    node.pause();
+    let resume = Resume(node);
+    // The caller hears of the hang; the acquire is settled in the background.
+    let lock = client.lock("{pile}hung");
+    let tried = lock.try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await.map(|g| g.is_some());
+    assert!(!matches!(tried, Ok(true)), "granted by a hung node");
+    // The background resends go on for 3 s more of hang.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    drop(resume);
+    // Settled once it resumed: nobody took the grant, it is given back.
+    let deadline = std::time::Instant::now() + common::PATIENCE;
+    while calls(node, "rlock.release") == releases {
+        assert!(std::time::Instant::now() < deadline, "the settled grant was never given back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ran = calls(node, "rlock.acquire") - acquires;
+    assert!(ran <= 3, "the resumed node ran {ran} acquires sent during the hang");
 }

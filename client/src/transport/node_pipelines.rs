@@ -77,8 +77,15 @@ impl ClusterNodes {
     /// slot map again (within `timeout`, from the other nodes first), and
     /// from then on sends the slot's commands to the owner it names (a
     /// promoted replica once a node names it).
+    /// The request went on this client's own connection to the node (the
+    /// slot was rerouted already): that connection is dropped, so that the
+    /// next requests do not queue behind the abandoned one.
     pub async fn reroute(&self, key: &[u8], timeout: Duration) {
-        self.slot_map.suspect(key_slot(key));
+        let slot = key_slot(key);
+        if let Some(node) = self.slot_map.route(slot) {
+            self.nodes.failed(&node);
+        }
+        self.slot_map.suspect(slot);
         let _ = self.slot_map.get(&self.connection, timeout).await;
     }
 
@@ -137,7 +144,7 @@ impl ClusterNodes {
             let own = self.slot_map.owns_rerouted(&node).then(|| (self.nodes.clone(), self.clone()));
             pipelines.spawn(async move {
                 let sent = async {
-                    let Some((nodes, cluster)) = own else {
+                    let Some((nodes, cluster)) = own.clone() else {
                         let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
                         return connection.route_pipeline(pipe, 0, indexes.len(), route).await;
                     };
@@ -147,7 +154,13 @@ impl ClusterNodes {
                     }
                     Ok(cluster.follow_redirects(&pipe, sent?.multiple()?).await)
                 };
-                let result = tokio::time::timeout(timeout, sent).await.unwrap_or_else(|_| Err(timed_out(&node)));
+                let result = tokio::time::timeout(timeout, sent).await.unwrap_or_else(|_| {
+                    // Abandoned: the next round does not queue behind it.
+                    if let Some((nodes, _)) = &own {
+                        nodes.failed(&node);
+                    }
+                    Err(timed_out(&node))
+                });
                 (node, indexes, result)
             });
         }

@@ -203,8 +203,8 @@ impl SlotMapCache {
             let candidates = current.as_ref().map(|map| map.refresh_candidates(&state.failed)).unwrap_or_default();
             (current, candidates)
         };
-        let error = match tokio::time::timeout(timeout, read_slot_map(connection, &self.nodes, candidates)).await {
-            Ok(Ok(map)) => {
+        let error = match read_slot_map(connection, &self.nodes, candidates, timeout).await {
+            Ok(map) => {
                 let map = Arc::new(map);
                 let rerouted = self.state().replace(map.clone());
                 let state = Arc::downgrade(&self.state);
@@ -215,8 +215,7 @@ impl SlotMapCache {
                 });
                 return Ok(map);
             }
-            Ok(Err(err)) => err,
-            Err(_) => timed_out("CLUSTER SLOTS"),
+            Err(err) => err,
         };
         current.ok_or(error)
     }
@@ -279,36 +278,42 @@ impl SlotMapCache {
 }
 
 /// CLUSTER SLOTS from the first of `candidates` to answer, each asked on
-/// this client's own connection to it (redis-rs's reaches primaries only);
-/// from the first of all nodes redis-rs knows when there are none (first
-/// use, or they all failed).
+/// this client's own connection to it (redis-rs's reaches primaries only),
+/// within `timeout`; from the first of all nodes redis-rs knows when there
+/// are none (first use, or they all failed). Each ask runs to its end on
+/// its own: a node that fails or does not answer in time loses its
+/// connection, so that no later request queues behind the abandoned one.
 async fn read_slot_map(
     connection: &ClusterConnection,
     nodes: &Arc<NodeConnections>,
     candidates: Vec<Node>,
+    timeout: Duration,
 ) -> RedisResult<SlotMap> {
     let mut cmd = redis::cmd("CLUSTER");
     cmd.arg("SLOTS");
     if candidates.is_empty() {
         let first_answer =
             RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, Some(ResponsePolicy::OneSucceeded)));
-        return SlotMap::parse(connection.clone().route_command(cmd, first_answer).await?);
+        let mut connection = connection.clone();
+        let read = tokio::time::timeout(timeout, connection.route_command(cmd, first_answer)).await;
+        return SlotMap::parse(read.map_err(|_| timed_out("CLUSTER SLOTS"))??);
     }
-    let mut asks = tokio::task::JoinSet::new();
+    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
     for node in candidates {
-        let (nodes, cmd) = (nodes.clone(), cmd.clone());
-        asks.spawn(async move {
+        let (nodes, cmd, answers) = (nodes.clone(), cmd.clone(), answers.clone());
+        tokio::spawn(async move {
             let read = async { SlotMap::parse(cmd.query_async(&mut nodes.get(&node).await?).await?) };
-            let read = read.await;
+            let read = tokio::time::timeout(timeout, read).await.unwrap_or_else(|_| Err(timed_out(&node)));
             if read.is_err() {
                 nodes.failed(&node);
             }
-            read
+            let _ = answers.send(read);
         });
     }
+    drop(answers);
     let mut last_error = None;
-    while let Some(answer) = asks.join_next().await {
-        match answer.map_err(|e| RedisError::from(std::io::Error::other(e))).and_then(|r| r) {
+    while let Some(answer) = answered.recv().await {
+        match answer {
             Ok(map) => return Ok(map),
             Err(err) => last_error = Some(err),
         }
