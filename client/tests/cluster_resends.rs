@@ -3,8 +3,10 @@
 //! on its own node, a hung node's abandoned requests do not pile up on the
 //! client's connections, and a hand-back check the ACL refuses is reported.
 
+#[macro_use]
 mod common;
 
+use common::recorder::Recorder;
 use common::stalls::{calls, name_off, stallable_node, Resume};
 use rlock_client::{Client, ClientOptions, ReplicaSync, RetryOptions};
 use std::time::Duration;
@@ -128,4 +130,38 @@ async fn a_hung_nodes_abandoned_requests_do_not_pile_up() {
     }
     let ran = calls(node, "rlock.acquire") - acquires;
     assert!(ran <= 3, "the resumed node ran {ran} acquires sent during the hang");
+}
+
+/// A rerouted range's hand-back check (`EXISTS` through redis-rs) that the
+/// ACL refuses (`NOPERM`) shows nothing of where redis-rs routes: the range
+/// stays rerouted, and a warning says why (it used to fail silently).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_back_check_refused_by_the_acl_is_reported() {
+    let recorder = Recorder::default();
+    tracing::subscriber::set_global_default(recorder.clone()).unwrap();
+    let cluster = Cluster::start_with(3, 0, stallable_node);
+    let mut urls = Vec::new();
+    for node in &cluster.nodes {
+        let mut setuser = redis::cmd("ACL");
+        setuser.arg("SETUSER").arg("limited").arg("on").arg(">secret").arg("~*").arg("&*").arg("+@all").arg("-exists");
+        let _: () = setuser.query(&mut node.connection()).unwrap();
+        urls.push(format!("redis://limited:secret@127.0.0.1:{}/", node.port()));
+    }
+    let options = ClientOptions::default()
+        .with_cluster_reply_timeout(Duration::from_millis(300))
+        .with_replica_sync(ReplicaSync::Off);
+    let client = Client::connect_cluster(urls, options).await.unwrap();
+    let node = cluster.primary_for(b"{acl}");
+    client.lock("{acl}warm").lock().await.unwrap().unlock().await.unwrap();
+    // A stall a little longer than the acquire's bound: the range is
+    // rerouted, and the check answers once the node resumes.
+    let stall = common::stall(node, 0.5).await;
+    let stalled = client.lock("{acl}stalled").try_lock(Duration::from_secs(5), Some(Duration::from_secs(10))).await;
+    stall.await.unwrap();
+    stalled.unwrap().expect("granted after the stall").unlock().await.unwrap();
+    let warned = || {
+        let events = recorder.events.lock().unwrap();
+        events.iter().any(|event| event.contains("level=WARN") && event.to_lowercase().contains("noperm"))
+    };
+    eventually!("a warning that the check was refused", warned());
 }

@@ -7,10 +7,17 @@
 //! own map again). A hung old owner answers nothing, and its range stays
 //! rerouted until the next try. A read is safe to abandon, and is never
 //! sent again.
+//!
+//! A read the server refuses (`NOPERM`: the ACL denies `EXISTS`) does not
+//! show that redis-rs reached the slot's owner: the ACL is checked before
+//! the redirect. The range stays rerouted (its commands go on the client's
+//! own connection to the owner by its map, until a redirect hands it back)
+//! and a `tracing` warning (target `rlock`) says so, at most once a try.
 
 use crate::transport::connection::key_slot;
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
+use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -51,13 +58,26 @@ impl Handback {
                 reads.spawn(async move {
                     let exists = redis::cmd("EXISTS").arg(key).clone();
                     let read = tokio::time::timeout(timeout, connection.req_packed_command(&exists)).await;
-                    (range, matches!(read, Ok(Ok(_))))
+                    (range, read.map(|read| read.and_then(Value::extract_error)))
                 });
             }
+            let mut refused = None;
             while let Some(joined) = reads.join_next().await {
-                if let Ok((range, true)) = joined {
-                    agreed(range);
+                match joined {
+                    Ok((range, Ok(Ok(_)))) => agreed(range),
+                    Ok((_, Ok(Err(err)))) if err.code() == Some("NOPERM") => {
+                        refused = Some(err);
+                    }
+                    _ => {}
                 }
+            }
+            if let Some(err) = refused {
+                tracing::warn!(
+                    target: "rlock",
+                    error = %err,
+                    "cluster: a rerouted slot range cannot be handed back to redis-rs, its check (EXISTS) was \
+                     refused; its commands stay on the client's own connections until a redirect"
+                );
             }
             busy.store(false, Ordering::SeqCst);
         });

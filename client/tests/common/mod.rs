@@ -106,6 +106,7 @@ pub async fn take_turns_exclusively(
 }
 
 pub mod hostile;
+pub mod recorder;
 pub mod stalls;
 
 /// A field of the module's `INFO rlock` section (0 when absent).
