@@ -10,7 +10,7 @@ use crate::synchronizers::permits::PermitExpirableSemaphore;
 use crate::synchronizers::semaphore::Semaphore;
 use crate::transport::connection::{Connection, Deployment};
 use crate::transport::sentinel::Sentinels;
-use crate::transport::slot_map::SlotMapCache;
+use crate::transport::slot_map_cache::SlotMapCache;
 use redis::aio::ConnectionManager;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -3,7 +3,8 @@
 
 use crate::transport::node_pipelines::ClusterNodes;
 use crate::transport::sentinel::{PrimaryConnection, Sentinels};
-use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
+use crate::transport::slot_map::{timed_out, Node};
+use crate::transport::slot_map_cache::SlotMapCache;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::{Cmd, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value};

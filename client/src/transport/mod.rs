@@ -14,5 +14,6 @@ pub(crate) mod pubsub;
 pub(crate) mod replica_sync;
 pub(crate) mod sentinel;
 pub(crate) mod slot_map;
+pub(crate) mod slot_map_cache;
 pub(crate) mod subscriptions;
 pub(crate) mod wakeups;

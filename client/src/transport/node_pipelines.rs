@@ -22,7 +22,8 @@
 
 use crate::transport::connection::{key_slot, NodeReplies};
 use crate::transport::node_connections::NodeConnections;
-use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
+use crate::transport::slot_map::{timed_out, Node};
+use crate::transport::slot_map_cache::SlotMapCache;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
