@@ -1,7 +1,7 @@
 //! Connections to one server or to a Redis Cluster, for commands (pub/sub:
 //! see pubsub.rs).
 
-use crate::transport::node_pipelines::ClusterNodes;
+use crate::transport::cluster_nodes::ClusterNodes;
 use crate::transport::sentinel::{PrimaryConnection, Sentinels};
 use crate::transport::slot_map::{timed_out, Node};
 use crate::transport::slot_map_cache::SlotMapCache;

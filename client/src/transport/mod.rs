@@ -5,6 +5,7 @@
 //! the lock engine.
 
 pub(crate) mod blocking_pool;
+pub(crate) mod cluster_nodes;
 pub(crate) mod connection;
 pub(crate) mod handback;
 pub(crate) mod latch_sweeper;
