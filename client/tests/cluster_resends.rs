@@ -10,7 +10,37 @@ use common::recorder::Recorder;
 use common::stalls::{calls, name_off, stallable_node, Resume};
 use rlock_client::{Client, ClientOptions, ReplicaSync, RetryOptions};
 use std::time::Duration;
-use testkit::Cluster;
+use testkit::{Cluster, Server};
+
+/// A cluster of stallable nodes (`replicas` per primary), and a client that
+/// gives up on a node after 300 ms, with replica sync `sync` and `attempts`
+/// retries 100 ms apart.
+async fn stallable(replicas: usize, sync: ReplicaSync, attempts: u32) -> (Cluster, Client) {
+    let cluster = Cluster::start_with(3, replicas, stallable_node);
+    let options = ClientOptions::default()
+        .with_cluster_reply_timeout(Duration::from_millis(300))
+        .with_replica_sync(sync)
+        .with_retry(RetryOptions::new(attempts, Duration::from_millis(100)));
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    (cluster, client)
+}
+
+/// `WAIT` for one replica, at most 500 ms.
+const ONE_REPLICA: ReplicaSync = ReplicaSync::Replicas { count: 1, timeout: Duration::from_millis(500) };
+
+/// Reroutes the range of `{tag}`'s slot to the client's own connection: a
+/// stall of `seconds` (past the 300 ms bound) while an acquire waits there.
+/// Returns the slot's node.
+async fn reroute_by_a_stall<'a>(cluster: &'a Cluster, client: &Client, tag: &str, seconds: f64) -> &'a Server {
+    let node = cluster.primary_for(format!("{{{tag}}}").as_bytes());
+    client.lock(format!("{{{tag}}}warm").as_str()).lock().await.unwrap().unlock().await.unwrap();
+    let stall = common::stall(node, seconds).await;
+    let lock = client.lock(format!("{{{tag}}}stalled").as_str());
+    let stalled = lock.try_lock(Duration::from_secs(5), Some(Duration::from_secs(10))).await;
+    stall.await.unwrap();
+    stalled.unwrap().expect("granted after the stall").unlock().await.unwrap();
+    node
+}
 
 /// A replica-synced acquire that timed out (its primary stalled) is resent
 /// with a `WAIT` right behind it, on the node that runs it. The `WAIT`
@@ -19,12 +49,7 @@ use testkit::Cluster;
 /// healthy grant was given back (`ReplicaSync` error).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resent_acquires_replicas_are_counted_on_its_own_node() {
-    let cluster = Cluster::start_with(3, 1, stallable_node);
-    let options = ClientOptions::default()
-        .with_cluster_reply_timeout(Duration::from_millis(300))
-        .with_replica_sync(ReplicaSync::Replicas { count: 1, timeout: Duration::from_millis(500) })
-        .with_retry(RetryOptions::new(20, Duration::from_millis(100)));
-    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let (cluster, client) = stallable(1, ONE_REPLICA, 20).await;
     let stalled = cluster.primary_for(b"{sync}");
     let elsewhere = name_off(&cluster, "elsewhere", stalled.port());
     let hung = cluster.primary_for(elsewhere.as_bytes());
@@ -55,12 +80,7 @@ async fn a_resent_acquires_replicas_are_counted_on_its_own_node() {
 /// try) rather than one bound per acquire in flight (12 x 800 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn synced_acquires_queued_on_a_hung_node_hear_of_it_in_bounded_time() {
-    let cluster = Cluster::start_with(3, 0, stallable_node);
-    let options = ClientOptions::default()
-        .with_cluster_reply_timeout(Duration::from_millis(300))
-        .with_replica_sync(ReplicaSync::Replicas { count: 1, timeout: Duration::from_millis(500) })
-        .with_retry(RetryOptions::new(0, Duration::from_millis(100)));
-    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let (cluster, client) = stallable(0, ONE_REPLICA, 0).await;
     let hung = cluster.primary_for(b"{queued}");
     // Connections in use, and a map read, before the hang.
     let warm = client.lock("{queued}warm").try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await;
@@ -97,20 +117,11 @@ async fn synced_acquires_queued_on_a_hung_node_hear_of_it_in_bounded_time() {
 /// complete), and little is left queued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_nodes_abandoned_requests_do_not_pile_up() {
-    // No replicas to read the count of before each acquire.
-    let options = ClientOptions::default()
-        .with_cluster_reply_timeout(Duration::from_millis(300))
-        .with_replica_sync(ReplicaSync::Off);
-    let cluster = Cluster::start_with(3, 0, stallable_node);
-    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
-    let node = cluster.primary_for(b"{pile}");
-    client.lock("{pile}warm").lock().await.unwrap().unlock().await.unwrap();
-    // A 1 s stall while an acquire waits: the range is rerouted (and not
-    // handed back for 5 s).
-    let stall = common::stall(node, 1.0).await;
-    let stalled = client.lock("{pile}stalled").try_lock(Duration::from_secs(5), Some(Duration::from_secs(10))).await;
-    stall.await.unwrap();
-    stalled.unwrap().expect("granted after the stall").unlock().await.unwrap();
+    // No replicas to read the count of before each acquire; the default retries.
+    let (cluster, client) = stallable(0, ReplicaSync::Off, 3).await;
+    // A 1 s stall: the range is rerouted (and not handed back for 5 s: the
+    // check made then got no reply).
+    let node = reroute_by_a_stall(&cluster, &client, "pile", 1.0).await;
 
     let (acquires, releases) = (calls(node, "rlock.acquire"), calls(node, "rlock.release"));
     node.pause();
@@ -151,14 +162,9 @@ async fn a_hand_back_check_refused_by_the_acl_is_reported() {
         .with_cluster_reply_timeout(Duration::from_millis(300))
         .with_replica_sync(ReplicaSync::Off);
     let client = Client::connect_cluster(urls, options).await.unwrap();
-    let node = cluster.primary_for(b"{acl}");
-    client.lock("{acl}warm").lock().await.unwrap().unlock().await.unwrap();
     // A stall a little longer than the acquire's bound: the range is
     // rerouted, and the check answers once the node resumes.
-    let stall = common::stall(node, 0.5).await;
-    let stalled = client.lock("{acl}stalled").try_lock(Duration::from_secs(5), Some(Duration::from_secs(10))).await;
-    stall.await.unwrap();
-    stalled.unwrap().expect("granted after the stall").unlock().await.unwrap();
+    reroute_by_a_stall(&cluster, &client, "acl", 0.5).await;
     let warned = || {
         let events = recorder.events.lock().unwrap();
         events.iter().any(|event| event.contains("level=WARN") && event.to_lowercase().contains("noperm"))
