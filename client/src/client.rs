@@ -10,6 +10,7 @@ use crate::synchronizers::permits::PermitExpirableSemaphore;
 use crate::synchronizers::semaphore::Semaphore;
 use crate::transport::connection::{Connection, Deployment};
 use crate::transport::sentinel::Sentinels;
+use crate::transport::slot_map_cache::SlotMapCache;
 use redis::aio::ConnectionManager;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,7 +53,8 @@ impl Client {
     ) -> Result<Self> {
         let nodes = nodes.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;
         check(&options)?;
-        let deployment = Deployment::Cluster(nodes);
+        let slot_map = SlotMapCache::new(nodes.first().cloned());
+        let deployment = Deployment::Cluster(nodes, Arc::new(slot_map));
         let connection = deployment.connect(None).await?;
         Self::start(deployment, connection, options)
     }

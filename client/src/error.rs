@@ -24,6 +24,9 @@ pub enum Error {
     /// A replica sync timeout under 1 ms (`WAIT … 0` would block for ever).
     #[error("invalid replica sync timeout {0:?}: must be at least 1 ms")]
     InvalidReplicaSyncTimeout(std::time::Duration),
+    /// A cluster reply timeout under 1 ms.
+    #[error("invalid cluster reply timeout {0:?}: must be at least 1 ms")]
+    InvalidClusterReplyTimeout(std::time::Duration),
     /// The lock was granted, but fewer replicas than required acknowledged
     /// it in time; it was released again. Retry, or lower the requirement.
     #[error("only {acknowledged} of {required} replicas acknowledged the lock in time; it was released again")]

@@ -39,6 +39,14 @@ pub struct ClientOptions {
     /// not take: such levels keep the lock until their lease ends. Owner
     /// ids this client makes (`<client id>:<n>`) are always its alone.
     pub shared_owner_ids: bool,
+    /// In a cluster: how long an acquire waits for its node's reply (plus
+    /// replica sync's `WAIT` timeout) before the client gives up on that
+    /// node for now: it reads the slot map again from the other nodes and
+    /// settles the acquire by its request id, on the slot's new primary
+    /// when a failover replaced a hung one. Only acquires that carry a
+    /// request id are bounded, and none is ever sent again without it;
+    /// other commands wait for their node as long as it takes. Default 1 s.
+    pub cluster_reply_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +58,7 @@ impl Default for ClientOptions {
             fair_wait_timeout: Duration::from_secs(300),
             blocking_connections: 8,
             shared_owner_ids: false,
+            cluster_reply_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -82,6 +91,12 @@ impl ClientOptions {
     /// Sets [`ClientOptions::shared_owner_ids`].
     pub fn with_shared_owner_ids(mut self, shared: bool) -> Self {
         self.shared_owner_ids = shared;
+        self
+    }
+
+    /// Sets [`ClientOptions::cluster_reply_timeout`].
+    pub fn with_cluster_reply_timeout(mut self, timeout: Duration) -> Self {
+        self.cluster_reply_timeout = timeout;
         self
     }
 
@@ -156,6 +171,9 @@ pub(crate) fn check(options: &ClientOptions) -> Result<()> {
     // Sent as RFAIR.ACQUIRE's WAIT, whose bounds are a lease's.
     if protocol::lease_ms(options.fair_wait_timeout).is_err() {
         return Err(Error::InvalidFairWaitTimeout(options.fair_wait_timeout));
+    }
+    if options.cluster_reply_timeout < Duration::from_millis(1) {
+        return Err(Error::InvalidClusterReplyTimeout(options.cluster_reply_timeout));
     }
     match options.replica_sync {
         // WAIT takes whole milliseconds, and 0 blocks for ever.

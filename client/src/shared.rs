@@ -71,7 +71,7 @@ impl Shared {
             id: Uuid::new_v4(),
             connection,
             deployment,
-            replica_sync: ReplicaSyncState::new(options.replica_sync),
+            replica_sync: ReplicaSyncState::new(options.replica_sync, options.cluster_reply_timeout),
             options,
             next_owner: AtomicU64::new(1),
             registry,

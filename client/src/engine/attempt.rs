@@ -18,7 +18,7 @@ use crate::engine::release::release;
 use crate::engine::resend::{resend, ResentGrant};
 use crate::engine::run_to_end::run_to_end;
 use crate::error::{Error, Result};
-use crate::transport::connection::Connection;
+use crate::transport::connection::{within, Connection, ReplyBound};
 use crate::transport::replica_sync::Plan;
 use redis::Value;
 use std::time::Duration;
@@ -113,13 +113,20 @@ pub(crate) async fn run(
     // call can be cancelled by its name.
     let mut named = Named::new(&shared.record_refused, &connection, &state.id);
     let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());
+    // In a cluster a named acquire waits a bounded time for its node: the
+    // resend below settles it, on the slot's new owner after a failover.
+    let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
+    let bound = match named {
+        Some(_) => connection.reply_bound(shared.options.cluster_reply_timeout.saturating_add(sync_wait)),
+        None => None,
+    };
     let sent = match blocked.as_mut() {
         None => {
-            let mut sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), sync).await;
+            let mut sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), (sync, &bound)).await;
             if named.is_some() && sent.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
                 named = None;
                 acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
-                sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), sync).await;
+                sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), (sync, &None)).await;
             }
             sent
         }
@@ -173,12 +180,10 @@ pub(crate) async fn run(
             }
             // Sent without an id: see the module docs of `resend`.
             let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
-            let resent = resend(&lock, &mut connection, (&acquire, named), counted, err, reply_tx).await;
-            let Some(ResentGrant { observed, lease_left, token, reply_tx }) = resent else { return };
-            // The WAIT sent with the acquire went unanswered too: ask again
-            // (it covers every write made on this connection so far).
-            if let Some(plan) = sync {
-                let acknowledged = plan.wait().query_async::<i64>(&mut connection).await.unwrap_or(0);
+            let resent = resend(&lock, &mut connection, (&acquire, named, sync), counted, err, reply_tx).await;
+            let Some(ResentGrant { observed, lease_left, token, acknowledged, reply_tx }) = resent else { return };
+            // Each resend carries its own WAIT, right behind it on its node.
+            if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
                 if acknowledged < i64::from(plan.required) {
                     give_back(&lock, &connection).await;
                     let required = plan.required;
@@ -301,34 +306,62 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 }
 
 /// The `acquire` (`requested_at`: when it is sent); then WAIT when
-/// replicas must acknowledge. One round trip. The full reply gives the
-/// owner's count after a grant.
+/// replicas must acknowledge (see [`acquire_and_wait`]). The full reply
+/// gives the owner's count after a grant.
 async fn send(
     connection: &mut Connection,
     id: &LockId,
     (acquire, requested_at): (redis::Cmd, Instant),
-    sync: Option<&Plan>,
+    (sync, bound): (Option<&Plan>, &ReplyBound),
 ) -> Result<Sent> {
-    let mut pipe = redis::pipe();
-    pipe.add_command(acquire);
-    if let Some(plan) = sync {
-        pipe.add_command(plan.wait());
-    }
-    let replies: Vec<Value> = pipe.ignore_errors().query_async(connection).await?;
-    if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
-        return Err(redis::RedisError::from(err.clone()).into());
-    }
-    let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
-    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone(), id.kind)?;
+    let (reply, acknowledged) = acquire_and_wait(connection, id, &acquire, (sync, bound)).await?;
     if !reply.granted {
         return Ok(Sent::Refused { retry_ms: reply.lease_ms });
     }
-    if let Some(plan) = sync {
-        let acknowledged: i64 = redis::from_redis_value(replies.last().ok_or_else(unexpected)?.clone())
-            .map_err(|err| Error::UnexpectedReply(err.to_string()))?;
+    if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
         if acknowledged < i64::from(plan.required) {
             return Ok(Sent::Unsynced { acknowledged, required: plan.required });
         }
     }
     Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at })
+}
+
+/// `acquire`, then `WAIT` when replicas must acknowledge, in one pipeline:
+/// one round trip, on one node (in a cluster the pipeline goes where its
+/// acquire goes, so the `WAIT` counts the replicas of the node that ran
+/// it, right after it). Waited for at most `bound` (see [`within`]),
+/// longer behind other synced acquires (see [`Plan::in_line`]). The
+/// acquire's full reply, and the `WAIT`'s acknowledgements after a grant.
+pub(crate) async fn acquire_and_wait(
+    connection: &mut Connection,
+    id: &LockId,
+    acquire: &redis::Cmd,
+    (sync, bound): (Option<&Plan>, &ReplyBound),
+) -> Result<(FullReply, Option<i64>)> {
+    let mut pipe = redis::pipe();
+    pipe.add_command(acquire.clone());
+    if let Some(plan) = sync {
+        pipe.add_command(plan.wait());
+    }
+    let (_in_flight, bound) = match sync {
+        Some(plan) => {
+            let (in_flight, bound) = plan.in_line(bound);
+            (Some(in_flight), bound)
+        }
+        None => (None, bound.clone()),
+    };
+    let replies: Vec<Value> = within(&bound, &id.name, pipe.ignore_errors().query_async(connection)).await?;
+    if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
+        return Err(redis::RedisError::from(err.clone()).into());
+    }
+    let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
+    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone(), id.kind)?;
+    let acknowledged = match sync {
+        Some(_) if reply.granted => Some(
+            redis::from_redis_value(replies.last().ok_or_else(unexpected)?.clone())
+                .map_err(|err| Error::UnexpectedReply(err.to_string()))?,
+        ),
+        _ => None,
+    };
+    Ok((reply, acknowledged))
 }

@@ -84,15 +84,15 @@ where
             },
         };
         tries += 1;
-        let pause = match tried {
+        let (pause, refused) = match tried {
             Ok(Tried::Done(value)) => return Ok(Some(value)),
             Ok(Tried::Again(pause)) => {
                 failures = 0;
-                pause
+                (pause, true)
             }
             Err(err) if err.is_transient() && failures < retry.attempts => {
                 failures += 1;
-                retry.delay
+                (retry.delay, false)
             }
             Err(err) => return Err(err),
         };
@@ -103,13 +103,11 @@ where
                 _ => return Ok(None),
             },
         };
-        if !subscribe_tried {
+        // Once refused (a failed try is tried again soon anyway). Without
+        // pub/sub the loop still works: it polls.
+        if refused && !subscribe_tried {
             subscribe_tried = true;
-            // Without pub/sub the loop still works: it polls.
-            subscription = match shared.subscriptions().await {
-                Ok(subscriptions) => subscriptions.subscribe(channel.key, channel.name, channel.rule).await.ok(),
-                Err(_) => None,
-            };
+            subscription = subscribe(shared, &channel).await;
             if subscription.is_some() {
                 continue;
             }
@@ -129,5 +127,20 @@ where
             _ = tokio::time::sleep(pause) => {}
             _ = closed.changed() => {}
         }
+    }
+}
+
+/// Joins `channel`'s subscription; `None` when that fails. In a cluster,
+/// at most the cluster reply timeout: a hung node (or a SUBSCRIBE to it
+/// that holds up the pub/sub connection) leaves the waiter on its timer,
+/// and the subscription, abandoned, is left as its waiter leaves.
+async fn subscribe(shared: &Shared, channel: &Channel<'_>) -> Option<Subscription> {
+    let subscribed = async {
+        let subscriptions = shared.subscriptions().await.ok()?;
+        subscriptions.subscribe(channel.key, channel.name, channel.rule).await.ok()
+    };
+    match shared.connection.is_cluster() {
+        true => tokio::time::timeout(shared.options.cluster_reply_timeout, subscribed).await.ok().flatten(),
+        false => subscribed.await,
     }
 }

@@ -8,13 +8,12 @@
 //! is a level the client does not count, which the owner's next acquire
 //! sees in its reply and gives back (or which ends with its lease).
 
-use crate::engine::attempt::{give_back, Attempt};
-use crate::engine::commands::FullReply;
+use crate::engine::attempt::{acquire_and_wait, give_back, Attempt};
 use crate::engine::handle::Handle;
 use crate::engine::named::Named;
 use crate::error::{Error, Result};
 use crate::transport::connection::Connection;
-use redis::Value;
+use crate::transport::replica_sync::Plan;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -30,11 +29,14 @@ pub(crate) struct ResentGrant {
     pub lease_left: Option<(Instant, Duration)>,
     /// A fenced lock's token, when the server replayed it (never from a read).
     pub token: Option<i64>,
+    /// Replicas that acknowledged it: the `WAIT` sent right behind the
+    /// resend that got the grant, on its node (replica sync only).
+    pub acknowledged: Option<i64>,
     pub reply_tx: oneshot::Sender<Result<Attempt>>,
 }
 
-/// Sends `again` (the acquire, with its request id and `REPLY FULL`) until
-/// the server answers: a grant, replayed or made now, with the owner's
+/// Sends `again` (the acquire, with its request id and `REPLY FULL`; with
+/// replica sync, a `WAIT` behind it, on its node) until the server answers: a grant, replayed or made now, with the owner's
 /// count after it; or a refusal, which the caller gets. When no answer
 /// comes in time, the caller gets `err` at once and the resends go on here
 /// until the server answers or the client closes; a grant found then is
@@ -42,12 +44,12 @@ pub(crate) struct ResentGrant {
 pub(crate) async fn resend(
     lock: &Handle,
     connection: &mut Connection,
-    (again, named): (&redis::Cmd, Named),
+    (again, named, sync): (&redis::Cmd, Named, Option<&Plan>),
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
 ) -> Option<ResentGrant> {
-    let answered = resend_until_answered(lock, connection, again, counted, err, reply_tx).await;
+    let answered = resend_until_answered(lock, connection, (again, sync), counted, err, reply_tx).await;
     // The outcome is in (or nobody waits for it): the record may go.
     named.done(&lock.shared().latch_sweeper);
     answered
@@ -56,7 +58,7 @@ pub(crate) async fn resend(
 async fn resend_until_answered(
     lock: &Handle,
     connection: &mut Connection,
-    again: &redis::Cmd,
+    (again, sync): (&redis::Cmd, Option<&Plan>),
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
@@ -64,15 +66,14 @@ async fn resend_until_answered(
     let (shared, state) = (lock.shared(), lock.state());
     let mut caller = Some((reply_tx, err));
     let mut backoff = Backoff::new(lock);
-    let (reply, sent_at) = loop {
+    // In a cluster each try waits a bounded time: a hung node's slot is
+    // looked up again, and the next try goes to its new owner.
+    let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
+    let bound = connection.reply_bound(shared.options.cluster_reply_timeout.saturating_add(sync_wait));
+    let (reply, acknowledged, sent_at) = loop {
         let sent_at = Instant::now();
-        match again
-            .query_async::<Value>(connection)
-            .await
-            .map_err(Error::from)
-            .and_then(|reply| FullReply::parse(reply, state.id.kind))
-        {
-            Ok(reply) => break (reply, sent_at),
+        match acquire_and_wait(connection, &state.id, again, (sync, &bound)).await {
+            Ok((reply, acknowledged)) => break (reply, acknowledged, sent_at),
             Err(_) if shared.is_closed() => return None,
             Err(err) if !err.is_transient() => {
                 if counted > 0 {
@@ -96,7 +97,9 @@ async fn resend_until_answered(
     }
     let lease_left = u64::try_from(reply.lease_ms).ok().map(|ms| (sent_at, Duration::from_millis(ms)));
     match caller {
-        Some((reply_tx, _)) => Some(ResentGrant { observed: reply.holds, lease_left, token: reply.token, reply_tx }),
+        Some((reply_tx, _)) => {
+            Some(ResentGrant { observed: reply.holds, lease_left, token: reply.token, acknowledged, reply_tx })
+        }
         None => {
             // Nobody takes this grant: the holds counted here are checked
             // against it as any grant's are, then it is given back.

@@ -1,21 +1,24 @@
 //! Connections to one server or to a Redis Cluster, for commands (pub/sub:
 //! see pubsub.rs).
 
-use crate::transport::node_pipelines::ClusterNodes;
+use crate::transport::cluster_nodes::ClusterNodes;
 use crate::transport::sentinel::{PrimaryConnection, Sentinels};
 use crate::transport::slot_map::{timed_out, Node};
+use crate::transport::slot_map_cache::SlotMapCache;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where the client connects.
 #[derive(Clone)]
 pub(crate) enum Deployment {
     Single(redis::Client),
-    /// Seed nodes of a cluster.
-    Cluster(Vec<ConnectionInfo>),
+    /// Seed nodes of a cluster, and the slot map every connection to it
+    /// shares.
+    Cluster(Vec<ConnectionInfo>, Arc<SlotMapCache>),
     /// The primary Redis Sentinel names, whichever it is now.
     Sentinel(Sentinels),
 }
@@ -26,7 +29,7 @@ impl Deployment {
     pub fn label(&self) -> String {
         match self {
             Deployment::Single(client) => client.get_connection_info().addr().to_string(),
-            Deployment::Cluster(nodes) => {
+            Deployment::Cluster(nodes, _) => {
                 let nodes: Vec<String> = nodes.iter().map(|node| node.addr().to_string()).collect();
                 format!("cluster {}", nodes.join(","))
             }
@@ -44,17 +47,33 @@ impl Deployment {
                 }
                 Connection::Single(ConnectionManager::new_with_config(client.clone(), config).await?)
             }
-            Deployment::Cluster(nodes) => {
+            Deployment::Cluster(nodes, slot_map) => {
                 let mut builder = ClusterClientBuilder::new(nodes.clone());
                 if let Some(timeout) = response_timeout {
                     builder = builder.response_timeout(timeout);
                 }
-                Connection::Cluster(ClusterNodes::new(builder.build()?.get_async_connection().await?))
+                let connection = builder.build()?.get_async_connection().await?;
+                Connection::Cluster(ClusterNodes::new(connection, slot_map.clone(), slot_map.nodes.clone()))
             }
             Deployment::Sentinel(sentinels) => {
                 // Boxed: its future would deepen every caller's type past the compiler's limit.
                 Connection::Sentinel(Box::pin(PrimaryConnection::connect(sentinels.clone(), response_timeout)).await?)
             }
+        })
+    }
+}
+
+impl Deployment {
+    /// A connection for commands that block it (replica sync's `WAIT`): in
+    /// a cluster with the client's own connections to single nodes apart
+    /// from the shared ones (renewals, listings, slot map reads), so that
+    /// a blocked `WAIT` holds up nothing else; `response_timeout` as in
+    /// [`Deployment::connect`].
+    pub async fn connect_apart(&self, response_timeout: Option<Duration>) -> RedisResult<Connection> {
+        let connection = self.connect(response_timeout).await?;
+        Ok(match connection {
+            Connection::Cluster(cluster) => Connection::Cluster(cluster.apart()),
+            connection => connection,
         })
     }
 }
@@ -72,7 +91,7 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
-            Connection::Cluster(c) => c.connection.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
             Connection::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
@@ -85,7 +104,7 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
-            Connection::Cluster(c) => c.connection.req_packed_commands(cmd, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
             Connection::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
@@ -109,11 +128,16 @@ impl Connection {
         match self {
             Connection::Single(connection) => cmd.query_async(connection).await,
             Connection::Sentinel(connection) => cmd.query_async(connection).await,
-            Connection::Cluster(ClusterNodes { connection, .. }) => {
-                let route = redis::cluster_routing::Route::with_key(key, redis::cluster_routing::SlotAddr::Master);
-                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-                Ok(redis::from_redis_value(connection.route_command(cmd, routing).await?)?)
-            }
+            Connection::Cluster(cluster) => cluster.query_for_key(key, cmd).await,
+        }
+    }
+
+    /// The bound of a settleable request on this connection: `timeout` in
+    /// a cluster, none elsewhere (see [`within`]).
+    pub fn reply_bound(&self, timeout: Duration) -> ReplyBound {
+        match self {
+            Connection::Cluster(cluster) => Some((cluster.clone(), timeout)),
+            _ => None,
         }
     }
 
@@ -146,6 +170,29 @@ impl Connection {
             Connection::Cluster(cluster) => cluster.per_node_pipelines(commands, timeout).await,
         }
     }
+}
+
+/// How long a settleable request may keep its caller waiting on a
+/// cluster node: the cluster and the bound (see [`within`]).
+pub(crate) type ReplyBound = Option<(ClusterNodes, Duration)>;
+
+/// Waits for `request`, a request for `key`, as long as it takes; with a
+/// `bound` (a cluster's), that long at most: then the request is abandoned,
+/// never sent again (bound only requests that can be settled). A request
+/// that gets no reply in time, also by redis-rs's own timeout, makes the
+/// cluster read its slot map again and send the slot's next commands to
+/// the owner it names.
+pub(crate) async fn within<T>(
+    bound: &ReplyBound,
+    key: &[u8],
+    request: impl Future<Output = RedisResult<T>>,
+) -> RedisResult<T> {
+    let Some((cluster, bound)) = bound else { return request.await };
+    let replied = tokio::time::timeout(*bound, request).await.unwrap_or_else(|_| Err(timed_out("the key's node")));
+    if replied.as_ref().is_err_and(RedisError::is_timeout) {
+        cluster.reroute(key, *bound).await;
+    }
+    replied
 }
 
 /// The commands in one pipeline to one server, given `timeout`.

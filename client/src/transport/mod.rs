@@ -5,12 +5,16 @@
 //! the lock engine.
 
 pub(crate) mod blocking_pool;
+pub(crate) mod cluster_nodes;
 pub(crate) mod connection;
+pub(crate) mod handback;
 pub(crate) mod latch_sweeper;
+pub(crate) mod node_connections;
 pub(crate) mod node_pipelines;
 pub(crate) mod pubsub;
 pub(crate) mod replica_sync;
 pub(crate) mod sentinel;
 pub(crate) mod slot_map;
+pub(crate) mod slot_map_cache;
 pub(crate) mod subscriptions;
 pub(crate) mod wakeups;

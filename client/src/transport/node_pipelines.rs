@@ -3,44 +3,25 @@
 //! its own commands only. Nodes come from a cached slot map.
 //!
 //! redis-rs follows MOVED and ASK replies inside a pipeline by itself
-//! (and refreshes its own map); a node whose pipeline still fails, or a
-//! key whose slot has no known owner, makes the next call read the slot
-//! map again. Failed commands are not retried here: the caller's next
-//! round is the retry.
+//! (and refreshes its own map); on the client's own connections a MOVED or
+//! ASK hands the slot's range back to redis-rs, and the redirected
+//! commands alone are sent again through it
+//! ([`ClusterNodes::follow_redirects`]: the watchdog's commands may run
+//! twice). A node whose pipeline still fails or times out, or a key whose
+//! slot has no known owner, makes the next call read the slot map again.
+//! Failed commands are not retried here: the caller's next round is the
+//! retry.
 
+use crate::transport::cluster_nodes::{redirect, routing_key, ClusterNodes, Request};
 use crate::transport::connection::{key_slot, NodeReplies};
-use crate::transport::slot_map::{timed_out, Node, SlotMapCache};
-use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use crate::transport::slot_map::{timed_out, Node};
+use redis::aio::ConnectionLike;
+use redis::cluster_routing::SingleNodeRoutingInfo;
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-/// A cluster connection with the slot map its clones share.
-#[derive(Clone)]
-pub(crate) struct ClusterNodes {
-    pub connection: ClusterConnection,
-    slot_map: Arc<SlotMapCache>,
-}
-
 impl ClusterNodes {
-    pub fn new(connection: ClusterConnection) -> Self {
-        Self { connection, slot_map: Arc::default() }
-    }
-
-    /// The primaries, from the slot map (read again when stale).
-    pub async fn primaries(&self, timeout: Duration) -> RedisResult<Vec<Node>> {
-        Ok(self.slot_map.get(&self.connection, timeout).await?.primaries())
-    }
-
-    /// Runs `cmd` on `node`.
-    pub async fn query_on<T: redis::FromRedisValue>(&self, node: &Node, cmd: Cmd) -> RedisResult<T> {
-        let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
-        let reply = self.connection.clone().route_command(cmd, RoutingInfo::SingleNode(route)).await?;
-        Ok(redis::from_redis_value(reply)?)
-    }
-
     /// Runs single-key `(key, command)` pairs, one pipeline per primary;
     /// `timeout` bounds the slot map refresh and each node's pipeline.
     pub async fn per_node_pipelines(&self, commands: Vec<(Vec<u8>, Cmd)>, timeout: Duration) -> NodeReplies {
@@ -53,10 +34,27 @@ impl ClusterNodes {
         let mut pipelines = tokio::task::JoinSet::new();
         for (node, (pipe, indexes)) in split.pipelines {
             let mut connection = self.connection.clone();
+            // A slot's new owner redis-rs may not know yet: on the client's own connection.
+            let own = self.slot_map.owns_rerouted(&node).then(|| (self.nodes.clone(), self.clone()));
             pipelines.spawn(async move {
-                let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
-                let sent = connection.route_pipeline(pipe, 0, indexes.len(), route);
-                let result = tokio::time::timeout(timeout, sent).await.unwrap_or_else(|_| Err(timed_out(&node)));
+                let sent = async {
+                    let Some((nodes, cluster)) = own.clone() else {
+                        let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
+                        return connection.route_pipeline(pipe, 0, indexes.len(), route).await;
+                    };
+                    let sent = Request::Pipeline(&pipe, 0, indexes.len()).send(&mut nodes.get(&node).await?).await;
+                    if sent.as_ref().is_err_and(|err| !err.is_timeout()) {
+                        nodes.failed(&node);
+                    }
+                    Ok(cluster.follow_redirects(&pipe, sent?.multiple()?).await)
+                };
+                let result = tokio::time::timeout(timeout, sent).await.unwrap_or_else(|_| {
+                    // Abandoned: the next round does not queue behind it.
+                    if let Some((nodes, _)) = &own {
+                        nodes.failed(&node);
+                    }
+                    Err(timed_out(&node))
+                });
                 (node, indexes, result)
             });
         }
@@ -80,8 +78,37 @@ impl ClusterNodes {
             let unknown = RedisError::from((ErrorKind::ClusterConnectionNotFound, "no known primary for the slot"));
             answers.push((split.unowned, Err(unknown)));
         }
-        self.slot_map.report(failed, unowned);
+        // A redirect left (redis-rs failed to follow it): the map is stale.
+        let redirected =
+            answers.iter().any(|(_, answer)| answer.as_ref().is_ok_and(|values| values.iter().any(redirect)));
+        self.slot_map.report(failed, unowned || redirected);
         NodeReplies { replies: merge(count, answers), all_answered }
+    }
+
+    /// `replies` to `pipe`, sent on the client's own connection to a node,
+    /// with each MOVED or ASK among them replaced by the command's reply
+    /// through redis-rs, which follows the redirect (and learns from it);
+    /// the redirected slots go by redis-rs's routing again. Only for
+    /// commands that may run twice (the watchdog's renewals and checks):
+    /// one that failed through redis-rs keeps its redirect, an error.
+    async fn follow_redirects(&self, pipe: &Pipeline, mut replies: Vec<Value>) -> Vec<Value> {
+        let mut resends = tokio::task::JoinSet::new();
+        for (index, cmd) in pipe.cmd_iter().enumerate() {
+            if !replies.get(index).is_some_and(redirect) {
+                continue;
+            }
+            if let Some(slot) = routing_key(cmd).map(key_slot) {
+                self.slot_map.redirected(slot);
+            }
+            let (mut connection, cmd) = (self.connection.clone(), cmd.clone());
+            resends.spawn(async move { (index, connection.req_packed_command(&cmd).await) });
+        }
+        while let Some(Ok((index, resent))) = resends.join_next().await {
+            if let (Ok(value), Some(reply)) = (resent, replies.get_mut(index)) {
+                *reply = value;
+            }
+        }
+        replies
     }
 }
 

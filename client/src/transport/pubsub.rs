@@ -15,7 +15,7 @@ use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult};
 
 impl Deployment {
     pub fn is_cluster(&self) -> bool {
-        matches!(self, Deployment::Cluster(_))
+        matches!(self, Deployment::Cluster(..))
     }
 
     /// Behind Sentinel: ticks when the commands moved to another primary,
@@ -47,7 +47,7 @@ impl Deployment {
             Deployment::Sentinel(sentinels) => {
                 PubSubConnection::Single(resp3_pubsub(&sentinels.primary().await?, push).await?)
             }
-            Deployment::Cluster(nodes) => {
+            Deployment::Cluster(nodes, _) => {
                 let builder =
                     ClusterClientBuilder::new(nodes.clone()).use_protocol(ProtocolVersion::RESP3).push_sender(push);
                 PubSubConnection::Cluster(builder.build()?.get_async_connection().await?)

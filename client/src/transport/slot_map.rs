@@ -1,23 +1,20 @@
-//! Which primary serves each cluster slot, as this client last read it
-//! from CLUSTER SLOTS, so that the watchdog can split its commands per
-//! node without asking every round.
+//! Which primary serves each cluster slot, as CLUSTER SLOTS says, and
+//! reading it from the nodes without waiting on a hung one. The map as
+//! this client last read it, and which slots it routes by it: see
+//! [`SlotMapCache`](crate::transport::slot_map_cache::SlotMapCache).
 
+use crate::transport::node_connections::NodeConnections;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo, SingleNodeRoutingInfo};
+use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{RedisError, RedisResult, Value};
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// A refresh asks this many nodes at once and takes the first answer, so
 /// that one hung node cannot hold it up.
 const REFRESH_FAN_OUT: usize = 3;
-
-/// Redirects redis-rs follows by itself never reach us: a map this old is
-/// read again even when nothing failed.
-const MAX_AGE: Duration = Duration::from_secs(60);
 
 /// A node's address as CLUSTER SLOTS names it (and redis-rs routes by).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -32,16 +29,19 @@ impl fmt::Display for Node {
     }
 }
 
+/// Cluster slots: 0 to 16383.
+pub(crate) const SLOTS: usize = 16384;
+
 /// Slot ranges with their primary and replicas.
 #[derive(Debug, Default, PartialEq)]
-pub(crate) struct SlotMap(Vec<SlotRange>);
+pub(crate) struct SlotMap(pub(crate) Vec<SlotRange>);
 
 #[derive(Debug, PartialEq)]
-struct SlotRange {
-    start: u16,
-    end: u16,
-    primary: Node,
-    replicas: Vec<Node>,
+pub(crate) struct SlotRange {
+    pub start: u16,
+    pub end: u16,
+    pub primary: Node,
+    pub replicas: Vec<Node>,
 }
 
 impl SlotMap {
@@ -76,6 +76,11 @@ impl SlotMap {
         self.0.iter().find(|range| range.start <= slot && slot <= range.end).map(|range| &range.primary)
     }
 
+    /// The range holding `slot`, as `(start, end)`.
+    pub fn range_of(&self, slot: u16) -> Option<(u16, u16)> {
+        self.0.iter().find(|range| range.start <= slot && slot <= range.end).map(|range| (range.start, range.end))
+    }
+
     /// Every primary, once each, in slot order.
     pub fn primaries(&self) -> Vec<Node> {
         let mut seen = HashSet::new();
@@ -84,7 +89,7 @@ impl SlotMap {
 
     /// Nodes to ask for a fresh map: primaries first, then replicas, the
     /// nodes that just failed left out.
-    fn refresh_candidates(&self, failed: &HashSet<Node>) -> Vec<Node> {
+    pub fn refresh_candidates(&self, failed: &HashSet<Node>) -> Vec<Node> {
         let primaries = self.0.iter().map(|range| &range.primary);
         let replicas = self.0.iter().flat_map(|range| &range.replicas);
         let mut seen = HashSet::new();
@@ -97,79 +102,43 @@ impl SlotMap {
     }
 }
 
-/// The slot map shared by a connection's clones, read again on first use,
-/// after a node failed or a key had no known owner, and when it is old.
-#[derive(Default)]
-pub(crate) struct SlotMapCache(Mutex<CacheState>);
-
-#[derive(Default)]
-struct CacheState {
-    map: Option<(Arc<SlotMap>, Instant)>,
-    stale: bool,
-    /// Nodes whose pipelines failed in the last round: not asked first.
-    failed: HashSet<Node>,
-}
-
-impl SlotMapCache {
-    /// The map, refreshed first when needed (within `timeout`). A failed
-    /// refresh falls back on the old map, and is tried again next time.
-    pub async fn get(&self, connection: &ClusterConnection, timeout: Duration) -> RedisResult<Arc<SlotMap>> {
-        let (current, candidates) = {
-            let state = self.state();
-            let current = state.map.as_ref().map(|(map, _)| map.clone());
-            let fresh = state.map.as_ref().is_some_and(|(_, read_at)| read_at.elapsed() < MAX_AGE);
-            if let Some(map) = current.as_ref().filter(|_| fresh && !state.stale) {
-                return Ok(map.clone());
-            }
-            let candidates = current.as_ref().map(|map| map.refresh_candidates(&state.failed)).unwrap_or_default();
-            (current, candidates)
-        };
-        let error = match tokio::time::timeout(timeout, read_slot_map(connection, candidates)).await {
-            Ok(Ok(map)) => {
-                let map = Arc::new(map);
-                let mut state = self.state();
-                state.map = Some((map.clone(), Instant::now()));
-                state.stale = false;
-                return Ok(map);
-            }
-            Ok(Err(err)) => err,
-            Err(_) => timed_out("CLUSTER SLOTS"),
-        };
-        current.ok_or(error)
-    }
-
-    /// What the last round saw: the nodes that failed, and whether some
-    /// key had no owner. Either makes the next round read the map again.
-    pub fn report(&self, failed: HashSet<Node>, unowned_keys: bool) {
-        let mut state = self.state();
-        state.stale |= unowned_keys || !failed.is_empty();
-        state.failed = failed;
-    }
-
-    fn state(&self) -> MutexGuard<'_, CacheState> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// CLUSTER SLOTS from the first of `candidates` to answer; from the first
-/// of all nodes when there are none (first use, or they all failed).
-async fn read_slot_map(connection: &ClusterConnection, candidates: Vec<Node>) -> RedisResult<SlotMap> {
+/// CLUSTER SLOTS from the first of `candidates` to answer, each asked on
+/// this client's own connection to it (redis-rs's reaches primaries only),
+/// within `timeout`; from the first of all nodes redis-rs knows when there
+/// are none (first use, or they all failed). Each ask runs to its end on
+/// its own: a node that fails or does not answer in time loses its
+/// connection, so that no later request queues behind the abandoned one.
+pub(crate) async fn read_slot_map(
+    connection: &ClusterConnection,
+    nodes: &Arc<NodeConnections>,
+    candidates: Vec<Node>,
+    timeout: Duration,
+) -> RedisResult<SlotMap> {
     let mut cmd = redis::cmd("CLUSTER");
     cmd.arg("SLOTS");
     if candidates.is_empty() {
         let first_answer =
             RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, Some(ResponsePolicy::OneSucceeded)));
-        return SlotMap::parse(connection.clone().route_command(cmd, first_answer).await?);
+        let mut connection = connection.clone();
+        let read = tokio::time::timeout(timeout, connection.route_command(cmd, first_answer)).await;
+        return SlotMap::parse(read.map_err(|_| timed_out("CLUSTER SLOTS"))??);
     }
-    let mut asks = tokio::task::JoinSet::new();
-    for Node { host, port } in candidates {
-        let (mut connection, cmd) = (connection.clone(), cmd.clone());
-        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-        asks.spawn(async move { SlotMap::parse(connection.route_command(cmd, route).await?) });
+    let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    for node in candidates {
+        let (nodes, cmd, answers) = (nodes.clone(), cmd.clone(), answers.clone());
+        tokio::spawn(async move {
+            let read = async { SlotMap::parse(cmd.query_async(&mut nodes.get(&node).await?).await?) };
+            let read = tokio::time::timeout(timeout, read).await.unwrap_or_else(|_| Err(timed_out(&node)));
+            if read.is_err() {
+                nodes.failed(&node);
+            }
+            let _ = answers.send(read);
+        });
     }
+    drop(answers);
     let mut last_error = None;
-    while let Some(answer) = asks.join_next().await {
-        match answer.map_err(|e| RedisError::from(std::io::Error::other(e))).and_then(|r| r) {
+    while let Some(answer) = answered.recv().await {
+        match answer {
             Ok(map) => return Ok(map),
             Err(err) => last_error = Some(err),
         }
@@ -183,20 +152,20 @@ pub(crate) fn timed_out(what: impl fmt::Display) -> RedisError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn node(port: u16) -> Node {
+    pub(crate) fn node(port: u16) -> Node {
         Node { host: "127.0.0.1".into(), port }
     }
 
-    fn address(port: u16) -> Value {
+    pub(crate) fn address(port: u16) -> Value {
         let id = Value::BulkString(format!("id-{port}").into_bytes());
         Value::Array(vec![Value::BulkString(b"127.0.0.1".to_vec()), Value::Int(port.into()), id])
     }
 
     /// Three primaries (7000-7002), each with one replica (port + 100).
-    fn map() -> SlotMap {
+    pub(crate) fn map() -> SlotMap {
         let range = |start: i64, end: i64, port: u16| {
             Value::Array(vec![Value::Int(start), Value::Int(end), address(port), address(port + 100)])
         };

@@ -19,6 +19,9 @@ use tokio::sync::{mpsc, watch, Notify};
 /// Pause between reconnection attempts: doubles from the first to the last.
 const RECONNECT_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
 
+/// How long a cluster's UNSUBSCRIBE may hold up the pub/sub connection.
+const CLUSTER_UNSUBSCRIBE_WAIT: Duration = Duration::from_secs(1);
+
 type Table = Arc<Mutex<HashMap<Vec<u8>, Channel>>>;
 
 #[derive(Clone)]
@@ -156,8 +159,15 @@ impl Subscriptions {
         };
         if let Some(sharded) = subscribed {
             // On failure the connection is gone, and the subscription with
-            // it; a timed-out UNSUBSCRIBE still lands.
-            let _ = connection.unsubscribe(&channel, sharded).await;
+            // it; a timed-out UNSUBSCRIBE still lands. In a cluster, a hung
+            // node holds it up at most this long (it holds up the others'
+            // subscriptions); left unanswered, the subscription may stay,
+            // and its messages wake nobody.
+            let unsubscribed = connection.unsubscribe(&channel, sharded);
+            match self.0.deployment.is_cluster() {
+                true => drop(tokio::time::timeout(CLUSTER_UNSUBSCRIBE_WAIT, unsubscribed).await),
+                false => drop(unsubscribed.await),
+            }
         }
     }
 

@@ -106,6 +106,8 @@ pub async fn take_turns_exclusively(
 }
 
 pub mod hostile;
+pub mod recorder;
+pub mod stalls;
 
 /// A field of the module's `INFO rlock` section (0 when absent).
 pub async fn info(server: &Server, field: &str) -> i64 {
