@@ -46,7 +46,7 @@ impl Client {
     /// Connects to a Redis Cluster through any of its `nodes`
     /// (`redis://host:port`). Commands are routed by key slot; waiters
     /// subscribe to their lock's shard channel (SSUBSCRIBE); the watchdog
-    /// sends one pipeline per primary.
+    /// sends one batch per primary.
     pub async fn connect_cluster<T: redis::IntoConnectionInfo>(
         nodes: impl IntoIterator<Item = T>,
         options: ClientOptions,

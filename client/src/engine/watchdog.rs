@@ -1,7 +1,8 @@
 //! The client's watchdog: one background task that, every period, renews
 //! all of the client's watchdog holds and checks its fixed-lease holds, of
 //! every kind (each with its own RENEW or STATUS), in one pipelined round
-//! trip (one per primary in a cluster). It signals a
+//! trip (in a cluster, one batch per primary, each command of it followed
+//! on its own through a redirect). It signals a
 //! lock as lost when the server says it is no longer held, or when renewal
 //! kept failing until the lease ran out.
 

@@ -1,29 +1,35 @@
-//! Commands for many keys in a cluster: one pipeline per primary, each
-//! with its own timeout and result, so that a hung or failing node costs
-//! its own commands only. Nodes come from a cached slot map.
+//! Commands for many keys in a cluster: one batch per primary, each with
+//! its own timeout and result, so that a hung or failing node costs its
+//! own commands only. Nodes come from a cached slot map.
 //!
-//! redis-rs follows MOVED and ASK replies inside a pipeline by itself
-//! (and refreshes its own map); on the client's own connections a MOVED or
-//! ASK hands the slot's range back to redis-rs, and the redirected
-//! commands alone are sent again through it
-//! ([`ClusterNodes::follow_redirects`]: the watchdog's commands may run
-//! twice). A node whose pipeline still fails or times out, or a key whose
-//! slot has no known owner, makes the next call read the slot map again.
-//! Failed commands are not retried here: the caller's next round is the
-//! retry.
+//! A MOVED or ASK is followed for the redirected command alone. Through
+//! redis-rs each command of a batch is sent on its own (its multiplexed
+//! connection pipelines them anyway): redis-rs follows a redirect inside a
+//! pipeline by sending the whole pipeline to the other node, where the
+//! other commands' keys are not (ASKING covers the first command only),
+//! so while a slot migrates a pipeline with keys on both sides went back
+//! and forth until redis-rs's retries ran out, failing every command in it.
+//! On the client's own connections a MOVED or ASK hands the slot's range
+//! back to redis-rs, and the redirected commands alone are sent again
+//! through it ([`ClusterNodes::follow_redirects`]: the watchdog's commands
+//! may run twice). A node some of whose commands still fail or time out,
+//! or a key whose slot has no known owner, makes the next call read the
+//! slot map again. Failed commands are not retried here: the caller's
+//! next round is the retry.
 
 use crate::transport::cluster_nodes::{redirect, routing_key, ClusterNodes, Request};
 use crate::transport::connection::{key_slot, NodeReplies};
 use crate::transport::slot_map::{timed_out, Node};
 use redis::aio::ConnectionLike;
-use redis::cluster_routing::SingleNodeRoutingInfo;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 impl ClusterNodes {
-    /// Runs single-key `(key, command)` pairs, one pipeline per primary;
-    /// `timeout` bounds the slot map refresh and each node's pipeline.
+    /// Runs single-key `(key, command)` pairs, one batch per primary;
+    /// `timeout` bounds the slot map refresh and each node's batch.
     pub async fn per_node_pipelines(&self, commands: Vec<(Vec<u8>, Cmd)>, timeout: Duration) -> NodeReplies {
         let count = commands.len();
         let map = match self.slot_map.get(&self.connection, timeout).await {
@@ -33,20 +39,20 @@ impl ClusterNodes {
         let split = split_by_owner(commands, |key| map.owner(key_slot(key)).cloned());
         let mut pipelines = tokio::task::JoinSet::new();
         for (node, (pipe, indexes)) in split.pipelines {
-            let mut connection = self.connection.clone();
+            let connection = self.connection.clone();
             // A slot's new owner redis-rs may not know yet: on the client's own connection.
             let own = self.slot_map.owns_rerouted(&node).then(|| (self.nodes.clone(), self.clone()));
             pipelines.spawn(async move {
                 let sent = async {
                     let Some((nodes, cluster)) = own.clone() else {
                         let route = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
-                        return connection.route_pipeline(pipe, 0, indexes.len(), route).await;
+                        return Ok(one_by_one(&connection, &pipe, RoutingInfo::SingleNode(route)).await);
                     };
                     let sent = Request::Pipeline(&pipe, 0, indexes.len()).send(&mut nodes.get(&node).await?).await;
                     if sent.as_ref().is_err_and(|err| !err.is_timeout()) {
                         nodes.failed(&node);
                     }
-                    Ok(cluster.follow_redirects(&pipe, sent?.multiple()?).await)
+                    Ok(cluster.follow_redirects(&pipe, sent?.multiple()?).await.into_iter().map(Ok).collect())
                 };
                 let result = tokio::time::timeout(timeout, sent).await.unwrap_or_else(|_| {
                     // Abandoned: the next round does not queue behind it.
@@ -68,7 +74,7 @@ impl ClusterNodes {
                 all_answered = false;
                 continue;
             };
-            if result.is_err() {
+            if result.as_ref().map_or(true, |replies| replies.iter().any(Result::is_err)) {
                 all_answered = false;
                 failed.insert(node);
             }
@@ -79,8 +85,10 @@ impl ClusterNodes {
             answers.push((split.unowned, Err(unknown)));
         }
         // A redirect left (redis-rs failed to follow it): the map is stale.
-        let redirected =
-            answers.iter().any(|(_, answer)| answer.as_ref().is_ok_and(|values| values.iter().any(redirect)));
+        let redirected = answers.iter().flat_map(|(_, answer)| answer.iter().flatten()).any(|reply| match reply {
+            Ok(value) => redirect(value),
+            Err(err) => err.redirect_node().is_some(),
+        });
         self.slot_map.report(failed, unowned || redirected);
         NodeReplies { replies: merge(count, answers), all_answered }
     }
@@ -112,6 +120,24 @@ impl ClusterNodes {
     }
 }
 
+/// Each of `pipe`'s commands through redis-rs on its own, by `route`, all
+/// at once: a redirect is followed for the redirected command alone.
+async fn one_by_one(connection: &ClusterConnection, pipe: &Pipeline, route: RoutingInfo) -> Vec<RedisResult<Value>> {
+    let mut sends = tokio::task::JoinSet::new();
+    for (index, cmd) in pipe.cmd_iter().enumerate() {
+        let (mut connection, cmd, route) = (connection.clone(), cmd.clone(), route.clone());
+        sends.spawn(async move { (index, connection.route_command(cmd, route).await) });
+    }
+    let mut replies: Vec<RedisResult<Value>> = pipe.cmd_iter().map(|_| Err(unanswered())).collect();
+    while let Some(joined) = sends.join_next().await {
+        // A send that panicked leaves its command unanswered.
+        if let Ok((index, sent)) = joined {
+            replies[index] = sent;
+        }
+    }
+    replies
+}
+
 /// Commands grouped by node, each with the commands' original indexes.
 struct Split {
     pipelines: HashMap<Node, (Pipeline, Vec<usize>)>,
@@ -134,9 +160,12 @@ fn split_by_owner(commands: Vec<(Vec<u8>, Cmd)>, owner: impl Fn(&[u8]) -> Option
     split
 }
 
-/// One reply per command, in the original order, from each pipeline's
-/// `(indexes, replies)`: a failed pipeline fails its own commands only.
-fn merge(count: usize, answers: Vec<(Vec<usize>, RedisResult<Vec<Value>>)>) -> Vec<RedisResult<Value>> {
+/// A node's replies, one per command, or the error that failed them all.
+type Answer = RedisResult<Vec<RedisResult<Value>>>;
+
+/// One reply per command, in the original order, from each node's
+/// `(indexes, replies)`: a failed node fails its own commands only.
+fn merge(count: usize, answers: Vec<(Vec<usize>, Answer)>) -> Vec<RedisResult<Value>> {
     let mut replies: Vec<Option<RedisResult<Value>>> = (0..count).map(|_| None).collect();
     let mut set = |index: usize, reply| {
         if let Some(slot) = replies.get_mut(index) {
@@ -146,14 +175,17 @@ fn merge(count: usize, answers: Vec<(Vec<usize>, RedisResult<Vec<Value>>)>) -> V
     for (indexes, answer) in answers {
         match answer {
             Ok(values) => indexes.into_iter().zip(values).for_each(|(index, value)| match value {
-                Value::ServerError(err) => set(index, Err(err.into())),
-                value => set(index, Ok(value)),
+                Ok(Value::ServerError(err)) => set(index, Err(err.into())),
+                reply => set(index, reply),
             }),
             Err(err) => indexes.into_iter().for_each(|index| set(index, Err(err.clone()))),
         }
     }
-    let unanswered = || Err(RedisError::from((ErrorKind::Io, "no reply from the command's node")));
-    replies.into_iter().map(|reply| reply.unwrap_or_else(unanswered)).collect()
+    replies.into_iter().map(|reply| reply.unwrap_or_else(|| Err(unanswered()))).collect()
+}
+
+fn unanswered() -> RedisError {
+    RedisError::from((ErrorKind::Io, "no reply from the command's node"))
 }
 
 #[cfg(test)]
@@ -186,18 +218,20 @@ mod tests {
     fn replies_merge_by_index_and_a_failed_node_fails_its_commands_only() {
         let wrongtype = redis::parse_redis_value(b"-WRONGTYPE not a lock\r\n").unwrap();
         let answers = vec![
-            (vec![0, 3], Ok(vec![Value::Int(1), Value::Int(0)])),
+            (vec![0, 3], Ok(vec![Ok(Value::Int(1)), Ok(Value::Int(0))])),
             (vec![1, 4], Err(timed_out(node(7001)))),
-            (vec![2, 5], Ok(vec![Value::Int(7), wrongtype])),
+            (vec![2, 5], Ok(vec![Ok(Value::Int(7)), Ok(wrongtype)])),
+            (vec![7], Ok(vec![Err(timed_out(node(7002)))])),
         ];
-        let replies = merge(7, answers);
-        assert_eq!(replies.len(), 7);
+        let replies = merge(8, answers);
+        assert_eq!(replies.len(), 8);
         assert_eq!(replies[0].as_ref().unwrap(), &Value::Int(1));
         assert_eq!(replies[3].as_ref().unwrap(), &Value::Int(0));
         assert_eq!(replies[2].as_ref().unwrap(), &Value::Int(7));
         assert!(replies[1].as_ref().unwrap_err().is_timeout());
         assert!(replies[4].as_ref().unwrap_err().is_timeout());
         assert_eq!(replies[5].as_ref().unwrap_err().code(), Some("WRONGTYPE"));
-        assert!(replies[6].is_err(), "a command no pipeline answered");
+        assert!(replies[6].is_err(), "a command no node answered");
+        assert!(replies[7].as_ref().unwrap_err().is_timeout(), "a command that failed on its own");
     }
 }

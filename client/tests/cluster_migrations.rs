@@ -1,0 +1,52 @@
+//! rlock-client on a real Redis Cluster while a slot migrates (as
+//! `redis-cli --cluster reshard` moves one): the watchdog's commands for
+//! one slot may be answered by two nodes, the slot's owner for its keys
+//! and the target (after ASK) for the keys it already has.
+
+#[macro_use]
+mod common;
+
+use common::stalls::calls;
+use rlock_client::{Client, ClientOptions, ReplicaSync};
+use std::time::Duration;
+use testkit::Cluster;
+
+/// A held lock (watchdog) shares its MIGRATING slot with a lock granted on
+/// the target (ASK). The watchdog's pipeline to the owner carried the
+/// held lock's renewal and the other lock's status check; the check got
+/// ASK, and redis-rs sent the whole pipeline to the target after ASKING,
+/// which covers its first command only: the second got MOVED back to the
+/// owner, and so on, until redis-rs's retries ran out (17 tries a round)
+/// and every command of the pipeline failed. The renewals the owner ran
+/// did not count, the failed rounds were retried at once, and the healthy
+/// hold was reported lost when its lease ran out by the client's count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_is_not_lost_when_its_migrating_slot_gets_a_lock_on_the_target() {
+    let cluster = Cluster::start(3, 0);
+    let options =
+        ClientOptions::default().with_watchdog_timeout(Duration::from_secs(2)).with_replica_sync(ReplicaSync::Off);
+    let client = Client::connect_cluster(cluster.urls(), options).await.unwrap();
+    let source = cluster.primary_for(b"{r}");
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("{r}").query(&mut source.connection()).unwrap();
+    let guard = client.lock("{r}held").lock().await.unwrap();
+    let moving = cluster.begin_move(slot);
+    // A new name of the slot: absent on the owner, so acquired on the target (ASK).
+    let other = client.lock("{r}other").try_lock(Duration::from_secs(3), Some(Duration::from_secs(30))).await;
+    let other = other.unwrap().expect("granted on the target");
+    let renewals_before = calls(source, "rlock.renew");
+    // Two leases of the watchdog (a round every 667 ms).
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if guard.is_lost() {
+            let pttl: i64 = redis::cmd("PTTL").arg("{r}held").query(&mut source.connection()).unwrap();
+            let hash: Vec<String> = redis::cmd("HGETALL").arg("{r}held").query(&mut source.connection()).unwrap();
+            panic!("hold reported lost while its owner has it: PTTL {pttl}, {hash:?}");
+        }
+    }
+    let renewals = calls(source, "rlock.renew") - renewals_before;
+    assert!((3..=12).contains(&renewals), "{renewals} renewals on the owner in 4 s (a round every 667 ms)");
+    let target = cluster.node(moving.target_port);
+    assert_eq!(calls(target, "rlock.renew"), 0, "a renewal ran where its key is not");
+    guard.unlock().await.unwrap();
+    other.unlock().await.unwrap();
+}
