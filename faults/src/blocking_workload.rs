@@ -7,11 +7,10 @@
 //! command workload's ([`hold`]); each wait is recorded for the
 //! stuck-waiter check.
 
-use crate::workload::{hold, lock_name, Caller, Holder, Section, Shared, Wait, IO_TIMEOUT, LEASE, NAMES};
+use crate::workload::{client_rng, hold, lock_name, Caller, Holder, Section, Shared, Wait, IO_TIMEOUT, LEASE, NAMES};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use testkit::Rng;
 
 /// How long a client waits for a name before it picks another.
 const LONGEST_WAIT_MS: u64 = 3_000;
@@ -24,7 +23,7 @@ const RETRIES: u32 = 3;
 
 /// One client's loop over the cluster's nodes on `ports`, until `shared.stop`.
 pub fn client(id: usize, ports: &[u16], shared: &Shared, seed: u64) {
-    let mut rng = Rng::from_seed(seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = client_rng(seed, id);
     let holder = Holder { client: id, owner: format!("client-{id}:{seed}") };
     let mut link = ClusterLink { ports, con: None };
     let lease_ms = LEASE.as_millis() as u64;
@@ -86,6 +85,14 @@ impl ClusterLink<'_> {
         client.get_connection().ok()
     }
 
+    /// The connection, made again if the last call failed.
+    fn connection(&mut self) -> Option<&mut ClusterConnection> {
+        if self.con.is_none() {
+            self.con = self.connect();
+        }
+        self.con.as_mut()
+    }
+
     /// Runs `call` with replies awaited up to `timeout` (a blocked call).
     fn blocking<T>(
         &mut self,
@@ -93,10 +100,7 @@ impl ClusterLink<'_> {
         shared: &Shared,
         call: impl FnOnce(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
     ) -> Option<T> {
-        if self.con.is_none() {
-            self.con = self.connect();
-        }
-        self.con.as_ref()?.set_read_timeout(Some(timeout)).ok()?;
+        self.connection()?.set_read_timeout(Some(timeout)).ok()?;
         let reply = self.call(shared, call);
         if let Some(con) = &self.con {
             let _ = con.set_read_timeout(Some(IO_TIMEOUT));
@@ -111,10 +115,7 @@ impl Caller for ClusterLink<'_> {
         _shared: &Shared,
         call: impl FnOnce(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
     ) -> Option<T> {
-        if self.con.is_none() {
-            self.con = self.connect();
-        }
-        let result = call(self.con.as_mut()?);
+        let result = call(self.connection()?);
         if result.is_err() {
             self.con = None;
         }

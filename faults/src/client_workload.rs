@@ -8,11 +8,11 @@
 //! release and `lost()`, and each wait, for the stuck-waiter check. The
 //! client-pause fault stops a holder's whole client past its lease.
 
-use crate::workload::{lock_name, Section, Shared, Wait, LEASE, LONGEST_HOLD_MS, NAMES, PAUSE};
+use crate::workload::{client_rng, lock_name, Section, Shared, Wait, LEASE, LONGEST_HOLD_MS, NAMES, PAUSE};
 use rlock_client::{Client, ClientOptions};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use testkit::{Rng, MASTER};
+use testkit::MASTER;
 
 /// How long a client waits for a name before it picks another.
 const LONGEST_WAIT_MS: u64 = 3_000;
@@ -32,7 +32,7 @@ pub fn client(id: usize, nodes: &Nodes, shared: &Shared, seed: u64) {
 }
 
 async fn run(id: usize, nodes: &Nodes, shared: &Shared, seed: u64) {
-    let mut rng = Rng::from_seed(seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = client_rng(seed, id);
     let Some(client) = connect(nodes, shared).await else { return };
     while !shared.stop.load(Ordering::Relaxed) {
         let name = rng.below(NAMES as u64) as usize;

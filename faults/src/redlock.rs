@@ -6,10 +6,9 @@
 //! attempt took. Each attempt visits the primaries from a random one on,
 //! as parallel attempts would reach them in any order.
 
-use crate::workload::{lock_name, Link, Section, Shared, LEASE, LONGEST_HOLD_MS, NAMES};
+use crate::workload::{client_rng, lock_name, Link, Section, Shared, LEASE, LONGEST_HOLD_MS, NAMES};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use testkit::Rng;
 
 /// The independent primaries of the RedLock topology.
 pub const PRIMARIES: usize = 5;
@@ -27,7 +26,7 @@ fn drift() -> Duration {
 
 /// One client's loop over the primaries on `ports`, until `shared.stop`.
 pub fn client(id: usize, ports: &[u16], shared: &Shared, seed: u64) {
-    let mut rng = Rng::from_seed(seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = client_rng(seed, id);
     let owner = format!("client-{id}:{seed}");
     let mut links: Vec<Link> = ports.iter().map(|_| Link::default()).collect();
     let mut primaries = Primaries { ports, links: &mut links, owner: &owner };

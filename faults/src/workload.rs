@@ -107,9 +107,15 @@ impl Shared {
     }
 }
 
+/// Client `id`'s random choices in the run of `seed`: its own stream, the
+/// same for the same seed.
+pub(crate) fn client_rng(seed: u64, id: usize) -> Rng {
+    Rng::from_seed(seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
 /// One client's loop, until `shared.stop`.
 pub fn client(id: usize, protocol: Protocol, shared: &Shared, seed: u64) {
-    let mut rng = Rng::from_seed(seed ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = client_rng(seed, id);
     let owner = Holder { client: id, owner: format!("client-{id}:{seed}") };
     let mut link = Link::default();
     while !shared.stop.load(Ordering::Relaxed) {
