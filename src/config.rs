@@ -37,6 +37,14 @@ pub fn lock_delay_ms() -> i64 {
     LOCK_DELAY_MS.load(Ordering::Relaxed)
 }
 
+/// `rlock.stall-ms`: an event-loop stall at least this long restarts the
+/// lock-delay (see `term`); 0 never does.
+pub static STALL_MS: AtomicI64 = AtomicI64::new(1_000);
+
+pub fn stall_ms() -> i64 {
+    STALL_MS.load(Ordering::Relaxed)
+}
+
 redis_module::enum_configuration! {
     /// `rlock.redisson-scripts`: whether Redisson's lock scripts run as
     /// the native commands (see `redisson`).

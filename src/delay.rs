@@ -67,6 +67,16 @@ impl Delay {
     }
 }
 
+/// How often the server's tick notes that the event loop runs; a gap
+/// shorter than two ticks is not a stall.
+pub const TICK_MS: i64 = 100;
+
+/// Whether the event loop stood still from `last_seen_ms` to `now_ms`
+/// for at least `stall_ms` (`rlock.stall-ms`; 0: never).
+pub fn stalled(last_seen_ms: i64, now_ms: i64, stall_ms: i64) -> bool {
+    stall_ms > 0 && now_ms - last_seen_ms >= stall_ms.max(2 * TICK_MS)
+}
+
 /// Acquires refused by a lock-delay since the module loaded.
 pub fn refusals() -> u64 {
     REFUSALS.load(Ordering::Relaxed)
@@ -100,6 +110,23 @@ mod tests {
         assert!(Delay::left(5).refuses());
         assert!(refusals() > before);
         assert!(Delay::left(5).quiet().refuses(), "refused, not counted");
+    }
+
+    #[test]
+    fn a_stall_is_a_gap_of_at_least_the_setting_and_two_ticks() {
+        let cases = [
+            // (last_seen_ms, now_ms, stall_ms, stalled)
+            (1_000, 1_100, 1_000, false), // a tick's gap
+            (1_000, 1_999, 1_000, false),
+            (1_000, 2_000, 1_000, true),
+            (1_000, 9_000, 0, false),  // off
+            (1_000, 1_150, 50, false), // below two ticks: the tick's own gap
+            (1_000, 1_200, 50, true),
+            (1_000, 900, 1_000, false), // the clock went back
+        ];
+        for (last_seen_ms, now_ms, stall_ms, expected) in cases {
+            assert_eq!(stalled(last_seen_ms, now_ms, stall_ms), expected, "{last_seen_ms} {now_ms} {stall_ms}");
+        }
     }
 
     #[test]

@@ -64,7 +64,7 @@ mod module {
         }
         store::detect_server(ctx);
         store::signal_modified_keys_explicitly(ctx);
-        term::begin();
+        term::begin(ctx);
         Status::Ok
     }
 
@@ -99,6 +99,15 @@ mod module {
                     load_args::LOCK_DELAY_MS,
                     &config::LOCK_DELAY_MS,
                     0,
+                    0,
+                    lease::MAX_LEASE_MS,
+                    ConfigurationFlags::DEFAULT,
+                    None
+                ],
+                [
+                    load_args::STALL_MS,
+                    &config::STALL_MS,
+                    1_000,
                     0,
                     lease::MAX_LEASE_MS,
                     ConfigurationFlags::DEFAULT,

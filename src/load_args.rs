@@ -1,6 +1,6 @@
 //! Module load arguments: `loadmodule librlock.so [default-lease-ms <ms>]
 //! [redisson-scripts native|off] [fencing-token-jump yes|no]
-//! [lock-delay-ms <ms>] [deadlock-detection yes|no]`.
+//! [lock-delay-ms <ms>] [stall-ms <ms>] [deadlock-detection yes|no]`.
 //!
 //! redis-module applies them as configuration defaults without the bounds
 //! CONFIG SET enforces (and ignores names it does not know), so the
@@ -16,13 +16,16 @@ pub const REDISSON_SCRIPTS: &str = "redisson-scripts";
 pub const FENCING_TOKEN_JUMP: &str = "fencing-token-jump";
 /// `rlock.lock-delay-ms` as a name/value pair.
 pub const LOCK_DELAY_MS: &str = "lock-delay-ms";
+/// `rlock.stall-ms` as a name/value pair.
+pub const STALL_MS: &str = "stall-ms";
 /// `rlock.deadlock-detection` as a name/value pair.
 pub const DEADLOCK_DETECTION: &str = "deadlock-detection";
 
 const KNOWN: &str =
     "default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, \
-                     deadlock-detection yes|no";
-const NAMES: [&str; 5] = [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP, LOCK_DELAY_MS, DEADLOCK_DETECTION];
+                     stall-ms <ms>, deadlock-detection yes|no";
+const NAMES: [&str; 6] =
+    [DEFAULT_LEASE_MS, REDISSON_SCRIPTS, FENCING_TOKEN_JUMP, LOCK_DELAY_MS, STALL_MS, DEADLOCK_DETECTION];
 
 /// Checks every name/value pair; the error says which argument is wrong
 /// and why, for the server log.
@@ -45,13 +48,14 @@ fn check_pair(pair: &[&[u8]]) -> Result<(), String> {
             let why = err.message().trim_start_matches("ERR ").replace("lease_ms", DEFAULT_LEASE_MS);
             format!("module argument {DEFAULT_LEASE_MS} {}: {why}", escaped(value))
         }),
-        // 0 turns it off.
-        [name, value] if *name == LOCK_DELAY_MS.as_bytes() => match *value {
+        // 0 turns either off.
+        [name, value] if [LOCK_DELAY_MS, STALL_MS].iter().any(|ms| *name == ms.as_bytes()) => match *value {
             b"0" => Ok(()),
             _ => parse_lease_ms(value).map(drop).map_err(|err| {
-                let why = err.message().trim_start_matches("ERR ").replace("lease_ms", LOCK_DELAY_MS);
+                let name = escaped_plain(name);
+                let why = err.message().trim_start_matches("ERR ").replace("lease_ms", &name);
                 let why = why.replace("must be a positive", "must be 0 (off) or a positive");
-                format!("module argument {LOCK_DELAY_MS} {}: {why}", escaped(value))
+                format!("module argument {name} {}: {why}", escaped(value))
             }),
         },
         [name, value] if *name == REDISSON_SCRIPTS.as_bytes() => match *value {
@@ -145,14 +149,17 @@ mod tests {
                 Err("module argument lock-delay-ms \"31536000001\": lock-delay-ms is above the maximum of 31536000000 (365 days)"),
             ),
             (&[b"lock-delay-ms"], Err("module argument lock-delay-ms has no value")),
-            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, deadlock-detection yes|no)")),
+            (&[b"stall-ms", b"0"], Ok(())),
+            (&[b"stall-ms", b"500"], Ok(())),
+            (&[b"stall-ms", b"-1"], Err("module argument stall-ms \"-1\": stall-ms must be 0 (off) or a positive integer")),
+            (&[b"bogus", b"5"], Err("unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, stall-ms <ms>, deadlock-detection yes|no)")),
             (
                 &[b"default-lease-ms", b"5000", b"default-lease-ms", b"0"],
                 Err("module argument default-lease-ms \"0\": default-lease-ms must be a positive integer"),
             ),
             (
                 &[b"default-lease-ms", b"5000", b"x\x00"],
-                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, deadlock-detection yes|no)"),
+                Err("unknown module argument \"x\\x00\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, stall-ms <ms>, deadlock-detection yes|no)"),
             ),
         ];
         for (args, expected) in cases {

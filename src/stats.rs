@@ -215,6 +215,7 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     // Lock-delay: what is left of it, and the acquires it refused.
     ctx.add_info_field_long_long("lock_delay_left_ms", crate::term::delay().left_ms());
     ctx.add_info_field_long_long("lock_delay_refusals", crate::delay::refusals() as i64);
+    ctx.add_info_field_long_long("stalls", crate::term::stalls() as i64);
     ctx.add_info_field_long_long("blocked", crate::handoff::blocking::waiting() as i64);
     // Per kind of lock, and the server-side waits by how long they took.
     for kind in KINDS {

@@ -3,25 +3,74 @@
 //! clients saw), and so does a replica's promotion. Fenced tokens given in
 //! a term are at least its floor ([`crate::fenced::term_floor`]), so they
 //! are greater than any an earlier primary gave; for the term's first
-//! `rlock.lock-delay-ms`, nothing new is granted ([`crate::delay`]).
+//! `rlock.lock-delay-ms`, nothing new is granted ([`crate::delay`]). A
+//! stall of `rlock.stall-ms` or more starts the delay again (not the term:
+//! this server may still be the primary).
 
 use crate::config;
-use crate::delay::Delay;
+use crate::delay::{stalled, Delay, TICK_MS};
 use crate::fenced::term_floor;
 use crate::store::now_ms;
 use linkme::distributed_slice;
 use redis_module::server_events::{ServerRole, CONFIG_CHANGED_SERVER_EVENTS_LIST, ROLE_CHANGED_SERVER_EVENTS_LIST};
 use redis_module::Context;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// When the current term began (Unix ms); 0 before the module's load.
 static TERM_START_MS: AtomicI64 = AtomicI64::new(0);
 /// Role changes seen since the module loaded, either way.
 static ROLE_CHANGES: AtomicU64 = AtomicU64::new(0);
+/// When the event loop was last seen running (Unix ms): by the tick, or a
+/// look at the delay.
+static LAST_SEEN_MS: AtomicI64 = AtomicI64::new(0);
+/// When the last stall ended (Unix ms); 0 before any.
+static STALL_ENDED_MS: AtomicI64 = AtomicI64::new(0);
+/// Stalls seen since the module loaded.
+static STALLS: AtomicU64 = AtomicU64::new(0);
 
-/// The module loaded: a start or a restart begins a term.
-pub fn begin() {
+/// The module loaded: a start or a restart begins a term, and the tick
+/// starts watching for stalls.
+pub fn begin(ctx: &Context) {
+    begin_term();
+    LAST_SEEN_MS.store(now_ms(), Ordering::Relaxed);
+    tick(ctx, ());
+}
+
+fn begin_term() {
     TERM_START_MS.store(now_ms(), Ordering::Relaxed);
+}
+
+/// Notes that the event loop runs; after a stall, wakes whatever waits
+/// for the delay's end, which has moved.
+fn tick(ctx: &Context, (): ()) {
+    if seen_running() {
+        DELAY_MOVED.iter().for_each(|moved| moved(ctx));
+    }
+    ctx.create_timer(Duration::from_millis(TICK_MS as u64), tick, ());
+}
+
+/// Notes that the event loop runs now; true when it had stalled, which
+/// starts the lock-delay again. Called by the tick and before each look at
+/// the delay, so that commands and grants queued during a stall (handled
+/// on resumption before any timer) see it.
+fn seen_running() -> bool {
+    let now = now_ms();
+    let last_seen = LAST_SEEN_MS.swap(now, Ordering::Relaxed);
+    if !stalled(last_seen, now, config::stall_ms()) {
+        return false;
+    }
+    STALL_ENDED_MS.store(now, Ordering::Relaxed);
+    STALLS.fetch_add(1, Ordering::Relaxed);
+    if config::lock_delay_ms() > 0 {
+        redis_module::logging::log_warning(format!(
+            "rlock: the server stood still for {} ms (rlock.stall-ms {}): a failover may have replaced it, so \
+             the lock-delay starts again",
+            now - last_seen,
+            config::stall_ms()
+        ));
+    }
+    true
 }
 
 /// What must look again when the lock-delay's end moves (a promotion, a
@@ -33,7 +82,7 @@ pub static DELAY_MOVED: [fn(&Context)];
 fn role_changed(ctx: &Context, role: ServerRole) {
     ROLE_CHANGES.fetch_add(1, Ordering::Relaxed);
     if role == ServerRole::Primary {
-        begin();
+        begin_term();
         ctx.log_notice(&format!("rlock: promoted; fenced tokens from now on are at least {}", token_floor()));
         DELAY_MOVED.iter().for_each(|moved| moved(ctx));
     }
@@ -60,10 +109,18 @@ pub fn delay() -> Delay {
 }
 
 /// When the lock-delay ends (Unix ms), while it lasts. It counts from the
-/// term's start, so a `CONFIG SET` counts from there too.
+/// term's start or the last stall's end, whichever is later, so a
+/// `CONFIG SET` counts from there too.
 pub fn delay_ends_at() -> Option<i64> {
-    let ends_at = TERM_START_MS.load(Ordering::Relaxed).saturating_add(config::lock_delay_ms());
+    seen_running();
+    let from = TERM_START_MS.load(Ordering::Relaxed).max(STALL_ENDED_MS.load(Ordering::Relaxed));
+    let ends_at = from.saturating_add(config::lock_delay_ms());
     (config::lock_delay_ms() > 0 && ends_at > now_ms()).then_some(ends_at)
+}
+
+/// Stalls seen, for `INFO rlock`.
+pub fn stalls() -> u64 {
+    STALLS.load(Ordering::Relaxed)
 }
 
 /// Role changes seen, for `INFO rlock`.

@@ -29,7 +29,7 @@ fn bad_load_arguments_refuse_the_module_and_say_why() {
         (&["default-lease-ms", "99999999999999"], TOO_LONG),
         (
             &["bogus", "5"],
-            "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, deadlock-detection yes|no)",
+            "unknown module argument \"bogus\" (known: default-lease-ms <ms>, redisson-scripts native|off, fencing-token-jump yes|no, lock-delay-ms <ms>, stall-ms <ms>, deadlock-detection yes|no)",
         ),
         (&["fencing-token-jump", "off"], "module argument fencing-token-jump \"off\": must be yes or no"),
         // The server would keep the first value, silently.
