@@ -67,14 +67,12 @@ impl Delay {
     }
 }
 
-/// How often the server's tick notes that the event loop runs; a gap
-/// shorter than two ticks is not a stall.
-pub const TICK_MS: i64 = 100;
-
 /// Whether the event loop stood still from `last_seen_ms` to `now_ms`
-/// for at least `stall_ms` (`rlock.stall-ms`; 0: never).
-pub fn stalled(last_seen_ms: i64, now_ms: i64, stall_ms: i64) -> bool {
-    stall_ms > 0 && now_ms - last_seen_ms >= stall_ms.max(2 * TICK_MS)
+/// for at least `stall_ms` (`rlock.stall-ms`; 0: never). The server's
+/// cron notes every `cron_period_ms` that it runs, so a gap shorter than
+/// two of those is not a stall.
+pub fn stalled(last_seen_ms: i64, now_ms: i64, stall_ms: i64, cron_period_ms: i64) -> bool {
+    stall_ms > 0 && now_ms - last_seen_ms >= stall_ms.max(2 * cron_period_ms)
 }
 
 /// Acquires refused by a lock-delay since the module loaded.
@@ -113,19 +111,21 @@ mod tests {
     }
 
     #[test]
-    fn a_stall_is_a_gap_of_at_least_the_setting_and_two_ticks() {
+    fn a_stall_is_a_gap_of_at_least_the_setting_and_two_cron_periods() {
         let cases = [
-            // (last_seen_ms, now_ms, stall_ms, stalled)
-            (1_000, 1_100, 1_000, false), // a tick's gap
-            (1_000, 1_999, 1_000, false),
-            (1_000, 2_000, 1_000, true),
-            (1_000, 9_000, 0, false),  // off
-            (1_000, 1_150, 50, false), // below two ticks: the tick's own gap
-            (1_000, 1_200, 50, true),
-            (1_000, 900, 1_000, false), // the clock went back
+            // (last_seen_ms, now_ms, stall_ms, cron_period_ms, stalled)
+            (1_000, 1_100, 1_000, 100, false), // one cron's gap
+            (1_000, 1_999, 1_000, 100, false),
+            (1_000, 2_000, 1_000, 100, true),
+            (1_000, 9_000, 0, 100, false),  // off
+            (1_000, 1_150, 50, 100, false), // below two crons: the cron's own gap
+            (1_000, 1_200, 50, 100, true),
+            (1_000, 2_500, 1_000, 1_000, false), // hz 1: a cron a second
+            (1_000, 3_000, 1_000, 1_000, true),
+            (1_000, 900, 1_000, 100, false), // the clock went back
         ];
-        for (last_seen_ms, now_ms, stall_ms, expected) in cases {
-            assert_eq!(stalled(last_seen_ms, now_ms, stall_ms), expected, "{last_seen_ms} {now_ms} {stall_ms}");
+        for (last_seen, now, stall_ms, cron_ms, expected) in cases {
+            assert_eq!(stalled(last_seen, now, stall_ms, cron_ms), expected, "{last_seen} {now} {stall_ms} {cron_ms}");
         }
     }
 

@@ -64,7 +64,9 @@ mod module {
         }
         store::detect_server(ctx);
         store::signal_modified_keys_explicitly(ctx);
-        term::begin(ctx);
+        if !term::begin(ctx) {
+            ctx.log_warning("rlock: cannot follow the server's cron: a stall does not start the lock-delay again");
+        }
         Status::Ok
     }
 

@@ -7,57 +7,67 @@
 //! stall of `rlock.stall-ms` or more starts the delay again (not the term:
 //! this server may still be the primary).
 
+use crate::api::api;
 use crate::config;
-use crate::delay::{stalled, Delay, TICK_MS};
+use crate::delay::{stalled, Delay};
 use crate::fenced::term_floor;
 use crate::store::now_ms;
 use linkme::distributed_slice;
 use redis_module::server_events::{ServerRole, CONFIG_CHANGED_SERVER_EVENTS_LIST, ROLE_CHANGED_SERVER_EVENTS_LIST};
-use redis_module::Context;
+use redis_module::{raw, Context};
+use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
 
 /// When the current term began (Unix ms); 0 before the module's load.
 static TERM_START_MS: AtomicI64 = AtomicI64::new(0);
 /// Role changes seen since the module loaded, either way.
 static ROLE_CHANGES: AtomicU64 = AtomicU64::new(0);
-/// When the event loop was last seen running (Unix ms): by the tick, or a
-/// look at the delay.
+/// When the event loop was last seen running (Unix ms): by the server's
+/// cron, or a look at the delay.
 static LAST_SEEN_MS: AtomicI64 = AtomicI64::new(0);
+/// The server cron's period (1000 / `hz` ms), as its last run told.
+static CRON_PERIOD_MS: AtomicI64 = AtomicI64::new(100);
 /// When the last stall ended (Unix ms); 0 before any.
 static STALL_ENDED_MS: AtomicI64 = AtomicI64::new(0);
 /// Stalls seen since the module loaded.
 static STALLS: AtomicU64 = AtomicU64::new(0);
 
-/// The module loaded: a start or a restart begins a term, and the tick
-/// starts watching for stalls.
-pub fn begin(ctx: &Context) {
+/// The module loaded: a start or a restart begins a term. Returns false
+/// when the server's cron cannot be followed, which stalls need.
+pub fn begin(ctx: &Context) -> bool {
     begin_term();
     LAST_SEEN_MS.store(now_ms(), Ordering::Relaxed);
-    tick(ctx, ());
+    // The cron, not a timer of the module's own: a pending timer would
+    // keep MODULE UNLOAD from unloading the module.
+    let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_CRON_LOOP, dataver: 1 };
+    let status = unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.get_raw(), event, Some(cron)) };
+    status == raw::REDISMODULE_OK as c_int
 }
 
 fn begin_term() {
     TERM_START_MS.store(now_ms(), Ordering::Relaxed);
 }
 
-/// Notes that the event loop runs; after a stall, wakes whatever waits
-/// for the delay's end, which has moved.
-fn tick(ctx: &Context, (): ()) {
+/// The server's cron (`hz` times a second): notes that the event loop
+/// runs; after a stall, wakes whatever waits for the delay's end, which
+/// has moved.
+unsafe extern "C" fn cron(ctx: *mut raw::RedisModuleCtx, _: raw::RedisModuleEvent, _: u64, data: *mut c_void) {
+    let hz = unsafe { &*data.cast::<raw::RedisModuleCronLoopInfo>() }.hz;
+    CRON_PERIOD_MS.store(1_000 / i64::from(hz.max(1)), Ordering::Relaxed);
     if seen_running() {
-        DELAY_MOVED.iter().for_each(|moved| moved(ctx));
+        let ctx = Context::new(ctx);
+        DELAY_MOVED.iter().for_each(|moved| moved(&ctx));
     }
-    ctx.create_timer(Duration::from_millis(TICK_MS as u64), tick, ());
 }
 
 /// Notes that the event loop runs now; true when it had stalled, which
-/// starts the lock-delay again. Called by the tick and before each look at
+/// starts the lock-delay again. Called by the cron and before each look at
 /// the delay, so that commands and grants queued during a stall (handled
 /// on resumption before any timer) see it.
 fn seen_running() -> bool {
     let now = now_ms();
     let last_seen = LAST_SEEN_MS.swap(now, Ordering::Relaxed);
-    if !stalled(last_seen, now, config::stall_ms()) {
+    if !stalled(last_seen, now, config::stall_ms(), CRON_PERIOD_MS.load(Ordering::Relaxed)) {
         return false;
     }
     STALL_ENDED_MS.store(now, Ordering::Relaxed);

@@ -84,3 +84,13 @@ fn a_shorter_stall_or_stall_ms_0_changes_nothing() {
     assert_eq!(acquire(&mut con, "b"), None, "granted: stall-ms 0 never restarts the delay");
     assert_eq!(info(&mut con, "stalls"), 0);
 }
+
+/// Stalls are watched from the server's cron, not a timer of the module's
+/// own, which would keep MODULE UNLOAD from unloading an idle module.
+#[test]
+fn watching_for_stalls_keeps_no_timer_that_would_block_module_unload() {
+    let server = Server::builder().config("enable-module-command", "yes").start();
+    let mut con = server.connection();
+    let unloaded: String = redis::cmd("MODULE").arg("UNLOAD").arg("rlock").query(&mut con).unwrap();
+    assert_eq!(unloaded, "OK");
+}
