@@ -149,10 +149,11 @@ bench: deps java-deps redisson-jars
 # minutes; Ctrl-C cleans up. `make test` runs its short
 # form (faults/tests/short.rs) on Redis. The Redisson rows run real
 # Redisson in a JVM (faults/java): the suite compiles it and resolves its
-# classpath with Maven once, then starts `java -cp` each run.
+# classpath with Maven once, then starts `java -cp` each run. Through
+# `cargo run`: the suite builds the module it loads with cargo, which needs
+# the toolchain cargo run passes on (redis-module pins another one).
 faults: deps java-deps
-	$(CARGO) build --workspace
-	target/debug/rlock-faults --runs 3 --out FAULTS.md
+	$(CARGO) run -p rlock-faults -- --runs 3 --out FAULTS.md
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
