@@ -35,7 +35,9 @@ struct Counters {
 pub struct WatchdogStats {
     /// Locks renewed (watchdog) or checked (fixed lease) each round now.
     pub locks: usize,
-    /// Rounds with at least one lock: one pipelined round trip each.
+    /// Rounds with at least one lock. A round's commands go out at once:
+    /// one pipeline to a single server; in a cluster, each command on its
+    /// own to its primary (a redirect is followed for that command alone).
     pub rounds: u64,
     /// Rounds in which a server (in a cluster: any primary) failed or
     /// timed out.
