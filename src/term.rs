@@ -17,13 +17,15 @@ use redis_module::server_events::{ServerRole, CONFIG_CHANGED_SERVER_EVENTS_LIST,
 use redis_module::{raw, Context};
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
 
 /// When the current term began (Unix ms); 0 before the module's load.
 static TERM_START_MS: AtomicI64 = AtomicI64::new(0);
 /// Role changes seen since the module loaded, either way.
 static ROLE_CHANGES: AtomicU64 = AtomicU64::new(0);
-/// When the event loop was last seen running (Unix ms): by the server's
-/// cron, or a look at the delay.
+/// When the event loop was last seen running ([`monotonic_ms`]): by the
+/// server's cron, or a look at the delay.
 static LAST_SEEN_MS: AtomicI64 = AtomicI64::new(0);
 /// The server cron's period (1000 / `hz` ms), as its last run told.
 static CRON_PERIOD_MS: AtomicI64 = AtomicI64::new(100);
@@ -36,7 +38,7 @@ static STALLS: AtomicU64 = AtomicU64::new(0);
 /// when the server's cron cannot be followed, which stalls need.
 pub fn begin(ctx: &Context) -> bool {
     begin_term();
-    LAST_SEEN_MS.store(now_ms(), Ordering::Relaxed);
+    LAST_SEEN_MS.store(monotonic_ms(), Ordering::Relaxed);
     // The cron, not a timer of the module's own: a pending timer would
     // keep MODULE UNLOAD from unloading the module.
     let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_CRON_LOOP, dataver: 1 };
@@ -53,11 +55,21 @@ fn begin_term() {
 /// has moved.
 unsafe extern "C" fn cron(ctx: *mut raw::RedisModuleCtx, _: raw::RedisModuleEvent, _: u64, data: *mut c_void) {
     let hz = unsafe { &*data.cast::<raw::RedisModuleCronLoopInfo>() }.hz;
+    // The gap since the last cron came at the old period: judged by it,
+    // before a new one (a `CONFIG SET hz`) counts.
+    let stalled = seen_running();
     CRON_PERIOD_MS.store(1_000 / i64::from(hz.max(1)), Ordering::Relaxed);
-    if seen_running() {
+    if stalled {
         let ctx = Context::new(ctx);
         DELAY_MOVED.iter().for_each(|moved| moved(&ctx));
     }
+}
+
+/// Milliseconds on the monotonic clock since the module loaded: a step of
+/// the wall clock is no stall, and does not hide one.
+fn monotonic_ms() -> i64 {
+    static LOADED: OnceLock<Instant> = OnceLock::new();
+    LOADED.get_or_init(Instant::now).elapsed().as_millis() as i64
 }
 
 /// Notes that the event loop runs now; true when it had stalled, which
@@ -65,12 +77,12 @@ unsafe extern "C" fn cron(ctx: *mut raw::RedisModuleCtx, _: raw::RedisModuleEven
 /// the delay, so that commands and grants queued during a stall (handled
 /// on resumption before any timer) see it.
 fn seen_running() -> bool {
-    let now = now_ms();
+    let now = monotonic_ms();
     let last_seen = LAST_SEEN_MS.swap(now, Ordering::Relaxed);
     if !stalled(last_seen, now, config::stall_ms(), CRON_PERIOD_MS.load(Ordering::Relaxed)) {
         return false;
     }
-    STALL_ENDED_MS.store(now, Ordering::Relaxed);
+    STALL_ENDED_MS.store(now_ms(), Ordering::Relaxed);
     STALLS.fetch_add(1, Ordering::Relaxed);
     if config::lock_delay_ms() > 0 {
         redis_module::logging::log_warning(format!(

@@ -5,7 +5,7 @@
 //! blocked behind a lease that ran out during the stall is granted only
 //! at the delay's new end, and a new acquire is refused until then.
 
-use redis::{Connection, Value};
+use redis::{Cmd, Connection, Value};
 use std::thread;
 use std::time::Duration;
 use testkit::{full_reply, server_time_ms, Server};
@@ -93,4 +93,71 @@ fn watching_for_stalls_keeps_no_timer_that_would_block_module_unload() {
     let mut con = server.connection();
     let unloaded: String = redis::cmd("MODULE").arg("UNLOAD").arg("rlock").query(&mut con).unwrap();
     assert_eq!(unloaded, "OK");
+}
+
+/// The first cron after `CONFIG SET hz` (here 1 to 100) comes one old
+/// period after the one before: that gap is no stall (it was, judged by
+/// the new period, with the default `rlock.stall-ms` of 1000).
+#[test]
+fn raising_hz_is_not_a_stall() {
+    let (_server, mut con) = server();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("rlock.stall-ms").arg(1_000).query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("hz").arg(1).query(&mut con).unwrap();
+    // Idle long enough for crons at hz 1, a second apart.
+    thread::sleep(Duration::from_millis(2_500));
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("hz").arg(100).query(&mut con).unwrap();
+    thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(info(&mut con, "stalls"), 0, "no stall, only CONFIG SET hz");
+    assert_eq!(acquire(&mut con, "a"), None, "granted");
+}
+
+/// A SIGSTOP of 1.5 s: an acquire sent during it, handled on resumption
+/// before any cron runs, is refused with the new delay's rest; callers of
+/// every kind blocked behind leases that ran out during it are granted at
+/// the new delay's end; a semaphore refused then is woken at that end.
+#[test]
+fn after_a_sigstop_every_kind_waits_for_the_new_delay_end() {
+    let (server, mut con) = server();
+    let mut holder = server.connection();
+    let _: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("sem").arg(5).query(&mut holder).unwrap();
+    let _: Option<i64> = redis::cmd("RLOCK.ACQUIRE").arg("lock").arg("h").arg(300).query(&mut holder).unwrap();
+    let _: Value = redis::cmd("RFAIR.ACQUIRE").arg("fair").arg("h").arg(300).query(&mut holder).unwrap();
+    let _: Value = redis::cmd("RRW.ACQUIRE").arg("rw").arg("h").arg("WRITE").arg(300).query(&mut holder).unwrap();
+    let mut rlock = redis::cmd("RLOCK.ACQUIRE");
+    rlock.arg("lock").arg("o1").arg(60_000).arg("WAIT").arg(30_000).arg("REPLY").arg("FULL");
+    let mut fair = redis::cmd("RFAIR.ACQUIRE");
+    fair.arg("fair").arg("o1").arg(60_000).arg("WAIT").arg(30_000).arg("BLOCK").arg(30_000).arg("REPLY").arg("FULL");
+    let mut rw = redis::cmd("RRW.ACQUIRE");
+    rw.arg("rw").arg("o1").arg("WRITE").arg(60_000).arg("WAIT").arg(30_000).arg("REPLY").arg("FULL");
+    let waiters = [rlock, fair, rw].map(|command: Cmd| {
+        let mut con = server.connection();
+        thread::spawn(move || {
+            let reply: Value = command.query(&mut con).unwrap();
+            (full_reply(reply), server_time_ms(&mut con))
+        })
+    });
+    testkit::eventually("all blocked", Duration::from_secs(10), || info(&mut con, "blocked") == 3);
+    let mut subscriber = server.connection();
+    let mut pubsub = subscriber.as_pubsub();
+    pubsub.subscribe("redisson_sc:{sem}").unwrap();
+
+    let mut queued = server.connection();
+    server.pause();
+    let queued = thread::spawn(move || acquire(&mut queued, "free"));
+    thread::sleep(Duration::from_millis(1_500)); // the stall
+    server.resume();
+    let resumed_at = server_time_ms(&mut con);
+    let refused = queued.join().unwrap().expect("refused: the delay started again");
+    assert!(refused > DELAY_MS - 200 && refused <= DELAY_MS, "told the new delay's rest: {refused}");
+    let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
+    assert_eq!(permit, 0, "no permit during the new delay");
+    for (kind, waiter) in ["rlock", "fair", "read-write"].into_iter().zip(waiters) {
+        let ((granted, holds, _, _), at) = waiter.join().unwrap();
+        assert_eq!((granted, holds), (1, 1), "{kind}");
+        assert!(at >= resumed_at + DELAY_MS - 200, "{kind} granted at {at}, resumed at {resumed_at}");
+    }
+    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let message = pubsub.get_message().expect("a semaphore wake at the new delay end");
+    assert_eq!(message.get_payload::<String>().unwrap(), "5");
+    assert_eq!(info(&mut con, "stalls"), 1);
 }
