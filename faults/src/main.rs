@@ -68,7 +68,8 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
          and lasts 4 s (SIGSTOP, partition). The host crash drops what the primary sends its replicas and \
          Sentinels for {in_flight} s, then kills it (its times count from the start of that second). \
          Cluster: {cluster_primaries} primaries with a replica each (node timeout 2000 ms), the clients \
-         rlock-client's; kill -9 and SIGSTOP ({stop_s} s) hit the primary of the first name's slot, and \
+         rlock-client's (they wait by pub/sub), or in the \"blocking waits\" row clients that wait on the server \
+         (`RLOCK.ACQUIRE … WAIT … ID` through a redis-rs cluster connection); kill -9 and SIGSTOP ({stop_s} s) hit the primary of the first name's slot, and \
          the slot migration moves each name's slot to another primary (each half moved for 0.5 s \
          before and after its keys move); its times to the first grant count the names the fault hit. \
          Redisson (Java): real Redisson {redisson} in Sentinel mode, one JVM whose {CLIENTS} threads \
