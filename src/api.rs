@@ -16,6 +16,19 @@ macro_rules! api {
 }
 pub(crate) use api;
 
+/// Subscribes `callback` to the server event `id` (a raw subscription:
+/// redis-module's own passes some events' data on wrongly, the cron's
+/// `hz` among them); false when the server refuses it.
+pub fn subscribe_to_server_event(
+    ctx: &redis_module::Context,
+    id: u64,
+    callback: unsafe extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut std::os::raw::c_void),
+) -> bool {
+    let event = raw::RedisModuleEvent { id, dataver: 1 };
+    let status = unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.get_raw(), event, Some(callback)) };
+    status == raw::REDISMODULE_OK as std::os::raw::c_int
+}
+
 /// The first module API function this module needs that the server does
 /// not export (all exist since Redis 7.0).
 pub fn missing_api() -> Option<&'static str> {

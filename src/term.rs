@@ -7,7 +7,7 @@
 //! stall of `rlock.stall-ms` or more starts the delay again (not the term:
 //! this server may still be the primary).
 
-use crate::api::api;
+use crate::api::subscribe_to_server_event;
 use crate::config;
 use crate::delay::{stalled, Delay};
 use crate::fenced::term_floor;
@@ -15,7 +15,7 @@ use crate::store::now_ms;
 use linkme::distributed_slice;
 use redis_module::server_events::{ServerRole, CONFIG_CHANGED_SERVER_EVENTS_LIST, ROLE_CHANGED_SERVER_EVENTS_LIST};
 use redis_module::{raw, Context};
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_void;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -41,9 +41,7 @@ pub fn begin(ctx: &Context) -> bool {
     LAST_SEEN_MS.store(monotonic_ms(), Ordering::Relaxed);
     // The cron, not a timer of the module's own: a pending timer would
     // keep MODULE UNLOAD from unloading the module.
-    let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_CRON_LOOP, dataver: 1 };
-    let status = unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.get_raw(), event, Some(cron)) };
-    status == raw::REDISMODULE_OK as c_int
+    subscribe_to_server_event(ctx, raw::REDISMODULE_EVENT_CRON_LOOP, cron)
 }
 
 fn begin_term() {

@@ -6,7 +6,7 @@
 use super::blocking::{count_lapse, locks_with_waiters, nobody_waits, schedule_grant};
 use super::glue::lock_id;
 use super::WAITER_KINDS;
-use crate::api::api;
+use crate::api::{api, subscribe_to_server_event};
 use redis_module::{raw, Context};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
@@ -74,9 +74,7 @@ fn recheck_every_lock(ctx: &Context) {
 /// Subscribes to SWAPDB, which swaps whole databases without a keyspace
 /// event: every lock with waiters gets a grant check.
 pub fn subscribe_to_swapdb(ctx: &Context) -> bool {
-    let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_SWAPDB, dataver: 1 };
-    let status = unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.get_raw(), event, Some(swapped)) };
-    status == raw::REDISMODULE_OK as c_int
+    subscribe_to_server_event(ctx, raw::REDISMODULE_EVENT_SWAPDB, swapped)
 }
 
 unsafe extern "C" fn swapped(
