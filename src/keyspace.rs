@@ -128,46 +128,8 @@ pub fn parse_counter(key: &[u8], value: &[u8]) -> Result<i64> {
     crate::lock::parse_hold_count(value).map_err(|_| LockError::StoredNotInteger(key.to_vec()))
 }
 
-/// `n` in decimal, written at the end of `buffer` (20 bytes hold any i64):
-/// a value written in place needs no heap string.
-pub fn decimal(n: i64, buffer: &mut [u8; 20]) -> &[u8] {
-    let mut start = buffer.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        start -= 1;
-        buffer[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        start -= 1;
-        buffer[start] = b'-';
-    }
-    &buffer[start..]
-}
-
 /// A stored count (hold count, permits) as HINCRBY/INCRBY read it:
 /// `None` when absent, [`LockError::NotALock`] when not an integer.
 pub fn parse_count(value: Option<Vec<u8>>) -> Result<Option<i64>> {
     value.map(|bytes| crate::lock::parse_hold_count(&bytes)).transpose()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn decimal_writes_every_i64_as_redis_does() {
-        let cases: [(i64, &[u8]); 6] = [
-            (0, b"0"),
-            (7, b"7"),
-            (-7, b"-7"),
-            (10_000, b"10000"),
-            (i64::MAX, b"9223372036854775807"),
-            (i64::MIN, b"-9223372036854775808"),
-        ];
-        for (n, expected) in cases {
-            assert_eq!(super::decimal(n, &mut [0; 20]), expected, "{n}");
-        }
-    }
 }

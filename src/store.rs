@@ -26,7 +26,7 @@ use crate::lock::{parse_hold_count, LockStore};
 pub use key::signal_modified_keys_explicitly;
 use key::{key_type_of, SignalOnWriteKey};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
-use replicated::{ConstString, Integer};
+use replicated::{Argument, ConstString};
 use rlock_protocol::{key_slot, release_channel_parts, UNLOCK_MESSAGE};
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_void};
@@ -157,7 +157,7 @@ impl LockStore for RedisLock<'_> {
 
     fn increment(&mut self, owner: &RedisString, by: i64, new_count: i64) {
         // HashSet copies the value: a first hold's 1 is the constant.
-        let value = Integer::new(self.ctx, new_count);
+        let value = Argument::integer(self.ctx, new_count);
         unsafe {
             api!(RedisModule_HashSet)(
                 self.key.write(),
@@ -167,13 +167,13 @@ impl LockStore for RedisLock<'_> {
                 ptr::null_mut::<c_void>(),
             );
         }
-        replicate!(self.ctx, c"HINCRBY", c"sss", self.name.inner, owner.inner, Integer::new(self.ctx, by).inner());
+        replicate!(self.ctx, c"HINCRBY", c"sss", self.name.inner, owner.inner, Argument::integer(self.ctx, by).inner());
         self.notify(NotifyEvent::HASH, c"hincrby");
     }
 
     fn set_expire_at(&mut self, at_ms: i64) {
         unsafe { api!(RedisModule_SetAbsExpire)(self.key.write(), at_ms) };
-        replicate!(self.ctx, c"PEXPIREAT", c"ss", self.name.inner, Integer::new(self.ctx, at_ms).inner());
+        replicate!(self.ctx, c"PEXPIREAT", c"ss", self.name.inner, Argument::integer(self.ctx, at_ms).inner());
         self.notify(NotifyEvent::GENERIC, c"expire");
     }
 

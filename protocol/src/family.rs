@@ -83,17 +83,28 @@ pub fn rwlock_key_prefix(name: &[u8]) -> Vec<u8> {
 /// `{name}:owner:rwlock_timeout`, or `name:owner:rwlock_timeout` when the
 /// name has a `{`.
 pub fn rwlock_timeout_prefix(name: &[u8], owner: &[u8]) -> Vec<u8> {
-    let mut prefix = suffix(name, owner);
-    prefix.extend_from_slice(b":rwlock_timeout");
+    timeout_prefix_with_room(name, owner, 0)
+}
+
+/// [`rwlock_timeout_prefix`] in a buffer with `room` bytes to spare: one
+/// allocation for a whole key (a read acquire and release make one each).
+fn timeout_prefix_with_room(name: &[u8], owner: &[u8], room: usize) -> Vec<u8> {
+    const TAIL: &[u8] = b":rwlock_timeout";
+    let mut prefix = Vec::with_capacity(name.len() + owner.len() + TAIL.len() + 3 + room);
+    push_tagged(&mut prefix, name);
+    prefix.push(b':');
+    prefix.extend_from_slice(owner);
+    prefix.extend_from_slice(TAIL);
     prefix
 }
 
 /// The timeout key of an owner's `n`-th read hold (a string with the
 /// hold's own expiry). `field` is the hash field, i.e. the owner.
 pub fn rwlock_timeout_key(name: &[u8], field: &[u8], n: i64) -> Vec<u8> {
-    let mut key = rwlock_timeout_prefix(name, field);
+    // `:` and an i64's up to 20 characters.
+    let mut key = timeout_prefix_with_room(name, field, 21);
     key.push(b':');
-    key.extend_from_slice(n.to_string().as_bytes());
+    key.extend_from_slice(crate::decimal(n, &mut [0; 20]));
     key
 }
 

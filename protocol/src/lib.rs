@@ -97,8 +97,43 @@ fn crc16(bytes: &[u8]) -> u16 {
     })
 }
 
+/// `n` in decimal, written at the end of `buffer` (20 bytes hold any i64):
+/// a value written in place needs no heap string.
+pub fn decimal(n: i64, buffer: &mut [u8; 20]) -> &[u8] {
+    let mut start = buffer.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        start -= 1;
+        buffer[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        start -= 1;
+        buffer[start] = b'-';
+    }
+    &buffer[start..]
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn decimal_writes_every_i64_as_redis_does() {
+        let cases: [(i64, &[u8]); 6] = [
+            (0, b"0"),
+            (7, b"7"),
+            (-7, b"-7"),
+            (10_000, b"10000"),
+            (i64::MAX, b"9223372036854775807"),
+            (i64::MIN, b"-9223372036854775808"),
+        ];
+        for (n, expected) in cases {
+            assert_eq!(crate::decimal(n, &mut [0; 20]), expected, "{n}");
+        }
+    }
+
     use super::*;
 
     #[test]

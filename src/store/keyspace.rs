@@ -9,12 +9,13 @@
 
 use super::acl::Caller;
 use super::open_keys::OpenKeys;
-use super::replicated::{Integer, PXAT};
+use super::replicated::{Argument, PXAT};
 use super::{publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
-use crate::keyspace::{decimal, parse_counter, KeyType, Keyspace, Moot, Result};
+use crate::keyspace::{parse_counter, KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
+use rlock_protocol::decimal;
 use smallvec::SmallVec;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
@@ -210,7 +211,7 @@ impl Keyspace for RedisKeyspace<'_> {
             }
             Some(at) => {
                 unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
-                let at = Integer::new(self.ctx, at);
+                let at = Argument::integer(self.ctx, at);
                 replicate!(self.ctx, c"SET", c"ssss", name, value.inner, PXAT.get(), at.inner());
                 self.notify(NotifyEvent::GENERIC, c"expire", name);
             }
@@ -236,35 +237,36 @@ impl Keyspace for RedisKeyspace<'_> {
         // INCRBY with a negative step is DECRBY's effect, also for
         // i64::MIN, which DECRBY refuses. Redis announces INCR, DECR,
         // INCRBY and DECRBY alike as `incrby`.
-        replicate!(self.ctx, c"INCRBY", c"ss", name, Integer::new(self.ctx, by).inner());
+        replicate!(self.ctx, c"INCRBY", c"ss", name, Argument::integer(self.ctx, by).inner());
         self.notify(NotifyEvent::STRING, c"incrby", name);
         Ok(())
     }
 
     fn hset(&mut self, key: &[u8], pairs: &[(&[u8], &[u8])]) -> Result<()> {
         let (open, name) = self.write(key)?;
-        let pairs: SmallVec<[(RedisString, RedisString); 2]> =
-            pairs.iter().map(|(f, v)| (self.string(f), self.string(v))).collect();
+        // HashSet copies the value: a 1 is the constant.
+        let pairs: SmallVec<[(RedisString, Argument); 2]> =
+            pairs.iter().map(|(f, v)| (self.string(f), Argument::bytes(self.ctx, v))).collect();
         for (field, value) in &pairs {
             unsafe {
                 api!(RedisModule_HashSet)(
                     open,
                     raw::REDISMODULE_HASH_NONE as c_int,
                     field.inner,
-                    value.inner,
+                    value.inner(),
                     ptr::null_mut::<c_void>(),
                 );
             }
             self.notify(NotifyEvent::HASH, c"hset", name);
         }
         match &pairs[..] {
-            [(f, v)] => replicate!(self.ctx, c"HSET", c"sss", name, f.inner, v.inner),
+            [(f, v)] => replicate!(self.ctx, c"HSET", c"sss", name, f.inner, v.inner()),
             [(f1, v1), (f2, v2)] => {
-                replicate!(self.ctx, c"HSET", c"sssss", name, f1.inner, v1.inner, f2.inner, v2.inner)
+                replicate!(self.ctx, c"HSET", c"sssss", name, f1.inner, v1.inner(), f2.inner, v2.inner())
             }
             _ => {
                 for (field, value) in &pairs {
-                    replicate!(self.ctx, c"HSET", c"sss", name, field.inner, value.inner);
+                    replicate!(self.ctx, c"HSET", c"sss", name, field.inner, value.inner());
                 }
                 0
             }
@@ -276,7 +278,7 @@ impl Keyspace for RedisKeyspace<'_> {
         let (open, name) = self.write(key)?;
         let field = self.string(field);
         // HashSet copies the value: a 1 or 0 is the constant.
-        let value = Integer::new(self.ctx, new);
+        let value = Argument::integer(self.ctx, new);
         unsafe {
             api!(RedisModule_HashSet)(
                 open,
@@ -286,7 +288,7 @@ impl Keyspace for RedisKeyspace<'_> {
                 ptr::null_mut::<c_void>(),
             );
         }
-        replicate!(self.ctx, c"HINCRBY", c"sss", name, field.inner, Integer::new(self.ctx, by).inner());
+        replicate!(self.ctx, c"HINCRBY", c"sss", name, field.inner, Argument::integer(self.ctx, by).inner());
         self.notify(NotifyEvent::HASH, c"hincrby", name);
         Ok(())
     }
@@ -342,7 +344,7 @@ impl Keyspace for RedisKeyspace<'_> {
         let (open, name) = self.write(key)?;
         let member = self.string(member);
         unsafe { api!(RedisModule_ZsetAdd)(open, score as f64, member.inner, ptr::null_mut()) };
-        replicate!(self.ctx, c"ZADD", c"sss", name, Integer::new(self.ctx, score).inner(), member.inner);
+        replicate!(self.ctx, c"ZADD", c"sss", name, Argument::integer(self.ctx, score).inner(), member.inner);
         self.notify(NotifyEvent::ZSET, c"zadd", name);
         Ok(())
     }
@@ -354,7 +356,7 @@ impl Keyspace for RedisKeyspace<'_> {
     fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()> {
         let (open, name) = self.write(key)?;
         unsafe { api!(RedisModule_SetAbsExpire)(open, at_ms) };
-        replicate!(self.ctx, c"PEXPIREAT", c"ss", name, Integer::new(self.ctx, at_ms).inner());
+        replicate!(self.ctx, c"PEXPIREAT", c"ss", name, Argument::integer(self.ctx, at_ms).inner());
         self.notify(NotifyEvent::GENERIC, c"expire", name);
         Ok(())
     }
@@ -380,8 +382,8 @@ impl Keyspace for RedisKeyspace<'_> {
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
         let index = self.channel_index(channel)?;
-        let message = self.string(message);
-        publish_via(self.ctx, &self.channels[index], message.inner, self.keys.name_bytes(), self.via);
+        let message = Argument::bytes(self.ctx, message);
+        publish_via(self.ctx, &self.channels[index], message.inner(), self.keys.name_bytes(), self.via);
         Ok(())
     }
 }

@@ -9,7 +9,7 @@
 
 use super::acl::Caller;
 use super::key::{key_type_of, SignalOnWriteKey};
-use super::replicated::{Integer, PXAT};
+use super::replicated::{Argument, PXAT};
 use super::{cluster_mode, joined_string, notify, replicate};
 use crate::api::api;
 use crate::error::LockError;
@@ -87,7 +87,7 @@ impl<'a> RedisLatch<'a> {
             api!(RedisModule_StringSet)(key, value);
             api!(RedisModule_SetAbsExpire)(key, at_ms);
         }
-        let at = Integer::new(self.ctx, at_ms);
+        let at = Argument::integer(self.ctx, at_ms);
         replicate!(self.ctx, c"SET", c"ssss", self.name.inner, value, PXAT.get(), at.inner());
         unsafe { api!(RedisModule_FreeString)(ctx, value) };
         notify(self.ctx, NotifyEvent::STRING, c"set", self.name.inner);

@@ -1,5 +1,6 @@
 //! Arguments of `RM_Replicate` as module strings (its `s` format), and
-//! integers for key-API writes that copy them (`RM_HashSet`).
+//! integers and messages for calls that copy them (`RM_HashSet`,
+//! `RM_PublishMessage`).
 //!
 //! Its `l` format makes a new string for each integer (an sds and an
 //! object, two allocations, each paying the allocator's size lookup for
@@ -42,24 +43,42 @@ impl ConstString {
 /// `PXAT`, of every `SET … PXAT`.
 pub static PXAT: ConstString = ConstString::new(b"PXAT");
 
-/// -1, 0 and 1: the steps of hold counts and counters, and LREM's count.
+/// -1, 0 and 1: the steps of hold counts and counters, LREM's count, and
+/// the family's messages.
 static SMALL: [ConstString; 3] = [ConstString::new(b"-1"), ConstString::new(b"0"), ConstString::new(b"1")];
 
-/// An integer argument, freed on drop unless it is one of [`SMALL`].
-pub struct Integer {
+/// An argument string, freed on drop unless it is one of [`SMALL`].
+pub struct Argument {
     ctx: *mut raw::RedisModuleCtx,
     string: *mut raw::RedisModuleString,
     made: bool,
 }
 
-impl Integer {
-    pub fn new(ctx: &Context, n: i64) -> Self {
-        let ctx = ctx.get_raw();
+impl Argument {
+    pub fn integer(ctx: &Context, n: i64) -> Self {
         let small = n.checked_add(1).and_then(|index| usize::try_from(index).ok()).and_then(|index| SMALL.get(index));
         match small {
-            Some(constant) => Self { ctx, string: constant.get(), made: false },
-            None => Self { ctx, string: unsafe { api!(RedisModule_CreateStringFromLongLong)(ctx, n) }, made: true },
+            Some(constant) => Self::constant(ctx, constant),
+            None => Self::made(ctx, unsafe { api!(RedisModule_CreateStringFromLongLong)(ctx.get_raw(), n) }),
         }
+    }
+
+    /// `bytes` as a string: the constant when it is one of [`SMALL`]'s.
+    pub fn bytes(ctx: &Context, bytes: &[u8]) -> Self {
+        match SMALL.iter().find(|constant| constant.text == bytes) {
+            Some(constant) => Self::constant(ctx, constant),
+            None => Self::made(ctx, unsafe {
+                api!(RedisModule_CreateString)(ctx.get_raw(), bytes.as_ptr().cast(), bytes.len())
+            }),
+        }
+    }
+
+    fn constant(ctx: &Context, constant: &ConstString) -> Self {
+        Self { ctx: ctx.get_raw(), string: constant.get(), made: false }
+    }
+
+    fn made(ctx: &Context, string: *mut raw::RedisModuleString) -> Self {
+        Self { ctx: ctx.get_raw(), string, made: true }
     }
 
     /// The string, for `s`: valid while `self` lives.
@@ -68,7 +87,7 @@ impl Integer {
     }
 }
 
-impl Drop for Integer {
+impl Drop for Argument {
     fn drop(&mut self) {
         if self.made {
             unsafe { api!(RedisModule_FreeString)(self.ctx, self.string) };

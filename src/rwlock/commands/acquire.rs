@@ -71,8 +71,9 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if let Once::Ran(ran) = &once {
         super::STATS.acquire(matches!(ran, Acquire::Acquired { .. }));
     }
-    let status = lock.status(&mut keys, Some(owner), now);
-    drop(keys);
+    // Read only where the reply or a refused caller's wait needs it: the
+    // plain grant (Redisson's call) replies nil.
+    let mut status = || lock.status(&mut keys, Some(owner), now);
     let holds_of = |status: &Status, side| match status.owner {
         Some((reads, writes)) => {
             if side == Side::Read {
@@ -87,19 +88,20 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         (Once::Ran(Acquire::Contended { pttl_ms }), _) => {
             // A holder refused (an upgrade, a lock-delay) is not queued
             // behind the waiters its own holds keep out.
-            let holder =
-                status.as_ref().is_ok_and(|status| holds_of(status, Side::Read) + holds_of(status, Side::Write) > 0);
-            if let (Some(wait_ms), true, false) = (wait_ms, may_block, holder) {
+            if let (Some(wait_ms), true) = (wait_ms, may_block) {
+                let holder =
+                    status().is_ok_and(|status| holds_of(&status, Side::Read) + holds_of(&status, Side::Write) > 0);
+                if holder {
+                    return Ok(contended_reply(pttl_ms, full_reply));
+                }
+                drop(keys);
                 if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner) {
                     super::STATS.deadlock();
                     return Err(LockError::Deadlock(cycle).into());
                 }
                 return Ok(handoff::block(ctx, &name, side, blocked(wait_ms, request)));
             }
-            return Ok(match full_reply {
-                false => RedisValue::Integer(pttl_ms),
-                true => AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value(),
-            });
+            return Ok(contended_reply(pttl_ms, full_reply));
         }
         (_, false) => return Ok(RedisValue::Null),
         (Once::Ran(Acquire::Acquired { count }), true) => count,
@@ -107,11 +109,19 @@ fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     // A replayed grant whose holds are gone since (the key may not even be
     // a lock now): no lease left.
-    let lease_ms = match status {
+    let lease_ms = match status() {
         Ok(status) if holds_of(&status, side) > 0 => status.pttl_ms,
         _ => 0,
     };
     Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.value())
+}
+
+/// A refused caller's reply: the lock's PTTL.
+fn contended_reply(pttl_ms: i64, full_reply: bool) -> RedisValue {
+    match full_reply {
+        false => RedisValue::Integer(pttl_ms),
+        true => AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value(),
+    }
 }
 
 command!(

@@ -6,7 +6,7 @@ use super::{key_type_of, RedisKeyspace};
 use crate::api::api;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::store::replicate;
-use crate::store::replicated::Integer;
+use crate::store::replicated::Argument;
 use redis_module::{raw, NotifyEvent, RedisString};
 use std::os::raw::{c_int, c_longlong};
 
@@ -36,7 +36,7 @@ impl RedisKeyspace<'_> {
         let (open, name) = self.write(key)?;
         for value in values {
             let value = self.string(value);
-            replicate!(self.ctx, c"LREM", c"sss", name, Integer::new(self.ctx, 0).inner(), value.inner);
+            replicate!(self.ctx, c"LREM", c"sss", name, Argument::integer(self.ctx, 0).inner(), value.inner);
             self.notify(NotifyEvent::LIST, c"lrem", name);
         }
         self.notify_if_emptied(open, name);
@@ -73,7 +73,7 @@ impl RedisKeyspace<'_> {
         replicate!(self.ctx, c"RPUSH", c"sv", name, argv.as_mut_ptr(), argv.len());
         if let Some(at) = kept_expiry {
             unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
-            replicate!(self.ctx, c"PEXPIREAT", c"ss", name, Integer::new(self.ctx, at).inner());
+            replicate!(self.ctx, c"PEXPIREAT", c"ss", name, Argument::integer(self.ctx, at).inner());
         }
         Ok(())
     }
