@@ -56,7 +56,6 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_CreateStringFromDouble,
         RedisModule_CreateString,
         RedisModule_CreateTimer,
-        RedisModule_CreateStringFromLongLong,
         RedisModule_DeleteKey,
         RedisModule_FreeModuleUser,
         RedisModule_FreeString,

@@ -53,7 +53,14 @@ pub trait Keyspace {
     /// A hash field; `None` unless the key is a hash holding it.
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Every field and value of a hash (empty unless it is one).
-    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut fields = Vec::new();
+        self.hash_visit(key, &mut |field, value| fields.push((field.to_vec(), value.to_vec())))?;
+        Ok(fields)
+    }
+    /// Shows `visit` every field and value of a hash (none unless it is
+    /// one), in place: nothing is copied.
+    fn hash_visit(&mut self, key: &[u8], visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<()>;
     /// Every element of a list, head first (empty unless it is one).
     fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>>;
     /// Every member of a sorted set, lowest score first.
@@ -103,6 +110,9 @@ pub trait Keyspace {
     fn zrem(&mut self, key: &[u8], members: &[&[u8]]) -> Result<()>;
     fn set_expire_at(&mut self, key: &[u8], at_ms: i64) -> Result<()>;
     fn delete(&mut self, key: &[u8]) -> Result<()>;
+    /// One `DEL first second`: two `del` events, one command replicated
+    /// (where a script's two DELs would send two).
+    fn delete_both(&mut self, first: &[u8], second: &[u8]) -> Result<()>;
     /// Announces what a script would do to `key` just before a write of
     /// this command makes it moot (a count taken to 0, a field dropped, then
     /// the key deleted): the event is sent, nothing is written or replicated.

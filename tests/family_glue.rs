@@ -65,6 +65,9 @@ const WRITES: &[&[&str]] = &[
     &["RRW.RELEASE", "rw2", "u:1", "WRITE", "ID", "r2"],
     &["RRW.ACQUIRE", "rw3", "u:1", "WRITE"],
     &["RRW.FORCERELEASE", "rw3"],
+    // The last read hold: its timeout key and the hash go in one DEL.
+    &["RRW.ACQUIRE", "rw4", "u:1", "READ", "600000"],
+    &["RRW.RELEASE", "rw4", "u:1", "READ", "ID", "r4"],
 ];
 
 fn write_all(con: &mut Connection) {

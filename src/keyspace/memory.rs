@@ -130,11 +130,11 @@ impl Keyspace for MemoryKeyspace {
         })
     }
 
-    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        Ok(match self.read(key) {
-            Some(Value::Hash(hash)) => hash.iter().map(|(f, v)| (f.clone(), v.clone())).collect(),
-            _ => Vec::new(),
-        })
+    fn hash_visit(&mut self, key: &[u8], visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<()> {
+        if let Some(Value::Hash(hash)) = self.read(key) {
+            hash.iter().for_each(|(field, value)| visit(field, value));
+        }
+        Ok(())
     }
 
     fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
@@ -281,6 +281,14 @@ impl Keyspace for MemoryKeyspace {
     fn delete(&mut self, key: &[u8]) -> Result<()> {
         self.write(key, format!("DEL {}", text(key)));
         self.keys.remove(key);
+        Ok(())
+    }
+
+    fn delete_both(&mut self, first: &[u8], second: &[u8]) -> Result<()> {
+        self.touch(second);
+        self.write(first, format!("DEL {} {}", text(first), text(second)));
+        self.keys.remove(first);
+        self.keys.remove(second);
         Ok(())
     }
 

@@ -39,21 +39,25 @@ impl RwHash {
             KeyType::Hash => {}
             _ => return Err(LockError::WrongType),
         }
-        let mut mode = None;
-        let mut holds = Vec::new();
-        for (field, value) in keys.hgetall(name)? {
+        // Read in place: only the holders' names are copied.
+        let (mut mode, mut holds, mut valid) = (None, Vec::new(), true);
+        keys.hash_visit(name, &mut |field, value| {
             if field == b"mode" {
-                mode = Some(match value.as_slice() {
-                    b"read" => Mode::Read,
-                    b"write" => Mode::Write,
-                    _ => return Err(LockError::NotAReadWriteLock),
-                });
+                mode = match value {
+                    b"read" => Some(Mode::Read),
+                    b"write" => Some(Mode::Write),
+                    _ => None,
+                };
+                valid &= mode.is_some();
             } else {
-                match parse_hold_count(&value) {
-                    Ok(count) if count > 0 => holds.push((field, count)),
-                    _ => return Err(LockError::NotAReadWriteLock),
+                match parse_hold_count(value) {
+                    Ok(count) if count > 0 => holds.push((field.to_vec(), count)),
+                    _ => valid = false,
                 }
             }
+        })?;
+        if !valid {
+            return Err(LockError::NotAReadWriteLock);
         }
         match mode {
             None => Err(LockError::NotAReadWriteLock),

@@ -254,17 +254,22 @@ impl<'a> ReadWriteLock<'a> {
                 keys.announce(self.name, Moot::HashDelete)?;
             }
         }
-        if own_timeout_exists {
-            keys.delete(&own_timeout)?;
-        }
+        let own_timeout = own_timeout_exists.then_some(own_timeout.as_slice());
         match still_held_until {
-            Some(Some(at)) => {
-                keys.set_expire_at(self.name, at)?;
+            Some(held_until) => {
+                if let Some(own_timeout) = own_timeout {
+                    keys.delete(own_timeout)?;
+                }
+                if let Some(at) = held_until {
+                    keys.set_expire_at(self.name, at)?;
+                }
                 Ok(Release::StillHeld)
             }
-            Some(None) => Ok(Release::StillHeld),
             None => {
-                keys.delete(self.name)?;
+                match own_timeout {
+                    Some(own_timeout) => keys.delete_both(own_timeout, self.name)?,
+                    None => keys.delete(self.name)?,
+                }
                 keys.publish(&self.channel, READ_RELEASED)?;
                 Ok(Release::Released)
             }

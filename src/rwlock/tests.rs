@@ -153,8 +153,7 @@ fn releases_follow_redissons_scripts() {
             Side::Read,
             Ok(Release::Released),
             &[
-                "DEL {rw}:a:rwlock_timeout:1",
-                "DEL rw",
+                "DEL {rw}:a:rwlock_timeout:1 rw",
                 "PUBLISH redisson_rwlock:{rw} 0",
                 "SET redisson_unlock_latch:{rw}:r 1 PXAT 1020000",
             ],
@@ -200,8 +199,7 @@ fn releases_follow_redissons_scripts() {
             Side::Read,
             Ok(Release::Released),
             &[
-                "DEL {rw}:a:rwlock_timeout:1",
-                "DEL rw",
+                "DEL {rw}:a:rwlock_timeout:1 rw",
                 "PUBLISH redisson_rwlock:{rw} 0",
                 "SET redisson_unlock_latch:{rw}:r 1 PXAT 1020000",
             ],

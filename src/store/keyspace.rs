@@ -129,35 +129,36 @@ impl Keyspace for RedisKeyspace<'_> {
         Ok((!value.is_null()).then(|| self.take(value)))
     }
 
-    fn hgetall(&mut self, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    fn hash_visit(&mut self, key: &[u8], visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<()> {
         let open = self.read(key)?;
-        let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         if key_type_of(open) != KeyType::Hash {
-            return Ok(fields);
+            return Ok(());
         }
-        /// Copies one field and value into the Vec behind `fields`.
-        unsafe extern "C" fn collect(
+        type Visit<'v> = &'v mut dyn FnMut(&[u8], &[u8]);
+        /// Shows one field and value to the visitor behind `visit`.
+        unsafe extern "C" fn each(
             _key: *mut raw::RedisModuleKey,
             field: *mut raw::RedisModuleString,
             value: *mut raw::RedisModuleString,
-            fields: *mut c_void,
+            visit: *mut c_void,
         ) {
             let bytes = |string: *mut raw::RedisModuleString| {
                 let mut len = 0;
                 let start = raw::string_ptr_len(string, &mut len);
-                unsafe { std::slice::from_raw_parts(start.cast::<u8>(), len) }.to_vec()
+                unsafe { std::slice::from_raw_parts(start.cast::<u8>(), len) }
             };
-            let fields = unsafe { &mut *fields.cast::<Vec<(Vec<u8>, Vec<u8>)>>() };
-            fields.push((bytes(field), bytes(value)));
+            let visit = unsafe { &mut *visit.cast::<Visit>() };
+            visit(bytes(field), bytes(value));
         }
         // Through the handle already open: no second lookup.
+        let mut visit: Visit = visit;
         unsafe {
             let cursor = api!(RedisModule_ScanCursorCreate)();
-            let privdata = (&mut fields as *mut Vec<(Vec<u8>, Vec<u8>)>).cast::<c_void>();
-            while api!(RedisModule_ScanKey)(open, cursor, Some(collect), privdata) != 0 {}
+            let privdata = (&mut visit as *mut Visit).cast::<c_void>();
+            while api!(RedisModule_ScanKey)(open, cursor, Some(each), privdata) != 0 {}
             api!(RedisModule_ScanCursorDestroy)(cursor);
         }
-        Ok(fields)
+        Ok(())
     }
 
     fn lrange(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
@@ -367,6 +368,10 @@ impl Keyspace for RedisKeyspace<'_> {
         replicate!(self.ctx, c"DEL", c"s", name);
         self.notify(NotifyEvent::GENERIC, c"del", name);
         Ok(())
+    }
+
+    fn delete_both(&mut self, first: &[u8], second: &[u8]) -> Result<()> {
+        self.delete_keys(first, second)
     }
 
     fn announce(&mut self, key: &[u8], event: Moot) -> Result<()> {
