@@ -22,7 +22,7 @@ use testkit::{release_channel, unlock_latch_key, Server};
 
 /// Measured passes over the lock-pair rows, and pipelined batches per
 /// connection in each (section 1's connections and batch size).
-const PASSES: usize = 3;
+const PASSES: usize = 5;
 const BATCHES: usize = 300;
 
 /// The figures of a pair's row, each with its ratio to Lua's.
@@ -40,6 +40,9 @@ pub struct Headline {
     /// The lowest of these two ratios across the family's other pairs.
     pub family_server_time_ratio: Lowest,
     pub family_server_cpu_ratio: Lowest,
+    /// The lowest Lua ÷ native instructions per pair (callgrind) across
+    /// every pair, and that pair; `None` where not counted.
+    pub pair_instructions_ratio: Option<Lowest>,
     /// GET and SET throughput and server CPU per request, module loaded and
     /// filter on, against no module (percent).
     pub get_set_change: Option<(f64, f64, f64)>,
@@ -68,17 +71,22 @@ fn set_mode(server: &Server, mode: &str) {
 
 /// The section's markdown and its headline figures.
 pub fn run(server: &Server) -> (String, Headline) {
-    let (lock_table, (server_time_ratio, server_cpu_ratio)) = lock_pair(server);
-    let (family_table, (family_server_time_ratio, family_server_cpu_ratio)) = family::family_pairs(server);
+    let (lock_table, (server_time_ratio, server_cpu_ratio), lock_counts) = lock_pair(server);
+    let (family_table, (family_server_time_ratio, family_server_cpu_ratio), family_counts) =
+        family::family_pairs(server);
+    let counts = lock_counts.and_then(|lock| Ok([lock, family_counts?].concat()));
+    let (pair_instructions_table, pair_instructions_ratio) = instructions::pair_instructions(counts);
     let (get_set_table, get_set_change) = elsewhere::get_set();
     let (instructions_table, get_set_instructions) = instructions::get_set_instructions();
     let (java_table, java_ratio) = elsewhere::java(server);
     let text = format!(
         "### Redisson {VERSION}'s lock+unlock pair\n\n{LOCK_PAIR}\n{lock_table}\n\
          ### Redisson {VERSION}'s other lock-family pairs\n\n{}\n{family_table}\n\
+         ### The pairs' instructions\n\n{}\n{pair_instructions_table}\n\
          ### The cost to every other command\n\n{}\n{get_set_table}\n{}\n{instructions_table}\n\
          ### End to end: Redisson on {} threads\n\n{}\n{java_table}",
         family::FAMILY_PAIRS,
+        instructions::PAIR_INSTRUCTIONS,
         elsewhere::GET_SET,
         instructions::GET_SET_INSTRUCTIONS,
         elsewhere::JAVA_THREADS,
@@ -89,6 +97,7 @@ pub fn run(server: &Server) -> (String, Headline) {
         server_cpu_ratio,
         family_server_time_ratio,
         family_server_cpu_ratio,
+        pair_instructions_ratio,
         get_set_change,
         get_set_instructions,
         java_ratio,
@@ -104,8 +113,8 @@ lock's channel, a fresh unlock latch key per call (32 hex digits, as Redisson's 
 both modes, not counted here). Measured as in section 1 (fresh keys, 2 connections pipelining
 100 pairs a batch; server time from `INFO commandstats`: `evalsha` for Lua, `rlock.acquire` +
 `rlock.release` for the calls the filter rewrote), 60,000 pairs a row, each row on an emptied
-database (`FLUSHALL`); after an unmeasured pass, the rows take turns three times and each figure
-is the median of its three. The filter runs before the command, outside `commandstats`; server CPU (the
+database (`FLUSHALL`); after an unmeasured pass, the rows take turns five times and each figure
+is the median of its five. The filter runs before the command, outside `commandstats`; server CPU (the
 main thread's, from `INFO cpu`, over the row) and pairs/s include it, and the last row sends
 directly the native commands the filter produces: the gap between the two native rows' CPU is
 the filter's own work (matching, and replacing the call's arguments) and the longer request.
@@ -205,7 +214,7 @@ fn request_id(unique: u64) -> String {
 
 /// Redisson's pair with the filter on and off, and the native commands sent
 /// directly. Returns the table and Lua's server time and CPU over native's.
-fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
+fn lock_pair(server: &Server) -> (Table, (f64, f64), Result<instructions::PairCounts, String>) {
     let texts = scripts(VERSION);
     let (acquire_sha, release_sha) = (sha1_hex(&texts.acquire), sha1_hex(&texts.release));
     load(server, &[&texts.acquire, &texts.release]);
@@ -275,6 +284,8 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
         },
     ];
     let medians = measure_rows(server, &rows, BATCHES);
+    let counts = instructions::count_rows(&rows[..2], &[&texts.acquire, &texts.release])
+        .map(|counts| vec![("lock+unlock", [counts[0], counts[1]])]);
     let mut table = Table::new(&[&["Redisson's lock+unlock"], &PAIR_COLUMNS[..]].concat());
     let [lua_usec, lua_cpu, lua_rate] = medians[0];
     for (row, [usec, cpu, rate]) in rows.iter().zip(&medians) {
@@ -288,7 +299,7 @@ fn lock_pair(server: &Server) -> (Table, (f64, f64)) {
             ratio(*rate, lua_rate),
         ]);
     }
-    (table, (lua_usec / medians[1][0], lua_cpu / medians[1][1]))
+    (table, (lua_usec / medians[1][0], lua_cpu / medians[1][1]), counts)
 }
 
 fn median(values: &mut [f64]) -> f64 {

@@ -53,6 +53,16 @@ pub fn measure_batches(server: &Server, style: &Style, batches: usize) -> Measur
     let mut admin = server.connection();
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut admin).unwrap();
     let started = std::time::Instant::now();
+    send_batches(server, style, batches);
+    let elapsed = started.elapsed().as_secs_f64();
+    let pairs = (CONNECTIONS * batches * BATCH) as f64;
+    let usec: f64 = style.commands.iter().map(|name| server_info::command_stat(server, name, "usec")).sum();
+    Measurement { usec_per_pair: usec / pairs, pairs_per_sec: pairs / elapsed }
+}
+
+/// Sends `batches` pipelined batches of `style`'s pairs on each connection,
+/// and nothing else.
+pub fn send_batches(server: &Server, style: &Style, batches: usize) {
     std::thread::scope(|scope| {
         for c in 0..CONNECTIONS {
             scope.spawn(move || {
@@ -67,10 +77,6 @@ pub fn measure_batches(server: &Server, style: &Style, batches: usize) -> Measur
             });
         }
     });
-    let elapsed = started.elapsed().as_secs_f64();
-    let pairs = (CONNECTIONS * batches * BATCH) as f64;
-    let usec: f64 = style.commands.iter().map(|name| server_info::command_stat(server, name, "usec")).sum();
-    Measurement { usec_per_pair: usec / pairs, pairs_per_sec: pairs / elapsed }
 }
 
 /// Measures every style; ratios are against `styles[reference]`.

@@ -13,7 +13,7 @@ the semaphore's `tryAcquire(1)` and `release(1)`, its key set to 1 permit before
 plain `SET`, not counted); the count-down latch's `trySetCount(1)` and `countDown()` (which
 deletes the key, so every pair starts from none); the fenced lock's `lockAndGetToken()` and the
 unlock it shares with RLock. Measured as the rows above (same connections and batch size, each
-row on an emptied database, an unmeasured pass, then three passes with the rows taking turns,
+row on an emptied database, an unmeasured pass, then five passes with the rows taking turns,
 medians), 30,000 pairs a row. With the filter `native`, server time is that of the native
 commands the calls became; every row checks that `INFO rlock`'s `rlock_redisson_native_<family>`
 counters grew by exactly one per call with the filter `native`, and not at all with it `off`.
@@ -48,7 +48,7 @@ struct OpPair<'a> {
 
 /// The family's pairs, Lua and native. Returns the table and the lowest
 /// server-time and server-CPU ratios.
-pub(super) fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest)) {
+pub(super) fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest), Result<instructions::PairCounts, String>) {
     let text = |class: &str, shas: [&str; 2]| texts(VERSION, &[&format!("org/redisson/{class}")], shas);
     let fair = text("RedissonFairLock", [FAIR_LOCK_SHA, FAIR_UNLOCK_SHA]);
     let read = text("RedissonReadLock", [READ_LOCK_SHA, READ_UNLOCK_SHA]);
@@ -57,8 +57,9 @@ pub(super) fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest)) {
     let fenced = texts(VERSION, &["org/redisson/RedissonFencedLock"], [FENCED_LOCK_SHA]);
     let unlock = scripts(VERSION).release;
     let unlock_sha = sha1_hex(&unlock);
-    load(server, &[&fair[0], &fair[1], &read[0], &read[1], &semaphore[0], &semaphore[1], &latch[0], &latch[1]]);
-    load(server, &[&fenced[0], &unlock]);
+    let all_texts = [&fair[0], &fair[1], &read[0], &read[1], &semaphore[0], &semaphore[1], &latch[0], &latch[1]];
+    let all_texts = [&all_texts[..], &[&fenced[0], &unlock]].concat();
+    load(server, &all_texts);
     let lease = LEASE_MS.to_string();
     let latch_ms = rlock_protocol::DEFAULT_LATCH_MS.to_string();
     let wait = DEFAULT_FAIR_WAIT_MS.to_string();
@@ -171,6 +172,8 @@ pub(super) fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest)) {
         })
         .collect();
     let medians = measure_rows(server, &rows, FAMILY_BATCHES);
+    let counts = instructions::count_rows(&rows, &all_texts)
+        .map(|counts| pairs.iter().zip(counts.chunks(2)).map(|(op, c)| (op.name, [c[0], c[1]])).collect());
     let mut table = Table::new(&[&["Redisson's pair", "filter"], &PAIR_COLUMNS[..]].concat());
     let (mut lowest_time, mut lowest_cpu): (Lowest, Lowest) = ((f64::INFINITY, ""), (f64::INFINITY, ""));
     for (op, [lua, native]) in pairs.iter().zip(medians.chunks(2).map(|m| [m[0], m[1]])) {
@@ -194,5 +197,5 @@ pub(super) fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest)) {
             lowest_cpu = (lua_cpu / native[1], op.name);
         }
     }
-    (table, (lowest_time, lowest_cpu))
+    (table, (lowest_time, lowest_cpu), counts)
 }

@@ -4,7 +4,9 @@
 //! server's instructions per request, the same from run to run (but for
 //! its cron work, which follows the wall clock), and names where they go.
 
-use crate::report::Table;
+use super::{load, set_mode, set_up, Lowest, Row};
+use crate::report::{ratio, Table};
+use crate::server_cost::{send_batches, BATCH, CONNECTIONS};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use testkit::Server;
@@ -23,6 +25,65 @@ split out the filter: Redis's own dispatch to module filters (`moduleCallCommand
 callback included), and the module's callback alone. A GET or SET never reaches the script lookup: the callback returns once it has
 counted the arguments.
 ";
+
+pub(super) const PAIR_INSTRUCTIONS: &str = "\
+The pairs above counted rather than timed (server time on two shared cores moves by several
+percent from run to run): each row's calls on a server of its own run under callgrind, 2,000
+pairs (2 connections, 10 pipelined batches of 100) after an unmeasured batch, each on an emptied
+database with the row's setup; instructions inside `call()` (what `commandstats` times, so
+the filter's own work is outside, as in the server µs column) per pair.
+";
+
+/// Pipelined batches per connection in a counted row, after one unmeasured.
+const COUNTED_BATCHES: usize = 10;
+
+/// Instructions per pair, as Lua and natively, by pair.
+pub(super) type PairCounts = Vec<(&'static str, [f64; 2])>;
+
+/// Instructions per pair inside `call()`, by row, on a server of its own
+/// under callgrind with `texts` in its script cache.
+pub(super) fn count_rows(rows: &[Row], texts: &[&Vec<u8>]) -> Result<Vec<f64>, String> {
+    let mut counted = Counted::start(Some("native"))?;
+    load(&counted.server, texts);
+    let pairs = (CONNECTIONS * BATCH * COUNTED_BATCHES) as f64;
+    rows.iter()
+        .map(|row| {
+            // Emptied before each run: the warm-up's request ids come again.
+            let prepare = |server: &Server| {
+                let _: () = redis::cmd("FLUSHALL").query(&mut server.connection()).unwrap();
+                if let Some(setup) = row.setup {
+                    set_up(server, setup);
+                }
+            };
+            prepare(&counted.server);
+            set_mode(&counted.server, row.mode);
+            send_batches(&counted.server, &row.style, 1);
+            prepare(&counted.server);
+            let (annotated, ()) = counted.count(|server| send_batches(server, &row.style, COUNTED_BATCHES))?;
+            Ok(figure(&annotated, "???:call [").ok_or("no call() in the dump")? / pairs)
+        })
+        .collect()
+}
+
+/// The table of `counts`, and the lowest Lua ÷ native ratio.
+pub(super) fn pair_instructions(counts: Result<PairCounts, String>) -> (Table, Option<Lowest>) {
+    let mut table = Table::new(&["Redisson's pair", "instructions per pair, Lua", "natively", "Lua ÷ native"]);
+    let counts = match counts {
+        Ok(counts) => counts,
+        Err(why) => {
+            table.row(vec![format!("not counted: {why}"), "".into(), "".into(), "".into()]);
+            return (table, None);
+        }
+    };
+    let mut lowest: Option<Lowest> = None;
+    for (name, [lua, native]) in counts {
+        table.row(vec![name.into(), format!("{lua:.0}"), format!("{native:.0}"), ratio(lua, native)]);
+        if lowest.is_none_or(|(low, _)| lua / native < low) {
+            lowest = Some((lua / native, name));
+        }
+    }
+    (table, lowest)
+}
 
 /// Counted figures for one server.
 struct Count {
@@ -71,33 +132,60 @@ pub(super) fn get_set_instructions() -> (Table, Option<f64>) {
 }
 
 fn count(mode: Option<&str>) -> Result<Count, String> {
-    valgrind_installed()?;
-    let dumps = tempfile::Builder::new().prefix("rlock-callgrind-").tempdir().map_err(|e| e.to_string())?;
-    let out_file = format!("--callgrind-out-file={}", dumps.path().join("cg.%p.out").display());
-    let builder = Server::builder().wrapped_in("valgrind", &["--tool=callgrind".to_owned(), out_file]);
-    let server = match mode {
-        Some(mode) => builder.module_arg("redisson-scripts").module_arg(mode),
-        None => builder.without_module(),
-    }
-    .start();
-    let pid = server.pid().ok_or("the server under callgrind is not running")?;
-    benchmark(server.port(), WARM_UP)?;
-    control(pid, "-z")?;
-    benchmark(server.port(), &REQUESTS.to_string())?;
-    control(pid, "-d")?;
-    let dump = std::fs::read_dir(dumps.path())
-        .map_err(|e| e.to_string())?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .find(|path| path.to_string_lossy().ends_with(".out.1"))
-        .ok_or("callgrind wrote no dump")?;
+    let mut counted = Counted::start(mode)?;
+    benchmark(counted.server.port(), WARM_UP)?;
+    let (annotated, sent) = counted.count(|server| benchmark(server.port(), &REQUESTS.to_string()))?;
+    sent?;
     let requests = (2 * REQUESTS) as f64;
-    let annotated = annotate(&dump)?;
     let total = figure(&annotated, "PROGRAM TOTALS").ok_or("no totals in the dump")?;
     Ok(Count {
         per_request: total / requests,
         dispatch: figure(&annotated, "moduleCallCommandFilters").map(|count| count / requests),
         callback: figure(&annotated, "rlock::redisson::filter::filter").map(|count| count / requests),
     })
+}
+
+/// A server run under callgrind, its counts taken around one piece of
+/// work at a time.
+pub(super) struct Counted {
+    pub server: Server,
+    pid: u32,
+    dumps: tempfile::TempDir,
+    /// Dumps taken so far: callgrind numbers its parts from 1.
+    taken: usize,
+}
+
+impl Counted {
+    /// With the module and the filter `mode` (`None`: no module).
+    pub fn start(mode: Option<&str>) -> Result<Self, String> {
+        valgrind_installed()?;
+        let dumps = tempfile::Builder::new().prefix("rlock-callgrind-").tempdir().map_err(|e| e.to_string())?;
+        let out_file = format!("--callgrind-out-file={}", dumps.path().join("cg.%p.out").display());
+        let builder = Server::builder().wrapped_in("valgrind", &["--tool=callgrind".to_owned(), out_file]);
+        let server = match mode {
+            Some(mode) => builder.module_arg("redisson-scripts").module_arg(mode),
+            None => builder.without_module(),
+        }
+        .start();
+        let pid = server.pid().ok_or("the server under callgrind is not running")?;
+        Ok(Self { server, pid, dumps, taken: 0 })
+    }
+
+    /// The annotated counts (inclusive, by function) of what the server
+    /// ran during `work`, and `work`'s result.
+    pub fn count<R>(&mut self, work: impl FnOnce(&Server) -> R) -> Result<(String, R), String> {
+        control(self.pid, "-z")?;
+        let result = work(&self.server);
+        control(self.pid, "-d")?;
+        self.taken += 1;
+        let part = format!(".out.{}", self.taken);
+        let dump = std::fs::read_dir(self.dumps.path())
+            .map_err(|e| e.to_string())?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .find(|path| path.to_string_lossy().ends_with(&part))
+            .ok_or("callgrind wrote no dump")?;
+        Ok((annotate(&dump)?, result))
+    }
 }
 
 /// Counting is left out, not failed, where valgrind is missing.
@@ -136,7 +224,7 @@ fn annotate(dump: &Path) -> Result<String, String> {
 }
 
 /// The count on the first line naming `what` (`12,345 (1.2%)  ???:name`).
-fn figure(annotated: &str, what: &str) -> Option<f64> {
+pub(super) fn figure(annotated: &str, what: &str) -> Option<f64> {
     let line = annotated.lines().find(|line| line.contains(what))?;
     line.split_whitespace().next()?.replace(',', "").parse().ok()
 }
