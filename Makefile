@@ -9,7 +9,8 @@ RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps java-deps redisson-jars build run test test-rust test-redis test-valkey test-java valkey bench faults lint clean
-# One target at a time: the test runs share the machine's two cores.
+# One target at a time: the recipes that run work side by side (test-rust,
+# test-java) choose it themselves.
 .NOTPARALLEL:
 
 # Valkey for the test matrix: the valkey-server and valkey-cli of a pinned
@@ -56,6 +57,9 @@ test: test-rust test-java
 
 VALKEY_ENV := RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli
 TEST_LOGS := target/test-logs
+# A shell without job control starts `&` jobs ignoring SIGINT and SIGQUIT:
+# restored, so that Ctrl-C stops the passes running side by side too.
+IN_BACKGROUND := env --default-signal=INT,QUIT
 
 # The Redis and Valkey passes side by side: the tests mostly wait on
 # leases, hand-offs and failovers, so the pair takes about 60% of the time
@@ -68,8 +72,9 @@ test-rust: deps java-deps valkey redisson-jars
 	$(CARGO) test --workspace --no-run
 	$(CARGO) test --workspace --exclude rlock-faults --no-run
 	@mkdir -p $(TEST_LOGS); status=0; \
-	$(CARGO) test --workspace >$(TEST_LOGS)/redis.log 2>&1 & redis=$$!; \
-	$(VALKEY_ENV) $(CARGO) test --workspace --exclude rlock-faults >$(TEST_LOGS)/valkey.log 2>&1 & valkey=$$!; \
+	echo "rlock: the Redis and Valkey passes run side by side; their output: $(TEST_LOGS)/{redis,valkey}.log"; \
+	$(IN_BACKGROUND) $(CARGO) test --workspace >$(TEST_LOGS)/redis.log 2>&1 & redis=$$!; \
+	$(IN_BACKGROUND) $(VALKEY_ENV) $(CARGO) test --workspace --exclude rlock-faults >$(TEST_LOGS)/valkey.log 2>&1 & valkey=$$!; \
 	wait $$redis || { status=1; echo "rlock: the Redis pass failed"; }; \
 	wait $$valkey || { status=1; echo "rlock: the Valkey pass failed"; }; \
 	echo "===== Redis pass ($(TEST_LOGS)/redis.log)"; cat $(TEST_LOGS)/redis.log; \
@@ -132,7 +137,7 @@ test-java: deps java-deps valkey
 	for server in redis-server $(VALKEY_BIN)/valkey-server; do \
 		pids=""; \
 		for mode in lua native; do \
-			RLOCK_MODE=$$mode $(JAVA_RUN) $$server $(MODULE_SO) $(PEER_BIN) $(REDISSON_VERSIONS) \
+			RLOCK_MODE=$$mode $(IN_BACKGROUND) $(JAVA_RUN) $$server $(MODULE_SO) $(PEER_BIN) $(REDISSON_VERSIONS) \
 				>$$out/$$mode 2>&1 & pids="$$pids $$!"; \
 		done; \
 		for pid in $$pids; do wait $$pid || status=1; done; \
