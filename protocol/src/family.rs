@@ -26,7 +26,13 @@ pub fn strip_parts<'a>(bytes: &'a [u8], parts: &[&[u8]]) -> Option<&'a [u8]> {
 /// Redisson's `suffix(name, S)`: `{name}:S`, or `name:S` when the name
 /// already contains a `{`.
 pub fn suffix(name: &[u8], suffix: &[u8]) -> Vec<u8> {
-    let mut derived = Vec::with_capacity(name.len() + suffix.len() + 3);
+    suffix_with_room(name, suffix, 0)
+}
+
+/// [`suffix`] in a buffer with `room` bytes to spare for what the caller
+/// appends: one allocation for the whole name.
+fn suffix_with_room(name: &[u8], suffix: &[u8], room: usize) -> Vec<u8> {
+    let mut derived = Vec::with_capacity(name.len() + suffix.len() + 3 + room);
     push_tagged(&mut derived, name);
     derived.push(b':');
     derived.extend_from_slice(suffix);
@@ -90,10 +96,7 @@ pub fn rwlock_timeout_prefix(name: &[u8], owner: &[u8]) -> Vec<u8> {
 /// allocation for a whole key (a read acquire and release make one each).
 fn timeout_prefix_with_room(name: &[u8], owner: &[u8], room: usize) -> Vec<u8> {
     const TAIL: &[u8] = b":rwlock_timeout";
-    let mut prefix = Vec::with_capacity(name.len() + owner.len() + TAIL.len() + 3 + room);
-    push_tagged(&mut prefix, name);
-    prefix.push(b':');
-    prefix.extend_from_slice(owner);
+    let mut prefix = suffix_with_room(name, owner, TAIL.len() + room);
     prefix.extend_from_slice(TAIL);
     prefix
 }

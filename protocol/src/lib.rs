@@ -119,6 +119,8 @@ pub fn decimal(n: i64, buffer: &mut [u8; 20]) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn decimal_writes_every_i64_as_redis_does() {
         let cases: [(i64, &[u8]); 6] = [
@@ -130,11 +132,9 @@ mod tests {
             (i64::MIN, b"-9223372036854775808"),
         ];
         for (n, expected) in cases {
-            assert_eq!(crate::decimal(n, &mut [0; 20]), expected, "{n}");
+            assert_eq!(decimal(n, &mut [0; 20]), expected, "{n}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn release_channel_follows_the_hash_tag_rule() {

@@ -363,15 +363,15 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<()> {
-        let (open, name) = self.write(key)?;
-        unsafe { api!(RedisModule_DeleteKey)(open) };
+        let name = self.delete_announced(key)?;
         replicate!(self.ctx, c"DEL", c"s", name);
-        self.notify(NotifyEvent::GENERIC, c"del", name);
         Ok(())
     }
 
     fn delete_both(&mut self, first: &[u8], second: &[u8]) -> Result<()> {
-        self.delete_keys(first, second)
+        let (first, second) = (self.delete_announced(first)?, self.delete_announced(second)?);
+        replicate!(self.ctx, c"DEL", c"ss", first, second);
+        Ok(())
     }
 
     fn announce(&mut self, key: &[u8], event: Moot) -> Result<()> {

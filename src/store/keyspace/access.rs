@@ -21,6 +21,15 @@ impl RedisKeyspace<'_> {
         self.keys.write(key)
     }
 
+    /// Deletes `key` and announces it, as DEL does; the caller replicates.
+    /// Returns its name.
+    pub(super) fn delete_announced(&mut self, key: &[u8]) -> Result<*mut raw::RedisModuleString> {
+        let (open, name) = self.write(key)?;
+        unsafe { api!(RedisModule_DeleteKey)(open) };
+        self.notify(NotifyEvent::GENERIC, c"del", name);
+        Ok(name)
+    }
+
     pub(super) fn string(&self, bytes: &[u8]) -> RedisString {
         RedisString::create_from_slice(self.ctx.get_raw(), bytes)
     }

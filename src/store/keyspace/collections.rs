@@ -1,6 +1,6 @@
-//! The key API's writes that take more than one call: a list's deletes by
-//! index, a sorted set's members removed or read by score, two keys
-//! deleted as one DEL.
+//! The key API's lists and sorted sets, for the writes that take more than
+//! one call (a list's deletes by index, a sorted set's members removed or
+//! read by score).
 
 use super::{key_type_of, RedisKeyspace};
 use crate::api::api;
@@ -15,20 +15,6 @@ use std::os::raw::{c_int, c_longlong};
 const FEW_LIST_DELETES: usize = 4;
 
 impl RedisKeyspace<'_> {
-    /// [`Keyspace::delete_both`]: each key deleted and announced, one DEL
-    /// of both replicated.
-    pub(super) fn delete_keys(&mut self, first: &[u8], second: &[u8]) -> Result<()> {
-        let mut names = [std::ptr::null_mut(); 2];
-        for (key, name) in [first, second].into_iter().zip(&mut names) {
-            let (open, key_name) = self.write(key)?;
-            unsafe { api!(RedisModule_DeleteKey)(open) };
-            self.notify(NotifyEvent::GENERIC, c"del", key_name);
-            *name = key_name;
-        }
-        replicate!(self.ctx, c"DEL", c"ss", names[0], names[1]);
-        Ok(())
-    }
-
     /// LREM of each of `values` (count 0), replicated and announced as
     /// one LREM each.
     pub(super) fn remove_from_list(&mut self, key: &[u8], values: &[&[u8]]) -> Result<()> {
