@@ -11,11 +11,25 @@
 //! keyspace of the unit tests enforces that rule.
 
 use crate::error::LockError;
+use smallvec::SmallVec;
 
 pub mod latch;
 pub mod lock;
 #[cfg(test)]
 pub mod memory;
+
+/// A derived key or channel name, inline when short, as names are: no
+/// heap buffer per command.
+pub type DerivedName = SmallVec<[u8; 128]>;
+
+/// `parts` joined into a [`DerivedName`].
+pub fn joined(parts: &[&[u8]]) -> DerivedName {
+    let mut name = DerivedName::new();
+    for part in parts {
+        name.extend_from_slice(part);
+    }
+    name
+}
 
 /// What a key holds, as TYPE reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +102,11 @@ pub trait Keyspace {
 
     /// `SET key value [PXAT at]`.
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()>;
+    /// [`Keyspace::set`] of a counter that later calls read with
+    /// [`Keyspace::read_counter`]: a store may keep it as it reads fastest.
+    fn set_counter(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
+        self.set(key, value, expire_at)
+    }
     /// `INCRBY key by` (keeping the key's expiry), given the result `new`
     /// the caller computed.
     fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()>;

@@ -144,3 +144,26 @@ fn calls_that_change_nothing_write_nothing() {
     }
     assert_eq!(run(&mut con, &["EXISTS", "missing"]).unwrap(), Value::Int(0));
 }
+
+/// Counters that later calls read (permits, a latch's count, a fenced
+/// token) are written as raw strings, as INCRBY leaves its value: the key
+/// API reads only raw strings in place and first copies any other
+/// (BENCHMARKS.md, section 9). The values are those SET would write.
+#[test]
+fn counters_are_written_as_raw_strings() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let writes: [&[&str]; 3] =
+        [&["RSEM.TRYSETPERMITS", "sem", "3"], &["RLATCH.TRYSETCOUNT", "latch", "2"], &["RLATCH.COUNTDOWN", "latch"]];
+    for args in writes {
+        run(&mut con, args).unwrap();
+    }
+    let (_, token): (i64, i64) = redis::cmd("RFENCED.ACQUIRE").arg(&["fence", "u:1"]).query(&mut con).unwrap();
+    let token = token.to_string();
+    for (key, value) in [("sem", "3"), ("latch", "1"), ("redisson_lock_token:{fence}", token.as_str())] {
+        let encoding: String = redis::cmd("OBJECT").arg("ENCODING").arg(key).query(&mut con).unwrap();
+        assert_eq!(encoding, "raw", "{key}");
+        let stored: String = redis::cmd("GET").arg(key).query(&mut con).unwrap();
+        assert_eq!(stored, value, "{key}");
+    }
+}

@@ -107,7 +107,7 @@ pub fn rwlock_timeout_key(name: &[u8], field: &[u8], n: i64) -> Vec<u8> {
     // `:` and an i64's up to 20 characters.
     let mut key = timeout_prefix_with_room(name, field, 21);
     key.push(b':');
-    key.extend_from_slice(crate::decimal(n, &mut [0; 20]));
+    key.extend_from_slice(crate::decimal(n, &mut crate::DecimalBuffer::new()));
     key
 }
 
@@ -135,12 +135,23 @@ pub const PERMIT_NEVER_EXPIRES: i64 = 922_337_203_685_477;
 /// The count-down latch's channel. Redisson always adds the braces, even
 /// to a name that has some: such a channel may hash to another slot.
 pub fn count_down_latch_channel(name: &[u8]) -> Vec<u8> {
-    [b"redisson_countdownlatch__channel__{", name, b"}"].concat()
+    count_down_latch_channel_parts(name).concat()
+}
+
+/// [`count_down_latch_channel`] as the parts it joins, for a caller that
+/// joins them in a buffer of its own or compares a channel with them.
+pub fn count_down_latch_channel_parts(name: &[u8]) -> [&[u8]; 3] {
+    [b"redisson_countdownlatch__channel__{", name, b"}"]
 }
 
 /// The fenced lock's token counter (a string that never expires).
 pub fn fenced_token_key(name: &[u8]) -> Vec<u8> {
-    prefix(b"redisson_lock_token", name)
+    fenced_token_key_parts(name).concat()
+}
+
+/// [`fenced_token_key`] as the parts it joins (see [`prefix_parts`]).
+pub fn fenced_token_key_parts(name: &[u8]) -> [&[u8]; 4] {
+    prefix_parts(b"redisson_lock_token", name)
 }
 
 #[cfg(test)]

@@ -36,10 +36,11 @@ impl OwnerArgs {
 /// left for the caller (a syntax error there, not a bad lease).
 pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
     const KEYWORDS: [&[u8]; 4] = [b"ID", b"PX", b"WAIT", b"REPLY"];
-    // The argument's bytes are looked up once, for all the keywords.
+    // The argument's bytes are looked up once, for all the keywords; a
+    // digit first (as every lease) is no keyword.
     let is_lease = |arg: &RedisString| {
         let arg = arg.as_slice();
-        !KEYWORDS.iter().any(|keyword| arg.eq_ignore_ascii_case(keyword))
+        arg.first().is_some_and(u8::is_ascii_digit) || !KEYWORDS.iter().any(|keyword| arg.eq_ignore_ascii_case(keyword))
     };
     match args.next_if(is_lease) {
         None => Ok(config::default_lease_ms()),

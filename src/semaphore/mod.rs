@@ -156,7 +156,7 @@ impl<'a> Semaphore<'a> {
             return Ok(false);
         }
         let permits = permits.to_string();
-        keys.set(self.name, permits.as_bytes(), expire_at)?;
+        keys.set_counter(self.name, permits.as_bytes(), expire_at)?;
         keys.publish(&channel, permits.as_bytes())?;
         Ok(true)
     }

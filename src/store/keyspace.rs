@@ -9,19 +9,22 @@
 
 use super::acl::Caller;
 use super::open_keys::OpenKeys;
-use super::replicated::{Argument, PXAT};
+use super::replicated::Argument;
 use super::{publish_via, replicate, Via};
 use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::{parse_counter, KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
-use rlock_protocol::decimal;
+use rlock_protocol::{decimal, DecimalBuffer};
 use smallvec::SmallVec;
 use std::os::raw::{c_int, c_longlong, c_void};
 use std::ptr;
 
 mod access;
 mod collections;
+mod strings;
+
+use strings::{read_string, write_in_place};
 
 use super::key::key_type_of;
 
@@ -202,39 +205,18 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
-        let (open, name) = self.write(key)?;
-        let value = self.string(value);
-        unsafe { api!(RedisModule_StringSet)(open, value.inner) };
-        self.notify(NotifyEvent::STRING, c"set", name);
-        match expire_at {
-            None => {
-                replicate!(self.ctx, c"SET", c"ss", name, value.inner);
-            }
-            Some(at) => {
-                unsafe { api!(RedisModule_SetAbsExpire)(open, at) };
-                let at = Argument::integer(self.ctx, at);
-                replicate!(self.ctx, c"SET", c"ssss", name, value.inner, PXAT.get(), at.inner());
-                self.notify(NotifyEvent::GENERIC, c"expire", name);
-            }
-        }
-        Ok(())
+        self.set_string(key, value, expire_at, false)
+    }
+
+    fn set_counter(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
+        self.set_string(key, value, expire_at, true)
     }
 
     fn incr_by(&mut self, key: &[u8], by: i64, new: i64) -> Result<()> {
         let (open, name) = self.write(key)?;
         // Rewritten in place, as INCRBY does: the expiry stays (StringSet
-        // would drop it) and the value stays a raw string, which later
-        // reads take as it is (StringDMA copies an embedded string first).
-        let mut buffer = [0; 20];
-        let digits = decimal(new, &mut buffer);
-        unsafe {
-            api!(RedisModule_StringTruncate)(open, digits.len());
-            let mut len = 0;
-            let value = api!(RedisModule_StringDMA)(open, &mut len, raw::REDISMODULE_WRITE as c_int);
-            if !value.is_null() && len == digits.len() {
-                ptr::copy_nonoverlapping(digits.as_ptr(), value.cast::<u8>(), len);
-            }
-        }
+        // would drop it).
+        write_in_place(open, decimal(new, &mut DecimalBuffer::new()));
         // INCRBY with a negative step is DECRBY's effect, also for
         // i64::MIN, which DECRBY refuses. Redis announces INCR, DECR,
         // INCRBY and DECRBY alike as `incrby`.
@@ -391,15 +373,4 @@ impl Keyspace for RedisKeyspace<'_> {
         publish_via(self.ctx, &self.channels[index], message.inner(), self.keys.name_bytes(), self.via);
         Ok(())
     }
-}
-
-/// `read` of the value of an open string key, in place; `None` unless it
-/// is a string.
-fn read_string<R>(open: *mut raw::RedisModuleKey, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
-    if key_type_of(open) != KeyType::String {
-        return None;
-    }
-    let mut len = 0;
-    let bytes = unsafe { api!(RedisModule_StringDMA)(open, &mut len, raw::REDISMODULE_READ as c_int) };
-    Some(read(unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), len) }))
 }

@@ -19,8 +19,9 @@ const INDEXED_FROM: usize = 8;
 struct OpenKey {
     // Before its name: the key closes before its name is freed.
     key: SignalOnWriteKey,
-    /// The derived key's name; `None` for the command's own key.
-    derived: Option<(RedisString, Vec<u8>)>,
+    /// The derived key's name; `None` for the command's own key. Compared
+    /// in place (no copy of its bytes: one allocation less per key).
+    derived: Option<RedisString>,
     /// Its list iterator may be stale (see [`OpenKeys::listed`]).
     list_used: bool,
 }
@@ -60,7 +61,7 @@ impl<'a> OpenKeys<'a> {
     fn index(&mut self, key: &[u8]) -> Result<usize> {
         let name_bytes = self.name_bytes;
         let found = if self.open.len() <= INDEXED_FROM {
-            self.open.iter().position(|open| open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes) == key)
+            self.open.iter().position(|open| open.derived.as_ref().map_or(name_bytes, RedisString::as_slice) == key)
         } else {
             self.index.get(key).copied()
         };
@@ -82,14 +83,14 @@ impl<'a> OpenKeys<'a> {
             if !self.caller.may_access_key(&derived, access) {
                 return Err(LockError::NoKeyPermission(key.to_vec()));
             }
-            Some((derived, key.to_vec()))
+            Some(derived)
         };
-        let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner));
+        let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |name| name.inner));
         self.open.push(OpenKey { key: opened, derived, list_used: false });
         if self.open.len() > INDEXED_FROM {
             if self.index.is_empty() {
                 for (at, open) in self.open.iter().enumerate() {
-                    self.index.insert(open.derived.as_ref().map_or(name_bytes, |(_, bytes)| bytes).to_vec(), at);
+                    self.index.insert(open.derived.as_ref().map_or(name_bytes, RedisString::as_slice).to_vec(), at);
                 }
             } else {
                 self.index.insert(key.to_vec(), self.open.len() - 1);
@@ -104,7 +105,7 @@ impl<'a> OpenKeys<'a> {
     }
 
     fn inner_name(&self, index: usize) -> *mut raw::RedisModuleString {
-        self.open[index].derived.as_ref().map_or(self.name.inner, |(name, _)| name.inner)
+        self.open[index].derived.as_ref().map_or(self.name.inner, |name| name.inner)
     }
 
     /// The key for a list read or delete by index. On Redis 7.0 a list's

@@ -13,7 +13,7 @@
 
 use crate::api::api;
 use redis_module::{raw, Context};
-use rlock_protocol::decimal;
+use rlock_protocol::{decimal, DecimalBuffer};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -63,7 +63,7 @@ impl Argument {
             // What CreateStringFromLongLong makes, without its slower
             // formatting (an expiry's 13 digits cost it about 230
             // instructions).
-            None => Self::created(ctx, decimal(n, &mut [0; 20])),
+            None => Self::created(ctx, decimal(n, &mut DecimalBuffer::new())),
         }
     }
 
