@@ -134,7 +134,7 @@ struct Row<'a> {
     /// by exactly their calls, one each per pair; otherwise not at all.
     counted: &'static [(&'static str, &'static [&'static str])],
     /// A command sent on every lock name before the row (after its
-    /// `FLUSHALL`), outside what is measured.
+    /// `FLUSHALL`, in the row's mode), outside what is measured.
     setup: Option<Setup>,
 }
 
@@ -151,10 +151,10 @@ fn measure_rows(server: &Server, rows: &[Row], batches: usize) -> Vec<[f64; 3]> 
     for pass in 0..=PASSES {
         for (row, figures) in rows.iter().zip(&mut passes) {
             let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
+            set_mode(server, row.mode);
             if let Some(setup) = row.setup {
                 set_up(server, setup);
             }
-            set_mode(server, row.mode);
             let before: Vec<f64> = row.counted.iter().map(|(family, _)| counter(family)).collect();
             let cpu_before = cpu_usec(server);
             let measured = measure_batches(server, &row.style, batches);

@@ -9,8 +9,10 @@ them (`EVALSHA`, the keys and channels it derives from the name, the owner above
 `publish`, a fresh unlock latch key per release with a 20000 ms latch), one pair per primitive on
 fresh names: the fair lock's `lock()` (`tryLockInnerAsync` with Redisson's default fair wait,
 300000 ms, and the caller's clock as `now`) and `unlock()`; the read lock's acquire and release;
-the semaphore's `tryAcquire(1)` and `release(1)`, its key set to 1 permit before each row (a
-plain `SET`, not counted); the count-down latch's `trySetCount(1)` and `countDown()` (which
+the semaphore's `tryAcquire(1)` and `release(1)`, its key set to 1 permit before each row by
+Redisson's `trySetPermits(1)` (in the row's mode, not counted: a permit count written by Lua is
+an integer-encoded string, which the first native read copies into a raw one, about 1,200
+instructions once per key); the count-down latch's `trySetCount(1)` and `countDown()` (which
 deletes the key, so every pair starts from none); the fenced lock's `lockAndGetToken()` and the
 unlock it shares with RLock. Measured as the rows above (same connections and batch size, each
 row on an emptied database, an unmeasured pass, then five passes with the rows taking turns,
@@ -26,6 +28,7 @@ const READ_LOCK_SHA: &str = "95553a6ff11176c18e71344e89d116b06fd6f753";
 const READ_UNLOCK_SHA: &str = "6e1b10e11ac0a3ed8e902562ecd32ce01b553039";
 const SEMAPHORE_TRY_ACQUIRE_SHA: &str = "c7dc9d189c1715465a31a06ddbc008585e0c20be";
 const SEMAPHORE_RELEASE_SHA: &str = "ae27582488dd01f4e238cc0733a12146d410eb44";
+const SEMAPHORE_TRY_SET_PERMITS_SHA: &str = "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c";
 const LATCH_TRY_SET_COUNT_SHA: &str = "2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892";
 const LATCH_COUNT_DOWN_SHA: &str = "38060fab26b0e7c5982a5cfd7ad542e44d3da19b";
 const FENCED_LOCK_SHA: &str = "49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45";
@@ -52,13 +55,17 @@ pub(super) fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest), Result<
     let text = |class: &str, shas: [&str; 2]| texts(VERSION, &[&format!("org/redisson/{class}")], shas);
     let fair = text("RedissonFairLock", [FAIR_LOCK_SHA, FAIR_UNLOCK_SHA]);
     let read = text("RedissonReadLock", [READ_LOCK_SHA, READ_UNLOCK_SHA]);
-    let semaphore = text("RedissonSemaphore", [SEMAPHORE_TRY_ACQUIRE_SHA, SEMAPHORE_RELEASE_SHA]);
+    let semaphore = texts(
+        VERSION,
+        &["org/redisson/RedissonSemaphore"],
+        [SEMAPHORE_TRY_ACQUIRE_SHA, SEMAPHORE_RELEASE_SHA, SEMAPHORE_TRY_SET_PERMITS_SHA],
+    );
     let latch = text("RedissonCountDownLatch", [LATCH_TRY_SET_COUNT_SHA, LATCH_COUNT_DOWN_SHA]);
     let fenced = texts(VERSION, &["org/redisson/RedissonFencedLock"], [FENCED_LOCK_SHA]);
     let unlock = scripts(VERSION).release;
     let unlock_sha = sha1_hex(&unlock);
     let all_texts = [&fair[0], &fair[1], &read[0], &read[1], &semaphore[0], &semaphore[1], &latch[0], &latch[1]];
-    let all_texts = [&all_texts[..], &[&fenced[0], &unlock]].concat();
+    let all_texts = [&all_texts[..], &[&semaphore[2], &fenced[0], &unlock]].concat();
     load(server, &all_texts);
     let lease = LEASE_MS.to_string();
     let latch_ms = rlock_protocol::DEFAULT_LATCH_MS.to_string();
@@ -111,7 +118,9 @@ pub(super) fn family_pairs(server: &Server) -> (Table, (Lowest, Lowest), Result<
             commands: &["rsem.tryacquire", "rsem.release"],
             counted: &[("semaphore", &["rsem.tryacquire", "rsem.release"])],
             replies: 2,
-            setup: Some(|key| encode(&[b"SET", key, b"1"])),
+            setup: Some(|key| {
+                evalsha(SEMAPHORE_TRY_SET_PERMITS_SHA, &[key, &semaphore_channel(key)], &[b"1", b"publish"])
+            }),
             pair: Box::new(|key, _| {
                 [
                     evalsha(SEMAPHORE_TRY_ACQUIRE_SHA, &[key], &[b"1"]),

@@ -55,8 +55,8 @@ pub(super) fn count_rows(rows: &[Row], texts: &[&Vec<u8>]) -> Result<Vec<f64>, S
                     set_up(server, setup);
                 }
             };
-            prepare(&counted.server);
             set_mode(&counted.server, row.mode);
+            prepare(&counted.server);
             send_batches(&counted.server, &row.style, 1);
             prepare(&counted.server);
             let (annotated, ()) = counted.count(|server| send_batches(server, &row.style, COUNTED_BATCHES))?;
