@@ -11,25 +11,11 @@
 //! keyspace of the unit tests enforces that rule.
 
 use crate::error::LockError;
-use smallvec::SmallVec;
 
 pub mod latch;
 pub mod lock;
 #[cfg(test)]
 pub mod memory;
-
-/// A derived key or channel name, inline when short, as names are: no
-/// heap buffer per command.
-pub type DerivedName = SmallVec<[u8; 128]>;
-
-/// `parts` joined into a [`DerivedName`].
-pub fn joined(parts: &[&[u8]]) -> DerivedName {
-    let mut name = DerivedName::new();
-    for part in parts {
-        name.extend_from_slice(part);
-    }
-    name
-}
 
 /// What a key holds, as TYPE reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

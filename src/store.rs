@@ -21,7 +21,7 @@ pub use latch::RedisLatch;
 
 use crate::api::api;
 use crate::error::LockError;
-use crate::keyspace::{joined, KeyType};
+use crate::keyspace::KeyType;
 use crate::lock::{parse_hold_count, LockStore};
 pub use key::signal_modified_keys_explicitly;
 use key::{key_type_of, SignalOnWriteKey};
@@ -248,9 +248,22 @@ fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleS
 }
 
 /// A module string of `parts` joined, for a derived name (channel, latch
-/// key): joined inline ([`joined`]), not in a heap buffer per call.
+/// key): joined on the stack when short, as names are, rather than in a
+/// heap buffer made and freed per call.
 pub(crate) fn joined_string(ctx: &Context, parts: &[&[u8]]) -> RedisString {
-    RedisString::create_from_slice(ctx.get_raw(), &joined(parts))
+    const SHORT: usize = 256;
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    if len > SHORT {
+        return RedisString::create_from_slice(ctx.get_raw(), &parts.concat());
+    }
+    let mut joined = [0u8; SHORT];
+    let mut end = 0;
+    for part in parts {
+        // In bounds: the parts add up to at most SHORT bytes.
+        joined[end..end + part.len()].copy_from_slice(part);
+        end += part.len();
+    }
+    RedisString::create_from_slice(ctx.get_raw(), &joined[..end])
 }
 
 /// `x` as `redis.call` gets a script's Lua number: written with `%.17g`

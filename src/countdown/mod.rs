@@ -18,8 +18,8 @@ mod commands;
 mod redisson;
 
 use crate::error::LockError;
-use crate::keyspace::{joined, DerivedName, KeyType, Keyspace, Moot, Result};
-use rlock_protocol::{count_down_latch_channel_parts, decimal, DecimalBuffer};
+use crate::keyspace::{KeyType, Keyspace, Moot, Result};
+use rlock_protocol::{count_down_latch_channel, decimal, DecimalBuffer};
 
 /// The message that opens the latch.
 pub const OPEN_MESSAGE: &[u8] = b"0";
@@ -29,13 +29,13 @@ pub const SET_MESSAGE: &[u8] = b"1";
 /// The key and channel of one latch.
 pub struct CountDownLatch<'a> {
     name: &'a [u8],
-    channel: DerivedName,
+    channel: Vec<u8>,
     as_scripts: bool,
 }
 
 impl<'a> CountDownLatch<'a> {
     pub fn new(name: &'a [u8]) -> Self {
-        Self { name, channel: joined(&count_down_latch_channel_parts(name)), as_scripts: false }
+        Self { name, channel: count_down_latch_channel(name), as_scripts: false }
     }
 
     /// The latch as Redisson's scripts treat it: trySetCount and delete

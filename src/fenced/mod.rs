@@ -29,11 +29,11 @@ mod redisson;
 use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::lock::KeyspaceLock;
-use crate::keyspace::{joined, pttl, KeyType, Keyspace, Result};
+use crate::keyspace::{pttl, KeyType, Keyspace, Result};
 use crate::lease::expiry;
 use crate::lock::acquire_once::granted_count;
 use crate::lock::{self, parse_hold_count, Acquire};
-use rlock_protocol::{fenced_token_key, fenced_token_key_parts};
+use rlock_protocol::fenced_token_key;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FencedAcquire {
@@ -76,7 +76,7 @@ pub fn acquire<K: Keyspace>(
     lease_ms: i64,
     (now_ms, token_floor, delay): (i64, i64, Delay),
 ) -> Result<FencedAcquire> {
-    let token_key = joined(&fenced_token_key_parts(name));
+    let token_key = fenced_token_key(name);
     let last = keys.read_counter(&token_key)?.unwrap_or(0);
     // Checked before any write, even if the lock turns out contended.
     let (next, step) = next_token(last, token_floor, &token_key)?;
@@ -114,7 +114,7 @@ pub fn acquire_like_script<K: Keyspace>(
         },
         _ => return Err(LockError::WrongType),
     };
-    let token_key = joined(&fenced_token_key_parts(name));
+    let token_key = fenced_token_key(name);
     // The script's INCR would refuse a counter that is no integer first.
     let last = keys.read_counter(&token_key)?.unwrap_or(0);
     if delay.refuses() {

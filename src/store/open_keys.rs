@@ -36,15 +36,16 @@ pub struct OpenKeys<'a> {
     /// a heap buffer per command costs more than the rest of the bookkeeping.
     open: SmallVec<[OpenKey; 4]>,
     /// Key name -> index in `open`, once there are many (a read release
-    /// may touch thousands of hold keys; most commands touch a few).
-    index: HashMap<Vec<u8>, usize>,
+    /// may touch thousands of hold keys; most commands touch a few, and
+    /// make no map: a new map seeds its hasher from a thread local).
+    index: Option<HashMap<Vec<u8>, usize>>,
 }
 
 impl<'a> OpenKeys<'a> {
     /// Keys opened for writing (`writable`) or reading, on behalf of `caller`.
     pub fn new(ctx: &'a Context, name: &'a RedisString, writable: bool, caller: Caller) -> Self {
         let name_bytes = name.as_slice();
-        Self { ctx, name, name_bytes, writable, caller, open: SmallVec::new(), index: HashMap::new() }
+        Self { ctx, name, name_bytes, writable, caller, open: SmallVec::new(), index: None }
     }
 
     /// The command's key.
@@ -63,7 +64,7 @@ impl<'a> OpenKeys<'a> {
         let found = if self.open.len() <= INDEXED_FROM {
             self.open.iter().position(|open| open.derived.as_ref().map_or(name_bytes, RedisString::as_slice) == key)
         } else {
-            self.index.get(key).copied()
+            self.index.as_ref().and_then(|index| index.get(key)).copied()
         };
         if let Some(index) = found {
             return Ok(index);
@@ -88,12 +89,15 @@ impl<'a> OpenKeys<'a> {
         let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |name| name.inner));
         self.open.push(OpenKey { key: opened, derived, list_used: false });
         if self.open.len() > INDEXED_FROM {
-            if self.index.is_empty() {
-                for (at, open) in self.open.iter().enumerate() {
-                    self.index.insert(open.derived.as_ref().map_or(name_bytes, RedisString::as_slice).to_vec(), at);
+            match &mut self.index {
+                None => {
+                    let names =
+                        self.open.iter().map(|open| open.derived.as_ref().map_or(name_bytes, RedisString::as_slice));
+                    self.index = Some(names.map(<[u8]>::to_vec).zip(0..).collect());
                 }
-            } else {
-                self.index.insert(key.to_vec(), self.open.len() - 1);
+                Some(index) => {
+                    index.insert(key.to_vec(), self.open.len() - 1);
+                }
             }
         }
         Ok(self.open.len() - 1)
