@@ -151,7 +151,7 @@ fn differential(version: &str) {
         if script(&scripts, by_sha, TWINS.lua, &op).is_none() {
             continue;
         }
-        let step = TWINS.step(&server, &mut control, |name| script(&scripts, by_sha, name, &op).expect("a call"));
+        let step = TWINS.step(&server, &mut control, keys, |name| script(&scripts, by_sha, name, &op).expect("a call"));
         let context = format!("{version} step {step_no}: {op:?} (EVALSHA: {by_sha})");
         let acquire = matches!(op, Op::Acquire { .. });
         errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));

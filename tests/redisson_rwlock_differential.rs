@@ -239,7 +239,7 @@ fn differential(version: &Version) {
         }
         let Some(text) = op.text() else { continue };
         let call_as = (rng.chance(50), *rng.pick(&["publish", "PUBLISH", "spublish"]));
-        let step = TWINS.step(&server, &mut control, |name| script(version, &bodies, call_as, name, &op));
+        let step = TWINS.step(&server, &mut control, keys, |name| script(version, &bodies, call_as, name, &op));
         let context = format!("{} step {step_no}: {op:?} (EVALSHA, publish: {call_as:?})", version.name);
         let acquire = matches!(op, Op::Acquire { .. });
         errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));

@@ -1,10 +1,16 @@
 //! Differentials on twin lock names: each step runs a script call as Lua
-//! on one name and natively on its twin, in one MULTI/EXEC, so that both
-//! meet the same clock (Redis expires keys at the time EXEC began); their
-//! keys are then read in one script, for the same reason.
+//! on one name and natively on its twin, in one MULTI/EXEC, so that no
+//! other command comes between them; their keys are then read in one
+//! script, for the same reason. The two calls do not meet quite the same
+//! clock: Redis 7.0 expires keys at the time EXEC began for the native
+//! command, but at its own start for the script, a moment later. A key
+//! expiring in that moment would be gone for the Lua twin only (a rare
+//! failure of the rwlock differential), so a step first waits until no
+//! twin key is about to expire.
 
 use super::set_mode;
 use redis::{Cmd, Connection, ConnectionLike, Value};
+use std::time::Duration;
 use testkit::{publications, Server};
 
 /// A differential's two lock names on one server: scripts run as Lua on
@@ -29,6 +35,17 @@ pub struct Step {
     pub native_messages: Vec<(String, String)>,
 }
 
+/// The least PTTL of the keys that expire, or -1.
+const SOONEST_EXPIRY: &str = "local soonest = -1 \
+    for _, key in ipairs(KEYS) do \
+        local ttl = redis.call('pttl', key) \
+        if ttl >= 0 and (soonest < 0 or ttl < soonest) then soonest = ttl end \
+    end return soonest";
+
+/// A step waits while a key expires within this many ms: longer than a
+/// step takes (a few round trips) on a loaded machine.
+const EXPIRY_GUARD_MS: i64 = 20;
+
 /// Reads type, value and PTTL of each key at one moment: the PTTLs from
 /// the absolute expiries and one clock reading (Redis 7.0's PTTL reads the
 /// clock anew, so a server descheduled mid-script would skew the twins).
@@ -47,7 +64,15 @@ impl Twins {
     /// Runs `call(name)` on both twins in one MULTI/EXEC: the filter
     /// rewrites a call as it is queued, so `control` (another connection)
     /// turns it off for the Lua twin's call and on for the native twin's.
-    pub fn step(&self, server: &Server, control: &mut Connection, call: impl Fn(&str) -> Cmd) -> Step {
+    /// `keys(name)` lists each twin's keys (see [`Twins::clear_of_expiries`]).
+    pub fn step(
+        &self,
+        server: &Server,
+        control: &mut Connection,
+        keys: impl Fn(&str) -> Vec<Vec<u8>>,
+        call: impl Fn(&str) -> Cmd,
+    ) -> Step {
+        self.clear_of_expiries(control, keys);
         let mut replies = Value::Nil;
         let messages = publications(server, |con| {
             let _: () = redis::cmd("MULTI").query(con).unwrap();
@@ -85,12 +110,28 @@ impl Twins {
         call: impl Fn(&str) -> Cmd,
         keys: impl Fn(&str) -> Vec<Vec<u8>>,
     ) -> bool {
-        let step = self.step(server, control, call);
+        let step = self.step(server, control, &keys, call);
         let failed = assert_same_reply(context, &step.lua, &step.native, pttl);
         assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events and messages");
         let states = self.states(con, keys);
         assert!(same_states(&states), "{context}: keys\n{:?}\n{:?}", states[0], states[1]);
         failed
+    }
+
+    /// Waits until no key of either twin expires within [`EXPIRY_GUARD_MS`]:
+    /// the two calls of a step read the clock at slightly different times
+    /// (see this file's header), so a key expiring during a step
+    /// may be gone for one call and there for the other. The wait is for
+    /// the key's own expiry, read again after it.
+    fn clear_of_expiries(&self, con: &mut Connection, keys: impl Fn(&str) -> Vec<Vec<u8>>) {
+        let all = [keys(self.lua), keys(self.native)].concat();
+        loop {
+            let soonest: i64 = redis::cmd("EVAL").arg(SOONEST_EXPIRY).arg(all.len()).arg(&all).query(con).unwrap();
+            if !(0..=EXPIRY_GUARD_MS).contains(&soonest) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(soonest as u64 + 1));
+        }
     }
 
     fn as_lua(&self, text: &str) -> String {
