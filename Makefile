@@ -73,12 +73,15 @@ test-rust: deps java-deps valkey redisson-jars
 	$(CARGO) test --workspace --exclude rlock-faults --no-run
 	@mkdir -p $(TEST_LOGS); status=0; \
 	echo "rlock: the Redis and Valkey passes run side by side; their output: $(TEST_LOGS)/{redis,valkey}.log"; \
+	echo "===== Redis pass, as it runs ($(TEST_LOGS)/redis.log)"; \
 	$(IN_BACKGROUND) $(CARGO) test --workspace >$(TEST_LOGS)/redis.log 2>&1 & redis=$$!; \
 	$(IN_BACKGROUND) $(VALKEY_ENV) $(CARGO) test --workspace --exclude rlock-faults >$(TEST_LOGS)/valkey.log 2>&1 & valkey=$$!; \
-	wait $$redis || { status=1; echo "rlock: the Redis pass failed"; }; \
+	$(IN_BACKGROUND) tail -n +1 --pid=$$redis -f $(TEST_LOGS)/redis.log & follower=$$!; \
+	wait $$redis || status=1; wait $$follower; \
+	[ $$status = 0 ] || echo "rlock: the Redis pass failed"; \
 	wait $$valkey || { status=1; echo "rlock: the Valkey pass failed"; }; \
-	echo "===== Redis pass ($(TEST_LOGS)/redis.log)"; cat $(TEST_LOGS)/redis.log; \
 	echo "===== Valkey pass ($(TEST_LOGS)/valkey.log)"; cat $(TEST_LOGS)/valkey.log; \
+	[ $$status = 0 ] || echo "rlock: a pass failed (see above)"; \
 	exit $$status
 
 # One server's pass alone.
