@@ -11,6 +11,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// A server run under a tool (valgrind) starts slower.
 const WRAPPED_READY_TIMEOUT: Duration = Duration::from_secs(60);
 const PORT_ATTEMPTS: usize = 5;
+/// How a start that found another server on its port fails.
+const ANOTHER_SERVER: &str = "another server answers on port";
 
 /// The rlock module built in debug mode, building it on first use so that
 /// a plain `cargo test` never runs against a stale `.so`. `RLOCK_MODULE`
@@ -233,7 +235,7 @@ impl Server {
             self.port = free_port();
             match self.spawn() {
                 Ok(()) => return,
-                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) if log.contains("Address already in use") || log.starts_with(ANOTHER_SERVER) => continue,
                 Err(log) => panic!("redis-server did not start:\n{log}"),
             }
         }
@@ -285,8 +287,19 @@ impl Server {
             }
             let ready = client
                 .get_connection_with_timeout(Duration::from_millis(200))
-                .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con));
+                // PING fails while the server loads its AOF or RDB; INFO
+                // then names the process that answered.
+                .and_then(|mut con| {
+                    redis::cmd("PING").query::<String>(&mut con)?;
+                    redis::cmd("INFO").arg("server").query::<String>(&mut con)
+                });
             match ready {
+                // Another server took the port (a test elsewhere, between a
+                // kill and the restart on it) while this one fails to bind.
+                Ok(info) if !info.lines().any(|line| Some(line) == self.process_line().as_deref()) => {
+                    self.kill();
+                    return Err(format!("{ANOTHER_SERVER} {}:\n{}", self.port, self.log()));
+                }
                 Ok(_) => return Ok(()),
                 // Still loading its AOF or RDB: keep polling.
                 Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
@@ -296,6 +309,11 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// The `INFO server` line naming this server's process.
+    fn process_line(&self) -> Option<String> {
+        self.child.as_ref().map(|child| format!("process_id:{}", child.id()))
     }
 }
 
@@ -319,4 +337,22 @@ pub(crate) fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .expect("an OS-assigned port")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server whose port another server took (between a kill and the
+    /// restart on that port) is not taken for started.
+    #[test]
+    fn another_server_on_the_port_is_not_taken_for_this_one() {
+        let first = Server::builder().without_module().start();
+        let mut second = Server::builder().without_module().unstarted();
+        second.port = first.port();
+        let failed = second.spawn().expect_err("the second server cannot have started");
+        assert!(failed.starts_with(ANOTHER_SERVER) || failed.contains("Address already in use"), "{failed}");
+        let mut con = first.connection();
+        assert_eq!(redis::cmd("PING").query::<String>(&mut con).unwrap(), "PONG");
+    }
 }
