@@ -23,6 +23,11 @@ pub fn strip_parts<'a>(bytes: &'a [u8], parts: &[&[u8]]) -> Option<&'a [u8]> {
     parts.iter().try_fold(bytes, |rest, part| rest.strip_prefix(*part))
 }
 
+/// Whether `bytes` are `parts` joined, compared in place.
+pub fn is_joined(bytes: &[u8], parts: &[&[u8]]) -> bool {
+    strip_parts(bytes, parts) == Some(b"")
+}
+
 /// Redisson's `suffix(name, S)`: `{name}:S`, or `name:S` when the name
 /// already contains a `{`.
 pub fn suffix(name: &[u8], suffix: &[u8]) -> Vec<u8> {

@@ -7,7 +7,7 @@ use super::{OPEN_MESSAGE, SET_MESSAGE};
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
 use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
-use rlock_protocol::{count_down_latch_channel_parts, strip_parts};
+use rlock_protocol::{count_down_latch_channel_parts, is_joined};
 
 #[linkme::distributed_slice(FAMILIES)]
 static LATCH: Family = Family::new("latch", &SCRIPTS);
@@ -77,7 +77,7 @@ fn delete_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
 
 /// The latch's own channel, in the name's slot.
 fn is_latch_channel(call: &Call, name: &[u8], channel: &[u8]) -> bool {
-    strip_parts(channel, &count_down_latch_channel_parts(name)) == Some(b"") && call.same_slot(name, channel)
+    is_joined(channel, &count_down_latch_channel_parts(name)) && call.same_slot(name, channel)
 }
 
 #[cfg(test)]

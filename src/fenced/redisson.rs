@@ -6,7 +6,7 @@
 
 use crate::lease::parse_lease_ms;
 use crate::redisson::scripts::{is_time, native, Call, Family, Known, Rewrite, FAMILIES};
-use rlock_protocol::{fenced_token_key_parts, strip_parts};
+use rlock_protocol::{fenced_token_key_parts, is_joined};
 
 #[linkme::distributed_slice(FAMILIES)]
 static FENCED: Family = Family::new("fenced", &SCRIPTS);
@@ -31,7 +31,7 @@ fn acquire_as_lock(call: &Call) -> Option<Rewrite> {
 
 fn acquire(call: &Call, reply: &[u8]) -> Option<Rewrite> {
     let ([name, token_key], [lease, owner]) = (call.keys, call.argv) else { return None };
-    let taken = strip_parts(token_key, &fenced_token_key_parts(name)) == Some(b"")
+    let taken = is_joined(token_key, &fenced_token_key_parts(name))
         && call.same_slot(name, token_key)
         && is_time(lease, parse_lease_ms);
     taken.then(|| Rewrite {

@@ -13,7 +13,9 @@
 //! native command takes. Anything else runs as Lua.
 
 use crate::error::LockError;
-use rlock_protocol::{hash_tag, key_slot, release_channel_parts, strip_parts, unlock_latch_key_parts, UNLOCK_MESSAGE};
+use rlock_protocol::{
+    hash_tag, is_joined, key_slot, release_channel_parts, strip_parts, unlock_latch_key_parts, UNLOCK_MESSAGE,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -209,7 +211,7 @@ pub fn publish_command(arg: &[u8]) -> Option<&'static [u8]> {
 /// the unlock message, which the native commands derive and publish.
 /// Compared in place: no channel name is made.
 pub fn is_release_channel(name: &[u8], channel: &[u8], message: &[u8]) -> bool {
-    message == UNLOCK_MESSAGE && strip_parts(channel, &release_channel_parts(name)) == Some(b"")
+    message == UNLOCK_MESSAGE && is_joined(channel, &release_channel_parts(name))
 }
 
 /// The request id of `latch`, when it is the unlock latch key the native

@@ -25,6 +25,18 @@ struct OpenKey {
     /// Its list iterator may be stale (see [`OpenKeys::listed`]).
     list_used: bool,
 }
+impl OpenKey {
+    /// Its name's bytes; `own`: the command's key's.
+    fn bytes<'n>(&'n self, own: &'n [u8]) -> &'n [u8] {
+        self.derived.as_ref().map_or(own, RedisString::as_slice)
+    }
+
+    /// Its name; `own`: the command's key.
+    fn name(&self, own: &RedisString) -> *mut raw::RedisModuleString {
+        self.derived.as_ref().map_or(own.inner, |name| name.inner)
+    }
+}
+
 pub struct OpenKeys<'a> {
     ctx: &'a Context,
     name: &'a RedisString,
@@ -62,7 +74,7 @@ impl<'a> OpenKeys<'a> {
     fn index(&mut self, key: &[u8]) -> Result<usize> {
         let name_bytes = self.name_bytes;
         let found = if self.open.len() <= INDEXED_FROM {
-            self.open.iter().position(|open| open.derived.as_ref().map_or(name_bytes, RedisString::as_slice) == key)
+            self.open.iter().position(|open| open.bytes(name_bytes) == key)
         } else {
             self.index.as_ref().and_then(|index| index.get(key)).copied()
         };
@@ -91,9 +103,7 @@ impl<'a> OpenKeys<'a> {
         if self.open.len() > INDEXED_FROM {
             match &mut self.index {
                 None => {
-                    let names =
-                        self.open.iter().map(|open| open.derived.as_ref().map_or(name_bytes, RedisString::as_slice));
-                    self.index = Some(names.map(<[u8]>::to_vec).zip(0..).collect());
+                    self.index = Some(self.open.iter().map(|open| open.bytes(name_bytes).to_vec()).zip(0..).collect());
                 }
                 Some(index) => {
                     index.insert(key.to_vec(), self.open.len() - 1);
@@ -109,7 +119,7 @@ impl<'a> OpenKeys<'a> {
     }
 
     fn inner_name(&self, index: usize) -> *mut raw::RedisModuleString {
-        self.open[index].derived.as_ref().map_or(self.name.inner, |name| name.inner)
+        self.open[index].name(self.name)
     }
 
     /// The key for a list read or delete by index. On Redis 7.0 a list's

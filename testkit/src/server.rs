@@ -278,6 +278,8 @@ impl Server {
         let within = if self.builder.wrapper.is_empty() { READY_TIMEOUT } else { WRAPPED_READY_TIMEOUT };
         let deadline = Instant::now() + within;
         let client = self.client();
+        // The `INFO server` line naming this server's process.
+        let own_process = self.child.as_ref().map(|child| format!("process_id:{}", child.id()));
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
@@ -296,7 +298,7 @@ impl Server {
             match ready {
                 // Another server took the port (a test elsewhere, between a
                 // kill and the restart on it) while this one fails to bind.
-                Ok(info) if !info.lines().any(|line| Some(line) == self.process_line().as_deref()) => {
+                Ok(info) if !info.lines().any(|line| Some(line) == own_process.as_deref()) => {
                     self.kill();
                     return Err(format!("{ANOTHER_SERVER} {}:\n{}", self.port, self.log()));
                 }
@@ -309,11 +311,6 @@ impl Server {
                 }
             }
         }
-    }
-
-    /// The `INFO server` line naming this server's process.
-    fn process_line(&self) -> Option<String> {
-        self.child.as_ref().map(|child| format!("process_id:{}", child.id()))
     }
 }
 
