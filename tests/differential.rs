@@ -155,6 +155,14 @@ fn check_status(replies: &[Value], context: &str) {
     assert_eq!(status["holders"], int(&replies[3]), "{context}: holders");
 }
 
+/// When twins with these PTTLs, read by a step that began at `started`
+/// and has just ended, expire: from the earliest PTTL after the step's
+/// start to the latest after now. A slow step (a loaded machine) widens it.
+fn expiry_window(started: Instant, (s_pttl, c_pttl): (i64, i64)) -> (Instant, Instant) {
+    let ms = |pttl: i64| Duration::from_millis(pttl.max(0) as u64);
+    (started + ms(s_pttl.min(c_pttl)), Instant::now() + ms(s_pttl.max(c_pttl)))
+}
+
 #[test]
 fn commands_match_the_redisson_scripts_on_random_sequences() {
     let server = Server::start();
@@ -167,8 +175,10 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
     pubsub.subscribe("differential:done").unwrap();
 
     let mut rng = Rng::from_env("differential");
-    // When each key's script twin expires, by lock name and by latch key.
-    let mut expiries: HashMap<Vec<u8>, Instant> = HashMap::new();
+    // When each key's twins expire, by lock name and by latch key: between
+    // the earliest and the latest moment their PTTLs allow (the step that
+    // read them took time, and each twin has its own).
+    let mut expiries: HashMap<Vec<u8>, (Instant, Instant)> = HashMap::new();
     let mut drift = Drift::new(PTTL_TOLERANCE_MS);
     let mut expired_mid_sequence = 0;
     let mut latches_recorded = 0;
@@ -198,12 +208,12 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
             }
             let latch_id = unlock_latch_key(name, request_id);
             for key in [name, &latch_id] {
-                if let Some(expiry) = expiries.remove(key) {
+                if let Some((earliest, latest)) = expiries.remove(key) {
                     let now = Instant::now();
-                    if now + EXPIRY_GUARD > expiry && now < expiry + EXPIRY_GUARD {
-                        std::thread::sleep(expiry + EXPIRY_GUARD - now);
+                    if now + EXPIRY_GUARD > earliest && now < latest + EXPIRY_GUARD {
+                        std::thread::sleep(latest + EXPIRY_GUARD - now);
                     }
-                    expired_mid_sequence += usize::from(Instant::now() > expiry);
+                    expired_mid_sequence += usize::from(Instant::now() > earliest);
                 }
             }
 
@@ -237,11 +247,11 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
             assert_pttls_match(s_latch_pttl, c_latch_pttl, tolerance, &format!("{context} (latch)"));
 
             if s_pttl >= 0 {
-                expiries.insert(name.to_vec(), started + Duration::from_millis(s_pttl as u64));
+                expiries.insert(name.to_vec(), expiry_window(started, (s_pttl, c_pttl)));
             }
             if s_latch_pttl >= 0 {
                 latches_recorded += usize::from(matches!(op, Op::ReleaseOnce));
-                expiries.insert(latch_id, started + Duration::from_millis(s_latch_pttl as u64));
+                expiries.insert(latch_id, expiry_window(started, (s_latch_pttl, c_latch_pttl)));
             }
         }
     }
