@@ -115,11 +115,11 @@ async fn the_pool_takes_its_connections_back_however_a_wait_ends() {
     assert!((1..=2).contains(&opened), "{opened} connections for 15 blocking waits on a pool of 2");
 }
 
+/// The server's connections other than the tests' admin ones.
 async fn connected_clients(server: &Server) -> i64 {
-    let info: String = redis::cmd("INFO").arg("clients").query_async(&mut common::admin(server).await).await.unwrap();
-    let value = info.lines().find_map(|line| line.strip_prefix("connected_clients:"));
-    // Less the admin connection that asked.
-    value.expect("connected_clients").trim().parse::<i64>().unwrap() - 1
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut common::admin(server).await).await.unwrap();
+    let admin = format!(" name={} ", common::ADMIN_NAME);
+    list.lines().filter(|line| !line.contains(&admin)).count() as i64
 }
 
 #[tokio::test]
