@@ -12,6 +12,7 @@ mod fenced;
 mod handoff;
 mod inspect;
 mod keyspace;
+mod keyword;
 mod lease;
 mod load_args;
 mod lock;

@@ -27,7 +27,7 @@ pub use key::signal_modified_keys_explicitly;
 use key::{key_type_of, SignalOnWriteKey};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use replicated::{Argument, ConstString};
-use rlock_protocol::{key_slot, release_channel_parts, UNLOCK_MESSAGE};
+use rlock_protocol::{key_slot, release_channel_parts, with_joined, UNLOCK_MESSAGE};
 use std::ffi::CStr;
 use std::os::raw::{c_int, c_void};
 use std::ptr;
@@ -248,22 +248,9 @@ fn publish(ctx: &Context, channel: &RedisString, message: *mut raw::RedisModuleS
 }
 
 /// A module string of `parts` joined, for a derived name (channel, latch
-/// key): joined on the stack when short, as names are, rather than in a
-/// heap buffer made and freed per call.
+/// key), joined on the stack when short (see [`with_joined`]).
 pub(crate) fn joined_string(ctx: &Context, parts: &[&[u8]]) -> RedisString {
-    const SHORT: usize = 256;
-    let len: usize = parts.iter().map(|part| part.len()).sum();
-    if len > SHORT {
-        return RedisString::create_from_slice(ctx.get_raw(), &parts.concat());
-    }
-    let mut joined = [0u8; SHORT];
-    let mut end = 0;
-    for part in parts {
-        // In bounds: the parts add up to at most SHORT bytes.
-        joined[end..end + part.len()].copy_from_slice(part);
-        end += part.len();
-    }
-    RedisString::create_from_slice(ctx.get_raw(), &joined[..end])
+    with_joined(parts, |name| RedisString::create_from_slice(ctx.get_raw(), name))
 }
 
 /// `x` as `redis.call` gets a script's Lua number: written with `%.17g`

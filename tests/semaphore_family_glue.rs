@@ -60,6 +60,57 @@ fn derived_keys_and_channels_are_checked_against_the_callers_acl() {
     assert!(held == -1 && token > 0, "granted with a token: [{held}, {token}]");
 }
 
+/// A latch call that names its channel (`CHANNEL`, as the filter's
+/// rewrites of Redisson's scripts do) has it checked by Redis before it
+/// runs: Redis asks the command for its channels, which must not run it.
+#[test]
+fn a_channel_the_call_names_is_checked_by_redis_before_the_call_runs() {
+    const CHANNEL: &str = "redisson_countdownlatch__channel__{locks:l}";
+    let server = Server::start();
+    let mut admin = server.connection();
+    let mut limited = server.login("limited", &["~locks:*"]);
+    let text = error_text(run(&mut limited, &["RLATCH.TRYSETCOUNT", "locks:l", "2", "CHANNEL", CHANNEL]));
+    assert!(text.starts_with("NOPERM"), "{text}");
+    assert!(dump(&mut admin).is_empty(), "nothing written");
+    let log: Vec<Vec<Value>> = redis::cmd("ACL").arg(&["LOG", "1"]).query(&mut admin).unwrap();
+    let entry: BTreeMap<String, Value> =
+        log[0].chunks(2).map(|pair| (redis::from_redis_value(pair[0].clone()).unwrap(), pair[1].clone())).collect();
+    assert_eq!(
+        (&entry["reason"], &entry["object"]),
+        (&Value::BulkString(b"channel".to_vec()), &Value::BulkString(CHANNEL.as_bytes().to_vec())),
+        "Redis refused it: {entry:?}"
+    );
+
+    // Channels listed one by one, not all: Redis calls the command to ask.
+    // Each call runs once: a second run would answer 0, or count down twice.
+    let mut allowed = server.login("allowed", &["~locks:*", "&redisson_countdownlatch__channel__*"]);
+    let named = |args: &[&'static str]| [args, &["VIA", "publish", "CHANNEL", CHANNEL]].concat();
+    assert_eq!(run(&mut allowed, &named(&["RLATCH.TRYSETCOUNT", "locks:l", "3"])).unwrap(), Value::Int(1));
+    assert_eq!(run(&mut allowed, &named(&["RLATCH.COUNTDOWN", "locks:l"])).unwrap(), Value::Nil);
+    let count = |con: &mut Connection| run(con, &["RLATCH.COUNT", "locks:l"]).unwrap();
+    assert_eq!(count(&mut admin), Value::Int(2));
+    let checked: String = redis::cmd("ACL")
+        .arg(&["DRYRUN", "allowed"])
+        .arg(named(&["RLATCH.COUNTDOWN", "locks:l"]))
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!((checked.as_str(), count(&mut admin)), ("OK", Value::Int(2)), "ACL DRYRUN runs nothing");
+    let replies: Vec<Value> =
+        redis::pipe().atomic().cmd("RLATCH.COUNTDOWN").arg(named(&["locks:l"])).query(&mut allowed).unwrap();
+    assert_eq!((replies, count(&mut admin)), (vec![Value::Nil], Value::Int(1)), "MULTI checks again at EXEC");
+
+    // The channel must be the latch's own, before anything is written.
+    let other = "redisson_countdownlatch__channel__{locks:m}";
+    for args in [
+        &["RLATCH.COUNTDOWN", "locks:l", "CHANNEL", other][..],
+        &["RLATCH.DELETE", "locks:l", "VIA", "publish", "CHANNEL", other],
+    ] {
+        let text = error_text(run(&mut admin, args));
+        assert!(text.contains("CHANNEL must be the latch's channel"), "{args:?}: {text}");
+    }
+    assert_eq!(count(&mut admin), Value::Int(1));
+}
+
 #[test]
 fn bad_input_is_refused_by_name_and_changes_nothing() {
     let server = Server::start();

@@ -3,8 +3,10 @@
 //! release message, the lease bounds and Redis Cluster's key slots.
 
 mod family;
+mod joined;
 
 pub use family::*;
+pub use joined::{with_joined, Joined};
 
 /// Prefix of Redisson's release channel.
 const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel";

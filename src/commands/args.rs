@@ -4,11 +4,19 @@ use super::info::{Arg, ArgKind};
 use crate::error::LockError;
 use crate::handoff::Request;
 use crate::keyspace::latch::UnlockLatch;
+use crate::keyword::matches_keyword;
 use crate::store::Via;
 use crate::{config, lease};
 use redis_module::{NextArg, RedisError, RedisString};
 use rlock_protocol::DEFAULT_LATCH_MS;
+use smallvec::SmallVec;
 use std::iter::Peekable;
+
+/// A command's arguments, the command's name first. Inline up to eight:
+/// a heap buffer per call (allocated and freed through Redis's allocator,
+/// which looks up each block's size twice) costs more than the parsing.
+pub type Args = SmallVec<[RedisString; INLINE_ARGS]>;
+pub const INLINE_ARGS: usize = 8;
 
 /// Arguments of the commands shaped `CMD key owner [lease_ms]`.
 pub struct OwnerArgs {
@@ -19,7 +27,7 @@ pub struct OwnerArgs {
 
 impl OwnerArgs {
     /// Parses `key owner [lease_ms]`; a missing lease is the configured default.
-    pub fn parse(args: Vec<RedisString>) -> Result<Self, RedisError> {
+    pub fn parse(args: Args) -> Result<Self, RedisError> {
         let mut args = args.into_iter().skip(1);
         let name = args.next_arg()?;
         let owner = args.next_arg()?;
@@ -40,7 +48,7 @@ pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable
     // digit first (as every lease) is no keyword.
     let is_lease = |arg: &RedisString| {
         let arg = arg.as_slice();
-        arg.first().is_some_and(u8::is_ascii_digit) || !KEYWORDS.iter().any(|keyword| arg.eq_ignore_ascii_case(keyword))
+        arg.first().is_some_and(u8::is_ascii_digit) || !KEYWORDS.iter().any(|keyword| matches_keyword(arg, keyword))
     };
     match args.next_if(is_lease) {
         None => Ok(config::default_lease_ms()),
@@ -133,7 +141,7 @@ pub fn parse_optional_ttl(mut args: impl Iterator<Item = RedisString>) -> Result
 /// Takes a trailing `VIA PUBLISH|SPUBLISH` off `args` when more than
 /// `fixed` arguments come before it: the one command a release is
 /// announced with, as Redisson's scripts take it as an argument.
-pub fn take_via(args: &mut Vec<RedisString>, fixed: usize) -> Result<Via, LockError> {
+pub fn take_via(args: &mut Args, fixed: usize) -> Result<Via, LockError> {
     Ok(match take_trailing(args, fixed, b"VIA") {
         None => Via::Default,
         Some(arg) if is_keyword(&arg, b"PUBLISH") => Via::Publish,
@@ -142,9 +150,28 @@ pub fn take_via(args: &mut Vec<RedisString>, fixed: usize) -> Result<Via, LockEr
     })
 }
 
+/// A trailing `CHANNEL channel`: the channel the command publishes on, as
+/// a rewritten Redisson script names it. A command that takes it is
+/// flagged `getchannels-api`, and declares it to Redis (see
+/// `registry::run`): Redis checks that the caller may publish there before
+/// the command runs, and the command publishes with the call's string.
+/// The command still checks that it is its own channel.
+pub fn take_channel(args: &mut Args, fixed: usize) -> Option<RedisString> {
+    take_trailing(args, fixed, CHANNEL_KEYWORD)
+}
+
+/// Whether `arg`, last but one, makes the last argument the channel:
+/// what Redis is told, for the caller's ACL. [`take_channel`] takes no
+/// other channel.
+pub fn is_channel_keyword(arg: &[u8]) -> bool {
+    matches_keyword(arg, CHANNEL_KEYWORD)
+}
+
+const CHANNEL_KEYWORD: &[u8] = b"CHANNEL";
+
 /// Takes a trailing `<keyword> value` off `args` when more than `fixed`
 /// arguments come before it, and returns the value.
-pub fn take_trailing(args: &mut Vec<RedisString>, fixed: usize, keyword: &[u8]) -> Option<RedisString> {
+pub fn take_trailing(args: &mut Args, fixed: usize, keyword: &[u8]) -> Option<RedisString> {
     let n = args.len();
     if n < fixed + 2 || !is_keyword(&args[n - 2], keyword) {
         return None;
@@ -156,7 +183,7 @@ pub fn take_trailing(args: &mut Vec<RedisString>, fixed: usize, keyword: &[u8]) 
 
 /// Keywords are case-insensitive.
 pub fn is_keyword(arg: &RedisString, keyword: &[u8]) -> bool {
-    arg.as_slice().eq_ignore_ascii_case(keyword)
+    matches_keyword(arg.as_slice(), keyword)
 }
 
 /// The word after `REPLY`: only `FULL` (the acquires' full reply).
@@ -233,7 +260,7 @@ pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: fa
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
 /// `key owner request_id`: what a cancel names (`RLOCK.CANCEL`,
 /// `RRW.CANCEL`).
-pub fn parse_cancel(args: Vec<RedisString>) -> Result<[RedisString; 3], RedisError> {
+pub fn parse_cancel(args: Args) -> Result<[RedisString; 3], RedisError> {
     let mut args = args.into_iter().skip(1);
     let named = [args.next_arg()?, args.next_arg()?, args.next_arg()?];
     args.done()?;
@@ -263,6 +290,8 @@ pub const REQUEST: Arg = Arg::block(
 );
 /// `[VIA PUBLISH|SPUBLISH]`
 pub const VIA: Arg = Arg { name: c"publisher", kind: ArgKind::String, optional: true, token: Some(c"VIA") };
+/// `[CHANNEL channel]`, last (see [`take_channel`])
+pub const CHANNEL: Arg = Arg { name: c"channel", kind: ArgKind::String, optional: true, token: Some(c"CHANNEL") };
 /// `[REPLY FULL]`
 pub const REPLY_FULL: Arg = Arg::block(
     c"reply",

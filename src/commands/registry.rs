@@ -5,13 +5,16 @@
 //! Not through `redis_module!`'s `commands:` list or `#[command]`: the
 //! latter needs RedisModule_SetCommandACLCategories, which Redis 7.0 lacks.
 
+use super::args::{self, Args};
 use super::info::{self, CommandInfo};
 use crate::api::api;
 use linkme::distributed_slice;
-use redis_module::{decode_args, raw, Context, RedisError, RedisResult, RedisString};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString};
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+use std::slice;
 
 /// The C entry point Redis calls.
 pub type Entry = extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
@@ -27,7 +30,7 @@ pub struct Command {
 pub static COMMANDS: [Command];
 
 /// Declares a command: `command!(handler, c"flags", CommandInfo { .. });`
-/// where `handler` is `fn(&Context, Vec<RedisString>) -> RedisResult`.
+/// where `handler` is `fn(&Context, Args) -> RedisResult`.
 macro_rules! command {
     ($handler:path, $flags:expr, $info:expr $(,)?) => {
         #[linkme::distributed_slice($crate::commands::registry::COMMANDS)]
@@ -55,8 +58,15 @@ pub fn run(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
-    handler: fn(&Context, Vec<RedisString>) -> RedisResult,
+    handler: fn(&Context, Args) -> RedisResult,
 ) -> c_int {
+    // Redis asks a `getchannels-api` command for the channels it publishes
+    // on (to check the caller's ACL) by calling it in this mode: it only
+    // declares them.
+    if unsafe { api!(RedisModule_IsChannelsPositionRequest)(ctx) } != 0 {
+        declare_named_channel(ctx, argv, argc);
+        return raw::REDISMODULE_OK as c_int;
+    }
     let context = Context::new(ctx);
     let args = decode_args(ctx, argv, argc);
     let reply = catch_unwind(AssertUnwindSafe(|| handler(&context, args)))
@@ -64,11 +74,53 @@ pub fn run(
     context.reply(reply) as c_int
 }
 
+/// Declares a trailing `CHANNEL channel` (see [`args::take_channel`]).
+fn declare_named_channel(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) {
+    if argv.is_null() {
+        return;
+    }
+    let argv = unsafe { slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+    let [_, .., keyword, _] = argv else { return };
+    if args::is_channel_keyword(RedisString::string_as_slice(*keyword)) {
+        let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
+        unsafe { api!(RedisModule_ChannelAtPosWithFlags)(ctx, argc - 1, flags) };
+    }
+}
+
+/// What redis-module's `decode_args` makes, inline (see [`Args`]).
+fn decode_args(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) -> Args {
+    if argv.is_null() {
+        return Args::new();
+    }
+    let argv = unsafe { slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+    let strings = argv.iter().map(|&arg| RedisString::new(NonNull::new(ctx), arg));
+    if argv.len() <= args::INLINE_ARGS {
+        strings.collect()
+    } else {
+        // Collected at once into a heap buffer of the right size, which
+        // the arguments then keep (no inline start copied out as it grows).
+        Args::from_vec(strings.collect())
+    }
+}
+
+/// Whether the command takes `CHANNEL` (see [`args::take_channel`]).
+fn takes_channel(command: &Command) -> bool {
+    command.info.args.iter().any(|arg| arg.token == args::CHANNEL.token)
+}
+
+fn has_flag(flags: &CStr, flag: &str) -> bool {
+    flags.to_str().is_ok_and(|flags| flags.split(' ').any(|each| each == flag))
+}
+
 /// Creates every command in [`COMMANDS`] and sets its info. The key is
 /// argument 1 of every command.
 pub fn register(ctx: &Context) -> Result<(), String> {
     COMMANDS.iter().try_for_each(|command| {
         let name = command.info.name;
+        if takes_channel(command) && !has_flag(command.flags, "getchannels-api") {
+            // Its channel would be published on with no ACL check.
+            return Err(format!("{} takes CHANNEL without getchannels-api", name.to_string_lossy()));
+        }
         let key = i32::from(command.info.key_flags != info::KEYLESS);
         let created = unsafe {
             api!(RedisModule_CreateCommand)(

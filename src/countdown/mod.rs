@@ -19,7 +19,7 @@ mod redisson;
 
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Moot, Result};
-use rlock_protocol::{count_down_latch_channel, decimal, DecimalBuffer};
+use rlock_protocol::{count_down_latch_channel_parts, decimal, is_joined, DecimalBuffer, Joined};
 
 /// The message that opens the latch.
 pub const OPEN_MESSAGE: &[u8] = b"0";
@@ -29,13 +29,20 @@ pub const SET_MESSAGE: &[u8] = b"1";
 /// The key and channel of one latch.
 pub struct CountDownLatch<'a> {
     name: &'a [u8],
-    channel: Vec<u8>,
+    channel: Joined,
     as_scripts: bool,
 }
 
 impl<'a> CountDownLatch<'a> {
     pub fn new(name: &'a [u8]) -> Self {
-        Self { name, channel: count_down_latch_channel(name), as_scripts: false }
+        Self { name, channel: Joined::new(&count_down_latch_channel_parts(name)), as_scripts: false }
+    }
+
+    /// The latch on `channel`, as the caller named it (a Redisson script
+    /// takes it as an argument); `None` when it is not the latch's.
+    pub fn on_channel(name: &'a [u8], channel: &[u8]) -> Option<Self> {
+        let parts = count_down_latch_channel_parts(name);
+        is_joined(channel, &parts).then(|| Self { name, channel: Joined::new(&parts), as_scripts: false })
     }
 
     /// The latch as Redisson's scripts treat it: trySetCount and delete

@@ -1,12 +1,14 @@
 //! RCountDownLatch's scripts as Redisson sends them, and the `RLATCH.*`
 //! call each becomes (see `redisson::scripts`). Every rewrite names the
 //! publish command (`VIA`), which makes the command do what the script
-//! does where the two otherwise differ (see `CountDownLatch`).
+//! does where the two otherwise differ (see `CountDownLatch`), and the
+//! script's channel (`CHANNEL`): Redis checks the caller's ACL for it
+//! before the command runs, as it does for the script's publish.
 
 use super::{OPEN_MESSAGE, SET_MESSAGE};
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
-use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
+use crate::redisson::via::{last_names_publish, rewrite_via_naming_channel, text_names_publish, Publishing};
 use rlock_protocol::{count_down_latch_channel_parts, is_joined};
 
 #[linkme::distributed_slice(FAMILIES)]
@@ -39,7 +41,7 @@ fn count_down_older(call: &Call) -> Option<Rewrite> {
 fn count_down_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
     let ([name, channel], [message]) = (call.keys, argv) else { return None };
     let taken = *message == OPEN_MESSAGE && is_latch_channel(call, name, channel);
-    taken.then(|| rewrite_via(&[b"RLATCH.COUNTDOWN", name], publish, channel))
+    taken.then(|| rewrite_via_naming_channel(&[b"RLATCH.COUNTDOWN", name], publish, channel))
 }
 
 /// KEYS name, channel; ARGV `1`, count, publish command (older texts:
@@ -57,7 +59,7 @@ fn try_set_count_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrit
     let ([name, channel], [message, count]) = (call.keys, argv) else { return None };
     let count_taken = parse_hold_count(count).is_ok_and(|count| count >= 0);
     let taken = *message == SET_MESSAGE && count_taken && is_latch_channel(call, name, channel);
-    taken.then(|| rewrite_via(&[b"RLATCH.TRYSETCOUNT", name, count], publish, channel))
+    taken.then(|| rewrite_via_naming_channel(&[b"RLATCH.TRYSETCOUNT", name, count], publish, channel))
 }
 
 /// KEYS name, channel; ARGV `1`, publish command (older texts: `1`).
@@ -72,7 +74,7 @@ fn delete_older(call: &Call) -> Option<Rewrite> {
 fn delete_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
     let ([name, channel], [message]) = (call.keys, argv) else { return None };
     let taken = *message == SET_MESSAGE && is_latch_channel(call, name, channel);
-    taken.then(|| rewrite_via(&[b"RLATCH.DELETE", name], publish, channel))
+    taken.then(|| rewrite_via_naming_channel(&[b"RLATCH.DELETE", name], publish, channel))
 }
 
 /// The latch's own channel, in the name's slot.

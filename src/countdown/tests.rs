@@ -172,6 +172,27 @@ fn the_channel_always_gets_braces() {
 }
 
 #[test]
+fn a_named_channel_must_be_the_latchs_own() {
+    let table: [(&[u8], &[u8], bool); 6] = [
+        (b"l", b"redisson_countdownlatch__channel__{l}", true),
+        (b"a{b}", b"redisson_countdownlatch__channel__{a{b}}", true),
+        (b"l", b"redisson_countdownlatch__channel__{m}", false),
+        (b"l", b"redisson_countdownlatch__channel__l", false),
+        (b"l", b"redisson_countdownlatch__channel__{l}x", false),
+        (b"l", b"", false),
+    ];
+    for (name, channel, ours) in table {
+        let latch = CountDownLatch::on_channel(name, channel);
+        assert_eq!(latch.is_some(), ours, "{channel:?} for {name:?}");
+        let Some(latch) = latch else { continue };
+        let mut keys = Keys::default();
+        latch.try_set_count(&mut keys, 1).unwrap();
+        let published = format!("PUBLISH {} 1", String::from_utf8_lossy(channel));
+        assert_eq!(keys.effects[1], published);
+    }
+}
+
+#[test]
 fn like_redissons_scripts_it_sees_any_key_counts_a_missing_latch_down_and_deletes_with_1() {
     let other = || vec![("l", Keys::list(&["1"]), None)];
     // What, on which keys, the reply, the effects and the value after.

@@ -1,19 +1,20 @@
 use super::waiters::waiters_on;
 use super::{inspect, Detail, Holder, Inspection};
+use crate::commands::args::Args;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply::fields;
 use crate::handoff::glue::lock_id;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::raw;
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisResult, RedisValue};
 
 /// `RLOCK.INSPECT key`: a flat array of field/value pairs: `kind`,
 /// `ttl_ms`, `holders` (each `owner`, `holds`, `lease_ms`, and a
 /// read-write lock's `side`), then the kind's own (`token`, `queue`,
 /// `mode`, `permits` and `taken`, `count`), and `waiters`, the callers
 /// blocked on it on the server (as `RLOCK.WAITERS key`). Reads only.
-fn inspect_key(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn inspect_key(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;

@@ -1,5 +1,5 @@
 use super::inspect;
-use crate::commands::args::is_keyword;
+use crate::commands::args::{is_keyword, Args};
 use crate::commands::info::{Arg, ArgKind, CommandInfo, KEYLESS};
 use crate::commands::registry::command;
 use crate::commands::reply::fields;
@@ -27,7 +27,7 @@ const MOST_LOCK_FIELDS: i64 = MAX_READ_HOLDS + 2;
 /// key is inspected only when its type may be a kind listed, so a step
 /// costs the `SCAN` step, a key lookup per key, and a lock's worth of
 /// reads per lock-family key.
-fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn list(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let cursor = args.next_arg()?;
     if std::str::from_utf8(cursor.as_slice()).ok().and_then(|text| text.parse::<u64>().ok()).is_none() {

@@ -1,3 +1,4 @@
+use crate::commands::args::Args;
 use crate::commands::info::{Arg, ArgKind, CommandInfo, KEYLESS};
 use crate::commands::registry::command;
 use crate::commands::reply::fields;
@@ -14,7 +15,7 @@ use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, Redis
 /// arrival order per key. It declares no key (the list spans them): it
 /// checks the caller's ACL itself, and in a cluster each node lists its
 /// own (with a key too: it is not redirected).
-fn waiters(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn waiters(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let key = args.next();
     args.done()?;

@@ -24,3 +24,11 @@ pub fn rewrite_via(command: &[&[u8]], publish: &[u8], channel: &[u8]) -> Rewrite
     argv.extend([b"VIA".to_vec(), publish.to_vec()]);
     Rewrite { argv, channel: Some(channel.to_vec()) }
 }
+
+/// [`rewrite_via`] for a command that takes the channel too (`CHANNEL`,
+/// which Redis checks against the caller's ACL before the command runs).
+pub fn rewrite_via_naming_channel(command: &[&[u8]], publish: &[u8], channel: &[u8]) -> Rewrite {
+    let mut rewrite = rewrite_via(command, publish, channel);
+    rewrite.argv.extend([b"CHANNEL".to_vec(), channel.to_vec()]);
+    rewrite
+}

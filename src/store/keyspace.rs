@@ -18,7 +18,7 @@ use redis_module::{raw, Context, NotifyEvent, RedisString};
 use rlock_protocol::{decimal, DecimalBuffer};
 use smallvec::SmallVec;
 use std::os::raw::{c_int, c_longlong, c_void};
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 mod access;
 mod collections;
@@ -33,6 +33,8 @@ pub struct RedisKeyspace<'a> {
     keys: OpenKeys<'a>,
     /// Inline: a command publishes on one channel, at most a few.
     channels: SmallVec<[RedisString; 2]>,
+    /// The channel the call named (`CHANNEL`), which Redis checked.
+    named_channel: Option<&'a RedisString>,
     via: Via,
 }
 
@@ -58,12 +60,20 @@ impl<'a> RedisKeyspace<'a> {
     }
 
     fn with_caller(ctx: &'a Context, name: &'a RedisString, writable: bool, caller: Caller) -> Self {
-        Self { ctx, keys: OpenKeys::new(ctx, name, writable, caller), channels: SmallVec::new(), via: Via::Default }
+        let keys = OpenKeys::new(ctx, name, writable, caller);
+        Self { ctx, keys, channels: SmallVec::new(), named_channel: None, via: Via::Default }
     }
 
     /// Publishes as `via` says (a Redisson script's publish command).
     pub fn via(mut self, via: Via) -> Self {
         self.via = via;
+        self
+    }
+
+    /// The channel the call named (`commands::args::take_channel`): Redis
+    /// checked before the command ran that the caller may publish there.
+    pub fn named_channel(mut self, channel: Option<&'a RedisString>) -> Self {
+        self.named_channel = channel;
         self
     }
 
@@ -73,10 +83,19 @@ impl<'a> RedisKeyspace<'a> {
         if let Some(index) = self.channels.iter().position(|known| known.as_slice() == channel) {
             return Ok(index);
         }
-        let name = self.string(channel);
-        if !self.keys.may_publish(&name) {
-            return Err(LockError::NoChannelPermission(channel.to_vec()));
-        }
+        let name = match self.named_channel {
+            // Checked by Redis: no user to look up, and no string to make.
+            Some(named) if named.as_slice() == channel => {
+                RedisString::new(NonNull::new(self.ctx.get_raw()), named.inner)
+            }
+            _ => {
+                let name = self.string(channel);
+                if !self.keys.may_publish(&name) {
+                    return Err(LockError::NoChannelPermission(channel.to_vec()));
+                }
+                name
+            }
+        };
         self.channels.push(name);
         Ok(self.channels.len() - 1)
     }

@@ -1,11 +1,12 @@
+use crate::commands::args::Args;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::countdown::CountDownLatch;
 use crate::store::RedisKeyspace;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RLATCH.COUNT key`: the remaining count, 0 when missing.
-fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn count(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;

@@ -6,16 +6,18 @@ mod delete;
 mod try_set_count;
 
 use crate::countdown::CountDownLatch;
+use crate::error::LockError;
 use crate::store::Via;
 use redis_module::RedisString;
 
-/// The latch named `name`; with `VIA` (a rewritten Redisson script), as
-/// Redisson's scripts treat it.
-fn latch(name: &RedisString, via: Via) -> CountDownLatch<'_> {
-    let latch = CountDownLatch::new(name.as_slice());
-    if via == Via::Default {
-        latch
-    } else {
-        latch.like_redissons_scripts()
-    }
+/// The latch named `name`, whose channel the call may name (`CHANNEL`,
+/// which must be the latch's); with `VIA` (a rewritten Redisson script),
+/// as Redisson's scripts treat it.
+fn latch<'a>(name: &'a RedisString, via: Via, channel: Option<&RedisString>) -> Result<CountDownLatch<'a>, LockError> {
+    let latch = match channel {
+        None => CountDownLatch::new(name.as_slice()),
+        Some(channel) => CountDownLatch::on_channel(name.as_slice(), channel.as_slice())
+            .ok_or(LockError::Syntax("CHANNEL must be the latch's channel"))?,
+    };
+    Ok(if via == Via::Default { latch } else { latch.like_redissons_scripts() })
 }

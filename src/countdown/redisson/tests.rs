@@ -17,8 +17,10 @@ fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
     testing::rewritten("latch", sha, args, cluster)
 }
 
+/// The native call `args`, naming the script's `channel` last.
 fn native(args: &[&str], channel: &[u8]) -> Option<Rewrite> {
-    testing::native(args, Some(channel))
+    let named = std::str::from_utf8(channel).expect("an ASCII channel");
+    testing::native(&[args, &["CHANNEL", named]].concat(), Some(channel))
 }
 
 #[test]

@@ -1,5 +1,6 @@
 use crate::commands::args::{
-    is_keyword, parse_optional_lease, parse_reply_full, parse_request, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
+    is_keyword, parse_optional_lease, parse_reply_full, parse_request, Args, LEASE_MS, OWNER, REPLY_FULL, REQUEST,
+    WAIT_MS,
 };
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
@@ -36,7 +37,7 @@ const SYNTAX: LockError = LockError::Syntax(
 ///   blocked ends that call, and goes on in the owner's place in the queue.
 /// - `REPLY FULL`: the reply is an [`AcquireReply`]; when not granted, its
 ///   `lease_ms` is the number Redisson's reply would give (1, or the hint).
-fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;

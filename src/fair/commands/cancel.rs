@@ -1,16 +1,16 @@
 use crate::commands::args::OWNER;
-use crate::commands::args::{parse_wait, WAIT_MS};
+use crate::commands::args::{parse_wait, Args, WAIT_MS};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::fair::handoff::{Change, Session};
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
 
 /// `RFAIR.CANCEL key owner [WAIT wait_ms]`: Redisson's give-up: owner
 /// leaves the queue. Replies nil, as Redisson's script.
-fn cancel(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn cancel(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let owner = args.next_arg()?;

@@ -1,13 +1,14 @@
+use crate::commands::args::Args;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::fair::handoff::{Change, Session};
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RFAIR.FORCERELEASE key`: deletes the lock whoever holds it and wakes
 /// the head waiter; 1 when a lock was deleted, else 0.
-fn force_release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn force_release(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;

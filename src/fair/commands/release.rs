@@ -1,17 +1,17 @@
-use crate::commands::args::{parse_release_tail, LATCH, LEASE_MS, OWNER};
+use crate::commands::args::{parse_release_tail, Args, LATCH, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply;
 use crate::fair::handoff::{Change, Session};
 use crate::fair::FairLock;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString};
+use redis_module::{raw, Context, NextArg, RedisResult};
 
 /// `RFAIR.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
 /// when owner does not hold the lock, 0 when one reentry level was
 /// released, 1 when released (also when the lock was already gone, as
 /// Redisson's script); the head waiter is told on its own channel.
-fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn release(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;

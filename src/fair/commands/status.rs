@@ -1,15 +1,16 @@
+use crate::commands::args::Args;
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::commands::reply;
 use crate::fair::{handoff, FairLock};
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RFAIR.STATUS key [owner]`: RLOCK.STATUS's fields (`locked`, `ttl_ms`,
 /// `holders`, `held`, `hold_count`), then `queued` (live waiters) and
 /// `position` (owner's place in the queue from 1; 0 when not queued). The
 /// owner's fields are nil without an owner.
-fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn status(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let owner = args.next();

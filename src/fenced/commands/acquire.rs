@@ -1,5 +1,5 @@
 use crate::commands::args::{
-    is_keyword, parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST,
+    is_keyword, parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST,
 };
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
@@ -10,7 +10,7 @@ use crate::keyspace::{pttl, Keyspace};
 use crate::lock::acquire_once::{once, Grant, Once, Requester};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// How a `LIKESCRIPT` acquire replies: as Redisson's lockAndGetToken
 /// script (a pair), or as its lock() script (RLock's replies).
@@ -29,7 +29,7 @@ enum ScriptReply {
 /// - `LIKESCRIPT` (with neither): Redisson's script, in its order (the
 ///   token first) and with PTTL's -1; `LOCK` replies as its lock()
 ///   script: nil when granted, else the PTTL.
-fn acquire(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     let like_script = take_like_script(&mut args)?;
     let mut args = args.into_iter().skip(1).peekable();
     let (name, owner) = (args.next_arg()?, args.next_arg()?);
@@ -89,7 +89,7 @@ fn pair(ttl: i64, token: i64) -> RedisValue {
 
 /// Takes a trailing `LIKESCRIPT TOKEN|LOCK` off `args` (after the key and
 /// owner at least).
-fn take_like_script(args: &mut Vec<RedisString>) -> Result<Option<ScriptReply>, LockError> {
+fn take_like_script(args: &mut Args) -> Result<Option<ScriptReply>, LockError> {
     let n = args.len();
     if n < 5 || !is_keyword(&args[n - 2], b"LIKESCRIPT") {
         return Ok(None);

@@ -1,11 +1,12 @@
+use crate::commands::args::Args;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::fenced;
 use crate::store::RedisKeyspace;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RFENCED.TOKEN key`: the last token given for the lock, 0 when none.
-fn token(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn token(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;

@@ -1,5 +1,5 @@
 use crate::commands::args::{
-    parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
+    parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
 };
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
@@ -26,7 +26,7 @@ use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 ///   while the first call is still blocked ends it: with `WAIT` it takes
 ///   over its place, without it runs now.
 /// - `REPLY FULL`: the reply is [`AcquireReply`].
-pub fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;

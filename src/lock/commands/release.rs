@@ -1,4 +1,4 @@
-use crate::commands::args::{parse_latch, parse_optional_lease, take_via, LATCH, LEASE_MS, OWNER, VIA};
+use crate::commands::args::{parse_latch, parse_optional_lease, take_via, Args, LATCH, LEASE_MS, OWNER, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply;
@@ -16,7 +16,7 @@ use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString};
 /// Redisson's unlock latch key for `latch_ms`, and a release with the same
 /// request id replies it again and changes nothing. `VIA` announces a
 /// full release with that one command, as Redisson's script does.
-pub fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn release(ctx: &Context, args: Args) -> RedisResult {
     let ReleaseArgs { name, owner, lease_ms, latch, via } = ReleaseArgs::parse(args)?;
     let mut key = RedisLock::open(ctx, &name).via(via);
     let outcome = match latch {
@@ -45,7 +45,7 @@ struct ReleaseArgs {
 impl ReleaseArgs {
     /// `lease_ms` is digits only, so it cannot be mistaken for `ID`;
     /// keywords are case-insensitive.
-    fn parse(mut args: Vec<RedisString>) -> Result<Self, RedisError> {
+    fn parse(mut args: Args) -> Result<Self, RedisError> {
         let via = take_via(&mut args, 3)?;
         let mut args = args.into_iter().skip(1).peekable();
         let name = args.next_arg()?;

@@ -1,15 +1,15 @@
-use crate::commands::args::{OwnerArgs, LEASE_MS, OWNER};
+use crate::commands::args::{Args, OwnerArgs, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::lock::{self, Renew};
 use crate::stats;
 use crate::store::{now_ms, RedisLock};
 use redis_module::raw;
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
 
 /// `RLOCK.RENEW key owner [lease_ms]`: 1 when `owner` holds the lock and
 /// its lease was reset, else 0.
-pub(crate) fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub(crate) fn renew(ctx: &Context, args: Args) -> RedisResult {
     let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
     let mut key = RedisLock::open(ctx, &name);
     let outcome = lock::renew(&mut key, &owner, lease_ms, now_ms())?;

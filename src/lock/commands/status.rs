@@ -1,15 +1,16 @@
+use crate::commands::args::Args;
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::commands::reply;
 use crate::lock;
 use crate::store::{now_ms, RedisLock};
 use redis_module::raw;
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisResult, RedisValue};
 
 /// `RLOCK.STATUS key [owner]`: a flat array of field/value pairs,
 /// `locked`, `ttl_ms`, `holders`, `held`, `hold_count`. The last two are
 /// nil when no owner is given.
-pub fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn status(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let owner = args.next();

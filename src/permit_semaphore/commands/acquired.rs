@@ -1,14 +1,14 @@
 use super::{key_only, script_clock, AT, KEY_FLAGS};
-use crate::commands::args::VIA;
+use crate::commands::args::{Args, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
 
 /// `RPSEM.ACQUIRED key [AT now_ms] [VIA PUBLISH|SPUBLISH]`: how many permits are taken, once the expired permits are reclaimed.
 /// With `AT` it is Redisson's script on that clock (a rewritten call).
-fn acquired(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn acquired(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args;
     let (at, via) = script_clock(&mut args, 2)?;
     key_only(&args)?;

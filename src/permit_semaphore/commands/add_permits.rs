@@ -1,18 +1,18 @@
 use super::KEY_FLAGS;
-use crate::commands::args::{parse_integer, take_via, VIA};
+use crate::commands::args::{parse_integer, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
 use crate::semaphore::{Announce, Semaphore};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace, Via};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisResult, RedisValue};
 
 /// `RPSEM.ADDPERMITS key delta [VIA PUBLISH|SPUBLISH]`: adds `delta` (may
 /// be negative) to the available permits, keeping the TTL; publishes
 /// `delta` when positive; nil. With `VIA` it is Redisson's script (a
 /// rewritten call): no reclaim, the sum in Lua's numbers, SET without the
 /// TTL, `delta` published with that command when positive.
-fn add_permits(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn add_permits(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 3)?;
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;

@@ -1,16 +1,16 @@
 use super::{script_clock, AT, ID, KEY_FLAGS};
-use crate::commands::args::VIA;
+use crate::commands::args::{Args, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// `RPSEM.LEASE key id [AT now_ms] [VIA PUBLISH|SPUBLISH]`: the
 /// milliseconds left on a held permit, -1 when it never expires, 0 when it
 /// is not held. With `AT` it is Redisson's script on that clock (a
 /// rewritten call).
-fn lease(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn lease(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args;
     let (at, via) = script_clock(&mut args, 3)?;
     let [_, name, id] = &args[..] else { return Err(RedisError::WrongArity) };

@@ -14,7 +14,7 @@ mod update_lease;
 
 crate::stats::kind_stats!(STATS, "permit_semaphore");
 
-use crate::commands::args::{parse_non_negative, take_trailing, take_via};
+use crate::commands::args::{parse_non_negative, take_trailing, take_via, Args};
 use crate::commands::info::{Arg, ArgKind};
 use crate::error::LockError;
 use crate::store::Via;
@@ -39,7 +39,7 @@ const AT: Arg = Arg { name: c"now_ms", kind: ArgKind::Integer, optional: true, t
 /// taken off the end of `args` when more than `fixed` arguments (the
 /// command's name and key first) come before: with `AT`, the command runs
 /// as the script (see `permit_semaphore::script`), on the script's clock.
-fn script_clock(args: &mut Vec<RedisString>, fixed: usize) -> Result<(Option<i64>, Via), LockError> {
+fn script_clock(args: &mut Args, fixed: usize) -> Result<(Option<i64>, Via), LockError> {
     let via = take_via(args, fixed)?;
     let at = take_trailing(args, fixed, b"AT").map(|now| parse_non_negative(&now, "now_ms")).transpose()?;
     if at.is_none() && via != Via::Default {

@@ -1,10 +1,10 @@
 use super::{ids, script_clock, AT, ID, KEY_FLAGS};
-use crate::commands::args::{is_keyword, VIA};
+use crate::commands::args::{is_keyword, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::{PermitSemaphore, Release};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
 
 /// `RPSEM.RELEASE key id [id ...] [ALL|ANY] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
 /// one id: 1 released, 0 not held, -1 its lease had run out (returned
@@ -12,7 +12,7 @@ use redis_module::{Context, RedisResult, RedisString, RedisValue};
 /// is Redisson's script on that clock (a rewritten call): release(id), or
 /// with `ALL` (after two ids or more: `id ALL` is the id `ALL`) release(ids)
 /// of 3.41.0 on (all or none), with `ANY` the one before (those held).
-fn release(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn release(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args;
     let (at, via) = script_clock(&mut args, 3)?;
     // Redisson's release(ids) texts, even of one id: `id [id ...] ALL|ANY`.

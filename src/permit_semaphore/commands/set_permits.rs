@@ -1,10 +1,10 @@
 use super::KEY_FLAGS;
-use crate::commands::args::{is_keyword, parse_non_negative, take_via, VIA};
+use crate::commands::args::{is_keyword, parse_non_negative, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{lua_number_text, now_ms, RedisKeyspace, Via};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisResult, RedisValue};
 
 /// `RPSEM.SETPERMITS key permits [ALWAYS] [VIA PUBLISH|SPUBLISH]`:
 /// available plus taken becomes `permits` (the available count may go
@@ -12,7 +12,7 @@ use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 /// rewritten call): no reclaim, the count read as Lua's `tonumber`,
 /// published with that command; with `ALWAYS` too, its text of 3.19.1 ..
 /// 3.23.3, which writes (INCRBY 0) even when the count is right.
-fn set_permits(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn set_permits(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 3)?;
     let always = via != Via::Default && args.len() == 4 && is_keyword(&args[3], b"ALWAYS");
     if always {

@@ -1,11 +1,11 @@
 use super::{ids, script_clock, AT, ID, KEY_FLAGS, LEASE};
-use crate::commands::args::{is_keyword, parse_non_negative, VIA};
+use crate::commands::args::{is_keyword, parse_non_negative, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::permit_semaphore::{Lease, PermitSemaphore, TryAcquire};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use crate::term;
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// `RPSEM.TRYACQUIRE key lease_ms|-1 id [id ...] [REPLYID] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
 /// takes one permit per id when that many are available: `OK`; else the
@@ -15,7 +15,7 @@ use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 /// its absolute end (the permits' score, Unix ms); `REPLYID` after the one
 /// id (`id REPLYID`: `REPLYID` alone is an id) is its text of 3.12.0 ..
 /// 3.21.3, which replies the id instead of `OK`.
-fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn try_acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args;
     let (at, via) = script_clock(&mut args, 4)?;
     // Redisson's text of 3.12.0 .. 3.21.3 replies the id it took.

@@ -1,16 +1,16 @@
 use super::KEY_FLAGS;
-use crate::commands::args::{parse_non_negative, parse_optional_ttl};
+use crate::commands::args::{parse_non_negative, parse_optional_ttl, Args};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::lease::expiry;
 use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisResult, RedisValue};
 
 /// `RPSEM.TRYSETPERMITS key permits [PX ttl_ms]`: sets a missing semaphore
 /// (expiring after `ttl_ms` if given) and publishes the permits; 1, or 0
 /// when it exists.
-fn try_set_permits(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn try_set_permits(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let permits = parse_non_negative(&args.next_arg()?, "permits")?;

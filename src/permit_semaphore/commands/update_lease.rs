@@ -1,16 +1,16 @@
 use super::{script_clock, AT, ID, KEY_FLAGS, LEASE};
-use crate::commands::args::{parse_non_negative, VIA};
+use crate::commands::args::{parse_non_negative, Args, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::{Lease, PermitSemaphore};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
 /// `RPSEM.UPDATELEASE key id lease_ms|-1 [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
 /// a held permit's lease starts again from now: 1, or 0 when the permit is
 /// not held. With `AT` it is Redisson's script on that clock (a rewritten
 /// call), and the lease is its absolute end (the permit's score, Unix ms).
-fn update_lease(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn update_lease(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args;
     let (at, via) = script_clock(&mut args, 4)?;
     let [_, name, id, lease] = &args[..] else { return Err(RedisError::WrongArity) };

@@ -1,6 +1,6 @@
 use super::{parse_side, MODE};
 use crate::commands::args::{
-    parse_optional_lease, AcquireOptions, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
+    parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
 };
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
@@ -12,7 +12,7 @@ use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::rwlock::{check_owner, handoff, Acquire, ReadWriteLock, Side, Status};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 use rlock_protocol::rwlock_write_field;
 
 /// `RRW.ACQUIRE key owner READ|WRITE [lease_ms] [WAIT wait_ms] [ID
@@ -21,7 +21,7 @@ use rlock_protocol::rwlock_write_field;
 /// `RLOCK.ACQUIRE`'s (`holds`: the owner's holds of that side;
 /// `lease_ms`: the lock's PTTL): a refused caller that holds neither side
 /// blocks in arrival order until granted or `wait_ms` passes.
-fn acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner_arg = args.next_arg()?;

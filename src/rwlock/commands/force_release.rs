@@ -1,16 +1,16 @@
 use super::parse_side;
-use crate::commands::args::{take_via, VIA};
+use crate::commands::args::{take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::rwlock::ReadWriteLock;
 use crate::store::RedisKeyspace;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RRW.FORCERELEASE key [READ|WRITE] [VIA PUBLISH|SPUBLISH]`: deletes the
 /// lock when it is held that way (either way without a mode); 1 when
 /// deleted, else 0. `VIA` publishes with that one command, as Redisson's
 /// script does.
-fn force_release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn force_release(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 2)?;
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;

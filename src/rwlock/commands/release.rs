@@ -1,11 +1,13 @@
 use super::{parse_side, MODE};
-use crate::commands::args::{is_keyword, parse_release_tail, take_trailing, take_via, LATCH, LEASE_MS, OWNER, VIA};
+use crate::commands::args::{
+    is_keyword, parse_release_tail, take_trailing, take_via, Args, LATCH, LEASE_MS, OWNER, VIA,
+};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::rwlock::{handoff, ReadWriteLock, Release};
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]
 /// [MISSING NIL|1] [VIA PUBLISH|SPUBLISH]`: Redisson's read or write unlock:
@@ -14,7 +16,7 @@ use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 /// that leaves the writer holding. A missing lock is announced all the
 /// same, and replies what `MISSING` says (nil; Redisson before 3.44 replies
 /// 1). `VIA` publishes with that one command, as Redisson's script does.
-fn release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn release(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 4)?;
     let missing = take_missing_reply(&mut args)?;
     let mut args = args.into_iter().skip(1).peekable();
@@ -40,7 +42,7 @@ fn release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
 }
 
 /// A trailing `MISSING NIL|1` (before `VIA`): the reply for a missing lock.
-fn take_missing_reply(args: &mut Vec<RedisString>) -> Result<RedisValue, LockError> {
+fn take_missing_reply(args: &mut Args) -> Result<RedisValue, LockError> {
     match take_trailing(args, 4, b"MISSING") {
         None => Ok(RedisValue::Null),
         Some(arg) if is_keyword(&arg, b"NIL") => Ok(RedisValue::Null),

@@ -1,13 +1,13 @@
-use crate::commands::args::{OwnerArgs, LEASE_MS, OWNER};
+use crate::commands::args::{Args, OwnerArgs, LEASE_MS, OWNER};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::rwlock::ReadWriteLock;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisResult, RedisValue};
 
 /// `RRW.RENEW key owner [lease_ms]`: resets the lease of all of owner's
 /// read holds and its write hold; 1 when it held any, else 0.
-fn renew(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn renew(ctx: &Context, args: Args) -> RedisResult {
     let OwnerArgs { name, owner, lease_ms } = OwnerArgs::parse(args)?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let renewed = ReadWriteLock::new(name.as_slice()).renew(&mut keys, owner.as_slice(), lease_ms, now_ms())?;

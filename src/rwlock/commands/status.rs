@@ -1,14 +1,15 @@
+use crate::commands::args::Args;
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::commands::reply;
 use crate::rwlock::ReadWriteLock;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RRW.STATUS key [owner]`: `mode` (nil, read or write), `ttl_ms`,
 /// `readers`, and owner's `read_count` and `write_count` (nil without an
 /// owner).
-fn status(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn status(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let owner = args.next();

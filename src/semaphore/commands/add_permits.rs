@@ -1,10 +1,10 @@
 use super::semaphore;
-use crate::commands::args::{is_keyword, parse_integer, take_via, VIA};
+use crate::commands::args::{is_keyword, parse_integer, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::semaphore::{Announce, Semaphore};
 use crate::store::{lua_number_text, RedisKeyspace, Via};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RSEM.ADDPERMITS key delta [VIA PUBLISH|SPUBLISH | LIKESCRIPT]`: adds
 /// `delta` (may be negative) to the permits, keeping the TTL, and
@@ -12,7 +12,7 @@ use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
 /// sum in Lua's numbers (a count Lua reads, as `1.5`), SET without the
 /// TTL, published with that command; LIKESCRIPT is its script before
 /// 3.16.2, which publishes nothing.
-fn add_permits(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn add_permits(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 3)?;
     let unpublished = via == Via::Default && args.len() == 4 && is_keyword(&args[3], b"LIKESCRIPT");
     if unpublished {

@@ -1,18 +1,18 @@
-use crate::commands::args::is_keyword;
+use crate::commands::args::{is_keyword, Args};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::semaphore::Semaphore;
 use crate::store::RedisKeyspace;
 use crate::term;
-use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisValue};
 
 /// `RSEM.DRAIN key [LIKESCRIPT]`: takes every available permit, keeping the
 /// TTL; replies the count taken as a bulk string (as Redisson's script), or
 /// 0 when the semaphore is missing. With LIKESCRIPT it is Redisson's
 /// script: any string is replied as it is and set to 0, dropping the TTL.
 /// While a lock-delay lasts, no permit is taken (0).
-fn drain(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn drain(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let like_script = match args.next() {

@@ -1,17 +1,17 @@
 use super::{semaphore, PERMITS};
-use crate::commands::args::{is_keyword, parse_non_negative, take_via, VIA};
+use crate::commands::args::{is_keyword, parse_non_negative, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::store::RedisKeyspace;
-use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisValue};
 
 /// `RSEM.RELEASE key [permits] [IFEXISTS] [VIA PUBLISH|SPUBLISH]`: adds
 /// `permits` (default 1) and publishes the new count on `redisson_sc:{key}`;
 /// replies nil. With IFEXISTS, a missing key is left alone: 0, else 1. With
 /// `VIA` it is Redisson's script: the count is published with that command,
 /// written as Lua writes a number.
-fn release(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn release(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 2)?;
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;

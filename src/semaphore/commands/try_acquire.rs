@@ -1,5 +1,5 @@
 use super::PERMITS;
-use crate::commands::args::{is_keyword, parse_non_negative};
+use crate::commands::args::{is_keyword, parse_non_negative, Args};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
@@ -7,13 +7,13 @@ use crate::semaphore::delay_wake::wake_at_delay_end;
 use crate::semaphore::Semaphore;
 use crate::store::RedisKeyspace;
 use crate::term;
-use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisValue};
 
 /// `RSEM.TRYACQUIRE key [permits [LIKESCRIPT]]`: 1 when `permits`
 /// (default 1) were taken, else 0 (a missing key has no permits). With
 /// LIKESCRIPT it is Redisson's script: the count is compared as Lua's
 /// `tonumber` reads it (a string that is no integer may give 0).
-fn try_acquire(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+fn try_acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let permits = args.next().map_or(Ok(1), |arg| parse_non_negative(&arg, "permits"))?;

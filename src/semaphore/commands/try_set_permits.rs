@@ -1,17 +1,17 @@
 use super::semaphore;
-use crate::commands::args::{parse_non_negative, parse_optional_ttl, take_via, VIA};
+use crate::commands::args::{parse_non_negative, parse_optional_ttl, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::lease::expiry;
 use crate::store::{now_ms, RedisKeyspace};
-use redis_module::{raw, Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RSEM.TRYSETPERMITS key permits [PX ttl_ms] [VIA PUBLISH|SPUBLISH]`:
 /// sets a missing semaphore (expiring after `ttl_ms` if given) and
 /// publishes the permits; 1, or 0 when the semaphore exists (nothing
 /// changes). With `VIA` it is Redisson's script: any string is the
 /// semaphore, and the permits are published with that command.
-fn try_set_permits(ctx: &Context, mut args: Vec<RedisString>) -> RedisResult {
+fn try_set_permits(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 3)?;
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
