@@ -85,6 +85,8 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_PublishMessage,
         RedisModule_PublishMessageShard,
         RedisModule_RegisterCommandFilter,
+        RedisModule_ReplyWithArray,
+        RedisModule_ReplyWithLongLong,
         RedisModule_Replicate,
         RedisModule_RetainString,
         RedisModule_ScanCursorCreate,

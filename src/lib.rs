@@ -165,6 +165,7 @@ mod tests {
             include_str!("store/keyspace.rs"),
             include_str!("commands/info.rs"),
             include_str!("commands/registry.rs"),
+            include_str!("commands/reply.rs"),
             include_str!("redisson/filter.rs"),
         ];
         for source in sources {

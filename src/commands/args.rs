@@ -12,11 +12,13 @@ use rlock_protocol::DEFAULT_LATCH_MS;
 use smallvec::SmallVec;
 use std::iter::Peekable;
 
-/// A command's arguments, the command's name first. Inline up to eight:
-/// a heap buffer per call (allocated and freed through Redis's allocator,
-/// which looks up each block's size twice) costs more than the parsing.
+/// A command's arguments, the command's name first, inline up to
+/// [`INLINE_ARGS`]: a heap buffer per call (allocated and freed through
+/// Redis's allocator, which looks up each block's size twice) costs more
+/// than the parsing.
 pub type Args = SmallVec<[RedisString; INLINE_ARGS]>;
-pub const INLINE_ARGS: usize = 8;
+/// Enough for Redisson's unlock as it becomes `RLOCK.RELEASE` (ten).
+pub const INLINE_ARGS: usize = 10;
 
 /// Arguments of the commands shaped `CMD key owner [lease_ms]`.
 pub struct OwnerArgs {

@@ -1,7 +1,8 @@
 //! Replies shared by the commands of every primitive.
 
+use crate::api::api;
 use crate::lock::Release;
-use redis_module::RedisValue;
+use redis_module::{Context, RedisValue};
 
 /// Redisson's unlock reply: nil when not held, 0 when one level was
 /// released, 1 when released; a latched release replies what it recorded.
@@ -12,6 +13,18 @@ pub fn release(outcome: Release) -> RedisValue {
         Release::Released => RedisValue::Integer(1),
         Release::Latched { released } => RedisValue::Integer(i64::from(released)),
     }
+}
+
+/// `[first, second]`, replied now (no array value built and dropped for
+/// it): the handler's last step, whose own reply is then none.
+pub fn integer_pair(ctx: &Context, first: i64, second: i64) -> RedisValue {
+    let ctx = ctx.get_raw();
+    unsafe {
+        api!(RedisModule_ReplyWithArray)(ctx, 2);
+        api!(RedisModule_ReplyWithLongLong)(ctx, first);
+        api!(RedisModule_ReplyWithLongLong)(ctx, second);
+    }
+    RedisValue::NoReply
 }
 
 /// A STATUS reply: a flat array of field names and values.

@@ -3,7 +3,7 @@ use crate::commands::args::{
 };
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
-use crate::commands::reply::AcquireReply;
+use crate::commands::reply::{integer_pair, AcquireReply};
 use crate::error::LockError;
 use crate::fenced::{self, FencedAcquire};
 use crate::keyspace::{pttl, Keyspace};
@@ -78,13 +78,9 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
         }
         (FencedAcquire::Granted { .. }, Some(ScriptReply::Lock)) => RedisValue::Null,
         (FencedAcquire::Contended { pttl_ms }, Some(ScriptReply::Lock)) => RedisValue::Integer(pttl_ms),
-        (FencedAcquire::Granted { token, .. }, _) => pair(-1, token),
-        (FencedAcquire::Contended { pttl_ms }, _) => pair(pttl_ms, -1),
+        (FencedAcquire::Granted { token, .. }, _) => integer_pair(ctx, -1, token),
+        (FencedAcquire::Contended { pttl_ms }, _) => integer_pair(ctx, pttl_ms, -1),
     })
-}
-
-fn pair(ttl: i64, token: i64) -> RedisValue {
-    RedisValue::Array(vec![RedisValue::Integer(ttl), RedisValue::Integer(token)])
 }
 
 /// Takes a trailing `LIKESCRIPT TOKEN|LOCK` off `args` (after the key and
