@@ -99,6 +99,11 @@ fn a_channel_the_call_names_is_checked_by_redis_before_the_call_runs() {
         redis::pipe().atomic().cmd("RLATCH.COUNTDOWN").arg(named(&["locks:l"])).query(&mut allowed).unwrap();
     assert_eq!((replies, count(&mut admin)), (vec![Value::Nil], Value::Int(1)), "MULTI checks again at EXEC");
 
+    // A latch named CHANNEL: its name is no keyword, and declares no channel.
+    let mut named = server.login("named", &["~CHANNEL", "~channel", "&redisson_countdownlatch__channel__*"]);
+    assert_eq!(run(&mut named, &["RLATCH.TRYSETCOUNT", "CHANNEL", "2"]).unwrap(), Value::Int(1));
+    assert_eq!(run(&mut named, &["RLATCH.COUNTDOWN", "channel"]).unwrap(), Value::Nil);
+
     // The channel must be the latch's own, before anything is written.
     let other = "redisson_countdownlatch__channel__{locks:m}";
     for args in [

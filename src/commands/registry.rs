@@ -41,7 +41,7 @@ macro_rules! command {
                     argv: *mut *mut redis_module::raw::RedisModuleString,
                     argc: std::os::raw::c_int,
                 ) -> std::os::raw::c_int {
-                    $crate::commands::registry::run(ctx, argv, argc, $handler)
+                    $crate::commands::registry::run(ctx, argv, argc, $handler, &COMMAND)
                 }
                 entry
             },
@@ -59,12 +59,13 @@ pub fn run(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     handler: fn(&Context, Args) -> RedisResult,
+    command: &Command,
 ) -> c_int {
     // Redis asks a `getchannels-api` command for the channels it publishes
     // on (to check the caller's ACL) by calling it in this mode: it only
     // declares them.
     if unsafe { api!(RedisModule_IsChannelsPositionRequest)(ctx) } != 0 {
-        declare_named_channel(ctx, argv, argc);
+        declare_named_channel(ctx, argv, argc, command.info.arity.unsigned_abs());
         return raw::REDISMODULE_OK as c_int;
     }
     let context = Context::new(ctx);
@@ -74,14 +75,23 @@ pub fn run(
     context.reply(reply) as c_int
 }
 
-/// Declares a trailing `CHANNEL channel` (see [`args::take_channel`]).
-fn declare_named_channel(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) {
+/// Declares a trailing `CHANNEL channel` after the command's `fixed`
+/// arguments (its arity), as [`args::take_channel`] takes it: a key named
+/// CHANNEL is no keyword.
+fn declare_named_channel(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    fixed: u32,
+) {
     if argv.is_null() {
         return;
     }
     let argv = unsafe { slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
-    let [_, .., keyword, _] = argv else { return };
-    if args::is_channel_keyword(RedisString::string_as_slice(*keyword)) {
+    let Some(keyword) = argv.len().checked_sub(2).filter(|&at| at >= fixed as usize).map(|at| argv[at]) else {
+        return;
+    };
+    if args::is_channel_keyword(RedisString::string_as_slice(keyword)) {
         let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
         unsafe { api!(RedisModule_ChannelAtPosWithFlags)(ctx, argc - 1, flags) };
     }

@@ -13,8 +13,8 @@
 //!   filter leaves alone when it sees it again (Redis 7.0 filters a
 //!   command postponed by CLIENT PAUSE a second time).
 //! - The strings given to ArgReplace/ArgInsert are created without a
-//!   context, or are the call's own arguments retained, and belong to
-//!   Redis from then on.
+//!   context, or are the call's own arguments or shared keyword strings
+//!   retained, and belong to Redis from then on.
 //! - Where the filter can learn its caller (`CommandFilterGetClientId`:
 //!   Valkey 8, Redis 7.2+), a call is rewritten only when the caller's
 //!   user may run both the script and the native command, and publish on
@@ -30,6 +30,7 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
 
 /// A detached context for the filter's calls that need one (the filter
 /// itself gets none). Created once at load, never freed.
@@ -144,20 +145,53 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
 
 /// A native argument as a string for Redis: the call's own argument when
 /// one has the same bytes (the name, owner, lease…), retained rather than
-/// copied (and then not freed when its own place is replaced); else a new
-/// string.
+/// copied (and then not freed when its own place is replaced); a keyword's
+/// shared string; else a new string.
 unsafe fn native_string(
     originals: &[*mut raw::RedisModuleString],
     original_bytes: &[&[u8]],
     arg: &[u8],
 ) -> *mut raw::RedisModuleString {
-    match originals.iter().zip(original_bytes).find(|(_, bytes)| **bytes == arg) {
-        Some((&original, _)) => {
-            api!(RedisModule_RetainString)(ptr::null_mut(), original);
-            original
+    let found = originals.iter().zip(original_bytes).find(|(_, bytes)| **bytes == arg);
+    let shared = found.map(|(&original, _)| original).or_else(|| keyword_string(arg));
+    match shared {
+        Some(string) => {
+            api!(RedisModule_RetainString)(ptr::null_mut(), string);
+            string
         }
         None => api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()),
     }
+}
+
+/// Strings of the keywords and command names rewrites add (the arguments
+/// of capitals and dots only that are not the call's own), made once and
+/// shared by every call after, as Redis shares its own constant strings:
+/// a string made for one call and freed after it costs about 300
+/// instructions. A lock name a rewrite derives (the fair give-up's) may
+/// take a place too, so the table is bounded. No command stores an
+/// argument string as a key's value (which FLUSHALL ASYNC could free on
+/// another thread): the store writes copies.
+static KEYWORDS: Mutex<Vec<(Vec<u8>, usize)>> = Mutex::new(Vec::new());
+/// More than every keyword and command name the rewrites use.
+const MOST_KEYWORDS: usize = 64;
+
+/// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]).
+unsafe fn keyword_string(arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
+    let keyword = !arg.is_empty() && arg.iter().all(|&byte| byte.is_ascii_uppercase() || byte == b'.');
+    if !keyword {
+        return None;
+    }
+    let mut known = KEYWORDS.lock().ok()?;
+    if let Some(&(_, string)) = known.iter().find(|(bytes, _)| bytes == arg) {
+        return Some(string as *mut raw::RedisModuleString);
+    }
+    if known.len() == MOST_KEYWORDS {
+        return None;
+    }
+    // No context: never freed.
+    let string = api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len());
+    known.push((arg.to_vec(), string as usize));
+    Some(string)
 }
 
 /// Whether the caller's user may run the script call, the native call,

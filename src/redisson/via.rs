@@ -2,7 +2,7 @@
 //! the native call that names it (`VIA`), shared by the primitives whose
 //! commands take it.
 
-use super::scripts::{native, publish_command, Call, Rewrite};
+use super::scripts::{publish_command, Call, Rewrite};
 
 /// A script's arguments before its publish command, and that command.
 pub type Publishing<'a> = (&'a [&'a [u8]], &'static [u8]);
@@ -20,15 +20,18 @@ pub fn text_names_publish<'a>(call: &'a Call) -> Publishing<'a> {
 
 /// `command` publishing with `publish` on `channel`, the script's.
 pub fn rewrite_via(command: &[&[u8]], publish: &[u8], channel: &[u8]) -> Rewrite {
-    let mut argv = native(command);
-    argv.extend([b"VIA".to_vec(), publish.to_vec()]);
-    Rewrite { argv, channel: Some(channel.to_vec()) }
+    rewrite_via_then(command, publish, channel, &[])
 }
 
 /// [`rewrite_via`] for a command that takes the channel too (`CHANNEL`,
 /// which Redis checks against the caller's ACL before the command runs).
 pub fn rewrite_via_naming_channel(command: &[&[u8]], publish: &[u8], channel: &[u8]) -> Rewrite {
-    let mut rewrite = rewrite_via(command, publish, channel);
-    rewrite.argv.extend([b"CHANNEL".to_vec(), channel.to_vec()]);
-    rewrite
+    rewrite_via_then(command, publish, channel, &[b"CHANNEL", channel])
+}
+
+/// `command`, `VIA publish` and `tail`, collected at once.
+fn rewrite_via_then(command: &[&[u8]], publish: &[u8], channel: &[u8], tail: &[&[u8]]) -> Rewrite {
+    let via: [&[u8]; 2] = [b"VIA", publish];
+    let argv = command.iter().chain(&via).chain(tail).map(|arg| arg.to_vec()).collect();
+    Rewrite { argv, channel: Some(channel.to_vec()) }
 }

@@ -16,8 +16,11 @@ use redis_module::RedisString;
 fn latch<'a>(name: &'a RedisString, via: Via, channel: Option<&RedisString>) -> Result<CountDownLatch<'a>, LockError> {
     let latch = match channel {
         None => CountDownLatch::new(name.as_slice()),
-        Some(channel) => CountDownLatch::on_channel(name.as_slice(), channel.as_slice())
-            .ok_or(LockError::Syntax("CHANNEL must be the latch's channel"))?,
+        // Not `ok_or`: its unused error would be dropped on every call.
+        Some(channel) => match CountDownLatch::on_channel(name.as_slice(), channel.as_slice()) {
+            Some(latch) => latch,
+            None => return Err(LockError::Syntax("CHANNEL must be the latch's channel")),
+        },
     };
     Ok(if via == Via::Default { latch } else { latch.like_redissons_scripts() })
 }
