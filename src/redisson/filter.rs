@@ -167,17 +167,23 @@ unsafe fn native_string(
 /// of capitals and dots only that are not the call's own), made once and
 /// shared by every call after, as Redis shares its own constant strings:
 /// a string made for one call and freed after it costs about 300
-/// instructions. A lock name a rewrite derives (the fair give-up's) may
-/// take a place too, so the table is bounded. No command stores an
+/// instructions. An argument a rewrite derives from the call (the
+/// read-write lock's owner, cut from its write field) may take a place
+/// too, so both the table and its strings are bounded: a caller fills it
+/// with at most a few kilobytes, and then only makes the filter make its
+/// strings per call again. No command stores an
 /// argument string as a key's value (which FLUSHALL ASYNC could free on
 /// another thread): the store writes copies.
 static KEYWORDS: Mutex<Vec<(Vec<u8>, usize)>> = Mutex::new(Vec::new());
 /// More than every keyword and command name the rewrites use.
 const MOST_KEYWORDS: usize = 64;
+/// Longer than every keyword and command name (`RLATCH.TRYSETCOUNT`: 18).
+const LONGEST_KEYWORD: usize = 24;
 
 /// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]).
 unsafe fn keyword_string(arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
-    let keyword = !arg.is_empty() && arg.iter().all(|&byte| byte.is_ascii_uppercase() || byte == b'.');
+    let keyword =
+        (1..=LONGEST_KEYWORD).contains(&arg.len()) && arg.iter().all(|&byte| byte.is_ascii_uppercase() || byte == b'.');
     if !keyword {
         return None;
     }
