@@ -174,13 +174,20 @@ const CHANNEL_KEYWORD: &[u8] = b"CHANNEL";
 /// Takes a trailing `<keyword> value` off `args` when more than `fixed`
 /// arguments come before it, and returns the value.
 pub fn take_trailing(args: &mut Args, fixed: usize, keyword: &[u8]) -> Option<RedisString> {
-    let n = args.len();
-    if n < fixed + 2 || !is_keyword(&args[n - 2], keyword) {
+    let at = trailing_keyword_at(args.len(), fixed)?;
+    if !is_keyword(&args[at], keyword) {
         return None;
     }
     let value = args.pop();
     args.pop();
     value
+}
+
+/// Where a trailing `<keyword> value` of a call of `argc` arguments has its
+/// keyword, when `fixed` arguments come before it: the one place
+/// [`take_trailing`] and the channel declared to Redis (`registry`) look.
+pub fn trailing_keyword_at(argc: usize, fixed: usize) -> Option<usize> {
+    argc.checked_sub(2).filter(|&at| at >= fixed)
 }
 
 /// Keywords are case-insensitive.

@@ -88,10 +88,8 @@ fn declare_named_channel(
         return;
     }
     let argv = unsafe { slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
-    let Some(keyword) = argv.len().checked_sub(2).filter(|&at| at >= fixed as usize).map(|at| argv[at]) else {
-        return;
-    };
-    if args::is_channel_keyword(RedisString::string_as_slice(keyword)) {
+    let Some(at) = args::trailing_keyword_at(argv.len(), fixed as usize) else { return };
+    if args::is_channel_keyword(RedisString::string_as_slice(argv[at])) {
         let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
         unsafe { api!(RedisModule_ChannelAtPosWithFlags)(ctx, argc - 1, flags) };
     }

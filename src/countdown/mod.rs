@@ -41,8 +41,7 @@ impl<'a> CountDownLatch<'a> {
     /// The latch on `channel`, as the caller named it (a Redisson script
     /// takes it as an argument); `None` when it is not the latch's.
     pub fn on_channel(name: &'a [u8], channel: &[u8]) -> Option<Self> {
-        let parts = count_down_latch_channel_parts(name);
-        is_joined(channel, &parts).then(|| Self { name, channel: Joined::new(&parts), as_scripts: false })
+        is_joined(channel, &count_down_latch_channel_parts(name)).then(|| Self::new(name))
     }
 
     /// The latch as Redisson's scripts treat it: trySetCount and delete
