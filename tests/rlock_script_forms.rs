@@ -31,6 +31,14 @@ fn renewall_renews_each_lock_its_owner_holds_in_order() {
     assert_eq!(events, [expire("a"), expire("a"), expire("b")], "an expire event per renewal, in order");
     assert!(pttl(&mut con, "a") > 59_000 && pttl(&mut con, "b") > 59_000);
     assert!(!con.exists::<_, bool>("missing").unwrap(), "never creates a key");
+
+    // Redisson's watchdog renews its write locks with the same text: a
+    // hash with a `mode` field beside the owner's count.
+    let _: () = redis::cmd("HSET").arg(&["w", "mode", "write", "o1:write", "1"]).query(&mut con).unwrap();
+    let _: () = con.pexpire("w", 1000).unwrap();
+    let renewed: Vec<i64> = redis::cmd("RLOCK.RENEWALL").arg(&["60000", "w", "o1:write"]).query(&mut con).unwrap();
+    assert_eq!(renewed, [1]);
+    assert!(pttl(&mut con, "w") > 59_000);
 }
 
 #[test]
