@@ -296,12 +296,12 @@ pub fn parse_cancel(args: Args) -> Result<[RedisString; 3], RedisError> {
 /// A blocked acquire's request id (`RLOCK.CANCEL`, `RRW.CANCEL`).
 pub const REQUEST_ID: Arg = Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: None };
 
-/// `[WAIT wait_ms]`
 /// `NOREENTRY`, the keyword of an acquire that refuses its owner's re-entry.
 pub const NO_REENTRY: &[u8] = b"NOREENTRY";
 /// `[NOREENTRY]`
 pub const NO_REENTRY_ARG: Arg =
     Arg { name: c"noreentry", kind: ArgKind::PureToken, optional: true, token: Some(c"NOREENTRY") };
+/// `[WAIT wait_ms]`
 pub const WAIT_MS: Arg = Arg { name: c"wait_ms", kind: ArgKind::Integer, optional: true, token: Some(c"WAIT") };
 /// `[ID request_id [PX latch_ms]]`
 pub const LATCH: Arg = Arg::block(
