@@ -9,7 +9,7 @@ use redis::{Commands, Connection, Value};
 use redisson_support::{call, info_field, is_valkey, native_count, scripts, set_mode, texts, VERSION};
 use redisson_support::{ACQUIRE_SHA, RELEASE_SHA};
 use std::time::{Duration, Instant};
-use testkit::{error_text, release_channel, unlock_latch_key, Server};
+use testkit::{error_text, release_channel, unlock_latch_key, Cluster, Server};
 
 fn calls_of(con: &mut Connection, command: &str) -> i64 {
     let stats = info_field(con, "commandstats", &format!("cmdstat_{command}"));
@@ -221,3 +221,28 @@ fn the_batch_renewal_spin_and_non_reentrant_texts_run_natively() {
 }
 
 const REENTRY_ERROR: &[u8] = b"NON_REENTRANT_REACQUIRE";
+
+/// In a cluster the batch renewal's keys are all declared: keys of one
+/// slot run natively, keys of several are refused by Redis as the
+/// script's are.
+#[test]
+fn in_a_cluster_the_batch_renewal_runs_natively_within_one_slot() {
+    let cluster = Cluster::start_with(3, 0, |node| node.module_arg("redisson-scripts").module_arg("native"));
+    let [renew_all] = texts(VERSION, &["org/redisson/renewal/LockTask"], ["6a3d31570dc6f4b0bd32bcdc8e75667747c6f635"]);
+    let node = cluster.primary_for(b"{t}a");
+    let mut con = node.connection();
+    for name in ["{t}a", "{t}b"] {
+        let _: Value = redis::cmd("RLOCK.ACQUIRE").arg(&[name, "o:1", "1000"]).query(&mut con).unwrap();
+    }
+    let args: [&[u8]; 3] = [b"60000", b"o:1", b"o:2"];
+    let renewed = call(&mut con, true, &renew_all, &[b"{t}a", b"{t}b"], &args).unwrap();
+    assert_eq!(renewed, Value::Array(vec![Value::Int(1), Value::Int(0)]));
+    assert_eq!(calls_of(&mut con, "rlock.renewall"), 1);
+
+    let cross_slot = |con: &mut Connection| error_text(call(con, true, &renew_all, &[b"{t}a", b"{u}b"], &args));
+    let native = cross_slot(&mut con);
+    set_mode(&mut con, "off");
+    assert_eq!(native, cross_slot(&mut con));
+    assert!(native.starts_with("CROSSSLOT"), "{native}");
+    assert_eq!(calls_of(&mut con, "rlock.renewall"), 1, "refused before it ran");
+}
