@@ -15,6 +15,9 @@ pub enum LockError {
     NotALock,
     /// A reentry would take the hold count past `i64::MAX`.
     HoldCountOverflow,
+    /// `NOREENTRY`: the owner already holds the lock. Redisson's
+    /// non-reentrant lock's own error, which it looks for.
+    NonReentrant,
     /// `lease_ms` is not a positive base-10 integer.
     LeaseNotPositiveInteger,
     /// `lease_ms` is above [`crate::lease::MAX_LEASE_MS`].
@@ -116,6 +119,7 @@ impl LockError {
             Self::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             Self::NotALock => "ERR key is a hash but not a lock: a hold count is not an integer",
             Self::HoldCountOverflow => "ERR hold count would overflow",
+            Self::NonReentrant => "ERR NON_REENTRANT_REACQUIRE",
             Self::LeaseNotPositiveInteger => "ERR lease_ms must be a positive integer",
             Self::LeaseTooLong => "ERR lease_ms is above the maximum of 31536000000 (365 days)",
             Self::ExpiryOverflow => "ERR expiry time would overflow",

@@ -146,6 +146,13 @@ pub fn renew<S: LockStore>(store: &mut S, owner: &S::Owner, lease_ms: i64, now_m
     Ok(Renew::Renewed)
 }
 
+/// Whether `owner` holds the lock: what a batch renewal checks of every
+/// lock before it renews any, so that a key of another type refuses the
+/// batch with nothing renewed.
+pub fn holds<S: LockStore>(store: &S, owner: &S::Owner) -> Result<bool, LockError> {
+    Ok(held_count(store, owner)?.is_some())
+}
+
 /// Redisson's unlock: drop one reentry level; on the last one delete the
 /// key and publish the release.
 pub fn release<S: LockStore>(

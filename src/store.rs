@@ -56,6 +56,8 @@ pub enum Via {
     Publish,
     /// SPUBLISH only, as Redis's own command.
     Spublish,
+    /// Nothing published (`VIA NONE`: Redisson's spin lock).
+    Nothing,
 }
 
 impl<'a> RedisLock<'a> {
@@ -203,6 +205,7 @@ fn publish_via(ctx: &Context, channel: &RedisString, message: *mut raw::RedisMod
         Via::Default => publish(ctx, channel, message, name),
         Via::Publish => publish_only(ctx, channel, message, false),
         Via::Spublish => publish_only(ctx, channel, message, true),
+        Via::Nothing => {}
     }
 }
 

@@ -6,10 +6,10 @@
 mod redisson_support;
 
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, info_field, is_valkey, native_count, scripts, set_mode, VERSION};
+use redisson_support::{call, info_field, is_valkey, native_count, scripts, set_mode, texts, VERSION};
 use redisson_support::{ACQUIRE_SHA, RELEASE_SHA};
 use std::time::{Duration, Instant};
-use testkit::{error_text, release_channel, unlock_latch_key, Server};
+use testkit::{error_text, release_channel, unlock_latch_key, Cluster, Server};
 
 fn calls_of(con: &mut Connection, command: &str) -> i64 {
     let stats = info_field(con, "commandstats", &format!("cmdstat_{command}"));
@@ -173,4 +173,76 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     let mut all = server.login("all", &["~*", "&*"]);
     assert_eq!(call(&mut all, true, &scripts.acquire, &[b"z"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
     assert_eq!(calls_of(&mut admin, "rlock.acquire"), 1);
+}
+
+/// Redisson 4.7.0's watchdog batch renewal (`LockTask`, up to 100 locks a
+/// call), spin lock unlocks and non-reentrant acquire, as it sends them.
+#[test]
+fn the_batch_renewal_spin_and_non_reentrant_texts_run_natively() {
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let mut con = server.connection();
+    let classes =
+        ["org/redisson/renewal/LockTask", "org/redisson/RedissonSpinLock", "org/redisson/RedissonNonReentrantLock"];
+    let [renew_all, spin_release, spin_force, non_reentrant] = texts(
+        VERSION,
+        &classes,
+        [
+            "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635",
+            "73ac2729af29ea9a975f95e8097f7ee9a74cce3d",
+            "51b433c3cc9a6ca991b3aefec63d23490c246318",
+            "3daa7be6cf69d9309ad990442e83bf25094f9b22",
+        ],
+    );
+    let names: Vec<String> = (0..100).map(|i| format!("lock{i}")).collect();
+    for name in names.iter().step_by(2) {
+        let reply = call(&mut con, false, &non_reentrant, &[name.as_bytes()], &[b"1000", b"o:1", REENTRY_ERROR]);
+        assert_eq!(reply.unwrap(), Value::Nil);
+    }
+    let again = call(&mut con, true, &non_reentrant, &[b"lock0"], &[b"1000", b"o:1", REENTRY_ERROR]);
+    assert_eq!(error_text(again), "ERR NON_REENTRANT_REACQUIRE");
+
+    let keys: Vec<&[u8]> = names.iter().map(|name| name.as_bytes()).collect();
+    let args: Vec<&[u8]> = [&b"60000"[..]].into_iter().chain(keys.iter().map(|_| &b"o:1"[..])).collect();
+    let renewed: Vec<i64> = redis::from_redis_value(call(&mut con, true, &renew_all, &keys, &args).unwrap()).unwrap();
+    assert_eq!(renewed, (0..100).map(|i| i64::from(i % 2 == 0)).collect::<Vec<_>>());
+    assert!(con.pttl::<_, i64>("lock98").unwrap() > 59_000);
+
+    let latch = unlock_latch_key(b"lock0", b"r1");
+    let released = call(&mut con, true, &spin_release, &[b"lock0", &latch], &[b"30000", b"o:1", b"20000"]);
+    assert_eq!(released.unwrap(), Value::Int(1));
+    assert_eq!(call(&mut con, false, &spin_force, &[b"lock2"], &[]).unwrap(), Value::Int(1));
+    assert_eq!(native_count(&mut con), 50 + 1 + 1 + 1 + 1);
+    for (command, calls) in
+        [("rlock.renewall", 1), ("rlock.acquire", 51), ("rlock.release", 1), ("rlock.forcerelease", 1)]
+    {
+        assert_eq!(calls_of(&mut con, command), calls, "{command}");
+    }
+    assert_eq!(calls_of(&mut con, "evalsha") + calls_of(&mut con, "eval"), 0);
+}
+
+const REENTRY_ERROR: &[u8] = b"NON_REENTRANT_REACQUIRE";
+
+/// In a cluster the batch renewal's keys are all declared: keys of one
+/// slot run natively, keys of several are refused by Redis as the
+/// script's are.
+#[test]
+fn in_a_cluster_the_batch_renewal_runs_natively_within_one_slot() {
+    let cluster = Cluster::start_with(3, 0, |node| node.module_arg("redisson-scripts").module_arg("native"));
+    let [renew_all] = texts(VERSION, &["org/redisson/renewal/LockTask"], ["6a3d31570dc6f4b0bd32bcdc8e75667747c6f635"]);
+    let node = cluster.primary_for(b"{t}a");
+    let mut con = node.connection();
+    for name in ["{t}a", "{t}b"] {
+        let _: Value = redis::cmd("RLOCK.ACQUIRE").arg(&[name, "o:1", "1000"]).query(&mut con).unwrap();
+    }
+    let args: [&[u8]; 3] = [b"60000", b"o:1", b"o:2"];
+    let renewed = call(&mut con, true, &renew_all, &[b"{t}a", b"{t}b"], &args).unwrap();
+    assert_eq!(renewed, Value::Array(vec![Value::Int(1), Value::Int(0)]));
+    assert_eq!(calls_of(&mut con, "rlock.renewall"), 1);
+
+    let cross_slot = |con: &mut Connection| error_text(call(con, true, &renew_all, &[b"{t}a", b"{u}b"], &args));
+    let native = cross_slot(&mut con);
+    set_mode(&mut con, "off");
+    assert_eq!(native, cross_slot(&mut con));
+    assert!(native.starts_with("CROSSSLOT"), "{native}");
+    assert_eq!(calls_of(&mut con, "rlock.renewall"), 1, "refused before it ran");
 }

@@ -40,8 +40,9 @@ fn run(con: &mut Connection, args: &[&[u8]]) {
     let _: redis::Value = redis::cmd(std::str::from_utf8(args[0]).unwrap()).arg(&args[1..]).query(con).unwrap();
 }
 
-/// A mix of every write: acquire, reentry, renew, partial and full
-/// release, force release, on plain, hash-tagged and binary names.
+/// A mix of every write: acquire, reentry, renew (one lock and a batch),
+/// partial and full release, force release, on plain, hash-tagged and
+/// binary names.
 fn write_locks(con: &mut Connection) {
     for args in [
         &[b"RLOCK.ACQUIRE".as_slice(), b"held", b"uuid:1", b"600000"][..],
@@ -52,6 +53,8 @@ fn write_locks(con: &mut Connection) {
         &[b"RLOCK.RELEASE", b"reentered", b"uuid:2", b"300000"],
         &[b"RLOCK.ACQUIRE", b"{tag}renewed", b"uuid:3", b"1000"],
         &[b"RLOCK.RENEW", b"{tag}renewed", b"uuid:3", b"700000"],
+        &[b"RLOCK.ACQUIRE", b"{tag}batch", b"uuid:7", b"1000"],
+        &[b"RLOCK.RENEWALL", b"900000", b"{tag}batch", b"uuid:7", b"held", b"nobody", b"{tag}renewed", b"uuid:3"],
         &[b"RLOCK.ACQUIRE", b"bin\x00\xff", b"\x00owner\xff", b"800000"],
         &[b"RLOCK.ACQUIRE", b"released", b"uuid:4", b"600000"],
         &[b"RLOCK.RELEASE", b"released", b"uuid:4"],
@@ -67,7 +70,8 @@ fn write_locks(con: &mut Connection) {
     }
 }
 
-const KEYS: [&[u8]; 7] = [b"held", b"reentered", b"{tag}renewed", b"bin\x00\xff", b"released", b"forced", b"latched"];
+const KEYS: [&[u8]; 8] =
+    [b"held", b"reentered", b"{tag}renewed", b"{tag}batch", b"bin\x00\xff", b"released", b"forced", b"latched"];
 
 /// The unlock latches written: (lock name, request id).
 const LATCHES: [(&[u8], &[u8]); 2] = [(b"latched", b"req:1"), (b"latched", b"req:2")];
@@ -80,7 +84,7 @@ fn assert_expected_layout(snapshot: &Snapshot) {
     assert_eq!(fields(b"bin\x00\xff"), HashMap::from([(b"\x00owner\xff".to_vec(), b"1".to_vec())]));
     assert!(fields(b"released").is_empty() && fields(b"forced").is_empty() && fields(b"latched").is_empty());
     assert_eq!(locks[b"released".as_slice()].1, -2);
-    for key in [b"held".as_slice(), b"reentered", b"{tag}renewed", b"bin\x00\xff"] {
+    for key in [b"held".as_slice(), b"reentered", b"{tag}renewed", b"{tag}batch", b"bin\x00\xff"] {
         assert!(locks[key].1 > 0, "{key:?} has an absolute expiry");
     }
     let [(first, first_at), (second, second_at)] = &snapshot.latches[..] else { panic!("two latches") };

@@ -45,7 +45,7 @@ impl OwnerArgs {
 /// An optional `lease_ms` before keywords: a keyword where it may stand is
 /// left for the caller (a syntax error there, not a bad lease).
 pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
-    const KEYWORDS: [&[u8]; 4] = [b"ID", b"PX", b"WAIT", b"REPLY"];
+    const KEYWORDS: [&[u8]; 5] = [b"ID", b"PX", b"WAIT", b"REPLY", NO_REENTRY];
     // The argument's bytes are looked up once, for all the keywords; a
     // digit first (as every lease) is no keyword.
     let is_lease = |arg: &RedisString| {
@@ -144,11 +144,21 @@ pub fn parse_optional_ttl(mut args: impl Iterator<Item = RedisString>) -> Result
 /// `fixed` arguments come before it: the one command a release is
 /// announced with, as Redisson's scripts take it as an argument.
 pub fn take_via(args: &mut Args, fixed: usize) -> Result<Via, LockError> {
+    match take_release_via(args, fixed) {
+        Ok(Via::Nothing) | Err(_) => Err(LockError::Syntax("VIA takes PUBLISH or SPUBLISH")),
+        via => via,
+    }
+}
+
+/// [`take_via`] for a lock's release, which `VIA NONE` announces with
+/// nothing (as Redisson's spin lock's scripts do).
+pub fn take_release_via(args: &mut Args, fixed: usize) -> Result<Via, LockError> {
     Ok(match take_trailing(args, fixed, b"VIA") {
         None => Via::Default,
         Some(arg) if is_keyword(&arg, b"PUBLISH") => Via::Publish,
         Some(arg) if is_keyword(&arg, b"SPUBLISH") => Via::Spublish,
-        Some(_) => return Err(LockError::Syntax("VIA takes PUBLISH or SPUBLISH")),
+        Some(arg) if is_keyword(&arg, b"NONE") => Via::Nothing,
+        Some(_) => return Err(LockError::Syntax("VIA takes PUBLISH, SPUBLISH or NONE")),
     })
 }
 
@@ -266,6 +276,13 @@ fn parse_window_ms(arg: RedisString) -> Result<i64, LockError> {
 }
 
 pub const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
+/// `key owner [key owner ...]`, keys of a command with `Keys::Pairs`.
+pub const LOCK_OWNERS: Arg = Arg {
+    name: c"lock",
+    kind: ArgKind::Repeated(&[Arg { name: c"key", kind: ArgKind::Key, optional: false, token: None }, OWNER]),
+    optional: false,
+    token: None,
+};
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
 /// `key owner request_id`: what a cancel names (`RLOCK.CANCEL`,
 /// `RRW.CANCEL`).
@@ -279,6 +296,11 @@ pub fn parse_cancel(args: Args) -> Result<[RedisString; 3], RedisError> {
 /// A blocked acquire's request id (`RLOCK.CANCEL`, `RRW.CANCEL`).
 pub const REQUEST_ID: Arg = Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: None };
 
+/// `NOREENTRY`, the keyword of an acquire that refuses its owner's re-entry.
+pub const NO_REENTRY: &[u8] = b"NOREENTRY";
+/// `[NOREENTRY]`
+pub const NO_REENTRY_ARG: Arg =
+    Arg { name: c"noreentry", kind: ArgKind::PureToken, optional: true, token: Some(c"NOREENTRY") };
 /// `[WAIT wait_ms]`
 pub const WAIT_MS: Arg = Arg { name: c"wait_ms", kind: ArgKind::Integer, optional: true, token: Some(c"WAIT") };
 /// `[ID request_id [PX latch_ms]]`

@@ -10,7 +10,7 @@ use std::os::raw::c_int;
 use std::ptr;
 
 /// What Redis is told about one command. Its key is argument 1, unless
-/// it has none ([`KEYLESS`]).
+/// it has none ([`KEYLESS`]) or its command says otherwise ([`Keys`]).
 pub struct CommandInfo {
     pub name: &'static CStr,
     pub summary: &'static CStr,
@@ -40,6 +40,29 @@ pub enum ArgKind {
     PureToken,
     /// Arguments that come together, e.g. `[ID request_id [PX latch_ms]]`.
     Block(&'static [Arg]),
+    /// Arguments that come together, once or more (`key owner [key owner ...]`).
+    Repeated(&'static [Arg]),
+}
+
+/// Where a command's keys are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// One key, argument 1 (or none: [`KEYLESS`]), before the `args`.
+    First,
+    /// `arg key owner [key owner ...]`: every second argument from 2 on,
+    /// each under the `key_flags`; the `args` name them all.
+    Pairs,
+}
+
+impl Keys {
+    /// RM_CreateCommand's first key, last key and step.
+    pub fn legacy_range(self, keyless: bool) -> [c_int; 3] {
+        match self {
+            _ if keyless => [0; 3],
+            Keys::First => [1; 3],
+            Keys::Pairs => [2, -1, 2],
+        }
+    }
 }
 
 impl Arg {
@@ -57,18 +80,19 @@ const SINCE: &CStr = c"0.1.0";
 const COMPLEXITY: &CStr = c"O(1)";
 
 /// Sets the info of a command registered under `info.name`.
-pub fn set(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
+pub fn set(ctx: &Context, info: &CommandInfo, keys: Keys) -> Result<(), String> {
     let name = info.name.to_string_lossy();
     let command = unsafe { api!(RedisModule_GetCommand)(ctx.get_raw(), info.name.as_ptr()) };
     if command.is_null() {
         return Err(format!("{name} is not registered"));
     }
     // Both arrays end with an all-zero entry. Redis copies everything.
-    let mut key_specs = [key_spec(info.key_flags), unsafe { std::mem::zeroed() }];
+    let mut key_specs = [key_spec(info.key_flags, keys), unsafe { std::mem::zeroed() }];
     let keyless = info.key_flags == KEYLESS;
     let key = Arg { name: c"key", kind: ArgKind::Key, optional: false, token: None };
+    let leading_key = !keyless && keys == Keys::First;
     let mut arrays = Vec::new();
-    let args = arguments((!keyless).then_some(&key).into_iter().chain(info.args), &mut arrays);
+    let args = arguments(leading_key.then_some(&key).into_iter().chain(info.args), &mut arrays);
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -93,14 +117,18 @@ pub fn set(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
     }
 }
 
-/// The lock key: argument 1, one key.
-fn key_spec(flags: u32) -> raw::RedisModuleCommandKeySpec {
+/// The lock key, argument 1; or every second argument from 2 on.
+fn key_spec(flags: u32, keys: Keys) -> raw::RedisModuleCommandKeySpec {
     let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
     spec.flags = u64::from(flags);
     spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-    spec.bs.index.pos = 1;
     spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-    spec.fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
+    let (pos, lastkey, keystep) = match keys {
+        Keys::First => (1, 0, 1),
+        Keys::Pairs => (2, -1, 2),
+    };
+    spec.bs.index.pos = pos;
+    spec.fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey, keystep, limit: 0 };
     spec
 }
 
@@ -120,13 +148,16 @@ fn arguments<'a>(
                 ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
                 ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
                 ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
-                ArgKind::Block(subargs) => {
+                ArgKind::Block(subargs) | ArgKind::Repeated(subargs) => {
                     raw_arg.subargs = arguments(subargs.iter(), arrays);
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK
                 }
             };
             raw_arg.token = arg.token.map_or(ptr::null(), CStr::as_ptr);
             raw_arg.flags = if arg.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 };
+            if matches!(arg.kind, ArgKind::Repeated(_)) {
+                raw_arg.flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
+            }
             raw_arg
         })
         .collect();

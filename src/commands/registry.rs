@@ -24,15 +24,20 @@ pub struct Command {
     /// RM_CreateCommand flags, e.g. `write deny-oom fast`.
     pub flags: &'static CStr,
     pub info: CommandInfo,
+    pub keys: info::Keys,
 }
 
 #[distributed_slice]
 pub static COMMANDS: [Command];
 
 /// Declares a command: `command!(handler, c"flags", CommandInfo { .. });`
-/// where `handler` is `fn(&Context, Args) -> RedisResult`.
+/// where `handler` is `fn(&Context, Args) -> RedisResult`; its key is
+/// argument 1, unless a last `Keys` says otherwise.
 macro_rules! command {
     ($handler:path, $flags:expr, $info:expr $(,)?) => {
+        $crate::commands::registry::command!($handler, $flags, $info, $crate::commands::info::Keys::First);
+    };
+    ($handler:path, $flags:expr, $info:expr, $keys:expr $(,)?) => {
         #[linkme::distributed_slice($crate::commands::registry::COMMANDS)]
         static COMMAND: $crate::commands::registry::Command = $crate::commands::registry::Command {
             entry: {
@@ -47,6 +52,7 @@ macro_rules! command {
             },
             flags: $flags,
             info: $info,
+            keys: $keys,
         };
     };
 }
@@ -120,8 +126,7 @@ fn has_flag(flags: &CStr, flag: &str) -> bool {
     flags.to_str().is_ok_and(|flags| flags.split(' ').any(|each| each == flag))
 }
 
-/// Creates every command in [`COMMANDS`] and sets its info. The key is
-/// argument 1 of every command.
+/// Creates every command in [`COMMANDS`] and sets its info.
 pub fn register(ctx: &Context) -> Result<(), String> {
     COMMANDS.iter().try_for_each(|command| {
         let name = command.info.name;
@@ -129,21 +134,21 @@ pub fn register(ctx: &Context) -> Result<(), String> {
             // Its channel would be published on with no ACL check.
             return Err(format!("{} takes CHANNEL without getchannels-api", name.to_string_lossy()));
         }
-        let key = i32::from(command.info.key_flags != info::KEYLESS);
+        let [first, last, step] = command.keys.legacy_range(command.info.key_flags == info::KEYLESS);
         let created = unsafe {
             api!(RedisModule_CreateCommand)(
                 ctx.get_raw(),
                 name.as_ptr(),
                 Some(command.entry),
                 command.flags.as_ptr(),
-                key,
-                key,
-                key,
+                first,
+                last,
+                step,
             )
         };
         if created != raw::REDISMODULE_OK as c_int {
             return Err(format!("cannot create the command {}", name.to_string_lossy()));
         }
-        info::set(ctx, &command.info)
+        info::set(ctx, &command.info, command.keys)
     })
 }

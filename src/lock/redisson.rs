@@ -9,7 +9,7 @@ use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, 
 #[linkme::distributed_slice(FAMILIES)]
 static LOCK: Family = Family::new("lock", &SCRIPTS);
 
-const SCRIPTS: [Known; 8] = [
+const SCRIPTS: [Known; 13] = [
     // RedissonLock.tryLockInnerAsync, 3.19.0 .. 4.7.0
     Known { sha1: "149c5a8bf18676fd99e9e6e24923bd64d9b62f94", len: 234, rewrite: acquire },
     // RedissonLock.tryLockInnerAsync, 3.12.3 .. 3.18.1; RedissonSpinLock.tryLockInnerAsync, 3.15.0 .. 4.7.0
@@ -26,13 +26,21 @@ const SCRIPTS: [Known; 8] = [
     Known { sha1: "7e9c80b3d786b95d5d4aaf8fd73adb9775fa6fb1", len: 109, rewrite: force_release_plain },
     // RedissonLock.renewExpirationAsync, 3.10.0 .. 3.14.1; RedissonBaseLock.renewExpirationAsync, 3.15.0 .. 3.43.0
     Known { sha1: "8e19a1ddbdee9138df9f32a480c57addab4353d1", len: 120, rewrite: renew },
+    // renewal/LockTask.renew, 3.44.0 .. 4.1.0; renewal/LockTask.buildChunk, 4.2.0 .. 4.7.0
+    Known { sha1: "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635", len: 220, rewrite: renew_all },
+    // RedissonSpinLock.unlockInnerAsync, 3.24.0 .. 4.7.0
+    Known { sha1: "73ac2729af29ea9a975f95e8097f7ee9a74cce3d", len: 432, rewrite: spin_release },
+    // RedissonSpinLock.unlockInnerAsync, 3.15.0 .. 3.23.5
+    Known { sha1: "5b9e58d1bcb8498e14aa1d5b49a1ca5b90748946", len: 264, rewrite: spin_release_plain },
+    // RedissonSpinLock.forceUnlockAsync, 3.15.0 .. 4.7.0
+    Known { sha1: "51b433c3cc9a6ca991b3aefec63d23490c246318", len: 68, rewrite: spin_force_release },
+    // RedissonNonReentrantLock.tryLockInnerAsync, 4.4.0 .. 4.7.0
+    Known { sha1: "3daa7be6cf69d9309ad990442e83bf25094f9b22", len: 273, rewrite: acquire_non_reentrant },
 ];
 
 // Left to Lua (README, "Redisson's scripts, natively"): the acquire of 3.10.0 ..
-// 3.12.2 (its first hold is an `hset`, announced as such), the unlock of
-// 3.10.0 .. 3.10.5 (it publishes for a lock already gone), the batch
-// renewals of 3.44+ (up to 100 locks in one call), and the spin lock's
-// unlock and force unlock (they publish nothing).
+// 3.12.2 (its first hold is an `hset`, announced as such) and the unlock of
+// 3.10.0 .. 3.10.5 (it publishes for a lock already gone).
 
 /// KEYS name; ARGV lease, owner.
 fn acquire(call: &Call) -> Option<Rewrite> {
@@ -46,6 +54,51 @@ fn renew(call: &Call) -> Option<Rewrite> {
     let ([name], [lease, owner]) = (call.keys, call.argv) else { return None };
     is_time(lease, parse_lease_ms)
         .then(|| Rewrite { argv: native(&[b"RLOCK.RENEW", name, owner, lease]), channel: None })
+}
+
+/// KEYS name; ARGV lease, owner, the error a re-entry replies (Redisson's
+/// own, which the native command replies).
+fn acquire_non_reentrant(call: &Call) -> Option<Rewrite> {
+    let ([name], [lease, owner, error]) = (call.keys, call.argv) else { return None };
+    (is_time(lease, parse_lease_ms) && error == b"NON_REENTRANT_REACQUIRE")
+        .then(|| Rewrite { argv: native(&[b"RLOCK.ACQUIRE", name, owner, lease, b"NOREENTRY"]), channel: None })
+}
+
+/// KEYS lock names; ARGV lease, then each lock's owner.
+fn renew_all(call: &Call) -> Option<Rewrite> {
+    let (lease, owners) = call.argv.split_first()?;
+    if owners.len() != call.keys.len() || !is_time(lease, parse_lease_ms) {
+        return None;
+    }
+    // Every key is declared to Redis, which refuses keys of several slots
+    // in a cluster as it refuses the script's.
+    let pairs = call.keys.iter().zip(owners).flat_map(|(name, owner)| [name, owner]);
+    let argv = [&b"RLOCK.RENEWALL"[..], lease].iter().chain(pairs).map(|arg| arg.to_vec()).collect();
+    Some(Rewrite { argv, channel: None })
+}
+
+/// KEYS name, latch; ARGV lease, owner, latch px (nothing published).
+fn spin_release(call: &Call) -> Option<Rewrite> {
+    let ([name, latch], [lease, owner, latch_ms]) = (call.keys, call.argv) else { return None };
+    if !(is_time(lease, parse_lease_ms) && is_time(latch_ms, parse_latch_ms) && call.same_slot(name, latch)) {
+        return None;
+    }
+    let request_id = latch_request_id(name, latch)?;
+    let argv = native(&[b"RLOCK.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms, b"VIA", b"NONE"]);
+    Some(Rewrite { argv, channel: None })
+}
+
+/// KEYS name; ARGV lease, owner (nothing published).
+fn spin_release_plain(call: &Call) -> Option<Rewrite> {
+    let ([name], [lease, owner]) = (call.keys, call.argv) else { return None };
+    is_time(lease, parse_lease_ms)
+        .then(|| Rewrite { argv: native(&[b"RLOCK.RELEASE", name, owner, lease, b"VIA", b"NONE"]), channel: None })
+}
+
+/// KEYS name: whatever it holds is deleted, nothing published.
+fn spin_force_release(call: &Call) -> Option<Rewrite> {
+    let ([name], []) = (call.keys, call.argv) else { return None };
+    Some(Rewrite { argv: native(&[b"RLOCK.FORCERELEASE", name, b"VIA", b"NONE"]), channel: None })
 }
 
 /// KEYS name, channel; ARGV message, lease, owner (`publish` in the text).

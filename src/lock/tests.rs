@@ -346,3 +346,18 @@ fn expiry_arithmetic_never_overflows() {
     let mut past = hash(&[("a", "1")], Some(i64::MIN));
     assert_eq!(with_lock(&mut past, |store| status(store, None, NOW)).map(|s| s.pttl_ms), Ok(0));
 }
+
+#[test]
+fn holds_checks_the_type_as_a_renewal_does() {
+    let cases: [(MemoryKeyspace, Result<bool, LockError>); 5] = [
+        (missing(), Ok(false)),
+        (held("a", "2", 500), Ok(true)),
+        (held("b", "1", 500), Ok(false)),
+        (hash(&[("a", "x")], None), Err(LockError::NotALock)),
+        (string_key(), Err(LockError::WrongType)),
+    ];
+    for (mut keys, expected) in cases {
+        assert_eq!(with_lock(&mut keys, |store| holds(store, b"a".as_slice())), expected);
+        assert!(keys.effects.is_empty(), "a check writes nothing");
+    }
+}

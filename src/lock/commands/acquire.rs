@@ -1,5 +1,6 @@
 use crate::commands::args::{
-    parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
+    is_keyword, parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, NO_REENTRY, NO_REENTRY_ARG, OWNER,
+    REPLY_FULL, REQUEST, WAIT_MS,
 };
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
@@ -15,9 +16,12 @@ use crate::term;
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
-/// `RLOCK.ACQUIRE key owner [lease_ms] [WAIT wait_ms] [ID request_id [PX
-/// window_ms]] [REPLY FULL]`: nil when acquired or re-entered, else the
-/// current holder's PTTL.
+/// `RLOCK.ACQUIRE key owner [lease_ms] [NOREENTRY] [WAIT wait_ms] [ID
+/// request_id [PX window_ms]] [REPLY FULL]`: nil when acquired or
+/// re-entered, else the current holder's PTTL.
+/// - `NOREENTRY`: an owner that holds the lock already is refused with an
+///   error (Redisson's non-reentrant lock); not with `ID`, whose resend
+///   must reply its grant again.
 /// - `WAIT`: a refused caller blocks until the lock is granted to it
 ///   (nil), in arrival order, or `wait_ms` passes (the PTTL); inside MULTI
 ///   or a script, and on a replica, it does not block.
@@ -31,11 +35,18 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let lease_ms = parse_optional_lease(&mut args)?;
+    let no_reentry = args.next_if(|arg| is_keyword(arg, NO_REENTRY)).is_some();
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
+    if no_reentry && request.is_some() {
+        return Err(LockError::Syntax("NOREENTRY takes no ID").into());
+    }
     let now = now_ms();
     let clock = (now, term::delay());
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
     let mut key = RedisLock::open(ctx, &name);
+    if no_reentry && lock::holds(&key, &owner)? {
+        return Err(LockError::NonReentrant.into());
+    }
     let once = match &request {
         None => Once::Ran(lock::acquire(&mut key, &owner, lease_ms, clock)?),
         Some(request) => {
@@ -120,9 +131,9 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rlock.acquire",
-        summary: c"Takes the lock for owner, or re-enters it (nil); else the holder's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
+        summary: c"Takes the lock for owner, or re-enters it (nil); else the holder's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. NOREENTRY refuses the owner's re-entry with an error; ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, WAIT_MS, REQUEST, REPLY_FULL],
+        args: &[OWNER, LEASE_MS, NO_REENTRY_ARG, WAIT_MS, REQUEST, REPLY_FULL],
     },
 );

@@ -1,4 +1,4 @@
-use crate::commands::args::{take_via, Args, VIA};
+use crate::commands::args::{take_release_via, Args, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::handoff::blocking;
@@ -9,11 +9,12 @@ use crate::store::{RedisLock, Via};
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisValue};
 
-/// `RLOCK.FORCERELEASE key [VIA PUBLISH|SPUBLISH]`: 1 when a lock was
+/// `RLOCK.FORCERELEASE key [VIA PUBLISH|SPUBLISH|NONE]`: 1 when a lock was
 /// deleted, 0 when there was none. With `VIA` it is Redisson's script:
-/// whatever the key holds is deleted, and announced with that command.
+/// whatever the key holds is deleted, and announced with that command
+/// (`NONE`: with nothing, as the spin lock's script).
 pub fn force_release(ctx: &Context, mut args: Args) -> RedisResult {
-    let via = take_via(&mut args, 2)?;
+    let via = take_release_via(&mut args, 2)?;
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;

@@ -6,6 +6,7 @@ mod cancel;
 mod force_release;
 mod release;
 pub(crate) mod renew;
+mod renew_all;
 mod status;
 
 crate::stats::kind_stats!(STATS, "plain");

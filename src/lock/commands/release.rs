@@ -1,4 +1,4 @@
-use crate::commands::args::{parse_latch, parse_optional_lease, take_via, Args, LATCH, LEASE_MS, OWNER, VIA};
+use crate::commands::args::{parse_latch, parse_optional_lease, take_release_via, Args, LATCH, LEASE_MS, OWNER, VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply;
@@ -10,12 +10,13 @@ use redis_module::raw;
 use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString};
 
 /// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]
-/// [VIA PUBLISH|SPUBLISH]`: nil
+/// [VIA PUBLISH|SPUBLISH|NONE]`: nil
 /// when `owner` does not hold the lock, 0 when one reentry level was
 /// released, 1 when fully released. With `ID`, the reply is recorded in
 /// Redisson's unlock latch key for `latch_ms`, and a release with the same
 /// request id replies it again and changes nothing. `VIA` announces a
-/// full release with that one command, as Redisson's script does.
+/// full release with that one command, as Redisson's script does (`NONE`:
+/// with nothing, as the spin lock's).
 pub fn release(ctx: &Context, args: Args) -> RedisResult {
     let ReleaseArgs { name, owner, lease_ms, latch, via } = ReleaseArgs::parse(args)?;
     let mut key = RedisLock::open(ctx, &name).via(via);
@@ -46,7 +47,7 @@ impl ReleaseArgs {
     /// `lease_ms` is digits only, so it cannot be mistaken for `ID`;
     /// keywords are case-insensitive.
     fn parse(mut args: Args) -> Result<Self, RedisError> {
-        let via = take_via(&mut args, 3)?;
+        let via = take_release_via(&mut args, 3)?;
         let mut args = args.into_iter().skip(1).peekable();
         let name = args.next_arg()?;
         let owner = args.next_arg()?;

@@ -142,3 +142,76 @@ fn older_texts_become_the_same_commands() {
         assert_eq!(rewritten(call, false).map(|r| r.argv), expected, "{call:?}");
     }
 }
+
+const RENEW_ALL: &[u8] = b"6a3d31570dc6f4b0bd32bcdc8e75667747c6f635";
+const SPIN_RELEASE: &[u8] = b"73ac2729af29ea9a975f95e8097f7ee9a74cce3d";
+const SPIN_RELEASE_3_15: &[u8] = b"5b9e58d1bcb8498e14aa1d5b49a1ca5b90748946";
+const SPIN_FORCE: &[u8] = b"51b433c3cc9a6ca991b3aefec63d23490c246318";
+const NON_REENTRANT: &[u8] = b"3daa7be6cf69d9309ad990442e83bf25094f9b22";
+
+#[test]
+fn the_batch_renewal_becomes_one_rlock_renewall_of_every_lock_with_its_owner() {
+    let cases: &[Case] = &[
+        (&[b"EVALSHA", RENEW_ALL, b"1", b"n", b"30000", b"u:1"], Some(&["RLOCK.RENEWALL", "30000", "n", "u:1"])),
+        (
+            &[b"EVALSHA", RENEW_ALL, b"3", b"a", b"b", b"a", b"30000", b"u:1", b"u:2", b"u:3"],
+            Some(&["RLOCK.RENEWALL", "30000", "a", "u:1", "b", "u:2", "a", "u:3"]),
+        ),
+        // Lua would fail on a missing owner, and ignore one too many.
+        (&[b"EVALSHA", RENEW_ALL, b"2", b"a", b"b", b"30000", b"u:1"], None),
+        (&[b"EVALSHA", RENEW_ALL, b"1", b"a", b"30000", b"u:1", b"u:2"], None),
+        (&[b"EVALSHA", RENEW_ALL, b"1", b"a", b"0", b"u:1"], None),
+        (&[b"EVALSHA", RENEW_ALL, b"1", b"a", b"030000", b"u:1"], None),
+        (&[b"EVALSHA", RENEW_ALL, b"0", b"30000"], None),
+    ];
+    for (call, expected) in cases {
+        let expected = expected.map(argv);
+        assert_eq!(rewritten(call, false).map(|r| r.argv), expected, "{call:?}");
+    }
+    // Keys of several slots are Redis's to refuse, as it refuses the script's.
+    let call: &[&[u8]] = &[b"EVALSHA", RENEW_ALL, b"2", b"a", b"b", b"30000", b"u:1", b"u:2"];
+    assert_eq!(rewritten(call, true).unwrap().channel, None);
+}
+
+#[test]
+fn the_spin_locks_unlocks_publish_nothing() {
+    let cases: &[Case] = &[
+        (
+            &[b"EVALSHA", SPIN_RELEASE, b"2", b"n", LATCH, b"30000", b"u:1", b"13500"],
+            Some(&["RLOCK.RELEASE", "n", "u:1", "30000", "ID", "0123abcd", "PX", "13500", "VIA", "NONE"]),
+        ),
+        (&[b"EVALSHA", SPIN_RELEASE, b"2", b"n", b"redisson_unlock_latch:{m}:0123", b"30000", b"u:1", b"13500"], None),
+        (&[b"EVALSHA", SPIN_RELEASE, b"2", b"n", LATCH, b"30000", b"u:1", b"0"], None),
+        (
+            &[b"EVALSHA", SPIN_RELEASE_3_15, b"1", b"n", b"30000", b"u:1"],
+            Some(&["RLOCK.RELEASE", "n", "u:1", "30000", "VIA", "NONE"]),
+        ),
+        (&[b"EVALSHA", SPIN_RELEASE_3_15, b"1", b"n", b"-1", b"u:1"], None),
+        (&[b"EVALSHA", SPIN_FORCE, b"1", b"n"], Some(&["RLOCK.FORCERELEASE", "n", "VIA", "NONE"])),
+        (&[b"EVALSHA", SPIN_FORCE, b"1", b"n", b"0"], None),
+    ];
+    for (call, expected) in cases {
+        let rewrite = rewritten(call, false);
+        assert!(rewrite.as_ref().is_none_or(|rewrite| rewrite.channel.is_none()), "{call:?} publishes nothing");
+        assert_eq!(rewrite.map(|r| r.argv), expected.map(argv), "{call:?}");
+    }
+    let odd: &[&[u8]] = &[b"EVALSHA", SPIN_RELEASE, b"2", b"{}x", b"redisson_unlock_latch:{}x:r", b"1", b"u", b"1"];
+    assert!(rewritten(odd, false).is_some());
+    assert_eq!(rewritten(odd, true), None, "cross-slot in a cluster stays with Lua");
+}
+
+#[test]
+fn the_non_reentrant_acquire_refuses_reentry_with_redissons_error() {
+    let cases: &[Case] = &[
+        (
+            &[b"EVALSHA", NON_REENTRANT, b"1", b"n", b"30000", b"u:1", b"NON_REENTRANT_REACQUIRE"],
+            Some(&["RLOCK.ACQUIRE", "n", "u:1", "30000", "NOREENTRY"]),
+        ),
+        (&[b"EVALSHA", NON_REENTRANT, b"1", b"n", b"30000", b"u:1", b"OTHER_ERROR"], None),
+        (&[b"EVALSHA", NON_REENTRANT, b"1", b"n", b"0", b"u:1", b"NON_REENTRANT_REACQUIRE"], None),
+        (&[b"EVALSHA", NON_REENTRANT, b"1", b"n", b"30000", b"u:1"], None),
+    ];
+    for (call, expected) in cases {
+        assert_eq!(rewritten(call, false).map(|r| r.argv), expected.map(argv), "{call:?}");
+    }
+}

@@ -1,12 +1,17 @@
 package rlock.interop;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
 
 /**
  * Which way Redisson's RLock scripts ran: natively (the module's command
@@ -38,5 +43,151 @@ class NativeModeTest extends RedissonTest {
         } else {
             assertEquals(0, ran, "with redisson-scripts off, Redisson's scripts run as Lua");
         }
+    }
+
+    /** The calls of {@code command} the server ran (INFO commandstats), 0 when none. */
+    private long commandCalls(String command) {
+        try (Resp resp = server.resp()) {
+            String stats = (String) resp.cmd("INFO", "commandstats");
+            String prefix = "cmdstat_" + command + ":calls=";
+            return stats.lines().filter(line -> line.startsWith(prefix))
+                    .mapToLong(line -> Long.parseLong(line.substring(prefix.length()).split(",")[0]))
+                    .findFirst().orElse(0);
+        }
+    }
+
+    /** {@code calls} RLock-family calls ran natively since {@code before}; none in Lua mode. */
+    private void assertRanNatively(long before, long calls, String what) {
+        long ran = nativeLockCalls() - before;
+        if (RlockServer.mode().equals("native")) {
+            assertEquals(calls, ran, "Redisson " + version() + "'s " + what + " ran natively");
+        } else {
+            assertEquals(0, ran, "with redisson-scripts off, Redisson's scripts run as Lua");
+        }
+    }
+
+    /** A lock kind that not every tested Redisson has: looked up by name, so that this compiles with all. */
+    private RLock lockOfKind(String getter, String name) throws Exception {
+        return (RLock) RedissonClient.class.getMethod(getter, String.class).invoke(redisson, name);
+    }
+
+    @Test
+    void theSpinLocksScriptsRunTheWayTheModeSays(TestInfo info) throws Exception {
+        assumeTrue(atLeast(3, 15), "RSpinLock is 3.15+");
+        long before = nativeLockCalls();
+        RLock lock = lockOfKind("getSpinLock", name(info, "spin"));
+        lock.lock(30, TimeUnit.SECONDS);
+        lock.lock(30, TimeUnit.SECONDS);
+        lock.unlock();
+        assertTrue(lock.isHeldByCurrentThread(), "held once more");
+        lock.unlock();
+        assertFalse(lock.isLocked());
+        lock.lock(30, TimeUnit.SECONDS);
+        assertTrue(lock.forceUnlock());
+        assertFalse(lock.isLocked());
+        // Three acquires, two unlocks, a force unlock (isLocked and isHeldByCurrentThread are no scripts).
+        assertRanNatively(before, 6, "spin lock scripts");
+    }
+
+    @Test
+    void theNonReentrantLocksTryLockRunsTheWayTheModeSays(TestInfo info) throws Exception {
+        assumeTrue(atLeast(4, 4), "the non-reentrant lock is 4.4+");
+        long before = nativeLockCalls();
+        RLock lock = lockOfKind("getNonReentrantLock", name(info, "non-reentrant"));
+        assertTrue(lock.tryLock(0, 30, TimeUnit.SECONDS));
+        assertThrows(IllegalMonitorStateException.class, () -> lock.tryLock(0, 30, TimeUnit.SECONDS),
+                "Redisson's own error, natively too");
+        assertEquals(1, lock.getHoldCount(), "not re-entered");
+        boolean otherTook = CompletableFuture.supplyAsync(() -> {
+            try {
+                return lock.tryLock(0, 30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }).get(10, TimeUnit.SECONDS);
+        assertFalse(otherTook, "another thread is refused");
+        lock.unlock();
+        assertFalse(lock.isLocked());
+        // Three tryLocks and the unlock.
+        assertRanNatively(before, 4, "non-reentrant lock scripts");
+    }
+
+    /**
+     * The watchdog (lockWatchdogTimeout 1500 ms: a renewal every 500 ms) keeps
+     * a lock taken without a lease: from 3.44 with LockTask's batch renewal,
+     * natively RLOCK.RENEWALL; before, RLOCK.RENEW.
+     */
+    @Test
+    void theWatchdogsRenewalRunsTheWayTheModeSays(TestInfo info) throws Exception {
+        String command = atLeast(3, 44) ? "rlock.renewall" : "rlock.renew";
+        long renewalsBefore = commandCalls(command);
+        String name = name(info, "watched");
+        RLock lock = redisson.getLock(name);
+        lock.lock();
+        awaitRenewals(name, 2);
+        long renewals = commandCalls(command) - renewalsBefore;
+        lock.unlock();
+        if (RlockServer.mode().equals("native")) {
+            assertTrue(renewals >= 2, "Redisson " + version() + "'s watchdog renewed as " + command + ": " + renewals);
+        } else {
+            assertEquals(0, renewals, "with redisson-scripts off, the watchdog's script runs as Lua");
+        }
+    }
+
+    /** Waits until the watchdog renewed {@code name} {@code count} times (its PTTL went back up), the lock kept. */
+    private void awaitRenewals(String name, int count) throws InterruptedException {
+        try (Resp resp = server.resp()) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long last = (Long) resp.cmd("PTTL", name);
+            int renewals = 0;
+            while (renewals < count) {
+                assertTrue(System.nanoTime() < deadline, "the watchdog renewed " + renewals + " times in 10 s");
+                long pttl = (Long) resp.cmd("PTTL", name);
+                assertTrue(pttl > 0, "the lock is kept: PTTL " + pttl);
+                renewals += pttl > last ? 1 : 0;
+                last = pttl;
+                Thread.sleep(20);
+            }
+        }
+    }
+
+    /** INFO errorstats' count of {@code code} errors, 0 when none. */
+    private long errors(String code) {
+        try (Resp resp = server.resp()) {
+            String stats = (String) resp.cmd("INFO", "errorstats");
+            String prefix = "errorstat_" + code + ":count=";
+            return stats.lines().filter(line -> line.startsWith(prefix))
+                    .mapToLong(line -> Long.parseLong(line.substring(prefix.length()).trim()))
+                    .findFirst().orElse(0);
+        }
+    }
+
+    /**
+     * A watched lock's key overwritten with a string: the batch renewal fails
+     * (natively renewing none of its locks, as Lua renews those before that
+     * key; docs/redisson.md, Errors), Redisson logs it, and its watchdog goes
+     * on renewing once the key is gone.
+     */
+    @Test
+    void theWatchdogGoesOnAfterARenewalRefusedForAKeyOfAnotherType(TestInfo info) throws Exception {
+        String clobbered = name(info, "clobbered");
+        RLock lock = redisson.getLock(clobbered);
+        lock.lock();
+        long before = errors("WRONGTYPE");
+        try (Resp resp = server.resp()) {
+            resp.cmd("SET", clobbered, "somebody else's");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (errors("WRONGTYPE") == before) {
+                assertTrue(System.nanoTime() < deadline, "no renewal refused in 10 s");
+                Thread.sleep(20);
+            }
+            resp.cmd("DEL", clobbered);
+        }
+        String name = name(info, "watched");
+        RLock next = redisson.getLock(name);
+        next.lock();
+        awaitRenewals(name, 2);
+        next.unlock();
+        assertFalse(next.isLocked());
     }
 }
