@@ -164,12 +164,8 @@ const LOCK_FAMILY_4_7: [&str; 13] = [
 
 /// The lock family's 4.7.0 texts that still run as Lua, each with why
 /// (docs/redisson.md, "Left to Lua" says the same).
-const STAYS_LUA_4_7: [(&str, &str); 7] = [
-    ("51b433c3", "the spin lock's unlock publishes nothing; no native release without a message yet"),
-    ("73ac2729", "the spin lock's force unlock publishes nothing; no native force release without a message yet"),
-    ("3daa7be6", "the non-reentrant lock's tryLock: no native form yet"),
+const STAYS_LUA_4_7: [(&str, &str); 3] = [
     ("8ad44f1b", "the read lock's isLocked: no native form yet"),
-    ("6a3d3157", "the watchdog's batch renewal (LockTask): no native batch renewal yet"),
     ("38d2b478", "the read lock's batch renewal (ReadLockTask): no native batch renewal yet"),
     ("935362a3", "the fast multi-lock's renewal (FastMultilockTask): no native form yet"),
 ];
