@@ -44,7 +44,8 @@ impl Fair {
     fn acquire(&mut self, after_ms: i64, owner: &str) -> Acquire {
         self.at(after_ms);
         let (lock, now, delay) = (&self.lock, self.now, self.delay());
-        lock.acquire(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, Some(WAIT)), (now, delay)).unwrap()
+        lock.acquire(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, Some(Wait::native(WAIT))), (now, delay))
+            .unwrap()
     }
 
     fn release(&mut self, after_ms: i64, owner: &str) -> Release {
