@@ -227,7 +227,8 @@ impl FairLock {
     /// `RFAIR.CANCEL`: Redisson's give-up. Waiters after the owner move up
     /// by `wait_ms`; when the owner was the head of a free lock, the new
     /// head is told, and its turn starts now (Redisson leaves it to find
-    /// out at its next poll). Replies whether it told a head.
+    /// out at its next poll). Replies what the server's look must follow
+    /// (`HeadTold` only when it told a head).
     pub fn cancel<K: Keyspace>(
         &self,
         keys: &mut K,

@@ -13,51 +13,37 @@
 //! - no hint is below 1 ms.
 
 use super::queue::Waiters;
+use super::turn_tests::{Fair, T0};
 use super::*;
 use crate::keyspace::memory::MemoryKeyspace as Keys;
 use std::collections::HashSet;
 use testkit::Rng;
 
-const T0: i64 = 1_000_000;
 const Q: (&[u8], &[u8]) = (b"redisson_lock_queue:{f}", b"redisson_lock_timeout:{f}");
 
 /// The server: the keys and its memory of the lock, as `handoff.rs`
 /// keeps it (the waits, the head told, the timer, whether it watches).
 struct Server {
-    lock: FairLock,
-    keys: Keys,
-    waits: Waits,
-    told: Option<Vec<u8>>,
+    fair: Fair,
     head_told: bool,
     timer: Option<i64>,
     watched: bool,
-    now: i64,
     /// Owners told their turn since the lock last went to someone.
     told_since_grant: HashSet<Vec<u8>>,
 }
 
 impl Server {
     fn new() -> Self {
-        Self {
-            lock: FairLock::new(b"f"),
-            keys: Keys::default(),
-            waits: Waits::default(),
-            told: None,
-            head_told: false,
-            timer: None,
-            watched: false,
-            now: T0,
-            told_since_grant: HashSet::new(),
-        }
+        Self { fair: Fair::new(), head_told: false, timer: None, watched: false, told_since_grant: HashSet::new() }
     }
 
     /// Runs one command, then what `Session::close` does after it.
     fn command<T>(&mut self, run: impl FnOnce(&FairLock, &mut Keys, &mut Waits, i64) -> (T, Change)) -> T {
-        self.keys = self.keys.next_command(self.now);
-        let (outcome, change) = run(&self.lock, &mut self.keys, &mut self.waits, self.now);
+        self.fair.keys = self.fair.keys.next_command(self.fair.now);
+        let (outcome, change) = run(&self.fair.lock, &mut self.fair.keys, &mut self.fair.waits, self.fair.now);
         self.note_messages();
         let unwatched = matches!(change, Change::None | Change::Lease);
-        if !(unwatched && self.waits.is_empty() && !self.watched) {
+        if !(unwatched && self.fair.waits.is_empty() && !self.watched) {
             self.watched = true;
             self.head_told = change == Change::HeadTold;
             match change {
@@ -70,33 +56,37 @@ impl Server {
 
     /// `look_with` and `settle`: the server's look, its timer armed anew.
     fn look(&mut self) {
-        self.keys = self.keys.next_command(self.now);
+        self.fair.keys = self.fair.keys.next_command(self.fair.now);
         let told = match std::mem::take(&mut self.head_told) {
             true => Told::Head,
-            false => Told::Owner(self.told.as_deref()),
+            false => Told::Owner(self.fair.told.as_deref()),
         };
-        let tick = self.lock.tick(&mut self.keys, &mut self.waits, (&[], told), (self.now, Delay::OVER)).unwrap();
+        let tick = self
+            .fair
+            .lock
+            .tick(&mut self.fair.keys, &mut self.fair.waits, (&[], told), (self.fair.now, Delay::OVER))
+            .unwrap();
         self.note_messages();
-        self.told = tick.told;
+        self.fair.told = tick.told;
         self.timer = match (tick.next_at, self.timer) {
             (Some(at), Some(armed)) => Some(at.min(armed)),
             (at, _) => at,
         };
         if !tick.queued {
-            self.waits = Waits::default();
+            self.fair.waits = Waits::default();
         }
         self.forget_if_idle();
     }
 
     fn forget_if_idle(&mut self) {
-        if self.waits.is_empty() && self.timer.is_none() && self.told.is_none() {
+        if self.fair.waits.is_empty() && self.timer.is_none() && self.fair.told.is_none() {
             self.watched = false;
         }
     }
 
     fn note_messages(&mut self) {
         let prefix = "PUBLISH redisson_lock__channel:{f}:";
-        for effect in &self.keys.effects {
+        for effect in &self.fair.keys.effects {
             if let Some(owner) = effect.strip_prefix(prefix).and_then(|rest| rest.strip_suffix(" 0")) {
                 self.told_since_grant.insert(owner.as_bytes().to_vec());
             }
@@ -104,13 +94,13 @@ impl Server {
     }
 
     fn free(&self) -> bool {
-        !self.keys.next_command(self.now).keys.contains_key(b"f".as_slice())
+        !self.fair.keys.next_command(self.fair.now).keys.contains_key(b"f".as_slice())
     }
 
     /// The live head, as the next command would see it.
     fn head(&self) -> Option<Vec<u8>> {
-        let mut keys = self.keys.next_command(self.now);
-        let waiters = Waiters::read(&mut keys, Q, &self.waits, self.now).unwrap();
+        let mut keys = self.fair.keys.next_command(self.fair.now);
+        let waiters = Waiters::read(&mut keys, Q, &self.fair.waits, self.fair.now).unwrap();
         waiters.head().map(<[u8]>::to_vec)
     }
 }
@@ -169,14 +159,15 @@ fn run(seed: u64) {
     let mut server = Server::new();
     let mut waiters = waiters(&mut rng);
     let mut granted: Vec<Vec<u8>> = Vec::new();
-    let context = |server: &Server, what: &str| format!("seed {seed}, at +{} ms: {what}", server.now - T0);
+    let context = |server: &Server, what: &str| format!("seed {seed}, at +{} ms: {what}", server.fair.now - T0);
     for _ in 0..20_000 {
         let next_call = waiters.iter().filter_map(|w| w.next_at.into_iter().chain(w.releases_at).min()).min();
         // The moment a lease runs out is looked at too.
-        let lease_end = server.keys.keys.get(b"f".as_slice()).and_then(|(_, at)| *at).filter(|at| *at > server.now);
+        let lease_end =
+            server.fair.keys.keys.get(b"f".as_slice()).and_then(|(_, at)| *at).filter(|at| *at > server.fair.now);
         let Some(now) = [server.timer, next_call, lease_end].into_iter().flatten().min() else { break };
-        assert!(now > server.now || server.now == T0, "{}", context(&server, "time stands still"));
-        server.now = now;
+        assert!(now > server.fair.now || server.fair.now == T0, "{}", context(&server, "time stands still"));
+        server.fair.now = now;
         check_told(&server, &context);
         if server.timer.is_some_and(|at| at <= now) {
             server.timer = None;
@@ -244,7 +235,7 @@ fn run(seed: u64) {
 /// The head of a free lock was told, or the server's look is due.
 fn check_told(server: &Server, context: &impl Fn(&Server, &str) -> String) {
     if let (true, Some(head)) = (server.free(), server.head()) {
-        let told = server.told_since_grant.contains(&head) || server.timer.is_some_and(|at| at <= server.now + 1);
+        let told = server.told_since_grant.contains(&head) || server.timer.is_some_and(|at| at <= server.fair.now + 1);
         assert!(told, "{}", context(server, &format!("{} heads a free lock, untold", String::from_utf8_lossy(&head))));
     }
 }
