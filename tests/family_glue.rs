@@ -163,16 +163,18 @@ fn bad_input_is_refused_and_changes_nothing() {
     let _: () = redis::cmd("HSET").arg("plainhash").arg("f").arg("v").query(&mut con).unwrap();
     let _: () = redis::cmd("SET").arg("redisson_lock_queue:{q}").arg("x").query(&mut con).unwrap();
     let before = dump(&mut con);
-    const FAIR_SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms], \
-        then ID request_id [PX window_ms], then REPLY FULL";
+    const FAIR_SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms] \
+        [REDISSON PTTL|AHEAD], then ID request_id [PX window_ms], then REPLY FULL";
     const BLOCK_INVALID: &str = "ERR block_ms must be a positive integer of at most 31536000000 (365 days)";
-    let cases: [(&[&str], &str); 18] = [
+    let cases: [(&[&str], &str); 20] = [
         (&["RFAIR.ACQUIRE", "fair", "u:9", "0"], "ERR lease_ms must be a positive integer"),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT"], FAIR_SYNTAX),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "-1"], "ERR wait_ms must be a positive integer"),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "NOWAIT"], FAIR_SYNTAX),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "BLOCK", "10"], FAIR_SYNTAX),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK"], FAIR_SYNTAX),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "REDISSON"], FAIR_SYNTAX),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "REDISSON", "SOON"], FAIR_SYNTAX),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK", "0"], BLOCK_INVALID),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK", "5", "x"], FAIR_SYNTAX),
         (&["RFAIR.ACQUIRE", "text", "u:9"], "WRONGTYPE Operation against a key holding the wrong kind of value"),

@@ -12,6 +12,7 @@
 //! call into Redis.
 
 use super::waiter::{BlockedCall, Waiter};
+pub use super::Change;
 use super::{Blocked, FairLock, Tick, Told, Waits};
 use crate::api::api;
 use crate::error::LockError;
@@ -130,17 +131,6 @@ pub struct Session {
     pub waits: Waits,
 }
 
-/// What a command did that the server may have to act on.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// Nothing of note (a re-entry, a refusal, a renewal).
-    None,
-    /// It queued a waiter, or one asked again.
-    Queued,
-    /// It freed the lock, or took its head out, and told the next head.
-    HeadTold,
-}
-
 impl Session {
     /// Cheap when no fair lock has native waiters (the uncontended path).
     pub fn open(ctx: &Context, name: &[u8]) -> Self {
@@ -154,18 +144,21 @@ impl Session {
     }
 
     /// Hands the waits back, once the command's keys are closed. When the
-    /// command changed what the server watches, or the lock has blocked
-    /// waiters, the server looks at the queue at once, as itself (another
-    /// user's ACL never decides what happens to the waiters).
+    /// command changed what the server watches (a lease set on a lock it
+    /// watches: its timer must follow the new lease's end), or the lock has
+    /// blocked waiters, the server looks at the queue at once, as itself
+    /// (another user's ACL never decides what happens to the waiters).
     pub fn close(self, ctx: &Context, name: &RedisString, change: Change) {
-        if self.id.is_none() && change == Change::None && self.waits.is_empty() {
+        // A lease set on a lock the server does not watch concerns nobody.
+        let unwatched = matches!(change, Change::None | Change::Lease);
+        if self.id.is_none() && unwatched && self.waits.is_empty() {
             return; // nothing was kept, nothing is to be
         }
         let id = self.id.unwrap_or_else(|| lock_id(ctx, name.as_slice()));
         let blocked = {
             let mut locks = locks();
             let has_blocked = locks.get(&id).is_some_and(|lock| !lock.blocked.is_empty());
-            if change == Change::None && !has_blocked && self.waits.is_empty() && !locks.contains_key(&id) {
+            if unwatched && !has_blocked && self.waits.is_empty() && !locks.contains_key(&id) {
                 return;
             }
             let lock = locks.entry(id.clone()).or_default();

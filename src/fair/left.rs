@@ -53,9 +53,9 @@ unsafe extern "C" fn give_up(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let mut keys = RedisKeyspace::open_as_server(&ctx, &name);
     let mut waits = take_waits(&id);
     // A key that is not a fair lock any more has no place to give up.
-    let _ = FairLock::new(name.as_slice()).cancel(&mut keys, &mut waits, &owner, wait_ms, now_ms());
+    let cancelled = FairLock::new(name.as_slice()).cancel(&mut keys, &mut waits, &owner, wait_ms, now_ms());
     drop(keys);
-    Session { id: Some(id), waits }.close(&ctx, &name, Change::HeadTold);
+    Session { id: Some(id), waits }.close(&ctx, &name, cancelled.unwrap_or(Change::Queued));
     unsubscribe_if_idle(&ctx);
 }
 

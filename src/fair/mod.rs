@@ -6,7 +6,11 @@
 //! waiters are purged wherever they are in the queue; a wait hint is never
 //! below 1 ms, so no waiter spins.
 
+#[cfg(test)]
+mod hint_tests;
 mod inspect;
+#[cfg(test)]
+mod model_tests;
 mod queue;
 mod redisson;
 #[cfg(test)]
@@ -14,6 +18,7 @@ mod tests;
 mod tick;
 #[cfg(test)]
 mod turn_tests;
+mod waits;
 
 #[cfg(not(test))]
 mod commands;
@@ -32,10 +37,10 @@ use crate::keyspace::latch::UnlockLatch;
 use crate::keyspace::{parse_count, pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
 pub use crate::lock::Release;
-pub use queue::Waits;
 use queue::{expect_type, Waiters};
 use rlock_protocol::{fair_queue_key, fair_timeout_key, fair_waiter_channel};
-pub use tick::{Blocked, Tick, Told};
+pub use tick::{Blocked, Change, Tick, Told};
+pub use waits::{AskedAgain, Hints, Wait, Waits};
 
 /// The keys of one fair lock.
 pub struct FairLock {
@@ -53,7 +58,7 @@ pub enum Acquire {
     /// No-wait form: someone else holds it or is ahead; nothing was queued.
     Refused,
     /// Waiting form: the caller is queued; poll again after `hint_ms`
-    /// unless woken on its channel first.
+    /// (at least 1) unless woken on its channel first.
     Queued {
         hint_ms: i64,
     },
@@ -114,7 +119,7 @@ impl FairLock {
     /// theirs, which never come before the head's turn ends.)
     fn turn_starts<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, waits: &Waits, now_ms: i64) -> Result<()> {
         match waiters.head().and_then(|head| waits.get(head)) {
-            Some(wait_ms) => waiters.set_head_deadline(keys, &self.timeouts, now_ms.saturating_add(wait_ms)),
+            Some(wait_ms) => waiters.set_head_deadline(keys, &self.timeouts, now_ms.saturating_add(wait_ms), waits),
             None => Ok(()),
         }
     }
@@ -127,15 +132,21 @@ impl FairLock {
         }
     }
 
-    /// The wait hint of a queued owner: the head waits for the holder's
+    /// The wait hint of a queued owner. Redisson's waiters get what
+    /// Redisson's script replies (`redissons`) when it is positive: the
+    /// time to the tail's deadline for a newcomer, the lock's PTTL for a
+    /// waiter that asks again. Otherwise the head waits for the holder's
     /// lease (it is told on its channel at the release); the others until
     /// the head's deadline (a dead head's successor is told then too), and
     /// at most half their own wait: each poll keeps them alive.
-    fn hint(waiters: &Waiters, owner: &[u8], (lock_pttl, wait_ms): (i64, i64), now_ms: i64) -> i64 {
+    fn hint(waiters: &Waiters, owner: &[u8], (lock_pttl, wait): (i64, Wait), redissons: i64, now_ms: i64) -> i64 {
+        if matches!(wait.hints, Hints::Redisson(_)) && redissons > 0 {
+            return redissons;
+        }
         let hint = match waiters.position(owner) {
             Some(0) | None if lock_pttl >= 0 => lock_pttl,
-            Some(0) | None => wait_ms / 2,
-            Some(_) => (waiters.live[0].1 - now_ms).min(wait_ms / 2),
+            Some(0) | None => wait.ms / 2,
+            Some(_) => (waiters.live[0].deadline - now_ms).min(wait.ms / 2),
         };
         hint.max(1)
     }
@@ -164,7 +175,7 @@ impl FairLock {
         keys: &mut K,
         waits: &mut Waits,
         owner: &[u8],
-        (lease_ms, wait_ms): (i64, Option<i64>),
+        (lease_ms, wait): (i64, Option<Wait>),
         (now_ms, delay): (i64, Delay),
     ) -> Result<Acquire> {
         let expire_at = expiry(now_ms, lease_ms)?;
@@ -173,11 +184,11 @@ impl FairLock {
         self.purge(keys, &mut waiters)?;
         let turn = free && waiters.head().is_none_or(|head| head == owner);
         let outcome = if turn && !delay.refuses() {
-            let taker_wait = wait_ms.unwrap_or(rlock_protocol::DEFAULT_FAIR_WAIT_MS);
+            let taker_wait = wait.map_or(rlock_protocol::DEFAULT_FAIR_WAIT_MS, |wait| wait.ms);
             self.grant(keys, (&mut waiters, waits), owner, (expire_at, taker_wait))?;
             Acquire::Acquired
         } else if count.is_some() && delay.refuses() {
-            match wait_ms {
+            match wait {
                 Some(_) => Acquire::Deferred { pttl_ms: delay.left_ms() },
                 None => Acquire::Refused,
             }
@@ -186,20 +197,26 @@ impl FairLock {
             keys.hincr_by(&self.name, owner, 1, count)?;
             keys.set_expire_at(&self.name, expire_at)?;
             Acquire::Reentered { count }
-        } else if let Some(wait) = wait_ms {
+        } else if let Some(wait) = wait {
             let pttl_ms = delay.pttl(pttl(keys, &self.name, now_ms)?);
-            match waiters.position(owner) {
-                None => {
-                    waiters.enqueue(keys, &self.queue, &self.timeouts, owner, (pttl_ms, wait, now_ms))?;
-                }
+            waits.record(owner, wait);
+            let keys_of_queue = (self.queue.as_slice(), self.timeouts.as_slice());
+            // What Redisson's script replies: a newcomer's base; to one that
+            // asks again, the PTTL, or before 3.32 its deadline less its wait.
+            let redissons = match waiters.position(owner) {
+                None => waiters.enqueue(keys, keys_of_queue, owner, (pttl_ms, wait.ms, wait.hints), now_ms)?,
                 Some(position) => {
+                    let ahead = waiters.live[position].score.saturating_sub(wait.ms).saturating_sub(now_ms);
                     let lease_end = keys.expire_at(&self.name)?.unwrap_or(now_ms).max(now_ms);
                     let turn = lease_end.max(now_ms.saturating_add(delay.left_ms()));
-                    waiters.heartbeat(keys, &self.timeouts, position, turn, wait)?;
+                    waiters.heartbeat(keys, &self.timeouts, (position, turn, wait.ms), waits)?;
+                    match wait.hints {
+                        Hints::Redisson(AskedAgain::Ahead) => ahead,
+                        _ => pttl_ms,
+                    }
                 }
-            }
-            waits.record(owner, wait);
-            Acquire::Queued { hint_ms: Self::hint(&waiters, owner, (pttl_ms, wait), now_ms) }
+            };
+            Acquire::Queued { hint_ms: Self::hint(&waiters, owner, (pttl_ms, wait), redissons, now_ms) }
         } else {
             Acquire::Refused
         };
@@ -210,7 +227,8 @@ impl FairLock {
     /// `RFAIR.CANCEL`: Redisson's give-up. Waiters after the owner move up
     /// by `wait_ms`; when the owner was the head of a free lock, the new
     /// head is told, and its turn starts now (Redisson leaves it to find
-    /// out at its next poll).
+    /// out at its next poll). Replies what the server's look must follow
+    /// (`HeadTold` only when it told a head).
     pub fn cancel<K: Keyspace>(
         &self,
         keys: &mut K,
@@ -218,22 +236,23 @@ impl FairLock {
         owner: &[u8],
         wait_ms: i64,
         now_ms: i64,
-    ) -> Result<()> {
+    ) -> Result<Change> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let was_head = waiters.head() == Some(owner);
-        let next = waiters.live.get(1).map(|(next, _)| next.clone());
+        let next = waiters.live.get(1).map(|next| next.owner.clone());
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         if let (true, true, Some(next)) = (was_head, free, &next) {
             keys.touch_channel(&fair_waiter_channel(&self.name, next))?;
         }
         self.purge(keys, &mut waiters)?;
         waiters.give_up(keys, &self.queue, &self.timeouts, owner, wait_ms)?;
-        if was_head && free {
+        let told = was_head && free && waiters.head().is_some();
+        if told {
             self.turn_starts(keys, &mut waiters, waits, now_ms)?;
             self.wake_head(keys, &waiters)?;
         }
         waits.sync(&waiters);
-        Ok(())
+        Ok(if told { Change::HeadTold } else { Change::Queued })
     }
 
     /// `RFAIR.RELEASE`: drop one hold; on the last, delete the lock and wake

@@ -2,15 +2,28 @@
 //! deadlines (a sorted set, owner -> Unix ms), read together and purged of
 //! dead entries.
 
+use super::waits::{Hints, Waits};
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use std::collections::{HashMap, HashSet};
 
+/// One live waiter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Live {
+    pub owner: Vec<u8>,
+    /// Until when it is alive: its score, or later where the server keeps
+    /// it alive ([`Waits`]).
+    pub deadline: i64,
+    /// Its score in the deadlines' sorted set: Redisson's arithmetic for
+    /// Redisson's waiters and script waiters, the deadline for the others.
+    pub score: i64,
+}
+
 /// The live waiters, read at `now`, and the dead entries a purge removes.
 #[derive(Debug, Default)]
 pub struct Waiters {
-    /// Live owners, head first, with their deadlines.
-    pub live: Vec<(Vec<u8>, i64)>,
+    /// Live owners, head first.
+    pub live: Vec<Live>,
     /// Queue entries whose deadline passed or that have none.
     dead_queued: Vec<Vec<u8>>,
     /// How many of those lead the queue: popped, not searched for.
@@ -22,14 +35,24 @@ pub struct Waiters {
     repaired: Vec<(Vec<u8>, i64)>,
 }
 
+/// Whether the server writes `owner`'s deadline into its score: not for
+/// Redisson's waiters, whose scores follow Redisson's arithmetic.
+fn scores_deadline(waits: &Waits, owner: &[u8]) -> bool {
+    waits.hints(owner) == Some(Hints::Native)
+}
+
 impl Waiters {
     /// Reads the queue and the deadlines. Redisson purges only a dead head;
     /// here every dead entry goes (#1353, #3730, #4153): an entry whose
     /// deadline is at or before `now`, a queued owner without a deadline,
-    /// a deadline without a queued owner. A native waiter's deadline is at
-    /// least the one the server last gave it (`waits`): Redisson's scripts
-    /// take waits off the deadlines of everyone behind them, and would
-    /// otherwise purge live native waiters.
+    /// a deadline without a queued owner. A native waiter is alive at
+    /// least until the deadline the server last gave it (`waits`):
+    /// Redisson's scripts take waits off the deadlines of everyone behind
+    /// them, and would otherwise purge live waiters; its score is written
+    /// back. Redisson's waiters are alive until the deadline the server
+    /// keeps for them, their scores Redisson's arithmetic (only once the
+    /// server forgot them, after a restart or failover, do the scores
+    /// decide, as under Redisson).
     pub fn read<K: Keyspace>(
         keys: &mut K,
         (queue, timeouts): (&[u8], &[u8]),
@@ -46,20 +69,22 @@ impl Waiters {
         let mut waiters = Self::default();
         for owner in queued {
             let stored = by_owner.get(owner.as_slice()).copied();
-            let score = match (stored, waits.deadline(&owner, now_ms)) {
+            let found = match (stored, waits.deadline(&owner, now_ms)) {
                 _ if waits.is_gone(&owner) => None,
+                // Alive while the server keeps it alive; its score keeps Redisson's arithmetic.
+                (Some(stored), given) if waits.keeps_alive(&owner) => given.map(|given| (given, stored)),
                 (stored, Some(given)) if stored.is_none_or(|stored| stored < given) => {
                     if !live.contains(&owner) {
                         waiters.repaired.push((owner.clone(), given));
                     }
-                    Some(given)
+                    Some((given, given))
                 }
-                (stored, _) => stored,
+                (stored, _) => stored.map(|stored| (stored, stored)),
             };
-            match score {
-                Some(score) if score > now_ms => {
+            match found {
+                Some((deadline, score)) if deadline > now_ms => {
                     if live.insert(owner.clone()) {
-                        waiters.live.push((owner, score));
+                        waiters.live.push(Live { owner, deadline, score });
                     }
                 }
                 _ if waiters.live.is_empty() && waiters.dead_queued.len() == waiters.dead_at_head => {
@@ -75,12 +100,12 @@ impl Waiters {
     }
 
     pub fn head(&self) -> Option<&[u8]> {
-        self.live.first().map(|(owner, _)| owner.as_slice())
+        self.live.first().map(|live| live.owner.as_slice())
     }
 
     /// The owner's 0-based place in the queue.
     pub fn position(&self, owner: &[u8]) -> Option<usize> {
-        self.live.iter().position(|(live, _)| live == owner)
+        self.live.iter().position(|live| live.owner == owner)
     }
 
     /// Removes the dead entries.
@@ -110,7 +135,7 @@ impl Waiters {
 
     /// The deadline of a live `owner`.
     pub fn deadline(&self, owner: &[u8]) -> Option<i64> {
-        self.live.iter().find(|(live, _)| live == owner).map(|(_, deadline)| *deadline)
+        self.live.iter().find(|live| live.owner == owner).map(|live| live.deadline)
     }
 
     /// Takes `owner` out of the queue, leaving the others' deadlines as
@@ -133,15 +158,24 @@ impl Waiters {
         Ok(Some(position))
     }
 
+    /// Sets a live waiter's score, written when it changed.
+    fn set_score<K: Keyspace>(keys: &mut K, timeouts: &[u8], live: &mut Live, score: i64) -> Result<()> {
+        if live.score == score {
+            return Ok(());
+        }
+        live.score = score;
+        keys.zadd(timeouts, &live.owner, score)
+    }
+
     /// The head takes the lock until `lease_end`: it leaves the queue.
-    /// The deadlines of the native waiters (their waits in `waits`) move by
-    /// its lease end less its deadline when that is later, so that they stay
-    /// chained after the new lease (never earlier: the taker's deadline may
-    /// have been kept up past its turn). A script waiter's deadline follows
-    /// Redisson's arithmetic, the taker's wait (`taker_wait_ms`) off, so
-    /// that a dead one holds the queue up no longer than under Redisson;
-    /// live native waiters are kept alive by their own calls, which
-    /// Redisson's never refresh (#3004).
+    /// The deadlines of the waiters the server knows (their waits in
+    /// `waits`) move by its lease end less its deadline when that is later,
+    /// so that they stay chained after the new lease (never earlier: the
+    /// taker's deadline may have been kept up past its turn). The scores
+    /// of the others and of Redisson's waiters follow Redisson's
+    /// arithmetic, the taker's wait (`taker_wait_ms`) off, so that a dead
+    /// one holds the queue up no longer than under Redisson; live ones are
+    /// kept alive by their own calls, which Redisson's never refresh (#3004).
     pub fn take_turn<K: Keyspace>(
         &mut self,
         keys: &mut K,
@@ -153,27 +187,33 @@ impl Waiters {
         let Some(deadline) = self.deadline(owner) else { return Ok(()) };
         self.take(keys, queue, timeouts, owner)?;
         let later = lease_end.saturating_sub(deadline).max(0);
-        for (waiter, score) in &mut self.live {
-            let moved = match waits.get(waiter) {
-                Some(_) => score.saturating_add(later),
-                None => score.saturating_sub(taker_wait_ms),
+        for live in &mut self.live {
+            let redissons = live.score.saturating_sub(taker_wait_ms);
+            let (deadline, score) = match waits.hints(&live.owner) {
+                Some(Hints::Native) => (live.deadline.saturating_add(later), live.deadline.saturating_add(later)),
+                Some(Hints::Redisson(_)) => (live.deadline.saturating_add(later), redissons),
+                None => (redissons, redissons),
             };
-            if moved != *score {
-                *score = moved;
-                keys.zadd(timeouts, waiter, moved)?;
-            }
+            live.deadline = deadline;
+            Self::set_score(keys, timeouts, live, score)?;
         }
         Ok(())
     }
 
-    /// The head's turn starts now: its deadline becomes `deadline`.
-    pub fn set_head_deadline<K: Keyspace>(&mut self, keys: &mut K, timeouts: &[u8], deadline: i64) -> Result<()> {
-        match self.live.first_mut() {
-            Some((head, score)) if *score != deadline => {
-                *score = deadline;
-                keys.zadd(timeouts, head, deadline)
-            }
-            _ => Ok(()),
+    /// The head's turn starts now: it is alive until `deadline` (its score
+    /// too, but for Redisson's waiters).
+    pub fn set_head_deadline<K: Keyspace>(
+        &mut self,
+        keys: &mut K,
+        timeouts: &[u8],
+        deadline: i64,
+        waits: &Waits,
+    ) -> Result<()> {
+        let Some(head) = self.live.first_mut() else { return Ok(()) };
+        head.deadline = deadline;
+        match scores_deadline(waits, &head.owner) {
+            true => Self::set_score(keys, timeouts, head, deadline),
+            false => Ok(()),
         }
     }
 
@@ -188,52 +228,65 @@ impl Waiters {
         wait_ms: i64,
     ) -> Result<()> {
         let Some(position) = self.take(keys, queue, timeouts, owner)? else { return Ok(()) };
-        for (later, score) in &mut self.live[position..] {
-            *score = score.saturating_sub(wait_ms);
-            keys.zadd(timeouts, later, *score)?;
+        for live in &mut self.live[position..] {
+            live.deadline = live.deadline.saturating_sub(wait_ms);
+            live.score = live.score.saturating_sub(wait_ms);
+            keys.zadd(timeouts, &live.owner, live.score)?;
         }
         Ok(())
     }
 
     /// A queued waiter asked again: it is alive, so its deadline is at
     /// least `wait_ms` after its turn can come (after the lease's end for
-    /// the head, after the deadline of the waiter ahead for the others).
-    /// Redisson never refreshes it, and purges live waiters whose wait
-    /// was shorter than the time ahead of them (#3004).
+    /// the head, after the deadline of the waiter ahead for the others);
+    /// its score too, but for Redisson's waiters. Redisson never refreshes
+    /// it, and purges live waiters whose wait was shorter than the time
+    /// ahead of them (#3004).
     pub fn heartbeat<K: Keyspace>(
         &mut self,
         keys: &mut K,
         timeouts: &[u8],
-        position: usize,
-        lease_end: i64,
-        wait_ms: i64,
+        (position, lease_end, wait_ms): (usize, i64, i64),
+        waits: &Waits,
     ) -> Result<()> {
-        let turn = if position == 0 { lease_end } else { self.live[position - 1].1 };
+        let turn = if position == 0 { lease_end } else { self.live[position - 1].deadline };
         let fresh = turn.saturating_add(wait_ms);
-        let (owner, score) = &mut self.live[position];
-        if fresh > *score {
-            *score = fresh;
-            keys.zadd(timeouts, owner, fresh)?;
+        let live = &mut self.live[position];
+        if fresh <= live.deadline {
+            return Ok(());
         }
-        Ok(())
+        live.deadline = fresh;
+        match scores_deadline(waits, &live.owner) {
+            true => Self::set_score(keys, timeouts, live, fresh),
+            false => Ok(()),
+        }
     }
 
     /// Appends `owner` with Redisson's deadline: `wait_ms` after the last
-    /// waiter's deadline, or after the lock's PTTL (`pttl_ms`) when the
-    /// queue is empty. Returns Redisson's reply, that base.
+    /// waiter's score (its deadline for a native caller, `hints`), or after
+    /// the lock's PTTL (`pttl_ms`) when the queue is empty. Returns
+    /// Redisson's reply, that base. The server keeps it alive at least
+    /// `wait_ms` past the last waiter's deadline.
     pub fn enqueue<K: Keyspace>(
         &mut self,
         keys: &mut K,
-        queue: &[u8],
-        timeouts: &[u8],
+        (queue, timeouts): (&[u8], &[u8]),
         owner: &[u8],
-        (pttl_ms, wait_ms, now_ms): (i64, i64, i64),
+        (pttl_ms, wait_ms, hints): (i64, i64, Hints),
+        now_ms: i64,
     ) -> Result<i64> {
-        let base = self.live.last().map_or(pttl_ms, |(_, tail)| tail - now_ms);
-        let deadline = base.saturating_add(wait_ms).saturating_add(now_ms);
-        keys.zadd(timeouts, owner, deadline)?;
+        let tail = self.live.last().map(|last| match hints {
+            Hints::Native => last.deadline,
+            Hints::Redisson(_) => last.score,
+        });
+        let base = tail.map_or(pttl_ms, |tail| tail - now_ms);
+        let score = base.saturating_add(wait_ms).saturating_add(now_ms);
+        // Alive at least `wait_ms` past the last one (which the server may
+        // keep alive past its score).
+        let chained = self.live.last().map_or(score, |last| last.deadline.saturating_add(wait_ms));
+        keys.zadd(timeouts, owner, score)?;
         keys.rpush(queue, owner)?;
-        self.live.push((owner.to_vec(), deadline));
+        self.live.push(Live { owner: owner.to_vec(), deadline: score.max(chained), score });
         Ok(base)
     }
 }
@@ -244,97 +297,5 @@ pub fn expect_type<K: Keyspace>(keys: &mut K, key: &[u8], expected: KeyType) -> 
         KeyType::Missing => Ok(()),
         found if found == expected => Ok(()),
         _ => Err(LockError::WrongType),
-    }
-}
-
-/// What the server knows of its own waiters beyond the keys: the `WAIT`
-/// each native waiter last sent, so that a woken head gets exactly its
-/// wait from its turn, and the deadline the server last gave it, which a
-/// script may lower but not below that. The server never sees the wait of
-/// a waiter queued by Redisson's script, nor keeps these across a restart
-/// or failover (memory, not data): such a head keeps the deadline
-/// Redisson's release leaves it.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Waits(HashMap<Vec<u8>, Known>);
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Known {
-    wait_ms: i64,
-    /// The deadline the server last gave it (0: none yet).
-    deadline: i64,
-    /// Blocked on the server: alive whatever its deadline says (a stall
-    /// may have kept the server from keeping it up).
-    blocked: bool,
-    /// Told by the server that its acquire failed (the key stopped being
-    /// a fair lock): it is not coming back, so it is dead whatever its
-    /// deadline says, until it asks again.
-    gone: bool,
-}
-
-impl Waits {
-    pub fn record(&mut self, owner: &[u8], wait_ms: i64) {
-        let known = self.0.entry(owner.to_vec()).or_default();
-        known.wait_ms = wait_ms;
-        known.gone = false;
-    }
-
-    pub fn get(&self, owner: &[u8]) -> Option<i64> {
-        self.0.get(owner).map(|known| known.wait_ms)
-    }
-
-    /// The deadline a live native waiter has at least at `now`: the one
-    /// the server gave it, and a blocked one's wait from now.
-    fn deadline(&self, owner: &[u8], now_ms: i64) -> Option<i64> {
-        let known = self.0.get(owner).filter(|known| !known.gone)?;
-        let alive = if known.blocked { now_ms.saturating_add(known.wait_ms) } else { 0 };
-        Some(known.deadline.max(alive)).filter(|deadline| *deadline > now_ms)
-    }
-
-    /// Marks `owner`, of wait `wait_ms`, blocked on the server.
-    pub fn set_blocked(&mut self, owner: &[u8], wait_ms: i64) {
-        let known = self.0.entry(owner.to_vec()).or_default();
-        known.wait_ms = wait_ms;
-        known.blocked = true;
-        known.gone = false;
-    }
-
-    /// `owner`'s blocked call was told its acquire failed: its place is
-    /// purged by the next command on the lock, as a dead waiter's.
-    pub fn set_gone(&mut self, owner: &[u8]) {
-        if let Some(known) = self.0.get_mut(owner) {
-            known.blocked = false;
-            known.gone = true;
-        }
-    }
-
-    /// Whether `owner` was told its acquire failed and has not asked since.
-    fn is_gone(&self, owner: &[u8]) -> bool {
-        self.0.get(owner).is_some_and(|known| known.gone)
-    }
-
-    /// `owner` no longer blocks (it may still poll).
-    pub fn clear_blocked(&mut self, owner: &[u8]) {
-        if let Some(known) = self.0.get_mut(owner) {
-            known.blocked = false;
-        }
-    }
-
-    /// Forgets the owners that are no longer queued, and remembers the
-    /// deadlines of the others as a command leaves them.
-    pub fn sync(&mut self, waiters: &Waiters) {
-        if self.0.is_empty() {
-            return;
-        }
-        self.0.retain(|owner, known| match waiters.deadline(owner) {
-            Some(deadline) => {
-                known.deadline = deadline;
-                true
-            }
-            None => false,
-        });
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }

@@ -30,9 +30,9 @@ const SCRIPTS: [Known; 14] = [
     // RedissonFairLock.tryLockInnerAsync#2, 3.32.0 .. 3.44.0
     Known { sha1: "929defe0321e0a4c943b4244951d3a730b6eaabc", len: 1484, rewrite: acquire_waiting },
     // RedissonFairLock.tryLockInnerAsync#2, 3.31.0 .. 3.31.0
-    Known { sha1: "f453a73adbe05f097ff2810e5e0c0489a9350076", len: 1474, rewrite: acquire_waiting },
+    Known { sha1: "f453a73adbe05f097ff2810e5e0c0489a9350076", len: 1474, rewrite: acquire_waiting_told_ahead },
     // RedissonFairLock.tryLockInnerAsync#2, 3.11.1 .. 3.30.0
-    Known { sha1: "762bfafa6be221431a0b668685dd15c926483619", len: 1453, rewrite: acquire_waiting },
+    Known { sha1: "762bfafa6be221431a0b668685dd15c926483619", len: 1453, rewrite: acquire_waiting_told_ahead },
     // RedissonFairLock.acquireFailedAsync, 3.11.1 .. 4.7.0
     Known { sha1: "d1ddef65ad80886b5d36e023c99930044ddd653a", len: 305, rewrite: give_up },
     // RedissonFairLock.unlockInnerAsync, 3.31.0 .. 4.7.0
@@ -62,25 +62,29 @@ fn acquire_no_wait(call: &Call) -> Option<Rewrite> {
         .then(|| Rewrite { argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease]), channel: None })
 }
 
-/// The least wait a Redisson waiter is given natively (Redisson's own
-/// fair wait before 3.13.3). `tryLock(wait, unit)` without a lease sends
-/// `wait` in the caller's unit as if in ms (RedissonLock.tryAcquireAsync):
-/// `tryLock(20, SECONDS)` queues with a wait of 20 ms. The native lock
-/// keeps a waiter's place only while it comes back within its wait, and
-/// has one behind the head ask again within half of it: such a Java
-/// waiter would poll every few ms and lose its place whenever its thread
-/// wakes late. A killed one holds the queue up this long at most.
-const LEAST_WAIT_MS: i64 = 5_000;
-
-/// KEYS name, queue, deadlines; ARGV lease, owner, wait, now.
+/// KEYS name, queue, deadlines; ARGV lease, owner, wait, now. Redisson's
+/// wait as it sends it (`tryLock(20, SECONDS)` without a lease sends 20,
+/// RedissonLock.tryAcquireAsync), and Redisson's arithmetic for the
+/// waiter's deadline and hint (`REDISSON`: 3.32+ tells a waiter that asks
+/// again the lock's PTTL); the server keeps it alive while it asks again.
 fn acquire_waiting(call: &Call) -> Option<Rewrite> {
+    acquire_waiting_told(call, b"PTTL")
+}
+
+/// The texts before 3.32 tell a waiter that asks again the time to the
+/// deadline ahead of it.
+fn acquire_waiting_told_ahead(call: &Call) -> Option<Rewrite> {
+    acquire_waiting_told(call, b"AHEAD")
+}
+
+fn acquire_waiting_told(call: &Call, asked_again: &[u8]) -> Option<Rewrite> {
     let ([name, queue, deadlines], [lease, owner, wait, now]) = (call.keys, call.argv) else { return None };
-    if !is_time(wait, parse_wait_ms) {
-        return None;
-    }
-    let wait = parse_wait_ms(wait).ok()?.max(LEAST_WAIT_MS).to_string();
-    (is_queue(call, name, queue, deadlines) && is_time(lease, parse_lease_ms) && is_now(now)).then(|| Rewrite {
-        argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease, b"WAIT", wait.as_bytes()]),
+    (is_queue(call, name, queue, deadlines)
+        && is_time(lease, parse_lease_ms)
+        && is_time(wait, parse_wait_ms)
+        && is_now(now))
+    .then(|| Rewrite {
+        argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease, b"WAIT", wait, b"REDISSON", asked_again]),
         channel: None,
     })
 }

@@ -201,7 +201,7 @@ fn acquires_follow_redissons_script_and_its_fixes() {
             &mut keys,
             &mut Waits::default(),
             case.owner.as_bytes(),
-            (LEASE, case.wait),
+            (LEASE, case.wait.map(Wait::native)),
             (NOW, Delay::OVER),
         );
         assert_eq!(reply, case.reply, "{}: reply", case.name);
@@ -215,7 +215,7 @@ fn releases_wake_the_head_on_its_own_channel() {
     let latch = UnlockLatch::for_request(b"f", Some((b"r", 20_000)), NOW).unwrap().expect("a latch");
     let head_waiting = queue(&[("b", NOW + 6_000)]);
     let mut waits = Waits::default();
-    waits.record(b"b", 2_000);
+    waits.record(b"b", Wait::native(2_000));
     let cases: [(&str, Vec<_>, Option<&UnlockLatch>, Result<Release>, &[&str]); 7] = [
         (
             "the last hold: the head's turn starts (its known wait from now), delete, wake it, record 1",
@@ -299,7 +299,7 @@ fn cancel_force_release_and_status() {
 
     let mut keys = Keys::at([vec![held_by("a", "1")], queue(&[("b", NOW + 6_000)])].concat(), NOW);
     let mut waits = Waits::default();
-    waits.record(b"b", 5_000);
+    waits.record(b"b", Wait::native(5_000));
     assert_eq!(lock().force_release(&mut keys, &mut waits, NOW), Ok((true, true)));
     assert_eq!(
         keys.effects,

@@ -3,7 +3,7 @@
 //! moving when no waiter calls.
 
 use super::queue::Waiters;
-use super::{FairLock, Waits};
+use super::{Acquire, FairLock, Release, Waits};
 use crate::delay::Delay;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lease::expiry;
@@ -24,6 +24,40 @@ pub enum Told<'a> {
     Head,
     /// This owner, or nobody (the lock was held at the last look).
     Owner(Option<&'a [u8]>),
+}
+
+/// What a command did that the server's look at the queue must follow:
+/// after any but `None`, the glue looks at a lock it watches at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Nothing the queue waits on (a refusal, a release nobody waits for).
+    None,
+    /// The lease was set (a grant, a re-entry, a release of one level):
+    /// the next head's turn comes at its end, wherever the timer was.
+    Lease,
+    /// It queued a waiter, one asked again, or one gave up.
+    Queued,
+    /// It freed the lock, or took its head out, and told the next head.
+    HeadTold,
+}
+
+impl Change {
+    pub fn of_acquire(acquired: &Acquire) -> Self {
+        match acquired {
+            Acquire::Acquired | Acquire::Reentered { .. } => Self::Lease,
+            Acquire::Queued { .. } => Self::Queued,
+            Acquire::Refused | Acquire::Deferred { .. } => Self::None,
+        }
+    }
+
+    /// A release, and whether anyone is left queued.
+    pub fn of_release(released: Release, waiters_left: bool) -> Self {
+        match released {
+            Release::Released if waiters_left => Self::HeadTold,
+            Release::Decremented { .. } => Self::Lease,
+            _ => Self::None,
+        }
+    }
 }
 
 /// What [`FairLock::tick`] found.
@@ -92,7 +126,7 @@ impl FairLock {
         for waiter in blocked {
             if let Some(position) = waiters.position(waiter.owner) {
                 let turn = lease_end.unwrap_or(now_ms).max(now_ms);
-                waiters.heartbeat(keys, &self.timeouts, position, turn, waiter.wait_ms)?;
+                waiters.heartbeat(keys, &self.timeouts, (position, turn, waiter.wait_ms), waits)?;
             }
         }
         waits.sync(&waiters);
@@ -110,9 +144,9 @@ impl FairLock {
 /// deadline is kept up when half its wait is left.
 fn next_look(waiters: &Waiters, blocked: &[Blocked<'_>], free: bool, lease_end: Option<i64>) -> Option<i64> {
     let is_blocked = |owner: &[u8]| blocked.iter().any(|waiter| waiter.owner == owner);
-    let (head, head_deadline) = waiters.live.first()?;
-    let turn = match (free, is_blocked(head), lease_end) {
-        (true, false, _) => Some(head_deadline.saturating_add(1)),
+    let head = waiters.live.first()?;
+    let turn = match (free, is_blocked(&head.owner), lease_end) {
+        (true, false, _) => Some(head.deadline.saturating_add(1)),
         (false, _, Some(end)) => Some(end.saturating_add(1)),
         _ => None,
     };

@@ -5,25 +5,25 @@ use super::*;
 use crate::delay::Delay;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
 
-const T0: i64 = 1_000_000;
+pub(super) const T0: i64 = 1_000_000;
 const LEASE: i64 = 30_000;
 const WAIT: i64 = 5_000;
 const Q: &[u8] = b"redisson_lock_queue:{f}";
 
 /// One fair lock, its keys and the server's memory of it (waits, the
 /// head last told its turn), at a clock.
-struct Fair {
-    lock: FairLock,
-    keys: Keys,
-    waits: Waits,
-    told: Option<Vec<u8>>,
-    now: i64,
+pub(super) struct Fair {
+    pub(super) lock: FairLock,
+    pub(super) keys: Keys,
+    pub(super) waits: Waits,
+    pub(super) told: Option<Vec<u8>>,
+    pub(super) now: i64,
     /// When a lock-delay ends (0: none).
     delay_end: i64,
 }
 
 impl Fair {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             lock: FairLock::new(b"f"),
             keys: Keys::default(),
@@ -44,7 +44,8 @@ impl Fair {
     fn acquire(&mut self, after_ms: i64, owner: &str) -> Acquire {
         self.at(after_ms);
         let (lock, now, delay) = (&self.lock, self.now, self.delay());
-        lock.acquire(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, Some(WAIT)), (now, delay)).unwrap()
+        lock.acquire(&mut self.keys, &mut self.waits, owner.as_bytes(), (LEASE, Some(Wait::native(WAIT))), (now, delay))
+            .unwrap()
     }
 
     fn release(&mut self, after_ms: i64, owner: &str) -> Release {

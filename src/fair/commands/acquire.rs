@@ -8,7 +8,7 @@ use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::fair::handoff::{self, Change, Session};
 use crate::fair::waiter::BlockedCall;
-use crate::fair::{Acquire, FairLock};
+use crate::fair::{Acquire, AskedAgain, FairLock, Hints, Wait};
 use crate::handoff::blocking::may_block;
 use crate::handoff::deadlock_check;
 use crate::handoff::Request;
@@ -21,11 +21,11 @@ use crate::term;
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 
 const SYNTAX: LockError = LockError::Syntax(
-    "after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms], then ID request_id [PX window_ms], then REPLY FULL",
+    "after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD], then ID request_id [PX window_ms], then REPLY FULL",
 );
 
-/// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms]] [ID
-/// request_id [PX window_ms]] [REPLY FULL]`: nil when taken or re-entered.
+/// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms]
+/// [REDISSON PTTL|AHEAD]] [ID request_id [PX window_ms]] [REPLY FULL]`: nil when taken or re-entered.
 /// Otherwise, without WAIT, 1; with WAIT, the caller is queued and the
 /// reply is how many ms to wait before asking again (at least 1) unless
 /// told sooner on `redisson_lock__channel:{key}:<owner>`. With BLOCK, a
@@ -35,6 +35,10 @@ const SYNTAX: LockError = LockError::Syntax(
 /// - `ID`: as `RLOCK.ACQUIRE`'s. A grant (a blocked caller's too) is
 ///   recorded, and a resend replays it; a resend while the first call is
 ///   blocked ends that call, and goes on in the owner's place in the queue.
+/// - `REDISSON PTTL|AHEAD`: the caller is Redisson's waiting script (the
+///   filter's rewrite): its deadline and hint follow Redisson's arithmetic
+///   ([`crate::fair::Hints::Redisson`]); asking again, it is told the
+///   lock's PTTL (3.32+) or the time to the deadline ahead (before).
 /// - `REPLY FULL`: the reply is an [`AcquireReply`]; when not granted, its
 ///   `lease_ms` is the number Redisson's reply would give (1, or the hint).
 fn acquire(ctx: &Context, args: Args) -> RedisResult {
@@ -42,7 +46,8 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let lease_ms = parse_optional_lease(&mut args)?;
-    let Options { wait_ms, block_ms, request, full_reply } = Options::parse(args)?;
+    let Options { wait, block_ms, request, full_reply } = Options::parse(args)?;
+    let wait_ms = wait.map(|wait| wait.ms);
     let (name_bytes, owner_bytes) = (name.as_slice(), owner.as_slice());
     let mut record =
         request.as_ref().map(|request| RedisLatch::open_record(ctx, name_bytes, &request.id)).transpose()?;
@@ -70,8 +75,7 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut keys = RedisKeyspace::open(ctx, &name);
     let mut session = Session::open(ctx, name_bytes);
     let lock = FairLock::new(name_bytes);
-    let mut run =
-        || lock.acquire(&mut keys, &mut session.waits, owner_bytes, (lease_ms, wait_ms), (now, term::delay()));
+    let mut run = || lock.acquire(&mut keys, &mut session.waits, owner_bytes, (lease_ms, wait), (now, term::delay()));
     let outcome = match (record.as_mut(), &request) {
         (Some(record), Some(request)) => once((record, requester), (request.window_ms, now), run, grant_of),
         _ => run().map(Once::Ran),
@@ -85,9 +89,13 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
         _ => 0,
     };
     drop(keys);
-    // A queued caller: the server watches its turn (at the lease's end).
-    let queued = matches!(outcome, Ok(Once::Ran(Acquire::Queued { .. })));
-    session.close(ctx, &name, if queued { Change::Queued } else { Change::None });
+    // A queued caller: the server watches its turn (at the lease's end); a
+    // grant: the next head's turn comes at the new lease's end.
+    let change = match &outcome {
+        Ok(Once::Ran(ran)) => Change::of_acquire(ran),
+        _ => Change::None,
+    };
+    session.close(ctx, &name, change);
     // A grant sets the lease: a re-entry's too, as Redisson's script.
     let reply = |granted, holds, lease_ms| match full_reply {
         true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.value(),
@@ -121,9 +129,9 @@ fn grant_of(outcome: &Acquire) -> Option<Grant> {
     }
 }
 
-/// `[WAIT wait_ms [BLOCK block_ms]] [ID request_id [PX window_ms]] [REPLY FULL]`
+/// `[WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD]] [ID request_id [PX window_ms]] [REPLY FULL]`
 struct Options {
-    wait_ms: Option<i64>,
+    wait: Option<Wait>,
     block_ms: Option<i64>,
     request: Option<Request>,
     full_reply: bool,
@@ -143,6 +151,15 @@ impl Options {
             Some(_) => option(b"BLOCK", lease::parse_block_ms)?,
             None => None,
         };
+        let hints = match wait_ms.is_some() && args.next_if(|arg| is_keyword(arg, b"REDISSON")).is_some() {
+            false => Hints::Native,
+            true => match args.next() {
+                Some(arg) if is_keyword(&arg, b"PTTL") => Hints::Redisson(AskedAgain::Pttl),
+                Some(arg) if is_keyword(&arg, b"AHEAD") => Hints::Redisson(AskedAgain::Ahead),
+                _ => return Err(SYNTAX.into()),
+            },
+        };
+        let wait = wait_ms.map(|ms| Wait { ms, hints });
         let request = match args.next_if(|arg| is_keyword(arg, b"ID")) {
             None => None,
             Some(_) => Some(parse_request(&mut args)?),
@@ -153,7 +170,7 @@ impl Options {
         };
         match args.next() {
             Some(_) => Err(SYNTAX.into()),
-            None => Ok(Self { wait_ms, block_ms, request, full_reply }),
+            None => Ok(Self { wait, block_ms, request, full_reply }),
         }
     }
 }
@@ -166,9 +183,12 @@ command!(
         summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms, or with BLOCK waits for its turn on the server. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REQUEST, REPLY_FULL],
+        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REDISSON, REQUEST, REPLY_FULL],
     },
 );
 
 /// `[BLOCK block_ms]`, after `WAIT wait_ms`.
 const BLOCK_MS: Arg = Arg { name: c"block_ms", kind: ArgKind::Integer, optional: true, token: Some(c"BLOCK") };
+
+/// `[REDISSON PTTL|AHEAD]`, after `WAIT wait_ms [BLOCK block_ms]`.
+const REDISSON: Arg = Arg { name: c"asked_again", kind: ArgKind::String, optional: true, token: Some(c"REDISSON") };

@@ -20,7 +20,7 @@ fn cancel(ctx: &Context, args: Args) -> RedisResult {
     let cancelled =
         FairLock::new(name.as_slice()).cancel(&mut keys, &mut session.waits, owner.as_slice(), wait_ms, now_ms());
     drop(keys);
-    session.close(ctx, &name, if cancelled.is_ok() { Change::HeadTold } else { Change::None });
+    session.close(ctx, &name, *cancelled.as_ref().unwrap_or(&Change::None));
     cancelled?;
     Ok(RedisValue::Null)
 }

@@ -21,9 +21,12 @@ fn release(ctx: &Context, args: Args) -> RedisResult {
     let mut session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());
     let released = lock.release(&mut keys, &mut session.waits, owner.as_slice(), (lease_ms, latch.as_ref()), now);
-    let waiters_left = matches!(released, Ok((_, true)));
+    let change = match released {
+        Ok((released, waiters_left)) => Change::of_release(released, waiters_left),
+        Err(_) => Change::None,
+    };
     drop(keys);
-    session.close(ctx, &name, if waiters_left { Change::HeadTold } else { Change::None });
+    session.close(ctx, &name, change);
     Ok(reply::release(released?.0))
 }
 

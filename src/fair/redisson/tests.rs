@@ -61,16 +61,16 @@ fn every_text_becomes_its_rfair_command() {
         ),
         (
             call(WAITING, &keys, &["30000", "u:1", "20000", NOW]),
-            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "20000"], None),
+            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "20000", "REDISSON", "PTTL"], None),
         ),
-        // tryLock(20, SECONDS) without a lease sends 20: a Java waiter needs more.
+        // tryLock(20, SECONDS) without a lease sends 20: Redisson's wait, as sent.
         (
             call(WAITING, &keys, &["30000", "u:1", "20", NOW]),
-            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "5000"], None),
+            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "20", "REDISSON", "PTTL"], None),
         ),
         (
             call(WAITING_3_11, &keys, &["30000", "u:1", "300000", NOW]),
-            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "300000"], None),
+            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "300000", "REDISSON", "AHEAD"], None),
         ),
         (
             call(GIVE_UP, &["redisson_lock_queue:a{t}", "redisson_lock_timeout:a{t}"], &["u:1", "1500"]),
