@@ -1,14 +1,11 @@
 //! The read-write lock's scripts as Redisson sends them, and the `RRW.*`
 //! call each becomes (see `redisson::scripts`).
 //!
-//! Left to Lua, because `RRW.*` deliberately differs from them (docs/commands.md):
-//! the write acquire (a re-entry adds the lease to the PTTL; natively
-//! whenever a lock-delay is set, so that the delay refuses it, also when
-//! queued in MULTI before the delay began; a re-entry then keeps the
-//! longer lease instead), the read
-//! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry),
-//! the read renewals (`RRW.RENEW` never shortens the expiry and renews a
-//! write hold too); and `isLocked`, which no native command answers.
+//! The write acquire runs as `RRW.ACQUIRE … WRITE lease LIKESCRIPT`: a
+//! re-entry adds the lease to the PTTL as the script does (plain
+//! `RRW.ACQUIRE` never grows the lease, docs/commands.md).
+//! Left to Lua, because `RRW.*` deliberately differs from them: the read
+//! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry).
 
 use super::{check_owner, READ_RELEASED, WRITE_RELEASED};
 use crate::lease::{parse_latch_ms, parse_lease_ms};
@@ -95,14 +92,15 @@ fn owner_taken(owner: &[u8]) -> bool {
     check_owner(owner).is_ok()
 }
 
-/// KEYS name; ARGV lease, owner's write field. Natively only during a
-/// lock-delay (see the top of this file).
+/// KEYS name; ARGV lease, owner's write field.
 fn write_acquire(call: &Call) -> Option<Rewrite> {
     let ([name], [lease, write_field]) = (call.keys, call.argv) else { return None };
     let owner = write_field.strip_suffix(b":write")?;
     let derived = *write_field == rwlock_write_field(owner);
-    (call.server.lock_delay && derived && owner_taken(owner) && is_time(lease, parse_lease_ms))
-        .then(|| Rewrite { argv: native(&[b"RRW.ACQUIRE", name, owner, b"WRITE", lease]), channel: None })
+    (derived && owner_taken(owner) && is_time(lease, parse_lease_ms)).then(|| Rewrite {
+        argv: native(&[b"RRW.ACQUIRE", name, owner, b"WRITE", lease, b"LIKESCRIPT"]),
+        channel: None,
+    })
 }
 
 /// KEYS name, owner's hold prefix; ARGV lease, owner, owner's write field.

@@ -1,8 +1,9 @@
 use super::{parse_side, MODE};
+use crate::commands::args::is_keyword;
 use crate::commands::args::{
     parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
 };
-use crate::commands::info::CommandInfo;
+use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
@@ -10,7 +11,7 @@ use crate::handoff::blocking::{self, BlockedAcquire};
 use crate::handoff::deadlock_check;
 use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::rwlock::{check_owner, handoff, Acquire, ReadWriteLock, Side, Status};
-use crate::store::{now_ms, RedisKeyspace, RedisLatch};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
 use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 use rlock_protocol::rwlock_write_field;
@@ -21,16 +22,25 @@ use rlock_protocol::rwlock_write_field;
 /// `RLOCK.ACQUIRE`'s (`holds`: the owner's holds of that side;
 /// `lease_ms`: the lock's PTTL): a refused caller that holds neither side
 /// blocks in arrival order until granted or `wait_ms` passes.
-fn acquire(ctx: &Context, args: Args) -> RedisResult {
+/// `LIKESCRIPT` (last, with `WRITE` and none of those): a write re-entry
+/// sets the TTL to the PTTL plus the lease, as Redisson's script does.
+fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
+    let like_script = take_like_script(&mut args);
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner_arg = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
     let lease_ms = parse_optional_lease(&mut args)?;
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
+    if like_script && (side != Side::Write || wait_ms.is_some() || request.is_some() || full_reply) {
+        return Err(LockError::Syntax("LIKESCRIPT takes WRITE and no WAIT, ID or REPLY").into());
+    }
     let now = now_ms();
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
-    let lock = ReadWriteLock::new(name.as_slice());
+    let lock = match like_script {
+        false => ReadWriteLock::new(name.as_slice()),
+        true => ReadWriteLock::new(name.as_slice()).like_redissons_script(lua_number_text),
+    };
     let owner = owner_arg.as_slice();
     // Before a record is read: a replay must not serve a reserved owner.
     check_owner(owner)?;
@@ -116,6 +126,17 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
     Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.value())
 }
 
+/// Takes a trailing `LIKESCRIPT` off `args` (after the key, owner and
+/// side at least).
+fn take_like_script(args: &mut Args) -> bool {
+    let n = args.len();
+    let taken = n >= 5 && is_keyword(&args[n - 1], b"LIKESCRIPT");
+    if taken {
+        args.truncate(n - 1);
+    }
+    taken
+}
+
 /// A refused caller's reply: the lock's PTTL.
 fn contended_reply(pttl_ms: i64, full_reply: bool) -> RedisValue {
     match full_reply {
@@ -129,9 +150,17 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rrw.acquire",
-        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
+        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms. LIKESCRIPT: a write re-entry adds the lease to the PTTL, as Redisson's script.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, MODE, LEASE_MS, WAIT_MS, REQUEST, REPLY_FULL],
+        args: &[
+            OWNER,
+            MODE,
+            LEASE_MS,
+            WAIT_MS,
+            REQUEST,
+            REPLY_FULL,
+            Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") },
+        ],
     },
 );

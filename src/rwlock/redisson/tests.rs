@@ -79,22 +79,28 @@ fn every_text_is_known_by_sha() {
     }
 }
 
-/// The write acquire runs natively only while a lock-delay lasts.
+/// The write acquire runs as `RRW.ACQUIRE … LIKESCRIPT`, with or without
+/// a lock-delay.
 #[test]
-fn the_write_acquire_is_native_only_during_a_lock_delay() {
+fn the_write_acquire_becomes_rrw_acquire_write_likescript() {
     let call = call(WRITE_ACQUIRE, &["rw"], &["30000", "u:1:write"]);
+    let native = expected(&["RRW.ACQUIRE", "rw", "u:1", "WRITE", "30000", "LIKESCRIPT"], None);
+    assert_eq!(rewritten(&call, false), native);
+    assert_eq!(rewritten(&call, true), native, "one key");
     let args: Vec<&[u8]> = call.iter().map(|arg| arg.as_bytes()).collect();
-    let (family, known) = identify(&args).expect("a known text");
-    assert_eq!(family.name, "rwlock");
-    assert_eq!(rewrite(known, &args, Server::plain(false)), None, "outside the delay: Lua");
-    let delay = Server { cluster: false, lock_delay: true };
-    let native = expected(&["RRW.ACQUIRE", "rw", "u:1", "WRITE", "30000"], None);
-    assert_eq!(rewrite(known, &args, delay), native);
-    for (index, value) in [(5, "u:1"), (5, "mode:write"), (5, "u:1:read"), (4, "0"), (4, "-5")] {
-        let changed: Vec<String> = with(&call, index, value);
-        let args: Vec<&[u8]> = changed.iter().map(|arg| arg.as_bytes()).collect();
-        assert_eq!(rewrite(known, &args, delay), None, "argument {index} = {value:?}");
-    }
+    let (_, known) = identify(&args).expect("a known text");
+    assert_eq!(rewrite(known, &args, Server { cluster: false, lock_delay: true }), native);
+    assert_left_to_lua(
+        &call,
+        &[
+            (5, "u:1", "no write field"),
+            (5, "mode:write", "the mode's field as owner"),
+            (5, "u:1:read", "no write field"),
+            (5, "u:1:write:write", "a write field as owner"),
+            (4, "0", "a lease Redis takes but the command not"),
+            (4, "-5", "a negative lease"),
+        ],
+    );
 }
 
 #[test]
