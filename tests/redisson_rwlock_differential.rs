@@ -25,6 +25,13 @@ const HOLDS: i64 = 8;
 const READ_MESSAGE: &[u8] = b"0";
 const WRITE_MESSAGE: &[u8] = b"1";
 const CLASSES: [&str; 2] = ["org/redisson/RedissonReadLock", "org/redisson/RedissonWriteLock"];
+const BATCH_CLASS: &str = "org/redisson/renewal/ReadLockTask";
+/// RedissonReadLock.isLocked, 3.24.0 .. 4.7.0.
+const IS_LOCKED: &str = "8ad44f1ba014938c20da38206b6d496c85ec1aed";
+/// The read lock's renewals: ReadLockTask's batch (4.4.0 .. 4.7.0) and
+/// RedissonReadLock.renewExpirationAsync (3.10.0 .. 3.43.0).
+const RENEW_BATCH: &str = "38d2b478dfbe264ab67c221b7e4be62245f00ba0";
+const RENEW_ALL: &str = "6563941ff57e01b8cf61e86907b80686438a2f74";
 
 /// One Redisson version's texts, and how its releases are called.
 struct Version {
@@ -36,7 +43,14 @@ struct Version {
     publish_argument: bool,
     /// 3.24+: releases take an unlock latch key and its PX.
     latched: bool,
+    /// The read renewal's text; isLocked's, when a script (3.24+).
+    renew: &'static str,
+    is_locked: bool,
 }
+
+/// Indexes of the renewal and isLocked texts after [`Version::shas`].
+const RENEW: usize = 6;
+const IS_LOCKED_TEXT: usize = 7;
 
 const V4_7: Version = Version {
     name: "4.7.0",
@@ -50,6 +64,8 @@ const V4_7: Version = Version {
     ],
     publish_argument: true,
     latched: true,
+    renew: RENEW_BATCH,
+    is_locked: true,
 };
 
 const V3_43: Version = Version {
@@ -64,6 +80,8 @@ const V3_43: Version = Version {
     ],
     publish_argument: true,
     latched: true,
+    renew: RENEW_ALL,
+    is_locked: true,
 };
 
 const V3_23: Version = Version {
@@ -78,6 +96,8 @@ const V3_23: Version = Version {
     ],
     publish_argument: true,
     latched: false,
+    renew: RENEW_ALL,
+    is_locked: false,
 };
 
 const V3_14: Version = Version {
@@ -92,6 +112,8 @@ const V3_14: Version = Version {
     ],
     publish_argument: false,
     latched: false,
+    renew: RENEW_ALL,
+    is_locked: false,
 };
 
 #[derive(Debug, Clone)]
@@ -111,6 +133,12 @@ enum Op {
     ForceRelease {
         write: bool,
     },
+    /// The watchdog's read renewal: 3.x names one owner, 4.7's batch these.
+    Renew {
+        owners: Vec<&'static str>,
+        lease: u64,
+    },
+    IsLocked,
     /// Somebody else's value at the lock name, for 30 ms (a few steps): both error
     /// (texts differ, see docs/redisson.md).
     Clobber,
@@ -128,16 +156,24 @@ impl Op {
             Op::Acquire { write, .. } => Some(usize::from(*write)),
             Op::Release { write, .. } => Some(2 + usize::from(*write)),
             Op::ForceRelease { write } => Some(4 + usize::from(*write)),
+            Op::Renew { .. } => Some(RENEW),
+            Op::IsLocked => Some(IS_LOCKED_TEXT),
             Op::Clobber | Op::Persist | Op::Sleep => None,
         }
     }
 }
 
-fn random_op(rng: &mut Rng) -> Op {
+fn random_op(rng: &mut Rng, version: &Version) -> Op {
     let (write, owner) = (rng.chance(40), *rng.pick(&OWNERS));
     let lease = *rng.pick(&[150, 30_000, 60_000]);
     match rng.below(100) {
-        0..=44 => Op::Acquire { write, owner, lease },
+        0..=34 => Op::Acquire { write, owner, lease },
+        35..=41 => {
+            let owners = OWNERS.iter().copied().filter(|_| rng.chance(60)).collect::<Vec<_>>();
+            Op::Renew { owners: if owners.is_empty() { vec![owner] } else { owners }, lease }
+        }
+        42..=44 if version.is_locked => Op::IsLocked,
+        42..=44 => Op::Acquire { write, owner, lease },
         45..=84 => {
             let (request, latch_ms) = (*rng.pick(&REQUESTS), *rng.pick(&[150, 20_000]));
             Op::Release { write, owner, lease, request, latch_ms }
@@ -180,6 +216,15 @@ fn arguments(version: &Version, publish: &str, name: &str, op: &Op) -> (Vec<Vec<
             }
             return (keys, args);
         }
+        Op::Renew { owners, lease } if version.renew == RENEW_ALL => {
+            return (vec![name.to_vec(), rwlock_key_prefix(name)], vec![text(*lease), owners[0].as_bytes().to_vec()]);
+        }
+        Op::Renew { owners, lease } => {
+            let mut args = vec![text(*lease), text(owners.len() as u64)];
+            args.extend(owners.iter().map(|owner| owner.as_bytes().to_vec()));
+            return (vec![name.to_vec(), rwlock_key_prefix(name)], args);
+        }
+        Op::IsLocked => return (vec![name.to_vec()], vec![]),
         Op::Clobber | Op::Persist | Op::Sleep => unreachable!("no script call"),
     };
     if version.publish_argument {
@@ -193,7 +238,7 @@ fn arguments(version: &Version, publish: &str, name: &str, op: &Op) -> (Vec<Vec<
 }
 
 /// The script call of `op` on `name` (Clobber and Sleep are none).
-fn script(version: &Version, bodies: &[Vec<u8>; 6], call_as: (bool, &str), name: &str, op: &Op) -> Cmd {
+fn script(version: &Version, bodies: &[Vec<u8>], call_as: (bool, &str), name: &str, op: &Op) -> Cmd {
     let (by_sha, publish) = call_as;
     let text = op.text().expect("a script call");
     let (keys, args) = arguments(version, publish, name, op);
@@ -214,7 +259,13 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
 }
 
 fn differential(version: &Version) {
-    let bodies = texts(version.name, &CLASSES, version.shas);
+    let mut bodies = texts(version.name, &CLASSES, version.shas).to_vec();
+    let classes: &[&str] = if version.renew == RENEW_BATCH { &[CLASSES[0], BATCH_CLASS] } else { &CLASSES };
+    bodies.extend(texts(
+        version.name,
+        classes,
+        [version.renew, if version.is_locked { IS_LOCKED } else { version.renew }],
+    ));
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     for body in &bodies {
@@ -222,9 +273,9 @@ fn differential(version: &Version) {
     }
     let mut control = server.connection();
     let mut rng = Rng::from_env(&format!("redisson_rwlock_differential {}", version.name));
-    let (mut natives, mut calls, mut errors) = (0, 0, 0);
+    let (mut natives, mut calls, mut errors, mut renewals) = (0, 0, 0, 0);
     for step_no in 0..400 {
-        let op = random_op(&mut rng);
+        let op = random_op(&mut rng, version);
         match op {
             Op::Sleep => std::thread::sleep(Duration::from_millis(200)),
             Op::Clobber => {
@@ -236,8 +287,12 @@ fn differential(version: &Version) {
                 }
             }
             Op::Persist => {
+                // Only a lock: somebody else's value must still run out.
                 for name in [TWINS.lua, TWINS.native] {
-                    let _: i64 = redis::cmd("PERSIST").arg(name).query(&mut con).unwrap();
+                    let kind: String = redis::cmd("TYPE").arg(name).query(&mut con).unwrap();
+                    if kind == "hash" {
+                        let _: i64 = redis::cmd("PERSIST").arg(name).query(&mut con).unwrap();
+                    }
                 }
             }
             _ => {}
@@ -249,6 +304,8 @@ fn differential(version: &Version) {
         let step = TWINS.step(&server, &mut control, keys, |name| script(version, &bodies, call_as, name, &op));
         let context = format!("{} step {step_no}: {op:?} (EVALSHA, publish: {call_as:?})", version.name);
         let acquire = matches!(op, Op::Acquire { .. });
+        let Some(text) = op.text() else { unreachable!("a script call") };
+        renewals += usize::from(text == RENEW);
         errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));
         calls += 1;
         natives += 1;
@@ -260,6 +317,7 @@ fn differential(version: &Version) {
     // comparison was not Lua's with itself.
     assert_eq!(family_native_count(&mut con, "rwlock"), natives as i64);
     assert!(natives > calls / 2 && errors < calls / 2, "{calls} calls, {natives} native, {errors} errors");
+    assert!(renewals > 0, "no renewal among {calls} calls");
 }
 
 #[test]

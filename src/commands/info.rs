@@ -53,6 +53,10 @@ impl Arg {
 /// server's own state, and checks the caller's ACL itself).
 pub const KEYLESS: u32 = 0;
 
+/// With the `key_flags` of its keys: argument 1 is `numkeys`, and that
+/// many keys follow, as EVAL's (a batch over several locks).
+pub const NUMKEYS: u32 = 1 << 30;
+
 const SINCE: &CStr = c"0.1.0";
 const COMPLEXITY: &CStr = c"O(1)";
 
@@ -67,8 +71,18 @@ pub fn set(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
     let mut key_specs = [key_spec(info.key_flags), unsafe { std::mem::zeroed() }];
     let keyless = info.key_flags == KEYLESS;
     let key = Arg { name: c"key", kind: ArgKind::Key, optional: false, token: None };
+    let numkeys = Arg { name: c"numkeys", kind: ArgKind::Integer, optional: false, token: None };
+    let keys: &[&Arg] = match (keyless, info.key_flags & NUMKEYS != 0) {
+        (true, _) => &[],
+        (false, false) => &[&key],
+        (false, true) => &[&numkeys, &key],
+    };
     let mut arrays = Vec::new();
-    let args = arguments((!keyless).then_some(&key).into_iter().chain(info.args), &mut arrays);
+    let args = arguments(keys.iter().copied().chain(info.args), &mut arrays);
+    if info.key_flags & NUMKEYS != 0 {
+        // The key argument (after numkeys) is repeated.
+        unsafe { (*args.add(1)).flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int };
+    }
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -93,12 +107,19 @@ pub fn set(ctx: &Context, info: &CommandInfo) -> Result<(), String> {
     }
 }
 
-/// The lock key: argument 1, one key.
+/// The lock key: argument 1, one key; with [`NUMKEYS`], argument 1 counts
+/// the keys that follow.
 fn key_spec(flags: u32) -> raw::RedisModuleCommandKeySpec {
     let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
-    spec.flags = u64::from(flags);
+    spec.flags = u64::from(flags & !NUMKEYS);
     spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     spec.bs.index.pos = 1;
+    if flags & NUMKEYS != 0 {
+        spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+        spec.fk.keynum =
+            raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 { keynumidx: 0, firstkey: 1, keystep: 1 };
+        return spec;
+    }
     spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
     spec.fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
     spec

@@ -7,6 +7,7 @@
 mod hash;
 mod inspect;
 mod like_script;
+pub use like_script::positive_count;
 #[cfg(test)]
 mod like_script_tests;
 mod redisson;

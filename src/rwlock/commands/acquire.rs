@@ -1,9 +1,8 @@
-use super::{parse_side, MODE};
-use crate::commands::args::is_keyword;
+use super::{parse_side, take_like_script, LIKESCRIPT, MODE};
 use crate::commands::args::{
     parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
 };
-use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
@@ -25,7 +24,7 @@ use rlock_protocol::rwlock_write_field;
 /// `LIKESCRIPT` (last, with `WRITE` and none of those): a write re-entry
 /// sets the TTL to the PTTL plus the lease, as Redisson's script does.
 fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
-    let like_script = take_like_script(&mut args);
+    let like_script = take_like_script(&mut args, 5);
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner_arg = args.next_arg()?;
@@ -126,17 +125,6 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.value())
 }
 
-/// Takes a trailing `LIKESCRIPT` off `args` (after the key, owner and
-/// side at least).
-fn take_like_script(args: &mut Args) -> bool {
-    let n = args.len();
-    let taken = n >= 5 && is_keyword(&args[n - 1], b"LIKESCRIPT");
-    if taken {
-        args.truncate(n - 1);
-    }
-    taken
-}
-
 /// A refused caller's reply: the lock's PTTL.
 fn contended_reply(pttl_ms: i64, full_reply: bool) -> RedisValue {
     match full_reply {
@@ -160,7 +148,7 @@ command!(
             WAIT_MS,
             REQUEST,
             REPLY_FULL,
-            Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") },
+            LIKESCRIPT,
         ],
     },
 );
