@@ -105,7 +105,7 @@ impl ReadWriteLock<'_> {
     /// At most [`MAX_READ_HOLDS`] are looked at, all fields together.
     fn existing_timeouts<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, fields: &[&[u8]]) -> Result<Vec<Vec<u8>>> {
         let total = fields.iter().try_fold(0i64, |total, field| total.checked_add(hash.count(field)));
-        if !total.is_some_and(|total| total <= MAX_READ_HOLDS) {
+        if total.is_none_or(|total| total > MAX_READ_HOLDS) {
             return Err(LockError::TooManyReadHolds);
         }
         let mut timeouts = Vec::new();

@@ -79,3 +79,74 @@ fn a_lock_delay_refuses_a_like_script_re_entry() {
     assert_eq!(acquired, Ok(Acquire::Contended { pttl_ms: 700 }));
     assert!(keys.effects.is_empty());
 }
+
+fn hold(key: &'static str, expiry: i64) -> (&'static str, Value, Option<i64>) {
+    (key, Keys::string("1"), Some(expiry))
+}
+
+/// isLocked (8ad44f1b) reads the mode and the number of fields only.
+#[test]
+#[allow(clippy::type_complexity)]
+fn read_locked_is_the_mode_read_or_a_writer_with_more() {
+    let cases: [(Vec<(&str, &str)>, Result<bool>); 5] = [
+        (vec![], Ok(false)),
+        (vec![("mode", "read"), ("a", "1")], Ok(true)),
+        (vec![("mode", "write"), ("a:write", "1")], Ok(false)),
+        (vec![("mode", "write"), ("a:write", "1"), ("a", "1")], Ok(true)),
+        (vec![("a", "x"), ("b", "y"), ("c", "z")], Ok(false)),
+    ];
+    for (fields, locked) in cases {
+        let state = if fields.is_empty() { vec![] } else { vec![("rw", Keys::hash(&fields), None)] };
+        let mut keys = Keys::at(state, NOW);
+        assert_eq!(like_script().read_locked(&mut keys), locked, "{fields:?}");
+        assert!(keys.effects.is_empty());
+    }
+    let mut keys = Keys::at(vec![("rw", Keys::string("x"), None)], NOW);
+    assert_eq!(like_script().read_locked(&mut keys), Err(LockError::WrongType));
+}
+
+/// 3.x's renewal (6563941f): the hash first, then every field's holds
+/// from the highest, every reader's.
+#[test]
+fn renew_all_sets_the_hash_then_every_readers_holds() {
+    let state = || {
+        vec![
+            ("rw", Keys::hash(&[("mode", "read"), ("a", "2"), ("b", "1")]), Some(NOW + 90_000)),
+            hold("{rw}:a:rwlock_timeout:1", NOW + 90_000),
+            hold("{rw}:a:rwlock_timeout:2", NOW + 90_000),
+            hold("{rw}:b:rwlock_timeout:1", NOW + 90_000),
+        ]
+    };
+    let mut keys = Keys::at(state(), NOW);
+    assert_eq!(like_script().renew_all_like_script(&mut keys, b"a", 30_000, NOW), Ok(true));
+    let expected = [
+        "PEXPIREAT rw 1030000",
+        "PEXPIREAT {rw}:a:rwlock_timeout:2 1030000",
+        "PEXPIREAT {rw}:a:rwlock_timeout:1 1030000",
+        "PEXPIREAT {rw}:b:rwlock_timeout:1 1030000",
+    ];
+    assert_eq!(keys.effects, expected);
+    let mut keys = Keys::at(state(), NOW);
+    assert_eq!(like_script().renew_all_like_script(&mut keys, b"c", 30_000, NOW), Ok(false));
+    assert!(keys.effects.is_empty(), "not a holder: nothing");
+}
+
+/// ReadLockTask's renewal of one lock (38d2b478): each holding owner's
+/// holds that exist, then the hash; planned before anything is written.
+#[test]
+fn renew_owners_sets_the_holders_holds_then_the_hash() {
+    let state = vec![
+        ("rw", Keys::hash(&[("mode", "read"), ("a", "2"), ("b", "1")]), Some(NOW + 90_000)),
+        hold("{rw}:a:rwlock_timeout:2", NOW + 90_000),
+        hold("{rw}:b:rwlock_timeout:1", NOW + 90_000),
+    ];
+    let mut keys = Keys::at(state, NOW);
+    let plan = like_script().check_owners(&mut keys, &[b"c", b"a"]).unwrap();
+    assert!(keys.effects.is_empty(), "planning writes nothing");
+    assert_eq!(like_script().renew_owners(&mut keys, plan, NOW + 30_000), Ok(true));
+    assert_eq!(keys.effects, ["PEXPIREAT {rw}:a:rwlock_timeout:2 1030000", "PEXPIREAT rw 1030000"]);
+    let plan = like_script().check_owners(&mut keys, &[b"c"]).unwrap();
+    assert_eq!(like_script().renew_owners(&mut keys, plan, NOW + 30_000), Ok(false));
+    let refused = like_script().check_owners(&mut keys, &[b"mode"]).err();
+    assert_eq!(refused, Some(LockError::OwnerReserved));
+}
