@@ -35,6 +35,9 @@ const NATIVE: &str = "{nat}fair";
 const OWNERS: [&str; 4] = ["6f1c:1", "6f1c:2", "a9e0:7", "a9e0:8"];
 const REQUESTS: [&str; 2] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "r3"];
 const WAIT: &str = "300000";
+/// Less than [`WAIT`]: the script waiters a tryLock() taking its turn
+/// moves up by it stay ahead of the clock.
+const TRY_LOCK_WAIT: &str = "100000";
 /// How far apart the twins' calls run, at most (on a loaded machine).
 const TOLERANCE_MS: i64 = 200;
 /// No step starts this close to a lease's end.
@@ -71,9 +74,12 @@ impl Texts {
 
 #[derive(Debug, Clone)]
 enum Op {
+    /// Redisson's no-wait tryLock(), with its lock's wait (a lock made
+    /// with another than the default passes its own).
     TryLock {
         owner: &'static str,
         lease: u64,
+        wait: &'static str,
     },
     Lock {
         owner: &'static str,
@@ -97,7 +103,10 @@ fn random_op(rng: &mut Rng) -> Op {
     let owner = *rng.pick(&OWNERS);
     let lease = *rng.pick(&[150, 30_000]);
     match rng.below(100) {
-        0..=14 => Op::TryLock { owner, lease },
+        0..=14 => {
+            let wait = [WAIT, TRY_LOCK_WAIT][rng.below(2) as usize];
+            Op::TryLock { owner, lease, wait }
+        }
         15..=49 => Op::Lock { owner, lease },
         50..=59 => Op::GiveUp { owner },
         60..=89 => Op::Unlock {
@@ -136,9 +145,9 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, n
     let now = now.to_string();
     let (name, queue, deadlines, channel) = (&keys.name[..], &keys.queue[..], &keys.deadlines[..], &keys.channel[..]);
     let reply = match *op {
-        Op::TryLock { owner, lease } => {
+        Op::TryLock { owner, lease, wait } => {
             let lease = lease.to_string();
-            let args: [&[u8]; 4] = [lease.as_bytes(), owner.as_bytes(), now.as_bytes(), WAIT.as_bytes()];
+            let args: [&[u8]; 4] = [lease.as_bytes(), owner.as_bytes(), now.as_bytes(), wait.as_bytes()];
             call(con, by_sha, &texts.try_lock, &[name, queue, deadlines], &args)
         }
         Op::Lock { owner, lease } => {

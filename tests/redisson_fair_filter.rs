@@ -1,6 +1,7 @@
 //! The filter on Redisson's fair-lock scripts: the calls it leaves to Lua
-//! (a give-up whose queue key names two locks, a tryLock whose wait is not
-//! Redisson's default), and ACL: the release publishes on the head
+//! (a give-up whose queue key names two locks, a tryLock whose wait
+//! `RFAIR.ACQUIRE … SHIFT` does not take), tryLock's wait as the script
+//! moves the waiters behind by it, and ACL: the release publishes on the head
 //! waiter's channel, unknown before it runs, so where the filter knows its
 //! caller (Valkey) it rewrites only for users who may publish on every
 //! waiter channel of the lock.
@@ -59,18 +60,20 @@ fn unlock(con: &mut Connection, text: &[u8], name: &str, owner: &str) -> redis::
 fn calls_the_native_fair_lock_could_not_answer_alike_run_as_lua() {
     let (server, [try_lock_text, give_up_text, _]) = start();
     let mut con = server.connection();
-    assert_eq!(try_lock(&mut con, &try_lock_text, "a", "o:1", "5000").unwrap(), Value::Nil);
-    assert_eq!(family_native_count(&mut con, "fair"), 0, "another taker's wait");
+    assert_eq!(try_lock(&mut con, &try_lock_text, "a", "o:1", "0").unwrap(), Value::Nil);
+    assert_eq!(family_native_count(&mut con, "fair"), 0, "a taker's wait RFAIR.ACQUIRE … SHIFT refuses");
     assert_eq!(try_lock(&mut con, &try_lock_text, "b", "o:1", "300000").unwrap(), Value::Nil);
     assert_eq!(family_native_count(&mut con, "fair"), 1);
+    assert_eq!(try_lock(&mut con, &try_lock_text, "c", "o:1", "5000").unwrap(), Value::Nil);
+    assert_eq!(family_native_count(&mut con, "fair"), 2, "another taker's wait: SHIFT");
     // `n` and `{n}` share this queue key: which lock gives up is not known.
     let give_up = |con: &mut Connection, queue: &str, deadlines: &str| {
         call(con, true, &give_up_text, &[queue.as_bytes(), deadlines.as_bytes()], &[b"o:2", b"300000"]).unwrap()
     };
     assert_eq!(give_up(&mut con, "redisson_lock_queue:{n}", "redisson_lock_timeout:{n}"), Value::Nil);
-    assert_eq!(family_native_count(&mut con, "fair"), 1);
-    assert_eq!(give_up(&mut con, "redisson_lock_queue:{t}n", "redisson_lock_timeout:{t}n"), Value::Nil);
     assert_eq!(family_native_count(&mut con, "fair"), 2);
+    assert_eq!(give_up(&mut con, "redisson_lock_queue:{t}n", "redisson_lock_timeout:{t}n"), Value::Nil);
+    assert_eq!(family_native_count(&mut con, "fair"), 3);
 }
 
 #[test]
@@ -102,4 +105,41 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     assert_eq!(try_lock(&mut waiters, &try_lock_text, "z", "o:1", "300000").unwrap(), Value::Nil);
     assert_eq!(unlock(&mut waiters, &unlock_text, "z", "o:1").unwrap(), Value::Int(1));
     assert_eq!(family_native_count(&mut admin, "fair"), before + 2);
+}
+
+/// tryLock() taking its turn moves the script waiters behind it up by its
+/// wait, natively as in Lua: `SHIFT`, by default Redisson's 300000.
+#[test]
+fn try_lock_moves_the_waiters_behind_by_its_wait() {
+    let (server, [try_lock_text, ..]) = start();
+    let mut con = server.connection();
+    for (name, wait, moved) in [("s", "100000", 100_000), ("d", "300000", 300_000)] {
+        let now = server_time_ms(&mut con);
+        let (queue, deadlines) =
+            (rlock_protocol::fair_queue_key(name.as_bytes()), rlock_protocol::fair_timeout_key(name.as_bytes()));
+        let _: () = redis::cmd("RPUSH").arg(&queue).arg("o:1").arg("o:2").query(&mut con).unwrap();
+        let behind = now + 900_000;
+        let _: () = redis::cmd("ZADD")
+            .arg(&deadlines)
+            .arg(now + 600_000)
+            .arg("o:1")
+            .arg(behind)
+            .arg("o:2")
+            .query(&mut con)
+            .unwrap();
+        let before = family_native_count(&mut con, "fair");
+        assert_eq!(
+            try_lock(&mut con, &try_lock_text, name, "o:1", wait).unwrap(),
+            Value::Nil,
+            "{name}: the head's turn"
+        );
+        assert_eq!(family_native_count(&mut con, "fair"), before + 1, "{name}: natively");
+        let score: i64 = redis::cmd("ZSCORE").arg(&deadlines).arg("o:2").query(&mut con).unwrap();
+        assert_eq!(score, behind - moved, "{name}: o:2 moved up by the wait");
+    }
+    let refused =
+        redis::cmd("RFAIR.ACQUIRE").arg(&["x", "o", "30000", "WAIT", "1000", "SHIFT", "5"]).query::<Value>(&mut con);
+    assert!(error_text(refused).contains("SHIFT"), "SHIFT is the no-wait form's");
+    let refused = redis::cmd("RFAIR.ACQUIRE").arg(&["x", "o", "30000", "SHIFT", "0"]).query::<Value>(&mut con);
+    assert!(error_text(refused).contains("wait"));
 }

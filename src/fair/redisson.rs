@@ -52,14 +52,19 @@ const SCRIPTS: [Known; 14] = [
 ];
 
 /// KEYS name, queue, deadlines; ARGV lease, owner, now, wait. `wait` only
-/// moves script waiters' deadlines when the caller takes its turn; the
-/// native no-wait form moves them by Redisson's default, so other waits
-/// stay with Lua.
+/// moves script waiters' deadlines when the caller takes its turn: the
+/// native no-wait form's `SHIFT` (by default Redisson's 300000).
 fn acquire_no_wait(call: &Call) -> Option<Rewrite> {
     let ([name, queue, deadlines], [lease, owner, now, wait]) = (call.keys, call.argv) else { return None };
-    let default_wait = *wait == DEFAULT_FAIR_WAIT_MS.to_string().as_bytes();
-    (default_wait && is_queue(call, name, queue, deadlines) && is_time(lease, parse_lease_ms) && is_now(now))
-        .then(|| Rewrite { argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease]), channel: None })
+    let taken = is_queue(call, name, queue, deadlines) && is_time(lease, parse_lease_ms) && is_now(now);
+    if !(taken && is_time(wait, parse_wait_ms)) {
+        return None;
+    }
+    let argv = match *wait == DEFAULT_FAIR_WAIT_MS.to_string().as_bytes() {
+        true => native(&[b"RFAIR.ACQUIRE", name, owner, lease]),
+        false => native(&[b"RFAIR.ACQUIRE", name, owner, lease, b"SHIFT", wait]),
+    };
+    Some(Rewrite { argv, channel: None })
 }
 
 /// The least wait a Redisson waiter is given natively (Redisson's own

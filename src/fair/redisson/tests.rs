@@ -60,6 +60,10 @@ fn every_text_becomes_its_rfair_command() {
             expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000"], None),
         ),
         (
+            call(NO_WAIT, &keys, &["30000", "u:1", NOW, "5000"]),
+            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "SHIFT", "5000"], None),
+        ),
+        (
             call(WAITING, &keys, &["30000", "u:1", "20000", NOW]),
             expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "20000"], None),
         ),
@@ -132,7 +136,9 @@ fn numbers_the_native_command_would_not_take_stay_with_lua() {
         (&acquire, 9, "", "no clock"),
         (&acquire, 9, "1.5e12", "a clock Lua reads but Redisson never sends"),
         (&acquire, 9, "-5", "a negative clock"),
-        (&no_wait, 9, "5000", "a taker's wait other than Redisson's default"),
+        (&no_wait, 9, "0", "a taker's wait of 0"),
+        (&no_wait, 9, "-5000", "a negative taker's wait"),
+        (&no_wait, 9, "31536000001", "a taker's wait longer than a year"),
         (&give_up, 6, "-1500", "a negative wait"),
     ];
     for (call, index, value, why) in cases {
