@@ -91,15 +91,21 @@ fn acquire_waiting(call: &Call) -> Option<Rewrite> {
 }
 
 /// KEYS queue, deadlines; ARGV owner, wait. The script does not name the
-/// lock: it is read from the queue's key, when only one name has it (a
-/// name without braces, `n`, shares Redisson's queue keys with `{n}`).
+/// lock: it is read from the queue's key. A name without braces, `n`,
+/// shares Redisson's queue keys with `{n}`: then `OR {n}`, and the command
+/// tells them apart by the state.
 fn give_up(call: &Call) -> Option<Rewrite> {
     let ([queue, deadlines], [owner, wait]) = (call.keys, call.argv) else { return None };
-    let name = name_of_queue(queue)?;
-    (is_queue(call, &name, queue, deadlines) && is_time(wait, parse_wait_ms)).then(|| Rewrite {
-        argv: native(&[b"RFAIR.CANCEL", &name, owner, b"WAIT", wait]),
-        channel: Some(any_waiter_channel(&name)),
-    })
+    let names = names_of_queue(queue);
+    let name = names.first()?;
+    if !(is_queue(call, name, queue, deadlines) && is_time(wait, parse_wait_ms)) {
+        return None;
+    }
+    let mut argv: Vec<&[u8]> = vec![b"RFAIR.CANCEL", name, owner, b"WAIT", wait];
+    if let Some(other) = names.get(1) {
+        argv.extend([&b"OR"[..], other]);
+    }
+    Some(Rewrite { argv: native(&argv), channel: Some(any_waiter_channel(name)) })
 }
 
 /// KEYS name, queue, deadlines, channel, latch; ARGV message, lease,
@@ -206,15 +212,12 @@ fn is_now(now: &[u8]) -> bool {
     now.first() != Some(&b'0') && !now.is_empty() && now.len() <= 18 && now.iter().all(u8::is_ascii_digit)
 }
 
-/// The name whose queue key is `queue`, when only one name has it.
-fn name_of_queue(queue: &[u8]) -> Option<Vec<u8>> {
-    let rest = queue.strip_prefix(b"redisson_lock_queue:".as_slice())?;
+/// The names whose queue key is `queue`: none, one, or `n` and `{n}`
+/// (the name without braces first).
+fn names_of_queue(queue: &[u8]) -> Vec<&[u8]> {
+    let Some(rest) = queue.strip_prefix(b"redisson_lock_queue:".as_slice()) else { return Vec::new() };
     let untagged = rest.strip_prefix(b"{").and_then(|rest| rest.strip_suffix(b"}"));
-    let mut names = [Some(rest), untagged].into_iter().flatten().filter(|name| fair_queue_key(name) == queue);
-    match (names.next(), names.next()) {
-        (Some(name), None) => Some(name.to_vec()),
-        _ => None,
-    }
+    [untagged, Some(rest)].into_iter().flatten().filter(|name| fair_queue_key(name) == queue).collect()
 }
 
 /// For the filter's ACL check: the script publishes on the head waiter's
