@@ -1,5 +1,6 @@
 //! Redisson's read-write lock scripts (texts from the jars of 4.7.0, and
-//! of 3.43.0, 3.23.5 and 3.14.1, whose releases and force releases differ) run through Lua on
+//! of 3.43.0, 3.23.5, 3.14.1 and 3.10.6, whose releases and force releases
+//! differ, and 3.10.6's read acquire) run through Lua on
 //! one lock name and through the filter's native rewrite on a twin name,
 //! on one server, in random sequences of EVAL and EVALSHA calls: replies,
 //! keys (the hash, every read hold's key, the latches), TTLs, keyspace
@@ -104,6 +105,23 @@ const V3_14: Version = Version {
     name: "3.14.1",
     shas: [
         "95553a6ff11176c18e71344e89d116b06fd6f753",
+        "6306ba3bf1f563b284bed52d305fce615c6664d9",
+        "f5469be4bfe5232d519471092634b3ee84e5ee6f",
+        "baa634f6184acc1b8f145e810a0e0e00967a3cbe",
+        "23f9bc91439172625235ce2ee06d6647f08a7e27",
+        "23639b0b2d18d26ce352e148ff4ac5b8e984b696",
+    ],
+    publish_argument: false,
+    latched: false,
+    renew: RENEW_ALL,
+    is_locked: false,
+};
+
+/// 3.10.x: the read acquire sets the hash's TTL to the lease on a re-entry.
+const V3_10: Version = Version {
+    name: "3.10.6",
+    shas: [
+        "3e6597e1d1157c59ac0d6efa2ba7e92ef418c41e",
         "6306ba3bf1f563b284bed52d305fce615c6664d9",
         "f5469be4bfe5232d519471092634b3ee84e5ee6f",
         "baa634f6184acc1b8f145e810a0e0e00967a3cbe",
@@ -338,4 +356,9 @@ fn redisson_3_23s_rwlock_scripts_run_natively_as_they_run_in_lua() {
 #[test]
 fn redisson_3_14s_rwlock_scripts_run_natively_as_they_run_in_lua() {
     differential(&V3_14);
+}
+
+#[test]
+fn redisson_3_10s_rwlock_scripts_run_natively_as_they_run_in_lua() {
+    differential(&V3_10);
 }

@@ -74,8 +74,7 @@ fn renewreads_and_likescript_refuse_bad_arguments() {
     let text = error_text(run(&mut con, &["RRW.RENEWREADS", "1", "a", "0", "1", "o"]));
     assert!(text.contains("lease"), "{text}");
     for bad in [
-        &["RRW.ACQUIRE", "a", "o", "READ", "3000", "LIKESCRIPT"][..],
-        &["RRW.ACQUIRE", "a", "o", "WRITE", "3000", "REPLY", "FULL", "LIKESCRIPT"],
+        &["RRW.ACQUIRE", "a", "o", "WRITE", "3000", "REPLY", "FULL", "LIKESCRIPT"][..],
         &["RRW.ACQUIRE", "a", "o", "WRITE", "3000", "WAIT", "10", "LIKESCRIPT"],
     ] {
         assert!(error_text(run(&mut con, bad)).contains("LIKESCRIPT"), "{bad:?}");

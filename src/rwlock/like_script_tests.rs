@@ -150,3 +150,18 @@ fn renew_owners_sets_the_holders_holds_then_the_hash() {
     let refused = like_script().check_owners(&mut keys, &[b"mode"]).err();
     assert_eq!(refused, Some(LockError::OwnerReserved));
 }
+
+/// The read acquire before 3.11.1: a re-entry sets the hash's TTL to the
+/// lease, shorter too (later texts keep the longer).
+#[test]
+fn a_read_re_entry_sets_the_lease() {
+    let state = vec![
+        ("rw", Keys::hash(&[("mode", "read"), ("a", "1")]), Some(NOW + 90_000)),
+        hold("{rw}:a:rwlock_timeout:1", NOW + 90_000),
+    ];
+    let mut keys = Keys::at(state, NOW);
+    let acquired = like_script().acquire(&mut keys, b"a", Side::Read, 30_000, (NOW, Delay::OVER));
+    assert_eq!(acquired, Ok(Acquire::Acquired { count: 2 }));
+    let expected = ["HINCRBY rw a 1", "SET {rw}:a:rwlock_timeout:2 1 PXAT 1030000", "PEXPIREAT rw 1030000"];
+    assert_eq!(keys.effects, expected);
+}

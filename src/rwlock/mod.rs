@@ -72,7 +72,8 @@ pub struct Status {
 pub struct ReadWriteLock<'a> {
     pub name: &'a [u8],
     channel: Vec<u8>,
-    /// Set when a write re-entry grows the TTL as Redisson's script does.
+    /// Set when acquires act as Redisson's scripts (`LIKESCRIPT`): a write
+    /// re-entry grows the TTL, a read one sets it to the lease.
     like_script: Option<LuaNumberText>,
 }
 
@@ -99,9 +100,10 @@ impl<'a> ReadWriteLock<'a> {
         Self { name, channel: rwlock_channel(name), like_script: None }
     }
 
-    /// Redisson's write acquire (`LIKESCRIPT`): a re-entry sets the TTL to
+    /// Redisson's acquires (`LIKESCRIPT`): a write re-entry sets the TTL to
     /// the PTTL plus the lease, written as `redis.call` writes that Lua
-    /// number on this server (see [`Self::grown_expiry`]).
+    /// number on this server (see [`Self::grown_expiry`]); a read one (its
+    /// text before 3.11.1) sets it to the lease.
     pub fn like_redissons_script(self, lua_number: LuaNumberText) -> Self {
         Self { like_script: Some(lua_number), ..self }
     }
@@ -158,7 +160,11 @@ impl<'a> ReadWriteLock<'a> {
                 let count = hash.count(owner) + 1;
                 let timeout = self.timeout_key(owner, count);
                 self.touch_timeout(keys, &timeout)?;
-                let extended = self.extended_expiry(keys, expire_at)?;
+                // Redisson before 3.11.1 sets the lease, shorter too.
+                let extended = match self.like_script {
+                    None => self.extended_expiry(keys, expire_at)?,
+                    Some(_) => expire_at,
+                };
                 keys.hincr_by(self.name, owner, 1, count)?;
                 keys.set(&timeout, b"1", Some(expire_at))?;
                 keys.set_expire_at(self.name, extended)?;

@@ -4,8 +4,9 @@
 //! The write acquire runs as `RRW.ACQUIRE … WRITE lease LIKESCRIPT`: a
 //! re-entry adds the lease to the PTTL as the script does (plain
 //! `RRW.ACQUIRE` never grows the lease, docs/commands.md).
-//! Left to Lua, because `RRW.*` deliberately differs from them: the read
-//! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry).
+//! The read acquire of 3.10.0 .. 3.11.0 runs with `LIKESCRIPT` too (a
+//! re-entry sets the hash's TTL to the lease, shorter too); the 3.x read
+//! renewal as `RRW.RENEW … LIKESCRIPT`.
 
 use super::{check_owner, positive_count, READ_RELEASED, WRITE_RELEASED};
 use crate::lease::{parse_latch_ms, parse_lease_ms};
@@ -17,11 +18,13 @@ use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, r
 #[linkme::distributed_slice(FAMILIES)]
 static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
 
-const SCRIPTS: [Known; 17] = [
+const SCRIPTS: [Known; 18] = [
     // RedissonWriteLock.tryLockInnerAsync, 3.10.6 .. 4.7.0
     Known { sha1: "6306ba3bf1f563b284bed52d305fce615c6664d9", len: 508, rewrite: write_acquire },
     // RedissonReadLock.tryLockInnerAsync, 3.11.1 .. 4.7.0
-    Known { sha1: "95553a6ff11176c18e71344e89d116b06fd6f753", len: 717, rewrite: read_acquire },
+    Known { sha1: "95553a6ff11176c18e71344e89d116b06fd6f753", len: 717, rewrite: |call| read_acquire(call, &[]) },
+    // RedissonReadLock.tryLockInnerAsync, 3.10.0 .. 3.11.0
+    Known { sha1: "3e6597e1d1157c59ac0d6efa2ba7e92ef418c41e", len: 647, rewrite: |call| read_acquire(call, LIKE_3_10) },
     // RedissonReadLock.isLocked, 3.24.0 .. 4.7.0
     Known { sha1: "8ad44f1ba014938c20da38206b6d496c85ec1aed", len: 157, rewrite: read_locked },
     // renewal/ReadLockTask.buildChunk, 4.4.0 .. 4.7.0
@@ -109,12 +112,18 @@ fn write_acquire(call: &Call) -> Option<Rewrite> {
     })
 }
 
+/// The read acquire of 3.10.0 .. 3.11.0: a re-entry sets the hash's TTL
+/// to the lease (later texts keep the longer).
+const LIKE_3_10: &[&[u8]] = &[b"LIKESCRIPT"];
+
 /// KEYS name, owner's hold prefix; ARGV lease, owner, owner's write field.
-fn read_acquire(call: &Call) -> Option<Rewrite> {
+/// `tail`: what the text's era adds to the native call.
+fn read_acquire(call: &Call, tail: &[&[u8]]) -> Option<Rewrite> {
     let ([name, timeouts], [lease, owner, write_field]) = (call.keys, call.argv) else { return None };
     let derived = *timeouts == rwlock_timeout_prefix(name, owner) && *write_field == rwlock_write_field(owner);
+    let argv: Vec<&[u8]> = [&[b"RRW.ACQUIRE", *name, owner, b"READ", lease][..], tail].concat();
     (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, timeouts))
-        .then(|| Rewrite { argv: native(&[b"RRW.ACQUIRE", name, owner, b"READ", lease]), channel: None })
+        .then(|| Rewrite { argv: native(&argv), channel: None })
 }
 
 /// KEYS name.

@@ -21,8 +21,9 @@ use rlock_protocol::rwlock_write_field;
 /// `RLOCK.ACQUIRE`'s (`holds`: the owner's holds of that side;
 /// `lease_ms`: the lock's PTTL): a refused caller that holds neither side
 /// blocks in arrival order until granted or `wait_ms` passes.
-/// `LIKESCRIPT` (last, with `WRITE` and none of those): a write re-entry
-/// sets the TTL to the PTTL plus the lease, as Redisson's script does.
+/// `LIKESCRIPT` (last, with none of those): a write re-entry sets the TTL
+/// to the PTTL plus the lease, a read one to the lease, as Redisson's
+/// scripts do (the read's before 3.11.1).
 fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     let like_script = take_like_script(&mut args, 5);
     let mut args = args.into_iter().skip(1).peekable();
@@ -31,8 +32,8 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     let side = parse_side(&args.next_arg()?)?;
     let lease_ms = parse_optional_lease(&mut args)?;
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
-    if like_script && (side != Side::Write || wait_ms.is_some() || request.is_some() || full_reply) {
-        return Err(LockError::Syntax("LIKESCRIPT takes WRITE and no WAIT, ID or REPLY").into());
+    if like_script && (wait_ms.is_some() || request.is_some() || full_reply) {
+        return Err(LockError::Syntax("LIKESCRIPT takes no WAIT, ID or REPLY").into());
     }
     let now = now_ms();
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
@@ -138,7 +139,7 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rrw.acquire",
-        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms. LIKESCRIPT: a write re-entry adds the lease to the PTTL, as Redisson's script.",
+        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms. LIKESCRIPT: a write re-entry adds the lease to the PTTL, a read one sets it, as Redisson's scripts.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[

@@ -300,3 +300,11 @@ fn the_batch_read_renewal_becomes_rrw_renewreads() {
     let one = self::call(RENEW_READS, &["n", "{n}"], &["30000", "1", "u:1"]);
     assert_eq!(rewritten(&one, false), expected(&["RRW.RENEWREADS", "1", "n", "30000", "1", "u:1"], None));
 }
+
+#[test]
+fn the_read_acquire_of_3_10_becomes_rrw_acquire_read_likescript() {
+    let sha = "3e6597e1d1157c59ac0d6efa2ba7e92ef418c41e";
+    let call = call(sha, &["n", "{n}:u:1:rwlock_timeout"], &["30000", "u:1", "u:1:write"]);
+    assert_eq!(rewritten(&call, false), expected(&["RRW.ACQUIRE", "n", "u:1", "READ", "30000", "LIKESCRIPT"], None));
+    assert_left_to_lua(&call, &[(4, "{n}:u:2:rwlock_timeout", "another owner's holds"), (5, "0", "a lease of 0")]);
+}
