@@ -98,3 +98,52 @@ fn readlocked_answers_as_redissons_read_lock_is_locked() {
     let _: () = redis::cmd("SET").arg("rw").arg("x").query(&mut con).unwrap();
     assert!(error_text(run(&mut con, &["RRW.READLOCKED", "rw"])).contains("WRONGTYPE"));
 }
+
+/// The forms' writes reach a replica without the module as they are on
+/// the primary: fields, holds and absolute expiries (the grown write
+/// lease, the deleted lock, the batch's and 3.x renewals).
+#[test]
+fn a_replica_without_the_module_mirrors_the_script_forms() {
+    let primary = Server::start();
+    let replica = Server::builder().without_module().start();
+    replica.replicate(&primary);
+    let mut con = primary.connection();
+    for args in [
+        &["RRW.ACQUIRE", "w", "o", "WRITE", "30000", "LIKESCRIPT"][..],
+        &["RRW.ACQUIRE", "w", "o", "WRITE", "30000", "LIKESCRIPT"],
+        &["RRW.ACQUIRE", "gone", "o", "WRITE", "30000"],
+        &["PERSIST", "gone"],
+        &["RRW.ACQUIRE", "gone", "o", "WRITE", "1", "LIKESCRIPT"],
+        &["RRW.ACQUIRE", "r", "a", "READ", "600000"],
+        &["RRW.ACQUIRE", "r", "a", "READ", "600000"],
+        &["RRW.ACQUIRE", "r", "b", "READ", "600000"],
+        &["RRW.RENEWREADS", "2", "r", "w", "4000", "1", "a", "1", "a"],
+        &["RRW.ACQUIRE", "r3", "a", "READ", "600000", "LIKESCRIPT"],
+        &["RRW.ACQUIRE", "r3", "b", "READ", "600000"],
+        &["RRW.RENEW", "r3", "a", "5000", "LIKESCRIPT"],
+    ] {
+        run(&mut con, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    assert_eq!(acked, 1, "the replica acknowledged");
+    let keys = ["w", "gone", "r", "{r}:a:rwlock_timeout:1", "{r}:a:rwlock_timeout:2", "{r}:b:rwlock_timeout:1"];
+    let keys = keys.into_iter().chain(["r3", "{r3}:a:rwlock_timeout:1", "{r3}:b:rwlock_timeout:1"]);
+    let state = |con: &mut Connection| -> Vec<(String, Value, i64)> {
+        keys.clone()
+            .map(|key| {
+                let kind: String = redis::cmd("TYPE").arg(key).query(con).unwrap();
+                let value = match kind.as_str() {
+                    "hash" => redis::cmd("HGETALL").arg(key).query(con).unwrap(),
+                    _ => redis::cmd("GET").arg(key).query(con).unwrap(),
+                };
+                (key.to_owned(), value, redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap())
+            })
+            .collect()
+    };
+    let on_primary = state(&mut con);
+    assert_eq!(on_primary[1].2, -2, "PTTL -1 plus a lease of 1: deleted");
+    assert!(pttl(&mut con, "w") > 55_000, "the write lease grew");
+    assert!((1_000..=4_000).contains(&pttl(&mut con, "r")), "the batch set the lease");
+    assert!((1_000..=5_000).contains(&pttl(&mut con, "{r3}:b:rwlock_timeout:1")), "3.x renews every reader");
+    assert_eq!(state(&mut replica.connection()), on_primary, "the replica differs");
+}
