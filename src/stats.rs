@@ -21,9 +21,10 @@ static GRANTED: AtomicU64 = AtomicU64::new(0);
 static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 static DEADLOCKS: AtomicU64 = AtomicU64::new(0);
 static REDISSON_ACL_LUA: AtomicU64 = AtomicU64::new(0);
+static REDISSON_FAIR_UNNAMED: AtomicU64 = AtomicU64::new(0);
 
 /// INFO field names (Redis prefixes them with `rlock_`), in display order.
-const FIELDS: [(&str, &AtomicU64); 14] = [
+const FIELDS: [(&str, &AtomicU64); 15] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("contended", &CONTENDED),
@@ -43,6 +44,9 @@ const FIELDS: [(&str, &AtomicU64); 14] = [
     // Known Redisson scripts left to Lua because the caller's ACL did not
     // allow the native command (those run natively: `redisson_native_*`).
     ("redisson_acl_lua", &REDISSON_ACL_LUA),
+    // Redisson fair give-ups whose queue names two locks (`n` and `{n}`)
+    // that the state did not tell apart: run without either lock's memory.
+    ("redisson_fair_unnamed", &REDISSON_FAIR_UNNAMED),
 ];
 
 /// The counters of one kind of lock, shown as `rlock_<kind>_<counter>`.
@@ -188,6 +192,10 @@ pub fn record_wait_timeout() {
 
 pub fn record_redisson_acl_lua() {
     bump(&REDISSON_ACL_LUA);
+}
+
+pub fn record_redisson_fair_unnamed() {
+    bump(&REDISSON_FAIR_UNNAMED);
 }
 
 pub fn record_force_release(outcome: ForceRelease) {

@@ -164,7 +164,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     let _: () = redis::cmd("SET").arg("redisson_lock_queue:{q}").arg("x").query(&mut con).unwrap();
     let before = dump(&mut con);
     const FAIR_SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms] \
-        [REDISSON PTTL|AHEAD], then ID request_id [PX window_ms], then REPLY FULL";
+        [REDISSON PTTL|AHEAD] or SHIFT shift_ms, then ID request_id [PX window_ms], then REPLY FULL";
     const BLOCK_INVALID: &str = "ERR block_ms must be a positive integer of at most 31536000000 (365 days)";
     let cases: [(&[&str], &str); 20] = [
         (&["RFAIR.ACQUIRE", "fair", "u:9", "0"], "ERR lease_ms must be a positive integer"),

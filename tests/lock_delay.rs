@@ -282,9 +282,9 @@ fn ending_the_delay_early_wakes_what_waits_for_its_end() {
     assert!(ended_at.elapsed() < std::time::Duration::from_secs(30));
 }
 
-/// Redisson's write-lock acquire runs as Lua for how it re-enters, but
-/// natively whenever a lock-delay is set, so that the delay refuses it,
-/// also when it was queued in MULTI before the delay began.
+/// Redisson's write-lock acquire runs natively (re-entering as the script
+/// does), so that a delay refuses it, also when it was queued in MULTI
+/// before the delay began.
 #[test]
 fn redissons_write_lock_acquire_is_refused_during_the_delay_through_the_filter() {
     let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();

@@ -30,14 +30,24 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 use testkit::{publications, quiet_now, unlock_latch_key, Rng, Server};
 
-/// Names with a hash tag: the give-up script names only the queue, whose
-/// key tells the lock's name only when the name has a `{` (see
+/// The twins' names. The give-up script names only the queue, whose key
+/// tells the lock's name when the name has a `{`; else `n` and `{n}` share
+/// it, and the native command tells them apart by the state (see
 /// `fair/redisson.rs`).
-const LUA: &str = "{lua}fair";
-const NATIVE: &str = "{nat}fair";
+#[derive(Clone, Copy)]
+struct Names {
+    lua: &'static str,
+    native: &'static str,
+}
+
+const TAGGED: Names = Names { lua: "{lua}fair", native: "{nat}fair" };
+const UNTAGGED: Names = Names { lua: "luafair", native: "natfair" };
 const OWNERS: [&str; 4] = ["6f1c:1", "6f1c:2", "a9e0:7", "a9e0:8"];
 const REQUESTS: [&str; 2] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "r3"];
 const WAIT: &str = "300000";
+/// Less than [`WAIT`]: the script waiters a tryLock() taking its turn
+/// moves up by it stay ahead of the clock.
+const TRY_LOCK_WAIT: &str = "100000";
 /// How far apart the twins' calls run, at most (on a loaded machine).
 const TOLERANCE_MS: i64 = 200;
 /// No step starts this close to a lease's end.
@@ -74,16 +84,22 @@ impl Texts {
 
 #[derive(Debug, Clone)]
 enum Op {
+    /// Redisson's no-wait tryLock(), with its lock's wait (a lock made
+    /// with another than the default passes its own).
     TryLock {
         owner: &'static str,
         lease: u64,
+        wait: &'static str,
     },
     Lock {
         owner: &'static str,
         lease: u64,
     },
+    /// `as_lua`: on the native twin too, as Lua (a call the filter left
+    /// to Lua: the caller's ACL, or the filter turned off a moment).
     GiveUp {
         owner: &'static str,
+        as_lua: bool,
     },
     Unlock {
         owner: &'static str,
@@ -100,9 +116,12 @@ fn random_op(rng: &mut Rng) -> Op {
     let owner = *rng.pick(&OWNERS);
     let lease = *rng.pick(&[150, 30_000]);
     match rng.below(100) {
-        0..=14 => Op::TryLock { owner, lease },
+        0..=14 => {
+            let wait = [WAIT, TRY_LOCK_WAIT][rng.below(2) as usize];
+            Op::TryLock { owner, lease, wait }
+        }
         15..=49 => Op::Lock { owner, lease },
-        50..=59 => Op::GiveUp { owner },
+        50..=59 => Op::GiveUp { owner, as_lua: rng.chance(30) },
         60..=89 => Op::Unlock {
             owner,
             lease,
@@ -139,9 +158,9 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, n
     let now = now.to_string();
     let (name, queue, deadlines, channel) = (&keys.name[..], &keys.queue[..], &keys.deadlines[..], &keys.channel[..]);
     let reply = match *op {
-        Op::TryLock { owner, lease } => {
+        Op::TryLock { owner, lease, wait } => {
             let lease = lease.to_string();
-            let args: [&[u8]; 4] = [lease.as_bytes(), owner.as_bytes(), now.as_bytes(), WAIT.as_bytes()];
+            let args: [&[u8]; 4] = [lease.as_bytes(), owner.as_bytes(), now.as_bytes(), wait.as_bytes()];
             call(con, by_sha, &texts.try_lock, &[name, queue, deadlines], &args)
         }
         Op::Lock { owner, lease } => {
@@ -149,7 +168,7 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, n
             let args: [&[u8]; 4] = [lease.as_bytes(), owner.as_bytes(), WAIT.as_bytes(), now.as_bytes()];
             call(con, by_sha, &texts.lock, &[name, queue, deadlines], &args)
         }
-        Op::GiveUp { owner } => {
+        Op::GiveUp { owner, .. } => {
             call(con, by_sha, &texts.give_up, &[queue, deadlines], &[owner.as_bytes(), WAIT.as_bytes()])
         }
         Op::Unlock { owner, lease, request, latch_ms } => {
@@ -183,7 +202,7 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, n
 /// the queue, the owners with a deadline, the latches (type, value), each
 /// with its PTTL where it has one, then each deadline less `now`; and
 /// whether every deadline is still ahead of `now`.
-fn state(con: &mut Connection, name: &str, now: i64) -> (Vec<(String, i64)>, bool) {
+fn state(con: &mut Connection, name: &str, now: i64, names: Names) -> (Vec<(String, i64)>, bool) {
     let keys = Keys::of(name);
     let mut described = vec![];
     let mut fields: Vec<(String, String)> = con.hgetall(&keys.name).unwrap();
@@ -201,7 +220,7 @@ fn state(con: &mut Connection, name: &str, now: i64) -> (Vec<(String, i64)>, boo
     }
     let ahead = deadlines.iter().all(|(_, deadline)| *deadline > now);
     described.extend(deadlines.into_iter().map(|(owner, deadline)| (format!("deadline of {owner}"), deadline - now)));
-    (described.into_iter().map(|(what, pttl)| (what.replace(NATIVE, LUA), pttl)).collect(), ahead)
+    (described.into_iter().map(|(what, pttl)| (what.replace(names.native, names.lua), pttl)).collect(), ahead)
 }
 
 /// The replies Redisson's Java code reads alike.
@@ -227,14 +246,15 @@ fn waiter_channels(name: &str) -> Vec<String> {
         .collect()
 }
 
-fn differential(texts: &Texts, seed: &str) {
+fn differential(texts: &Texts, seed: &str, names: Names) {
+    let Names { lua: lua_twin, native: native_twin } = names;
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     for body in [&texts.try_lock, &texts.lock, &texts.give_up, &texts.unlock, &texts.force] {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
     }
     let mut rng = Rng::from_env(seed);
-    let (mut calls, mut acquired, mut queued) = (0, 0, 0);
+    let (mut calls, mut natives, mut acquired, mut queued) = (0, 0, 0, 0);
     for step in 0..300 {
         let op = random_op(&mut rng);
         if matches!(op, Op::Sleep) {
@@ -244,19 +264,19 @@ fn differential(texts: &Texts, seed: &str) {
         let by_sha = rng.chance(50);
         // No lease or latch ends between the twins' calls.
         let now = quiet_now(&mut con, GUARD_MS, |con| {
-            let latches = [LUA, NATIVE].into_iter().flat_map(|name| {
+            let latches = [lua_twin, native_twin].into_iter().flat_map(|name| {
                 REQUESTS.into_iter().map(move |request| unlock_latch_key(name.as_bytes(), request.as_bytes()))
             });
             let keys: Vec<Vec<u8>> =
-                [LUA, NATIVE].map(|name| name.as_bytes().to_vec()).into_iter().chain(latches).collect();
+                [lua_twin, native_twin].map(|name| name.as_bytes().to_vec()).into_iter().chain(latches).collect();
             keys.iter().map(|key| redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap()).collect()
         });
         let mut replies = vec![];
         let messages = publications(&server, |con| {
             set_mode(con, "off");
-            replies.push(run(con, texts, by_sha, LUA, &op, now));
-            set_mode(con, "native");
-            replies.push(run(con, texts, by_sha, NATIVE, &op, now));
+            replies.push(run(con, texts, by_sha, lua_twin, &op, now));
+            set_mode(con, if matches!(op, Op::GiveUp { as_lua: true, .. }) { "off" } else { "native" });
+            replies.push(run(con, texts, by_sha, native_twin, &op, now));
         });
         let (lua, native) = (&replies[0], &replies[1]);
         let context = format!("step {step}: {op:?} (EVALSHA: {by_sha}): {lua:?} / {native:?}");
@@ -264,31 +284,35 @@ fn differential(texts: &Texts, seed: &str) {
         acquired += usize::from(matches!(op, Op::Lock { .. } | Op::TryLock { .. }) && *lua == Ok(Value::Nil));
         queued += usize::from(matches!((&op, lua), (Op::Lock { .. }, Ok(Value::Int(_)))));
         calls += 1;
-        check_messages(&context, messages);
-        let ((lua, lua_ahead), (native, native_ahead)) = (state(&mut con, LUA, now), state(&mut con, NATIVE, now));
+        natives += usize::from(!matches!(op, Op::GiveUp { as_lua: true, .. }));
+        check_messages(&context, messages, names);
+        let ((lua, lua_ahead), (native, native_ahead)) =
+            (state(&mut con, lua_twin, now, names), state(&mut con, native_twin, now, names));
         let same = lua.len() == native.len()
             && lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
                 a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= TOLERANCE_MS))
             });
         assert!(same && lua_ahead && native_ahead, "{context}: keys\n{lua:?}\n{native:?}");
     }
-    // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "fair"), calls as i64);
+    // Every call on the twin ran natively but those left to Lua: the
+    // comparison was not Lua's with itself.
+    assert_eq!(family_native_count(&mut con, "fair"), natives as i64);
     assert!(calls > 200 && acquired > 20 && queued > 20, "{calls} calls, {acquired} acquired, {queued} queued");
 }
 
 /// Keyspace events on the lock hash alike; every script message published
 /// natively too; the native side's others tell a waiter its turn.
-fn check_messages(context: &str, messages: Vec<(String, String)>) {
+fn check_messages(context: &str, messages: Vec<(String, String)>, names: Names) {
+    let Names { lua: lua_twin, native: native_twin } = names;
     let (mut lua_events, mut native_events, mut lua_messages, mut native_messages) = (vec![], vec![], vec![], vec![]);
     for (channel, message) in messages {
         // A lease running out is announced when the server expires the key.
         if message == "expired" || channel.ends_with(":expired") {
             continue;
         }
-        let native = channel.contains(NATIVE) || message.contains(NATIVE);
-        let (channel, message) = (channel.replace(NATIVE, LUA), message.replace(NATIVE, LUA));
-        let on_hash = channel == format!("__keyspace@0__:{LUA}") || message == LUA;
+        let native = channel.contains(native_twin) || message.contains(native_twin);
+        let (channel, message) = (channel.replace(native_twin, lua_twin), message.replace(native_twin, lua_twin));
+        let on_hash = channel == format!("__keyspace@0__:{lua_twin}") || message == lua_twin;
         match (channel.starts_with("__key"), native) {
             (true, false) if on_hash => lua_events.push((channel, message)),
             (true, true) if on_hash => native_events.push((channel, message)),
@@ -298,7 +322,7 @@ fn check_messages(context: &str, messages: Vec<(String, String)>) {
         }
     }
     assert_eq!(lua_events, native_events, "{context}: keyspace events on the lock");
-    let waiters = waiter_channels(LUA);
+    let waiters = waiter_channels(lua_twin);
     for message in &lua_messages {
         assert!(native_messages.contains(message), "{context}: {message:?} not published natively");
     }
@@ -326,7 +350,16 @@ const FORCE_3_10: &str = "95cdf4b03f82c82edf987c7d216b4b67d861b14f";
 
 /// Runs the differential on the texts of `version` (named by SHA-1).
 fn differential_of(version: &str, shas: [&str; 5], publish: Publish) {
-    differential(&Texts::of(version, shas, publish), &format!("redisson_fair_differential {version}"));
+    differential(&Texts::of(version, shas, publish), &format!("redisson_fair_differential {version}"), TAGGED);
+}
+
+/// Names without braces: the give-up's queue key names `n` and `{n}`, and
+/// the native command tells which by the lock's hash or its waiters.
+#[test]
+fn redisson_4_7_fair_give_ups_of_names_without_braces_run_natively_too() {
+    let texts =
+        Texts::of("4.7.0", [TRY_LOCK_3_31, LOCK_3_45, GIVE_UP, UNLOCK_3_31, FORCE_3_31], Publish::ArgumentAndLatch);
+    differential(&texts, "redisson_fair_differential 4.7.0 untagged", UNTAGGED);
 }
 
 #[test]

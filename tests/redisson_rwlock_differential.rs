@@ -1,11 +1,11 @@
 //! Redisson's read-write lock scripts (texts from the jars of 4.7.0, and
-//! of 3.43.0, 3.23.5 and 3.14.1, whose releases and force releases differ) run through Lua on
+//! of 3.43.0, 3.23.5, 3.14.1 and 3.10.6, whose releases and force releases
+//! differ, and 3.10.6's read acquire) run through Lua on
 //! one lock name and through the filter's native rewrite on a twin name,
 //! on one server, in random sequences of EVAL and EVALSHA calls: replies,
 //! keys (the hash, every read hold's key, the latches), TTLs, keyspace
-//! notifications and published messages must be the same. The text the
-//! filter leaves to Lua (the write acquire) runs as Lua on both names, so
-//! that the rewritten ones meet every state.
+//! notifications and published messages must be the same (the write
+//! acquire's re-entry growing the TTL by the lease, as the script does).
 
 mod redisson_support;
 
@@ -25,10 +25,14 @@ const REQUESTS: [&str; 2] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "r3"];
 const HOLDS: i64 = 8;
 const READ_MESSAGE: &[u8] = b"0";
 const WRITE_MESSAGE: &[u8] = b"1";
-/// The one text the filter leaves to Lua (see `rwlock/redisson.rs`), as
-/// an index into [`Version::shas`].
-const WRITE_ACQUIRE: usize = 1;
 const CLASSES: [&str; 2] = ["org/redisson/RedissonReadLock", "org/redisson/RedissonWriteLock"];
+const BATCH_CLASS: &str = "org/redisson/renewal/ReadLockTask";
+/// RedissonReadLock.isLocked, 3.24.0 .. 4.7.0.
+const IS_LOCKED: &str = "8ad44f1ba014938c20da38206b6d496c85ec1aed";
+/// The read lock's renewals: ReadLockTask's batch (4.4.0 .. 4.7.0) and
+/// RedissonReadLock.renewExpirationAsync (3.10.0 .. 3.43.0).
+const RENEW_BATCH: &str = "38d2b478dfbe264ab67c221b7e4be62245f00ba0";
+const RENEW_ALL: &str = "6563941ff57e01b8cf61e86907b80686438a2f74";
 
 /// One Redisson version's texts, and how its releases are called.
 struct Version {
@@ -40,7 +44,14 @@ struct Version {
     publish_argument: bool,
     /// 3.24+: releases take an unlock latch key and its PX.
     latched: bool,
+    /// The read renewal's text; isLocked's, when a script (3.24+).
+    renew: &'static str,
+    is_locked: bool,
 }
+
+/// Indexes of the renewal and isLocked texts after [`Version::shas`].
+const RENEW: usize = 6;
+const IS_LOCKED_TEXT: usize = 7;
 
 const V4_7: Version = Version {
     name: "4.7.0",
@@ -54,6 +65,8 @@ const V4_7: Version = Version {
     ],
     publish_argument: true,
     latched: true,
+    renew: RENEW_BATCH,
+    is_locked: true,
 };
 
 const V3_43: Version = Version {
@@ -68,6 +81,8 @@ const V3_43: Version = Version {
     ],
     publish_argument: true,
     latched: true,
+    renew: RENEW_ALL,
+    is_locked: true,
 };
 
 const V3_23: Version = Version {
@@ -82,6 +97,8 @@ const V3_23: Version = Version {
     ],
     publish_argument: true,
     latched: false,
+    renew: RENEW_ALL,
+    is_locked: false,
 };
 
 const V3_14: Version = Version {
@@ -96,6 +113,25 @@ const V3_14: Version = Version {
     ],
     publish_argument: false,
     latched: false,
+    renew: RENEW_ALL,
+    is_locked: false,
+};
+
+/// 3.10.x: the read acquire sets the hash's TTL to the lease on a re-entry.
+const V3_10: Version = Version {
+    name: "3.10.6",
+    shas: [
+        "3e6597e1d1157c59ac0d6efa2ba7e92ef418c41e",
+        "6306ba3bf1f563b284bed52d305fce615c6664d9",
+        "f5469be4bfe5232d519471092634b3ee84e5ee6f",
+        "baa634f6184acc1b8f145e810a0e0e00967a3cbe",
+        "23f9bc91439172625235ce2ee06d6647f08a7e27",
+        "23639b0b2d18d26ce352e148ff4ac5b8e984b696",
+    ],
+    publish_argument: false,
+    latched: false,
+    renew: RENEW_ALL,
+    is_locked: false,
 };
 
 #[derive(Debug, Clone)]
@@ -115,9 +151,18 @@ enum Op {
     ForceRelease {
         write: bool,
     },
+    /// The watchdog's read renewal: 3.x names one owner, 4.7's batch these.
+    Renew {
+        owners: Vec<&'static str>,
+        lease: u64,
+    },
+    IsLocked,
     /// Somebody else's value at the lock name, for 30 ms (a few steps): both error
     /// (texts differ, see docs/redisson.md).
     Clobber,
+    /// The lock loses its expiry (PERSIST): a write re-entry then adds the
+    /// lease to a PTTL of -1.
+    Persist,
     /// Leases and latches of 150 ms run out.
     Sleep,
 }
@@ -129,22 +174,31 @@ impl Op {
             Op::Acquire { write, .. } => Some(usize::from(*write)),
             Op::Release { write, .. } => Some(2 + usize::from(*write)),
             Op::ForceRelease { write } => Some(4 + usize::from(*write)),
-            Op::Clobber | Op::Sleep => None,
+            Op::Renew { .. } => Some(RENEW),
+            Op::IsLocked => Some(IS_LOCKED_TEXT),
+            Op::Clobber | Op::Persist | Op::Sleep => None,
         }
     }
 }
 
-fn random_op(rng: &mut Rng) -> Op {
+fn random_op(rng: &mut Rng, version: &Version) -> Op {
     let (write, owner) = (rng.chance(40), *rng.pick(&OWNERS));
     let lease = *rng.pick(&[150, 30_000, 60_000]);
     match rng.below(100) {
-        0..=44 => Op::Acquire { write, owner, lease },
+        0..=34 => Op::Acquire { write, owner, lease },
+        35..=41 => {
+            let owners = OWNERS.iter().copied().filter(|_| rng.chance(60)).collect::<Vec<_>>();
+            Op::Renew { owners: if owners.is_empty() { vec![owner] } else { owners }, lease }
+        }
+        42..=44 if version.is_locked => Op::IsLocked,
+        42..=44 => Op::Acquire { write, owner, lease },
         45..=84 => {
             let (request, latch_ms) = (*rng.pick(&REQUESTS), *rng.pick(&[150, 20_000]));
             Op::Release { write, owner, lease, request, latch_ms }
         }
         85..=91 => Op::ForceRelease { write },
         92 => Op::Clobber,
+        93 => Op::Persist,
         _ => Op::Sleep,
     }
 }
@@ -180,7 +234,16 @@ fn arguments(version: &Version, publish: &str, name: &str, op: &Op) -> (Vec<Vec<
             }
             return (keys, args);
         }
-        Op::Clobber | Op::Sleep => unreachable!("no script call"),
+        Op::Renew { owners, lease } if version.renew == RENEW_ALL => {
+            return (vec![name.to_vec(), rwlock_key_prefix(name)], vec![text(*lease), owners[0].as_bytes().to_vec()]);
+        }
+        Op::Renew { owners, lease } => {
+            let mut args = vec![text(*lease), text(owners.len() as u64)];
+            args.extend(owners.iter().map(|owner| owner.as_bytes().to_vec()));
+            return (vec![name.to_vec(), rwlock_key_prefix(name)], args);
+        }
+        Op::IsLocked => return (vec![name.to_vec()], vec![]),
+        Op::Clobber | Op::Persist | Op::Sleep => unreachable!("no script call"),
     };
     if version.publish_argument {
         args.push(publish.as_bytes().to_vec());
@@ -193,7 +256,7 @@ fn arguments(version: &Version, publish: &str, name: &str, op: &Op) -> (Vec<Vec<
 }
 
 /// The script call of `op` on `name` (Clobber and Sleep are none).
-fn script(version: &Version, bodies: &[Vec<u8>; 6], call_as: (bool, &str), name: &str, op: &Op) -> Cmd {
+fn script(version: &Version, bodies: &[Vec<u8>], call_as: (bool, &str), name: &str, op: &Op) -> Cmd {
     let (by_sha, publish) = call_as;
     let text = op.text().expect("a script call");
     let (keys, args) = arguments(version, publish, name, op);
@@ -214,7 +277,13 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
 }
 
 fn differential(version: &Version) {
-    let bodies = texts(version.name, &CLASSES, version.shas);
+    let mut bodies = texts(version.name, &CLASSES, version.shas).to_vec();
+    let classes: &[&str] = if version.renew == RENEW_BATCH { &[CLASSES[0], BATCH_CLASS] } else { &CLASSES };
+    bodies.extend(texts(
+        version.name,
+        classes,
+        [version.renew, if version.is_locked { IS_LOCKED } else { version.renew }],
+    ));
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     for body in &bodies {
@@ -222,9 +291,9 @@ fn differential(version: &Version) {
     }
     let mut control = server.connection();
     let mut rng = Rng::from_env(&format!("redisson_rwlock_differential {}", version.name));
-    let (mut natives, mut calls, mut errors) = (0, 0, 0);
+    let (mut natives, mut calls, mut errors, mut renewals) = (0, 0, 0, 0);
     for step_no in 0..400 {
-        let op = random_op(&mut rng);
+        let op = random_op(&mut rng, version);
         match op {
             Op::Sleep => std::thread::sleep(Duration::from_millis(200)),
             Op::Clobber => {
@@ -235,16 +304,29 @@ fn differential(version: &Version) {
                         redis::cmd("SET").arg(name).arg("not a lock").arg("PXAT").arg(at).query(&mut con).unwrap();
                 }
             }
+            Op::Persist => {
+                // Only a lock: somebody else's value must still run out.
+                for name in [TWINS.lua, TWINS.native] {
+                    let kind: String = redis::cmd("TYPE").arg(name).query(&mut con).unwrap();
+                    if kind == "hash" {
+                        let _: i64 = redis::cmd("PERSIST").arg(name).query(&mut con).unwrap();
+                    }
+                }
+            }
             _ => {}
         }
-        let Some(text) = op.text() else { continue };
+        if op.text().is_none() {
+            continue;
+        }
         let call_as = (rng.chance(50), *rng.pick(&["publish", "PUBLISH", "spublish"]));
         let step = TWINS.step(&server, &mut control, keys, |name| script(version, &bodies, call_as, name, &op));
         let context = format!("{} step {step_no}: {op:?} (EVALSHA, publish: {call_as:?})", version.name);
         let acquire = matches!(op, Op::Acquire { .. });
+        let Some(text) = op.text() else { unreachable!("a script call") };
+        renewals += usize::from(text == RENEW);
         errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));
         calls += 1;
-        natives += usize::from(text != WRITE_ACQUIRE);
+        natives += 1;
         assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events and messages");
         let states = TWINS.states(&mut con, keys);
         assert!(same_states(&states), "{context}: keys\n{:?}\n{:?}", states[0], states[1]);
@@ -253,6 +335,7 @@ fn differential(version: &Version) {
     // comparison was not Lua's with itself.
     assert_eq!(family_native_count(&mut con, "rwlock"), natives as i64);
     assert!(natives > calls / 2 && errors < calls / 2, "{calls} calls, {natives} native, {errors} errors");
+    assert!(renewals > 0, "no renewal among {calls} calls");
 }
 
 #[test]
@@ -273,4 +356,9 @@ fn redisson_3_23s_rwlock_scripts_run_natively_as_they_run_in_lua() {
 #[test]
 fn redisson_3_14s_rwlock_scripts_run_natively_as_they_run_in_lua() {
     differential(&V3_14);
+}
+
+#[test]
+fn redisson_3_10s_rwlock_scripts_run_natively_as_they_run_in_lua() {
+    differential(&V3_10);
 }

@@ -164,9 +164,7 @@ const LOCK_FAMILY_4_7: [&str; 13] = [
 
 /// The lock family's 4.7.0 texts that still run as Lua, each with why
 /// (docs/redisson.md, "Left to Lua" says the same).
-const STAYS_LUA_4_7: [(&str, &str); 3] = [
-    ("8ad44f1b", "the read lock's isLocked: no native form yet"),
-    ("38d2b478", "the read lock's batch renewal (ReadLockTask): no native batch renewal yet"),
+const STAYS_LUA_4_7: [(&str, &str); 1] = [
     ("935362a3", "the fast multi-lock's renewal (FastMultilockTask): no native form yet"),
 ];
 

@@ -52,6 +52,9 @@ pub enum Keys {
     /// `arg key owner [key owner ...]`: every second argument from 2 on,
     /// each under the `key_flags`; the `args` name them all.
     Pairs,
+    /// `numkeys key [key ...] args...`, as EVAL's: argument 1 counts the
+    /// keys that follow, each under the `key_flags`.
+    Numbered,
 }
 
 impl Keys {
@@ -59,7 +62,8 @@ impl Keys {
     pub fn legacy_range(self, keyless: bool) -> [c_int; 3] {
         match self {
             _ if keyless => [0; 3],
-            Keys::First => [1; 3],
+            // Numbered: the key specs set later are what Redis uses.
+            Keys::First | Keys::Numbered => [1; 3],
             Keys::Pairs => [2, -1, 2],
         }
     }
@@ -90,9 +94,19 @@ pub fn set(ctx: &Context, info: &CommandInfo, keys: Keys) -> Result<(), String> 
     let mut key_specs = [key_spec(info.key_flags, keys), unsafe { std::mem::zeroed() }];
     let keyless = info.key_flags == KEYLESS;
     let key = Arg { name: c"key", kind: ArgKind::Key, optional: false, token: None };
-    let leading_key = !keyless && keys == Keys::First;
+    let numkeys = Arg { name: c"numkeys", kind: ArgKind::Integer, optional: false, token: None };
+    let leading: &[&Arg] = match keys {
+        _ if keyless => &[],
+        Keys::First => &[&key],
+        Keys::Numbered => &[&numkeys, &key],
+        Keys::Pairs => &[],
+    };
     let mut arrays = Vec::new();
-    let args = arguments(leading_key.then_some(&key).into_iter().chain(info.args), &mut arrays);
+    let args = arguments(leading.iter().copied().chain(info.args), &mut arrays);
+    if keys == Keys::Numbered {
+        // The key argument (after numkeys) is repeated.
+        unsafe { (*args.add(1)).flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int };
+    }
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -117,16 +131,24 @@ pub fn set(ctx: &Context, info: &CommandInfo, keys: Keys) -> Result<(), String> 
     }
 }
 
-/// The lock key, argument 1; or every second argument from 2 on.
+/// The lock key, argument 1; or every second argument from 2 on; or as
+/// many as argument 1 counts.
 fn key_spec(flags: u32, keys: Keys) -> raw::RedisModuleCommandKeySpec {
     let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
     spec.flags = u64::from(flags);
     spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
     let (pos, lastkey, keystep) = match keys {
         Keys::First => (1, 0, 1),
         Keys::Pairs => (2, -1, 2),
+        Keys::Numbered => {
+            spec.bs.index.pos = 1;
+            spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            spec.fk.keynum =
+                raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 { keynumidx: 0, firstkey: 1, keystep: 1 };
+            return spec;
+        }
     };
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
     spec.bs.index.pos = pos;
     spec.fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey, keystep, limit: 0 };
     spec

@@ -143,6 +143,12 @@ impl Session {
         Self { id: Some(id), waits }
     }
 
+    /// No lock's memory: a give-up whose lock the state does not tell
+    /// (`RFAIR.CANCEL … OR`); closed with no change, it leaves none.
+    pub fn unremembered() -> Self {
+        Self { id: None, waits: Waits::default() }
+    }
+
     /// Hands the waits back, once the command's keys are closed. When the
     /// command changed what the server watches (a lease set on a lock it
     /// watches: its timer must follow the new lease's end), or the lock has

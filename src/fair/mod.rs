@@ -165,11 +165,8 @@ impl FairLock {
         keys.set_expire_at(&self.name, expire_at)
     }
 
-    /// `RFAIR.ACQUIRE`: with `wait_ms`, the waiting form (the caller is
-    /// queued when it cannot take the lock, and its wait remembered in
-    /// `waits`); without, the no-wait form. While `delay` lasts, the lock
-    /// is as if held until the delay's end, for its holder too (as in
-    /// [`crate::lock::acquire`]), who is refused unqueued.
+    /// [`Self::acquire_shifting`] by `wait_ms`, else Redisson's default.
+    #[cfg(test)]
     pub fn acquire<K: Keyspace>(
         &self,
         keys: &mut K,
@@ -178,13 +175,31 @@ impl FairLock {
         (lease_ms, wait): (i64, Option<Wait>),
         (now_ms, delay): (i64, Delay),
     ) -> Result<Acquire> {
+        let taker_wait = wait.map_or(rlock_protocol::DEFAULT_FAIR_WAIT_MS, |wait| wait.ms);
+        self.acquire_shifting(keys, waits, owner, (lease_ms, wait, taker_wait), (now_ms, delay))
+    }
+
+    /// `RFAIR.ACQUIRE`: with `wait_ms`, the waiting form (the caller is
+    /// queued when it cannot take the lock, and its wait remembered in
+    /// `waits`); without, the no-wait form. While `delay` lasts, the lock
+    /// is as if held until the delay's end, for its holder too (as in
+    /// [`crate::lock::acquire`]), who is refused unqueued. The script
+    /// waiters behind move up by `taker_wait` when the caller takes its
+    /// turn (Redisson's no-wait tryLock() passes its lock's wait: `SHIFT`).
+    pub fn acquire_shifting<K: Keyspace>(
+        &self,
+        keys: &mut K,
+        waits: &mut Waits,
+        owner: &[u8],
+        (lease_ms, wait, taker_wait): (i64, Option<Wait>, i64),
+        (now_ms, delay): (i64, Delay),
+    ) -> Result<Acquire> {
         let expire_at = expiry(now_ms, lease_ms)?;
         let (count, mut waiters) = self.read(keys, Some(owner), waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
         let turn = free && waiters.head().is_none_or(|head| head == owner);
         let outcome = if turn && !delay.refuses() {
-            let taker_wait = wait.map_or(rlock_protocol::DEFAULT_FAIR_WAIT_MS, |wait| wait.ms);
             self.grant(keys, (&mut waiters, waits), owner, (expire_at, taker_wait))?;
             Acquire::Acquired
         } else if count.is_some() && delay.refuses() {

@@ -1,16 +1,16 @@
 //! The fair lock's scripts as Redisson sends them, and the `RFAIR.*` call
 //! each becomes (see `redisson::scripts`).
 //!
-//! Unlike RLock's, these rewrites are not exact: the native fair lock
-//! differs from Redisson's scripts on purpose (docs/commands.md, "What differs from
-//! Redisson, and why"): the server's clock instead of the caller's `now`,
-//! dead waiters purged wherever they are, wait hints of at least 1 ms,
-//! deadlines kept alive by polls, heads told of their turn by the server.
-//! A rewritten call keeps the keys, their types and layout, the channels
-//! and messages Redisson's waiters listen to, and replies of the kinds
-//! Redisson's Java code reads (nil, or an integer hint that is never
-//! negative); `tests/redisson_fair_differential.rs` checks these, and the
-//! Java suite runs Redisson's fair lock in this mode.
+//! A Java waiter keeps Redisson's keys, scores and hints: the waiting
+//! acquire runs with `REDISSON PTTL|AHEAD`, so its deadline follows
+//! Redisson's arithmetic and it is told what the script tells it. What
+//! differs on purpose (docs/redisson.md, "Fair lock"): the server's clock
+//! instead of the caller's `now`, dead waiters purged wherever they are,
+//! hints of at least 1 ms, waiters kept alive in the server's memory, and
+//! every new head of a free lock told its turn by the server.
+//! `tests/redisson_fair_differential.rs` holds replies, hints, scores,
+//! keys and messages to Lua's; the Java suite runs Redisson's fair lock in
+//! this mode.
 
 use crate::lease::{parse_latch_ms, parse_lease_ms, parse_wait_ms};
 use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
@@ -52,14 +52,19 @@ const SCRIPTS: [Known; 14] = [
 ];
 
 /// KEYS name, queue, deadlines; ARGV lease, owner, now, wait. `wait` only
-/// moves script waiters' deadlines when the caller takes its turn; the
-/// native no-wait form moves them by Redisson's default, so other waits
-/// stay with Lua.
+/// moves script waiters' deadlines when the caller takes its turn: the
+/// native no-wait form's `SHIFT` (by default Redisson's 300000).
 fn acquire_no_wait(call: &Call) -> Option<Rewrite> {
     let ([name, queue, deadlines], [lease, owner, now, wait]) = (call.keys, call.argv) else { return None };
-    let default_wait = *wait == DEFAULT_FAIR_WAIT_MS.to_string().as_bytes();
-    (default_wait && is_queue(call, name, queue, deadlines) && is_time(lease, parse_lease_ms) && is_now(now))
-        .then(|| Rewrite { argv: native(&[b"RFAIR.ACQUIRE", name, owner, lease]), channel: None })
+    let taken = is_queue(call, name, queue, deadlines) && is_time(lease, parse_lease_ms) && is_now(now);
+    if !(taken && is_time(wait, parse_wait_ms)) {
+        return None;
+    }
+    let argv = match *wait == DEFAULT_FAIR_WAIT_MS.to_string().as_bytes() {
+        true => native(&[b"RFAIR.ACQUIRE", name, owner, lease]),
+        false => native(&[b"RFAIR.ACQUIRE", name, owner, lease, b"SHIFT", wait]),
+    };
+    Some(Rewrite { argv, channel: None })
 }
 
 /// KEYS name, queue, deadlines; ARGV lease, owner, wait, now. Redisson's
@@ -90,15 +95,21 @@ fn acquire_waiting_told(call: &Call, asked_again: &[u8]) -> Option<Rewrite> {
 }
 
 /// KEYS queue, deadlines; ARGV owner, wait. The script does not name the
-/// lock: it is read from the queue's key, when only one name has it (a
-/// name without braces, `n`, shares Redisson's queue keys with `{n}`).
+/// lock: it is read from the queue's key. A name without braces, `n`,
+/// shares Redisson's queue keys with `{n}`: then `OR {n}`, and the command
+/// tells them apart by the state.
 fn give_up(call: &Call) -> Option<Rewrite> {
     let ([queue, deadlines], [owner, wait]) = (call.keys, call.argv) else { return None };
-    let name = name_of_queue(queue)?;
-    (is_queue(call, &name, queue, deadlines) && is_time(wait, parse_wait_ms)).then(|| Rewrite {
-        argv: native(&[b"RFAIR.CANCEL", &name, owner, b"WAIT", wait]),
-        channel: Some(any_waiter_channel(&name)),
-    })
+    let names = names_of_queue(queue);
+    let name = names.first()?;
+    if !(is_queue(call, name, queue, deadlines) && is_time(wait, parse_wait_ms)) {
+        return None;
+    }
+    let mut argv: Vec<&[u8]> = vec![b"RFAIR.CANCEL", name, owner, b"WAIT", wait];
+    if let Some(other) = names.get(1) {
+        argv.extend([&b"OR"[..], other]);
+    }
+    Some(Rewrite { argv: native(&argv), channel: Some(any_waiter_channel(name)) })
 }
 
 /// KEYS name, queue, deadlines, channel, latch; ARGV message, lease,
@@ -205,15 +216,12 @@ fn is_now(now: &[u8]) -> bool {
     now.first() != Some(&b'0') && !now.is_empty() && now.len() <= 18 && now.iter().all(u8::is_ascii_digit)
 }
 
-/// The name whose queue key is `queue`, when only one name has it.
-fn name_of_queue(queue: &[u8]) -> Option<Vec<u8>> {
-    let rest = queue.strip_prefix(b"redisson_lock_queue:".as_slice())?;
+/// The names whose queue key is `queue`: none, one, or `n` and `{n}`
+/// (the name without braces first).
+fn names_of_queue(queue: &[u8]) -> Vec<&[u8]> {
+    let Some(rest) = queue.strip_prefix(b"redisson_lock_queue:".as_slice()) else { return Vec::new() };
     let untagged = rest.strip_prefix(b"{").and_then(|rest| rest.strip_suffix(b"}"));
-    let mut names = [Some(rest), untagged].into_iter().flatten().filter(|name| fair_queue_key(name) == queue);
-    match (names.next(), names.next()) {
-        (Some(name), None) => Some(name.to_vec()),
-        _ => None,
-    }
+    [untagged, Some(rest)].into_iter().flatten().filter(|name| fair_queue_key(name) == queue).collect()
 }
 
 /// For the filter's ACL check: the script publishes on the head waiter's

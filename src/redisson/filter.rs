@@ -113,11 +113,7 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
     }
-    let Some(Rewrite { argv, channel }) = rewrite(
-        known,
-        &args,
-        Server { cluster: store::cluster_mode(), lock_delay: crate::config::lock_delay_ms() > 0 },
-    ) else {
+    let Some(Rewrite { argv, channel }) = rewrite(known, &args, Server { cluster: store::cluster_mode() }) else {
         return;
     };
     let mut strings: Vec<*mut raw::RedisModuleString> =

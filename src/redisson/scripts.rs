@@ -64,18 +64,13 @@ pub struct Server {
     /// Keys of another slot than the name stay with Lua, which refuses
     /// them in a cluster as Redis does.
     pub cluster: bool,
-    /// A lock-delay is set (`crate::delay`): texts otherwise left to Lua
-    /// for how they re-enter run natively, so that a delay refuses them.
-    /// Set, not lasting: a call queued (MULTI) before a term began runs
-    /// inside its delay.
-    pub lock_delay: bool,
 }
 
 #[cfg(test)]
 impl Server {
-    /// With no lock-delay set, in cluster mode or not.
+    /// In cluster mode or not.
     pub fn plain(cluster: bool) -> Server {
-        Server { cluster, lock_delay: false }
+        Server { cluster }
     }
 }
 

@@ -6,6 +6,10 @@
 
 mod hash;
 mod inspect;
+mod like_script;
+pub use like_script::positive_count;
+#[cfg(test)]
+mod like_script_tests;
 mod redisson;
 #[cfg(test)]
 mod tests;
@@ -20,6 +24,7 @@ use crate::error::LockError;
 use crate::keyspace::latch::UnlockLatch;
 use crate::keyspace::{pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
+use crate::semaphore::LuaNumberText;
 use hash::{is_write_field, Mode, RwHash};
 use rlock_protocol::{rwlock_channel, rwlock_timeout_key, rwlock_write_field};
 
@@ -67,6 +72,9 @@ pub struct Status {
 pub struct ReadWriteLock<'a> {
     pub name: &'a [u8],
     channel: Vec<u8>,
+    /// Set when acquires act as Redisson's scripts (`LIKESCRIPT`): a write
+    /// re-entry grows the TTL, a read one sets it to the lease.
+    like_script: Option<LuaNumberText>,
 }
 
 /// Most read holds one lock takes, all readers together: each is a key
@@ -89,7 +97,15 @@ const WRITE_RELEASED: &[u8] = b"1";
 
 impl<'a> ReadWriteLock<'a> {
     pub fn new(name: &'a [u8]) -> Self {
-        Self { name, channel: rwlock_channel(name) }
+        Self { name, channel: rwlock_channel(name), like_script: None }
+    }
+
+    /// Redisson's acquires (`LIKESCRIPT`): a write re-entry sets the TTL to
+    /// the PTTL plus the lease, written as `redis.call` writes that Lua
+    /// number on this server (see [`Self::grown_expiry`]); a read one (its
+    /// text before 3.11.1) sets it to the lease.
+    pub fn like_redissons_script(self, lua_number: LuaNumberText) -> Self {
+        Self { like_script: Some(lua_number), ..self }
     }
 
     fn timeout_key(&self, field: &[u8], n: i64) -> Vec<u8> {
@@ -144,7 +160,11 @@ impl<'a> ReadWriteLock<'a> {
                 let count = hash.count(owner) + 1;
                 let timeout = self.timeout_key(owner, count);
                 self.touch_timeout(keys, &timeout)?;
-                let extended = self.extended_expiry(keys, expire_at)?;
+                // Redisson before 3.11.1 sets the lease, shorter too.
+                let extended = match self.like_script {
+                    None => self.extended_expiry(keys, expire_at)?,
+                    Some(_) => expire_at,
+                };
                 keys.hincr_by(self.name, owner, 1, count)?;
                 keys.set(&timeout, b"1", Some(expire_at))?;
                 keys.set_expire_at(self.name, extended)?;
@@ -158,10 +178,17 @@ impl<'a> ReadWriteLock<'a> {
             (Side::Write, Some(Mode::Write)) if writer_holds => {
                 let count = hash.count(&write_field).checked_add(1).ok_or(LockError::HoldCountOverflow)?;
                 // Redisson adds the lease to the PTTL here, so the TTL grows
-                // with every re-entry (#891, #1110); never shortened instead.
-                let extended = self.extended_expiry(keys, expire_at)?;
+                // with every re-entry (#891, #1110); never shortened instead,
+                // unless asked to act like the script.
+                let extended = match self.like_script {
+                    None => Some(self.extended_expiry(keys, expire_at)?),
+                    Some(lua_number) => self.grown_expiry(keys, lease_ms, now_ms, lua_number)?,
+                };
                 keys.hincr_by(self.name, &write_field, 1, count)?;
-                keys.set_expire_at(self.name, extended)?;
+                match extended {
+                    Some(at) => keys.set_expire_at(self.name, at)?,
+                    None => keys.delete(self.name)?,
+                }
                 count
             }
             _ => return Ok(Acquire::Contended { pttl_ms: delay.pttl(pttl(keys, self.name, now_ms)?) }),

@@ -1,16 +1,14 @@
 //! The read-write lock's scripts as Redisson sends them, and the `RRW.*`
 //! call each becomes (see `redisson::scripts`).
 //!
-//! Left to Lua, because `RRW.*` deliberately differs from them (docs/commands.md):
-//! the write acquire (a re-entry adds the lease to the PTTL; natively
-//! whenever a lock-delay is set, so that the delay refuses it, also when
-//! queued in MULTI before the delay began; a re-entry then keeps the
-//! longer lease instead), the read
-//! acquire of 3.10.0 .. 3.11.0 (a re-entry may shorten the hash's expiry),
-//! the read renewals (`RRW.RENEW` never shortens the expiry and renews a
-//! write hold too); and `isLocked`, which no native command answers.
+//! The write acquire runs as `RRW.ACQUIRE … WRITE lease LIKESCRIPT`: a
+//! re-entry adds the lease to the PTTL as the script does (plain
+//! `RRW.ACQUIRE` never grows the lease, docs/commands.md).
+//! The read acquire of 3.10.0 .. 3.11.0 runs with `LIKESCRIPT` too (a
+//! re-entry sets the hash's TTL to the lease, shorter too); the 3.x read
+//! renewal as `RRW.RENEW … LIKESCRIPT`.
 
-use super::{check_owner, READ_RELEASED, WRITE_RELEASED};
+use super::{check_owner, positive_count, READ_RELEASED, WRITE_RELEASED};
 use crate::lease::{parse_latch_ms, parse_lease_ms};
 use crate::redisson::scripts::{
     is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite, FAMILIES,
@@ -20,11 +18,19 @@ use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, r
 #[linkme::distributed_slice(FAMILIES)]
 static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
 
-const SCRIPTS: [Known; 14] = [
+const SCRIPTS: [Known; 18] = [
     // RedissonWriteLock.tryLockInnerAsync, 3.10.6 .. 4.7.0
     Known { sha1: "6306ba3bf1f563b284bed52d305fce615c6664d9", len: 508, rewrite: write_acquire },
     // RedissonReadLock.tryLockInnerAsync, 3.11.1 .. 4.7.0
-    Known { sha1: "95553a6ff11176c18e71344e89d116b06fd6f753", len: 717, rewrite: read_acquire },
+    Known { sha1: "95553a6ff11176c18e71344e89d116b06fd6f753", len: 717, rewrite: |call| read_acquire(call, &[]) },
+    // RedissonReadLock.tryLockInnerAsync, 3.10.0 .. 3.11.0
+    Known { sha1: "3e6597e1d1157c59ac0d6efa2ba7e92ef418c41e", len: 647, rewrite: |call| read_acquire(call, LIKE_3_10) },
+    // RedissonReadLock.isLocked, 3.24.0 .. 4.7.0
+    Known { sha1: "8ad44f1ba014938c20da38206b6d496c85ec1aed", len: 157, rewrite: read_locked },
+    // renewal/ReadLockTask.buildChunk, 4.4.0 .. 4.7.0
+    Known { sha1: "38d2b478dfbe264ab67c221b7e4be62245f00ba0", len: 574, rewrite: renew_reads },
+    // RedissonReadLock.renewExpirationAsync, 3.10.0 .. 3.43.0
+    Known { sha1: "6563941ff57e01b8cf61e86907b80686438a2f74", len: 475, rewrite: renew_all },
     // RedissonReadLock.unlockInnerAsync, 3.44.0 .. 4.7.0
     Known { sha1: "6e1b10e11ac0a3ed8e902562ecd32ce01b553039", len: 1295, rewrite: |call| read_release(call, V3_44) },
     // RedissonWriteLock.unlockInnerAsync, 3.44.0 .. 4.7.0
@@ -95,22 +101,76 @@ fn owner_taken(owner: &[u8]) -> bool {
     check_owner(owner).is_ok()
 }
 
-/// KEYS name; ARGV lease, owner's write field. Natively only during a
-/// lock-delay (see the top of this file).
+/// KEYS name; ARGV lease, owner's write field.
 fn write_acquire(call: &Call) -> Option<Rewrite> {
     let ([name], [lease, write_field]) = (call.keys, call.argv) else { return None };
     let owner = write_field.strip_suffix(b":write")?;
     let derived = *write_field == rwlock_write_field(owner);
-    (call.server.lock_delay && derived && owner_taken(owner) && is_time(lease, parse_lease_ms))
-        .then(|| Rewrite { argv: native(&[b"RRW.ACQUIRE", name, owner, b"WRITE", lease]), channel: None })
+    (derived && owner_taken(owner) && is_time(lease, parse_lease_ms)).then(|| Rewrite {
+        argv: native(&[b"RRW.ACQUIRE", name, owner, b"WRITE", lease, b"LIKESCRIPT"]),
+        channel: None,
+    })
 }
 
+/// The read acquire of 3.10.0 .. 3.11.0: a re-entry sets the hash's TTL
+/// to the lease (later texts keep the longer).
+const LIKE_3_10: &[&[u8]] = &[b"LIKESCRIPT"];
+
 /// KEYS name, owner's hold prefix; ARGV lease, owner, owner's write field.
-fn read_acquire(call: &Call) -> Option<Rewrite> {
+/// `tail`: what the text's era adds to the native call.
+fn read_acquire(call: &Call, tail: &[&[u8]]) -> Option<Rewrite> {
     let ([name, timeouts], [lease, owner, write_field]) = (call.keys, call.argv) else { return None };
     let derived = *timeouts == rwlock_timeout_prefix(name, owner) && *write_field == rwlock_write_field(owner);
+    let argv: Vec<&[u8]> = [&[b"RRW.ACQUIRE", *name, owner, b"READ", lease][..], tail].concat();
     (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, timeouts))
-        .then(|| Rewrite { argv: native(&[b"RRW.ACQUIRE", name, owner, b"READ", lease]), channel: None })
+        .then(|| Rewrite { argv: native(&argv), channel: None })
+}
+
+/// KEYS name.
+fn read_locked(call: &Call) -> Option<Rewrite> {
+    let ([name], []) = (call.keys, call.argv) else { return None };
+    Some(Rewrite { argv: native(&[b"RRW.READLOCKED", name]), channel: None })
+}
+
+/// KEYS name, every hold's prefix; ARGV lease, owner.
+fn renew_all(call: &Call) -> Option<Rewrite> {
+    let ([name, holds], [lease, owner]) = (call.keys, call.argv) else { return None };
+    let derived = *holds == rwlock_key_prefix(name);
+    (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, holds))
+        .then(|| Rewrite { argv: native(&[b"RRW.RENEW", name, owner, lease, b"LIKESCRIPT"]), channel: None })
+}
+
+/// KEYS name, every hold's prefix, for each lock; ARGV lease, then for
+/// each lock the number of owners and the owners. Every argument must be
+/// used, each count written as `RRW.RENEWREADS` takes it (Lua's `tonumber`
+/// takes more), every name in one slot within a cluster.
+fn renew_reads(call: &Call) -> Option<Rewrite> {
+    let [lease, rest @ ..] = call.argv else { return None };
+    let (pairs, mut rest) = (call.keys.chunks_exact(2), rest);
+    let first = call.keys.first()?;
+    if !pairs.remainder().is_empty() || !is_time(lease, parse_lease_ms) {
+        return None;
+    }
+    let mut tail: Vec<&[u8]> = vec![lease];
+    for pair in pairs.clone() {
+        let [name, holds] = pair else { return None };
+        let [count, after @ ..] = rest else { return None };
+        let owners = after.get(..positive_count(count)?)?;
+        let derived = *holds == rwlock_key_prefix(name) && owners.iter().all(|owner| owner_taken(owner));
+        if !(derived && call.same_slot(first, name) && call.prefix_in_slot(name, holds)) {
+            return None;
+        }
+        tail.push(count);
+        tail.extend(owners);
+        rest = &after[owners.len()..];
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    let numkeys = (call.keys.len() / 2).to_string();
+    let names = pairs.map(|pair| pair[0]);
+    let argv: Vec<&[u8]> = [&b"RRW.RENEWREADS"[..], numkeys.as_bytes()].into_iter().chain(names).chain(tail).collect();
+    Some(Rewrite { argv: native(&argv), channel: None })
 }
 
 /// KEYS name, channel, owner's hold prefix, every hold's prefix; ARGV

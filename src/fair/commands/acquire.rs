@@ -19,13 +19,15 @@ use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
 use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
 
 const SYNTAX: LockError = LockError::Syntax(
-    "after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD], then ID request_id [PX window_ms], then REPLY FULL",
+    "after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD] or SHIFT shift_ms, then ID request_id [PX window_ms], then REPLY FULL",
 );
 
 /// `RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms]
-/// [REDISSON PTTL|AHEAD]] [ID request_id [PX window_ms]] [REPLY FULL]`: nil when taken or re-entered.
+/// [REDISSON PTTL|AHEAD] | SHIFT shift_ms] [ID request_id [PX window_ms]]
+/// [REPLY FULL]`: nil when taken or re-entered.
 /// Otherwise, without WAIT, 1; with WAIT, the caller is queued and the
 /// reply is how many ms to wait before asking again (at least 1) unless
 /// told sooner on `redisson_lock__channel:{key}:<owner>`. With BLOCK, a
@@ -41,13 +43,17 @@ const SYNTAX: LockError = LockError::Syntax(
 ///   lock's PTTL (3.32+) or the time to the deadline ahead (before).
 /// - `REPLY FULL`: the reply is an [`AcquireReply`]; when not granted, its
 ///   `lease_ms` is the number Redisson's reply would give (1, or the hint).
+/// - `SHIFT` (without WAIT): when the caller takes its turn, the waiters of
+///   Redisson's scripts behind it move up by `shift_ms` (default: WAIT's,
+///   else 300000), as Redisson's no-wait tryLock() moves them by its wait.
 fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let lease_ms = parse_optional_lease(&mut args)?;
-    let Options { wait, block_ms, request, full_reply } = Options::parse(args)?;
+    let Options { wait, block_ms, shift_ms, request, full_reply } = Options::parse(args)?;
     let wait_ms = wait.map(|wait| wait.ms);
+    let taker_wait = shift_ms.or(wait_ms).unwrap_or(DEFAULT_FAIR_WAIT_MS);
     let (name_bytes, owner_bytes) = (name.as_slice(), owner.as_slice());
     let mut record =
         request.as_ref().map(|request| RedisLatch::open_record(ctx, name_bytes, &request.id)).transpose()?;
@@ -75,7 +81,10 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut keys = RedisKeyspace::open(ctx, &name);
     let mut session = Session::open(ctx, name_bytes);
     let lock = FairLock::new(name_bytes);
-    let mut run = || lock.acquire(&mut keys, &mut session.waits, owner_bytes, (lease_ms, wait), (now, term::delay()));
+    let mut run = || {
+        let (times, clock) = ((lease_ms, wait, taker_wait), (now, term::delay()));
+        lock.acquire_shifting(&mut keys, &mut session.waits, owner_bytes, times, clock)
+    };
     let outcome = match (record.as_mut(), &request) {
         (Some(record), Some(request)) => once((record, requester), (request.window_ms, now), run, grant_of),
         _ => run().map(Once::Ran),
@@ -129,10 +138,12 @@ fn grant_of(outcome: &Acquire) -> Option<Grant> {
     }
 }
 
-/// `[WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD]] [ID request_id [PX window_ms]] [REPLY FULL]`
+/// `[WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD] | SHIFT shift_ms]
+/// [ID request_id [PX window_ms]] [REPLY FULL]`
 struct Options {
     wait: Option<Wait>,
     block_ms: Option<i64>,
+    shift_ms: Option<i64>,
     request: Option<Request>,
     full_reply: bool,
 }
@@ -147,9 +158,9 @@ impl Options {
             Some(_) => Ok(Some(parse(args.next().ok_or(SYNTAX)?.as_slice())?)),
         };
         let wait_ms = option(b"WAIT", lease::parse_wait_ms)?;
-        let block_ms = match wait_ms {
-            Some(_) => option(b"BLOCK", lease::parse_block_ms)?,
-            None => None,
+        let (block_ms, shift_ms) = match wait_ms {
+            Some(_) => (option(b"BLOCK", lease::parse_block_ms)?, None),
+            None => (None, option(b"SHIFT", lease::parse_wait_ms)?),
         };
         let hints = match wait_ms.is_some() && args.next_if(|arg| is_keyword(arg, b"REDISSON")).is_some() {
             false => Hints::Native,
@@ -170,7 +181,7 @@ impl Options {
         };
         match args.next() {
             Some(_) => Err(SYNTAX.into()),
-            None => Ok(Self { wait, block_ms, request, full_reply }),
+            None => Ok(Self { wait, block_ms, shift_ms, request, full_reply }),
         }
     }
 }
@@ -183,9 +194,12 @@ command!(
         summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms, or with BLOCK waits for its turn on the server. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -3,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REDISSON, REQUEST, REPLY_FULL],
+        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REDISSON, SHIFT_MS, REQUEST, REPLY_FULL],
     },
 );
+
+/// `[SHIFT shift_ms]`, instead of `WAIT wait_ms`.
+const SHIFT_MS: Arg = Arg { name: c"shift_ms", kind: ArgKind::Integer, optional: true, token: Some(c"SHIFT") };
 
 /// `[BLOCK block_ms]`, after `WAIT wait_ms`.
 const BLOCK_MS: Arg = Arg { name: c"block_ms", kind: ArgKind::Integer, optional: true, token: Some(c"BLOCK") };

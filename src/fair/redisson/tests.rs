@@ -60,6 +60,10 @@ fn every_text_becomes_its_rfair_command() {
             expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000"], None),
         ),
         (
+            call(NO_WAIT, &keys, &["30000", "u:1", NOW, "5000"]),
+            expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "SHIFT", "5000"], None),
+        ),
+        (
             call(WAITING, &keys, &["30000", "u:1", "20000", NOW]),
             expected(&["RFAIR.ACQUIRE", "n", "u:1", "30000", "WAIT", "20000", "REDISSON", "PTTL"], None),
         ),
@@ -132,7 +136,9 @@ fn numbers_the_native_command_would_not_take_stay_with_lua() {
         (&acquire, 9, "", "no clock"),
         (&acquire, 9, "1.5e12", "a clock Lua reads but Redisson never sends"),
         (&acquire, 9, "-5", "a negative clock"),
-        (&no_wait, 9, "5000", "a taker's wait other than Redisson's default"),
+        (&no_wait, 9, "0", "a taker's wait of 0"),
+        (&no_wait, 9, "-5000", "a negative taker's wait"),
+        (&no_wait, 9, "31536000001", "a taker's wait longer than a year"),
         (&give_up, 6, "-1500", "a negative wait"),
     ];
     for (call, index, value, why) in cases {
@@ -144,12 +150,16 @@ fn numbers_the_native_command_would_not_take_stay_with_lua() {
 }
 
 #[test]
-fn the_give_up_names_its_lock_only_when_the_queue_key_tells_one_name() {
+fn the_give_up_names_its_lock_or_both_when_the_queue_key_tells_two() {
+    let rewrite = rewritten(&call(GIVE_UP, &[QUEUE, DEADLINES], &["u:1", "1500"]), false);
+    // `n` and `{n}` both have this queue: the command tells them apart.
+    let native = expected(&["RFAIR.CANCEL", "n", "u:1", "WAIT", "1500", "OR", "{n}"], None).unwrap().argv;
+    assert_eq!(rewrite.map(|rewrite| rewrite.argv), Some(native));
     let give_up = |queue: &'static str, deadlines: &'static str| {
-        rewritten(&call(GIVE_UP, &[queue, deadlines], &["u:1", "1500"]), false).map(|rewrite| rewrite.argv[1].clone())
+        let rewrite = rewritten(&call(GIVE_UP, &[queue, deadlines], &["u:1", "1500"]), false)?;
+        assert_eq!(rewrite.argv.len(), 5, "one name");
+        Some(rewrite.argv[1].clone())
     };
-    // `n` and `{n}` both have this queue.
-    assert_eq!(give_up(QUEUE, DEADLINES), None);
     assert_eq!(give_up("redisson_lock_queue:{a}b", "redisson_lock_timeout:{a}b"), Some(b"{a}b".to_vec()));
     assert_eq!(give_up("redisson_lock_queue:{a{b}", "redisson_lock_timeout:{a{b}"), Some(b"{a{b}".to_vec()));
     assert_eq!(give_up("redisson_lock_queue:plain", "redisson_lock_timeout:plain"), None, "not derived");

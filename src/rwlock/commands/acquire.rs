@@ -1,4 +1,4 @@
-use super::{parse_side, MODE};
+use super::{parse_side, take_like_script, LIKESCRIPT, MODE};
 use crate::commands::args::{
     parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
 };
@@ -10,7 +10,7 @@ use crate::handoff::blocking::{self, BlockedAcquire};
 use crate::handoff::deadlock_check;
 use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::rwlock::{check_owner, handoff, Acquire, ReadWriteLock, Side, Status};
-use crate::store::{now_ms, RedisKeyspace, RedisLatch};
+use crate::store::{lua_number_text, now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
 use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 use rlock_protocol::rwlock_write_field;
@@ -21,16 +21,26 @@ use rlock_protocol::rwlock_write_field;
 /// `RLOCK.ACQUIRE`'s (`holds`: the owner's holds of that side;
 /// `lease_ms`: the lock's PTTL): a refused caller that holds neither side
 /// blocks in arrival order until granted or `wait_ms` passes.
-fn acquire(ctx: &Context, args: Args) -> RedisResult {
+/// `LIKESCRIPT` (last, with none of those): a write re-entry sets the TTL
+/// to the PTTL plus the lease, a read one to the lease, as Redisson's
+/// scripts do (the read's before 3.11.1).
+fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
+    let like_script = take_like_script(&mut args, 5);
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner_arg = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
     let lease_ms = parse_optional_lease(&mut args)?;
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
+    if like_script && (wait_ms.is_some() || request.is_some() || full_reply) {
+        return Err(LockError::Syntax("LIKESCRIPT takes no WAIT, ID or REPLY").into());
+    }
     let now = now_ms();
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
-    let lock = ReadWriteLock::new(name.as_slice());
+    let lock = match like_script {
+        false => ReadWriteLock::new(name.as_slice()),
+        true => ReadWriteLock::new(name.as_slice()).like_redissons_script(lua_number_text),
+    };
     let owner = owner_arg.as_slice();
     // Before a record is read: a replay must not serve a reserved owner.
     check_owner(owner)?;
@@ -129,9 +139,17 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rrw.acquire",
-        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
+        summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms. LIKESCRIPT: a write re-entry adds the lease to the PTTL, a read one sets it, as Redisson's scripts.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, MODE, LEASE_MS, WAIT_MS, REQUEST, REPLY_FULL],
+        args: &[
+            OWNER,
+            MODE,
+            LEASE_MS,
+            WAIT_MS,
+            REQUEST,
+            REPLY_FULL,
+            LIKESCRIPT,
+        ],
     },
 );

@@ -3,8 +3,10 @@
 mod acquire;
 mod cancel;
 mod force_release;
+mod read_locked;
 mod release;
 mod renew;
+mod renew_reads;
 mod status;
 
 crate::stats::kind_stats!(STATS, "read_write");
@@ -27,3 +29,18 @@ fn parse_side(arg: &RedisString) -> Result<Side, LockError> {
 }
 
 const MODE: Arg = Arg { name: c"mode", kind: ArgKind::String, optional: false, token: None };
+
+/// A trailing `LIKESCRIPT`: the command does what Redisson's script does.
+const LIKESCRIPT: Arg =
+    Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") };
+
+/// Takes a trailing `LIKESCRIPT` off `args` when they are at least `min`
+/// (the command's name included).
+fn take_like_script(args: &mut crate::commands::args::Args, min: usize) -> bool {
+    let n = args.len();
+    let taken = n >= min && is_keyword(&args[n - 1], b"LIKESCRIPT");
+    if taken {
+        args.truncate(n - 1);
+    }
+    taken
+}

@@ -79,22 +79,25 @@ fn every_text_is_known_by_sha() {
     }
 }
 
-/// The write acquire runs natively only while a lock-delay lasts.
+/// The write acquire runs as `RRW.ACQUIRE … LIKESCRIPT` (a lock-delay
+/// refuses it as any native acquire: `tests/lock_delay.rs`).
 #[test]
-fn the_write_acquire_is_native_only_during_a_lock_delay() {
+fn the_write_acquire_becomes_rrw_acquire_write_likescript() {
     let call = call(WRITE_ACQUIRE, &["rw"], &["30000", "u:1:write"]);
-    let args: Vec<&[u8]> = call.iter().map(|arg| arg.as_bytes()).collect();
-    let (family, known) = identify(&args).expect("a known text");
-    assert_eq!(family.name, "rwlock");
-    assert_eq!(rewrite(known, &args, Server::plain(false)), None, "outside the delay: Lua");
-    let delay = Server { cluster: false, lock_delay: true };
-    let native = expected(&["RRW.ACQUIRE", "rw", "u:1", "WRITE", "30000"], None);
-    assert_eq!(rewrite(known, &args, delay), native);
-    for (index, value) in [(5, "u:1"), (5, "mode:write"), (5, "u:1:read"), (4, "0"), (4, "-5")] {
-        let changed: Vec<String> = with(&call, index, value);
-        let args: Vec<&[u8]> = changed.iter().map(|arg| arg.as_bytes()).collect();
-        assert_eq!(rewrite(known, &args, delay), None, "argument {index} = {value:?}");
-    }
+    let native = expected(&["RRW.ACQUIRE", "rw", "u:1", "WRITE", "30000", "LIKESCRIPT"], None);
+    assert_eq!(rewritten(&call, false), native);
+    assert_eq!(rewritten(&call, true), native, "one key");
+    assert_left_to_lua(
+        &call,
+        &[
+            (5, "u:1", "no write field"),
+            (5, "mode:write", "the mode's field as owner"),
+            (5, "u:1:read", "no write field"),
+            (5, "u:1:write:write", "a write field as owner"),
+            (4, "0", "a lease Redis takes but the command not"),
+            (4, "-5", "a negative lease"),
+        ],
+    );
 }
 
 #[test]
@@ -236,4 +239,72 @@ fn older_releases_reply_1_for_a_missing_lock_and_take_fewer_arguments() {
     // The 3.24 texts' latch is checked as the 3.44 ones'.
     let call = call(READ_RELEASE_3_24, &read_latched, &["0", "u:1", "publish", "20000"]);
     assert_left_to_lua(&call, &[(7, "redisson_unlock_latch:{m}:0123abcd", "another lock's latch"), (11, "0", "latch")]);
+}
+
+const IS_LOCKED: &str = "8ad44f1ba014938c20da38206b6d496c85ec1aed";
+const RENEW_READS: &str = "38d2b478dfbe264ab67c221b7e4be62245f00ba0";
+const RENEW_ALL: &str = "6563941ff57e01b8cf61e86907b80686438a2f74";
+
+#[test]
+fn the_read_locks_is_locked_becomes_rrw_readlocked() {
+    let call = call(IS_LOCKED, &["n"], &[]);
+    assert_eq!(rewritten(&call, false), expected(&["RRW.READLOCKED", "n"], None));
+    assert_eq!(rewritten(&call, true), expected(&["RRW.READLOCKED", "n"], None));
+    let mut extra = call.clone();
+    extra.push("x".into());
+    assert_eq!(rewritten(&extra, false), None, "an argument the text does not take");
+}
+
+#[test]
+fn redisson_3s_read_renewal_becomes_rrw_renew_likescript() {
+    let call = call(RENEW_ALL, &["n", "{n}"], &["30000", "u:1"]);
+    assert_eq!(rewritten(&call, false), expected(&["RRW.RENEW", "n", "u:1", "30000", "LIKESCRIPT"], None));
+    assert!(rewritten(&call, true).is_some(), "one slot");
+    assert_left_to_lua(
+        &call,
+        &[
+            (4, "{m}", "another lock's holds"),
+            (4, "n", "not the holds' prefix"),
+            (5, "0", "a lease Redis takes but the command not"),
+            (6, "mode", "the mode's field as owner"),
+            (6, "u:1:write", "a write field as owner"),
+        ],
+    );
+}
+
+#[test]
+fn the_batch_read_renewal_becomes_rrw_renewreads() {
+    let call = call(RENEW_READS, &["n", "{n}", "m", "{m}"], &["30000", "2", "u:1", "u:2", "1", "u:3"]);
+    let native = ["RRW.RENEWREADS", "2", "n", "m", "30000", "2", "u:1", "u:2", "1", "u:3"];
+    assert_eq!(rewritten(&call, false), expected(&native, None));
+    assert_eq!(rewritten(&call, true), None, "two slots in a cluster: Lua, which Redis refuses");
+    let prefix = |name: &str| String::from_utf8(rlock_protocol::rwlock_key_prefix(name.as_bytes())).unwrap();
+    let (n, m) = (prefix("{t}n"), prefix("{t}m"));
+    let tagged = self::call(RENEW_READS, &["{t}n", &n, "{t}m", &m], &["30000", "2", "u:1", "u:2", "1", "u:3"]);
+    assert!(rewritten(&tagged, true).is_some(), "one slot");
+    assert_left_to_lua(
+        &call,
+        &[
+            (4, "{m}", "another lock's holds"),
+            (7, "0", "a lease Redis takes but the command not"),
+            (8, "3", "more owners than given"),
+            (8, "1", "an owner left over"),
+            (8, "0", "a count Lua takes but the command not"),
+            (8, "02", "a count Lua reads, written otherwise"),
+            (9, "mode", "the mode's field as owner"),
+            (12, "u:3:write", "a write field as owner"),
+        ],
+    );
+    let odd = self::call(RENEW_READS, &["n", "{n}", "m"], &["30000", "1", "u:1", "1", "u:3"]);
+    assert_eq!(rewritten(&odd, false), None, "a lock without its holds' prefix");
+    let one = self::call(RENEW_READS, &["n", "{n}"], &["30000", "1", "u:1"]);
+    assert_eq!(rewritten(&one, false), expected(&["RRW.RENEWREADS", "1", "n", "30000", "1", "u:1"], None));
+}
+
+#[test]
+fn the_read_acquire_of_3_10_becomes_rrw_acquire_read_likescript() {
+    let sha = "3e6597e1d1157c59ac0d6efa2ba7e92ef418c41e";
+    let call = call(sha, &["n", "{n}:u:1:rwlock_timeout"], &["30000", "u:1", "u:1:write"]);
+    assert_eq!(rewritten(&call, false), expected(&["RRW.ACQUIRE", "n", "u:1", "READ", "30000", "LIKESCRIPT"], None));
+    assert_left_to_lua(&call, &[(4, "{n}:u:2:rwlock_timeout", "another owner's holds"), (5, "0", "a lease of 0")]);
 }

@@ -86,7 +86,21 @@ class FairLockTest extends RedissonTest {
      */
     @Test
     void aWaiterInTheMiddleGivesUpUnderAHashTag(TestInfo info) throws Exception {
-        String name = "{" + name(info, "fair") + "}:lock";
+        aWaiterInTheMiddleGivesUp("{" + name(info, "fair") + "}:lock");
+    }
+
+    /**
+     * The same without braces: the queue key of {@code n} is also {@code {n}}'s,
+     * and natively RFAIR.CANCEL tells the lock by the state (its hash).
+     */
+    @Test
+    void aWaiterInTheMiddleGivesUpWithoutBraces(TestInfo info) throws Exception {
+        long unnamed = rlockInfo("rlock_redisson_fair_unnamed");
+        aWaiterInTheMiddleGivesUp(name(info, "fair"));
+        assertEquals(unnamed, rlockInfo("rlock_redisson_fair_unnamed"), "the lock told by its hash");
+    }
+
+    private void aWaiterInTheMiddleGivesUp(String name) throws Exception {
         RLock lock = redisson.getFairLock(name);
         long nativeBefore = rlockInfo("rlock_redisson_native_fair");
         lock.lock();
@@ -109,13 +123,13 @@ class FairLockTest extends RedissonTest {
                     return true;
                 }, runnable -> new Thread(runnable).start()));
                 long deadline = System.currentTimeMillis() + 5000;
-                while ((Long) resp.cmd("LLEN", "redisson_lock_queue:" + name) < waiters.size()) {
+                while ((Long) resp.cmd("LLEN", queue(name)) < waiters.size()) {
                     assertTrue(System.currentTimeMillis() < deadline, tag + " never queued");
                     Thread.sleep(5);
                 }
             }
             assertFalse(waiters.get(1).get(5, TimeUnit.SECONDS), "the quitter gives up while the lock is held");
-            assertEquals(2L, resp.cmd("LLEN", "redisson_lock_queue:" + name), "the quitter left the queue");
+            assertEquals(2L, resp.cmd("LLEN", queue(name)), "the quitter left the queue");
         }
         lock.unlock();
         assertTrue(waiters.get(0).get(20, TimeUnit.SECONDS) && waiters.get(2).get(20, TimeUnit.SECONDS));
@@ -125,6 +139,11 @@ class FairLockTest extends RedissonTest {
         if (RlockServer.mode().equals("native")) {
             assertTrue(cancels() > 0, "the give-up ran as RFAIR.CANCEL");
         }
+    }
+
+    /** Redisson's queue key of the fair lock {@code name}: braces added when it has none. */
+    private static String queue(String name) {
+        return "redisson_lock_queue:" + (name.contains("{") ? name : "{" + name + "}");
     }
 
     /** How many RFAIR.CANCEL calls the server ran (INFO commandstats). */

@@ -94,4 +94,61 @@ class ReadWriteLockTest extends RedissonTest {
         assertFalse(tryOnOtherThread(rw.writeLock(), 0));
         rw.readLock().unlock();
     }
+
+    /**
+     * Redisson's write re-entry (the TTL grows by the lease), isLocked of the
+     * read lock and the watchdog's read renewal: natively, each as its RRW
+     * command (INFO commandstats), with Redisson's semantics either way.
+     */
+    @Test
+    void writeReEntryIsLockedAndReadRenewalRunNatively(TestInfo info) throws Exception {
+        RReadWriteLock rw = redisson.getReadWriteLock(name(info, "rw"));
+        long acquires = calls("rrw.acquire");
+        long readLocked = calls("rrw.readlocked");
+        long renewals = calls("rrw.renew") + calls("rrw.renewreads");
+        rw.writeLock().lock(10, TimeUnit.SECONDS);
+        rw.writeLock().lock(10, TimeUnit.SECONDS);
+        long ttl = rw.writeLock().remainTimeToLive();
+        assertTrue(ttl > 15_000 && ttl <= 20_000, "Redisson's re-entry adds the lease to the TTL: " + ttl);
+        assertFalse(rw.readLock().isLocked(), "a writer alone");
+        rw.readLock().lock(10, TimeUnit.SECONDS);
+        // Before 3.24 isLocked reads only the mode (no script).
+        assertEquals(atLeast(3, 24), rw.readLock().isLocked(), "the writer's read");
+        rw.readLock().unlock();
+        rw.writeLock().unlock();
+        rw.writeLock().unlock();
+        // Alone: Redisson 3.x's write unlock ends the renewal of the reads
+        // its thread holds under the same name.
+        rw.readLock().lock();
+        Thread.sleep(3 * WATCHDOG_MS);
+        assertTrue(rw.readLock().isHeldByCurrentThread(), "the watchdog renewed the read hold");
+        rw.readLock().unlock();
+        assertFalse(rw.readLock().isLocked());
+        if (RlockServer.mode().equals("native")) {
+            assertTrue(calls("rrw.acquire") - acquires >= 3, "the write and read acquires ran as RRW.ACQUIRE");
+            if (atLeast(3, 24)) {
+                assertTrue(calls("rrw.readlocked") - readLocked >= 3, "isLocked ran as RRW.READLOCKED");
+            }
+            // 3.44 .. 4.3's batch renewal stays with Lua (docs/redisson.md).
+            if (!atLeast(3, 44) || atLeast(4, 4)) {
+                long renewed = calls("rrw.renew") + calls("rrw.renewreads") - renewals;
+                assertTrue(renewed >= 1, "the read renewal ran natively");
+            }
+        } else {
+            assertEquals(acquires, calls("rrw.acquire"), "Lua mode runs no script natively");
+        }
+    }
+
+    /** How many calls of {@code command} the server ran (INFO commandstats). */
+    private long calls(String command) {
+        try (Resp resp = server.resp()) {
+            String stats = (String) resp.cmd("INFO", "commandstats");
+            for (String line : stats.split("\r\n")) {
+                if (line.startsWith("cmdstat_" + command + ":calls=")) {
+                    return Long.parseLong(line.split("calls=")[1].split(",")[0]);
+                }
+            }
+            return 0;
+        }
+    }
 }
