@@ -15,7 +15,8 @@
 use crate::lease::{parse_latch_ms, parse_lease_ms, parse_wait_ms};
 use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
 use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
-use rlock_protocol::{fair_queue_key, fair_timeout_key, fair_waiter_channel, DEFAULT_FAIR_WAIT_MS};
+use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
+use rlock_protocol::{fair_queue_key, fair_queue_key_parts, fair_timeout_key_parts, fair_waiter_channel, is_joined};
 
 #[linkme::distributed_slice(FAMILIES)]
 static FAIR: Family = Family::new("fair", &SCRIPTS);
@@ -93,7 +94,7 @@ fn give_up(call: &Call) -> Option<Rewrite> {
     let name = name_of_queue(queue)?;
     (is_queue(call, &name, queue, deadlines) && is_time(wait, parse_wait_ms)).then(|| Rewrite {
         argv: native(&[b"RFAIR.CANCEL", &name, owner, b"WAIT", wait]),
-        channel: Some(any_waiter_channel(&name)),
+        channel: Some(any_waiter_channel(&name).into()),
     })
 }
 
@@ -111,7 +112,7 @@ fn release_latched(call: &Call) -> Option<Rewrite> {
         && call.same_slot(name, latch))
     .then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms]),
-        channel: Some(any_waiter_channel(name)),
+        channel: Some(any_waiter_channel(name).into()),
     })
 }
 
@@ -123,7 +124,7 @@ fn release_via(call: &Call) -> Option<Rewrite> {
     };
     is_release(call, (name, queue, deadlines, channel), (message, lease, now), Some(publish)).then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease]),
-        channel: Some(any_waiter_channel(name)),
+        channel: Some(any_waiter_channel(name).into()),
     })
 }
 
@@ -135,7 +136,7 @@ fn release_publish(call: &Call) -> Option<Rewrite> {
     };
     is_release(call, (name, queue, deadlines, channel), (message, lease, now), None).then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease]),
-        channel: Some(any_waiter_channel(name)),
+        channel: Some(any_waiter_channel(name).into()),
     })
 }
 
@@ -159,7 +160,10 @@ fn is_force_release(
     publish: Option<&[u8]>,
 ) -> Option<Rewrite> {
     (is_queue(call, name, queue, deadlines) && is_waiter_channels(call, name, channel, message, publish) && is_now(now))
-        .then(|| Rewrite { argv: native(&[b"RFAIR.FORCERELEASE", name]), channel: Some(any_waiter_channel(name)) })
+        .then(|| Rewrite {
+            argv: native(&[b"RFAIR.FORCERELEASE", name]),
+            channel: Some(any_waiter_channel(name).into()),
+        })
 }
 
 fn is_release(
@@ -176,8 +180,8 @@ fn is_release(
 
 /// The queue and deadline keys the native command derives from `name`.
 fn is_queue(call: &Call, name: &[u8], queue: &[u8], deadlines: &[u8]) -> bool {
-    queue == fair_queue_key(name).as_slice()
-        && deadlines == fair_timeout_key(name).as_slice()
+    is_joined(queue, &fair_queue_key_parts(name))
+        && is_joined(deadlines, &fair_timeout_key_parts(name))
         && call.same_slot(name, queue)
         && call.same_slot(name, deadlines)
 }

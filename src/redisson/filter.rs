@@ -13,8 +13,10 @@
 //!   filter leaves alone when it sees it again (Redis 7.0 filters a
 //!   command postponed by CLIENT PAUSE a second time).
 //! - The strings given to ArgReplace/ArgInsert are created without a
-//!   context, or are the call's own arguments or shared keyword strings
-//!   retained, and belong to Redis from then on.
+//!   context, or are the call's own arguments (borrowed by the rewrite,
+//!   found by address, never copied) or shared keyword strings retained,
+//!   and belong to Redis from then on. A place whose string stays is not
+//!   replaced.
 //! - Where the filter can learn its caller (`CommandFilterGetClientId`:
 //!   Valkey 8, Redis 7.2+), a call is rewritten only when the caller's
 //!   user may run both the script and the native command, and publish on
@@ -26,6 +28,7 @@ use super::scripts::{identify, rewrite, Rewrite, Server};
 use crate::api::api;
 use crate::{config, stats, store};
 use redis_module::{raw, Context};
+use smallvec::SmallVec;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -93,6 +96,10 @@ extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let _ = catch_unwind(AssertUnwindSafe(|| unsafe { filter_call(fctx) }));
 }
 
+/// One argument of the call: its string, and its bytes (Redis's, valid
+/// while the call lasts).
+type Original<'a> = (*mut raw::RedisModuleString, &'a [u8]);
+
 unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let argc = api!(RedisModule_CommandFilterArgsCount)(fctx);
     if !(MIN_ARGS..=MAX_ARGS).contains(&argc) {
@@ -106,22 +113,25 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // Every EVAL/EVALSHA passes here: its arguments are gathered only for
     // a known text.
     let Some((family, known)) = identify(&[command, script]) else { return };
-    let originals: Vec<*mut raw::RedisModuleString> =
-        (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
-    let args: Vec<&[u8]> = originals.iter().map(|&arg| bytes(arg)).collect();
     let ctx = FILTER_CTX.load(Ordering::Relaxed);
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
     }
-    let Some(Rewrite { argv, channel }) = rewrite(
-        known,
-        &args,
-        Server { cluster: store::cluster_mode(), lock_delay: crate::config::lock_delay_ms() > 0 },
-    ) else {
-        return;
+    let originals: SmallVec<[Original; 16]> = (0..argc)
+        .map(|i| {
+            let arg = api!(RedisModule_CommandFilterArgGet)(fctx, i);
+            (arg, bytes(arg))
+        })
+        .collect();
+    let args: SmallVec<[&[u8]; 16]> = originals.iter().map(|&(_, bytes)| bytes).collect();
+    let server = Server { cluster: store::cluster_mode(), lock_delay: crate::config::lock_delay_ms() > 0 };
+    let Some(Rewrite { argv, channel }) = rewrite(known, &args, server) else { return };
+    // Every string of the native call is held (retained or made) before
+    // any place is replaced: a place's old string may be needed later on.
+    let mut strings: SmallVec<[*mut raw::RedisModuleString; 16]> = {
+        let mut keywords = KEYWORDS.lock().ok();
+        argv.sourced().map(|(arg, source)| native_string(&originals, keywords.as_deref_mut(), arg, source)).collect()
     };
-    let mut strings: Vec<*mut raw::RedisModuleString> =
-        argv.iter().map(|arg| native_string(&originals, &args, arg)).collect();
     if knows_caller() && !caller_may(ctx, fctx, &originals, &mut strings, channel.as_deref()) {
         strings.into_iter().for_each(|arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
         stats::record_redisson_acl_lua();
@@ -131,10 +141,13 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // A native call may be longer than the script call (an option the
     // script's text implies, such as `MISSING 1`): the rest is appended.
     for (i, arg) in (0..).zip(strings) {
-        if i < argc {
-            api!(RedisModule_CommandFilterArgReplace)(fctx, i, arg);
-        } else {
+        if i >= argc {
             api!(RedisModule_CommandFilterArgInsert)(fctx, i, arg);
+        } else if originals[i as usize].0 == arg {
+            // Already in its place: only the hold taken above is let go.
+            api!(RedisModule_FreeString)(ptr::null_mut(), arg);
+        } else {
+            api!(RedisModule_CommandFilterArgReplace)(fctx, i, arg);
         }
     }
     for _ in count..argc {
@@ -143,18 +156,18 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     family.record_native();
 }
 
-/// A native argument as a string for Redis: the call's own argument when
-/// one has the same bytes (the name, owner, lease…), retained rather than
-/// copied (and then not freed when its own place is replaced); a keyword's
+/// A native argument as a string for Redis, held for it: the call's own
+/// argument where the rewrite took it from the call (found by address:
+/// the name, owner, lease…), retained rather than copied; a keyword's
 /// shared string; else a new string.
 unsafe fn native_string(
-    originals: &[*mut raw::RedisModuleString],
-    original_bytes: &[&[u8]],
+    originals: &[Original],
+    keywords: Option<&mut Keywords>,
     arg: &[u8],
+    source: usize,
 ) -> *mut raw::RedisModuleString {
-    let found = originals.iter().zip(original_bytes).find(|(_, bytes)| **bytes == arg);
-    let shared = found.map(|(&original, _)| original).or_else(|| keyword_string(arg));
-    match shared {
+    let own = originals.iter().find(|(_, bytes)| bytes.as_ptr() as usize == source && bytes.len() == arg.len());
+    match own.map(|&(string, _)| string).or_else(|| keyword_string(keywords?, arg)) {
         Some(string) => {
             api!(RedisModule_RetainString)(ptr::null_mut(), string);
             string
@@ -173,22 +186,25 @@ unsafe fn native_string(
 /// with at most a few kilobytes, and then only makes the filter make its
 /// strings per call again. No command stores an
 /// argument string as a key's value (which FLUSHALL ASYNC could free on
-/// another thread): the store writes copies.
-static KEYWORDS: Mutex<Vec<(Vec<u8>, usize)>> = Mutex::new(Vec::new());
+/// another thread): the store writes copies. Each keyword is kept padded
+/// with zeros (which no keyword has) to a fixed length, compared whole.
+static KEYWORDS: Mutex<Keywords> = Mutex::new(Vec::new());
+type Keywords = Vec<([u8; LONGEST_KEYWORD], usize)>;
 /// More than every keyword and command name the rewrites use.
 const MOST_KEYWORDS: usize = 64;
 /// Longer than every keyword and command name (`RLATCH.TRYSETCOUNT`: 18).
 const LONGEST_KEYWORD: usize = 24;
 
 /// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]).
-unsafe fn keyword_string(arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
+unsafe fn keyword_string(known: &mut Keywords, arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
     let keyword =
         (1..=LONGEST_KEYWORD).contains(&arg.len()) && arg.iter().all(|&byte| byte.is_ascii_uppercase() || byte == b'.');
     if !keyword {
         return None;
     }
-    let mut known = KEYWORDS.lock().ok()?;
-    if let Some(&(_, string)) = known.iter().find(|(bytes, _)| bytes == arg) {
+    let mut padded = [0; LONGEST_KEYWORD];
+    padded[..arg.len()].copy_from_slice(arg);
+    if let Some(&(_, string)) = known.iter().find(|(bytes, _)| *bytes == padded) {
         return Some(string as *mut raw::RedisModuleString);
     }
     if known.len() == MOST_KEYWORDS {
@@ -196,7 +212,7 @@ unsafe fn keyword_string(arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
     }
     // No context: never freed.
     let string = api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len());
-    known.push((arg.to_vec(), string as usize));
+    known.push((padded, string as usize));
     Some(string)
 }
 
@@ -205,7 +221,7 @@ unsafe fn keyword_string(arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
 unsafe fn caller_may(
     ctx: *mut raw::RedisModuleCtx,
     fctx: *mut raw::RedisModuleCommandFilterCtx,
-    original: &[*mut raw::RedisModuleString],
+    original: &[Original],
     native: &mut [*mut raw::RedisModuleString],
     channel: Option<&[u8]>,
 ) -> bool {
@@ -227,7 +243,7 @@ unsafe fn caller_may(
         return false;
     }
     let ok = raw::REDISMODULE_OK as c_int;
-    let mut original = original.to_vec();
+    let mut original: SmallVec<[_; 16]> = original.iter().map(|&(string, _)| string).collect();
     let allowed = check_command(user, original.as_mut_ptr(), original.len() as c_int) == ok
         && check_command(user, native.as_mut_ptr(), native.len() as c_int) == ok
         && channel.is_none_or(|channel| {

@@ -36,7 +36,7 @@ fn rewritten(call: &[Vec<u8>], cluster: bool) -> Option<Rewrite> {
 fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite> {
     Some(Rewrite {
         argv: argv.iter().map(|arg| arg.as_bytes().to_vec()).collect(),
-        channel: channel.map(|channel| channel.as_bytes().to_vec()),
+        channel: channel.map(|channel| channel.as_bytes().into()),
     })
 }
 
@@ -146,7 +146,8 @@ fn numbers_the_native_command_would_not_take_stay_with_lua() {
 #[test]
 fn the_give_up_names_its_lock_only_when_the_queue_key_tells_one_name() {
     let give_up = |queue: &'static str, deadlines: &'static str| {
-        rewritten(&call(GIVE_UP, &[queue, deadlines], &["u:1", "1500"]), false).map(|rewrite| rewrite.argv[1].clone())
+        rewritten(&call(GIVE_UP, &[queue, deadlines], &["u:1", "1500"]), false)
+            .map(|rewrite| rewrite.argv.iter().nth(1).unwrap().to_vec())
     };
     // `n` and `{n}` both have this queue.
     assert_eq!(give_up(QUEUE, DEADLINES), None);
