@@ -24,6 +24,7 @@
 //!   the module. Where it cannot (Redis 7.0), ACL is not checked: see
 //!   docs/redisson.md.
 
+use super::keywords::Keywords;
 use super::scripts::{identify, rewrite, Rewrite, Server};
 use crate::api::api;
 use crate::{config, stats, store};
@@ -33,7 +34,7 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 /// A detached context for the filter's calls that need one (the filter
 /// itself gets none). Created once at load, never freed.
@@ -96,10 +97,6 @@ extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let _ = catch_unwind(AssertUnwindSafe(|| unsafe { filter_call(fctx) }));
 }
 
-/// One argument of the call: its string, and its bytes (Redis's, valid
-/// while the call lasts).
-type Original<'a> = (*mut raw::RedisModuleString, &'a [u8]);
-
 unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let argc = api!(RedisModule_CommandFilterArgsCount)(fctx);
     if !(MIN_ARGS..=MAX_ARGS).contains(&argc) {
@@ -117,22 +114,20 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
     }
-    let originals: SmallVec<[Original; 16]> = (0..argc)
-        .map(|i| {
-            let arg = api!(RedisModule_CommandFilterArgGet)(fctx, i);
-            (arg, bytes(arg))
-        })
-        .collect();
-    let args: SmallVec<[&[u8]; 16]> = originals.iter().map(|&(_, bytes)| bytes).collect();
+    let args: SmallVec<[&[u8]; 16]> =
+        (0..argc).map(|i| bytes(api!(RedisModule_CommandFilterArgGet)(fctx, i))).collect();
     let server = Server { cluster: store::cluster_mode(), lock_delay: crate::config::lock_delay_ms() > 0 };
     let Some(Rewrite { argv, channel }) = rewrite(known, &args, server) else { return };
     // Every string of the native call is held (retained or made) before
     // any place is replaced: a place's old string may be needed later on.
-    let mut strings: SmallVec<[*mut raw::RedisModuleString; 16]> = {
-        let mut keywords = KEYWORDS.lock().ok();
-        argv.sourced().map(|(arg, source)| native_string(&originals, keywords.as_deref_mut(), arg, source)).collect()
-    };
-    if knows_caller() && !caller_may(ctx, fctx, &originals, &mut strings, channel.as_deref()) {
+    let mut strings: SmallVec<[*mut raw::RedisModuleString; 16]> = SmallVec::new();
+    // A panic under the lock (a bug) leaves the table whole: it is still used.
+    let mut keywords = KEYWORDS.lock().unwrap_or_else(PoisonError::into_inner);
+    for (arg, source) in argv.sourced() {
+        strings.push(native_string(fctx, &args, &mut keywords, arg, source));
+    }
+    drop(keywords);
+    if knows_caller() && !caller_may(ctx, fctx, argc, &mut strings, channel.as_deref()) {
         strings.into_iter().for_each(|arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
         stats::record_redisson_acl_lua();
         return;
@@ -143,7 +138,7 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     for (i, arg) in (0..).zip(strings) {
         if i >= argc {
             api!(RedisModule_CommandFilterArgInsert)(fctx, i, arg);
-        } else if originals[i as usize].0 == arg {
+        } else if api!(RedisModule_CommandFilterArgGet)(fctx, i) == arg {
             // Already in its place: only the hold taken above is let go.
             api!(RedisModule_FreeString)(ptr::null_mut(), arg);
         } else {
@@ -156,18 +151,26 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     family.record_native();
 }
 
-/// A native argument as a string for Redis, held for it: the call's own
-/// argument where the rewrite took it from the call (found by address:
-/// the name, owner, lease…), retained rather than copied; a keyword's
-/// shared string; else a new string.
+/// A native argument as a string for Redis, held for it: a keyword's
+/// shared string (looked up first: one hash); the call's own argument
+/// where the rewrite took it from the call's keys and arguments (found by
+/// address: the name, owner, lease…), retained rather than copied; else a
+/// new string.
+#[inline]
 unsafe fn native_string(
-    originals: &[Original],
-    keywords: Option<&mut Keywords>,
+    fctx: *mut raw::RedisModuleCommandFilterCtx,
+    originals: &[&[u8]],
+    keywords: &mut Keywords,
     arg: &[u8],
     source: usize,
 ) -> *mut raw::RedisModuleString {
-    let own = originals.iter().find(|(_, bytes)| bytes.as_ptr() as usize == source && bytes.len() == arg.len());
-    match own.map(|&(string, _)| string).or_else(|| keyword_string(keywords?, arg)) {
+    let keyword = keywords.get(arg).map(|string| string as *mut raw::RedisModuleString);
+    let own = || {
+        let own = originals.iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source);
+        let own = own.filter(|&i| originals[FIRST_KEY + i].len() == arg.len());
+        own.map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, (FIRST_KEY + i) as c_int))
+    };
+    match keyword.or_else(own).or_else(|| keyword_string(keywords, arg)) {
         Some(string) => {
             api!(RedisModule_RetainString)(ptr::null_mut(), string);
             string
@@ -175,6 +178,10 @@ unsafe fn native_string(
         None => api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()),
     }
 }
+
+/// Where a script call's keys start (`EVALSHA sha numkeys key…`): what
+/// comes before is never a rewrite's.
+const FIRST_KEY: usize = 3;
 
 /// Strings of the keywords and command names rewrites add (the arguments
 /// of capitals and dots only that are not the call's own), made once and
@@ -184,35 +191,20 @@ unsafe fn native_string(
 /// read-write lock's owner, cut from its write field) may take a place
 /// too, so both the table and its strings are bounded: a caller fills it
 /// with at most a few kilobytes, and then only makes the filter make its
-/// strings per call again. No command stores an
-/// argument string as a key's value (which FLUSHALL ASYNC could free on
-/// another thread): the store writes copies. Each keyword is kept padded
-/// with zeros (which no keyword has) to a fixed length, compared whole.
-static KEYWORDS: Mutex<Keywords> = Mutex::new(Vec::new());
-type Keywords = Vec<([u8; LONGEST_KEYWORD], usize)>;
-/// More than every keyword and command name the rewrites use.
-const MOST_KEYWORDS: usize = 64;
-/// Longer than every keyword and command name (`RLATCH.TRYSETCOUNT`: 18).
-const LONGEST_KEYWORD: usize = 24;
+/// strings per call again. No command stores an argument string as a
+/// key's value (which FLUSHALL ASYNC could free on another thread): the
+/// store writes copies.
+static KEYWORDS: Mutex<Keywords> = Mutex::new(Keywords::new());
 
 /// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]).
+/// Made and kept on first sight (after a miss in `known.get`).
 unsafe fn keyword_string(known: &mut Keywords, arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
-    let keyword =
-        (1..=LONGEST_KEYWORD).contains(&arg.len()) && arg.iter().all(|&byte| byte.is_ascii_uppercase() || byte == b'.');
-    if !keyword {
-        return None;
-    }
-    let mut padded = [0; LONGEST_KEYWORD];
-    padded[..arg.len()].copy_from_slice(arg);
-    if let Some(&(_, string)) = known.iter().find(|(bytes, _)| *bytes == padded) {
-        return Some(string as *mut raw::RedisModuleString);
-    }
-    if known.len() == MOST_KEYWORDS {
+    if !known.would_keep(arg) {
         return None;
     }
     // No context: never freed.
     let string = api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len());
-    known.push((padded, string as usize));
+    known.insert(arg, string as usize);
     Some(string)
 }
 
@@ -221,7 +213,7 @@ unsafe fn keyword_string(known: &mut Keywords, arg: &[u8]) -> Option<*mut raw::R
 unsafe fn caller_may(
     ctx: *mut raw::RedisModuleCtx,
     fctx: *mut raw::RedisModuleCommandFilterCtx,
-    original: &[Original],
+    argc: c_int,
     native: &mut [*mut raw::RedisModuleString],
     channel: Option<&[u8]>,
 ) -> bool {
@@ -243,7 +235,7 @@ unsafe fn caller_may(
         return false;
     }
     let ok = raw::REDISMODULE_OK as c_int;
-    let mut original: SmallVec<[_; 16]> = original.iter().map(|&(string, _)| string).collect();
+    let mut original: SmallVec<[_; 16]> = (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
     let allowed = check_command(user, original.as_mut_ptr(), original.len() as c_int) == ok
         && check_command(user, native.as_mut_ptr(), native.len() as c_int) == ok
         && channel.is_none_or(|channel| {

@@ -143,14 +143,23 @@ impl From<Vec<u8>> for Channel {
 #[derive(Default, Clone)]
 pub struct Argv {
     bytes: SmallVec<[u8; 128]>,
-    /// Each argument's end in `bytes`, and the address it was copied from.
-    args: SmallVec<[(usize, usize); 12]>,
+    /// Each argument's start and end in `bytes`, and the address it was
+    /// copied from.
+    args: SmallVec<[(u32, u32, usize); 12]>,
 }
 
 impl Argv {
     pub fn push(&mut self, arg: &[u8]) {
-        self.bytes.extend_from_slice(arg);
-        self.args.push((self.bytes.len(), arg.as_ptr() as usize));
+        let start = self.bytes.len();
+        // One copy (`extend_from_slice` makes two calls, as an insert).
+        self.bytes.reserve(arg.len());
+        // SAFETY: `arg.len()` bytes were reserved past `start`, and are
+        // written before the length covers them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(arg.as_ptr(), self.bytes.as_mut_ptr().add(start), arg.len());
+            self.bytes.set_len(start + arg.len());
+        }
+        self.args.push((start as u32, self.bytes.len() as u32, arg.as_ptr() as usize));
     }
 
     pub fn len(&self) -> usize {
@@ -159,8 +168,7 @@ impl Argv {
 
     /// Each argument, with the address its bytes were copied from.
     pub fn sourced(&self) -> impl Iterator<Item = (&[u8], usize)> {
-        let starts = std::iter::once(0).chain(self.args.iter().map(|&(end, _)| end));
-        starts.zip(&self.args).map(|(start, &(end, source))| (&self.bytes[start..end], source))
+        self.args.iter().map(|&(start, end, source)| (&self.bytes[start as usize..end as usize], source))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
