@@ -34,18 +34,24 @@ database with the row's setup. Two counts per pair: the instructions inside `cal
 `commandstats` times, so the filter's own work is outside, as in the server µs column), and
 the whole server's (every instruction of every thread while the batches ran: reading and
 parsing the requests, the filter, the command, the replies, the two connections' set-up and
-the server's timers), as the server CPU column but counted.
+the server's timers), as the server CPU column but counted. Of the whole server's, natively,
+the command filters' (`moduleCallCommandFilters`: Redis's dispatch and rlock's callback, which
+matches the script, rewrites the call and frees the script's own arguments, such as its SHA-1
+and key count, that Lua frees after the command), and the ratio were they free: the most any
+filter could reach.
 ";
 
 /// Pipelined batches per connection in a counted row, after one unmeasured.
 const COUNTED_BATCHES: usize = 10;
 
-/// One row's instructions per pair: inside `call()`, and the whole
-/// server's.
+/// One row's instructions per pair: inside `call()`, the whole server's,
+/// and of these the command filters' (Redis's dispatch to them, rlock's
+/// callback included; 0 with the filter `off`).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RowCount {
     pub call: f64,
     pub whole: f64,
+    pub filter: f64,
 }
 
 /// Instructions per pair, as Lua and natively, by pair.
@@ -77,7 +83,8 @@ pub(super) fn count_rows(rows: &[Row], texts: &[&Vec<u8>]) -> Result<Vec<RowCoun
             let (annotated, ()) = counted.count(|server| send_batches(server, &row.style, COUNTED_BATCHES))?;
             let call = figure(&annotated, "???:call [").ok_or("no call() in the dump")?;
             let whole = figure(&annotated, "PROGRAM TOTALS").ok_or("no totals in the dump")?;
-            Ok(RowCount { call: call / pairs, whole: whole / pairs })
+            let filter = figure(&annotated, "moduleCallCommandFilters").unwrap_or(0.0);
+            Ok(RowCount { call: call / pairs, whole: whole / pairs, filter: filter / pairs })
         })
         .collect()
 }
@@ -92,11 +99,13 @@ pub(super) fn pair_instructions(counts: Result<PairCounts, String>) -> (Table, O
         "whole server, Lua",
         "natively",
         "whole server Lua ÷ native",
+        "of which the filter, natively",
+        "Lua ÷ native without it",
     ]);
     let counts = match counts {
         Ok(counts) => counts,
         Err(why) => {
-            table.row([vec![format!("not counted: {why}")], vec!["".into(); 6]].concat());
+            table.row([vec![format!("not counted: {why}")], vec!["".into(); 8]].concat());
             return (table, None);
         }
     };
@@ -115,6 +124,8 @@ pub(super) fn pair_instructions(counts: Result<PairCounts, String>) -> (Table, O
             format!("{:.0}", lua.whole),
             format!("{:.0}", native.whole),
             ratio(lua.whole, native.whole),
+            format!("{:.0}", native.filter),
+            ratio(lua.whole, native.whole - native.filter),
         ]);
         lower(&mut call, lua.call / native.call, name);
         lower(&mut whole, lua.whole / native.whole, name);
