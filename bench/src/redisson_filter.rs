@@ -41,8 +41,9 @@ pub struct Headline {
     pub family_server_time_ratio: Lowest,
     pub family_server_cpu_ratio: Lowest,
     /// The lowest Lua ÷ native instructions per pair (callgrind) across
-    /// every pair, and that pair; `None` where not counted.
-    pub pair_instructions_ratio: Option<Lowest>,
+    /// every pair, and that pair: inside `call()`, and the whole server's;
+    /// `None` where not counted.
+    pub pair_instructions_ratio: Option<instructions::LowestCounts>,
     /// GET and SET throughput and server CPU per request, module loaded and
     /// filter on, against no module (percent).
     pub get_set_change: Option<(f64, f64, f64)>,

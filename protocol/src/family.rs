@@ -56,12 +56,22 @@ fn push_tagged(out: &mut Vec<u8>, name: &[u8]) {
 
 /// The fair lock's waiter queue (a list of owners).
 pub fn fair_queue_key(name: &[u8]) -> Vec<u8> {
-    prefix(b"redisson_lock_queue", name)
+    fair_queue_key_parts(name).concat()
+}
+
+/// [`fair_queue_key`] as the parts it joins (see [`prefix_parts`]).
+pub fn fair_queue_key_parts(name: &[u8]) -> [&[u8]; 4] {
+    prefix_parts(b"redisson_lock_queue", name)
 }
 
 /// The fair lock's deadlines (a sorted set, owner -> Unix ms).
 pub fn fair_timeout_key(name: &[u8]) -> Vec<u8> {
-    prefix(b"redisson_lock_timeout", name)
+    fair_timeout_key_parts(name).concat()
+}
+
+/// [`fair_timeout_key`] as the parts it joins (see [`prefix_parts`]).
+pub fn fair_timeout_key_parts(name: &[u8]) -> [&[u8]; 4] {
+    prefix_parts(b"redisson_lock_timeout", name)
 }
 
 /// The channel on which one fair-lock waiter is told its turn has come.
@@ -74,7 +84,12 @@ pub fn fair_waiter_channel(name: &[u8], owner: &[u8]) -> Vec<u8> {
 
 /// The read-write lock's channel, shared by readers and writers.
 pub fn rwlock_channel(name: &[u8]) -> Vec<u8> {
-    prefix(b"redisson_rwlock", name)
+    rwlock_channel_parts(name).concat()
+}
+
+/// [`rwlock_channel`] as the parts it joins (see [`prefix_parts`]).
+pub fn rwlock_channel_parts(name: &[u8]) -> [&[u8]; 4] {
+    prefix_parts(b"redisson_rwlock", name)
 }
 
 /// The hash field of a write hold: the owner with `:write` appended.
@@ -124,7 +139,12 @@ pub const DEFAULT_FAIR_WAIT_MS: i64 = 300_000;
 /// The channel of a semaphore and of a permit-expirable semaphore; each
 /// message is a permit count.
 pub fn semaphore_channel(name: &[u8]) -> Vec<u8> {
-    prefix(b"redisson_sc", name)
+    semaphore_channel_parts(name).concat()
+}
+
+/// [`semaphore_channel`] as the parts it joins (see [`prefix_parts`]).
+pub fn semaphore_channel_parts(name: &[u8]) -> [&[u8]; 4] {
+    prefix_parts(b"redisson_sc", name)
 }
 
 /// The permit-expirable semaphore's permits (a sorted set, permit id ->

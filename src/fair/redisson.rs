@@ -15,7 +15,8 @@
 use crate::lease::{parse_latch_ms, parse_lease_ms, parse_wait_ms};
 use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
 use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
-use rlock_protocol::{fair_queue_key, fair_timeout_key, fair_waiter_channel, DEFAULT_FAIR_WAIT_MS};
+use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
+use rlock_protocol::{fair_queue_key_parts, fair_timeout_key_parts, fair_waiter_channel, is_joined};
 
 #[linkme::distributed_slice(FAMILIES)]
 static FAIR: Family = Family::new("fair", &SCRIPTS);
@@ -109,7 +110,7 @@ fn give_up(call: &Call) -> Option<Rewrite> {
     if let Some(other) = names.get(1) {
         argv.extend([&b"OR"[..], other]);
     }
-    Some(Rewrite { argv: native(&argv), channel: Some(any_waiter_channel(name)) })
+    Some(Rewrite { argv: native(&argv), channel: Some(any_waiter_channel(name).into()) })
 }
 
 /// KEYS name, queue, deadlines, channel, latch; ARGV message, lease,
@@ -126,7 +127,7 @@ fn release_latched(call: &Call) -> Option<Rewrite> {
         && call.same_slot(name, latch))
     .then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms]),
-        channel: Some(any_waiter_channel(name)),
+        channel: Some(any_waiter_channel(name).into()),
     })
 }
 
@@ -138,7 +139,7 @@ fn release_via(call: &Call) -> Option<Rewrite> {
     };
     is_release(call, (name, queue, deadlines, channel), (message, lease, now), Some(publish)).then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease]),
-        channel: Some(any_waiter_channel(name)),
+        channel: Some(any_waiter_channel(name).into()),
     })
 }
 
@@ -150,7 +151,7 @@ fn release_publish(call: &Call) -> Option<Rewrite> {
     };
     is_release(call, (name, queue, deadlines, channel), (message, lease, now), None).then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease]),
-        channel: Some(any_waiter_channel(name)),
+        channel: Some(any_waiter_channel(name).into()),
     })
 }
 
@@ -174,7 +175,10 @@ fn is_force_release(
     publish: Option<&[u8]>,
 ) -> Option<Rewrite> {
     (is_queue(call, name, queue, deadlines) && is_waiter_channels(call, name, channel, message, publish) && is_now(now))
-        .then(|| Rewrite { argv: native(&[b"RFAIR.FORCERELEASE", name]), channel: Some(any_waiter_channel(name)) })
+        .then(|| Rewrite {
+            argv: native(&[b"RFAIR.FORCERELEASE", name]),
+            channel: Some(any_waiter_channel(name).into()),
+        })
 }
 
 fn is_release(
@@ -191,8 +195,8 @@ fn is_release(
 
 /// The queue and deadline keys the native command derives from `name`.
 fn is_queue(call: &Call, name: &[u8], queue: &[u8], deadlines: &[u8]) -> bool {
-    queue == fair_queue_key(name).as_slice()
-        && deadlines == fair_timeout_key(name).as_slice()
+    is_joined(queue, &fair_queue_key_parts(name))
+        && is_joined(deadlines, &fair_timeout_key_parts(name))
         && call.same_slot(name, queue)
         && call.same_slot(name, deadlines)
 }
@@ -221,7 +225,7 @@ fn is_now(now: &[u8]) -> bool {
 fn names_of_queue(queue: &[u8]) -> Vec<&[u8]> {
     let Some(rest) = queue.strip_prefix(b"redisson_lock_queue:".as_slice()) else { return Vec::new() };
     let untagged = rest.strip_prefix(b"{").and_then(|rest| rest.strip_suffix(b"}"));
-    [untagged, Some(rest)].into_iter().flatten().filter(|name| fair_queue_key(name) == queue).collect()
+    [untagged, Some(rest)].into_iter().flatten().filter(|name| is_joined(queue, &fair_queue_key_parts(name))).collect()
 }
 
 /// For the filter's ACL check: the script publishes on the head waiter's

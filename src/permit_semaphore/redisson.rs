@@ -13,7 +13,7 @@
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
 use crate::redisson::via::rewrite_via;
-use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
+use rlock_protocol::{is_joined, permit_timeout_key, semaphore_channel_parts, PERMIT_NEVER_EXPIRES};
 
 #[linkme::distributed_slice(FAMILIES)]
 static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
@@ -163,7 +163,7 @@ fn add_permits(call: &Call) -> Option<Rewrite> {
     let [delta, publish] = call.argv else { return None };
     let publish = publish_command(publish)?;
     let plain = parse_hold_count(delta).is_ok_and(|n| n.to_string().as_bytes() == *delta);
-    let ours = *channel == semaphore_channel(name).as_slice() && call.same_slot(name, channel);
+    let ours = is_joined(channel, &semaphore_channel_parts(name)) && call.same_slot(name, channel);
     (plain && ours).then(|| rewrite_via(&[b"RPSEM.ADDPERMITS", name, delta], publish, channel))
 }
 
@@ -238,7 +238,7 @@ fn at_clock(
 
 /// Whether the keys are the semaphore's own, in the name's slot.
 fn is_semaphores(call: &Call, [name, timeouts, channel]: [&[u8]; 3]) -> bool {
-    let ours = timeouts == permit_timeout_key(name).as_slice() && channel == semaphore_channel(name).as_slice();
+    let ours = timeouts == permit_timeout_key(name).as_slice() && is_joined(channel, &semaphore_channel_parts(name));
     ours && call.same_slot(name, timeouts) && call.same_slot(name, channel)
 }
 

@@ -13,8 +13,10 @@
 //!   filter leaves alone when it sees it again (Redis 7.0 filters a
 //!   command postponed by CLIENT PAUSE a second time).
 //! - The strings given to ArgReplace/ArgInsert are created without a
-//!   context, or are the call's own arguments or shared keyword strings
-//!   retained, and belong to Redis from then on.
+//!   context, or are the call's own arguments (borrowed by the rewrite,
+//!   found by address, never copied) or shared keyword strings retained,
+//!   and belong to Redis from then on. A place whose string stays is not
+//!   replaced.
 //! - Where the filter can learn its caller (`CommandFilterGetClientId`:
 //!   Valkey 8, Redis 7.2+), a call is rewritten only when the caller's
 //!   user may run both the script and the native command, and publish on
@@ -22,15 +24,17 @@
 //!   the module. Where it cannot (Redis 7.0), ACL is not checked: see
 //!   docs/redisson.md.
 
+use super::keywords::Keywords;
 use super::scripts::{identify, rewrite, Rewrite, Server};
 use crate::api::api;
 use crate::{config, stats, store};
 use redis_module::{raw, Context};
+use smallvec::SmallVec;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 /// A detached context for the filter's calls that need one (the filter
 /// itself gets none). Created once at load, never freed.
@@ -106,19 +110,24 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // Every EVAL/EVALSHA passes here: its arguments are gathered only for
     // a known text.
     let Some((family, known)) = identify(&[command, script]) else { return };
-    let originals: Vec<*mut raw::RedisModuleString> =
-        (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
-    let args: Vec<&[u8]> = originals.iter().map(|&arg| bytes(arg)).collect();
     let ctx = FILTER_CTX.load(Ordering::Relaxed);
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
     }
-    let Some(Rewrite { argv, channel }) = rewrite(known, &args, Server { cluster: store::cluster_mode() }) else {
-        return;
-    };
-    let mut strings: Vec<*mut raw::RedisModuleString> =
-        argv.iter().map(|arg| native_string(&originals, &args, arg)).collect();
-    if knows_caller() && !caller_may(ctx, fctx, &originals, &mut strings, channel.as_deref()) {
+    let args: SmallVec<[&[u8]; 16]> =
+        (0..argc).map(|i| bytes(api!(RedisModule_CommandFilterArgGet)(fctx, i))).collect();
+    let server = Server { cluster: store::cluster_mode() };
+    let Some(Rewrite { argv, channel }) = rewrite(known, &args, server) else { return };
+    // Every string of the native call is held (retained or made) before
+    // any place is replaced: a place's old string may be needed later on.
+    let mut strings: SmallVec<[*mut raw::RedisModuleString; 16]> = SmallVec::new();
+    // A panic under the lock (a bug) leaves the table whole: it is still used.
+    let mut keywords = KEYWORDS.lock().unwrap_or_else(PoisonError::into_inner);
+    for (arg, source) in argv.sourced() {
+        strings.push(native_string(fctx, &args, &mut keywords, arg, source));
+    }
+    drop(keywords);
+    if knows_caller() && !caller_may(ctx, fctx, argc, &mut strings, channel.as_deref()) {
         strings.into_iter().for_each(|arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
         stats::record_redisson_acl_lua();
         return;
@@ -127,10 +136,13 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // A native call may be longer than the script call (an option the
     // script's text implies, such as `MISSING 1`): the rest is appended.
     for (i, arg) in (0..).zip(strings) {
-        if i < argc {
-            api!(RedisModule_CommandFilterArgReplace)(fctx, i, arg);
-        } else {
+        if i >= argc {
             api!(RedisModule_CommandFilterArgInsert)(fctx, i, arg);
+        } else if api!(RedisModule_CommandFilterArgGet)(fctx, i) == arg {
+            // Already in its place: only the hold taken above is let go.
+            api!(RedisModule_FreeString)(ptr::null_mut(), arg);
+        } else {
+            api!(RedisModule_CommandFilterArgReplace)(fctx, i, arg);
         }
     }
     for _ in count..argc {
@@ -139,18 +151,26 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     family.record_native();
 }
 
-/// A native argument as a string for Redis: the call's own argument when
-/// one has the same bytes (the name, owner, lease…), retained rather than
-/// copied (and then not freed when its own place is replaced); a keyword's
-/// shared string; else a new string.
+/// A native argument as a string for Redis, held for it: a keyword's
+/// shared string (looked up first: one hash); the call's own argument
+/// where the rewrite took it from the call's keys and arguments (found by
+/// address: the name, owner, lease…), retained rather than copied; else a
+/// new string.
+#[inline]
 unsafe fn native_string(
-    originals: &[*mut raw::RedisModuleString],
-    original_bytes: &[&[u8]],
+    fctx: *mut raw::RedisModuleCommandFilterCtx,
+    originals: &[&[u8]],
+    keywords: &mut Keywords,
     arg: &[u8],
+    source: usize,
 ) -> *mut raw::RedisModuleString {
-    let found = originals.iter().zip(original_bytes).find(|(_, bytes)| **bytes == arg);
-    let shared = found.map(|(&original, _)| original).or_else(|| keyword_string(arg));
-    match shared {
+    let keyword = keywords.get(arg).map(|string| string as *mut raw::RedisModuleString);
+    let own = || {
+        let own = originals.iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source);
+        let own = own.filter(|&i| originals[FIRST_KEY + i].len() == arg.len());
+        own.map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, (FIRST_KEY + i) as c_int))
+    };
+    match keyword.or_else(own).or_else(|| keyword_string(keywords, arg)) {
         Some(string) => {
             api!(RedisModule_RetainString)(ptr::null_mut(), string);
             string
@@ -158,6 +178,10 @@ unsafe fn native_string(
         None => api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()),
     }
 }
+
+/// Where a script call's keys start (`EVALSHA sha numkeys key…`): what
+/// comes before is never a rewrite's.
+const FIRST_KEY: usize = 3;
 
 /// Strings of the keywords and command names rewrites add (the arguments
 /// of capitals and dots only that are not the call's own), made once and
@@ -167,32 +191,20 @@ unsafe fn native_string(
 /// read-write lock's owner, cut from its write field) may take a place
 /// too, so both the table and its strings are bounded: a caller fills it
 /// with at most a few kilobytes, and then only makes the filter make its
-/// strings per call again. No command stores an
-/// argument string as a key's value (which FLUSHALL ASYNC could free on
-/// another thread): the store writes copies.
-static KEYWORDS: Mutex<Vec<(Vec<u8>, usize)>> = Mutex::new(Vec::new());
-/// More than every keyword and command name the rewrites use.
-const MOST_KEYWORDS: usize = 64;
-/// Longer than every keyword and command name (`RLATCH.TRYSETCOUNT`: 18).
-const LONGEST_KEYWORD: usize = 24;
+/// strings per call again. No command stores an argument string as a
+/// key's value (which FLUSHALL ASYNC could free on another thread): the
+/// store writes copies.
+static KEYWORDS: Mutex<Keywords> = Mutex::new(Keywords::new());
 
 /// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]).
-unsafe fn keyword_string(arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
-    let keyword =
-        (1..=LONGEST_KEYWORD).contains(&arg.len()) && arg.iter().all(|&byte| byte.is_ascii_uppercase() || byte == b'.');
-    if !keyword {
-        return None;
-    }
-    let mut known = KEYWORDS.lock().ok()?;
-    if let Some(&(_, string)) = known.iter().find(|(bytes, _)| bytes == arg) {
-        return Some(string as *mut raw::RedisModuleString);
-    }
-    if known.len() == MOST_KEYWORDS {
+/// Made and kept on first sight (after a miss in `known.get`).
+unsafe fn keyword_string(known: &mut Keywords, arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
+    if !known.would_keep(arg) {
         return None;
     }
     // No context: never freed.
     let string = api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len());
-    known.push((arg.to_vec(), string as usize));
+    known.insert(arg, string as usize);
     Some(string)
 }
 
@@ -201,7 +213,7 @@ unsafe fn keyword_string(arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
 unsafe fn caller_may(
     ctx: *mut raw::RedisModuleCtx,
     fctx: *mut raw::RedisModuleCommandFilterCtx,
-    original: &[*mut raw::RedisModuleString],
+    argc: c_int,
     native: &mut [*mut raw::RedisModuleString],
     channel: Option<&[u8]>,
 ) -> bool {
@@ -223,7 +235,7 @@ unsafe fn caller_may(
         return false;
     }
     let ok = raw::REDISMODULE_OK as c_int;
-    let mut original = original.to_vec();
+    let mut original: SmallVec<[_; 16]> = (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
     let allowed = check_command(user, original.as_mut_ptr(), original.len() as c_int) == ok
         && check_command(user, native.as_mut_ptr(), native.len() as c_int) == ok
         && channel.is_none_or(|channel| {

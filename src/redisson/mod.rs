@@ -7,6 +7,7 @@
 
 #[cfg(not(test))]
 pub mod filter;
+pub mod keywords;
 pub mod lua_number;
 pub mod scripts;
 pub mod via;

@@ -16,6 +16,7 @@ use crate::error::LockError;
 use rlock_protocol::{
     hash_tag, is_joined, key_slot, release_channel_parts, strip_parts, unlock_latch_key_parts, UNLOCK_MESSAGE,
 };
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -95,8 +96,115 @@ impl Call<'_> {
 /// on (for the ACL check: the native command does not check it).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Rewrite {
-    pub argv: Vec<Vec<u8>>,
-    pub channel: Option<Vec<u8>>,
+    pub argv: Argv,
+    pub channel: Option<Channel>,
+}
+
+/// A channel a rewrite names, inline for a usual name: a `&[u8]` or a
+/// `Vec<u8>` becomes one with `.into()`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Channel(SmallVec<[u8; 64]>);
+
+impl std::ops::Deref for Channel {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<&[u8]> for Channel {
+    fn from(bytes: &[u8]) -> Self {
+        Self(bytes.into())
+    }
+}
+
+impl From<&&[u8]> for Channel {
+    fn from(bytes: &&[u8]) -> Self {
+        Self((*bytes).into())
+    }
+}
+
+impl From<Vec<u8>> for Channel {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self(bytes.into())
+    }
+}
+
+/// A native call's arguments, copied into one inline buffer (a call of a
+/// usual size allocates nothing), each with the address it was copied
+/// from: the filter gives back the call's own argument string for an
+/// argument that is one, found by that address (never read through)
+/// rather than by comparing bytes. Equal when the arguments' bytes are.
+#[derive(Default, Clone)]
+pub struct Argv {
+    bytes: SmallVec<[u8; 128]>,
+    /// Each argument's start and end in `bytes`, and the address it was
+    /// copied from.
+    args: SmallVec<[(u32, u32, usize); 12]>,
+}
+
+impl Argv {
+    pub fn push(&mut self, arg: &[u8]) {
+        let start = self.bytes.len();
+        // One copy (`extend_from_slice` makes two calls, as an insert).
+        self.bytes.reserve(arg.len());
+        // SAFETY: `arg.len()` bytes were reserved past `start`, and are
+        // written before the length covers them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(arg.as_ptr(), self.bytes.as_mut_ptr().add(start), arg.len());
+            self.bytes.set_len(start + arg.len());
+        }
+        self.args.push((start as u32, self.bytes.len() as u32, arg.as_ptr() as usize));
+    }
+
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    /// Each argument, with the address its bytes were copied from.
+    pub fn sourced(&self) -> impl Iterator<Item = (&[u8], usize)> {
+        self.args.iter().map(|&(start, end, source)| (&self.bytes[start as usize..end as usize], source))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.sourced().map(|(arg, _)| arg)
+    }
+}
+
+impl PartialEq for Argv {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Argv {}
+
+impl std::fmt::Debug for Argv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter().map(String::from_utf8_lossy)).finish()
+    }
+}
+
+impl<'a> FromIterator<&'a [u8]> for Argv {
+    fn from_iter<I: IntoIterator<Item = &'a [u8]>>(args: I) -> Self {
+        let mut argv = Argv::default();
+        args.into_iter().for_each(|arg| argv.push(arg));
+        argv
+    }
+}
+
+impl FromIterator<Vec<u8>> for Argv {
+    fn from_iter<I: IntoIterator<Item = Vec<u8>>>(args: I) -> Self {
+        let mut argv = Argv::default();
+        args.into_iter().for_each(|arg| argv.push(&arg));
+        argv
+    }
+}
+
+impl From<Vec<Vec<u8>>> for Argv {
+    fn from(args: Vec<Vec<u8>>) -> Self {
+        args.into_iter().collect()
+    }
 }
 
 /// The text whose SHA-1 is `sha` (EVALSHA takes it in either case).
@@ -117,45 +225,63 @@ pub fn prepare() {
 }
 
 /// Every EVALSHA, and every EVAL of a known length, ends here: a binary
-/// search over the texts' digests, sorted once, rather than a walk
-/// comparing hex strings.
+/// search over the texts' digests, sorted once, by their first 8 bytes
+/// (one integer compared a step), then the whole digest checked.
 fn by_digest(digest: &Digest) -> Option<(&'static Family, &'static Known)> {
-    static INDEX: OnceLock<Vec<(Digest, &'static Family, &'static Known)>> = OnceLock::new();
+    static INDEX: OnceLock<Vec<(u64, Digest, &'static Family, &'static Known)>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
         let mut index: Vec<_> = FAMILIES
             .iter()
             .flat_map(|family| family.scripts.iter().map(move |known| (family, known)))
-            .filter_map(|(family, known)| Some((decode_sha1(known.sha1.as_bytes())?, family, known)))
+            .filter_map(|(family, known)| {
+                let digest = decode_sha1(known.sha1.as_bytes())?;
+                Some((digest_key(&digest), digest, family, known))
+            })
             .collect();
-        index.sort_by_key(|(digest, ..)| *digest);
+        index.sort_by_key(|&(key, digest, ..)| (key, digest));
         index
     });
-    let found = index.binary_search_by_key(digest, |(digest, ..)| *digest).ok()?;
-    let (_, family, known) = index[found];
+    let key = digest_key(digest);
+    let first = index.partition_point(|&(other, ..)| other < key);
+    let same_key = index[first..].iter().take_while(|&&(other, ..)| other == key);
+    let (.., family, known) = same_key.into_iter().find(|(_, other, ..)| other == digest)?;
     Some((family, known))
 }
 
 type Digest = [u8; 20];
 
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
+fn digest_key(digest: &Digest) -> u64 {
+    u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
-/// A SHA-1 in hex, in either case.
+/// Each byte's value as a hex digit, in either case; `INVALID` for others.
+const HEX_DIGITS: [u8; 256] = {
+    let mut digits = [INVALID; 256];
+    let mut c = 0;
+    while c < 256 {
+        digits[c] = match c as u8 {
+            b'0'..=b'9' => c as u8 - b'0',
+            b'a'..=b'f' => c as u8 - b'a' + 10,
+            b'A'..=b'F' => c as u8 - b'A' + 10,
+            _ => INVALID,
+        };
+        c += 1;
+    }
+    digits
+};
+const INVALID: u8 = 0xff;
+
+/// A SHA-1 in hex, in either case: every EVALSHA is decoded, by table.
 fn decode_sha1(hex: &[u8]) -> Option<Digest> {
+    let hex: &[u8; 40] = hex.try_into().ok()?;
     let mut digest = [0; 20];
-    if hex.len() != 2 * digest.len() {
-        return None;
+    let mut seen = 0;
+    for (i, byte) in digest.iter_mut().enumerate() {
+        let (high, low) = (HEX_DIGITS[hex[2 * i] as usize], HEX_DIGITS[hex[2 * i + 1] as usize]);
+        seen |= high | low;
+        *byte = high << 4 | low;
     }
-    for (byte, pair) in digest.iter_mut().zip(hex.chunks_exact(2)) {
-        *byte = hex_digit(pair[0])? << 4 | hex_digit(pair[1])?;
-    }
-    Some(digest)
+    (seen & 0xf0 == 0).then_some(digest)
 }
 
 /// Which text an `EVAL`/`EVALSHA` call runs, if a known one.
@@ -217,9 +343,10 @@ pub fn latch_request_id<'a>(name: &[u8], latch: &'a [u8]) -> Option<&'a [u8]> {
     (!request_id.is_empty()).then_some(request_id)
 }
 
-/// Builds a native argv from byte strings.
-pub fn native(args: &[&[u8]]) -> Vec<Vec<u8>> {
-    args.iter().map(|arg| arg.to_vec()).collect()
+/// Builds a native argv from byte strings: the call's own (borrowed from
+/// it, as given), constants, or bytes the rewrite made.
+pub fn native(args: &[&[u8]]) -> Argv {
+    args.iter().copied().collect()
 }
 
 /// Test helpers for each primitive's table.
@@ -238,8 +365,8 @@ pub mod testing {
 
     /// A native call `args` announced on `channel`.
     pub fn native(args: &[&str], channel: Option<&[u8]>) -> Option<Rewrite> {
-        let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
-        Some(Rewrite { argv, channel: channel.map(<[u8]>::to_vec) })
+        let argv = args.iter().map(|arg| arg.as_bytes()).collect();
+        Some(Rewrite { argv, channel: channel.map(Into::into) })
     }
 }
 

@@ -32,6 +32,6 @@ pub fn rewrite_via_naming_channel(command: &[&[u8]], publish: &[u8], channel: &[
 /// `command`, `VIA publish` and `tail`, collected at once.
 fn rewrite_via_then(command: &[&[u8]], publish: &[u8], channel: &[u8], tail: &[&[u8]]) -> Rewrite {
     let via: [&[u8]; 2] = [b"VIA", publish];
-    let argv = command.iter().chain(&via).chain(tail).map(|arg| arg.to_vec()).collect();
-    Rewrite { argv, channel: Some(channel.to_vec()) }
+    let argv = command.iter().chain(&via).chain(tail).copied().collect();
+    Rewrite { argv, channel: Some(channel.into()) }
 }

@@ -13,7 +13,7 @@ use crate::lease::{parse_latch_ms, parse_lease_ms};
 use crate::redisson::scripts::{
     is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite, FAMILIES,
 };
-use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
+use rlock_protocol::{is_joined, rwlock_channel_parts, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
 
 #[linkme::distributed_slice(FAMILIES)]
 static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
@@ -184,7 +184,7 @@ fn read_release(call: &Call, era: Era) -> Option<Rewrite> {
     }
     let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"READ"][..], &tail].concat();
     is_channel(call, name, channel, message, READ_RELEASED)
-        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.to_vec()) })
+        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.into()) })
 }
 
 /// KEYS name, channel; ARGV message, lease, owner's write field; then the
@@ -195,7 +195,7 @@ fn write_release(call: &Call, era: Era) -> Option<Rewrite> {
     let owner = write_field.strip_suffix(b":write").filter(|owner| owner_taken(owner))?;
     let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"WRITE", lease][..], &tail].concat();
     (is_time(lease, parse_lease_ms) && is_channel(call, name, channel, message, WRITE_RELEASED))
-        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.to_vec()) })
+        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.into()) })
 }
 
 /// A release call of some era: the text's own keys and arguments, and the
@@ -245,14 +245,14 @@ fn force_release(call: &Call, force: Force) -> Option<Rewrite> {
     let ([name, channel], [message, ..]) = (call.keys, call.argv) else { return None };
     is_channel(call, name, channel, message, force.message).then(|| Rewrite {
         argv: native(&[b"RRW.FORCERELEASE", name, force.side, b"VIA", publish]),
-        channel: Some(channel.to_vec()),
+        channel: Some(channel.into()),
     })
 }
 
 /// The channel `RRW.*` publishes on, in the name's slot, and the message
 /// it publishes.
 fn is_channel(call: &Call, name: &[u8], channel: &[u8], message: &[u8], expected_message: &[u8]) -> bool {
-    message == expected_message && channel == rwlock_channel(name).as_slice() && call.same_slot(name, channel)
+    message == expected_message && is_joined(channel, &rwlock_channel_parts(name)) && call.same_slot(name, channel)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use crate::lease::parse_ttl_ms;
 use crate::lock::parse_hold_count;
 use crate::redisson::scripts::{is_time, native, Call, Family, Known, Rewrite, FAMILIES};
 use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
-use rlock_protocol::semaphore_channel;
+use rlock_protocol::{is_joined, semaphore_channel_parts};
 
 #[linkme::distributed_slice(FAMILIES)]
 static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
@@ -165,7 +165,7 @@ fn drain(call: &Call) -> Option<Rewrite> {
 
 /// The semaphore's own channel, in the name's slot.
 fn is_semaphore_channel(call: &Call, name: &[u8], channel: &[u8]) -> bool {
-    channel == semaphore_channel(name).as_slice() && call.same_slot(name, channel)
+    is_joined(channel, &semaphore_channel_parts(name)) && call.same_slot(name, channel)
 }
 
 #[cfg(test)]

@@ -30,19 +30,40 @@ pub(super) const PAIR_INSTRUCTIONS: &str = "\
 The pairs above counted rather than timed (server time on two shared cores moves by several
 percent from run to run): each row's calls on a server of its own run under callgrind, 2,000
 pairs (2 connections, 10 pipelined batches of 100) after an unmeasured batch, each on an emptied
-database with the row's setup; instructions inside `call()` (what `commandstats` times, so
-the filter's own work is outside, as in the server µs column) per pair.
+database with the row's setup. Two counts per pair: the instructions inside `call()` (what
+`commandstats` times, so the filter's own work is outside, as in the server µs column), and
+the whole server's (every instruction of every thread while the batches ran: reading and
+parsing the requests, the filter, the command, the replies, the two connections' set-up and
+the server's timers), as the server CPU column but counted. Of the whole server's, natively,
+the command filters' (`moduleCallCommandFilters`: Redis's dispatch and rlock's callback, which
+matches the script, rewrites the call and frees the script's own arguments, such as its SHA-1
+and key count, that Lua frees after the command), and the ratio were they free: the most any
+filter could reach.
 ";
 
 /// Pipelined batches per connection in a counted row, after one unmeasured.
 const COUNTED_BATCHES: usize = 10;
 
-/// Instructions per pair, as Lua and natively, by pair.
-pub(super) type PairCounts = Vec<(&'static str, [f64; 2])>;
+/// One row's instructions per pair: inside `call()`, the whole server's,
+/// and of these the command filters' (Redis's dispatch to them, rlock's
+/// callback included; 0 with the filter `off`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RowCount {
+    pub call: f64,
+    pub whole: f64,
+    pub filter: f64,
+}
 
-/// Instructions per pair inside `call()`, by row, on a server of its own
-/// under callgrind with `texts` in its script cache.
-pub(super) fn count_rows(rows: &[Row], texts: &[&Vec<u8>]) -> Result<Vec<f64>, String> {
+/// Instructions per pair, as Lua and natively, by pair.
+pub(super) type PairCounts = Vec<(&'static str, [RowCount; 2])>;
+
+/// The lowest Lua ÷ native ratios across the pairs: inside `call()`, and
+/// the whole server's.
+pub(super) type LowestCounts = (Lowest, Lowest);
+
+/// Instructions per pair, by row, on a server of its own under callgrind
+/// with `texts` in its script cache.
+pub(super) fn count_rows(rows: &[Row], texts: &[&Vec<u8>]) -> Result<Vec<RowCount>, String> {
     let mut counted = Counted::start(Some("native"))?;
     load(&counted.server, texts);
     let pairs = (CONNECTIONS * BATCH * COUNTED_BATCHES) as f64;
@@ -60,29 +81,56 @@ pub(super) fn count_rows(rows: &[Row], texts: &[&Vec<u8>]) -> Result<Vec<f64>, S
             send_batches(&counted.server, &row.style, 1);
             prepare(&counted.server);
             let (annotated, ()) = counted.count(|server| send_batches(server, &row.style, COUNTED_BATCHES))?;
-            Ok(figure(&annotated, "???:call [").ok_or("no call() in the dump")? / pairs)
+            let call = figure(&annotated, "???:call [").ok_or("no call() in the dump")?;
+            let whole = figure(&annotated, "PROGRAM TOTALS").ok_or("no totals in the dump")?;
+            let filter = figure(&annotated, "moduleCallCommandFilters").unwrap_or(0.0);
+            Ok(RowCount { call: call / pairs, whole: whole / pairs, filter: filter / pairs })
         })
         .collect()
 }
 
-/// The table of `counts`, and the lowest Lua ÷ native ratio.
-pub(super) fn pair_instructions(counts: Result<PairCounts, String>) -> (Table, Option<Lowest>) {
-    let mut table = Table::new(&["Redisson's pair", "instructions per pair, Lua", "natively", "Lua ÷ native"]);
+/// The table of `counts`, and the lowest Lua ÷ native ratios.
+pub(super) fn pair_instructions(counts: Result<PairCounts, String>) -> (Table, Option<LowestCounts>) {
+    let mut table = Table::new(&[
+        "Redisson's pair",
+        "inside `call()`, Lua",
+        "natively",
+        "Lua ÷ native",
+        "whole server, Lua",
+        "natively",
+        "whole server Lua ÷ native",
+        "of which the filter, natively",
+        "Lua ÷ native without it",
+    ]);
     let counts = match counts {
         Ok(counts) => counts,
         Err(why) => {
-            table.row(vec![format!("not counted: {why}"), "".into(), "".into(), "".into()]);
+            table.row([vec![format!("not counted: {why}")], vec!["".into(); 8]].concat());
             return (table, None);
         }
     };
-    let mut lowest: Option<Lowest> = None;
-    for (name, [lua, native]) in counts {
-        table.row(vec![name.into(), format!("{lua:.0}"), format!("{native:.0}"), ratio(lua, native)]);
-        if lowest.is_none_or(|(low, _)| lua / native < low) {
-            lowest = Some((lua / native, name));
+    let lower = |lowest: &mut Option<Lowest>, ratio: f64, name| {
+        if lowest.is_none_or(|(low, _)| ratio < low) {
+            *lowest = Some((ratio, name));
         }
+    };
+    let (mut call, mut whole) = (None, None);
+    for (name, [lua, native]) in counts {
+        table.row(vec![
+            name.into(),
+            format!("{:.0}", lua.call),
+            format!("{:.0}", native.call),
+            ratio(lua.call, native.call),
+            format!("{:.0}", lua.whole),
+            format!("{:.0}", native.whole),
+            ratio(lua.whole, native.whole),
+            format!("{:.0}", native.filter),
+            ratio(lua.whole, native.whole - native.filter),
+        ]);
+        lower(&mut call, lua.call / native.call, name);
+        lower(&mut whole, lua.whole / native.whole, name);
     }
-    (table, lowest)
+    (table, call.zip(whole))
 }
 
 /// Counted figures for one server.

@@ -36,7 +36,7 @@ fn rewritten(call: &[Vec<u8>], cluster: bool) -> Option<Rewrite> {
 fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite> {
     Some(Rewrite {
         argv: argv.iter().map(|arg| arg.as_bytes().to_vec()).collect(),
-        channel: channel.map(|channel| channel.as_bytes().to_vec()),
+        channel: channel.map(|channel| channel.as_bytes().into()),
     })
 }
 
@@ -158,7 +158,8 @@ fn the_give_up_names_its_lock_or_both_when_the_queue_key_tells_two() {
     let give_up = |queue: &'static str, deadlines: &'static str| {
         let rewrite = rewritten(&call(GIVE_UP, &[queue, deadlines], &["u:1", "1500"]), false)?;
         assert_eq!(rewrite.argv.len(), 5, "one name");
-        Some(rewrite.argv[1].clone())
+        let name = rewrite.argv.iter().nth(1).unwrap().to_vec();
+        Some(name)
     };
     assert_eq!(give_up("redisson_lock_queue:{a}b", "redisson_lock_timeout:{a}b"), Some(b"{a}b".to_vec()));
     assert_eq!(give_up("redisson_lock_queue:{a{b}", "redisson_lock_timeout:{a{b}"), Some(b"{a{b}".to_vec()));

@@ -1,12 +1,12 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite, Server};
+use crate::redisson::scripts::{identify, rewrite, Argv, Rewrite, Server};
 
 const ACQUIRE: &[u8] = b"149c5a8bf18676fd99e9e6e24923bd64d9b62f94";
 const RELEASE: &[u8] = b"6866459238a13a701d42f4971f12d9f3a50e2442";
 const FORCE: &[u8] = b"605e338249a7a1d40df83b04f7658354f883b41b";
 const LATCH: &[u8] = b"redisson_unlock_latch:{n}:0123abcd";
 
-fn argv(args: &[&str]) -> Vec<Vec<u8>> {
-    args.iter().map(|arg| arg.as_bytes().to_vec()).collect()
+fn argv(args: &[&str]) -> Argv {
+    args.iter().map(|arg| arg.as_bytes()).collect()
 }
 
 /// The SHA-1 of the text a call names.
@@ -73,7 +73,7 @@ fn the_release_takes_its_request_id_from_the_latch_key_and_its_publish_command()
     ];
     let expected = Rewrite {
         argv: argv(&["RLOCK.RELEASE", "n", "u:1", "30000", "ID", "0123abcd", "PX", "13500", "VIA", "SPUBLISH"]),
-        channel: Some(b"redisson_lock__channel:{n}".to_vec()),
+        channel: Some(b"redisson_lock__channel:{n}".to_vec().into()),
     };
     assert_eq!(rewritten(call, false), Some(expected));
     assert!(rewritten(call, true).is_some(), "one slot");
@@ -98,7 +98,7 @@ fn the_force_release_checks_channel_and_message() {
     let call: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"a{t}", b"redisson_lock__channel:a{t}", b"0", b"publish"];
     let expected = Rewrite {
         argv: argv(&["RLOCK.FORCERELEASE", "a{t}", "VIA", "PUBLISH"]),
-        channel: Some(b"redisson_lock__channel:a{t}".to_vec()),
+        channel: Some(b"redisson_lock__channel:a{t}".to_vec().into()),
     };
     assert_eq!(rewritten(call, true), Some(expected));
     let odd: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"{}x", b"redisson_lock__channel:{}x", b"0", b"publish"];

@@ -8,7 +8,7 @@ static ECHO: Family =
 fn echo(call: &Call) -> Option<Rewrite> {
     let mut argv = vec![call.keys.len().to_string().into_bytes()];
     argv.extend(call.keys.iter().chain(call.argv).map(|arg| arg.to_vec()));
-    Some(Rewrite { argv, channel: None })
+    Some(Rewrite { argv: argv.into(), channel: None })
 }
 
 const SHA: &[u8] = b"0000000000000000000000000000000000000001";
@@ -28,7 +28,7 @@ fn numkeys_splits_keys_from_arguments_and_is_taken_only_as_redis_writes_it() {
     ];
     for (numkeys, expected) in cases {
         let call: &[&[u8]] = &[b"EVALSHA", SHA, numkeys, b"k1", b"k2", b"a1"];
-        let expected = expected.map(|args| args.iter().map(|arg| arg.as_bytes().to_vec()).collect::<Vec<_>>());
+        let expected = expected.map(|args| args.iter().map(|arg| arg.as_bytes()).collect::<Argv>());
         assert_eq!(rewrite(known, call, Server::plain(false)).map(|r| r.argv), expected, "numkeys {numkeys:?}");
     }
 }

@@ -43,7 +43,7 @@ fn with(call: &[String], index: usize, value: &str) -> Vec<String> {
 fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite> {
     Some(Rewrite {
         argv: argv.iter().map(|arg| arg.as_bytes().to_vec()).collect(),
-        channel: channel.map(|channel| channel.as_bytes().to_vec()),
+        channel: channel.map(|channel| channel.as_bytes().into()),
     })
 }
 

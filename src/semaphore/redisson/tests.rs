@@ -92,7 +92,7 @@ fn a_name_whose_channel_is_in_another_slot_stays_with_lua_in_a_cluster() {
 #[test]
 fn a_drain_becomes_rsem_drain_likescript() {
     let expected =
-        || Rewrite { argv: vec![b"RSEM.DRAIN".to_vec(), b"s".to_vec(), b"LIKESCRIPT".to_vec()], channel: None };
+        || Rewrite { argv: vec![b"RSEM.DRAIN".to_vec(), b"s".to_vec(), b"LIKESCRIPT".to_vec()].into(), channel: None };
     for sha in [DRAIN, DRAIN_OLDER] {
         assert_eq!(rewritten(sha, &[b"1", b"s"], true), Some(expected()));
         assert_eq!(rewritten(sha, &[b"1", b"s", b"x"], false), None, "an argument the text does not take");
@@ -103,7 +103,7 @@ fn a_drain_becomes_rsem_drain_likescript() {
 #[test]
 fn a_try_acquire_becomes_rsem_tryacquire_likescript() {
     let expected = Rewrite {
-        argv: ["RSEM.TRYACQUIRE", "s", "2", "LIKESCRIPT"].map(|arg| arg.as_bytes().to_vec()).to_vec(),
+        argv: ["RSEM.TRYACQUIRE", "s", "2", "LIKESCRIPT"].map(|arg| arg.as_bytes().to_vec()).to_vec().into(),
         channel: None,
     };
     assert_eq!(rewritten(TRY_ACQUIRE, &[b"1", b"s", b"2"], true), Some(expected));
@@ -119,7 +119,7 @@ fn older_silent_adds_and_reduces_become_rsem_addpermits_likescript() {
     const REDUCE: &[u8] = b"6bb281549022225c6d8228b4af1e06c9d6610b90";
     let add = |delta: &str| {
         let argv = ["RSEM.ADDPERMITS", "s", delta, "LIKESCRIPT"].map(|arg| arg.as_bytes().to_vec()).to_vec();
-        Some(Rewrite { argv, channel: None })
+        Some(Rewrite { argv: argv.into(), channel: None })
     };
     assert_eq!(rewritten(ADD_SILENT, &[b"1", b"s", b"-2"], true), add("-2"));
     assert_eq!(rewritten(REDUCE, &[b"1", b"s", b"3"], true), add("-3"));
