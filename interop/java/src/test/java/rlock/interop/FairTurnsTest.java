@@ -52,6 +52,11 @@ class FairTurnsTest extends RedissonTest {
      */
     @Test
     void leasesRunningOutPassTheLockDownTheLine(TestInfo info) throws Exception {
+        // Redisson's own scripts of older releases give the lock to the first
+        // waiter only (3.14.1 and 3.23.5 as Lua); 3.45.1 and newer pass, and
+        // natively every release does.
+        assumeTrue(RlockServer.mode().equals("native") || atLeast(3, 45),
+                "as Lua, Redisson's scripts before 3.45 do not pass a chain of leases on");
         String name = name(info, "fair");
         int waiters = 8;
         List<Integer> order = Collections.synchronizedList(new ArrayList<>());
