@@ -164,10 +164,9 @@ const LOCK_FAMILY_4_7: [&str; 13] = [
 
 /// The lock family's 4.7.0 texts that still run as Lua, each with why
 /// (docs/redisson.md, "Left to Lua" says the same).
-const STAYS_LUA_4_7: [(&str, &str); 3] = [
+const STAYS_LUA_4_7: [(&str, &str); 2] = [
     ("8ad44f1b", "the read lock's isLocked: no native form yet"),
     ("38d2b478", "the read lock's batch renewal (ReadLockTask): no native batch renewal yet"),
-    ("935362a3", "the fast multi-lock's renewal (FastMultilockTask): no native form yet"),
 ];
 
 #[test]
@@ -176,7 +175,8 @@ fn every_lock_family_text_of_redisson_4_7_runs_natively() {
     claims(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")), &mut table);
     let mut texts: Vec<(String, &str)> = vec![];
     for class in LOCK_FAMILY_4_7 {
-        let sent = redisson_class_scripts("4.7.0", &format!("org/redisson/{class}")).unwrap_or_else(|| panic!("{class}"));
+        let sent =
+            redisson_class_scripts("4.7.0", &format!("org/redisson/{class}")).unwrap_or_else(|| panic!("{class}"));
         for text in sent {
             let sha1 = sha1_hex(&text);
             if !texts.iter().any(|(known, _)| *known == sha1) {
