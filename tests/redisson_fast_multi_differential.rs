@@ -262,3 +262,36 @@ fn rfastmulti_renew_refuses_bad_arguments_by_name() {
     let refused = redis::cmd("RFASTMULTI.RENEW").arg(&["s", "o", "1000", "FIELDS", "a"]).query::<Value>(&mut con);
     assert!(refused.expect_err("refused").to_string().contains("WRONGTYPE"));
 }
+
+#[test]
+fn a_replica_without_the_module_mirrors_the_renewed_group_and_its_absolute_expiry() {
+    let primary = Server::start();
+    let replica = Server::builder().without_module().start();
+    replica.replicate(&primary);
+    let mut con = primary.connection();
+    let _: Value = redis::cmd("HSET")
+        .arg(&["g", "a", "o", "a:o:expire_time", "5", "b", "o", "b:o:expire_time", "5", "c", "x"])
+        .query(&mut con)
+        .unwrap();
+    let _: bool = con.pexpire("g", 1_000).unwrap();
+    let renewals: [(&[&str], i64); 2] = [
+        (&["g", "o", "600000", "AT", "1000", "FIELDS", "a", "b"], 1),
+        // 0 at c, b renewed all the same.
+        (&["g", "o", "600000", "AT", "2000", "FIELDS", "b", "c", "a"], 0),
+    ];
+    for (args, reply) in renewals {
+        assert_eq!(redis::cmd("RFASTMULTI.RENEW").arg(args).query::<i64>(&mut con), Ok(reply), "{args:?}");
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    assert_eq!(acked, 1, "the replica acknowledged");
+    let state = |con: &mut Connection| -> (Vec<(String, String)>, i64) {
+        let mut fields: Vec<(String, String)> = con.hgetall("g").unwrap();
+        fields.sort();
+        (fields, redis::cmd("PEXPIRETIME").arg("g").query(con).unwrap())
+    };
+    let on_primary = state(&mut con);
+    assert!(on_primary.0.contains(&("a:o:expire_time".into(), "601000".into())), "{on_primary:?}");
+    assert!(on_primary.0.contains(&("b:o:expire_time".into(), "602000".into())), "{on_primary:?}");
+    assert!(on_primary.1 > 0, "an absolute expiry");
+    assert_eq!(state(&mut replica.connection()), on_primary, "the replica differs");
+}
