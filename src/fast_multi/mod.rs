@@ -20,6 +20,7 @@ use crate::error::LockError;
 use crate::keyspace::{pttl, KeyType, Keyspace, Result};
 use crate::redisson::lua_number::lua_tonumber;
 use crate::semaphore::LuaNumberText;
+use std::collections::HashSet;
 
 /// One renewal: `owner`'s holds of `fields` in the group's hash.
 pub struct Renewal<'a> {
@@ -56,24 +57,28 @@ pub fn renew<K: Keyspace>(
     let new_end = renewal.lease_ms as f64 + renewal.now_ms as f64;
     let new_end_text = lua_number(new_end);
     // Every write is decided before the first, so a failure writes
-    // nothing; a field written earlier in the call reads as written.
+    // nothing; a field written earlier in the call reads as written (a set:
+    // a group may have thousands of fields).
     let mut writes: Vec<Vec<u8>> = Vec::new();
-    let read = |keys: &mut K, writes: &[Vec<u8>], field: &[u8]| -> Result<Option<Vec<u8>>> {
-        match writes.iter().any(|written| written == field) {
+    let mut written: HashSet<Vec<u8>> = HashSet::new();
+    let read = |keys: &mut K, written: &HashSet<Vec<u8>>, field: &[u8]| -> Result<Option<Vec<u8>>> {
+        match written.contains(field) {
             true => Ok(Some(new_end_text.clone())),
             false => keys.hget(group, field),
         }
     };
     let mut held = true;
     for &field in renewal.fields {
-        if read(keys, &writes, field)?.as_deref() != Some(renewal.owner) {
+        if read(keys, &written, field)?.as_deref() != Some(renewal.owner) {
             held = false;
             break;
         }
         let end_field = [field, b":", renewal.owner, b":expire_time"].concat();
-        let end = read(keys, &writes, &end_field)?.and_then(|end| lua_tonumber(&end));
+        let end = read(keys, &written, &end_field)?.and_then(|end| lua_tonumber(&end));
         let Some(end) = end else { return Err(LockError::HoldEndNotNumber(end_field)) };
+        // A field written reads back as `new_end`: never written twice.
         if end < new_end {
+            written.insert(end_field.clone());
             writes.push(end_field);
         }
     }
