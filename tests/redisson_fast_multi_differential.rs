@@ -295,3 +295,25 @@ fn a_replica_without_the_module_mirrors_the_renewed_group_and_its_absolute_expir
     assert!(on_primary.1 > 0, "an absolute expiry");
     assert_eq!(state(&mut replica.connection()), on_primary, "the replica differs");
 }
+
+#[test]
+fn a_renewal_of_up_to_249_values_runs_natively_and_a_larger_one_as_lua() {
+    let server = Server::start();
+    let mut con = server.connection();
+    redisson_support::set_mode(&mut con, "native");
+    let [renew] = texts("4.7.0", &CLASSES[1..], ["935362a31ac5b3d6f7c5c3f1e26d9a012f87f2bd"]);
+    load(&mut con, &[&renew]);
+    let values: Vec<String> = (0..250).map(|i| format!("v{i}")).collect();
+    for value in &values {
+        let _: () = con.hset("g", value, "o").unwrap();
+        let _: () = con.hset("g", format!("{value}:o:expire_time"), 1).unwrap();
+    }
+    for (count, native) in [(249, 1), (250, 0)] {
+        let before = family_native_count(&mut con, "fast_multi");
+        let argv: Vec<&[u8]> =
+            [&b"30000"[..], b"1000", b"o"].into_iter().chain(values[..count].iter().map(|v| v.as_bytes())).collect();
+        let reply: i64 = script_call(true, &renew, &[b"g"], &argv).query(&mut con).unwrap();
+        assert_eq!(reply, 1, "{count} values");
+        assert_eq!(family_native_count(&mut con, "fast_multi") - before, native, "{count} values");
+    }
+}

@@ -17,7 +17,8 @@ const SCRIPTS: [Known; 2] = [
 // Left to Lua: a call of several keys. FastMultilockTask batches the
 // groups its client holds, yet the script renews only the first, taking
 // the other groups' owners and fields for fields of the first (it then
-// replies 0); a native form would have to declare the keys it ignores.
+// replies 0); a native form would have to declare the keys it ignores. And
+// a group of more than 249 values: the filter looks at 256 arguments at most.
 
 /// KEYS group; ARGV lease, now, owner, fields.
 fn renew(call: &Call) -> Option<Rewrite> {
