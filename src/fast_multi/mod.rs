@@ -31,11 +31,12 @@ pub struct Renewal<'a> {
     pub fields: &'a [&'a [u8]],
 }
 
-/// The watchdog's renewal (`FastMultilockTask`): false when the group is
-/// missing or a field, in order, is not `owner`'s, when the holds before it
-/// were renewed already (as the script does); else true, each hold's end
-/// pushed to `now_ms + lease_ms` where it was earlier, and the key's TTL
-/// raised to `lease_ms` (on `server_now_ms`) where it was less.
+/// The watchdog's renewal (`FastMultilockTask`): true when `owner` holds
+/// every field, each hold's end then pushed to `now_ms + lease_ms` where it
+/// was earlier and the key's TTL raised to `lease_ms` (on `server_now_ms`)
+/// where it was less. False when the group is missing, or when a field (in
+/// order) is not `owner`'s: the holds before it renewed all the same, the
+/// TTL left, as the script does.
 ///
 /// Where the script would fail (a key of another type, a hold whose end is
 /// missing or not a number), nothing is written: the script fails there
