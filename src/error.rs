@@ -95,6 +95,9 @@ pub enum LockError {
     /// A string counter (permits, a latch's count, a fencing token) is not
     /// an integer; names the key.
     StoredNotInteger(Vec<u8>),
+    /// A fast multi-lock's hold has no end, or one that is not a number;
+    /// names its `field:owner:expire_time` field.
+    HoldEndNotNumber(Vec<u8>),
     /// The counter at this key would go past the 64-bit range.
     CounterOverflow(Vec<u8>),
     /// The caller's ACL does not let it touch this key the command derived
@@ -161,6 +164,10 @@ impl LockError {
             Self::Syntax(expected) => return format!("ERR syntax error: {expected}").into(),
             Self::StoredNotInteger(key) => {
                 return format!("ERR the value at '{}' is not an integer", key.escape_ascii()).into()
+            }
+            Self::HoldEndNotNumber(field) => {
+                return format!("ERR the hash field '{}' (a hold's end) is missing or not a number", field.escape_ascii())
+                    .into()
             }
             Self::CounterOverflow(key) => {
                 return format!("ERR the counter at '{}' would overflow", key.escape_ascii()).into()

@@ -8,6 +8,7 @@ mod countdown;
 mod delay;
 mod error;
 mod fair;
+mod fast_multi;
 mod fenced;
 mod handoff;
 mod inspect;

@@ -162,11 +162,6 @@ const LOCK_FAMILY_4_7: [&str; 13] = [
     "renewal/FastMultilockTask",
 ];
 
-/// The lock family's 4.7.0 texts that still run as Lua, each with why
-/// (docs/redisson.md, "Left to Lua" says the same).
-const STAYS_LUA_4_7: [(&str, &str); 1] =
-    [("935362a3", "the fast multi-lock's renewal (FastMultilockTask): no native form yet")];
-
 #[test]
 fn every_lock_family_text_of_redisson_4_7_runs_natively() {
     let mut table = vec![];
@@ -183,15 +178,10 @@ fn every_lock_family_text_of_redisson_4_7_runs_natively() {
         }
     }
     assert_eq!(texts.len(), 44, "Redisson 4.7.0's lock-family texts: {texts:?}");
-    let mut lua = vec![];
-    for (sha1, class) in &texts {
-        let claimed = table.iter().any(|claim| claim.sha1 == *sha1);
-        let left = STAYS_LUA_4_7.iter().find(|(left, _)| sha1.starts_with(left));
-        match (claimed, left) {
-            (true, Some((_, why))) => panic!("{sha1} ({class}) runs natively, yet is listed as Lua: {why}"),
-            (false, None) => lua.push(format!("{sha1} ({class})")),
-            _ => {}
-        }
-    }
+    let lua: Vec<String> = texts
+        .iter()
+        .filter(|(sha1, _)| !table.iter().any(|claim| claim.sha1 == *sha1))
+        .map(|(sha1, class)| format!("{sha1} ({class})"))
+        .collect();
     assert!(lua.is_empty(), "texts of Redisson 4.7.0 still run as Lua: {lua:#?}");
 }

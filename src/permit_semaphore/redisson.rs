@@ -11,7 +11,7 @@
 //! PEXPIRE/PEXPIREAT/PERSIST of both keys).
 
 use crate::lock::parse_hold_count;
-use crate::redisson::scripts::{publish_command, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{is_clock, publish_command, Call, Family, Known, Rewrite, FAMILIES};
 use crate::redisson::via::rewrite_via;
 use rlock_protocol::{is_joined, permit_timeout_key, semaphore_channel_parts, PERMIT_NEVER_EXPIRES};
 
@@ -240,14 +240,6 @@ fn at_clock(
 fn is_semaphores(call: &Call, [name, timeouts, channel]: [&[u8]; 3]) -> bool {
     let ours = timeouts == permit_timeout_key(name).as_slice() && is_joined(channel, &semaphore_channel_parts(name));
     ours && call.same_slot(name, timeouts) && call.same_slot(name, channel)
-}
-
-/// A clock reading (or a count) ZRANGEBYSCORE, Lua and the command read
-/// alike: an integer of 0 .. 2^53 (a double holds each exactly), without
-/// leading zeros.
-fn is_clock(arg: &[u8]) -> bool {
-    let plain = arg == b"0" || arg.first().is_some_and(|digit| (b'1'..=b'9').contains(digit));
-    plain && parse_hold_count(arg).is_ok_and(|now| (0..=1 << 53).contains(&now))
 }
 
 #[cfg(test)]

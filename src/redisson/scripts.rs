@@ -317,6 +317,14 @@ pub fn is_time(arg: &[u8], parse: fn(&[u8]) -> Result<i64, LockError>) -> bool {
     arg.first() != Some(&b'0') && parse(arg).is_ok()
 }
 
+/// A clock reading (or a count) ZRANGEBYSCORE, Lua and the command read
+/// alike: an integer of 0 .. 2^53 (a double holds each exactly), without
+/// leading zeros.
+pub fn is_clock(arg: &[u8]) -> bool {
+    let plain = arg == b"0" || arg.first().is_some_and(|digit| (b'1'..=b'9').contains(digit));
+    plain && crate::lock::parse_hold_count(arg).is_ok_and(|now| (0..=1 << 53).contains(&now))
+}
+
 /// `publish` or `spublish`, in any case, as `redis.call` looks it up.
 pub fn publish_command(arg: &[u8]) -> Option<&'static [u8]> {
     if arg.eq_ignore_ascii_case(b"publish") {

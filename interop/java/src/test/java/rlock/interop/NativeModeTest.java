@@ -45,17 +45,6 @@ class NativeModeTest extends RedissonTest {
         }
     }
 
-    /** The calls of {@code command} the server ran (INFO commandstats), 0 when none. */
-    private long commandCalls(String command) {
-        try (Resp resp = server.resp()) {
-            String stats = (String) resp.cmd("INFO", "commandstats");
-            String prefix = "cmdstat_" + command + ":calls=";
-            return stats.lines().filter(line -> line.startsWith(prefix))
-                    .mapToLong(line -> Long.parseLong(line.substring(prefix.length()).split(",")[0]))
-                    .findFirst().orElse(0);
-        }
-    }
-
     /** {@code calls} RLock-family calls ran natively since {@code before}; none in Lua mode. */
     private void assertRanNatively(long before, long calls, String what) {
         long ran = nativeLockCalls() - before;
@@ -131,23 +120,6 @@ class NativeModeTest extends RedissonTest {
             assertTrue(renewals >= 2, "Redisson " + version() + "'s watchdog renewed as " + command + ": " + renewals);
         } else {
             assertEquals(0, renewals, "with redisson-scripts off, the watchdog's script runs as Lua");
-        }
-    }
-
-    /** Waits until the watchdog renewed {@code name} {@code count} times (its PTTL went back up), the lock kept. */
-    private void awaitRenewals(String name, int count) throws InterruptedException {
-        try (Resp resp = server.resp()) {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            long last = (Long) resp.cmd("PTTL", name);
-            int renewals = 0;
-            while (renewals < count) {
-                assertTrue(System.nanoTime() < deadline, "the watchdog renewed " + renewals + " times in 10 s");
-                long pttl = (Long) resp.cmd("PTTL", name);
-                assertTrue(pttl > 0, "the lock is kept: PTTL " + pttl);
-                renewals += pttl > last ? 1 : 0;
-                last = pttl;
-                Thread.sleep(20);
-            }
         }
     }
 

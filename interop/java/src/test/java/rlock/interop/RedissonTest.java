@@ -1,8 +1,11 @@
 package rlock.interop;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInfo;
@@ -69,6 +72,34 @@ public abstract class RedissonTest {
                 }
             }
             throw new AssertionError("no " + field + " in INFO rlock:\n" + info);
+        }
+    }
+
+    /** The calls of {@code command} the server ran (INFO commandstats), 0 when none. */
+    protected long commandCalls(String command) {
+        try (Resp resp = server.resp()) {
+            String stats = (String) resp.cmd("INFO", "commandstats");
+            String prefix = "cmdstat_" + command + ":calls=";
+            return stats.lines().filter(line -> line.startsWith(prefix))
+                    .mapToLong(line -> Long.parseLong(line.substring(prefix.length()).split(",")[0]))
+                    .findFirst().orElse(0);
+        }
+    }
+
+    /** Waits until the watchdog renewed {@code key} {@code count} times (its PTTL went back up), the key kept. */
+    protected void awaitRenewals(String key, int count) throws InterruptedException {
+        try (Resp resp = server.resp()) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+            long last = (Long) resp.cmd("PTTL", key);
+            int renewals = 0;
+            while (renewals < count) {
+                assertTrue(System.nanoTime() < deadline, "the watchdog renewed " + renewals + " times in 15 s");
+                long pttl = (Long) resp.cmd("PTTL", key);
+                assertTrue(pttl > 0, "the key is kept: PTTL " + pttl);
+                renewals += pttl > last ? 1 : 0;
+                last = pttl;
+                Thread.sleep(20);
+            }
         }
     }
 

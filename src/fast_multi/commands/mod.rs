@@ -1,0 +1,3 @@
+//! The `RFASTMULTI.*` commands, one file each.
+
+mod renew;
