@@ -38,7 +38,8 @@ async fn main() {
     println!("## Machine\n\n{}", report::machine());
 
     // `rlock-bench cost family synchronizers handoff fair e2e redisson introspection` runs only those
-    // sections (for development; `make bench` runs them all).
+    // sections (for development; `make bench` runs them all). `RLOCK_BENCH_COUNTS_ONLY=DIR` makes
+    // `redisson` count only its pairs' instructions, keeping callgrind's dumps in DIR.
     let only: Vec<String> = std::env::args().skip(1).collect();
     if only.iter().any(|s| s == "introspection") {
         introspection_section();

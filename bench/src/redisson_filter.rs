@@ -70,6 +70,22 @@ fn set_mode(server: &Server, mode: &str) {
         redis::cmd("CONFIG").arg(&["SET", "rlock.redisson-scripts", mode]).query(&mut server.connection()).unwrap();
 }
 
+impl Headline {
+    /// Only the pairs' instructions counted (`RLOCK_BENCH_COUNTS_ONLY`).
+    fn counts_only(pair_instructions_ratio: Option<instructions::LowestCounts>) -> Self {
+        Self {
+            server_time_ratio: f64::NAN,
+            server_cpu_ratio: f64::NAN,
+            family_server_time_ratio: (f64::NAN, ""),
+            family_server_cpu_ratio: (f64::NAN, ""),
+            pair_instructions_ratio,
+            get_set_change: None,
+            get_set_instructions: None,
+            java_ratio: None,
+        }
+    }
+}
+
 /// The section's markdown and its headline figures.
 pub fn run(server: &Server) -> (String, Headline) {
     let (lock_table, (server_time_ratio, server_cpu_ratio), lock_counts) = lock_pair(server);
@@ -77,6 +93,9 @@ pub fn run(server: &Server) -> (String, Headline) {
         family::family_pairs(server);
     let counts = lock_counts.and_then(|lock| Ok([lock, family_counts?].concat()));
     let (pair_instructions_table, pair_instructions_ratio) = instructions::pair_instructions(counts);
+    if instructions::counts_only().is_some() {
+        return (format!("{pair_instructions_table}"), Headline::counts_only(pair_instructions_ratio));
+    }
     let (get_set_table, get_set_change) = elsewhere::get_set();
     let (instructions_table, get_set_instructions) = instructions::get_set_instructions();
     let (java_table, java_ratio) = elsewhere::java(server);
@@ -145,6 +164,9 @@ struct Row<'a> {
 /// Checks that every call went the way its row says. Returns each row's
 /// medians: server µs, server CPU µs per pair, pairs/s.
 fn measure_rows(server: &Server, rows: &[Row], batches: usize) -> Vec<[f64; 3]> {
+    if instructions::counts_only().is_some() {
+        return vec![[f64::NAN; 3]; rows.len()];
+    }
     let mut admin = server.connection();
     let pairs = (CONNECTIONS * BATCH * batches) as f64;
     let counter = |family: &str| server_info::field(server, "rlock", &format!("rlock_redisson_native_{family}"));

@@ -41,6 +41,13 @@ and key count, that Lua frees after the command), and the ratio were they free: 
 filter could reach.
 ";
 
+/// Where to keep the pairs' callgrind dumps, when the section is to count
+/// only them (for development: `RLOCK_BENCH_COUNTS_ONLY=DIR rlock-bench
+/// redisson` skips the timed rows, the GET/SET load and Redisson's run).
+pub(super) fn counts_only() -> Option<std::path::PathBuf> {
+    std::env::var_os("RLOCK_BENCH_COUNTS_ONLY").map(Into::into)
+}
+
 /// Pipelined batches per connection in a counted row, after one unmeasured.
 const COUNTED_BATCHES: usize = 10;
 
@@ -81,6 +88,10 @@ pub(super) fn count_rows(rows: &[Row], texts: &[&Vec<u8>]) -> Result<Vec<RowCoun
             send_batches(&counted.server, &row.style, 1);
             prepare(&counted.server);
             let (annotated, ()) = counted.count(|server| send_batches(server, &row.style, COUNTED_BATCHES))?;
+            if let Some(dir) = counts_only() {
+                let name = format!("{}-{}.out", row.style.label.replace(|c: char| !c.is_alphanumeric(), "_"), row.mode);
+                std::fs::copy(counted.last_dump()?, dir.join(name)).map_err(|e| e.to_string())?;
+            }
             let call = figure(&annotated, "???:call [").ok_or("no call() in the dump")?;
             let whole = figure(&annotated, "PROGRAM TOTALS").ok_or("no totals in the dump")?;
             let filter = figure(&annotated, "moduleCallCommandFilters").unwrap_or(0.0);
@@ -226,13 +237,17 @@ impl Counted {
         let result = work(&self.server);
         control(self.pid, "-d")?;
         self.taken += 1;
+        Ok((annotate(&self.last_dump()?)?, result))
+    }
+
+    /// The file of the last dump taken.
+    fn last_dump(&self) -> Result<std::path::PathBuf, String> {
         let part = format!(".out.{}", self.taken);
         let dump = std::fs::read_dir(self.dumps.path())
             .map_err(|e| e.to_string())?
             .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-            .find(|path| path.to_string_lossy().ends_with(&part))
-            .ok_or("callgrind wrote no dump")?;
-        Ok((annotate(&dump)?, result))
+            .find(|path| path.to_string_lossy().ends_with(&part));
+        dump.ok_or_else(|| "callgrind wrote no dump".into())
     }
 }
 

@@ -55,6 +55,19 @@ fn every_tables_sha1_is_hex_of_its_own_and_found_by_it() {
     assert_eq!(decode_sha1(b"00000000000000000000000000000000000000g1"), None);
     assert_eq!(decode_sha1(b"+000000000000000000000000000000000000001"), None);
     assert!(by_sha(b"0000000000000000000000000000000000000002").is_none());
+    for known in FAMILIES.iter().flat_map(|family| family.scripts) {
+        let sha = known.sha1.as_bytes();
+        let upper = sha.to_ascii_uppercase();
+        assert!(std::ptr::eq(by_sha(&upper).expect(known.sha1).1, known), "{} in capitals", known.sha1);
+        // The same first 16 digits, the rest another SHA-1's or no hex.
+        for tail in [b'0', b'g'] {
+            let mut other = sha.to_vec();
+            other[39] = if other[39] == tail { b'1' } else { tail };
+            assert!(by_sha(&other).is_none(), "{} with another last digit", known.sha1);
+        }
+        assert!(by_sha(&sha[..39]).is_none() && by_sha(&[sha, b"0"].concat()).is_none());
+    }
+    assert_eq!(hex_key(b"00000000000000g0"), None);
 }
 
 #[test]
