@@ -74,6 +74,8 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_HashGet,
         RedisModule_HashSet,
         RedisModule_IsChannelsPositionRequest,
+        RedisModule_IsKeysPositionRequest,
+        RedisModule_KeyAtPos,
         RedisModule_KeyType,
         RedisModule_ListDelete,
         RedisModule_ListGet,

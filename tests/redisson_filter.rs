@@ -246,3 +246,28 @@ fn in_a_cluster_the_batch_renewal_runs_natively_within_one_slot() {
     assert!(native.starts_with("CROSSSLOT"), "{native}");
     assert_eq!(calls_of(&mut con, "rlock.renewall"), 1, "refused before it ran");
 }
+
+/// RRW.RENEWREADS counts its keys (a KEYNUM key spec), which no legacy key
+/// range can say, and Redis 7.0 and Valkey 8.1 route a cluster call by that
+/// range unless the command answers for its keys (getkeys-api): a key of
+/// another node's slot is redirected (MOVED), as the script call without
+/// the filter is, and keys of two slots are CROSSSLOT.
+#[test]
+fn in_a_cluster_the_read_batch_renewal_of_another_nodes_key_is_redirected() {
+    let cluster = Cluster::start_with(3, 0, |node| node.module_arg("redisson-scripts").module_arg("native"));
+    let [renew_reads] =
+        texts(VERSION, &["org/redisson/renewal/ReadLockTask"], ["38d2b478dfbe264ab67c221b7e4be62245f00ba0"]);
+    let owner = cluster.primary_for(b"{b}a");
+    let other = cluster.primary_for(b"{a}a");
+    assert_ne!(owner.port(), other.port(), "the test needs two nodes");
+    let mut con = other.connection();
+    let args: [&[u8]; 3] = [b"60000", b"1", b"o:1"];
+    let native = error_text(call(&mut con, true, &renew_reads, &[b"{b}a", b"{b}"], &args));
+    assert!(native.starts_with("MOVED"), "through the filter: {native}");
+    let direct: redis::RedisResult<Value> =
+        redis::cmd("RRW.RENEWREADS").arg(&["1", "{b}a", "60000", "1", "o:1"]).query(&mut con);
+    assert!(error_text(direct).starts_with("MOVED"), "sent directly");
+    let cross: redis::RedisResult<Value> =
+        redis::cmd("RRW.RENEWREADS").arg(&["2", "{a}a", "{b}a", "60000", "1", "o", "1", "o"]).query(&mut con);
+    assert!(error_text(cross).starts_with("CROSSSLOT"), "two slots sent directly");
+}

@@ -74,6 +74,13 @@ pub fn run(
         declare_named_channel(ctx, argv, argc, command.info.arity.unsigned_abs());
         return raw::REDISMODULE_OK as c_int;
     }
+    // Redis 7.0 and Valkey route a call in a cluster by the legacy key
+    // range, which cannot say "argument 1 counts the keys": a
+    // `getkeys-api` command is asked for its keys by calling it so.
+    if command.keys == info::Keys::Numbered && unsafe { api!(RedisModule_IsKeysPositionRequest)(ctx) } != 0 {
+        declare_numbered_keys(ctx, argv, argc);
+        return raw::REDISMODULE_OK as c_int;
+    }
     let context = Context::new(ctx);
     let args = decode_args(ctx, argv, argc);
     let reply = catch_unwind(AssertUnwindSafe(|| handler(&context, args)))
@@ -98,6 +105,21 @@ fn declare_named_channel(
     if args::is_channel_keyword(RedisString::string_as_slice(argv[at])) {
         let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
         unsafe { api!(RedisModule_ChannelAtPosWithFlags)(ctx, argc - 1, flags) };
+    }
+}
+
+/// Declares the keys of a [`info::Keys::Numbered`] call: `numkeys` (argument
+/// 1) of them from argument 2 on, as many as the call has (a bad count
+/// declares none; the command then refuses it).
+fn declare_numbered_keys(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) {
+    if argv.is_null() || argc < 2 {
+        return;
+    }
+    let argv = unsafe { slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+    let numkeys = std::str::from_utf8(RedisString::string_as_slice(argv[1])).ok().and_then(|n| n.parse::<c_int>().ok());
+    let Some(numkeys) = numkeys.filter(|&n| n > 0 && n <= argc - 2) else { return };
+    for position in 2..2 + numkeys {
+        unsafe { api!(RedisModule_KeyAtPos)(ctx, position) };
     }
 }
 
@@ -133,6 +155,10 @@ pub fn register(ctx: &Context) -> Result<(), String> {
         if takes_channel(command) && !has_flag(command.flags, "getchannels-api") {
             // Its channel would be published on with no ACL check.
             return Err(format!("{} takes CHANNEL without getchannels-api", name.to_string_lossy()));
+        }
+        if command.keys == info::Keys::Numbered && !has_flag(command.flags, "getkeys-api") {
+            // A cluster would route it by a key range that names no key.
+            return Err(format!("{} counts its keys without getkeys-api", name.to_string_lossy()));
         }
         let [first, last, step] = command.keys.legacy_range(command.info.key_flags == info::KEYLESS);
         let created = unsafe {

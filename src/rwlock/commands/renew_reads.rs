@@ -53,7 +53,7 @@ fn renew_reads(ctx: &Context, args: Args) -> RedisResult {
 
 command!(
     renew_reads,
-    c"write fast",
+    c"write fast getkeys-api",
     CommandInfo {
         name: c"rrw.renewreads",
         summary: c"Redisson's batch renewal of read locks: per key, resets the read holds of each owner that holds, then the lock's TTL when any did; replies 1 or 0 per key.",
