@@ -108,9 +108,9 @@ fn declare_named_channel(
     }
 }
 
-/// Declares the keys of a [`info::Keys::Numbered`] call: `numkeys` (argument
-/// 1) of them from argument 2 on, as many as the call has (a bad count
-/// declares none; the command then refuses it).
+/// Declares the keys of a [`info::Keys::Numbered`] call: as many as
+/// argument 1 counts, from argument 2 on. A bad count declares none, and
+/// the command then refuses the call.
 fn declare_numbered_keys(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisModuleString, argc: c_int) {
     if argv.is_null() || argc < 2 {
         return;
