@@ -284,6 +284,8 @@ pub const LOCK_OWNERS: Arg = Arg {
     token: None,
 };
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
+/// `lease_ms` where it must be given.
+pub const REQUIRED_LEASE_MS: Arg = Arg { optional: false, ..LEASE_MS };
 /// `key owner request_id`: what a cancel names (`RLOCK.CANCEL`,
 /// `RRW.CANCEL`).
 pub fn parse_cancel(args: Args) -> Result<[RedisString; 3], RedisError> {

@@ -1,4 +1,4 @@
-use crate::commands::args::{is_keyword, parse_non_negative, Args, OWNER};
+use crate::commands::args::{is_keyword, parse_non_negative, Args, OWNER, REQUIRED_LEASE_MS};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
@@ -45,7 +45,7 @@ command!(
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             OWNER,
-            Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: false, token: None },
+            REQUIRED_LEASE_MS,
             Arg { name: c"now_ms", kind: ArgKind::Integer, optional: true, token: Some(c"AT") },
             Arg {
                 name: c"fields",

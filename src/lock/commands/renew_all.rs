@@ -1,5 +1,5 @@
-use crate::commands::args::{Args, LOCK_OWNERS};
-use crate::commands::info::{Arg, ArgKind, CommandInfo, Keys};
+use crate::commands::args::{Args, LOCK_OWNERS, REQUIRED_LEASE_MS};
+use crate::commands::info::{CommandInfo, Keys};
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::lease::parse_lease_ms;
@@ -46,7 +46,7 @@ command!(
         summary: c"Resets the lease of each lock its owner holds; replies 1 or 0 per lock, in order.",
         arity: -4,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: false, token: None }, LOCK_OWNERS],
+        args: &[REQUIRED_LEASE_MS, LOCK_OWNERS],
     },
     Keys::Pairs,
 );

@@ -21,7 +21,7 @@ use crate::store::Via;
 use redis_module::{raw, RedisString};
 
 /// `lease_ms`, or `-1` for a permit that never expires.
-const LEASE: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: false, token: None };
+use crate::commands::args::REQUIRED_LEASE_MS as LEASE;
 /// One permit id; the commands taking several say so in their summary.
 const ID: Arg = Arg { name: c"id", kind: ArgKind::String, optional: false, token: None };
 /// Each command may reclaim expired permits: a read-write update.

@@ -1,4 +1,4 @@
-use crate::commands::args::Args;
+use crate::commands::args::{Args, REQUIRED_LEASE_MS};
 use crate::commands::info::{Arg, ArgKind, CommandInfo, Keys};
 use crate::commands::registry::command;
 use crate::error::LockError;
@@ -60,7 +60,7 @@ command!(
         arity: -6,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
-            Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: false, token: None },
+            REQUIRED_LEASE_MS,
             Arg::block(
                 c"lock",
                 &[
