@@ -38,7 +38,7 @@ fn renewal(call: &Call, owner: &[u8], lease: &[u8], now: &[u8], fields: &[&[u8]]
         return None;
     }
     let head: [&[u8]; 7] = [b"RFASTMULTI.RENEW", group, owner, lease, b"AT", now, b"FIELDS"];
-    let argv = head.iter().chain(fields).map(|arg| arg.to_vec()).collect();
+    let argv = head.into_iter().chain(fields.iter().copied()).collect();
     Some(Rewrite { argv, channel: None })
 }
 

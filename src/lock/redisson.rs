@@ -72,8 +72,8 @@ fn renew_all(call: &Call) -> Option<Rewrite> {
     }
     // Every key is declared to Redis, which refuses keys of several slots
     // in a cluster as it refuses the script's.
-    let pairs = call.keys.iter().zip(owners).flat_map(|(name, owner)| [name, owner]);
-    let argv = [&b"RLOCK.RENEWALL"[..], lease].iter().chain(pairs).map(|arg| arg.to_vec()).collect();
+    let pairs = call.keys.iter().zip(owners).flat_map(|(name, owner)| [*name, *owner]);
+    let argv = [&b"RLOCK.RENEWALL"[..], lease].into_iter().chain(pairs).collect();
     Some(Rewrite { argv, channel: None })
 }
 
