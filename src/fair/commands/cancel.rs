@@ -1,4 +1,4 @@
-use crate::commands::args::{is_keyword, parse_wait, Args, OWNER, WAIT_MS};
+use crate::commands::args::{parse_wait, take_trailing, Args, OWNER, WAIT_MS};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::fair::handoff::{waits_of, Change, Session};
@@ -17,7 +17,8 @@ use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
 /// memory, the same for either name, counted in `INFO`
 /// (`rlock_redisson_fair_unnamed`).
 fn cancel(ctx: &Context, mut args: Args) -> RedisResult {
-    let other = take_other(&mut args);
+    // `OR other` after the command, key and owner.
+    let other = take_trailing(&mut args, 3, b"OR");
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
@@ -72,17 +73,6 @@ fn resolve(ctx: &Context, name: RedisString, other: RedisString) -> Result<Named
         }
     };
     Ok(named)
-}
-
-/// Takes a trailing `OR other` off `args` (after the key and owner).
-fn take_other(args: &mut Args) -> Option<RedisString> {
-    let n = args.len();
-    if n < 5 || !is_keyword(&args[n - 2], b"OR") {
-        return None;
-    }
-    let other = args[n - 1].clone();
-    args.truncate(n - 2);
-    Some(other)
 }
 
 command!(
