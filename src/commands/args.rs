@@ -284,6 +284,9 @@ pub const LOCK_OWNERS: Arg = Arg {
     token: None,
 };
 pub const LEASE_MS: Arg = Arg { name: c"lease_ms", kind: ArgKind::Integer, optional: true, token: None };
+/// A trailing `LIKESCRIPT`: the command does what Redisson's script does.
+pub const LIKESCRIPT: Arg =
+    Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") };
 /// `lease_ms` where it must be given.
 pub const REQUIRED_LEASE_MS: Arg = Arg { optional: false, ..LEASE_MS };
 /// `key owner request_id`: what a cancel names (`RLOCK.CANCEL`,

@@ -13,6 +13,7 @@ crate::stats::kind_stats!(STATS, "read_write");
 
 use super::Side;
 use crate::commands::args::is_keyword;
+pub(super) use crate::commands::args::LIKESCRIPT;
 use crate::commands::info::{Arg, ArgKind};
 use crate::error::LockError;
 use redis_module::RedisString;
@@ -29,10 +30,6 @@ fn parse_side(arg: &RedisString) -> Result<Side, LockError> {
 }
 
 const MODE: Arg = Arg { name: c"mode", kind: ArgKind::String, optional: false, token: None };
-
-/// A trailing `LIKESCRIPT`: the command does what Redisson's script does.
-const LIKESCRIPT: Arg =
-    Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") };
 
 /// Takes a trailing `LIKESCRIPT` off `args` when they are at least `min`
 /// (the command's name included).

@@ -1,5 +1,5 @@
 use super::semaphore;
-use crate::commands::args::{is_keyword, parse_integer, take_via, Args, VIA};
+use crate::commands::args::{is_keyword, parse_integer, take_via, Args, LIKESCRIPT, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::semaphore::{Announce, Semaphore};
@@ -47,7 +47,7 @@ command!(
         args: &[
             Arg { name: c"delta", kind: ArgKind::Integer, optional: false, token: None },
             VIA,
-            Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") },
+            LIKESCRIPT,
         ],
     },
 );

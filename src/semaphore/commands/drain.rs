@@ -1,5 +1,5 @@
-use crate::commands::args::{is_keyword, Args};
-use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::args::{is_keyword, Args, LIKESCRIPT};
+use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::semaphore::Semaphore;
@@ -43,6 +43,6 @@ command!(
         summary: c"Takes every available permit of the semaphore, keeping its TTL; replies how many (bulk string), 0 when missing.",
         arity: -2,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") }],
+        args: &[LIKESCRIPT],
     },
 );

@@ -1,6 +1,6 @@
 use super::PERMITS;
-use crate::commands::args::{is_keyword, parse_non_negative, Args};
-use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::args::{is_keyword, parse_non_negative, Args, LIKESCRIPT};
+use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::semaphore::delay_wake::wake_at_delay_end;
@@ -47,9 +47,6 @@ command!(
         summary: c"Takes permits (default 1) from the semaphore when that many are available; replies 1, else 0.",
         arity: -2,
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[
-            PERMITS,
-            Arg { name: c"likescript", kind: ArgKind::PureToken, optional: true, token: Some(c"LIKESCRIPT") }
-        ],
+        args: &[PERMITS, LIKESCRIPT],
     },
 );
