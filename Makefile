@@ -8,7 +8,7 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps java-deps redisson-jars build run test test-rust test-redis test-valkey test-java valkey bench faults lint clean
+.PHONY: all deps java-deps redisson-jars build run test publish-check test-rust test-redis test-valkey test-java valkey bench faults lint clean
 # One target at a time: the recipes that run work side by side (test-rust,
 # test-java) choose it themselves.
 .NOTPARALLEL:
@@ -51,9 +51,52 @@ run: build
 	@echo "rlock: stop with Ctrl-C. Port taken? make run PORT=6380"
 	exec redis-server redis.conf --port $(PORT)
 
-# The whole suite on Redis (Debian's redis-server) and on Valkey 8.1,
-# then real Redisson (Java) against both.
-test: test-rust test-java
+# The published crates' check first, then the whole suite on Redis
+# (Debian's redis-server) and on Valkey 8.1, then real Redisson (Java)
+# against both.
+test: publish-check test-rust test-java
+
+# The crates as crates.io gets them, from a clean checkout of HEAD (`git
+# archive`: committed work only). rlock-protocol is published first, then
+# rlock-client, which depends on it by version: `cargo package` and
+# `cargo publish --dry-run` take both in one call, which orders them. The
+# dry run when crates.io's index answers; offline, `cargo package
+# --offline` from the cache `cargo fetch` filled. Then the .crate files are
+# unpacked and built from the package alone: the client's tests and
+# examples compile (`--no-run`: they need no server) and both crates' doc
+# tests run, the client's rlock-protocol patched to the unpacked one,
+# versions pinned by this Cargo.lock. Unpacked in a `target/package`
+# folder, where cargo stops looking for a workspace. Shares target/ with
+# the other builds: about a minute once they are built.
+PUBLISH_TREE := target/publish-check
+UNPACKED := target/package/unpacked
+publish-check:
+	@command -v $(CARGO) >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.88 or newer (rustup.rs)"; exit 1; }
+	@rm -rf $(PUBLISH_TREE) $(UNPACKED) target/package/rlock-*.crate && mkdir -p $(PUBLISH_TREE) $(UNPACKED)
+	@echo "rlock: publish-check of HEAD $$(git rev-parse --short HEAD) (uncommitted changes are not checked)"
+	git archive HEAD | tar -x -C $(PUBLISH_TREE)
+	@set -e; export CARGO_TARGET_DIR=$(abspath target); \
+	crates="-p rlock-protocol -p rlock-client"; \
+	if curl -sSf -o /dev/null --max-time 10 https://index.crates.io/config.json 2>/dev/null; then \
+		echo "rlock: crates.io reachable: cargo publish --dry-run (packages, then builds each package)"; \
+		offline=""; (cd $(PUBLISH_TREE) && $(CARGO) publish --dry-run --locked $$crates); \
+	else \
+		echo "rlock: crates.io unreachable: cargo package --offline (packages and builds them; no dry run)"; \
+		offline="--offline"; (cd $(PUBLISH_TREE) && $(CARGO) fetch --locked --offline && \
+			$(CARGO) package --offline --locked $$crates); \
+	fi; \
+	for crate in target/package/rlock-protocol-*.crate target/package/rlock-client-*.crate; do \
+		tar -xzf $$crate -C $(UNPACKED); files=$$(tar -tzf $$crate); \
+		echo "rlock: $$crate: $$(echo "$$files" | wc -l) files, LICENSE: $$(echo "$$files" | grep -c '/LICENSE$$'), in tests/: $$(echo "$$files" | grep -c '/tests/' || true)"; \
+		cp Cargo.lock $(UNPACKED)/$$(basename $$crate .crate); \
+	done; \
+	protocol=$$(echo $(abspath $(UNPACKED))/rlock-protocol-*); \
+	echo "rlock: from the unpacked crates: the client's tests and examples compile, the doc tests run"; \
+	(cd $$protocol && $(CARGO) test $$offline --doc); \
+	cd $(UNPACKED)/rlock-client-* && \
+	$(CARGO) test $$offline --config "patch.crates-io.rlock-protocol.path=\"$$protocol\"" --all-targets --no-run && \
+	$(CARGO) test $$offline --config "patch.crates-io.rlock-protocol.path=\"$$protocol\"" --doc
+	@echo "rlock: publish-check passed: publish rlock-protocol first, then rlock-client"
 
 VALKEY_ENV := RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli
 TEST_LOGS := target/test-logs

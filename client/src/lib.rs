@@ -75,3 +75,8 @@ pub use synchronizers::latch::CountDownLatch;
 pub use synchronizers::permits::{Permit, PermitExpirableSemaphore, PermitOptions};
 pub use synchronizers::semaphore::Semaphore;
 pub use transport::replica_sync::ReplicaSync;
+
+/// The README's example runs with the doc tests, so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -8,6 +8,11 @@ mod joined;
 pub use family::*;
 pub use joined::{with_joined, Joined};
 
+/// The README's example runs with the doc tests, so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// Prefix of Redisson's release channel.
 const CHANNEL_PREFIX: &[u8] = b"redisson_lock__channel";
 
