@@ -1,10 +1,11 @@
 //! A critical section end to end: four workers increment one counter with
 //! a non-atomic read-modify-write, serialised by an rlock lock.
 //!
-//! Start a server with the module (`make run`), then:
+//! Start a server with the module (`make run`), then, with the server's URL
+//! (default `redis://127.0.0.1:6379/`):
 //!
 //! ```sh
-//! cargo run -p rlock-client --example critical_section [redis://127.0.0.1:6379/]
+//! cargo run -p rlock-client --example critical_section -- [redis://127.0.0.1:6379/]
 //! ```
 
 use redis::AsyncCommands;
@@ -16,9 +17,9 @@ const ROUNDS: usize = 25;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args().nth(1).unwrap_or_else(|| "redis://127.0.0.1:6379/".into());
-    let client = Client::open(&url).await?;
+    let client = Client::open(&url).await.map_err(|err| tried(&url, err))?;
     let redis = redis::Client::open(url.as_str())?;
-    let mut con = redis.get_multiplexed_async_connection().await?;
+    let mut con = redis.get_multiplexed_async_connection().await.map_err(|err| tried(&url, err))?;
     let _: () = con.set("example:counter", 0).await?;
 
     let workers: Vec<_> = (0..WORKERS)
@@ -52,4 +53,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let total: i64 = con.get("example:counter").await?;
     println!("counter = {total} (expected {})", WORKERS * ROUNDS);
     Ok(())
+}
+
+/// A connection error that names the URL it tried: the default one is
+/// wrong whenever the server is elsewhere.
+fn tried(url: &str, err: impl std::fmt::Display) -> String {
+    format!("could not connect to {url}: {err}")
 }

@@ -23,6 +23,22 @@ use uuid::Uuid;
 /// Cloning is cheap and shares everything: the connection, the pub/sub
 /// connection, the watchdog and the client id. When the last clone is
 /// dropped the watchdog stops, and locks still held are reported lost.
+///
+/// ```no_run
+/// use rlock_client::{Client, ClientOptions};
+/// use std::time::Duration;
+///
+/// # async fn example() -> rlock_client::Result<()> {
+/// // Default options:
+/// let client = Client::open("redis://127.0.0.1:6379/").await?;
+/// // Or chosen ones, with a redis-rs client:
+/// let options = ClientOptions::default().with_watchdog_timeout(Duration::from_secs(10));
+/// let client = Client::connect(redis::Client::open("redis://127.0.0.1:6379/")?, options).await?;
+///
+/// let guard = client.lock("orders:42").lock().await?;
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,

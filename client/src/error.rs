@@ -1,6 +1,23 @@
 use thiserror::Error;
 
 /// Errors of lock operations.
+///
+/// ```no_run
+/// use rlock_client::{Client, Error};
+///
+/// # async fn example() -> rlock_client::Result<()> {
+/// let client = Client::open("redis://127.0.0.1:6379/").await?;
+/// let guard = match client.lock("orders:42").lock().await {
+///     Err(Error::ModuleNotLoaded) => panic!("load librlock.so into the server first"),
+///     guard => guard?,
+/// };
+/// match guard.unlock().await {
+///     Ok(()) => {}
+///     Err(Error::NotOwner) => println!("lost before the release: its work may have overlapped another's"),
+///     Err(err) => return Err(err),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -69,6 +86,13 @@ pub enum Error {
 }
 
 /// Result of lock operations.
+///
+/// ```no_run
+/// async fn locked_work(client: &rlock_client::Client) -> rlock_client::Result<()> {
+///     let guard = client.lock("orders:42").lock().await?;
+///     guard.unlock().await
+/// }
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl From<redis::RedisError> for Error {

@@ -9,6 +9,23 @@ use std::future::Future;
 /// Dropping a guard without unlocking stops its renewal and releases the
 /// hold in a background task (without blocking). A guard whose hold is
 /// lost sends nothing: it can never release a newer hold.
+///
+/// ```no_run
+/// use rlock_client::Error;
+///
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// # async fn do_the_work() {}
+/// let guard = client.lock("orders:42").lock().await?;
+/// tokio::select! {
+///     _ = guard.lost() => { /* the lock is gone: stop the work */ }
+///     _ = do_the_work() => {}
+/// }
+/// match guard.unlock().await {
+///     Err(Error::NotOwner) => println!("the lock was lost before the release"),
+///     released => released?,
+/// }
+/// # Ok(()) }
+/// ```
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct Guard<K: LockKind = Plain> {
     lock: Lock<K>,

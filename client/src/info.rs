@@ -9,6 +9,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// One `RLOCK.INSPECT` reply.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let info = client.lock("orders:42").info().await?;
+/// println!("{} lock, ttl {:?}", info.kind, info.ttl);
+/// for holder in &info.holders {
+///     println!("held {} times by {}", holder.holds, String::from_utf8_lossy(&holder.owner));
+/// }
+/// println!("{} waiting on the server", info.waiters.len());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockInfo {
@@ -26,6 +37,16 @@ pub struct LockInfo {
 }
 
 /// A holder of the lock.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let catalog = client.read_write_lock("catalog");
+/// for holder in catalog.read().info().await?.holders {
+///     let side = holder.side.as_deref().unwrap_or("-");
+///     println!("{side} held by {}, lease left {:?}", String::from_utf8_lossy(&holder.owner), holder.lease);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HolderInfo {
@@ -41,6 +62,14 @@ pub struct HolderInfo {
 }
 
 /// A caller blocked on the lock on the server.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// for waiter in client.lock("orders:42").info().await?.waiters {
+///     println!("client {} waited {:?}, {:?} to go", waiter.client_id, waiter.waited, waiter.wait_left);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WaiterInfo {

@@ -11,6 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// One key holding lock-family state.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let mut listing = client.list_locks(None);
+/// while let Some(listed) = listing.next().await {
+///     let listed = listed?;
+///     println!("{} ({}): {} holders, ttl {:?}", String::from_utf8_lossy(&listed.name), listed.kind, listed.holders, listed.ttl);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListedLock {
@@ -28,6 +38,18 @@ pub struct ListedLock {
 /// cluster one after the other, page by page (`SCAN`'s guarantees: a lock
 /// there throughout is listed at least once, maybe twice). Read it with
 /// [`LockListing::next`].
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let mut orders = client.list_locks(Some("orders:*"));
+/// let mut count = 0;
+/// while let Some(listed) = orders.next().await {
+///     listed?;
+///     count += 1;
+/// }
+/// println!("{count} order locks");
+/// # Ok(()) }
+/// ```
 pub struct LockListing {
     shared: Arc<Shared>,
     pattern: Option<String>,

@@ -20,6 +20,25 @@ use std::time::Duration;
 /// `lock*` call adds a hold, each [`Guard::unlock`] removes one. Acquires
 /// and releases on one lock, owner and kind are sent one at a time, so the
 /// hold count this client keeps follows the server's.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let lock = client.lock("orders:42");
+/// let outer = lock.lock().await?; // the watchdog renews it
+/// let inner = lock.lock().await?; // a re-entry: a second hold
+/// assert_eq!(lock.hold_count().await?, 2);
+/// inner.unlock().await?;
+/// outer.unlock().await?;
+///
+/// // At most half a second's wait, a 10 s lease and no watchdog:
+/// match lock.try_lock(Duration::from_millis(500), Some(Duration::from_secs(10))).await? {
+///     Some(guard) => guard.unlock().await?,
+///     None => println!("someone else holds it"),
+/// }
+/// # Ok(()) }
+/// ```
 pub struct Lock<K: LockKind = Plain> {
     handle: Handle,
     kind: PhantomData<K>,
@@ -29,20 +48,54 @@ pub struct Lock<K: LockKind = Plain> {
 /// Each waits on a channel of its own, told when its turn comes; one that
 /// gives up (its limit passes, its future is dropped) leaves the queue at
 /// once.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let lock: rlock_client::FairLock = client.fair_lock("jobs:queue");
+/// let guard = lock.lock().await?; // served in arrival order
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
 pub type FairLock = Lock<Fair>;
 
 /// Redisson's fenced lock: an `RLock` whose every acquire (re-entries
 /// too) takes a fencing token, [`Guard::token`](crate::Guard::token),
 /// strictly greater than all earlier ones for the lock.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let lock: rlock_client::FencedLock = client.fenced_lock("report:daily");
+/// let guard = lock.lock().await?;
+/// let token = guard.token(); // send it with every write the lock protects
+/// println!("writing with token {token}");
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
 pub type FencedLock = Lock<Fenced>;
 
 /// The read side of a [`ReadWriteLock`](crate::ReadWriteLock): held by any
 /// number of readers at once, never while someone else writes.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let read: rlock_client::ReadLock = client.read_write_lock("catalog").read();
+/// let guard = read.lock().await?; // other readers may hold it too
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
 pub type ReadLock = Lock<Read>;
 
 /// The write side of a [`ReadWriteLock`](crate::ReadWriteLock): one writer,
 /// no readers but the writer itself (a writer may take the read side too;
 /// a reader never gets the write side while it reads, as in Redisson).
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let write: rlock_client::WriteLock = client.read_write_lock("catalog").write();
+/// let guard = write.lock().await?; // no reader, no other writer
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
 pub type WriteLock = Lock<Write>;
 
 impl<K: LockKind> Clone for Lock<K> {

@@ -7,6 +7,19 @@ use std::future::Future;
 use std::time::Duration;
 
 /// Client settings. Start from [`ClientOptions::default`].
+///
+/// ```
+/// use rlock_client::{ClientOptions, ReplicaSync, RetryOptions};
+/// use std::time::Duration;
+///
+/// let options = ClientOptions::default()
+///     .with_watchdog_timeout(Duration::from_secs(10)) // renewed every 3.3 s
+///     .with_retry(RetryOptions::new(5, Duration::from_millis(200)))
+///     .with_replica_sync(ReplicaSync::Off)
+///     .with_blocking_connections(0); // every waiter waits by pub/sub, as Redisson's
+/// assert_eq!(options.watchdog_timeout, Duration::from_secs(10));
+/// // Then Client::connect(redis_client, options), or connect_cluster, connect_sentinel.
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientOptions {
@@ -117,6 +130,15 @@ impl ClientOptions {
 /// never drops a second level. A force release is sent again only when
 /// the connection was refused. The watchdog retries every `delay` until
 /// the lease would be gone, then reports the lock lost.
+///
+/// ```
+/// use rlock_client::{ClientOptions, RetryOptions};
+/// use std::time::Duration;
+///
+/// // Ride out a failover of a few seconds: 20 retries, 250 ms apart.
+/// let options = ClientOptions::default().with_retry(RetryOptions::new(20, Duration::from_millis(250)));
+/// assert_eq!(options.retry.attempts, 20);
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RetryOptions {

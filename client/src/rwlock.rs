@@ -11,6 +11,16 @@ use std::sync::Arc;
 /// reads waits for ever, as in Redisson. Waiters of both sides listen on
 /// one channel: a write release wakes them all, a read release that frees
 /// the lock every reader and one writer.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let catalog = client.read_write_lock("catalog");
+/// let writing = catalog.write().lock().await?;
+/// let reading = catalog.read().lock().await?; // the writer may read too
+/// writing.unlock().await?; // the lock goes on as read-locked
+/// reading.unlock().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct ReadWriteLock {
     read: ReadLock,

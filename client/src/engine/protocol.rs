@@ -9,6 +9,10 @@ use std::time::Duration;
 pub use rlock_protocol::{release_channel, unlock_latch_key};
 
 /// Longest lease the module accepts (365 days).
+///
+/// ```
+/// assert_eq!(rlock_client::MAX_LEASE.as_secs(), 365 * 24 * 60 * 60);
+/// ```
 pub const MAX_LEASE: Duration = Duration::from_millis(rlock_protocol::MAX_LEASE_MS as u64);
 
 /// A lease in whole milliseconds, checked against the module's bounds.

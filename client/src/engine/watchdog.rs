@@ -30,6 +30,13 @@ struct Counters {
 }
 
 /// What the client's watchdog has done, for monitoring.
+///
+/// ```no_run
+/// # fn example(client: rlock_client::Client) {
+/// let stats = client.watchdog_stats();
+/// println!("{} locks kept, {} of {} rounds failed, {} lost", stats.locks, stats.failed_rounds, stats.rounds, stats.lost);
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WatchdogStats {

@@ -22,6 +22,19 @@ use std::time::{Duration, Instant};
 /// before trying again. A lock named twice (one name on one server) is
 /// taken once. Each hold is renewed by its client's watchdog (one task per
 /// client renews all its holds).
+///
+/// ```no_run
+/// use rlock_client::MultiLock;
+/// use std::time::Duration;
+///
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let both = MultiLock::new([client.lock("account:1"), client.lock("account:2")]);
+/// if let Some(guard) = both.try_lock(Duration::from_secs(2), None).await? {
+///     // Both accounts are ours: move the money.
+///     guard.unlock().await?;
+/// }
+/// # Ok(()) }
+/// ```
 pub struct MultiLock<K: LockKind = Plain> {
     locks: Vec<Lock<K>>,
 }
@@ -97,6 +110,19 @@ impl Deadline {
 }
 
 /// Proof that every lock of a [`MultiLock`] is held.
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let both = rlock_client::MultiLock::new([client.lock("account:1"), client.lock("account:2")]);
+/// let guard = both.lock().await?;
+/// assert_eq!(guard.guards().len(), 2);
+/// tokio::select! {
+///     _ = guard.lost() => { /* one of the locks is gone: stop */ }
+///     _ = async { /* the work */ } => {}
+/// }
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "the locks are released when the guard is dropped"]
 pub struct MultiGuard<K: LockKind = Plain> {
     guards: Vec<Guard<K>>,

@@ -15,6 +15,24 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 /// A lock on each of N independent primaries, held by holding a majority.
+///
+/// ```no_run
+/// use rlock_client::{Client, RedLock};
+/// use std::time::Duration;
+///
+/// # async fn example() -> rlock_client::Result<()> {
+/// let mut locks = Vec::new();
+/// for url in ["redis://10.0.0.1:6379/", "redis://10.0.0.2:6379/", "redis://10.0.0.3:6379/"] {
+///     locks.push(Client::open(url).await?.lock("orders:42"));
+/// }
+/// let redlock = RedLock::new(locks);
+/// assert_eq!(redlock.quorum(), 2);
+/// if let Some(guard) = redlock.try_lock(Duration::from_secs(1), Some(Duration::from_secs(10))).await? {
+///     // Safe to work until guard.valid_until().
+///     guard.unlock().await?;
+/// }
+/// # Ok(()) }
+/// ```
 pub struct RedLock {
     locks: Vec<Lock>,
 }
@@ -82,6 +100,19 @@ impl RedLock {
 }
 
 /// Proof that a [`RedLock`]'s majority is held.
+///
+/// ```no_run
+/// # async fn example(redlock: rlock_client::RedLock) -> rlock_client::Result<()> {
+/// if let Some(guard) = redlock.try_lock(std::time::Duration::from_secs(1), None).await? {
+///     println!("{} primaries granted it", guard.guards().len());
+///     tokio::select! {
+///         _ = guard.lost() => { /* no longer a majority: stop */ }
+///         _ = async { /* the work */ } => {}
+///     }
+///     guard.unlock().await?;
+/// }
+/// # Ok(()) }
+/// ```
 #[must_use = "the locks are released when the guard is dropped"]
 #[derive(Debug)]
 pub struct RedLockGuard {

@@ -19,6 +19,20 @@ use std::time::Duration;
 /// the count again at least every second, so a missed message never
 /// leaves them hanging; [`CountDownLatch::delete`] opens the latch for them
 /// (Redisson's delete publishes a message its waiters ignore).
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let ready = client.count_down_latch("shards:ready");
+/// ready.try_set_count(2).await?;
+/// // Each of two shards, when it is ready:
+/// ready.count_down().await?;
+/// ready.count_down().await?;
+/// // Anyone waiting for both:
+/// assert!(ready.wait_timeout(Duration::from_secs(5)).await?);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct CountDownLatch {
     shared: Arc<Shared>,

@@ -21,6 +21,19 @@ use std::time::Duration;
 /// Waiting follows Redisson (a try, then a try at each message on
 /// `redisson_sc:{name}`), with a timer fallback: a missed message delays a
 /// waiter by at most a second instead of leaving it hanging.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let connections = client.semaphore("db:connections");
+/// connections.try_set_permits(3).await?; // only if it does not exist yet
+/// if connections.try_acquire(1, Duration::from_secs(1)).await? {
+///     // One of three.
+///     connections.release(1).await?;
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Semaphore {
     shared: Arc<Shared>,

@@ -30,6 +30,16 @@ pub(crate) const MAX_IN_LINE: u32 = 4;
 
 /// Whether and how acquires wait for replicas. Redisson (3.17+) waits for
 /// all connected replicas by default, and so does this client.
+///
+/// ```
+/// use rlock_client::{ClientOptions, ReplicaSync};
+/// use std::time::Duration;
+///
+/// assert_eq!(ReplicaSync::default(), ReplicaSync::AllReplicas { timeout: Duration::from_secs(1) });
+/// // An acquire counts once one replica has it, within 50 ms:
+/// let sync = ReplicaSync::Replicas { count: 1, timeout: Duration::from_millis(50) };
+/// let options = ClientOptions::default().with_replica_sync(sync);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReplicaSync {

@@ -18,6 +18,15 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How a permit is held.
+///
+/// ```
+/// use rlock_client::PermitOptions;
+/// use std::time::Duration;
+///
+/// let renewed = PermitOptions::renewed(Duration::from_secs(30));
+/// assert!(renewed.renew);
+/// assert!(!PermitOptions::leased(Duration::from_secs(30)).renew);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PermitOptions {
@@ -49,6 +58,20 @@ impl PermitOptions {
 /// holder ([`Permit`]) and comes back when its lease runs out, so a
 /// crashed holder cannot keep it for ever. Leases run on the server's
 /// clock (Redisson uses each client's).
+///
+/// ```no_run
+/// use rlock_client::PermitOptions;
+/// use std::time::Duration;
+///
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let workers = client.permit_semaphore("render:workers");
+/// workers.try_set_permits(4).await?;
+/// // Back to the semaphore 30 s after a crash; renewed while this process lives.
+/// let permit = workers.acquire_with(PermitOptions::renewed(Duration::from_secs(30))).await?;
+/// println!("holding permit {}", permit.id_hex());
+/// permit.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct PermitExpirableSemaphore {
     pub(crate) shared: Arc<Shared>,

@@ -10,6 +10,17 @@ use tokio::time::Instant;
 /// One permit of a [`PermitExpirableSemaphore`]. Give it back with
 /// [`Permit::release`]; dropped unreleased, it is released in the
 /// background (without blocking).
+///
+/// ```no_run
+/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+/// let permit = client.permit_semaphore("render:workers").acquire(std::time::Duration::from_secs(60)).await?;
+/// tokio::select! {
+///     _ = permit.lost() => { /* its lease ran out: stop */ }
+///     _ = async { /* the work */ } => {}
+/// }
+/// permit.release().await?; // Err(Error::PermitLapsed) if the lease had run out
+/// # Ok(()) }
+/// ```
 #[must_use = "the permit is released when dropped"]
 pub struct Permit {
     semaphore: PermitExpirableSemaphore,
