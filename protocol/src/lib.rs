@@ -38,6 +38,13 @@ pub const DEFAULT_LATCH_MS: i64 = 20_000;
 
 /// Redisson's release channel for a lock name: the name goes inside a hash
 /// tag unless it already contains one.
+///
+/// ```
+/// use rlock_protocol::release_channel;
+///
+/// assert_eq!(release_channel(b"orders:42"), b"redisson_lock__channel:{orders:42}");
+/// assert_eq!(release_channel(b"{user}:lock"), b"redisson_lock__channel:{user}:lock");
+/// ```
 pub fn release_channel(name: &[u8]) -> Vec<u8> {
     release_channel_parts(name).concat()
 }
