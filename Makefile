@@ -63,7 +63,8 @@ test: publish-check test-rust test-java
 # package` builds each package; when crates.io's index answers, `cargo
 # publish --dry-run --no-verify` then checks them against it (offline:
 # `cargo package --offline` alone, from the cache `cargo fetch` fills as
-# far as it can).
+# far as it can; and none once this rlock-client version is released,
+# which crates.io would refuse to take again).
 # Then the .crate files are unpacked and built from the package alone:
 # the client's tests and examples compile (`--no-run`: they need no
 # server) and both crates' doc tests run, the client's rlock-protocol
@@ -88,7 +89,13 @@ publish-check:
 	fi; \
 	echo "rlock: cargo warns of each client test left out of the package (client/tests needs testkit)"; \
 	(cd $(PUBLISH_TREE) && $(CARGO) package $$offline --locked $$crates); \
-	[ -n "$$offline" ] || (cd $(PUBLISH_TREE) && $(CARGO) publish --dry-run --no-verify --locked $$crates); \
+	version=$$(sed -n 's/^version = "\(.*\)"$$/\1/p' client/Cargo.toml); \
+	if [ -n "$$offline" ]; then :; \
+	elif curl -sSf --max-time 10 https://index.crates.io/rl/oc/rlock-client 2>/dev/null | grep -q "\"vers\":\"$$version\""; then \
+		echo "rlock: rlock-client $$version is on crates.io already: no dry run (bump the versions to publish again)"; \
+	else \
+		(cd $(PUBLISH_TREE) && $(CARGO) publish --dry-run --no-verify --locked $$crates); \
+	fi; \
 	for crate in target/package/rlock-protocol-*.crate target/package/rlock-client-*.crate; do \
 		tar -xzf $$crate -C $(UNPACKED); files=$$(tar -tzf $$crate); \
 		echo "rlock: $$crate: $$(echo "$$files" | wc -l) files, LICENSE: $$(echo "$$files" | grep -c '/LICENSE$$'), in tests/: $$(echo "$$files" | grep -c '/tests/' || true)"; \
