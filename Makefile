@@ -98,7 +98,11 @@ publish-check:
 	fi; \
 	for crate in target/package/rlock-protocol-*.crate target/package/rlock-client-*.crate; do \
 		tar -xzf $$crate -C $(UNPACKED); files=$$(tar -tzf $$crate); \
-		echo "rlock: $$crate: $$(echo "$$files" | wc -l) files, LICENSE: $$(echo "$$files" | grep -c '/LICENSE$$'), in tests/: $$(echo "$$files" | grep -c '/tests/' || true)"; \
+		for file in LICENSE README.md; do \
+			echo "$$files" | grep -q "^[^/]*/$$file$$" || { echo "rlock: $$crate lacks $$file"; exit 1; }; \
+		done; \
+		! echo "$$files" | grep "^[^/]*/tests/" || { echo "rlock: $$crate ships tests that need testkit"; exit 1; }; \
+		echo "rlock: $$crate: $$(echo "$$files" | wc -l) files, LICENSE and README.md among them, none in tests/"; \
 	done; \
 	protocol=$$(echo $(abspath $(UNPACKED))/rlock-protocol-*); \
 	echo "rlock: from the unpacked crates: the client's tests and examples compile, the doc tests run"; \
