@@ -57,21 +57,20 @@ run: build
 test: publish-check test-rust test-java
 
 # The crates as crates.io gets them, from a clean checkout of HEAD (`git
-# archive`: committed work only). rlock-protocol is published first, then
-# rlock-client, which depends on it by version: `cargo package` and
-# `cargo publish` take both in one call, which orders them. `cargo
-# package` builds each package; when crates.io's index answers, `cargo
-# publish --dry-run --no-verify` then checks them against it (offline:
-# `cargo package --offline` alone, from the cache `cargo fetch` fills as
-# far as it can; and none once this rlock-client version is released,
-# which crates.io would refuse to take again).
-# Then the .crate files are unpacked and built from the package alone:
-# the client's tests and examples compile (`--no-run`: they need no
-# server) and both crates' doc tests run, the client's rlock-protocol
-# patched to the unpacked one, versions pinned by the Cargo.lock each
-# package carries. Unpacked in a `target/package` folder, where cargo
-# stops looking for a workspace. Shares target/ with the other builds:
-# about 2 minutes from a fresh clone, 20 s once built.
+# archive`: committed work only). rlock-protocol must be published before
+# rlock-client, which depends on it by version; `cargo package` and
+# `cargo publish` given both order them so. `cargo package` builds each
+# package. When crates.io's index answers, `cargo publish --dry-run
+# --no-verify` then checks them against it, unless this rlock-client
+# version is out already (crates.io would refuse it again); offline,
+# packaging runs `--offline` on what `cargo fetch` could cache. Then the
+# .crate files are unpacked and built from the package alone: the
+# client's tests and examples compile (`--no-run`: they need no server)
+# and both crates' doc tests run, the client's rlock-protocol patched to
+# the unpacked one, versions pinned by the Cargo.lock each package
+# carries. Unpacked in a `target/package` folder, where cargo stops
+# looking for a workspace. Shares target/ with the other builds: about 2
+# minutes from a fresh clone, 20 s once built.
 PUBLISH_TREE := target/publish-check
 UNPACKED := target/package/unpacked
 publish-check:
@@ -89,7 +88,7 @@ publish-check:
 	fi; \
 	echo "rlock: cargo warns of each client test left out of the package (client/tests needs testkit)"; \
 	(cd $(PUBLISH_TREE) && $(CARGO) package $$offline --locked $$crates); \
-	version=$$(sed -n 's/^version = "\(.*\)"$$/\1/p' client/Cargo.toml); \
+	version=$$(sed -n 's/^version = "\(.*\)"$$/\1/p' $(PUBLISH_TREE)/client/Cargo.toml); \
 	if [ -n "$$offline" ]; then :; \
 	elif curl -sSf --max-time 10 https://index.crates.io/rl/oc/rlock-client 2>/dev/null | grep -q "\"vers\":\"$$version\""; then \
 		echo "rlock: rlock-client $$version is on crates.io already: no dry run (bump the versions to publish again)"; \
