@@ -66,7 +66,8 @@ test: publish-check test-rust test-java
 # packaging runs `--offline` on what `cargo fetch` could cache. Then the
 # .crate files are unpacked and built from the package alone: the
 # client's tests and examples compile (`--no-run`: they need no server)
-# and both crates' doc tests run, the client's rlock-protocol patched to
+# and both crates' doc tests run, its docs build without a warning (as
+# docs.rs would show them), the client's rlock-protocol patched to
 # the unpacked one, versions pinned by the Cargo.lock each package
 # carries. Unpacked in a `target/package` folder, where cargo stops
 # looking for a workspace. Shares target/ with the other builds: about 2
@@ -104,11 +105,12 @@ publish-check:
 		echo "rlock: $$crate: $$(echo "$$files" | wc -l) files, LICENSE and README.md among them, none in tests/"; \
 	done; \
 	protocol=$$(echo $(abspath $(UNPACKED))/rlock-protocol-*); \
-	echo "rlock: from the unpacked crates: the client's tests and examples compile, the doc tests run"; \
+	echo "rlock: from the unpacked crates: the client's tests and examples compile, the doc tests run, the docs build"; \
 	(cd $$protocol && $(CARGO) test $$offline --doc); \
 	cd $(UNPACKED)/rlock-client-* && \
 	$(CARGO) test $$offline --config "patch.crates-io.rlock-protocol.path=\"$$protocol\"" --all-targets --no-run && \
-	$(CARGO) test $$offline --config "patch.crates-io.rlock-protocol.path=\"$$protocol\"" --doc
+	$(CARGO) test $$offline --config "patch.crates-io.rlock-protocol.path=\"$$protocol\"" --doc && \
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc $$offline --config "patch.crates-io.rlock-protocol.path=\"$$protocol\"" --no-deps
 	@echo "rlock: publish-check passed: publish rlock-protocol first, then rlock-client"
 
 VALKEY_ENV := RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli
