@@ -38,7 +38,7 @@ deps:
 		$(SUDO) apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
 	fi; \
-	command -v $(CARGO) >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.88 or newer (rustup.rs)"; exit 1; }
+	command -v $(CARGO) >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.89 or newer (rustup.rs)"; exit 1; }
 
 build: deps
 	$(CARGO) build --release -p rlock
@@ -75,7 +75,7 @@ test: publish-check test-rust test-java
 PUBLISH_TREE := target/publish-check
 UNPACKED := target/package/unpacked
 publish-check:
-	@command -v $(CARGO) >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.88 or newer (rustup.rs)"; exit 1; }
+	@command -v $(CARGO) >/dev/null 2>&1 || { echo "cargo not found: install Rust 1.89 or newer (rustup.rs)"; exit 1; }
 	@rm -rf $(PUBLISH_TREE) $(UNPACKED) target/package/rlock-*.crate && mkdir -p $(PUBLISH_TREE) $(UNPACKED)
 	@echo "rlock: publish-check of HEAD $$(git rev-parse --short HEAD) (uncommitted changes are not checked)"
 	git archive HEAD | tar -x -C $(PUBLISH_TREE)
