@@ -174,13 +174,6 @@ impl Keyspace for MemoryKeyspace {
         })
     }
 
-    fn touch_channel(&mut self, channel: &[u8]) -> Result<()> {
-        let mut name = b"channel ".to_vec();
-        name.extend_from_slice(channel);
-        self.touch(&name);
-        Ok(())
-    }
-
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
         let px = expire_at.map(|at| format!(" PXAT {at}")).unwrap_or_default();
         self.write(key, format!("SET {} {}{px}", text(key), text(value)));
@@ -298,7 +291,6 @@ impl Keyspace for MemoryKeyspace {
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
-        self.touch_channel(channel)?;
         self.effects.push(format!("PUBLISH {} {}", text(channel), text(message)));
         Ok(())
     }

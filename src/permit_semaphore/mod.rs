@@ -303,7 +303,6 @@ impl PermitSemaphore {
             KeyType::Missing | KeyType::Zset => {}
             _ => return Err(LockError::DerivedWrongType(self.timeouts.clone())),
         }
-        keys.touch_channel(&self.channel)?;
         Ok(available)
     }
 
