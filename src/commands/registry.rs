@@ -193,7 +193,8 @@ pub fn register(ctx: &Context) -> Result<(), String> {
 /// categories (Redis 7.2+, Valkey 8: told by the functions, not the
 /// version); false on Redis 7.0, where users name the commands instead.
 fn add_category(ctx: &Context) -> bool {
-    let (Some(add), Some(_)) = (unsafe { raw::RedisModule_AddACLCategory }, unsafe { raw::RedisModule_SetCommandACLCategories })
+    let (Some(add), Some(_)) =
+        (unsafe { raw::RedisModule_AddACLCategory }, unsafe { raw::RedisModule_SetCommandACLCategories })
     else {
         return false;
     };
