@@ -8,7 +8,7 @@
 //! `client/tests/acl_recipe.rs`.)
 
 use redis::{Connection, Value};
-use testkit::{acl_recipe, acl_recipe_names, error_text, AclRecipe, Server};
+use testkit::{acl_recipe, acl_recipe_names, error_text, newer_than_redis_7_0, AclRecipe, Server};
 
 fn run(con: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
     redis::cmd(args[0]).arg(&args[1..]).query(con)
@@ -26,9 +26,7 @@ fn refused(con: &mut Connection, args: &[&str]) {
 /// The recipe applied by `admin`, and a connection of its user.
 fn login(server: &Server, admin: &mut Connection, recipe: &AclRecipe) -> Connection {
     recipe.apply(admin);
-    let mut con = server.connection();
-    let () = redis::cmd("AUTH").arg(recipe.user()).arg(recipe.password()).query(&mut con).unwrap();
-    con
+    recipe.connection(server)
 }
 
 /// The `ACL LOG` entries (each as its fields' text), newest first.
@@ -43,10 +41,9 @@ fn reset_acl_log(admin: &mut Connection) {
 
 #[test]
 fn every_documented_recipe_is_tested() {
-    assert_eq!(acl_recipe_names(), ["redisson", "rlock-client", "operator"]);
+    assert_eq!(acl_recipe_names(), ["redisson", "rlock-client", "rlock-client-setinfo", "operator"]);
     for name in acl_recipe_names() {
-        let recipe = acl_recipe(name);
-        assert!(recipe.user().starts_with("app-") && !recipe.password().is_empty(), "{name}");
+        assert!(acl_recipe(name).user().starts_with("app-"), "{name}");
     }
 }
 
@@ -229,9 +226,7 @@ fn a_user_who_may_publish_nowhere_takes_and_releases_every_kind() {
 fn the_rlock_category_holds_every_command_where_the_server_has_module_categories() {
     let server = Server::start();
     let mut admin = server.connection();
-    let info: String = redis::cmd("INFO").arg("server").query(&mut admin).unwrap();
-    let field = |name: &str| info.lines().find_map(|line| line.strip_prefix(name)).unwrap_or_default().trim();
-    let has_categories = field("server_name:") == "valkey" || field("redis_version:") >= "7.2";
+    let has_categories = newer_than_redis_7_0(&mut admin);
     let category: redis::RedisResult<Vec<String>> = redis::cmd("ACL").arg(&["CAT", "rlock"]).query(&mut admin);
     if !has_categories {
         assert!(category.is_err(), "no @rlock on Redis 7.0: {category:?}");

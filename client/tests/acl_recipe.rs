@@ -6,7 +6,7 @@
 
 use rlock_client::{Client, ClientOptions, Error};
 use std::time::Duration;
-use testkit::{acl_recipe, AclRecipe, Cluster, Server};
+use testkit::{acl_recipe, newer_than_redis_7_0, AclRecipe, Cluster, Server};
 
 #[macro_use]
 mod common;
@@ -18,8 +18,13 @@ fn as_user(url: &str, recipe: &AclRecipe) -> String {
     url.replacen("redis://", &format!("redis://{}:{}@", recipe.user(), recipe.password()), 1)
 }
 
+/// The recipe, and where the server has `CLIENT SETINFO` its line for it.
 fn apply(server: &Server, recipe: &AclRecipe) {
-    recipe.apply(&mut server.connection());
+    let mut admin = server.connection();
+    recipe.apply(&mut admin);
+    if newer_than_redis_7_0(&mut admin) {
+        acl_recipe("rlock-client-setinfo").apply(&mut admin);
+    }
     let () = redis::cmd("ACL").arg(&["LOG", "RESET"]).query(&mut server.connection()).unwrap();
 }
 

@@ -22,6 +22,13 @@ impl AclRecipe {
         self.lines.iter().flatten().find_map(|arg| arg.strip_prefix('>')).expect("the recipe sets a password")
     }
 
+    /// A connection to `server` logged in as the recipe's user.
+    pub fn connection(&self, server: &crate::Server) -> redis::Connection {
+        let mut con = server.connection();
+        let () = redis::cmd("AUTH").arg(self.user()).arg(self.password()).query(&mut con).expect("AUTH");
+        con
+    }
+
     /// Runs every line on `admin` (a connection of a user who may run ACL).
     pub fn apply(&self, admin: &mut dyn redis::ConnectionLike) {
         for line in &self.lines {
@@ -48,6 +55,14 @@ pub fn acl_recipe(name: &str) -> AclRecipe {
     }
     assert!(!lines.is_empty(), "{marker}: an empty recipe");
     AclRecipe { lines }
+}
+
+/// Whether the server is Redis 7.2+ or Valkey: it has module ACL
+/// categories and `CLIENT SETINFO`, which Redis 7.0 lacks.
+pub fn newer_than_redis_7_0(con: &mut dyn redis::ConnectionLike) -> bool {
+    let info: String = redis::cmd("INFO").arg("server").query(con).expect("INFO server");
+    let field = |name: &str| info.lines().find_map(|line| line.strip_prefix(name)).unwrap_or_default().trim();
+    field("server_name:") == "valkey" || field("redis_version:") >= "7.2"
 }
 
 /// Every recipe's name, in the document's order.
