@@ -8,7 +8,7 @@
 //! `client/tests/acl_recipe.rs`.)
 
 use redis::{Connection, Value};
-use testkit::{acl_recipe, acl_recipe_names, error_text, newer_than_redis_7_0, AclRecipe, Server};
+use testkit::{acl_log, acl_recipe, acl_recipe_names, error_text, newer_than_redis_7_0, AclRecipe, Server};
 
 fn run(con: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
     redis::cmd(args[0]).arg(&args[1..]).query(con)
@@ -27,12 +27,6 @@ fn refused(con: &mut Connection, args: &[&str]) {
 fn login(server: &Server, admin: &mut Connection, recipe: &AclRecipe) -> Connection {
     recipe.apply(admin);
     recipe.connection(server)
-}
-
-/// The `ACL LOG` entries (each as its fields' text), newest first.
-fn acl_log(admin: &mut Connection) -> Vec<String> {
-    let log: Vec<Value> = redis::cmd("ACL").arg("LOG").query(admin).unwrap();
-    log.iter().map(|entry| format!("{entry:?}")).collect()
 }
 
 fn reset_acl_log(admin: &mut Connection) {

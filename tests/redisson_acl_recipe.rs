@@ -14,7 +14,7 @@ use redisson_support::{
     all_texts, call, family_native_count, info_field, native_count, scripts, sha1_hex, texts, VERSION,
 };
 use rlock_protocol::{count_down_latch_channel, release_channel, semaphore_channel, unlock_latch_key};
-use testkit::{acl_recipe, error_text, Server};
+use testkit::{acl_log, acl_recipe, error_text, Server};
 
 const SEMAPHORE: &str = "org/redisson/RedissonSemaphore";
 /// 4.7.0's tryAcquire and release.
@@ -28,11 +28,6 @@ const RENEW_ALL_SHA: &str = "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635";
 
 fn ok(result: redis::RedisResult<Value>, what: &str) -> Value {
     result.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
-
-fn acl_log(admin: &mut Connection) -> Vec<String> {
-    let log: Vec<Value> = redis::cmd("ACL").arg("LOG").query(admin).unwrap();
-    log.iter().map(|entry| format!("{entry:?}")).collect()
 }
 
 #[test]

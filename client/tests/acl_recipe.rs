@@ -6,7 +6,7 @@
 
 use rlock_client::{Client, ClientOptions, Error};
 use std::time::Duration;
-use testkit::{acl_recipe, newer_than_redis_7_0, AclRecipe, Cluster, Server};
+use testkit::{acl_log, acl_recipe, newer_than_redis_7_0, AclRecipe, Cluster, Server};
 
 #[macro_use]
 mod common;
@@ -26,11 +26,6 @@ fn apply(server: &Server, recipe: &AclRecipe) {
         acl_recipe("rlock-client-setinfo").apply(&mut admin);
     }
     let () = redis::cmd("ACL").arg(&["LOG", "RESET"]).query(&mut server.connection()).unwrap();
-}
-
-fn acl_log(server: &Server) -> Vec<String> {
-    let log: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut server.connection()).unwrap();
-    log.iter().map(|entry| format!("{entry:?}")).collect()
 }
 
 /// Each kind taken by `holder` while `waiter` waits for it (by blocking
@@ -107,7 +102,7 @@ async fn the_recipe_user_runs_every_kind_with_blocking_and_pub_sub_waits() {
     assert!(blocking.lock("app:given-up").try_lock(Duration::from_millis(100), None).await.unwrap().is_none());
     guard.unlock().await.unwrap();
     drop((blocking, pub_sub));
-    assert_eq!(acl_log(&server), Vec::<String>::new(), "no refusal");
+    assert_eq!(acl_log(&mut server.connection()), Vec::<String>::new(), "no refusal");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,6 +146,6 @@ async fn in_a_cluster_the_recipe_user_runs_every_kind() {
     }
     drop((blocking, pub_sub));
     for port in ports {
-        assert_eq!(acl_log(cluster.node(port)), Vec::<String>::new(), "no refusal on {port}");
+        assert_eq!(acl_log(&mut cluster.node(port).connection()), Vec::<String>::new(), "no refusal on {port}");
     }
 }

@@ -5,8 +5,6 @@
 use crate::keyspace::latch::KeyspaceKey;
 use crate::keyspace::lock::KeyspaceLock;
 use crate::keyspace::memory::{MemoryKeyspace, Value};
-use crate::keyspace::Keyspace;
-use rlock_protocol::release_channel;
 use std::collections::BTreeMap;
 
 pub const NAME: &[u8] = b"l";

@@ -57,6 +57,13 @@ pub fn acl_recipe(name: &str) -> AclRecipe {
     AclRecipe { lines }
 }
 
+/// The `ACL LOG` entries, newest first, each as text: a recipe's workload
+/// must leave none.
+pub fn acl_log(con: &mut dyn redis::ConnectionLike) -> Vec<String> {
+    let log: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(con).expect("ACL LOG");
+    log.iter().map(|entry| format!("{entry:?}")).collect()
+}
+
 /// Whether the server is Redis 7.2+ or Valkey: it has module ACL
 /// categories and `CLIENT SETINFO`, which Redis 7.0 lacks.
 pub fn newer_than_redis_7_0(con: &mut dyn redis::ConnectionLike) -> bool {
