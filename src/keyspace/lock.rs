@@ -6,10 +6,6 @@
 //! The hash is read once when opened (a lock has a few fields); writes go
 //! to the keyspace and to that copy. [`LockStore`]'s writes cannot fail,
 //! so the keyspace's first error is kept and given by [`KeyspaceLock::finish`].
-//!
-//! The Keyspace rule holds here too: an operation that may publish
-//! (release, force release) needs the release channel touched before the
-//! lock is opened.
 
 use super::{KeyType, Keyspace, Moot, Result};
 use crate::error::LockError;

@@ -1,7 +1,7 @@
 //! An in-memory [`Keyspace`] for the unit tests of the family logic. It
 //! records every effect as the Redis command that would replicate it, and
-//! panics when a command touches a key or channel for the first time after
-//! it has written something: in Redis that key's ACL or slot check could
+//! panics when a command touches a key for the first time after it has
+//! written something: in Redis that key's ACL or slot check could
 //! then refuse the command halfway through.
 
 use super::{KeyType, Keyspace, Moot, Result};
