@@ -1,7 +1,7 @@
 //! docs/commands.md's `redisson` ACL recipe (run as documented,
 //! `testkit::acl_recipe`), with the filter on: Redisson 4.7.0's script
 //! texts (read from its jar) of the lock, the watchdog's batch renewal,
-//! the semaphore and the count-down latch, called as Redisson calls them
+//! the read-write lock, the semaphore and the count-down latch, called as Redisson calls them
 //! by the recipe's user, all run natively with no refusal in `ACL LOG`
 //! (on Valkey the filter checks the caller: none is left to Lua); the
 //! user subscribes to its locks' channels; and cannot touch other names,
@@ -14,6 +14,7 @@ use redisson_support::{
     all_texts, call, family_native_count, info_field, native_count, scripts, sha1_hex, texts, VERSION,
 };
 use rlock_protocol::{count_down_latch_channel, release_channel, semaphore_channel, unlock_latch_key};
+use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
 use testkit::{acl_log, acl_recipe, error_text, Server};
 
 const SEMAPHORE: &str = "org/redisson/RedissonSemaphore";
@@ -23,6 +24,14 @@ const SEMAPHORE_SHAS: [&str; 2] =
 const LATCH: &str = "org/redisson/RedissonCountDownLatch";
 /// 4.7.0's countDown and trySetCount.
 const LATCH_SHAS: [&str; 2] = ["38060fab26b0e7c5982a5cfd7ad542e44d3da19b", "2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892"];
+const RW_CLASSES: [&str; 2] = ["org/redisson/RedissonReadLock", "org/redisson/RedissonWriteLock"];
+/// 4.7.0's read acquire, write acquire, read release and write release.
+const RW_SHAS: [&str; 4] = [
+    "95553a6ff11176c18e71344e89d116b06fd6f753",
+    "6306ba3bf1f563b284bed52d305fce615c6664d9",
+    "6e1b10e11ac0a3ed8e902562ecd32ce01b553039",
+    "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6",
+];
 /// 4.7.0's watchdog batch renewal (`LockTask`).
 const RENEW_ALL_SHA: &str = "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635";
 
@@ -39,6 +48,7 @@ fn redissons_texts_run_natively_as_the_recipe_user() {
         .expect("LockTask's text");
     let [try_acquire, release_permits] = texts(VERSION, &[SEMAPHORE], SEMAPHORE_SHAS);
     let [count_down, try_set_count] = texts(VERSION, &[LATCH], LATCH_SHAS);
+    let [read_acquire, write_acquire, read_release, write_release] = texts(VERSION, &RW_CLASSES, RW_SHAS);
     let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
     let mut admin = server.connection();
     let recipe = acl_recipe("redisson");
@@ -67,6 +77,26 @@ fn redissons_texts_run_natively_as_the_recipe_user() {
     assert_eq!(ok(force, "force release"), Value::Int(1));
     assert_eq!(waiter.get_message().unwrap().get_channel_name(), "redisson_lock__channel:{app:l}");
     assert_eq!(native_count(&mut admin), 5);
+
+    // RReadWriteLock: a read hold (its timeout key derived as `{name}:…`), then a write.
+    let (name, channel) = (&b"app:rw"[..], rwlock_channel(b"app:rw"));
+    let (owner, write_field) = (&b"o:1"[..], rwlock_write_field(b"o:1"));
+    let (timeouts, holds) = (rwlock_timeout_prefix(name, owner), rwlock_key_prefix(name));
+    let read = call(&mut app, true, &read_acquire, &[name, &timeouts], &[b"30000", owner, &write_field]);
+    assert_eq!(ok(read, "read acquire"), Value::Nil);
+    let latch = unlock_latch_key(name, b"r2");
+    let keys: [&[u8]; 5] = [name, &channel, &timeouts, &holds, &latch];
+    let released = call(&mut app, true, &read_release, &keys, &[b"0", owner, b"publish", b"20000"]);
+    assert_eq!(ok(released, "read release"), Value::Int(1));
+    let write = call(&mut app, true, &write_acquire, &[name], &[b"30000", &write_field]);
+    assert_eq!(ok(write, "write acquire"), Value::Nil);
+    let latch = unlock_latch_key(name, b"r3");
+    let args: [&[u8]; 5] = [b"1", b"30000", &write_field, b"publish", b"20000"];
+    assert_eq!(
+        ok(call(&mut app, true, &write_release, &[name, &channel, &latch], &args), "write release"),
+        Value::Int(1)
+    );
+    assert_eq!(family_native_count(&mut admin, "rwlock"), 4);
 
     // RSemaphore.
     let (name, channel) = (&b"app:s"[..], semaphore_channel(b"app:s"));
