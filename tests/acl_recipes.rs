@@ -237,3 +237,29 @@ fn the_rlock_category_holds_every_command_where_the_server_has_module_categories
     ok(&mut user, &["RLOCK.RELEASE", "app:l", "o"]);
     refused(&mut user, &["GET", "app:l"]);
 }
+
+/// Refusals of derived keys by the module are in `ACL LOG` as Redis's own
+/// are (reason `key`, the key); what inspection cannot read is no refusal.
+#[test]
+fn the_modules_refusals_are_in_the_acl_log_and_inspection_logs_none() {
+    let server = Server::start();
+    let mut admin = server.connection();
+    let mut names_only = server.login("names-only", &["~app:*"]);
+    ok(&mut names_only, &["RLOCK.ACQUIRE", "app:l", "o", "30000"]);
+    reset_acl_log(&mut admin);
+    let refusals = [
+        (&["RLOCK.ACQUIRE", "app:k", "o", "30000", "ID", "r1"][..], "rlock_acquire_record:{app:k}:r1"),
+        (&["RLOCK.RELEASE", "app:l", "o", "30000", "ID", "r2"], "redisson_unlock_latch:{app:l}:r2"),
+        (&["RFAIR.ACQUIRE", "app:f", "o", "30000", "WAIT", "1000"], "redisson_lock_queue:{app:f}"),
+    ];
+    for (args, key) in refusals {
+        let text = error_text(run(&mut names_only, args));
+        assert!(text.starts_with("NOPERM") && text.contains(key), "{args:?}: {text}");
+        let log = acl_log(&mut admin);
+        assert!(log[0].contains("\"key\"") && log[0].contains(key), "{args:?}: {log:?}");
+    }
+    reset_acl_log(&mut admin);
+    ok(&mut names_only, &["RLOCK.INSPECT", "app:l"]);
+    ok(&mut names_only, &["RLOCK.LIST", "0"]);
+    assert_eq!(acl_log(&mut admin), Vec::<String>::new(), "derived keys read as missing, not refused");
+}
