@@ -1,7 +1,7 @@
 //! docs/commands.md's `redisson` ACL recipe (run as documented,
 //! `testkit::acl_recipe`), with the filter on: Redisson 4.7.0's script
 //! texts (read from its jar) of the lock, the watchdog's batch renewal,
-//! the read-write lock, the semaphore and the count-down latch, called as Redisson calls them
+//! the fair lock, the read-write lock, the semaphore and the count-down latch, called as Redisson calls them
 //! by the recipe's user, all run natively with no refusal in `ACL LOG`
 //! (on Valkey the filter checks the caller: none is left to Lua); the
 //! user subscribes to its locks' channels; and cannot touch other names,
@@ -14,8 +14,10 @@ use redisson_support::{
     all_texts, call, family_native_count, info_field, native_count, scripts, sha1_hex, texts, VERSION,
 };
 use rlock_protocol::{count_down_latch_channel, release_channel, semaphore_channel, unlock_latch_key};
-use rlock_protocol::{rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
-use testkit::{acl_log, acl_recipe, error_text, Server};
+use rlock_protocol::{
+    fair_queue_key, fair_timeout_key, rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field,
+};
+use testkit::{acl_log, acl_recipe, error_text, server_time_ms, Server};
 
 const SEMAPHORE: &str = "org/redisson/RedissonSemaphore";
 /// 4.7.0's tryAcquire and release.
@@ -32,6 +34,8 @@ const RW_SHAS: [&str; 4] = [
     "6e1b10e11ac0a3ed8e902562ecd32ce01b553039",
     "21f5fb0f8ddfa9be5c3e0c9757c128796add75c6",
 ];
+/// 4.7.0's fair lock: the waiting acquire and the unlock.
+const FAIR_SHAS: [&str; 2] = ["8f6ed299ffd259f0539c20f89253998c0777ea75", "367f80bd2e300e411fb0936d9b601e5bcb3fd4b6"];
 /// 4.7.0's watchdog batch renewal (`LockTask`).
 const RENEW_ALL_SHA: &str = "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635";
 
@@ -49,6 +53,7 @@ fn redissons_texts_run_natively_as_the_recipe_user() {
     let [try_acquire, release_permits] = texts(VERSION, &[SEMAPHORE], SEMAPHORE_SHAS);
     let [count_down, try_set_count] = texts(VERSION, &[LATCH], LATCH_SHAS);
     let [read_acquire, write_acquire, read_release, write_release] = texts(VERSION, &RW_CLASSES, RW_SHAS);
+    let [fair_lock, fair_unlock] = texts(VERSION, &["org/redisson/RedissonFairLock"], FAIR_SHAS);
     let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
     let mut admin = server.connection();
     let recipe = acl_recipe("redisson");
@@ -77,6 +82,22 @@ fn redissons_texts_run_natively_as_the_recipe_user() {
     assert_eq!(ok(force, "force release"), Value::Int(1));
     assert_eq!(waiter.get_message().unwrap().get_channel_name(), "redisson_lock__channel:{app:l}");
     assert_eq!(native_count(&mut admin), 5);
+
+    // RFairLock: a holder, a queued waiter, the hand-over on the waiter's channel.
+    let (name, queue, deadlines) = (&b"app:f"[..], fair_queue_key(b"app:f"), fair_timeout_key(b"app:f"));
+    let now = server_time_ms(&mut admin).to_string();
+    let lock_as = |con: &mut Connection, owner: &[u8]| {
+        let args: [&[u8]; 4] = [b"30000", owner, b"300000", now.as_bytes()];
+        call(con, true, &fair_lock, &[name, &queue, &deadlines], &args)
+    };
+    assert_eq!(ok(lock_as(&mut app, b"o:1"), "fair acquire"), Value::Nil);
+    assert!(matches!(ok(lock_as(&mut app, b"o:2"), "fair wait"), Value::Int(ttl) if ttl > 0), "queued");
+    let (channel, latch) = (release_channel(name), unlock_latch_key(name, b"r4"));
+    let keys: [&[u8]; 5] = [name, &queue, &deadlines, &channel, &latch];
+    let args: [&[u8]; 6] = [b"0", b"30000", b"o:1", now.as_bytes(), b"PUBLISH", b"20000"];
+    assert_eq!(ok(call(&mut app, true, &fair_unlock, &keys, &args), "fair release"), Value::Int(1));
+    assert_eq!(ok(lock_as(&mut app, b"o:2"), "the waiter's turn"), Value::Nil);
+    assert_eq!(family_native_count(&mut admin, "fair"), 4);
 
     // RReadWriteLock: a read hold (its timeout key derived as `{name}:…`), then a write.
     let (name, channel) = (&b"app:rw"[..], rwlock_channel(b"app:rw"));
