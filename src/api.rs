@@ -41,6 +41,7 @@ pub fn missing_api() -> Option<&'static str> {
         }};
     }
     first_missing!(
+        RedisModule_ACLAddLogEntry,
         RedisModule_ACLCheckCommandPermissions,
         RedisModule_ACLCheckChannelPermissions,
         RedisModule_ACLCheckKeyPermissions,

@@ -103,8 +103,6 @@ pub enum LockError {
     /// The caller's ACL does not let it touch this key the command derived
     /// from the name (a queue, a latch, a per-hold timeout key).
     NoKeyPermission(Vec<u8>),
-    /// The caller's ACL does not let it publish on this derived channel.
-    NoChannelPermission(Vec<u8>),
     /// In cluster mode, a key derived from the name hashes to another slot
     /// than the name (a `{` without a proper hash tag).
     DerivedKeyCrossSlot(Vec<u8>),
@@ -183,13 +181,6 @@ impl LockError {
                 return format!(
                     "NOPERM this user has no permissions to access the derived key '{}'",
                     key.escape_ascii()
-                )
-                .into()
-            }
-            Self::NoChannelPermission(channel) => {
-                return format!(
-                    "NOPERM this user has no permissions to access the channel '{}'",
-                    channel.escape_ascii()
                 )
                 .into()
             }

@@ -4,10 +4,11 @@
 //! against `redis.call`.
 //!
 //! Redis's side (`store::RedisKeyspace`) writes through the key API,
-//! replicates each effect and announces it. Derived keys and channels are
-//! checked (ACL, cluster slot) the first time they are touched, so a
-//! command must touch every key and channel it may write before its first
-//! write: then a refusal never leaves a partial write. The in-memory
+//! replicates each effect and announces it. Derived keys are checked (ACL,
+//! cluster slot) the first time they are touched, so a command must touch
+//! every key it may write before its first write: then a refusal never
+//! leaves a partial write. Channels derived from the name are not checked
+//! (see "Permissions (ACL)" in docs/commands.md). The in-memory
 //! keyspace of the unit tests enforces that rule.
 
 use crate::error::LockError;
@@ -83,9 +84,6 @@ pub trait Keyspace {
             _ => Err(LockError::WrongType),
         }
     }
-    /// Checks, before any write, that the command may publish on `channel`.
-    fn touch_channel(&mut self, channel: &[u8]) -> Result<()>;
-
     /// `SET key value [PXAT at]`.
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()>;
     /// [`Keyspace::set`] of a counter that later calls read with
@@ -122,7 +120,7 @@ pub trait Keyspace {
     /// this command makes it moot (a count taken to 0, a field dropped, then
     /// the key deleted): the event is sent, nothing is written or replicated.
     fn announce(&mut self, key: &[u8], event: Moot) -> Result<()>;
-    /// Publishes `message` on a channel touched before.
+    /// Publishes `message` on `channel`.
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()>;
 }
 

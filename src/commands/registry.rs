@@ -148,8 +148,14 @@ fn has_flag(flags: &CStr, flag: &str) -> bool {
     flags.to_str().is_ok_and(|flags| flags.split(' ').any(|each| each == flag))
 }
 
-/// Creates every command in [`COMMANDS`] and sets its info.
+/// The ACL category every command joins (`+@rlock`), where the server's
+/// module API has categories.
+const CATEGORY: &CStr = c"rlock";
+
+/// Creates every command in [`COMMANDS`] and sets its info; puts each in
+/// the `@rlock` ACL category where the server has module categories.
 pub fn register(ctx: &Context) -> Result<(), String> {
+    let categorized = add_category(ctx);
     COMMANDS.iter().try_for_each(|command| {
         let name = command.info.name;
         if takes_channel(command) && !has_flag(command.flags, "getchannels-api") {
@@ -175,6 +181,36 @@ pub fn register(ctx: &Context) -> Result<(), String> {
         if created != raw::REDISMODULE_OK as c_int {
             return Err(format!("cannot create the command {}", name.to_string_lossy()));
         }
-        info::set(ctx, &command.info, command.keys)
+        info::set(ctx, &command.info, command.keys)?;
+        if categorized {
+            categorize(ctx, name)?;
+        }
+        Ok(())
     })
+}
+
+/// Adds the `@rlock` category where the server's module API has
+/// categories (Redis 7.2+, Valkey 8: told by the functions, not the
+/// version); false on Redis 7.0, where users name the commands instead.
+fn add_category(ctx: &Context) -> bool {
+    let (Some(add), Some(_)) =
+        (unsafe { raw::RedisModule_AddACLCategory }, unsafe { raw::RedisModule_SetCommandACLCategories })
+    else {
+        return false;
+    };
+    // Refused when the category exists already (a MODULE LOAD after an
+    // UNLOAD): putting commands in it still works then.
+    unsafe { add(ctx.get_raw(), CATEGORY.as_ptr()) };
+    true
+}
+
+/// Puts the command `name` in the `@rlock` category (see [`add_category`]).
+fn categorize(ctx: &Context, name: &CStr) -> Result<(), String> {
+    let Some(set) = (unsafe { raw::RedisModule_SetCommandACLCategories }) else { return Ok(()) };
+    let command = unsafe { api!(RedisModule_GetCommand)(ctx.get_raw(), name.as_ptr()) };
+    if unsafe { set(command, CATEGORY.as_ptr()) } == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(format!("cannot put {} in the @rlock ACL category", name.to_string_lossy()))
+    }
 }

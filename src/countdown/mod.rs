@@ -63,7 +63,6 @@ impl<'a> CountDownLatch<'a> {
     /// trySetCount: only a missing latch is set (with no TTL); publishes `1`.
     pub fn try_set_count<K: Keyspace>(&self, keys: &mut K, count: i64) -> Result<bool> {
         let exists = self.exists(keys)?;
-        keys.touch_channel(&self.channel)?;
         if exists {
             return Ok(false);
         }
@@ -83,7 +82,6 @@ impl<'a> CountDownLatch<'a> {
             }
             return Ok(());
         };
-        keys.touch_channel(&self.channel)?;
         let count = count.checked_sub(1).ok_or_else(|| LockError::CounterOverflow(self.name.to_vec()))?;
         if count > 0 {
             return keys.incr_by(self.name, -1, count);
@@ -107,7 +105,6 @@ impl<'a> CountDownLatch<'a> {
     /// there was none.
     pub fn delete<K: Keyspace>(&self, keys: &mut K) -> Result<bool> {
         let exists = self.exists(keys)?;
-        keys.touch_channel(&self.channel)?;
         if !exists {
             return Ok(false);
         }

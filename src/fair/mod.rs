@@ -104,15 +104,6 @@ impl FairLock {
         waiters.purge(keys, &self.queue, &self.timeouts)
     }
 
-    /// Touches the channel of the head waiter, before any write: the
-    /// caller may publish on it.
-    fn touch_head<K: Keyspace>(&self, keys: &mut K, waiters: &Waiters) -> Result<()> {
-        match waiters.head() {
-            Some(head) => keys.touch_channel(&fair_waiter_channel(&self.name, head)),
-            None => Ok(()),
-        }
-    }
-
     /// The head was told its turn came: its deadline becomes now plus its
     /// own wait when the server knows it. (An unknown wait, a waiter of
     /// Redisson's script, keeps Redisson's deadline; the others keep
@@ -254,11 +245,7 @@ impl FairLock {
     ) -> Result<Change> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let was_head = waiters.head() == Some(owner);
-        let next = waiters.live.get(1).map(|next| next.owner.clone());
         let free = keys.key_type(&self.name)? == KeyType::Missing;
-        if let (true, true, Some(next)) = (was_head, free, &next) {
-            keys.touch_channel(&fair_waiter_channel(&self.name, next))?;
-        }
         self.purge(keys, &mut waiters)?;
         waiters.give_up(keys, &self.queue, &self.timeouts, owner, wait_ms)?;
         let told = was_head && free && waiters.head().is_some();
@@ -290,7 +277,6 @@ impl FairLock {
         }
         let (count, mut waiters) = self.read(keys, Some(owner), waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing;
-        self.touch_head(keys, &waiters)?;
         self.purge(keys, &mut waiters)?;
         let outcome = match count {
             _ if free => {
@@ -327,7 +313,6 @@ impl FairLock {
         if fields.iter().any(|(_, value)| parse_count(Some(value.clone())).is_err()) {
             return Err(LockError::NotALock);
         }
-        self.touch_head(keys, &waiters)?;
         self.purge(keys, &mut waiters)?;
         if fields.is_empty() {
             return Ok((false, false));

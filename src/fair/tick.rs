@@ -94,7 +94,6 @@ impl FairLock {
     ) -> Result<Tick> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let free = keys.key_type(&self.name)? == KeyType::Missing && !delay.lasts();
-        self.touch_head(keys, &waiters)?;
         self.purge(keys, &mut waiters)?;
         let find = |owner: &[u8]| blocked.iter().find(|waiter| waiter.owner == owner);
         let mut tick = Tick {

@@ -18,7 +18,7 @@ fn inspect_key(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1);
     let name = args.next_arg()?;
     args.done()?;
-    let mut keys = RedisKeyspace::open_readonly(ctx, &name);
+    let mut keys = RedisKeyspace::open_to_inspect(ctx, &name);
     let inspection = inspect(&mut keys, name.as_slice(), now_ms())?;
     drop(keys);
     let waiters = waiters_on(ctx, Some(&lock_id(ctx, name.as_slice())));

@@ -69,7 +69,7 @@ fn list(ctx: &Context, args: Args) -> RedisResult {
         if !may_be_listed(ctx, &name, &key, kind) || !caller.may_inspect(&name) {
             continue;
         }
-        let mut keyspace = RedisKeyspace::open_readonly(ctx, &name);
+        let mut keyspace = RedisKeyspace::open_to_inspect(ctx, &name);
         let Ok(found) = inspect(&mut keyspace, &key, now) else { continue };
         let wanted = match kind {
             Some(kind) => found.kind == kind,

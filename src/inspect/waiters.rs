@@ -20,7 +20,9 @@ fn waiters(ctx: &Context, args: Args) -> RedisResult {
     let key = args.next();
     args.done()?;
     if let Some(key) = &key {
-        if !Caller::new(ctx).may_inspect(key) {
+        let mut caller = Caller::new(ctx);
+        if !caller.may_inspect(key) {
+            caller.log_refused_key(key);
             return Err(RedisError::from(LockError::KeyArgumentPermission));
         }
     }

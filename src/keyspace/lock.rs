@@ -6,10 +6,6 @@
 //! The hash is read once when opened (a lock has a few fields); writes go
 //! to the keyspace and to that copy. [`LockStore`]'s writes cannot fail,
 //! so the keyspace's first error is kept and given by [`KeyspaceLock::finish`].
-//!
-//! The Keyspace rule holds here too: an operation that may publish
-//! (release, force release) needs the release channel touched before the
-//! lock is opened.
 
 use super::{KeyType, Keyspace, Moot, Result};
 use crate::error::LockError;
@@ -132,7 +128,6 @@ mod tests {
         assert_eq!(keys.effects, ["HINCRBY l a 1", "PEXPIREAT l 1000100", "HINCRBY l a 1", "PEXPIREAT l 1000200"]);
         keys.effects.clear();
 
-        keys.touch_channel(&release_channel(b"l")).unwrap();
         let mut lock = KeyspaceLock::open(&mut keys, b"l").unwrap();
         assert_eq!(lock::release(&mut lock, b"a", 100, NOW), Ok(Release::Decremented { count: 1 }));
         assert_eq!(lock::release(&mut lock, b"a", 100, NOW), Ok(Release::Released));
@@ -148,7 +143,6 @@ mod tests {
     #[test]
     fn a_hash_that_is_not_a_lock_is_refused_before_any_write() {
         let mut keys = Keys::at(vec![("l", Keys::hash(&[("a", "x")]), None)], NOW);
-        keys.touch_channel(&release_channel(b"l")).unwrap();
         let mut lock = KeyspaceLock::open(&mut keys, b"l").unwrap();
         assert_eq!(lock::acquire(&mut lock, b"a", 100, (NOW, Delay::OVER)), Err(LockError::NotALock));
         assert_eq!(lock::force_release(&mut lock), Err(LockError::NotALock));

@@ -1,7 +1,7 @@
 //! An in-memory [`Keyspace`] for the unit tests of the family logic. It
 //! records every effect as the Redis command that would replicate it, and
-//! panics when a command touches a key or channel for the first time after
-//! it has written something: in Redis that key's ACL or slot check could
+//! panics when a command touches a key for the first time after it has
+//! written something: in Redis that key's ACL or slot check could
 //! then refuse the command halfway through.
 
 use super::{KeyType, Keyspace, Moot, Result};
@@ -174,13 +174,6 @@ impl Keyspace for MemoryKeyspace {
         })
     }
 
-    fn touch_channel(&mut self, channel: &[u8]) -> Result<()> {
-        let mut name = b"channel ".to_vec();
-        name.extend_from_slice(channel);
-        self.touch(&name);
-        Ok(())
-    }
-
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
         let px = expire_at.map(|at| format!(" PXAT {at}")).unwrap_or_default();
         self.write(key, format!("SET {} {}{px}", text(key), text(value)));
@@ -298,7 +291,6 @@ impl Keyspace for MemoryKeyspace {
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
-        self.touch_channel(channel)?;
         self.effects.push(format!("PUBLISH {} {}", text(channel), text(message)));
         Ok(())
     }

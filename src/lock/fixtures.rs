@@ -5,8 +5,6 @@
 use crate::keyspace::latch::KeyspaceKey;
 use crate::keyspace::lock::KeyspaceLock;
 use crate::keyspace::memory::{MemoryKeyspace, Value};
-use crate::keyspace::Keyspace;
-use rlock_protocol::release_channel;
 use std::collections::BTreeMap;
 
 pub const NAME: &[u8] = b"l";
@@ -39,10 +37,8 @@ pub fn fields(keys: &MemoryKeyspace) -> BTreeMap<Vec<u8>, Vec<u8>> {
     }
 }
 
-/// Runs `op` on the lock, as one command: its release channel touched
-/// first, as the keyspace's rule asks of anything that may publish.
+/// Runs `op` on the lock, as one command.
 pub fn with_lock<T>(keys: &mut MemoryKeyspace, op: impl FnOnce(&mut KeyspaceLock<MemoryKeyspace>) -> T) -> T {
-    keys.touch_channel(&release_channel(NAME)).expect("the channel");
     let mut lock = KeyspaceLock::open(keys, NAME).expect("the lock");
     let outcome = op(&mut lock);
     lock.finish().expect("no write fails");

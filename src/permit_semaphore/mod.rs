@@ -295,15 +295,14 @@ impl PermitSemaphore {
         Ok(())
     }
 
-    /// Reads the count and checks the permits' type, and touches the
-    /// channel, before any write: the available count (`None`: missing).
+    /// Reads the count and checks the permits' type before any write: the
+    /// available count (`None`: missing).
     fn open<K: Keyspace>(&self, keys: &mut K) -> Result<Option<i64>> {
         let available = keys.read_counter(&self.name)?;
         match keys.key_type(&self.timeouts)? {
             KeyType::Missing | KeyType::Zset => {}
             _ => return Err(LockError::DerivedWrongType(self.timeouts.clone())),
         }
-        keys.touch_channel(&self.channel)?;
         Ok(available)
     }
 

@@ -219,7 +219,6 @@ impl PermitSemaphore {
     pub fn set_permits_like_script<K: Keyspace>(&self, keys: &mut K, permits: i64, always: bool) -> Result<()> {
         let message = permits.to_string();
         let Some(stored) = self.get_like_script(keys)? else {
-            keys.touch_channel(&self.channel)?;
             keys.set(&self.name, message.as_bytes(), None)?;
             return keys.publish(&self.channel, message.as_bytes());
         };
@@ -263,13 +262,12 @@ impl PermitSemaphore {
     }
 
     /// The permits' ZSCORE or ZRANGEBYSCORE, the scripts' first command,
-    /// refuses a key of another type before anything; the channel's ACL.
+    /// refuses a key of another type before anything.
     fn open_like_script<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
         match keys.key_type(&self.timeouts)? {
-            KeyType::Missing | KeyType::Zset => {}
-            _ => return Err(LockError::DerivedWrongType(self.timeouts.clone())),
+            KeyType::Missing | KeyType::Zset => Ok(()),
+            _ => Err(LockError::DerivedWrongType(self.timeouts.clone())),
         }
-        keys.touch_channel(&self.channel)
     }
 
     /// GET: the stored string, `None` when missing, WRONGTYPE otherwise.

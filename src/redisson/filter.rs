@@ -209,7 +209,9 @@ unsafe fn keyword_string(known: &mut Keywords, arg: &[u8]) -> Option<*mut raw::R
 }
 
 /// Whether the caller's user may run the script call, the native call,
-/// and publish on the script's channel.
+/// and publish on the script's channel. The native command checks no
+/// channel it derives; the filter does so that a call the user's Lua
+/// `publish` would be refused stays in Lua, answering as without the module.
 unsafe fn caller_may(
     ctx: *mut raw::RedisModuleCtx,
     fctx: *mut raw::RedisModuleCommandFilterCtx,

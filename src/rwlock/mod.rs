@@ -215,7 +215,6 @@ impl<'a> ReadWriteLock<'a> {
         let hash = RwHash::read(keys, self.name)?;
         let outcome = match side {
             _ if hash.mode.is_none() => {
-                keys.touch_channel(&self.channel)?;
                 let message = if side == Side::Read { READ_RELEASED } else { WRITE_RELEASED };
                 keys.publish(&self.channel, message)?;
                 Release::NotHeld { published: true }
@@ -261,7 +260,6 @@ impl<'a> ReadWriteLock<'a> {
                 }
             }
         }
-        keys.touch_channel(&self.channel)?;
         let still_held_until = match longest {
             _ if !others_remain => None,
             Some(at) if at > now_ms => Some(Some(at)),
@@ -315,7 +313,6 @@ impl<'a> ReadWriteLock<'a> {
             return Ok(Release::StillHeld);
         }
         let others = hash.holds.len() > 1;
-        keys.touch_channel(&self.channel)?;
         // The script counts down to 0 first: moot, the field goes.
         keys.announce(self.name, Moot::HashIncrement)?;
         if others {
@@ -371,7 +368,6 @@ impl<'a> ReadWriteLock<'a> {
             (Some(Side::Write), Some(Mode::Write)) | (None, _) => WRITE_RELEASED,
             _ => return Ok(false),
         };
-        keys.touch_channel(&self.channel)?;
         keys.delete(self.name)?;
         keys.publish(&self.channel, message)?;
         Ok(true)

@@ -1,4 +1,4 @@
-//! Redisson's drainPermits and tryAcquire scripts, as the filter runs them.
+//! Redisson's drainPermits, tryAcquire and addPermits scripts, as the filter runs them.
 
 use super::tests::{permits, value, NOW};
 use super::*;
@@ -62,5 +62,22 @@ fn drain_like_script_takes_no_permit_while_a_lock_delay_lasts() {
             "{stored}"
         );
         assert_eq!(keys.effects, effects, "{stored}");
+    }
+}
+
+#[test]
+fn add_permits_like_script_announces_as_each_release_of_the_script_does() {
+    let semaphore = Semaphore::new(b"s");
+    let lua_number: LuaNumberText = |x| format!("{x}").into_bytes();
+    let cases: [(Announce, i64, &[&str]); 4] = [
+        (Announce::Nothing, 2, &["SET s 7"]),
+        (Announce::Sum, 2, &["SET s 7", "PUBLISH redisson_sc:{s} 7"]),
+        (Announce::PositiveDelta, 2, &["SET s 7", "PUBLISH redisson_sc:{s} 2"]),
+        (Announce::PositiveDelta, -2, &["SET s 3"]),
+    ];
+    for (announce, delta, effects) in cases {
+        let mut keys = Keys::at(permits("5", None), NOW);
+        assert_eq!(semaphore.add_permits_like_script(&mut keys, delta, lua_number, announce), Ok(()));
+        assert_eq!(keys.effects, effects, "{announce:?} {delta}");
     }
 }

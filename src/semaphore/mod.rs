@@ -131,7 +131,6 @@ impl<'a> Semaphore<'a> {
     pub fn release<K: Keyspace>(&self, keys: &mut K, permits: i64, if_exists: bool) -> Result<bool> {
         let available = keys.read_counter(self.name)?;
         let channel = self.channel();
-        keys.touch_channel(&channel)?;
         if if_exists && available.is_none() {
             return Ok(false);
         }
@@ -151,7 +150,6 @@ impl<'a> Semaphore<'a> {
     pub fn try_set_permits<K: Keyspace>(&self, keys: &mut K, permits: i64, expire_at: Option<i64>) -> Result<bool> {
         let exists = self.exists(keys)?;
         let channel = self.channel();
-        keys.touch_channel(&channel)?;
         if exists {
             return Ok(false);
         }
@@ -170,7 +168,6 @@ impl<'a> Semaphore<'a> {
         let available = keys.read_counter(self.name)?;
         let expire_at = keys.expire_at(self.name)?;
         let channel = self.channel();
-        keys.touch_channel(&channel)?;
         let new = self.add(available.unwrap_or(0), delta)?.to_string();
         keys.set(self.name, new.as_bytes(), expire_at)?;
         keys.publish(&channel, new.as_bytes())
@@ -196,9 +193,6 @@ impl<'a> Semaphore<'a> {
             _ => return Err(LockError::WrongType),
         };
         let channel = self.channel();
-        if announce != Announce::Nothing {
-            keys.touch_channel(&channel)?;
-        }
         let sum = lua_number(value + delta as f64);
         keys.set(self.name, &sum, None)?;
         match announce {
@@ -247,7 +241,6 @@ impl<'a> Semaphore<'a> {
     /// waits for a release message with no timeout).
     pub fn announce_available<K: Keyspace>(&self, keys: &mut K) -> Result<()> {
         let channel = self.channel();
-        keys.touch_channel(&channel)?;
         match keys.read_counter(self.name)? {
             Some(count) if count > 0 => keys.publish(&channel, count.to_string().as_bytes()),
             _ => Ok(()),

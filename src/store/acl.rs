@@ -1,5 +1,7 @@
-//! The caller's ACL, for keys and channels a command derives from its
-//! arguments: Redis checked only the keys in argv.
+//! The caller's ACL, for keys a command derives from its arguments: Redis
+//! checked only the keys in argv. Channels derived from the name are not
+//! checked (see "Permissions (ACL)" in docs/commands.md): the user who may
+//! write a lock's key may always announce its release.
 
 use crate::api::api;
 use redis_module::{raw, Context, RedisString};
@@ -59,16 +61,13 @@ impl Caller {
         }
     }
 
-    /// Whether the caller may publish on `channel`.
-    pub fn may_publish(&mut self, channel: &RedisString) -> bool {
-        let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
-        match self.user() {
-            User::Server => true,
-            User::Unknown => false,
-            User::Known(user) => unsafe {
-                api!(RedisModule_ACLCheckChannelPermissions)(*user, channel.inner, flags)
-                    == raw::REDISMODULE_OK as c_int
-            },
+    /// Records in `ACL LOG` (reason `key`) that the caller was refused
+    /// `key`, as Redis records its own refusals of the keys in argv.
+    pub fn log_refused_key(&mut self, key: &RedisString) {
+        let ctx = self.ctx;
+        if let User::Known(user) = self.user() {
+            let reason = raw::RedisModuleACLLogEntryReason_REDISMODULE_ACL_LOG_KEY;
+            unsafe { api!(RedisModule_ACLAddLogEntry)(ctx, *user, key.inner, reason) };
         }
     }
 

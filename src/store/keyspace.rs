@@ -3,9 +3,10 @@
 //! as the Redis command with the same effect (absolute expiries only) and
 //! announced with the keyspace event that command sends.
 //!
-//! The command's key (argv 1) was checked by Redis. Every other key and
-//! channel is derived, so the first touch checks it: keys in `OpenKeys`,
-//! channels here (the caller's ACL must allow publishing).
+//! The command's key (argv 1) was checked by Redis. Every other key is
+//! derived, so `OpenKeys` checks it on its first touch. A channel derived
+//! from the name is not checked: the user who may write the name may
+//! announce what it wrote (see "Permissions (ACL)" in docs/commands.md).
 
 use super::acl::Caller;
 use super::open_keys::OpenKeys;
@@ -55,6 +56,14 @@ impl<'a> RedisKeyspace<'a> {
         Self::with_caller(ctx, name, true, Caller::server(ctx))
     }
 
+    /// For `RLOCK.INSPECT` and `RLOCK.LIST`: read-only, and a derived key
+    /// the caller may not read is not logged as refused (it shows as missing).
+    pub fn open_to_inspect(ctx: &'a Context, name: &'a RedisString) -> Self {
+        let mut keyspace = Self::new(ctx, name, false);
+        keyspace.keys.log_no_refusals();
+        keyspace
+    }
+
     fn new(ctx: &'a Context, name: &'a RedisString, writable: bool) -> Self {
         Self::with_caller(ctx, name, writable, Caller::new(ctx))
     }
@@ -71,33 +80,28 @@ impl<'a> RedisKeyspace<'a> {
     }
 
     /// The channel the call named (`commands::args::take_channel`): Redis
-    /// checked before the command ran that the caller may publish there.
+    /// checked before the command ran that the caller may publish there,
+    /// and its string is reused.
     pub fn named_channel(mut self, channel: Option<&'a RedisString>) -> Self {
         self.named_channel = channel;
         self
     }
 
-    /// Where `channel` is in `channels`, added (its ACL checked) on its
-    /// first touch: a publish reuses the string made then.
-    fn channel_index(&mut self, channel: &[u8]) -> Result<usize> {
+    /// Where `channel` is in `channels`, added on its first touch: a
+    /// publish reuses the string made then.
+    fn channel_index(&mut self, channel: &[u8]) -> usize {
         if let Some(index) = self.channels.iter().position(|known| known.as_slice() == channel) {
-            return Ok(index);
+            return index;
         }
         let name = match self.named_channel {
-            // Checked by Redis: no user to look up, and no string to make.
+            // The call's own string: no string to make.
             Some(named) if named.as_slice() == channel => {
                 RedisString::new(NonNull::new(self.ctx.get_raw()), named.inner)
             }
-            _ => {
-                let name = self.string(channel);
-                if !self.keys.may_publish(&name) {
-                    return Err(LockError::NoChannelPermission(channel.to_vec()));
-                }
-                name
-            }
+            _ => self.string(channel),
         };
         self.channels.push(name);
-        Ok(self.channels.len() - 1)
+        self.channels.len() - 1
     }
 }
 
@@ -217,10 +221,6 @@ impl Keyspace for RedisKeyspace<'_> {
             return Ok(0);
         }
         Ok(unsafe { api!(RedisModule_ValueLength)(open) })
-    }
-
-    fn touch_channel(&mut self, channel: &[u8]) -> Result<()> {
-        self.channel_index(channel).map(drop)
     }
 
     fn set(&mut self, key: &[u8], value: &[u8], expire_at: Option<i64>) -> Result<()> {
@@ -387,7 +387,7 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<()> {
-        let index = self.channel_index(channel)?;
+        let index = self.channel_index(channel);
         let message = Argument::bytes(self.ctx, message);
         publish_via(self.ctx, &self.channels[index], message.inner(), self.keys.name_bytes(), self.via);
         Ok(())

@@ -110,9 +110,11 @@ impl RequestKey for RedisLatch<'_> {
 /// user may read and create `key`.
 fn check_write_permission(ctx: &Context, key: &RedisString, what: &str) -> Result<(), RedisError> {
     let access = raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT;
-    if Caller::new(ctx).may_access_key(key, access) {
+    let mut caller = Caller::new(ctx);
+    if caller.may_access_key(key, access) {
         Ok(())
     } else {
+        caller.log_refused_key(key);
         Err(RedisError::String(format!(
             "NOPERM this user has no permissions to access the {what} '{}'",
             key.as_slice().escape_ascii()

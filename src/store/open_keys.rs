@@ -44,6 +44,9 @@ pub struct OpenKeys<'a> {
     name_bytes: &'a [u8],
     writable: bool,
     caller: Caller,
+    /// A refused derived key goes to `ACL LOG` (not when inspecting, where
+    /// a key the caller may not read is shown as missing, not refused).
+    log_refusals: bool,
     /// Inline up to four (the fair lock's name, queue, deadlines and latch):
     /// a heap buffer per command costs more than the rest of the bookkeeping.
     open: SmallVec<[OpenKey; 4]>,
@@ -57,17 +60,18 @@ impl<'a> OpenKeys<'a> {
     /// Keys opened for writing (`writable`) or reading, on behalf of `caller`.
     pub fn new(ctx: &'a Context, name: &'a RedisString, writable: bool, caller: Caller) -> Self {
         let name_bytes = name.as_slice();
-        Self { ctx, name, name_bytes, writable, caller, open: SmallVec::new(), index: None }
+        let open = SmallVec::new();
+        Self { ctx, name, name_bytes, writable, caller, log_refusals: true, open, index: None }
+    }
+
+    /// Refusals are not logged: the command shows what it may not read as missing.
+    pub fn log_no_refusals(&mut self) {
+        self.log_refusals = false;
     }
 
     /// The command's key.
     pub fn name_bytes(&self) -> &'a [u8] {
         self.name_bytes
-    }
-
-    /// Whether the caller may publish on `channel`.
-    pub fn may_publish(&mut self, channel: &RedisString) -> bool {
-        self.caller.may_publish(channel)
     }
 
     /// The open key named `key`, opened (and checked) on first use.
@@ -94,6 +98,9 @@ impl<'a> OpenKeys<'a> {
                 raw::REDISMODULE_CMD_KEY_ACCESS
             };
             if !self.caller.may_access_key(&derived, access) {
+                if self.log_refusals {
+                    self.caller.log_refused_key(&derived);
+                }
                 return Err(LockError::NoKeyPermission(key.to_vec()));
             }
             Some(derived)

@@ -1,5 +1,6 @@
 //! Test and benchmark support for rlock. Not published.
 
+mod acl_recipe;
 mod cluster;
 mod events;
 mod redisson_jar;
@@ -11,6 +12,7 @@ mod server;
 mod tracking;
 mod twins;
 
+pub use acl_recipe::{acl_log, acl_recipe, acl_recipe_names, newer_than_redis_7_0, AclRecipe};
 pub use cluster::{slot_owner_among, Cluster, SlotMove};
 pub use events::{keyspace_events, publications};
 pub use redisson_jar::{redisson_class_scripts, redisson_scripts};

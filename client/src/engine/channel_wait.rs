@@ -107,7 +107,7 @@ where
         // pub/sub the loop still works: it polls.
         if refused && !subscribe_tried {
             subscribe_tried = true;
-            subscription = subscribe(shared, &channel).await;
+            subscription = subscribe(shared, &channel).await?;
             if subscription.is_some() {
                 continue;
             }
@@ -130,17 +130,24 @@ where
     }
 }
 
-/// Joins `channel`'s subscription; `None` when that fails. In a cluster,
-/// at most the cluster reply timeout: a hung node (or a SUBSCRIBE to it
-/// that holds up the pub/sub connection) leaves the waiter on its timer,
-/// and the subscription, abandoned, is left as its waiter leaves.
-async fn subscribe(shared: &Shared, channel: &Channel<'_>) -> Option<Subscription> {
+/// Joins `channel`'s subscription; `None` when that fails for a reason
+/// that may pass (the waiter then polls on its timer). A refusal by the
+/// ACL (`NOPERM`) is the caller's error: polling would hide a missing
+/// permission behind slow wakeups. In a cluster, at most the cluster reply
+/// timeout: a hung node (or a SUBSCRIBE to it that holds up the pub/sub
+/// connection) leaves the waiter on its timer, and the subscription,
+/// abandoned, is left as its waiter leaves.
+async fn subscribe(shared: &Shared, channel: &Channel<'_>) -> Result<Option<Subscription>> {
     let subscribed = async {
-        let subscriptions = shared.subscriptions().await.ok()?;
-        subscriptions.subscribe(channel.key, channel.name, channel.rule).await.ok()
+        let Ok(subscriptions) = shared.subscriptions().await else { return Ok(None) };
+        match subscriptions.subscribe(channel.key, channel.name, channel.rule).await {
+            Ok(subscription) => Ok(Some(subscription)),
+            Err(err) if err.code() == Some("NOPERM") => Err(Error::from(err)),
+            Err(_) => Ok(None),
+        }
     };
     match shared.connection.is_cluster() {
-        true => tokio::time::timeout(shared.options.cluster_reply_timeout, subscribed).await.ok().flatten(),
+        true => tokio::time::timeout(shared.options.cluster_reply_timeout, subscribed).await.unwrap_or(Ok(None)),
         false => subscribed.await,
     }
 }
