@@ -8,6 +8,8 @@
 use super::args::{self, Args};
 use super::info::{self, CommandInfo};
 use crate::api::api;
+use crate::error::LockError;
+use crate::grammar;
 use linkme::distributed_slice;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString};
 use std::ffi::CStr;
@@ -82,10 +84,29 @@ pub fn run(
         return raw::REDISMODULE_OK as c_int;
     }
     let context = Context::new(ctx);
-    let args = decode_args(ctx, argv, argc);
-    let reply = catch_unwind(AssertUnwindSafe(|| handler(&context, args)))
-        .unwrap_or_else(|_| Err(RedisError::Str("ERR rlock internal error: the command was aborted")));
+    let words = |argv: &[*mut raw::RedisModuleString]| -> Vec<&[u8]> {
+        argv.iter().map(|&arg| RedisString::string_as_slice(arg)).collect()
+    };
+    let given = raw_args(argv, argc);
+    let grammar = command.info.grammar(command.keys);
+    let mut owners = grammar::owner_positions(&grammar, given.len());
+    let reply = if owners.any(|at| RedisString::string_as_slice(given[at]).is_empty()) {
+        Err(LockError::OwnerEmpty.into())
+    } else {
+        let args = decode_args(ctx, argv, argc);
+        catch_unwind(AssertUnwindSafe(|| handler(&context, args)))
+            .unwrap_or_else(|_| Err(RedisError::Str("ERR rlock internal error: the command was aborted")))
+            .map_err(|err| grammar::explain(err, &grammar, &words(given)))
+    };
     context.reply(reply) as c_int
+}
+
+/// The call's arguments, the command's name first.
+fn raw_args<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [*mut raw::RedisModuleString] {
+    if argv.is_null() {
+        return &[];
+    }
+    unsafe { slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) }
 }
 
 /// Declares a trailing `CHANNEL channel` after the command's `fixed`

@@ -58,16 +58,19 @@ command!(
         name: c"rrw.renewreads",
         summary: c"Redisson's batch renewal of read locks: per key, resets the read holds of each owner that holds, then the lock's TTL when any did; replies 1 or 0 per key.",
         arity: -6,
+        complexity: c"O(N) where N is the number of owners named plus the read holds of each lock",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             REQUIRED_LEASE_MS,
-            Arg::block(
-                c"lock",
-                &[
+            Arg {
+                name: c"holds",
+                kind: ArgKind::Repeated(&[
                     Arg { name: c"count", kind: ArgKind::Integer, optional: false, token: None },
-                    Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None },
-                ],
-            ),
+                    Arg { name: c"owner", kind: ArgKind::Multiple(&ArgKind::String), optional: false, token: None },
+                ]),
+                optional: false,
+                token: None,
+            },
         ],
     },
     Keys::Numbered,
