@@ -159,7 +159,7 @@ fn the_latch_commands_take_via_publish_or_spublish_last() {
     for (args, error) in [
         (&["RLATCH.COUNTDOWN", "l", "VIA", "DEL"][..], "unexpected argument 3 ('DEL')"),
         (&["RLATCH.DELETE", "l", "VIA"], "'VIA' needs PUBLISH|SPUBLISH"),
-        (&["RLATCH.TRYSETCOUNT", "l", "2", "VIA", "PUBLISH", "x"], "unexpected argument 6 ('x')"),
+        (&["RLATCH.TRYSETCOUNT", "l", "2", "VIA", "PUBLISH", "x"], "unexpected argument 5 ('x')"),
         (&["RLATCH.TRYSETCOUNT", "l", "VIA", "PUBLISH"], "count must be an integer"),
     ] {
         let refused = query(args).expect_err("refused").to_string();
