@@ -7,7 +7,9 @@ use crate::rwlock::{positive_count, ReadWriteLock};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
 
-const SYNTAX: &str = "RRW.RENEWREADS numkeys key [key ...] lease_ms, then per key: count owner [owner ...]";
+/// Why counted arguments do not add up (the grammar adds the syntax line).
+const SYNTAX: &str =
+    "numkeys and each count must be positive, and count the keys and the owners that follow: one group per key";
 
 /// `RRW.RENEWREADS numkeys key [key ...] lease_ms count owner [owner ...]
 /// [count owner [owner ...] ...]` (one group per key): Redisson's batch
