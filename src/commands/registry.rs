@@ -89,7 +89,7 @@ pub fn run(
     };
     let given = raw_args(argv, argc);
     let grammar = command.info.grammar(command.keys);
-    let reply = if names_empty_owner(command, |at| RedisString::string_as_slice(given[at]), given.len()) {
+    let reply = if names_empty_owner(&grammar, |at| RedisString::string_as_slice(given[at]), given.len()) {
         Err(LockError::OwnerEmpty.into())
     } else {
         let args = decode_args(ctx, argv, argc);
@@ -100,11 +100,11 @@ pub fn run(
     context.reply(reply) as c_int
 }
 
-/// Whether a call of `command` of `argc` arguments (`arg` reads one) names
+/// Whether a call of `grammar` of `argc` arguments (`arg` reads one) names
 /// an empty owner, which every command refuses: no holder is told apart
 /// by it.
-fn names_empty_owner<'a>(command: &Command, arg: impl Fn(usize) -> &'a [u8], argc: usize) -> bool {
-    grammar::owner_positions(&command.info.grammar(command.keys), argc).any(|at| arg(at).is_empty())
+fn names_empty_owner<'a>(grammar: &grammar::Grammar, arg: impl Fn(usize) -> &'a [u8], argc: usize) -> bool {
+    grammar::owner_positions(grammar, argc).any(|at| arg(at).is_empty())
 }
 
 /// Whether the native call `argv` (a Redisson script's, rewritten) would
@@ -113,7 +113,7 @@ fn names_empty_owner<'a>(command: &Command, arg: impl Fn(usize) -> &'a [u8], arg
 pub fn refuses_empty_owner(argv: &[&[u8]]) -> bool {
     let Some(name) = argv.first() else { return false };
     let command = COMMANDS.iter().find(|command| command.info.name.to_bytes().eq_ignore_ascii_case(name));
-    command.is_some_and(|command| names_empty_owner(command, |at| argv[at], argv.len()))
+    command.is_some_and(|command| names_empty_owner(&command.info.grammar(command.keys), |at| argv[at], argv.len()))
 }
 
 /// The call's arguments, the command's name first.

@@ -1,5 +1,5 @@
-//! A command's grammar is its [`CommandInfo`]'s argument table, the one
-//! place it is written: COMMAND DOCS (`commands::info`), the syntax line
+//! A command's grammar is its argument table (`CommandInfo::args`, see
+//! `commands::info`), the one place it is written: COMMAND DOCS (`commands::info`), the syntax line
 //! of docs/commands.md and of every syntax error, and where a call stops
 //! fitting, are all read from it.
 
@@ -59,18 +59,19 @@ fn render_kind(arg: &Arg) -> String {
 /// else the handler's own reason; then the syntax line. Other errors pass.
 pub fn explain(err: RedisError, grammar: &Grammar, argv: &[&[u8]]) -> RedisError {
     let reason = match &err {
-        RedisError::WrongArity => "wrong number of arguments".to_owned(),
-        RedisError::Str(text) if text.starts_with(SYNTAX_ERROR) => text[SYNTAX_ERROR.len()..].to_owned(),
-        RedisError::String(text) if text.starts_with(SYNTAX_ERROR) => text[SYNTAX_ERROR.len()..].to_owned(),
-        _ => return err,
+        RedisError::WrongArity => Some("wrong number of arguments"),
+        RedisError::Str(text) => text.strip_prefix(SYNTAX_ERROR),
+        RedisError::String(text) => text.strip_prefix(SYNTAX_ERROR),
+        _ => None,
     };
+    let Some(reason) = reason else { return err };
     let said = match grammar.keys {
         // Its keys are counted: the argument after them is not placed by
         // the table alone.
         Keys::Numbered => None,
         Keys::First | Keys::Pairs => matcher::misfit(grammar.all_args(), argv),
     };
-    let said = said.map_or(reason, |misfit| misfit.to_string());
+    let said = said.map_or_else(|| reason.to_owned(), |misfit| misfit.to_string());
     RedisError::from(LockError::SyntaxOf(format!("{said}; syntax: {}", syntax_line(grammar))))
 }
 
