@@ -97,7 +97,7 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
     let mut con = server.connection();
     let _: () = redis::cmd("SET").arg(&["Q", "1"]).query(&mut con).unwrap();
     let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
-    let cases: [(&[&str], &str); 18] = [
+    let cases: [(&[&str], &str); 19] = [
         (
             &["RLOCK.FORCERELEASE", "K", "VAI", "PUBLISH"],
             "ERR syntax error: unexpected argument 2 ('VAI'); syntax: RLOCK.FORCERELEASE key [VIA PUBLISH|SPUBLISH|NONE]",
@@ -125,6 +125,7 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
         (&["RLOCK.RENEWALL", "1000", "a", "o", "b", ""], "ERR owner must not be empty"),
         (&["RRW.ACQUIRE", "rw", "", "WRITE"], "ERR owner must not be empty"),
         (&["RFASTMULTI.RENEW", "g", "", "1000", "FIELDS", "a"], "ERR owner must not be empty"),
+        (&["RRW.RENEWREADS", "1", "rw", "1000", "2", "o", ""], "ERR owner must not be empty"),
     ];
     for (args, expected) in cases {
         let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con));
