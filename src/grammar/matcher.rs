@@ -122,8 +122,9 @@ impl Cursor<'_> {
             let Some(found) = left.iter().position(|arg| starts(arg, word)) else { return Err(self.unexpected()) };
             self.take(left.remove(found))?;
         }
+        // A required keyword left over follows nothing in particular.
         match left.iter().find(|arg| !arg.optional) {
-            Some(arg) => Err(self.missing(super::render(arg))),
+            Some(arg) => Err(Misfit::Missing { after: None, what: super::render(arg) }),
             None => Ok(()),
         }
     }

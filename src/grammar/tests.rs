@@ -77,18 +77,33 @@ const PAIRS: Grammar = Grammar {
         },
     ],
 };
+const FIELDS: Grammar = keyed(
+    c"x.fields",
+    &[
+        OWNER,
+        Arg { optional: false, ..LEASE_MS },
+        Arg { name: c"now_ms", kind: ArgKind::Integer, optional: true, token: Some(c"AT") },
+        Arg {
+            name: c"fields",
+            kind: ArgKind::Repeated(&[Arg { name: c"field", kind: ArgKind::String, optional: false, token: None }]),
+            optional: false,
+            token: Some(c"FIELDS"),
+        },
+    ],
+);
 const LIST: Grammar = Grammar { keyless: true, ..keyed(c"x.list", &[Arg { name: c"key", optional: true, ..OWNER }]) };
 
 #[test]
 fn syntax_lines_are_read_from_the_tables() {
     assert!(matches!(IDS.args[0].kind, ArgKind::Multiple(ArgKind::String)), "ids are strings, once or more");
-    let table: [(&Grammar, &str); 6] = [
+    let table: [(&Grammar, &str); 7] = [
         (&RELEASE, "X.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]] [REPLY FULL] [VIA PUBLISH|SPUBLISH]"),
         (&FORCE, "X.FORCE key [READ|WRITE] [VIA PUBLISH|SPUBLISH]"),
         (&SET, "X.SET key permits [[ALWAYS] VIA PUBLISH|SPUBLISH]"),
         (&IDS, "X.IDS key id [id ...] [ALL|ANY] [VIA PUBLISH|SPUBLISH]"),
         (&PAIRS, "X.PAIRS lease_ms key owner [key owner ...]"),
         (&LIST, "X.LIST [key]"),
+        (&FIELDS, "X.FIELDS key owner lease_ms [AT now_ms] FIELDS field [field ...]"),
     ];
     for (grammar, expected) in table {
         assert_eq!(syntax_line(grammar), expected);
@@ -107,7 +122,7 @@ fn explained(grammar: &Grammar, argv: &[&str], handler_said: RedisError) -> Stri
 
 #[test]
 fn a_syntax_error_names_the_first_misfit_and_the_grammar() {
-    let table: [(&Grammar, &[&str], &str); 13] = [
+    let table: [(&Grammar, &[&str], &str); 16] = [
         (&FORCE, &["X.FORCE", "K", "VAI", "PUBLISH"], "unexpected argument 2 ('VAI')"),
         (&FORCE, &["X.FORCE", "K", "WRITE", "VAI", "PUBLISH"], "unexpected argument 3 ('VAI')"),
         (&FORCE, &["X.FORCE", "K", "VIA", "PUBLISHH"], "unexpected argument 3 ('PUBLISHH')"),
@@ -121,6 +136,9 @@ fn a_syntax_error_names_the_first_misfit_and_the_grammar() {
         (&IDS, &["X.IDS", "Q", "a", "b", "ALL", "ANY"], "unexpected argument 5 ('ANY')"),
         (&PAIRS, &["X.PAIRS", "100", "k1", "o1", "k2"], "'k2' needs owner"),
         (&LIST, &["X.LIST", "a", "b"], "unexpected argument 2 ('b')"),
+        (&FIELDS, &["X.FIELDS", "g", "o", "5", "AT", "6"], "FIELDS field [field ...] is missing"),
+        (&FIELDS, &["X.FIELDS", "g", "o", "5", "FIELDS"], "'FIELDS' needs field"),
+        (&FIELDS, &["X.FIELDS", "g", "o", "5", "AT"], "'AT' needs now_ms"),
     ];
     for (grammar, argv, misfit) in table {
         let expected = format!("ERR syntax error: {misfit}; syntax: {}", syntax_line(grammar));
