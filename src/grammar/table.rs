@@ -33,7 +33,7 @@ pub enum ArgKind {
 /// Where a command's keys are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keys {
-    /// One key, argument 1 (or none: [`KEYLESS`]), before the `args`.
+    /// One key, argument 1 (or none: a keyless command), before the `args`.
     First,
     /// `arg key owner [key owner ...]`: every second argument from 2 on,
     /// each under the `key_flags`; the `args` name them all.
