@@ -77,18 +77,12 @@ const PAIRS: Grammar = Grammar {
         },
     ],
 };
-const FIELDS: Grammar = keyed(
-    c"x.fields",
+/// A required keyword whose values repeat, after an optional one.
+const ITEMS: Grammar = keyed(
+    c"x.items",
     &[
-        OWNER,
-        Arg { optional: false, ..LEASE_MS },
-        Arg { name: c"now_ms", kind: ArgKind::Integer, optional: true, token: Some(c"AT") },
-        Arg {
-            name: c"fields",
-            kind: ArgKind::Repeated(&[Arg { name: c"field", kind: ArgKind::String, optional: false, token: None }]),
-            optional: false,
-            token: Some(c"FIELDS"),
-        },
+        Arg { name: c"t", kind: ArgKind::Integer, optional: true, token: Some(c"AT") },
+        Arg { name: c"item", kind: ArgKind::Multiple(&ArgKind::String), optional: false, token: Some(c"ITEMS") },
     ],
 );
 const LIST: Grammar = Grammar { keyless: true, ..keyed(c"x.list", &[Arg { name: c"key", optional: true, ..OWNER }]) };
@@ -103,7 +97,7 @@ fn syntax_lines_are_read_from_the_tables() {
         (&IDS, "X.IDS key id [id ...] [ALL|ANY] [VIA PUBLISH|SPUBLISH]"),
         (&PAIRS, "X.PAIRS lease_ms key owner [key owner ...]"),
         (&LIST, "X.LIST [key]"),
-        (&FIELDS, "X.FIELDS key owner lease_ms [AT now_ms] FIELDS field [field ...]"),
+        (&ITEMS, "X.ITEMS key [AT t] ITEMS item [item ...]"),
     ];
     for (grammar, expected) in table {
         assert_eq!(syntax_line(grammar), expected);
@@ -136,9 +130,9 @@ fn a_syntax_error_names_the_first_misfit_and_the_grammar() {
         (&IDS, &["X.IDS", "Q", "a", "b", "ALL", "ANY"], "unexpected argument 5 ('ANY')"),
         (&PAIRS, &["X.PAIRS", "100", "k1", "o1", "k2"], "'k2' needs owner"),
         (&LIST, &["X.LIST", "a", "b"], "unexpected argument 2 ('b')"),
-        (&FIELDS, &["X.FIELDS", "g", "o", "5", "AT", "6"], "FIELDS field [field ...] is missing"),
-        (&FIELDS, &["X.FIELDS", "g", "o", "5", "FIELDS"], "'FIELDS' needs field"),
-        (&FIELDS, &["X.FIELDS", "g", "o", "5", "AT"], "'AT' needs now_ms"),
+        (&ITEMS, &["X.ITEMS", "g", "AT", "6"], "ITEMS item [item ...] is missing"),
+        (&ITEMS, &["X.ITEMS", "g", "ITEMS"], "'ITEMS' needs item [item ...]"),
+        (&ITEMS, &["X.ITEMS", "g", "AT"], "'AT' needs t"),
     ];
     for (grammar, argv, misfit) in table {
         let expected = format!("ERR syntax error: {misfit}; syntax: {}", syntax_line(grammar));
