@@ -92,6 +92,13 @@ pub enum LockError {
     DerivedWrongType(Vec<u8>),
     /// Arguments out of place; says what may come where.
     Syntax(&'static str),
+    /// [`Self::Syntax`] restated with the command's grammar (`grammar::explain`).
+    SyntaxOf(String),
+    /// `RPSEM.SETPERMITS … VIA`: permits minus the count, in Lua's numbers
+    /// (as Redisson's script computes it), is no integer for INCRBY.
+    PermitsChangeNotInteger,
+    /// An empty `owner`: no holder could be told apart by it.
+    OwnerEmpty,
     /// A string counter (permits, a latch's count, a fencing token) is not
     /// an integer; names the key.
     StoredNotInteger(Vec<u8>),
@@ -155,11 +162,16 @@ impl LockError {
             Self::TtlTooLong => "ERR ttl_ms is above the maximum of 31536000000 (365 days)",
             Self::PermitLeaseInvalid => "ERR lease_ms must be a positive integer, or -1 for a permit that never expires",
             Self::PermitIdEmpty => "ERR id must not be empty",
+            Self::OwnerEmpty => "ERR owner must not be empty",
+            Self::PermitsChangeNotInteger => {
+                "ERR permits: permits minus the current count, in Lua's numbers as Redisson's script computes it, is not an integer"
+            }
             Self::PermitIdRepeated => "ERR id: the same permit id is given twice (each id is one permit)",
             Self::PermitIdHeld => "ERR id: a permit with this id is held already",
             Self::ArgumentNotInteger(name) => return format!("ERR {name} must be an integer").into(),
             Self::ArgumentNegative(name) => return format!("ERR {name} must be a non-negative integer").into(),
             Self::Syntax(expected) => return format!("ERR syntax error: {expected}").into(),
+            Self::SyntaxOf(explained) => return format!("ERR syntax error: {explained}").into(),
             Self::StoredNotInteger(key) => {
                 return format!("ERR the value at '{}' is not an integer", key.escape_ascii()).into()
             }

@@ -10,6 +10,7 @@ mod error;
 mod fair;
 mod fast_multi;
 mod fenced;
+mod grammar;
 mod handoff;
 mod inspect;
 mod keyspace;

@@ -141,9 +141,9 @@ fn bad_options_are_refused_by_name_and_write_nothing() {
         (vec!["ID", "r1", "PX", "soon"], "window_ms"),
         (vec!["REPLY"], "FULL"),
         (vec!["REPLY", "SHORT"], "FULL"),
-        (vec!["ID", "r1", "ID", "r2"], "each once"),
-        (vec!["REPLY", "FULL", "REPLY", "FULL"], "each once"),
-        (vec!["WAIT", "100", "WAIT", "100"], "each once"),
+        (vec!["ID", "r1", "ID", "r2"], "unexpected argument 5 ('ID')"),
+        (vec!["REPLY", "FULL", "REPLY", "FULL"], "unexpected argument 5 ('REPLY')"),
+        (vec!["WAIT", "100", "WAIT", "100"], "unexpected argument 5 ('WAIT')"),
         (vec!["60000", "FULL"], "REPLY FULL"),
         (vec!["FULL"], "lease_ms"),
     ] {

@@ -83,6 +83,58 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
     assert_eq!(entry[8], Value::Array(vec![]), "no key spec");
 }
 
+fn dirty(con: &mut Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("persistence").query(con).unwrap();
+    let field = info.lines().find_map(|line| line.strip_prefix("rdb_changes_since_last_save:"));
+    field.expect(&info).trim().parse().unwrap()
+}
+
+/// The bad input issue 40 found: each refused with a message that names
+/// what is wrong and the command's real syntax, and nothing written.
+#[test]
+fn bad_input_gets_the_grammar_and_writes_nothing() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let _: () = redis::cmd("SET").arg(&["Q", "1"]).query(&mut con).unwrap();
+    let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
+    let cases: [(&[&str], &str); 19] = [
+        (
+            &["RLOCK.FORCERELEASE", "K", "VAI", "PUBLISH"],
+            "ERR syntax error: unexpected argument 2 ('VAI'); syntax: RLOCK.FORCERELEASE key [VIA PUBLISH|SPUBLISH|NONE]",
+        ),
+        (
+            &["RRW.FORCERELEASE", "K", "WRITE", "VAI", "PUBLISH"],
+            "ERR syntax error: unexpected argument 3 ('VAI'); syntax: RRW.FORCERELEASE key [READ|WRITE] [VIA PUBLISH|SPUBLISH]",
+        ),
+        (&["RSEM.ADDPERMITS", "K", "1", "VAI", "PUBLISH"], "ERR syntax error: unexpected argument 3 ('VAI'); syntax: RSEM.ADDPERMITS key delta"),
+        (&["RLATCH.COUNTDOWN", "K", "VAI", "PUBLISH"], "ERR syntax error: unexpected argument 2 ('VAI'); syntax: RLATCH.COUNTDOWN key"),
+        (&["RLATCH.DELETE", "K", "VAI", "PUBLISH"], "ERR syntax error: unexpected argument 2 ('VAI'); syntax: RLATCH.DELETE key"),
+        (&["RLATCH.TRYSETCOUNT", "K", "1", "VAI", "PUBLISH"], "ERR syntax error: unexpected argument 3 ('VAI'); syntax: RLATCH.TRYSETCOUNT"),
+        (&["RPSEM.SETPERMITS", "Q", "5", "VAI", "PUBLISH"], "ERR syntax error: unexpected argument 3 ('VAI'); syntax: RPSEM.SETPERMITS"),
+        (&["RPSEM.ADDPERMITS", "Q", "1", "VAI", "PUBLISH"], "ERR syntax error: unexpected argument 3 ('VAI'); syntax: RPSEM.ADDPERMITS"),
+        (
+            &["RPSEM.SETPERMITS", "Q", "5", "ALWAYS"],
+            "ERR syntax error: 'ALWAYS' needs VIA PUBLISH|SPUBLISH; syntax: RPSEM.SETPERMITS key permits [[ALWAYS] VIA PUBLISH|SPUBLISH]",
+        ),
+        (&["RFAIR.CANCEL", "K", "o", "WAIT"], "ERR syntax error: 'WAIT' needs wait_ms; syntax: RFAIR.CANCEL key owner [WAIT wait_ms] [OR other]"),
+        (&["RSEM.RELEASE", "K", "1", "IFEXISTS", "VIA"], "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RSEM.RELEASE key"),
+        (&["RLOCK.LIST", "0", "COUNT", "+5"], "ERR syntax error: COUNT must be a positive integer; syntax: RLOCK.LIST cursor"),
+        (&["RPSEM.SETPERMITS", "Q", "9223372036854775807", "ALWAYS", "VIA", "PUBLISH"], "ERR permits: permits minus the current count"),
+        (&["RLOCK.ACQUIRE", "free", "", "30000"], "ERR owner must not be empty"),
+        (&["RLOCK.STATUS", "free", ""], "ERR owner must not be empty"),
+        (&["RLOCK.RENEWALL", "1000", "a", "o", "b", ""], "ERR owner must not be empty"),
+        (&["RRW.ACQUIRE", "rw", "", "WRITE"], "ERR owner must not be empty"),
+        (&["RFASTMULTI.RENEW", "g", "", "1000", "FIELDS", "a"], "ERR owner must not be empty"),
+        (&["RRW.RENEWREADS", "1", "rw", "1000", "2", "o", ""], "ERR owner must not be empty"),
+    ];
+    for (args, expected) in cases {
+        let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con));
+        assert!(text.starts_with(expected), "{args:?}: {text}");
+    }
+    let after = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
+    assert_eq!(after, before, "an error wrote something");
+}
+
 #[test]
 fn acl_key_patterns_apply_to_lock_keys() {
     let server = Server::start();

@@ -159,20 +159,38 @@ fn bad_input_is_refused_and_changes_nothing() {
     let _: () = redis::cmd("HSET").arg("plainhash").arg("f").arg("v").query(&mut con).unwrap();
     let _: () = redis::cmd("SET").arg("redisson_lock_queue:{q}").arg("x").query(&mut con).unwrap();
     let before = dump(&mut con);
-    const FAIR_SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only WAIT wait_ms [BLOCK block_ms] \
-        [REDISSON PTTL|AHEAD] or SHIFT shift_ms, then ID request_id [PX window_ms], then REPLY FULL";
+    // A syntax error names the misfit, then quotes the command's syntax.
+    macro_rules! fair_syntax {
+        ($misfit:literal) => {
+            concat!(
+                "ERR syntax error: ",
+                $misfit,
+                "; syntax: RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD]",
+                "|SHIFT shift_ms] [ID request_id [PX window_ms]] [REPLY FULL]"
+            )
+        };
+    }
     const BLOCK_INVALID: &str = "ERR block_ms must be a positive integer of at most 31536000000 (365 days)";
     let cases: [(&[&str], &str); 20] = [
         (&["RFAIR.ACQUIRE", "fair", "u:9", "0"], "ERR lease_ms must be a positive integer"),
-        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT"], FAIR_SYNTAX),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT"], fair_syntax!("'WAIT' needs wait_ms")),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "-1"], "ERR wait_ms must be a positive integer"),
-        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "NOWAIT"], FAIR_SYNTAX),
-        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "BLOCK", "10"], FAIR_SYNTAX),
-        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK"], FAIR_SYNTAX),
-        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "REDISSON"], FAIR_SYNTAX),
-        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "REDISSON", "SOON"], FAIR_SYNTAX),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "NOWAIT"], fair_syntax!("unexpected argument 4 ('NOWAIT')")),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "BLOCK", "10"], fair_syntax!("unexpected argument 4 ('BLOCK')")),
+        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK"], fair_syntax!("'BLOCK' needs block_ms")),
+        (
+            &["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "REDISSON"],
+            fair_syntax!("'REDISSON' needs PTTL|AHEAD"),
+        ),
+        (
+            &["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "REDISSON", "SOON"],
+            fair_syntax!("unexpected argument 7 ('SOON')"),
+        ),
         (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK", "0"], BLOCK_INVALID),
-        (&["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK", "5", "x"], FAIR_SYNTAX),
+        (
+            &["RFAIR.ACQUIRE", "fair", "u:9", "100", "WAIT", "10", "BLOCK", "5", "x"],
+            fair_syntax!("unexpected argument 8 ('x')"),
+        ),
         (&["RFAIR.ACQUIRE", "text", "u:9"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
         (&["RFAIR.ACQUIRE", "q", "u:9"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
         (&["RFAIR.ACQUIRE", "plainhash", "f"], "ERR key is a hash but not a lock: a hold count is not an integer"),
@@ -186,7 +204,8 @@ fn bad_input_is_refused_and_changes_nothing() {
         (&["RRW.ACQUIRE", "text", "u:1", "WRITE"], "WRONGTYPE Operation against a key holding the wrong kind of value"),
         (
             &["RRW.RELEASE", "rw", "u:1", "READ", "PX", "5"],
-            "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]",
+            "ERR syntax error: unexpected argument 4 ('PX'); syntax: RRW.RELEASE key owner READ|WRITE [lease_ms] \
+             [ID request_id [PX latch_ms]] [MISSING NIL|1] [VIA PUBLISH|SPUBLISH]",
         ),
         (
             &["RRW.FORCERELEASE", "plainhash"],

@@ -102,7 +102,16 @@ fn bad_latch_arguments_are_refused_without_touching_anything() {
     let mut con = server.connection();
     run(&mut con, &[b"RLOCK.ACQUIRE", b"res", b"a", b"60000"]).unwrap();
     run(&mut con, &[b"RLOCK.ACQUIRE", b"res", b"a", b"60000"]).unwrap();
-    const SYNTAX: &str = "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]";
+    // A syntax error names the misfit, then quotes the command's syntax.
+    macro_rules! syntax {
+        ($misfit:literal) => {
+            concat!(
+                "ERR syntax error: ",
+                $misfit,
+                "; syntax: RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]] [VIA PUBLISH|SPUBLISH|NONE]"
+            )
+        };
+    }
     const NOT_POSITIVE: &str = "ERR latch_ms must be a positive integer";
     let cases: [(&[&[u8]], &str); 14] = [
         (&[b"ID"], "ERR ID needs a non-empty request_id"),
@@ -113,12 +122,12 @@ fn bad_latch_arguments_are_refused_without_touching_anything() {
         (&[b"ID", b"r", b"PX", b"-1"], NOT_POSITIVE),
         (&[b"ID", b"r", b"PX", b"1.5"], NOT_POSITIVE),
         (&[b"ID", b"r", b"PX", b"31536000001"], "ERR latch_ms is above the maximum of 31536000000 (365 days)"),
-        (&[b"ID", b"r", b"EX", b"5"], SYNTAX),
-        (&[b"ID", b"r", b"PX", b"5", b"extra"], SYNTAX),
-        (&[b"1000", b"FOO", b"r"], SYNTAX),
-        (&[b"1000", b"ID", b"r", b"ID", b"s"], SYNTAX),
+        (&[b"ID", b"r", b"EX", b"5"], syntax!("unexpected argument 5 ('EX')")),
+        (&[b"ID", b"r", b"PX", b"5", b"extra"], syntax!("unexpected argument 7 ('extra')")),
+        (&[b"1000", b"FOO", b"r"], syntax!("unexpected argument 4 ('FOO')")),
+        (&[b"1000", b"ID", b"r", b"ID", b"s"], syntax!("unexpected argument 6 ('ID')")),
         (&[b"-1", b"ID", b"r"], "ERR lease_ms must be a positive integer"),
-        (&[b"PX", b"5"], SYNTAX),
+        (&[b"PX", b"5"], syntax!("unexpected argument 3 ('PX')")),
     ];
     let dump = |con: &mut Connection| -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         let mut keys: Vec<Vec<u8>> = con.keys("*").unwrap();

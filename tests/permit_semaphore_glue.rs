@@ -125,12 +125,16 @@ fn bad_input_is_refused_by_name_and_changes_nothing() {
         (&[b"RPSEM.UPDATELEASE", b"p", b"live", b"0"], lease),
         (
             &[b"RPSEM.UPDATELEASE", b"p", b"live", b"-1", b"x"],
-            "ERR wrong number of arguments for 'rpsem.updatelease' command",
+            "ERR syntax error: unexpected argument 4 ('x'); syntax: RPSEM.UPDATELEASE key id lease_ms [AT now_ms] \
+             [VIA PUBLISH|SPUBLISH]",
         ),
         (&[b"RPSEM.TRYSETPERMITS", b"new", b"x"], "ERR permits must be an integer"),
         (&[b"RPSEM.TRYSETPERMITS", b"new", b"-1"], "ERR permits must be a non-negative integer"),
         (&[b"RPSEM.TRYSETPERMITS", b"new", b"3", b"PX", b"0"], "ERR ttl_ms must be a positive integer"),
-        (&[b"RPSEM.TRYSETPERMITS", b"new", b"3", b"EX", b"5"], "ERR syntax error: after permits, only PX ttl_ms"),
+        (
+            &[b"RPSEM.TRYSETPERMITS", b"new", b"3", b"EX", b"5"],
+            "ERR syntax error: unexpected argument 3 ('EX'); syntax: RPSEM.TRYSETPERMITS key permits [PX ttl_ms]",
+        ),
         (&[b"RPSEM.SETPERMITS", b"p", b"-1"], "ERR permits must be a non-negative integer"),
         (&[b"RPSEM.SETPERMITS", b"p", b"3x"], "ERR permits must be an integer"),
         (&[b"RPSEM.ADDPERMITS", b"p", b"1e3"], "ERR delta must be an integer"),

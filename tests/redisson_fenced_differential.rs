@@ -147,7 +147,7 @@ fn rfenced_acquire_takes_likescript_token_or_lock_last() {
     assert_eq!(query(&["RFENCED.ACQUIRE", "f", "b", "30000", "LIKESCRIPT", "LOCK"]), Ok(Value::Int(-1)));
     assert_eq!(query(&["RFENCED.ACQUIRE", "f", "b", "30000"]), pair(30000, -1), "without it, never -1");
     for (args, error) in [
-        (&["RFENCED.ACQUIRE", "f", "a", "30000", "LIKESCRIPT", "NIL"][..], "LIKESCRIPT takes TOKEN or LOCK"),
+        (&["RFENCED.ACQUIRE", "f", "a", "30000", "LIKESCRIPT", "NIL"][..], "unexpected argument 5 ('NIL')"),
         (&["RFENCED.ACQUIRE", "f", "a", "30000", "LIKESCRIPT"], "syntax error"),
     ] {
         let refused = query(args).expect_err("refused").to_string();

@@ -271,3 +271,20 @@ fn in_a_cluster_the_read_batch_renewal_of_another_nodes_key_is_redirected() {
         redis::cmd("RRW.RENEWREADS").arg(&["2", "{a}a", "{b}a", "60000", "1", "o", "1", "o"]).query(&mut con);
     assert!(error_text(cross).starts_with("CROSSSLOT"), "two slots sent directly");
 }
+
+/// The native commands refuse an empty owner; Redisson's scripts take one:
+/// such a call stays with Lua, and does what the script does.
+#[test]
+fn a_call_with_an_empty_owner_stays_with_lua() {
+    let scripts = scripts(VERSION);
+    let server = Server::start();
+    let mut con = server.connection();
+    set_mode(&mut con, "native");
+    let before = native_count(&mut con);
+    assert_eq!(call(&mut con, false, &scripts.acquire, &[b"e"], &[b"30000", b""]).unwrap(), Value::Nil);
+    assert_eq!(native_count(&mut con), before, "run as Lua");
+    let count: i64 = con.hget("e", "").unwrap();
+    assert_eq!(count, 1, "the script's field for the empty owner");
+    assert_eq!(call(&mut con, false, &scripts.acquire, &[b"f"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
+    assert_eq!(native_count(&mut con), before + 1, "any other owner: native");
+}

@@ -157,9 +157,9 @@ fn the_latch_commands_take_via_publish_or_spublish_last() {
     assert_eq!(query(&["RLATCH.COUNTDOWN", "l", "VIA", "PUBLISH"]), Ok(redis::Value::Nil));
     assert_eq!(query(&["EXISTS", "l"]), Ok(redis::Value::Int(0)));
     for (args, error) in [
-        (&["RLATCH.COUNTDOWN", "l", "VIA", "DEL"][..], "VIA takes PUBLISH or SPUBLISH"),
-        (&["RLATCH.DELETE", "l", "VIA"], "wrong number of arguments"),
-        (&["RLATCH.TRYSETCOUNT", "l", "2", "VIA", "PUBLISH", "x"], "wrong number of arguments"),
+        (&["RLATCH.COUNTDOWN", "l", "VIA", "DEL"][..], "unexpected argument 3 ('DEL')"),
+        (&["RLATCH.DELETE", "l", "VIA"], "'VIA' needs PUBLISH|SPUBLISH"),
+        (&["RLATCH.TRYSETCOUNT", "l", "2", "VIA", "PUBLISH", "x"], "unexpected argument 5 ('x')"),
         (&["RLATCH.TRYSETCOUNT", "l", "VIA", "PUBLISH"], "count must be an integer"),
     ] {
         let refused = query(args).expect_err("refused").to_string();

@@ -334,9 +334,9 @@ fn the_permit_semaphore_commands_take_a_scripts_clock_and_publish_command_last()
         (&["RPSEM.AVAILABLE", "s", "VIA", "PUBLISH"][..], "VIA only with AT now_ms"),
         (&["RPSEM.AVAILABLE", "s", "AT", "-1"], "now_ms must be a non-negative integer"),
         (&["RPSEM.AVAILABLE", "s", "AT", "x"], "now_ms must be an integer"),
-        (&["RPSEM.AVAILABLE", "s", "x"], "after the key, only AT now_ms and VIA PUBLISH|SPUBLISH"),
-        (&["RPSEM.ACQUIRED", "s", "AT", "5", "VIA", "DEL"], "VIA takes PUBLISH or SPUBLISH"),
-        (&["RPSEM.LEASE", "s", "a", "b"], "wrong number of arguments"),
+        (&["RPSEM.AVAILABLE", "s", "x"], "unexpected argument 2 ('x'); syntax: RPSEM.AVAILABLE key [AT now_ms]"),
+        (&["RPSEM.ACQUIRED", "s", "AT", "5", "VIA", "DEL"], "unexpected argument 5 ('DEL')"),
+        (&["RPSEM.LEASE", "s", "a", "b"], "unexpected argument 3 ('b')"),
         (&["RPSEM.UPDATELEASE", "s", "a", "-1", "AT", "5"], "lease end must be a non-negative integer"),
         (&["RPSEM.TRYACQUIRE", "s", "1.5", "a", "AT", "5"], "lease end must be an integer"),
     ] {

@@ -291,14 +291,14 @@ fn the_semaphore_commands_take_via_publish_or_spublish_last() {
     assert_eq!(query(&["RSEM.ADDPERMITS", "s", "-1", "likescript"]), Ok(Value::Nil));
     assert_eq!(query(&["GET", "s"]), Ok(Value::BulkString(b"2.5".to_vec())));
     for (args, error) in [
-        (&["RSEM.RELEASE", "s", "1", "VIA", "DEL"][..], "VIA takes PUBLISH or SPUBLISH"),
-        (&["RSEM.DRAIN", "s", "VIA"], "after the key, only LIKESCRIPT"),
-        (&["RSEM.TRYACQUIRE", "s", "1", "VIA"], "after permits, only LIKESCRIPT"),
-        (&["RSEM.ADDPERMITS", "s", "1", "VIA", "x"], "VIA takes PUBLISH or SPUBLISH"),
+        (&["RSEM.RELEASE", "s", "1", "VIA", "DEL"][..], "unexpected argument 4 ('DEL')"),
+        (&["RSEM.DRAIN", "s", "VIA"], "unexpected argument 2 ('VIA'); syntax: RSEM.DRAIN key [LIKESCRIPT]"),
+        (&["RSEM.TRYACQUIRE", "s", "1", "VIA"], "unexpected argument 3 ('VIA')"),
+        (&["RSEM.ADDPERMITS", "s", "1", "VIA", "x"], "unexpected argument 4 ('x')"),
         (&["RSEM.ADDPERMITS", "s", "1", "LIKESCRIPT", "VIA", "PUBLISH"], "wrong number of arguments"),
-        (&["RSEM.DRAIN", "s", "LIKESCRIPT", "x"], "wrong number of arguments"),
-        (&["RSEM.RELEASE", "s", "1", "VIA"], "after permits, only IFEXISTS"),
-        (&["RSEM.TRYSETPERMITS", "s", "2", "PX", "100", "VIA"], "after permits, only PX ttl_ms"),
+        (&["RSEM.DRAIN", "s", "LIKESCRIPT", "x"], "unexpected argument 3 ('x')"),
+        (&["RSEM.RELEASE", "s", "1", "VIA"], "'VIA' needs PUBLISH|SPUBLISH"),
+        (&["RSEM.TRYSETPERMITS", "s", "2", "PX", "100", "VIA"], "'VIA' needs PUBLISH|SPUBLISH"),
         (&["RSEM.TRYSETPERMITS", "s", "2", "VIA", "PUBLISH", "PX", "100"], "after permits, only PX ttl_ms"),
     ] {
         let refused = query(args).expect_err("refused").to_string();

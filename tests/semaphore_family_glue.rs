@@ -154,12 +154,36 @@ fn bad_input_is_refused_by_name_and_changes_nothing() {
         (&["RSEM.TRYACQUIRE", "sem", "-1"], "ERR permits must be a non-negative integer"),
         (&["RSEM.TRYACQUIRE", "sem", "+1"], "ERR permits must be an integer"),
         (&["RSEM.RELEASE", "sem", "1.5"], "ERR permits must be an integer"),
-        (&["RSEM.RELEASE", "sem", "1", "IFEXIST"], "ERR syntax error: after permits, only IFEXISTS"),
-        (&["RSEM.RELEASE", "sem", "1", "IFEXISTS", "x"], "ERR syntax error: after permits, only IFEXISTS"),
+        (
+            &["RSEM.RELEASE", "sem", "1", "IFEXIST"],
+            concat!(
+                "ERR syntax error: unexpected argument 3 ('IFEXIST')",
+                "; syntax: RSEM.RELEASE key [permits] [IFEXISTS] [VIA PUBLISH|SPUBLISH]"
+            ),
+        ),
+        (
+            &["RSEM.RELEASE", "sem", "1", "IFEXISTS", "x"],
+            concat!(
+                "ERR syntax error: unexpected argument 4 ('x')",
+                "; syntax: RSEM.RELEASE key [permits] [IFEXISTS] [VIA PUBLISH|SPUBLISH]"
+            ),
+        ),
         (&["RSEM.TRYSETPERMITS", "new", "x"], "ERR permits must be an integer"),
-        (&["RSEM.TRYSETPERMITS", "new", "3", "PX"], "ERR syntax error: PX needs ttl_ms"),
+        (
+            &["RSEM.TRYSETPERMITS", "new", "3", "PX"],
+            concat!(
+                "ERR syntax error: 'PX' needs ttl_ms",
+                "; syntax: RSEM.TRYSETPERMITS key permits [PX ttl_ms] [VIA PUBLISH|SPUBLISH]"
+            ),
+        ),
         (&["RSEM.TRYSETPERMITS", "new", "3", "PX", "0"], "ERR ttl_ms must be a positive integer"),
-        (&["RSEM.TRYSETPERMITS", "new", "3", "EX", "5"], "ERR syntax error: after permits, only PX ttl_ms"),
+        (
+            &["RSEM.TRYSETPERMITS", "new", "3", "EX", "5"],
+            concat!(
+                "ERR syntax error: unexpected argument 3 ('EX')",
+                "; syntax: RSEM.TRYSETPERMITS key permits [PX ttl_ms] [VIA PUBLISH|SPUBLISH]"
+            ),
+        ),
         (&["RSEM.ADDPERMITS", "sem", "1e3"], "ERR delta must be an integer"),
         (&["RSEM.ADDPERMITS", "full", "1"], "ERR the counter at 'full' would overflow"),
         (&["RSEM.RELEASE", "full"], "ERR the counter at 'full' would overflow"),

@@ -325,7 +325,21 @@ pub const REQUEST: Arg = Arg::block(
     ],
 );
 /// `[VIA PUBLISH|SPUBLISH]`
-pub const VIA: Arg = Arg { name: c"publisher", kind: ArgKind::String, optional: true, token: Some(c"VIA") };
+pub const VIA: Arg = Arg {
+    name: c"publisher",
+    kind: ArgKind::OneOf(&[Arg::keyword(c"publish", c"PUBLISH"), Arg::keyword(c"spublish", c"SPUBLISH")]),
+    optional: true,
+    token: Some(c"VIA"),
+};
+/// `[VIA PUBLISH|SPUBLISH|NONE]`: a lock's release (see [`take_release_via`]).
+pub const RELEASE_VIA: Arg = Arg {
+    kind: ArgKind::OneOf(&[
+        Arg::keyword(c"publish", c"PUBLISH"),
+        Arg::keyword(c"spublish", c"SPUBLISH"),
+        Arg::keyword(c"none", c"NONE"),
+    ]),
+    ..VIA
+};
 /// `[CHANNEL channel]`, last (see [`take_channel`])
 pub const CHANNEL: Arg = Arg { name: c"channel", kind: ArgKind::String, optional: true, token: Some(c"CHANNEL") };
 /// `[REPLY FULL]`

@@ -4,6 +4,7 @@
 //! COMMAND DOCS gives redis-cli its argument hints.
 
 use crate::api::api;
+pub use crate::grammar::{Arg, ArgKind, Grammar, Keys};
 use redis_module::{raw, Context};
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -16,6 +17,8 @@ pub struct CommandInfo {
     pub summary: &'static CStr,
     /// Redis arity, counting the command name; negative means "at least".
     pub arity: i32,
+    /// COMMAND DOCS' complexity, N named (`O(N) where N is ...`).
+    pub complexity: &'static CStr,
     /// `REDISMODULE_CMD_KEY_*` flags of the lock key; [`KEYLESS`] for a
     /// command that declares no key.
     pub key_flags: u32,
@@ -23,38 +26,11 @@ pub struct CommandInfo {
     pub args: &'static [Arg],
 }
 
-pub struct Arg {
-    pub name: &'static CStr,
-    pub kind: ArgKind,
-    pub optional: bool,
-    /// The keyword before the value (`ID request_id`), if any.
-    pub token: Option<&'static CStr>,
-}
-
-pub enum ArgKind {
-    /// The lock key (the only key, key spec 0).
-    Key,
-    String,
-    Integer,
-    /// A keyword alone (`IFEXISTS`): its token is the argument.
-    PureToken,
-    /// Arguments that come together, e.g. `[ID request_id [PX latch_ms]]`.
-    Block(&'static [Arg]),
-    /// Arguments that come together, once or more (`key owner [key owner ...]`).
-    Repeated(&'static [Arg]),
-}
-
-/// Where a command's keys are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keys {
-    /// One key, argument 1 (or none: [`KEYLESS`]), before the `args`.
-    First,
-    /// `arg key owner [key owner ...]`: every second argument from 2 on,
-    /// each under the `key_flags`; the `args` name them all.
-    Pairs,
-    /// `numkeys key [key ...] args...`, as EVAL's: argument 1 counts the
-    /// keys that follow, each under the `key_flags`.
-    Numbered,
+impl CommandInfo {
+    /// What its syntax line and syntax errors are read from.
+    pub fn grammar(&self, keys: Keys) -> Grammar<'_> {
+        Grammar { name: self.name, keys, keyless: self.key_flags == KEYLESS, args: self.args }
+    }
 }
 
 impl Keys {
@@ -69,19 +45,11 @@ impl Keys {
     }
 }
 
-impl Arg {
-    /// An optional block of arguments that come together.
-    pub const fn block(name: &'static CStr, parts: &'static [Arg]) -> Self {
-        Self { name, kind: ArgKind::Block(parts), optional: true, token: None }
-    }
-}
-
 /// The `key_flags` of a command without a key (one that reads the
 /// server's own state, and checks the caller's ACL itself).
 pub const KEYLESS: u32 = 0;
 
 const SINCE: &CStr = c"0.1.0";
-const COMPLEXITY: &CStr = c"O(1)";
 
 /// Sets the info of a command registered under `info.name`.
 pub fn set(ctx: &Context, info: &CommandInfo, keys: Keys) -> Result<(), String> {
@@ -93,20 +61,9 @@ pub fn set(ctx: &Context, info: &CommandInfo, keys: Keys) -> Result<(), String> 
     // Both arrays end with an all-zero entry. Redis copies everything.
     let mut key_specs = [key_spec(info.key_flags, keys), unsafe { std::mem::zeroed() }];
     let keyless = info.key_flags == KEYLESS;
-    let key = Arg { name: c"key", kind: ArgKind::Key, optional: false, token: None };
-    let numkeys = Arg { name: c"numkeys", kind: ArgKind::Integer, optional: false, token: None };
-    let leading: &[&Arg] = match keys {
-        _ if keyless => &[],
-        Keys::First => &[&key],
-        Keys::Numbered => &[&numkeys, &key],
-        Keys::Pairs => &[],
-    };
     let mut arrays = Vec::new();
-    let args = arguments(leading.iter().copied().chain(info.args), &mut arrays);
-    if keys == Keys::Numbered {
-        // The key argument (after numkeys) is repeated.
-        unsafe { (*args.add(1)).flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int };
-    }
+    let grammar = info.grammar(keys);
+    let args = arguments(grammar.all_args(), &mut arrays);
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -116,7 +73,7 @@ pub fn set(ctx: &Context, info: &CommandInfo, keys: Keys) -> Result<(), String> 
     let command_info = raw::RedisModuleCommandInfo {
         version: &version,
         summary: info.summary.as_ptr(),
-        complexity: COMPLEXITY.as_ptr(),
+        complexity: info.complexity.as_ptr(),
         since: SINCE.as_ptr(),
         history: ptr::null_mut(),
         tips: ptr::null(),
@@ -164,8 +121,13 @@ fn arguments<'a>(
         .map(|arg| {
             let mut raw_arg: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
             raw_arg.name = arg.name.as_ptr();
-            raw_arg.key_spec_index = if matches!(arg.kind, ArgKind::Key) { 0 } else { -1 };
-            raw_arg.type_ = match arg.kind {
+            let (kind, multiple) = match arg.kind {
+                ArgKind::Multiple(kind) => (kind, true),
+                ArgKind::Repeated(_) => (&arg.kind, true),
+                _ => (&arg.kind, false),
+            };
+            raw_arg.key_spec_index = if matches!(kind, ArgKind::Key) { 0 } else { -1 };
+            raw_arg.type_ = match kind {
                 ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
                 ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
                 ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
@@ -174,10 +136,16 @@ fn arguments<'a>(
                     raw_arg.subargs = arguments(subargs.iter(), arrays);
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK
                 }
+                ArgKind::OneOf(choices) => {
+                    raw_arg.subargs = arguments(choices.iter(), arrays);
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF
+                }
+                // A multiple of a multiple says nothing more.
+                ArgKind::Multiple(_) => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
             };
             raw_arg.token = arg.token.map_or(ptr::null(), CStr::as_ptr);
             raw_arg.flags = if arg.optional { raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int } else { 0 };
-            if matches!(arg.kind, ArgKind::Repeated(_)) {
+            if multiple {
                 raw_arg.flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
             }
             raw_arg

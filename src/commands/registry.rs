@@ -8,6 +8,8 @@
 use super::args::{self, Args};
 use super::info::{self, CommandInfo};
 use crate::api::api;
+use crate::error::LockError;
+use crate::grammar;
 use linkme::distributed_slice;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString};
 use std::ffi::CStr;
@@ -82,10 +84,44 @@ pub fn run(
         return raw::REDISMODULE_OK as c_int;
     }
     let context = Context::new(ctx);
-    let args = decode_args(ctx, argv, argc);
-    let reply = catch_unwind(AssertUnwindSafe(|| handler(&context, args)))
-        .unwrap_or_else(|_| Err(RedisError::Str("ERR rlock internal error: the command was aborted")));
+    let words = |argv: &[*mut raw::RedisModuleString]| -> Vec<&[u8]> {
+        argv.iter().map(|&arg| RedisString::string_as_slice(arg)).collect()
+    };
+    let given = raw_args(argv, argc);
+    let grammar = command.info.grammar(command.keys);
+    let reply = if names_empty_owner(&grammar, |at| RedisString::string_as_slice(given[at]), given.len()) {
+        Err(LockError::OwnerEmpty.into())
+    } else {
+        let args = decode_args(ctx, argv, argc);
+        catch_unwind(AssertUnwindSafe(|| handler(&context, args)))
+            .unwrap_or_else(|_| Err(RedisError::Str("ERR rlock internal error: the command was aborted")))
+            .map_err(|err| grammar::explain(err, &grammar, &words(given)))
+    };
     context.reply(reply) as c_int
+}
+
+/// Whether a call of `grammar` of `argc` arguments (`arg` reads one) names
+/// an empty owner, which every command refuses: no holder is told apart
+/// by it.
+fn names_empty_owner<'a>(grammar: &grammar::Grammar, arg: impl Fn(usize) -> &'a [u8], argc: usize) -> bool {
+    grammar::owner_positions(grammar, argc).any(|at| arg(at).is_empty())
+}
+
+/// Whether the native call `argv` (a Redisson script's, rewritten) would
+/// be refused for an empty owner, which the script takes: such a call
+/// stays with Lua, as it would without the module.
+pub fn refuses_empty_owner(argv: &[&[u8]]) -> bool {
+    let Some(name) = argv.first() else { return false };
+    let command = COMMANDS.iter().find(|command| command.info.name.to_bytes().eq_ignore_ascii_case(name));
+    command.is_some_and(|command| names_empty_owner(&command.info.grammar(command.keys), |at| argv[at], argv.len()))
+}
+
+/// The call's arguments, the command's name first.
+fn raw_args<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [*mut raw::RedisModuleString] {
+    if argv.is_null() {
+        return &[];
+    }
+    unsafe { slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) }
 }
 
 /// Declares a trailing `CHANNEL channel` after the command's `fixed`

@@ -74,6 +74,7 @@ command!(
         name: c"rlock.inspect",
         summary: c"Describes a lock-family key: kind, ttl_ms, holders (owner, holds, lease_ms, side), the kind's token, queue, mode, permits or count, and the waiters blocked on it.",
         arity: 2,
+        complexity: c"O(N) where N is the number of the lock's holders and waiters",
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[],
     },

@@ -1,5 +1,5 @@
 use super::inspect;
-use crate::commands::args::{is_keyword, Args};
+use crate::commands::args::{is_keyword, parse_integer, Args};
 use crate::commands::info::{Arg, ArgKind, CommandInfo, KEYLESS};
 use crate::commands::registry::command;
 use crate::commands::reply::fields;
@@ -40,8 +40,7 @@ fn list(ctx: &Context, args: Args) -> RedisResult {
         match () {
             _ if is_keyword(&option, b"MATCH") => scan.extend([option, value]),
             _ if is_keyword(&option, b"COUNT") => {
-                let count = std::str::from_utf8(value.as_slice()).ok().and_then(|text| text.parse::<i64>().ok());
-                if count.is_none_or(|count| count <= 0) {
+                if !parse_integer(&value, "count").is_ok_and(|count| count > 0) {
                     return Err(RedisError::from(LockError::Syntax("COUNT must be a positive integer")));
                 }
                 scan.extend([option, value]);
@@ -134,12 +133,25 @@ command!(
         name: c"rlock.list",
         summary: c"One SCAN step over the keys holding lock-family state that the caller may read: the next cursor, and each key's kind, holders and ttl_ms.",
         arity: -2,
+        complexity: c"O(N) where N is the number of keys the SCAN step visits (COUNT)",
         key_flags: KEYLESS,
         args: &[
             Arg { name: c"cursor", kind: ArgKind::String, optional: false, token: None },
             Arg { name: c"pattern", kind: ArgKind::String, optional: true, token: Some(c"MATCH") },
-            Arg { name: c"count", kind: ArgKind::String, optional: true, token: Some(c"COUNT") },
-            Arg { name: c"kind", kind: ArgKind::String, optional: true, token: Some(c"TYPE") },
+            Arg { name: c"count", kind: ArgKind::Integer, optional: true, token: Some(c"COUNT") },
+            Arg {
+                name: c"kind",
+                kind: ArgKind::OneOf(&[
+                    Arg::keyword(c"lock", c"lock"),
+                    Arg::keyword(c"fair", c"fair"),
+                    Arg::keyword(c"read-write", c"read-write"),
+                    Arg::keyword(c"fenced", c"fenced"),
+                    Arg::keyword(c"permit-semaphore", c"permit-semaphore"),
+                    Arg::keyword(c"counter", c"counter"),
+                ]),
+                optional: true,
+                token: Some(c"TYPE"),
+            },
         ],
     },
 );

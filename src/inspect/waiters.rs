@@ -63,6 +63,7 @@ command!(
         name: c"rlock.waiters",
         summary: c"Lists the callers blocked on this server (RLOCK.ACQUIRE WAIT, RFAIR.ACQUIRE BLOCK) on the keys the caller may read, or on key: db, key, kind, owner, client_id, waited_ms, wait_left_ms.",
         arity: -1,
+        complexity: c"O(N) where N is the number of blocked callers listed",
         key_flags: KEYLESS,
         args: &[Arg { name: c"key", kind: ArgKind::String, optional: true, token: None }],
     },

@@ -230,7 +230,7 @@ impl PermitSemaphore {
             return Ok(());
         }
         let by = parse_hold_count(&(self.lua_number)(permits as f64 - maximum))
-            .map_err(|_| LockError::ArgumentNotInteger("increment"))?;
+            .map_err(|_| LockError::PermitsChangeNotInteger)?;
         let count = keys.read_counter(&self.name)?.unwrap_or(0);
         keys.incr_by(&self.name, by, self.add(count, by)?)?;
         keys.publish(&self.channel, message.as_bytes())

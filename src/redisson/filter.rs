@@ -17,6 +17,8 @@
 //!   found by address, never copied) or shared keyword strings retained,
 //!   and belong to Redis from then on. A place whose string stays is not
 //!   replaced.
+//! - A call whose native form names an empty owner stays with Lua: the
+//!   native commands refuse one, the scripts take it.
 //! - Where the filter can learn its caller (`CommandFilterGetClientId`:
 //!   Valkey 8, Redis 7.2+), a call is rewritten only when the caller's
 //!   user may run both the script and the native command, and publish on
@@ -27,6 +29,7 @@
 use super::keywords::Keywords;
 use super::scripts::{identify, rewrite, Rewrite, Server};
 use crate::api::api;
+use crate::commands::registry;
 use crate::{config, stats, store};
 use redis_module::{raw, Context};
 use smallvec::SmallVec;
@@ -118,6 +121,9 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         (0..argc).map(|i| bytes(api!(RedisModule_CommandFilterArgGet)(fctx, i))).collect();
     let server = Server { cluster: store::cluster_mode() };
     let Some(Rewrite { argv, channel }) = rewrite(known, &args, server) else { return };
+    if registry::refuses_empty_owner(&argv.iter().collect::<SmallVec<[&[u8]; 16]>>()) {
+        return;
+    }
     // Every string of the native call is held (retained or made) before
     // any place is replaced: a place's old string may be needed later on.
     let mut strings: SmallVec<[*mut raw::RedisModuleString; 16]> = SmallVec::new();

@@ -149,6 +149,8 @@ fn renew_owners_sets_the_holders_holds_then_the_hash() {
     assert_eq!(like_script().renew_owners(&mut keys, plan, NOW + 30_000), Ok(false));
     let refused = like_script().check_owners(&mut keys, &[b"mode"]).err();
     assert_eq!(refused, Some(LockError::OwnerReserved));
+    let refused = like_script().check_owners(&mut keys, &[b"c", b""]).err();
+    assert_eq!(refused, Some(LockError::OwnerEmpty), "RRW.RENEWREADS's owners");
 }
 
 /// The read acquire before 3.11.1: a re-entry sets the hash's TTL to the

@@ -82,9 +82,14 @@ pub struct ReadWriteLock<'a> {
 /// script can be killed when it runs too long; a command cannot).
 pub const MAX_READ_HOLDS: i64 = 10_000;
 
-/// Refuses an owner whose field would be the lock's `mode`, or look like
-/// another owner's write hold.
+/// Refuses an empty owner (as every command does: it tells no holder
+/// apart; `RRW.RENEWREADS`'s counted groups are checked here), and one
+/// whose field would be the lock's `mode`, or look like another owner's
+/// write hold. The filter leaves a script call naming one to Lua.
 fn check_owner(owner: &[u8]) -> Result<()> {
+    if owner.is_empty() {
+        return Err(LockError::OwnerEmpty);
+    }
     if owner == b"mode" || is_write_field(owner) {
         return Err(LockError::OwnerReserved);
     }

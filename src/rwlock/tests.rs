@@ -303,7 +303,7 @@ fn a_latched_release_replays_its_reply_and_changes_nothing() {
 fn what_is_not_a_read_write_lock_is_refused_before_any_write() {
     let many = MAX_READ_HOLDS.to_string();
     let almost = (MAX_READ_HOLDS - 1).to_string();
-    let cases: [(&str, Vec<_>, &str, Side, LockError); 8] = [
+    let cases: [(&str, Vec<_>, &str, Side, LockError); 9] = [
         (
             "a count that is not an integer",
             vec![hash(&[("mode", "read"), ("x", "abc")], NOW + 1)],
@@ -328,6 +328,7 @@ fn what_is_not_a_read_write_lock_is_refused_before_any_write() {
         ("a key of another type", vec![("rw", Keys::string("1"), None)], "a", Side::Write, LockError::WrongType),
         ("owner `mode` would overwrite the mode", vec![], "mode", Side::Read, LockError::OwnerReserved),
         ("an owner ending in :write looks like a write hold", vec![], "b:write", Side::Read, LockError::OwnerReserved),
+        ("an empty owner tells no holder apart", vec![], "", Side::Write, LockError::OwnerEmpty),
         (
             "one read hold past the limit",
             vec![hash(&[("mode", "read"), ("x", &almost), ("a", "1")], NOW + 1)],

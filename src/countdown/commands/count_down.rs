@@ -27,6 +27,7 @@ command!(
         name: c"rlatch.countdown",
         summary: c"Counts the latch down by one; at 0 deletes it and publishes 0 (open); replies nil.",
         arity: -2,
+        complexity: c"O(1)",
         // Updates or deletes: no single logical-operation flag applies.
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[VIA, CHANNEL],

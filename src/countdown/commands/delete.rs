@@ -27,6 +27,7 @@ command!(
         name: c"rlatch.delete",
         summary: c"Deletes the count-down latch and publishes 0 (open); replies 1, or 0 when there was none.",
         arity: -2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         args: &[VIA, CHANNEL],
     },

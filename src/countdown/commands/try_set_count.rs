@@ -29,6 +29,7 @@ command!(
         name: c"rlatch.trysetcount",
         summary: c"Sets a count-down latch that does not exist yet and publishes 1; replies 1, else 0.",
         arity: -3,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT,
         args: &[Arg { name: c"count", kind: ArgKind::Integer, optional: false, token: None }, VIA, CHANNEL],
     },

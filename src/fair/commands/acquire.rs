@@ -193,8 +193,9 @@ command!(
         name: c"rfair.acquire",
         summary: c"Takes the fair lock or re-enters it (nil); else 1, or with WAIT queues the caller and replies a wait hint in ms, or with BLOCK waits for its turn on the server. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -3,
+        complexity: c"O(N) where N is the number of callers queued on the fair lock",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, WAIT_MS, BLOCK_MS, REDISSON, SHIFT_MS, REQUEST, REPLY_FULL],
+        args: &[OWNER, LEASE_MS, WAIT_OR_SHIFT, REQUEST, REPLY_FULL],
     },
 );
 
@@ -205,4 +206,20 @@ const SHIFT_MS: Arg = Arg { name: c"shift_ms", kind: ArgKind::Integer, optional:
 const BLOCK_MS: Arg = Arg { name: c"block_ms", kind: ArgKind::Integer, optional: true, token: Some(c"BLOCK") };
 
 /// `[REDISSON PTTL|AHEAD]`, after `WAIT wait_ms [BLOCK block_ms]`.
-const REDISSON: Arg = Arg { name: c"asked_again", kind: ArgKind::String, optional: true, token: Some(c"REDISSON") };
+const REDISSON: Arg = Arg {
+    name: c"asked_again",
+    kind: ArgKind::OneOf(&[Arg::keyword(c"pttl", c"PTTL"), Arg::keyword(c"ahead", c"AHEAD")]),
+    optional: true,
+    token: Some(c"REDISSON"),
+};
+
+/// `[WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD]|SHIFT shift_ms]`
+const WAIT_OR_SHIFT: Arg = Arg {
+    name: c"wait",
+    kind: ArgKind::OneOf(&[
+        Arg { optional: false, ..Arg::block(c"wait", &[Arg { optional: false, ..WAIT_MS }, BLOCK_MS, REDISSON]) },
+        Arg { optional: false, ..SHIFT_MS },
+    ]),
+    optional: true,
+    token: None,
+};

@@ -82,6 +82,7 @@ command!(
         name: c"rfair.cancel",
         summary: c"Takes owner out of the fair lock's queue (Redisson's give-up); replies nil. OR other: the queue may be other's, told apart by the state.",
         arity: -3,
+        complexity: c"O(N) where N is the number of callers queued on the fair lock",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[OWNER, WAIT_MS, Arg { name: c"other", kind: ArgKind::String, optional: true, token: Some(c"OR") }],
     },

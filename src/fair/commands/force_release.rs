@@ -29,6 +29,7 @@ command!(
         summary:
             c"Deletes the fair lock whoever holds it and wakes the head waiter; replies 1, or 0 when there was none.",
         arity: 2,
+        complexity: c"O(N) where N is the number of callers queued on the fair lock",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         args: &[],
     },

@@ -37,6 +37,7 @@ command!(
         name: c"rfair.release",
         summary: c"Releases one hold of owner and wakes the head waiter; replies 1 when released, 0 when still held, nil when not held.",
         arity: -3,
+        complexity: c"O(N) where N is the number of callers queued on the fair lock",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         args: &[OWNER, LEASE_MS, LATCH],
     },

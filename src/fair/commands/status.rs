@@ -39,6 +39,7 @@ command!(
         summary:
             c"Reports locked, ttl_ms, holders, owner's held and hold_count, queued waiters and owner's queue position.",
         arity: -2,
+        complexity: c"O(N) where N is the number of callers queued on the fair lock",
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[Arg { name: c"owner", kind: ArgKind::String, optional: true, token: None }],
     },

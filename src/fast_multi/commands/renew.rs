@@ -42,6 +42,7 @@ command!(
         name: c"rfastmulti.renew",
         summary: c"Renews every hold of the owner in a fast multi-lock; replies 1, or 0 when one of the fields is not the owner's.",
         arity: -6,
+        complexity: c"O(N) where N is the number of fields named",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             OWNER,

@@ -106,13 +106,19 @@ command!(
         name: c"rfenced.acquire",
         summary: c"Takes or re-enters the fenced lock with the next token: [-1, token]; else [holder's PTTL, -1]. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms, waited_ms and token.",
         arity: -3,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             OWNER,
             LEASE_MS,
             REQUEST,
             REPLY_FULL,
-            Arg { name: c"reply", kind: ArgKind::String, optional: true, token: Some(c"LIKESCRIPT") },
+            Arg {
+                name: c"reply",
+                kind: ArgKind::OneOf(&[Arg::keyword(c"token", c"TOKEN"), Arg::keyword(c"lock", c"LOCK")]),
+                optional: true,
+                token: Some(c"LIKESCRIPT"),
+            },
         ],
     },
 );

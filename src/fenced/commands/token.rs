@@ -21,6 +21,7 @@ command!(
         name: c"rfenced.token",
         summary: c"Replies the last fencing token given for the lock (0 when none).",
         arity: 2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[],
     },

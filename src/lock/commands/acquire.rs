@@ -133,6 +133,7 @@ command!(
         name: c"rlock.acquire",
         summary: c"Takes the lock for owner, or re-enters it (nil); else the holder's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. NOREENTRY refuses the owner's re-entry with an error; ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -3,
+        complexity: c"O(1); with WAIT, O(N) where N is the number of waits the deadlock check follows",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[OWNER, LEASE_MS, NO_REENTRY_ARG, WAIT_MS, REQUEST, REPLY_FULL],
     },

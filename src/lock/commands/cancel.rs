@@ -23,6 +23,7 @@ command!(
         name: c"rlock.cancel",
         summary: c"Ends the blocked RLOCK.ACQUIRE ... WAIT ... ID request_id of owner while it waits; replies 1, or 0 when none waits.",
         arity: 4,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[OWNER, REQUEST_ID],
     },

@@ -1,4 +1,4 @@
-use crate::commands::args::{take_release_via, Args, VIA};
+use crate::commands::args::{take_release_via, Args, RELEASE_VIA};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::handoff::blocking;
@@ -42,7 +42,8 @@ command!(
         name: c"rlock.forcerelease",
         summary: c"Deletes the lock whoever holds it; replies 1, or 0 when there was none.",
         arity: -2,
+        complexity: c"O(N) where N is the number of the lock's holders (fields deleted)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[VIA],
+        args: &[RELEASE_VIA],
     },
 );

@@ -1,4 +1,6 @@
-use crate::commands::args::{parse_latch, parse_optional_lease, take_release_via, Args, LATCH, LEASE_MS, OWNER, VIA};
+use crate::commands::args::{
+    parse_latch, parse_optional_lease, take_release_via, Args, LATCH, LEASE_MS, OWNER, RELEASE_VIA,
+};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply;
@@ -64,7 +66,8 @@ command!(
         name: c"rlock.release",
         summary: c"Releases one hold of owner; replies 1 when released, 0 when still held, nil when not held.",
         arity: -3,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[OWNER, LEASE_MS, LATCH, VIA],
+        args: &[OWNER, LEASE_MS, LATCH, RELEASE_VIA],
     },
 );

@@ -27,6 +27,7 @@ command!(
         name: c"rlock.renew",
         summary: c"Resets the lease when owner holds the lock; replies 1, or 0 when it does not.",
         arity: -3,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[OWNER, LEASE_MS],
     },

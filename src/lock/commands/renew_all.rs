@@ -45,6 +45,7 @@ command!(
         name: c"rlock.renewall",
         summary: c"Resets the lease of each lock its owner holds; replies 1 or 0 per lock, in order.",
         arity: -4,
+        complexity: c"O(N) where N is the number of locks named",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[REQUIRED_LEASE_MS, LOCK_OWNERS],
     },

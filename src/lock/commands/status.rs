@@ -35,6 +35,7 @@ command!(
         name: c"rlock.status",
         summary: c"Reports locked, ttl_ms, holders, and owner's held and hold_count.",
         arity: -2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[Arg { name: c"owner", kind: ArgKind::String, optional: true, token: None }],
     },

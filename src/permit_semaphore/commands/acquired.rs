@@ -28,6 +28,8 @@ command!(
         name: c"rpsem.acquired",
         summary: c"Reclaims the expired permits, then replies how many permits are taken.",
         arity: -2,
+        complexity:
+            c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
         args: &[AT, VIA],
     },

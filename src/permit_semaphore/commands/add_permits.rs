@@ -35,6 +35,7 @@ command!(
         name: c"rpsem.addpermits",
         summary: c"Adds delta (may be negative) to the available permits, keeping the TTL, and publishes delta when positive; nil.",
         arity: -3,
+        complexity: c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
         args: &[Arg { name: c"delta", kind: ArgKind::Integer, optional: false, token: None }, VIA],
     },

@@ -33,6 +33,8 @@ command!(
         summary:
             c"Reclaims the expired permits, then replies the available permits (0 when the semaphore does not exist).",
         arity: -2,
+        complexity:
+            c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
         args: &[AT, VIA],
     },

@@ -29,6 +29,8 @@ command!(
         name: c"rpsem.lease",
         summary: c"Replies the milliseconds left on a held permit, -1 when it never expires, 0 when it is not held.",
         arity: -3,
+        complexity:
+            c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
         args: &[ID, AT, VIA],
     },

@@ -22,8 +22,10 @@ use redis_module::{raw, RedisString};
 
 /// `lease_ms`, or `-1` for a permit that never expires.
 use crate::commands::args::REQUIRED_LEASE_MS as LEASE;
-/// One permit id; the commands taking several say so in their summary.
+/// One permit id.
 const ID: Arg = Arg { name: c"id", kind: ArgKind::String, optional: false, token: None };
+/// `id [id ...]`: one permit per id.
+const IDS: Arg = Arg { kind: ArgKind::Multiple(&ArgKind::String), ..ID };
 /// Each command may reclaim expired permits: a read-write update.
 const KEY_FLAGS: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE;
 

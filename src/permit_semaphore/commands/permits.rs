@@ -28,6 +28,8 @@ command!(
         name: c"rpsem.permits",
         summary: c"Reclaims the expired permits, then replies the permits in all: available plus taken.",
         arity: -2,
+        complexity:
+            c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
         args: &[AT, VIA],
     },

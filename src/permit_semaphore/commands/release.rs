@@ -1,4 +1,4 @@
-use super::{ids, script_clock, AT, ID, KEY_FLAGS};
+use super::{ids, script_clock, AT, IDS, KEY_FLAGS};
 use crate::commands::args::{is_keyword, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
@@ -40,8 +40,12 @@ fn release(ctx: &Context, args: Args) -> RedisResult {
 }
 
 /// `[ALL|ANY]`: with `AT`, Redisson's release(ids) texts.
-const ALL: Arg = Arg { name: c"all", kind: ArgKind::PureToken, optional: true, token: Some(c"ALL") };
-const ANY: Arg = Arg { name: c"any", kind: ArgKind::PureToken, optional: true, token: Some(c"ANY") };
+const ALL_OR_ANY: Arg = Arg {
+    name: c"together",
+    kind: ArgKind::OneOf(&[Arg::keyword(c"all", c"ALL"), Arg::keyword(c"any", c"ANY")]),
+    optional: true,
+    token: None,
+};
 
 command!(
     release,
@@ -50,7 +54,8 @@ command!(
         name: c"rpsem.release",
         summary: c"Returns permits (id [id ...]) and publishes (one id: the new count if positive; several: how many): one id: 1, 0 not held, -1 its lease had run out (returned now); several: all or none, how many, else 0.",
         arity: -3,
+        complexity: c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed, plus the ids given",
         key_flags: KEY_FLAGS,
-        args: &[ID, ALL, ANY, AT, VIA],
+        args: &[IDS, ALL_OR_ANY, AT, VIA],
     },
 );

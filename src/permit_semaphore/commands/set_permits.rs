@@ -6,7 +6,7 @@ use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{lua_number_text, now_ms, RedisKeyspace, Via};
 use redis_module::{Context, NextArg, RedisResult, RedisValue};
 
-/// `RPSEM.SETPERMITS key permits [ALWAYS] [VIA PUBLISH|SPUBLISH]`:
+/// `RPSEM.SETPERMITS key permits [[ALWAYS] VIA PUBLISH|SPUBLISH]`:
 /// available plus taken becomes `permits` (the available count may go
 /// negative), published; nil. With `VIA` it is Redisson's script (a
 /// rewritten call): no reclaim, the count read as Lua's `tonumber`,
@@ -39,11 +39,18 @@ command!(
         name: c"rpsem.setpermits",
         summary: c"Makes the permits in all (available plus taken) this many and publishes it; nil.",
         arity: -3,
+        complexity:
+            c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
         args: &[
             Arg { name: c"permits", kind: ArgKind::Integer, optional: false, token: None },
-            Arg { name: c"always", kind: ArgKind::PureToken, optional: true, token: Some(c"ALWAYS") },
-            VIA,
+            Arg::block(
+                c"script",
+                &[
+                    Arg { name: c"always", kind: ArgKind::PureToken, optional: true, token: Some(c"ALWAYS") },
+                    Arg { optional: false, ..VIA },
+                ],
+            ),
         ],
     },
 );

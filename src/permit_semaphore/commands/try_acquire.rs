@@ -1,4 +1,4 @@
-use super::{ids, script_clock, AT, ID, KEY_FLAGS, LEASE};
+use super::{ids, script_clock, AT, IDS, KEY_FLAGS, LEASE};
 use crate::commands::args::{is_keyword, parse_non_negative, Args, VIA};
 use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
@@ -51,10 +51,11 @@ command!(
         name: c"rpsem.tryacquire",
         summary: c"Takes one permit per id (id [id ...]), held for lease_ms or until released (-1), when that many are available: OK; else ':<unix ms>' of the earliest expiry, or nil.",
         arity: -4,
+        complexity: c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed, plus the ids given",
         key_flags: KEY_FLAGS,
         args: &[
             LEASE,
-            ID,
+            IDS,
             Arg { name: c"replyid", kind: ArgKind::PureToken, optional: true, token: Some(c"REPLYID") },
             AT,
             VIA,

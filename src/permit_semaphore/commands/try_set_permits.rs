@@ -29,6 +29,7 @@ command!(
         name: c"rpsem.trysetpermits",
         summary: c"Sets the permits of a semaphore that does not exist yet, with an optional TTL, and publishes them; 1, else 0.",
         arity: -3,
+        complexity: c"O(1)",
         key_flags: KEY_FLAGS,
         args: &[
             Arg { name: c"permits", kind: ArgKind::Integer, optional: false, token: None },

@@ -33,6 +33,8 @@ command!(
         name: c"rpsem.updatelease",
         summary: c"Starts a held permit's lease again from now (-1: never expires): 1, or 0 when it is not held.",
         arity: -4,
+        complexity:
+            c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
         args: &[ID, LEASE, AT, VIA],
     },

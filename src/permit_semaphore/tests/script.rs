@@ -108,7 +108,7 @@ fn set_permits_sets_a_missing_count_or_adds_the_difference_as_lua_writes_it() {
     assert_eq!(expirable.set_permits_like_script(&mut keys, 6, true), Ok(()));
     assert_eq!(keys.effects, ["INCRBY s 0", "PUBLISH redisson_sc:{s} 6"], "the older text: INCRBY 0");
     let cases: [(&str, Result<()>); 3] = [
-        ("1.5", Err(LockError::ArgumentNotInteger("increment"))),
+        ("1.5", Err(LockError::PermitsChangeNotInteger)),
         ("2e0", Err(LockError::StoredNotInteger(b"s".to_vec()))),
         ("five", Err(LockError::StoredNotInteger(b"s".to_vec()))),
     ];

@@ -141,6 +141,7 @@ command!(
         name: c"rrw.acquire",
         summary: c"Takes the read or write side for owner, or re-enters it; replies nil when taken, else the lock's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms. LIKESCRIPT: a write re-entry adds the lease to the PTTL, a read one sets it, as Redisson's scripts.",
         arity: -4,
+        complexity: c"O(N) where N is the number of the lock's holders (its hash is read whole); with WAIT, plus the waits the deadlock check follows",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             OWNER,

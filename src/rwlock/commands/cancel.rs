@@ -21,6 +21,7 @@ command!(
         name: c"rrw.cancel",
         summary: c"Ends the blocked RRW.ACQUIRE ... WAIT ... ID request_id of owner while it waits; replies 1, or 0 when none waits.",
         arity: 4,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[OWNER, REQUEST_ID],
     },

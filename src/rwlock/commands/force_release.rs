@@ -1,6 +1,6 @@
 use super::parse_side;
 use crate::commands::args::{take_via, Args, VIA};
-use crate::commands::info::{Arg, ArgKind, CommandInfo};
+use crate::commands::info::{Arg, CommandInfo};
 use crate::commands::registry::command;
 use crate::rwlock::ReadWriteLock;
 use crate::store::RedisKeyspace;
@@ -29,7 +29,8 @@ command!(
         summary:
             c"Deletes the read-write lock whoever holds it (only when held that way, given a mode); replies 1, or 0.",
         arity: -2,
+        complexity: c"O(N) where N is the number of the lock's holders (each read hold's timeout key is deleted)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[Arg { name: c"mode", kind: ArgKind::String, optional: true, token: None }, VIA],
+        args: &[Arg { optional: true, ..super::MODE }, VIA],
     },
 );

@@ -29,7 +29,12 @@ fn parse_side(arg: &RedisString) -> Result<Side, LockError> {
     }
 }
 
-const MODE: Arg = Arg { name: c"mode", kind: ArgKind::String, optional: false, token: None };
+const MODE: Arg = Arg {
+    name: c"mode",
+    kind: ArgKind::OneOf(&[Arg::keyword(c"read", c"READ"), Arg::keyword(c"write", c"WRITE")]),
+    optional: false,
+    token: None,
+};
 
 /// Takes a trailing `LIKESCRIPT` off `args` when they are at least `min`
 /// (the command's name included).

@@ -24,6 +24,7 @@ command!(
         name: c"rrw.readlocked",
         summary: c"Replies 1 when the lock is read-locked as Redisson's RReadLock.isLocked sees it (mode read, or write beside the writer's reads), else 0.",
         arity: 2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[],
     },

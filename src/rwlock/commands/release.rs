@@ -52,7 +52,12 @@ fn take_missing_reply(args: &mut Args) -> Result<RedisValue, LockError> {
 }
 
 /// `[MISSING NIL|1]`
-const MISSING: Arg = Arg { name: c"missing_reply", kind: ArgKind::String, optional: true, token: Some(c"MISSING") };
+const MISSING: Arg = Arg {
+    name: c"missing_reply",
+    kind: ArgKind::OneOf(&[Arg::keyword(c"nil", c"NIL"), Arg::keyword(c"one", c"1")]),
+    optional: true,
+    token: Some(c"MISSING"),
+};
 
 command!(
     release,
@@ -61,6 +66,7 @@ command!(
         name: c"rrw.release",
         summary: c"Releases one read or write hold of owner; replies 1 when released, 0 when the lock is still held, nil when not held.",
         arity: -4,
+        complexity: c"O(N) where N is the number of the lock's holders (its hash is read whole); a READ release also visits each read hold's timeout key",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         args: &[OWNER, MODE, LEASE_MS, LATCH, MISSING, VIA],
     },

@@ -32,6 +32,7 @@ command!(
         name: c"rrw.renew",
         summary: c"Resets the lease of owner's read and write holds; replies 1, or 0 when it holds none. LIKESCRIPT: as Redisson 3.x's read renewal.",
         arity: -3,
+        complexity: c"O(N) where N is the number of the lock's read holds (each has a timeout key)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[OWNER, LEASE_MS, LIKESCRIPT],
     },

@@ -7,7 +7,9 @@ use crate::rwlock::{positive_count, ReadWriteLock};
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
 
-const SYNTAX: &str = "RRW.RENEWREADS numkeys key [key ...] lease_ms, then per key: count owner [owner ...]";
+/// Why counted arguments do not add up (the grammar adds the syntax line).
+const SYNTAX: &str =
+    "numkeys and each count must be positive, and count the keys and the owners that follow: one group per key";
 
 /// `RRW.RENEWREADS numkeys key [key ...] lease_ms count owner [owner ...]
 /// [count owner [owner ...] ...]` (one group per key): Redisson's batch
@@ -58,16 +60,19 @@ command!(
         name: c"rrw.renewreads",
         summary: c"Redisson's batch renewal of read locks: per key, resets the read holds of each owner that holds, then the lock's TTL when any did; replies 1 or 0 per key.",
         arity: -6,
+        complexity: c"O(N) where N is the number of owners named plus the read holds of each lock",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             REQUIRED_LEASE_MS,
-            Arg::block(
-                c"lock",
-                &[
+            Arg {
+                name: c"holds",
+                kind: ArgKind::Repeated(&[
                     Arg { name: c"count", kind: ArgKind::Integer, optional: false, token: None },
-                    Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None },
-                ],
-            ),
+                    Arg { name: c"owner", kind: ArgKind::Multiple(&ArgKind::String), optional: false, token: None },
+                ]),
+                optional: false,
+                token: None,
+            },
         ],
     },
     Keys::Numbered,

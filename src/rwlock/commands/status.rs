@@ -34,6 +34,7 @@ command!(
         name: c"rrw.status",
         summary: c"Reports mode, ttl_ms, readers, and owner's read_count and write_count.",
         arity: -2,
+        complexity: c"O(N) where N is the number of the lock's holders (its hash is read whole)",
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[Arg { name: c"owner", kind: ArgKind::String, optional: true, token: None }],
     },

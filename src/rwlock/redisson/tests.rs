@@ -268,6 +268,7 @@ fn redisson_3s_read_renewal_becomes_rrw_renew_likescript() {
             (5, "0", "a lease Redis takes but the command not"),
             (6, "mode", "the mode's field as owner"),
             (6, "u:1:write", "a write field as owner"),
+            (6, "", "an empty owner, which the command refuses"),
         ],
     );
 }
@@ -293,6 +294,7 @@ fn the_batch_read_renewal_becomes_rrw_renewreads() {
             (8, "02", "a count Lua reads, written otherwise"),
             (9, "mode", "the mode's field as owner"),
             (12, "u:3:write", "a write field as owner"),
+            (12, "", "an empty owner, which the command refuses"),
         ],
     );
     let odd = self::call(RENEW_READS, &["n", "{n}", "m"], &["30000", "1", "u:1", "1", "u:3"]);

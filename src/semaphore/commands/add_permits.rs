@@ -43,6 +43,7 @@ command!(
         name: c"rsem.addpermits",
         summary: c"Adds delta (may be negative) to the semaphore's permits, keeping its TTL, and publishes the new count; nil.",
         arity: -3,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             Arg { name: c"delta", kind: ArgKind::Integer, optional: false, token: None },

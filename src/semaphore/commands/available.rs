@@ -21,6 +21,7 @@ command!(
         name: c"rsem.available",
         summary: c"Replies the semaphore's available permits (0 when it does not exist).",
         arity: 2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
         args: &[],
     },

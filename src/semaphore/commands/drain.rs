@@ -42,6 +42,7 @@ command!(
         name: c"rsem.drain",
         summary: c"Takes every available permit of the semaphore, keeping its TTL; replies how many (bulk string), 0 when missing.",
         arity: -2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[LIKESCRIPT],
     },

@@ -35,6 +35,7 @@ command!(
         name: c"rsem.release",
         summary: c"Adds permits (default 1) to the semaphore and publishes the new count; nil, or with IFEXISTS 1, or 0 when there is no semaphore.",
         arity: -2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[PERMITS, Arg { name: c"ifexists", kind: ArgKind::PureToken, optional: true, token: Some(c"IFEXISTS") }, VIA],
     },

@@ -46,6 +46,7 @@ command!(
         name: c"rsem.tryacquire",
         summary: c"Takes permits (default 1) from the semaphore when that many are available; replies 1, else 0.",
         arity: -2,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[PERMITS, LIKESCRIPT],
     },

@@ -30,6 +30,7 @@ command!(
         name: c"rsem.trysetpermits",
         summary: c"Sets the permits of a semaphore that does not exist yet, with an optional TTL, and publishes them; 1, else 0.",
         arity: -3,
+        complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT,
         args: &[
             Arg { name: c"permits", kind: ArgKind::Integer, optional: false, token: None },

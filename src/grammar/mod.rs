@@ -1,0 +1,95 @@
+//! A command's grammar is its argument table (`CommandInfo::args`, see
+//! `commands::info`), the one place it is written: COMMAND DOCS (`commands::info`), the syntax line
+//! of docs/commands.md and of every syntax error, and where a call stops
+//! fitting, are all read from it.
+
+mod matcher;
+mod table;
+#[cfg(test)]
+mod tests;
+
+use crate::error::LockError;
+use redis_module::RedisError;
+use std::iter::StepBy;
+use std::ops::Range;
+pub use table::{Arg, ArgKind, Grammar, Keys};
+
+/// The prefix of every syntax error (`LockError::Syntax`), which clients
+/// and tests look for.
+const SYNTAX_ERROR: &str = "ERR syntax error: ";
+
+/// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]] …`
+pub fn syntax_line(grammar: &Grammar) -> String {
+    let name = grammar.name.to_string_lossy().to_ascii_uppercase();
+    let args = grammar.all_args().map(render);
+    std::iter::once(name).chain(args).collect::<Vec<_>>().join(" ")
+}
+
+/// One argument as Redis's docs write it: `[WAIT wait_ms]`, `id [id ...]`.
+fn render(arg: &Arg) -> String {
+    let body = match (arg.token, &arg.kind) {
+        (Some(token), ArgKind::PureToken) => token.to_string_lossy().into_owned(),
+        (Some(token), _) => format!("{} {}", token.to_string_lossy(), render_kind(arg)),
+        (None, _) => render_kind(arg),
+    };
+    if arg.optional {
+        format!("[{body}]")
+    } else {
+        body
+    }
+}
+
+/// What follows an argument's token.
+fn render_kind(arg: &Arg) -> String {
+    let name = arg.name.to_string_lossy();
+    let joined = |parts: &[Arg], separator: &str| parts.iter().map(render).collect::<Vec<_>>().join(separator);
+    match arg.kind {
+        ArgKind::Key | ArgKind::String | ArgKind::Integer => name.into_owned(),
+        ArgKind::PureToken => arg.token.map_or(name, |token| token.to_string_lossy()).into_owned(),
+        ArgKind::Block(parts) => joined(parts, " "),
+        ArgKind::Repeated(parts) => format!("{0} [{0} ...]", joined(parts, " ")),
+        ArgKind::Multiple(_) => format!("{name} [{name} ...]"),
+        ArgKind::OneOf(choices) => joined(choices, "|"),
+    }
+}
+
+/// A handler's syntax error (or its "wrong number of arguments" for an
+/// argument its grammar does not place) restated with the command's
+/// grammar: the first argument that does not fit, or what is missing, or
+/// else the handler's own reason; then the syntax line. Other errors pass.
+pub fn explain(err: RedisError, grammar: &Grammar, argv: &[&[u8]]) -> RedisError {
+    let reason = match &err {
+        RedisError::WrongArity => Some("wrong number of arguments"),
+        RedisError::Str(text) => text.strip_prefix(SYNTAX_ERROR),
+        RedisError::String(text) => text.strip_prefix(SYNTAX_ERROR),
+        _ => None,
+    };
+    let Some(reason) = reason else { return err };
+    let said = match grammar.keys {
+        // Its keys are counted: the argument after them is not placed by
+        // the table alone.
+        Keys::Numbered => None,
+        Keys::First | Keys::Pairs => matcher::misfit(grammar.all_args(), argv),
+    };
+    let said = said.map_or_else(|| reason.to_owned(), |misfit| misfit.to_string());
+    RedisError::from(LockError::SyntaxOf(format!("{said}; syntax: {}", syntax_line(grammar))))
+}
+
+/// The argument positions of the command's owners, in a call of `argc`
+/// arguments: the `owner` after the fixed arguments before it, or each
+/// `owner` of its `key owner` pairs.
+pub fn owner_positions(grammar: &Grammar, argc: usize) -> StepBy<Range<usize>> {
+    let is_owner = |arg: &Arg| arg.name.to_bytes() == b"owner";
+    let mut position = 1;
+    for arg in grammar.all_args() {
+        match arg.kind {
+            _ if is_owner(arg) => return (position..argc.min(position + 1)).step_by(1),
+            ArgKind::Repeated(parts) if parts.len() == 2 && is_owner(&parts[1]) => {
+                return (position + 1..argc).step_by(2);
+            }
+            ArgKind::Key | ArgKind::String | ArgKind::Integer if !arg.optional && arg.token.is_none() => position += 1,
+            _ => break,
+        }
+    }
+    (0..0).step_by(1)
+}
