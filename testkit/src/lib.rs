@@ -2,6 +2,7 @@
 
 mod cluster;
 mod events;
+pub mod failover;
 mod redisson_jar;
 pub mod redisson_lock;
 mod rng;
@@ -13,11 +14,12 @@ mod twins;
 
 pub use cluster::{slot_owner_among, Cluster, SlotMove};
 pub use events::{keyspace_events, publications};
+pub use failover::DOWN_AFTER_MS;
 pub use redisson_jar::{redisson_class_scripts, redisson_scripts};
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, RedissonScripts, RwScripts, UNLOCK_MESSAGE};
 pub use scripts::{FencedScripts, LatchScripts, PermitSemaphoreScripts, SemaphoreScripts};
-pub use sentinel::{primary_named_by, SentinelGroup, DOWN_AFTER_MS, MASTER, PEER_SOURCE};
+pub use sentinel::{primary_named_by, SentinelGroup, MASTER, PEER_SOURCE};
 pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
 pub use tracking::{invalidated, Tracker};
 pub use twins::{quiet_now, twin, Drift, Side, StepMessage, StepMessages};
