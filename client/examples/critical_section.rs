@@ -16,7 +16,8 @@ const ROUNDS: usize = 25;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args().nth(1).unwrap_or_else(|| "redis://127.0.0.1:6379/".into());
-    let client = Client::open(&url).await?;
+    // The URL in the error: the default may not be where the server is.
+    let client = Client::open(&url).await.map_err(|err| format!("cannot connect to {url}: {err}"))?;
     let redis = redis::Client::open(url.as_str())?;
     let mut con = redis.get_multiplexed_async_connection().await?;
     let _: () = con.set("example:counter", 0).await?;
