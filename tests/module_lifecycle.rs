@@ -16,8 +16,11 @@ use testkit::{error_text, eventually, module_path, Server};
 /// a lease to run out.
 const PROMPTLY: Duration = Duration::from_secs(3);
 
-fn server() -> Server {
-    Server::builder().config("enable-module-command", "yes").start()
+/// A server that allows `MODULE LOAD`/`UNLOAD`, and a connection to it.
+fn started() -> (Server, Connection) {
+    let server = Server::builder().config("enable-module-command", "yes").start();
+    let con = server.connection();
+    (server, con)
 }
 
 fn unload(con: &mut Connection) -> RedisResult<()> {
@@ -68,23 +71,30 @@ fn call(con: &mut Connection, args: &[&str]) -> Value {
     redis::cmd(args[0]).arg(&args[1..]).query(con).unwrap()
 }
 
+/// A lock taken with `hold`, and a caller blocked on it with `wait`: the
+/// unload is refused while it waits; `free` (replying 1) frees the lock,
+/// and the caller is granted it.
+fn blocked_then_granted(server: &Server, con: &mut Connection, [hold, wait, free]: [&[&str]; 3]) {
+    call(con, hold);
+    let waiter = blocked_call(server, wait);
+    unload_refused(con, "blocked clients");
+    assert_eq!(call(con, free), Value::Int(1));
+    assert_eq!(waiter.join().unwrap(), Value::Nil, "granted");
+}
+
 #[test]
 fn an_rlock_waiter_keeps_unload_refused_and_nothing_outlives_it() {
-    let server = server();
-    let mut con = server.connection();
-    call(&mut con, &["RLOCK.ACQUIRE", "k", "a", "60000"]);
-    let b = blocked_call(&server, &["RLOCK.ACQUIRE", "k", "b", "60000", "WAIT", "30000"]);
-    unload_refused(&mut con, "blocked clients");
-    let _: i64 = redis::cmd("RLOCK.FORCERELEASE").arg("k").query(&mut con).unwrap();
-    assert_eq!(b.join().unwrap(), Value::Nil, "granted");
+    let (server, mut con) = started();
+    let hold: &[&str] = &["RLOCK.ACQUIRE", "k", "a", "60000"];
+    let wait: &[&str] = &["RLOCK.ACQUIRE", "k", "b", "60000", "WAIT", "30000"];
+    blocked_then_granted(&server, &mut con, [hold, wait, &["RLOCK.FORCERELEASE", "k"]]);
     assert_eq!(call(&mut con, &["RLOCK.RELEASE", "k", "b"]), Value::Int(1));
     unloads_promptly(&mut con);
 }
 
 #[test]
 fn rlock_waiters_that_time_out_or_disconnect_leave_no_timer_behind() {
-    let server = server();
-    let mut con = server.connection();
+    let (server, mut con) = started();
     call(&mut con, &["RLOCK.ACQUIRE", "k", "a", "60000"]);
     let timed_out = blocked_call(&server, &["RLOCK.ACQUIRE", "k", "b", "60000", "WAIT", "200"]);
     assert!(matches!(timed_out.join().unwrap(), Value::Int(pttl) if pttl > 50_000), "the holder's PTTL");
@@ -100,26 +110,20 @@ fn rlock_waiters_that_time_out_or_disconnect_leave_no_timer_behind() {
 
 #[test]
 fn a_read_write_waiter_keeps_unload_refused_and_nothing_outlives_it() {
-    let server = server();
-    let mut con = server.connection();
-    call(&mut con, &["RRW.ACQUIRE", "rw", "a", "WRITE", "60000"]);
-    let b = blocked_call(&server, &["RRW.ACQUIRE", "rw", "b", "READ", "60000", "WAIT", "30000"]);
-    unload_refused(&mut con, "blocked clients");
-    assert_eq!(call(&mut con, &["RRW.RELEASE", "rw", "a", "WRITE"]), Value::Int(1));
-    assert_eq!(b.join().unwrap(), Value::Nil, "granted");
+    let (server, mut con) = started();
+    let hold: &[&str] = &["RRW.ACQUIRE", "rw", "a", "WRITE", "60000"];
+    let wait: &[&str] = &["RRW.ACQUIRE", "rw", "b", "READ", "60000", "WAIT", "30000"];
+    blocked_then_granted(&server, &mut con, [hold, wait, &["RRW.RELEASE", "rw", "a", "WRITE"]]);
     assert_eq!(call(&mut con, &["RRW.RELEASE", "rw", "b", "READ"]), Value::Int(1));
     unloads_promptly(&mut con);
 }
 
 #[test]
 fn fair_waiters_blocked_or_polling_keep_unload_refused_until_the_queue_empties() {
-    let server = server();
-    let mut con = server.connection();
-    call(&mut con, &["RFAIR.ACQUIRE", "f", "a", "60000"]);
-    let b = blocked_call(&server, &["RFAIR.ACQUIRE", "f", "b", "60000", "WAIT", "5000", "BLOCK", "30000"]);
-    unload_refused(&mut con, "blocked clients");
-    assert_eq!(call(&mut con, &["RFAIR.RELEASE", "f", "a"]), Value::Int(1));
-    assert_eq!(b.join().unwrap(), Value::Nil, "granted");
+    let (server, mut con) = started();
+    let hold: &[&str] = &["RFAIR.ACQUIRE", "f", "a", "60000"];
+    let wait: &[&str] = &["RFAIR.ACQUIRE", "f", "b", "60000", "WAIT", "5000", "BLOCK", "30000"];
+    blocked_then_granted(&server, &mut con, [hold, wait, &["RFAIR.RELEASE", "f", "a"]]);
     // A waiter that polls (no BLOCK): the server watches its place.
     assert!(matches!(call(&mut con, &["RFAIR.ACQUIRE", "f", "c", "60000", "WAIT", "60000"]), Value::Int(_)));
     unload_refused(&mut con, "timer");
@@ -131,8 +135,7 @@ fn fair_waiters_blocked_or_polling_keep_unload_refused_until_the_queue_empties()
 
 #[test]
 fn a_load_unload_load_cycle_leaves_a_working_module() {
-    let server = server();
-    let mut con = server.connection();
+    let (server, mut con) = started();
     for _ in 0..2 {
         unloads_promptly(&mut con);
         let refused = error_text(redis::cmd("RLOCK.ACQUIRE").arg(&["k", "a", "60000"]).query::<Value>(&mut con));
