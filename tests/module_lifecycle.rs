@@ -1,8 +1,9 @@
 //! `MODULE UNLOAD` and `MODULE LOAD` at run time: refused while callers are
 //! queued (blocked on the server, or a fair lock's queue the server
-//! watches), possible as soon as the last one is gone (no timer outlives
-//! its lock's waiters, however long the lease); a load/unload/load cycle
-//! leaves a working module; `MODULE LIST` shows the crate's version.
+//! watches, or semaphore callers the lock-delay refused, until its end),
+//! possible as soon as the last one is gone (no timer outlives its lock's
+//! waiters, however long the lease); a load/unload/load cycle leaves a
+//! working module; `MODULE LIST` shows the crate's version.
 
 mod blocking_support;
 
@@ -130,6 +131,23 @@ fn fair_waiters_blocked_or_polling_keep_unload_refused_until_the_queue_empties()
     assert_eq!(call(&mut con, &["RFAIR.RELEASE", "f", "b"]), Value::Int(1));
     assert_eq!(call(&mut con, &["RFAIR.ACQUIRE", "f", "c", "60000", "WAIT", "60000"]), Value::Nil, "its turn");
     assert_eq!(call(&mut con, &["RFAIR.RELEASE", "f", "c"]), Value::Int(1));
+    unloads_promptly(&mut con);
+}
+
+#[test]
+fn a_semaphore_refused_by_the_lock_delay_holds_unload_only_until_the_delay_ends() {
+    let delay = Duration::from_secs(5); // well past the server's start
+    let server = Server::builder()
+        .config("enable-module-command", "yes")
+        .module_arg("lock-delay-ms")
+        .module_arg(&delay.as_millis().to_string())
+        .start();
+    let mut con = server.connection();
+    assert_eq!(call(&mut con, &["RSEM.TRYSETPERMITS", "s", "1"]), Value::Int(1));
+    // Refused: its callers are woken at the delay's end (a timer).
+    assert_eq!(call(&mut con, &["RSEM.TRYACQUIRE", "s"]), Value::Int(0));
+    unload_refused(&mut con, "timer");
+    eventually("the lock-delay's end", delay + PATIENCE, || info(&mut con, "lock_delay_left_ms") == 0);
     unloads_promptly(&mut con);
 }
 
