@@ -48,6 +48,7 @@ run: build
 	@echo "rlock: starting redis-server on redis.conf (port $(PORT), module target/release/librlock.so)"
 	@echo "rlock: connect with   redis-cli -p $(PORT)"
 	@echo "rlock: then try       RLOCK.ACQUIRE mylock me 30000"
+	@echo "rlock: unload/reload  MODULE UNLOAD rlock, then MODULE LOAD $(abspath target/release/librlock.so)"
 	@echo "rlock: stop with Ctrl-C. Port taken? make run PORT=6380"
 	exec redis-server redis.conf --port $(PORT)
 

@@ -22,6 +22,7 @@ mod permit_semaphore;
 mod redisson;
 mod rwlock;
 mod semaphore;
+mod version;
 
 // Redis glue: left out of unit-test builds, whose binaries cannot run the
 // module's allocator; the integration tests cover it.
@@ -83,7 +84,7 @@ mod module {
 
     redis_module! {
         name: "rlock",
-        version: 1,
+        version: crate::version::MODULE_VERSION,
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
         data_types: [],
         init: init,

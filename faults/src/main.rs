@@ -60,12 +60,14 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
         .unwrap_or_default();
     let mut text = format!(
         "# Faults\n\nWritten by `make faults` (`faults/`). One machine, loopback: a primary with two \
-         replicas and three Sentinels (down-after {DOWN_AFTER_MS} ms), {CLIENTS} clients on {NAMES} names, \
+         replicas and three Sentinels (down-after {DOWN_AFTER_MS} ms; the servers' settings are docs/safety.md's \
+         \"Failover settings\": min-replicas-max-lag {lag} s, hz {hz}, and with lock-delay stall-ms {stall}), \
+         {CLIENTS} clients on {NAMES} names, \
          {lease} s leases, holders of up to 5 s that renew every third of the lease and follow the \
          primary the Sentinels name. RedLock: {primaries} independent primaries, the same clients \
          holding a majority (within the lease less the time spent and 1% drift), renewing on all; \
-         its fault kills two of them and starts them again at once: empty, unless the row has an AOF, which they reload (a kill -9 loses what Redis had not yet written to it: with `everysec`, a write it postpones while an fsync runs, up to 2 s). Each fault comes 2 s into a 14 s run \
-         and lasts 4 s (SIGSTOP, partition). The host crash drops what the primary sends its replicas and \
+         its fault kills two of them and starts them again at once: empty, unless the row has an AOF, which they reload (a kill -9 loses what Redis had not yet written to it: with `everysec`, a write it postpones while an fsync runs, up to 2 s). Each fault comes {warmup} s into a {run} s run \
+         and lasts {lasts} s (SIGSTOP, partition). The host crash drops what the primary sends its replicas and \
          Sentinels for {in_flight} s, then kills it (its times count from the start of that second). \
          Cluster: {cluster_primaries} primaries with a replica each (node timeout 2000 ms), the clients \
          rlock-client's (they wait by pub/sub), or in the \"blocking waits\" row clients that wait on the server \
@@ -79,6 +81,12 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
          which server took a write is not known (old: –). {runs} run(s) per cell; – where a fault does not \
          apply. Server: {server}.\n\n",
         lease = LEASE.as_secs(),
+        lag = testkit::failover::MIN_REPLICAS_MAX_LAG_S,
+        hz = testkit::failover::HZ,
+        stall = testkit::failover::STALL_MS,
+        warmup = rlock_faults::run::WARMUP.as_secs(),
+        run = rlock_faults::run::RUN.as_secs(),
+        lasts = rlock_faults::run::FAULT_LASTS.as_secs(),
         primaries = rlock_faults::redlock::PRIMARIES,
         in_flight = rlock_faults::run::IN_FLIGHT.as_secs(),
         cluster_primaries = rlock_faults::cluster::PRIMARIES,

@@ -3,17 +3,18 @@
 use crate::run::{Setup, Topology, Workload};
 use crate::workload::{Protocol, LEASE};
 
-/// `min-replicas-max-lag`, in seconds.
-const MAX_LAG_S: u128 = 1;
+use testkit::failover;
 
-/// Lock-delay long enough to outlast a lost grant's holder: the lease, plus
-/// how long a primary cut off from its replicas may still take writes:
-/// the max lag, a second for the replicas' last acknowledgement, a second
-/// for the primary to look (Redis counts the lag in whole seconds, and
-/// counts its good replicas once a second). The promotion itself may
-/// come early: Sentinel's last ping before the cut may be a second old.
-pub fn lock_delay_ms() -> u128 {
-    LEASE.as_millis() + (MAX_LAG_S + 2) * 1_000
+/// The suite's lease in ms (its holds are short, to keep runs short).
+fn lease_ms() -> u64 {
+    LEASE.as_millis() as u64
+}
+
+/// Lock-delay long enough to outlast a lost grant's holder (see
+/// [`failover::lock_delay_ms`]). The promotion itself may come early:
+/// Sentinel's last ping before the cut may be a second old.
+pub fn lock_delay_ms() -> u64 {
+    failover::lock_delay_ms(lease_ms())
 }
 
 fn args(words: &[&str]) -> Vec<String> {
@@ -24,7 +25,7 @@ fn args(words: &[&str]) -> Vec<String> {
 /// a primary cut off from its replicas stops taking writes (and so
 /// granting) within a second, before a replica is promoted.
 fn min_replicas() -> Vec<(String, String)> {
-    vec![("min-replicas-to-write".into(), "1".into()), ("min-replicas-max-lag".into(), MAX_LAG_S.to_string())]
+    failover::min_replicas_config()
 }
 
 /// A configuration of the Sentinel group.
@@ -66,8 +67,9 @@ fn aof(fsync: &str) -> Vec<(String, String)> {
     vec![("appendonly".into(), "yes".into()), ("appendfsync".into(), fsync.into())]
 }
 
+/// The lock-delay, and the stall threshold the docs recommend with it.
 fn lock_delay() -> Vec<String> {
-    args(&["lock-delay-ms", &lock_delay_ms().to_string()])
+    failover::lock_delay_args(lease_ms())
 }
 
 pub fn all() -> Vec<Setup> {

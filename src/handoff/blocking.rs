@@ -171,7 +171,7 @@ pub fn withdraw(ctx: &Context, name: &RedisString, owner: &RedisString, request_
     let withdrawn = state().queues.remove_request(&lock, owner.as_slice(), request_id);
     let Some(waiter) = withdrawn else { return false };
     unblock(ctx, waiter.client, Outcome::Failed(error_text(why.into())));
-    unsubscribe_if_idle(ctx);
+    LEASE_TIMERS.waiter_left(ctx, &lock);
     true
 }
 
@@ -187,7 +187,8 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
     // The server's own attempts: refusals by the lock-delay not counted.
     let delay = term::delay().quiet();
     loop {
-        let Some(waiter) = state().queues.pop_front(&lock) else { return };
+        let popped = state().queues.pop_front(&lock);
+        let Some(waiter) = popped else { return LEASE_TIMERS.waiter_left(ctx, &lock) };
         let owner = RedisString::create_from_slice(ctx.get_raw(), &waiter.owner);
         match lock::acquire(key, &owner, waiter.lease_ms, (now_ms(), delay)) {
             Ok(Acquire::Contended { .. }) => {
@@ -225,10 +226,7 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
                 unsubscribe_if_idle(ctx);
                 return;
             }
-            Err(err) => {
-                unblock(ctx, waiter.client, Outcome::Failed(error_text(err.into())));
-                unsubscribe_if_idle(ctx);
-            }
+            Err(err) => unblock(ctx, waiter.client, Outcome::Failed(error_text(err.into()))),
         }
     }
 }
@@ -274,7 +272,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
             Some(_) => Outcome::HolderPttl,
         };
         unblock(&ctx, client, outcome);
-        unsubscribe_if_idle(&ctx);
+        LEASE_TIMERS.waiter_left(&ctx, &lock);
     }
 }
 
@@ -329,18 +327,16 @@ fn end_waits(ctx: &Context, id: &[u8], why: LockError) {
         let Some(waiter) = popped else { break };
         unblock(ctx, waiter.client, Outcome::Failed(text.clone()));
     }
-    unsubscribe_if_idle(ctx);
+    LEASE_TIMERS.waiter_left(ctx, id);
 }
 
 /// The RLock waiters' timers at their locks' expiries.
-static LEASE_TIMERS: LeaseTimers = LeaseTimers::new(grant_if_free, Some(lease_ended));
+static LEASE_TIMERS: LeaseTimers =
+    LeaseTimers::new(grant_if_free, |id| state().queues.has_waiters(id), Some(lease_ended));
 
-/// Keeps a timer at the expiry of `name` while it has waiters.
+/// Keeps a timer at the expiry of `name` while it has waiters, none after.
 fn arm_expiry_timer(ctx: &Context, name: &RedisString) {
-    let lock = lock_id(ctx, name.as_slice());
-    if state().queues.has_waiters(&lock) {
-        LEASE_TIMERS.arm(ctx, &lock, name);
-    }
+    LEASE_TIMERS.follow(ctx, &lock_id(ctx, name.as_slice()), name);
 }
 
 unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
@@ -381,8 +377,9 @@ pub(crate) fn schedule_grant(ctx: &Context, id: &[u8], after_ms: i64) {
 unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) {
     let ctx = Context::new(ctx);
     stop_wait_timer(&ctx, client as Client);
-    if state().queues.remove(&(client as Client)).is_some() {
+    let removed = state().queues.remove(&(client as Client));
+    if let Some((lock, _)) = removed {
         unsafe { api!(RedisModule_UnblockClient)(client, ptr::null_mut()) };
-        unsubscribe_if_idle(&ctx);
+        LEASE_TIMERS.waiter_left(&ctx, &lock);
     }
 }

@@ -73,7 +73,7 @@ pub fn block(ctx: &Context, name: &RedisString, side: Side, acquire: BlockedAcqu
     let timer = start_timer(ctx, wait_ms, Some(wait_ran_out), (client, ends_at_ms));
     state().wait_timers.insert(client, timer);
     subscribe(ctx);
-    arm_expiry_timer(ctx, &id, name);
+    LEASE_TIMERS.follow(ctx, &id, name);
     RedisValue::NoReply
 }
 
@@ -88,10 +88,11 @@ pub fn queued_side(ctx: &Context, name: &RedisString, owner: &[u8], request_id: 
 /// Ends the waiting call of that acquire with `why` (its resend will not
 /// wait, or `RRW.CANCEL`); false when none waits.
 pub fn withdraw(ctx: &Context, name: &RedisString, owner: &[u8], request_id: &[u8], why: LockError) -> bool {
-    let withdrawn = state().queues.remove_request(&lock_id(ctx, name.as_slice()), owner, request_id);
+    let id = lock_id(ctx, name.as_slice());
+    let withdrawn = state().queues.remove_request(&id, owner, request_id);
     let Some(waiter) = withdrawn else { return false };
     unblock(ctx, waiter.client, Outcome::Failed(error_text(why.into())));
-    unsubscribe_if_idle(ctx);
+    LEASE_TIMERS.waiter_left(ctx, &id);
     true
 }
 
@@ -144,7 +145,7 @@ fn grant_waiting(ctx: &Context, id: &[u8]) {
         }
     }
     drop(keys);
-    arm_expiry_timer(ctx, id, &name);
+    LEASE_TIMERS.follow(ctx, id, &name);
     unsubscribe_if_idle(ctx);
 }
 
@@ -154,7 +155,7 @@ fn end_waits(ctx: &Context, id: &[u8], why: LockError) {
     while let Some((waiter, _)) = pop_front(id) {
         unblock(ctx, waiter.client, Outcome::Failed(text.clone()));
     }
-    unsubscribe_if_idle(ctx);
+    LEASE_TIMERS.waiter_left(ctx, id);
 }
 
 fn pop_front(id: &[u8]) -> Option<(Waiter<Client>, Side)> {
@@ -204,7 +205,7 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
         }
     };
     unblock(&ctx, client, outcome);
-    unsubscribe_if_idle(&ctx);
+    LEASE_TIMERS.waiter_left(&ctx, &id);
 }
 
 /// A blocked caller that disconnected (or was killed) leaves the queue.
@@ -212,21 +213,15 @@ unsafe extern "C" fn left(ctx: *mut raw::RedisModuleCtx, client: *mut raw::Redis
     let ctx = Context::new(ctx);
     let client = client as Client;
     let removed = state().queues.remove(&client);
-    if removed.is_some() {
+    if let Some((id, _)) = removed {
         unblock(&ctx, client, Outcome::Granted);
-        unsubscribe_if_idle(&ctx);
+        LEASE_TIMERS.waiter_left(&ctx, &id);
     }
 }
 
 /// The timers at the expiries of locks with waiters.
-static LEASE_TIMERS: LeaseTimers = LeaseTimers::new(grant_waiting, Some(lease_ended));
-
-/// Keeps a timer at the lock's expiry while it has waiters.
-fn arm_expiry_timer(ctx: &Context, id: &[u8], name: &RedisString) {
-    if state().queues.has_waiters(id) {
-        LEASE_TIMERS.arm(ctx, id, name);
-    }
-}
+static LEASE_TIMERS: LeaseTimers =
+    LeaseTimers::new(grant_waiting, |id| state().queues.has_waiters(id), Some(lease_ended));
 
 unsafe extern "C" fn lease_ended(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     unsafe { LEASE_TIMERS.fired(ctx, data) };

@@ -4,6 +4,7 @@
 //! 127.0.0.1, so cutting the primary off from the rest but not from its
 //! clients is two iptables rules on its port.
 
+use crate::failover::DOWN_AFTER_MS;
 use crate::server::{free_port, server_bin, Server, ServerBuilder};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,9 +15,6 @@ pub const MASTER: &str = "m";
 /// The address replicas and Sentinels connect from.
 pub const PEER_SOURCE: &str = "127.0.0.3";
 const READY: Duration = Duration::from_secs(20);
-
-/// How Sentinel decides: a primary silent this long is down to one Sentinel.
-pub const DOWN_AFTER_MS: u64 = 1_000;
 
 /// A primary, two replicas and three Sentinels.
 pub struct SentinelGroup {

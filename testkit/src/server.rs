@@ -52,6 +52,8 @@ pub struct ServerBuilder {
     module: bool,
     module_args: Vec<String>,
     config: Vec<(String, String)>,
+    /// A configuration file's text, read before the options above.
+    conf: Option<String>,
     /// A program, and its arguments, that runs the server (valgrind).
     wrapper: Vec<String>,
 }
@@ -88,6 +90,14 @@ impl ServerBuilder {
     /// A `--name value` server option.
     pub fn config(mut self, name: &str, value: &str) -> Self {
         self.config.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// A configuration file the server reads first, as `redis-server
+    /// redis.conf` would (written into the server's own directory); the
+    /// builder's options, port and directory come after it, and win.
+    pub fn conf(mut self, text: &str) -> Self {
+        self.conf = Some(text.to_owned());
         self
     }
 
@@ -133,7 +143,7 @@ impl Server {
     }
 
     pub fn builder() -> ServerBuilder {
-        ServerBuilder { module: true, module_args: vec![], config: vec![], wrapper: vec![] }
+        ServerBuilder { module: true, module_args: vec![], config: vec![], conf: None, wrapper: vec![] }
     }
 
     pub fn port(&self) -> u16 {
@@ -253,6 +263,11 @@ impl Server {
             }
             None => Command::new(server_bin()),
         };
+        if let Some(text) = &self.builder.conf {
+            let path = self.dir.path().join("redis.conf");
+            std::fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
+            command.arg(path);
+        }
         command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
