@@ -56,7 +56,7 @@ pub enum LockError {
     WaitNotPositiveInteger,
     /// `WAIT wait_ms` is above [`crate::lease::MAX_LEASE_MS`].
     WaitTooLong,
-    /// `WAIT` without `wait_ms`, or something else after the lease.
+    /// RFAIR.CANCEL: `WAIT` without `wait_ms`, or something else after the owner.
     WaitSyntax,
     /// `BLOCK block_ms` is not a positive base-10 integer of at most
     /// [`crate::lease::MAX_LEASE_MS`].
@@ -150,7 +150,7 @@ impl LockError {
             }
             Self::WaitNotPositiveInteger => "ERR wait_ms must be a positive integer",
             Self::WaitTooLong => "ERR wait_ms is above the maximum of 31536000000 (365 days)",
-            Self::WaitSyntax => "ERR syntax error: after owner and lease_ms, only WAIT wait_ms",
+            Self::WaitSyntax => "ERR syntax error: after owner, only WAIT wait_ms, then OR other last",
             Self::BlockInvalid => "ERR block_ms must be a positive integer of at most 31536000000 (365 days)",
             Self::ModeInvalid => "ERR mode must be READ or WRITE",
             Self::NotAReadWriteLock => "ERR key is a hash but not a read-write lock: no read/write mode, or a hold count that is not an integer",

@@ -34,7 +34,12 @@ fn render(arg: &Value) -> String {
     let mut body = match text(&arg["type"]).as_str() {
         "pure-token" => token.clone().unwrap(),
         "block" => parts().join(" "),
-        "oneof" => parts().join("|"),
+        // Keywords alone as `PUBLISH|SPUBLISH`, choices with values spaced.
+        "oneof" => {
+            let choices: Vec<Value> = redis::from_redis_value(arg["arguments"].clone()).unwrap();
+            let keywords_alone = choices.iter().all(|choice| text(&map(choice)["type"]) == "pure-token");
+            parts().join(if keywords_alone { "|" } else { " | " })
+        }
         _ => text(&arg["name"]),
     };
     if flags.iter().any(|flag| flag == "multiple") {

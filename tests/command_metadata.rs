@@ -97,7 +97,7 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
     let mut con = server.connection();
     let _: () = redis::cmd("SET").arg(&["Q", "1"]).query(&mut con).unwrap();
     let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
-    let cases: [(&[&str], &str); 19] = [
+    let cases: [(&[&str], &str); 21] = [
         (
             &["RLOCK.FORCERELEASE", "K", "VAI", "PUBLISH"],
             "ERR syntax error: unexpected argument 2 ('VAI'); syntax: RLOCK.FORCERELEASE key [VIA PUBLISH|SPUBLISH|NONE]",
@@ -116,6 +116,11 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
             &["RPSEM.SETPERMITS", "Q", "5", "ALWAYS"],
             "ERR syntax error: 'ALWAYS' needs VIA PUBLISH|SPUBLISH; syntax: RPSEM.SETPERMITS key permits [[ALWAYS] VIA PUBLISH|SPUBLISH]",
         ),
+        (
+            &["RSEM.ADDPERMITS", "K", "1", "VIA", "PUBLISH", "LIKESCRIPT"],
+            "ERR syntax error: unexpected argument 5 ('LIKESCRIPT'); syntax: RSEM.ADDPERMITS key delta [VIA PUBLISH|SPUBLISH | LIKESCRIPT]",
+        ),
+        (&["RFAIR.CANCEL", "K", "o", "OR", "x", "WAIT", "5"], "ERR syntax error: after owner, only WAIT wait_ms, then OR other last; syntax: RFAIR.CANCEL"),
         (&["RFAIR.CANCEL", "K", "o", "WAIT"], "ERR syntax error: 'WAIT' needs wait_ms; syntax: RFAIR.CANCEL key owner [WAIT wait_ms] [OR other]"),
         (&["RSEM.RELEASE", "K", "1", "IFEXISTS", "VIA"], "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RSEM.RELEASE key"),
         (&["RLOCK.LIST", "0", "COUNT", "+5"], "ERR syntax error: COUNT must be a positive integer; syntax: RLOCK.LIST cursor"),

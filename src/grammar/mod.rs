@@ -49,7 +49,12 @@ fn render_kind(arg: &Arg) -> String {
         ArgKind::Block(parts) => joined(parts, " "),
         ArgKind::Repeated(parts) => format!("{0} [{0} ...]", joined(parts, " ")),
         ArgKind::Multiple(_) => format!("{name} [{name} ...]"),
-        ArgKind::OneOf(choices) => joined(choices, "|"),
+        // Keywords alone as `PUBLISH|SPUBLISH`; choices with values spaced,
+        // as Redis's docs write them (`EX seconds | PX milliseconds`).
+        ArgKind::OneOf(choices) if choices.iter().all(|choice| matches!(choice.kind, ArgKind::PureToken)) => {
+            joined(choices, "|")
+        }
+        ArgKind::OneOf(choices) => joined(choices, " | "),
     }
 }
 

@@ -47,8 +47,13 @@ command!(
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
         args: &[
             Arg { name: c"delta", kind: ArgKind::Integer, optional: false, token: None },
-            VIA,
-            LIKESCRIPT,
+            // Redisson's script (VIA) or its older form (LIKESCRIPT), not both.
+            Arg {
+                name: c"form",
+                kind: ArgKind::OneOf(&[Arg { optional: false, ..VIA }, Arg { optional: false, ..LIKESCRIPT }]),
+                optional: true,
+                token: None,
+            },
         ],
     },
 );
