@@ -125,8 +125,8 @@ fn bad_input_is_refused_by_name_and_changes_nothing() {
         (&[b"RPSEM.UPDATELEASE", b"p", b"live", b"0"], lease),
         (
             &[b"RPSEM.UPDATELEASE", b"p", b"live", b"-1", b"x"],
-            "ERR syntax error: unexpected argument 4 ('x'); syntax: RPSEM.UPDATELEASE key id lease_ms [AT now_ms] \
-             [VIA PUBLISH|SPUBLISH]",
+            "ERR syntax error: unexpected argument 4 ('x'); syntax: RPSEM.UPDATELEASE key id lease_ms [AT now_ms \
+             [VIA PUBLISH|SPUBLISH]]",
         ),
         (&[b"RPSEM.TRYSETPERMITS", b"new", b"x"], "ERR permits must be an integer"),
         (&[b"RPSEM.TRYSETPERMITS", b"new", b"-1"], "ERR permits must be a non-negative integer"),

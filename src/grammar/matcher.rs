@@ -61,7 +61,10 @@ fn collect_tokens(arg: &Arg, tokens: &mut Vec<&'static [u8]>) {
 fn is_keyed(arg: &Arg) -> bool {
     arg.token.is_some()
         || match arg.kind {
-            ArgKind::Block(parts) | ArgKind::Repeated(parts) => parts.first().is_some_and(is_keyed),
+            ArgKind::Block(parts) | ArgKind::Repeated(parts) => {
+                let leading = parts.iter().position(|part| !part.optional).map_or(parts.len(), |first| first + 1);
+                !parts.is_empty() && parts[..leading].iter().all(is_keyed)
+            }
             ArgKind::OneOf(choices) => choices.iter().all(is_keyed),
             _ => false,
         }
@@ -71,7 +74,11 @@ fn is_keyed(arg: &Arg) -> bool {
 fn starts(arg: &Arg, word: &[u8]) -> bool {
     match (arg.token, &arg.kind) {
         (Some(token), _) => matches_keyword(word, token.to_bytes()),
-        (None, ArgKind::Block(parts) | ArgKind::Repeated(parts)) => parts.first().is_some_and(|p| starts(p, word)),
+        // A block starts with its first part, or any optional one before it.
+        (None, ArgKind::Block(parts) | ArgKind::Repeated(parts)) => {
+            let leading = parts.iter().position(|part| !part.optional).map_or(parts.len(), |first| first + 1);
+            parts[..leading].iter().any(|part| starts(part, word))
+        }
         (None, ArgKind::OneOf(choices)) => choices.iter().any(|choice| starts(choice, word)),
         _ => false,
     }

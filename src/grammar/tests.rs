@@ -116,7 +116,7 @@ fn explained(grammar: &Grammar, argv: &[&str], handler_said: RedisError) -> Stri
 
 #[test]
 fn a_syntax_error_names_the_first_misfit_and_the_grammar() {
-    let table: [(&Grammar, &[&str], &str); 16] = [
+    let table: [(&Grammar, &[&str], &str); 19] = [
         (&FORCE, &["X.FORCE", "K", "VAI", "PUBLISH"], "unexpected argument 2 ('VAI')"),
         (&FORCE, &["X.FORCE", "K", "WRITE", "VAI", "PUBLISH"], "unexpected argument 3 ('VAI')"),
         (&FORCE, &["X.FORCE", "K", "VIA", "PUBLISHH"], "unexpected argument 3 ('PUBLISHH')"),
@@ -127,6 +127,10 @@ fn a_syntax_error_names_the_first_misfit_and_the_grammar() {
         (&RELEASE, &["X.RELEASE", "K", "o", "5", "6"], "unexpected argument 4 ('6')"),
         (&RELEASE, &["X.RELEASE", "K", "o", "VIA", "NONE"], "unexpected argument 4 ('NONE')"),
         (&SET, &["X.SET", "Q", "5", "ALWAYS"], "'ALWAYS' needs VIA PUBLISH|SPUBLISH"),
+        // A block may start past its optional first part.
+        (&SET, &["X.SET", "Q", "5", "VIA"], "'VIA' needs PUBLISH|SPUBLISH"),
+        (&SET, &["X.SET", "Q", "5", "VIA", "PUBLISH", "ALWAYS"], "unexpected argument 5 ('ALWAYS')"),
+        (&SET, &["X.SET", "Q", "5", "VAI", "PUBLISH"], "unexpected argument 3 ('VAI')"),
         (&IDS, &["X.IDS", "Q", "a", "b", "ALL", "ANY"], "unexpected argument 5 ('ANY')"),
         (&PAIRS, &["X.PAIRS", "100", "k1", "o1", "k2"], "'k2' needs owner"),
         (&LIST, &["X.LIST", "a", "b"], "unexpected argument 2 ('b')"),

@@ -1,12 +1,12 @@
-use super::{key_only, script_clock, AT, KEY_FLAGS};
-use crate::commands::args::{Args, VIA};
+use super::{key_only, script_clock, KEY_FLAGS, SCRIPT};
+use crate::commands::args::Args;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisResult, RedisValue};
 
-/// `RPSEM.ACQUIRED key [AT now_ms] [VIA PUBLISH|SPUBLISH]`: how many permits are taken, once the expired permits are reclaimed.
+/// `RPSEM.ACQUIRED key [AT now_ms [VIA PUBLISH|SPUBLISH]]`: how many permits are taken, once the expired permits are reclaimed.
 /// With `AT` it is Redisson's script on that clock (a rewritten call).
 fn acquired(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args;
@@ -31,6 +31,6 @@ command!(
         complexity:
             c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
-        args: &[AT, VIA],
+        args: &[SCRIPT],
     },
 );

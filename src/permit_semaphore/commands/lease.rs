@@ -1,12 +1,12 @@
-use super::{script_clock, AT, ID, KEY_FLAGS};
-use crate::commands::args::{Args, VIA};
+use super::{script_clock, ID, KEY_FLAGS, SCRIPT};
+use crate::commands::args::Args;
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::PermitSemaphore;
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
-/// `RPSEM.LEASE key id [AT now_ms] [VIA PUBLISH|SPUBLISH]`: the
+/// `RPSEM.LEASE key id [AT now_ms [VIA PUBLISH|SPUBLISH]]`: the
 /// milliseconds left on a held permit, -1 when it never expires, 0 when it
 /// is not held. With `AT` it is Redisson's script on that clock (a
 /// rewritten call).
@@ -32,6 +32,6 @@ command!(
         complexity:
             c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
-        args: &[ID, AT, VIA],
+        args: &[ID, SCRIPT],
     },
 );

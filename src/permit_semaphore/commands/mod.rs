@@ -14,7 +14,7 @@ mod update_lease;
 
 crate::stats::kind_stats!(STATS, "permit_semaphore");
 
-use crate::commands::args::{parse_non_negative, take_trailing, take_via, Args};
+use crate::commands::args::{parse_non_negative, take_trailing, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind};
 use crate::error::LockError;
 use crate::store::Via;
@@ -34,10 +34,13 @@ fn ids(args: &[RedisString]) -> Vec<&[u8]> {
     args.iter().map(RedisString::as_slice).collect()
 }
 
-/// `[AT now_ms] [VIA PUBLISH|SPUBLISH]` after the key
-const AT: Arg = Arg { name: c"now_ms", kind: ArgKind::Integer, optional: true, token: Some(c"AT") };
+/// `AT now_ms`: the clock of a rewritten Redisson script.
+const AT: Arg = Arg { name: c"now_ms", kind: ArgKind::Integer, optional: false, token: Some(c"AT") };
+/// `[AT now_ms [VIA PUBLISH|SPUBLISH]]`: a rewritten Redisson script's
+/// clock, then its publisher (`VIA` only with `AT`).
+const SCRIPT: Arg = Arg::block(c"script", &[AT, VIA]);
 
-/// A rewritten Redisson script's `[AT now_ms] [VIA PUBLISH|SPUBLISH]`,
+/// A rewritten Redisson script's `[AT now_ms [VIA PUBLISH|SPUBLISH]]`,
 /// taken off the end of `args` when more than `fixed` arguments (the
 /// command's name and key first) come before: with `AT`, the command runs
 /// as the script (see `permit_semaphore::script`), on the script's clock.

@@ -6,7 +6,7 @@ use crate::permit_semaphore::{PermitSemaphore, Release};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisResult, RedisValue};
 
-/// `RPSEM.RELEASE key id [id ...] [ALL|ANY] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
+/// `RPSEM.RELEASE key id [id ...] [[ALL|ANY] AT now_ms [VIA PUBLISH|SPUBLISH]]`:
 /// one id: 1 released, 0 not held, -1 its lease had run out (returned
 /// now). Several: all or nothing, the number released, or 0. With `AT` it
 /// is Redisson's script on that clock (a rewritten call): release(id), or
@@ -56,6 +56,6 @@ command!(
         arity: -3,
         complexity: c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed, plus the ids given",
         key_flags: KEY_FLAGS,
-        args: &[IDS, ALL_OR_ANY, AT, VIA],
+        args: &[IDS, Arg::block(c"script", &[ALL_OR_ANY, AT, VIA])],
     },
 );

@@ -7,7 +7,7 @@ use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use crate::term;
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
-/// `RPSEM.TRYACQUIRE key lease_ms|-1 id [id ...] [REPLYID] [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
+/// `RPSEM.TRYACQUIRE key lease_ms|-1 id [id ...] [[REPLYID] AT now_ms [VIA PUBLISH|SPUBLISH]]`:
 /// takes one permit per id when that many are available: `OK`; else the
 /// earliest expiry of a taken permit as the bulk `:<unix ms>`, or nil when
 /// none expires (Redisson's replies, as bulk strings). With `AT` it is
@@ -56,9 +56,10 @@ command!(
         args: &[
             LEASE,
             IDS,
-            Arg { name: c"replyid", kind: ArgKind::PureToken, optional: true, token: Some(c"REPLYID") },
-            AT,
-            VIA,
+            Arg::block(
+                c"script",
+                &[Arg { name: c"replyid", kind: ArgKind::PureToken, optional: true, token: Some(c"REPLYID") }, AT, VIA],
+            ),
         ],
     },
 );

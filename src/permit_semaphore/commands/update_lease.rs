@@ -1,12 +1,12 @@
-use super::{script_clock, AT, ID, KEY_FLAGS, LEASE};
-use crate::commands::args::{parse_non_negative, Args, VIA};
+use super::{script_clock, ID, KEY_FLAGS, LEASE, SCRIPT};
+use crate::commands::args::{parse_non_negative, Args};
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::permit_semaphore::{Lease, PermitSemaphore};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
-/// `RPSEM.UPDATELEASE key id lease_ms|-1 [AT now_ms] [VIA PUBLISH|SPUBLISH]`:
+/// `RPSEM.UPDATELEASE key id lease_ms|-1 [AT now_ms [VIA PUBLISH|SPUBLISH]]`:
 /// a held permit's lease starts again from now: 1, or 0 when the permit is
 /// not held. With `AT` it is Redisson's script on that clock (a rewritten
 /// call), and the lease is its absolute end (the permit's score, Unix ms).
@@ -36,6 +36,6 @@ command!(
         complexity:
             c"O(log(N) + M) where N is the number of taken permits and M the number of expired permits reclaimed",
         key_flags: KEY_FLAGS,
-        args: &[ID, LEASE, AT, VIA],
+        args: &[ID, LEASE, SCRIPT],
     },
 );
