@@ -148,7 +148,7 @@ test-redis: deps java-deps redisson-jars
 	$(CARGO) build --workspace
 	$(CARGO) test --workspace
 
-# The short fault run stays with the Redis pass (it takes two minutes a
+# The short fault run stays with the Redis pass (it takes about three minutes a
 # pass; the suite measures Redis with Debian's Sentinel, as FAULTS.md does).
 test-valkey: deps java-deps valkey redisson-jars
 	$(CARGO) build --workspace
