@@ -113,10 +113,8 @@ async fn a_failover_that_fails_nothing_still_moves_commands_and_waiters() {
 /// call at once for 12 s after a kill -9, granting nothing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_promoted_primary_without_replicas_is_waited_for_not_a_permanent_error() {
-    let config = [("min-replicas-to-write", "1"), ("min-replicas-max-lag", "1")];
-    let config: Vec<(String, String)> =
-        config.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
-    let mut group = SentinelGroup::start(&[], &config);
+    // The recommended settings (docs/safety.md, "Failover settings").
+    let mut group = SentinelGroup::start(&[], &testkit::failover::min_replicas_config());
     let sentinels: Vec<String> =
         group.sentinel_ports().iter().map(|port| format!("redis://127.0.0.1:{port}")).collect();
     // Enough retries to outlast the test's reaction below on a loaded machine.
