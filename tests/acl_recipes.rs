@@ -35,7 +35,7 @@ fn reset_acl_log(admin: &mut Connection) {
 
 #[test]
 fn every_documented_recipe_is_tested() {
-    assert_eq!(acl_recipe_names(), ["redisson", "rlock-client", "rlock-client-setinfo", "operator"]);
+    assert_eq!(acl_recipe_names(), ["redisson", "redisson-lua-texts", "rlock-client", "rlock-client-setinfo", "operator"]);
     for name in acl_recipe_names() {
         assert!(acl_recipe(name).user().starts_with("app-"), "{name}");
     }
