@@ -8,7 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
@@ -121,15 +123,10 @@ class AclRecipeTest {
     void aWaiterIsWokenByTheRelease() throws Exception {
         RLock lock = app.getLock("app:wait");
         lock.lock(LEASE_S, TimeUnit.SECONDS);
-        CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> {
+        CompletableFuture<Long> waiter = inThread(() -> {
             long start = System.nanoTime();
-            try {
-                boolean took = app.getLock("app:wait").tryLock(20, LEASE_S, TimeUnit.SECONDS);
-                assertTrue(took, "the waiter took the lock");
-                app.getLock("app:wait").unlock();
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
+            assertTrue(app.getLock("app:wait").tryLock(20, LEASE_S, TimeUnit.SECONDS), "the waiter took the lock");
+            app.getLock("app:wait").unlock();
             return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         });
         awaitSubscribers("redisson_lock__channel:{app:wait}");
@@ -145,7 +142,7 @@ class AclRecipeTest {
     void theWatchdogRenews() throws Exception {
         RLock lock = app.getLock("app:watched");
         lock.lock();
-        awaitRenewals("app:watched", 2);
+        RedissonTest.awaitRenewals(server, "app:watched", 2);
         assertTrue(lock.isHeldByCurrentThread());
         lock.unlock();
     }
@@ -157,7 +154,7 @@ class AclRecipeTest {
     void theWatchdogRenewsAReadHold() throws Exception {
         RLock read = app.getReadWriteLock("app:rw-watched").readLock();
         read.lock();
-        awaitRenewals("app:rw-watched", 2);
+        RedissonTest.awaitRenewals(server, "app:rw-watched", 2);
         read.unlock();
         assertFalse(read.isLocked());
     }
@@ -192,17 +189,17 @@ class AclRecipeTest {
     void readersShareAndAWriterWaits() throws Exception {
         RReadWriteLock rw = app.getReadWriteLock("app:rw");
         rw.readLock().lock(LEASE_S, TimeUnit.SECONDS);
-        boolean otherRead = CompletableFuture.supplyAsync(() -> {
+        boolean otherRead = inThread(() -> {
             RLock read = app.getReadWriteLock("app:rw").readLock();
-            boolean took = tryLock(read);
+            boolean took = read.tryLock(0, LEASE_S, TimeUnit.SECONDS);
             if (took) {
                 read.unlock();
             }
             return took;
         }).get(10, TimeUnit.SECONDS);
         assertTrue(otherRead, "readers share");
-        boolean write = CompletableFuture.supplyAsync(() -> tryLock(app.getReadWriteLock("app:rw").writeLock()))
-                .get(10, TimeUnit.SECONDS);
+        RLock otherWrite = app.getReadWriteLock("app:rw").writeLock();
+        boolean write = inThread(() -> otherWrite.tryLock(0, LEASE_S, TimeUnit.SECONDS)).get(10, TimeUnit.SECONDS);
         assertFalse(write, "no writer while read");
         rw.readLock().unlock();
         rw.writeLock().lock(LEASE_S, TimeUnit.SECONDS);
@@ -219,13 +216,7 @@ class AclRecipeTest {
         assertTrue(semaphore.trySetPermits(1));
         semaphore.acquire();
         assertEquals(0, semaphore.availablePermits());
-        CompletableFuture<Boolean> second = CompletableFuture.supplyAsync(() -> {
-            try {
-                return app.getSemaphore("app:sem").tryAcquire(20, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<Boolean> second = inThread(() -> semaphore.tryAcquire(20, TimeUnit.SECONDS));
         awaitSubscribers("redisson_sc:{app:sem}");
         semaphore.release();
         assertTrue(second.get(20, TimeUnit.SECONDS), "woken by the release");
@@ -252,13 +243,7 @@ class AclRecipeTest {
     void aLatchOpensForItsWaiter() throws Exception {
         RCountDownLatch latch = app.getCountDownLatch("app:latch");
         assertTrue(latch.trySetCount(2));
-        CompletableFuture<Boolean> waiter = CompletableFuture.supplyAsync(() -> {
-            try {
-                return app.getCountDownLatch("app:latch").await(20, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<Boolean> waiter = inThread(() -> latch.await(20, TimeUnit.SECONDS));
         awaitSubscribers("redisson_countdownlatch__channel__{app:latch}");
         latch.countDown();
         assertEquals(1, latch.getCount());
@@ -286,12 +271,12 @@ class AclRecipeTest {
     void nothingWasRefusedAndTheScriptsRanNatively() {
         assertEquals(List.of(), admin.cmd("ACL", "LOG"), "ACL LOG");
         for (String family : List.of("lock", "fair", "rwlock", "semaphore", "permit_semaphore", "latch")) {
-            assertTrue(rlockInfo("rlock_redisson_native_" + family) > 0, family + " ran natively");
+            assertTrue(RedissonTest.rlockInfo(server, "rlock_redisson_native_" + family) > 0, family + " ran natively");
         }
         if (RedissonTest.atLeast(3, 19)) {
-            assertTrue(rlockInfo("rlock_redisson_native_fenced") > 0, "fenced ran natively");
+            assertTrue(RedissonTest.rlockInfo(server, "rlock_redisson_native_fenced") > 0, "fenced ran natively");
         }
-        assertEquals(0, rlockInfo("rlock_redisson_acl_lua"), "no call left to Lua for its caller's ACL");
+        assertEquals(0, RedissonTest.rlockInfo(server, "rlock_redisson_acl_lua"), "no call left to Lua for its caller's ACL");
     }
 
     /** Other names, deleting a lock and other commands are refused. */
@@ -336,27 +321,15 @@ class AclRecipeTest {
         return cause.getMessage();
     }
 
-    private static boolean tryLock(RLock lock) {
-        try {
-            return lock.tryLock(0, LEASE_S, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /** Waits until {@code key}'s PTTL went back up {@code count} times (the watchdog's renewals), the key kept. */
-    private void awaitRenewals(String key, int count) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-        long last = (Long) admin.cmd("PTTL", key);
-        int renewals = 0;
-        while (renewals < count) {
-            assertTrue(System.nanoTime() < deadline, key + " renewed " + renewals + " times in 15 s");
-            long pttl = (Long) admin.cmd("PTTL", key);
-            assertTrue(pttl > 0, key + " is kept: PTTL " + pttl);
-            renewals += pttl > last ? 1 : 0;
-            last = pttl;
-            Thread.sleep(20);
-        }
+    /** {@code work} in another thread (another owner to Redisson). */
+    private static <T> CompletableFuture<T> inThread(Callable<T> work) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return work.call();
+            } catch (Exception e) {
+                throw new CompletionException(e);
+            }
+        });
     }
 
     /** Waits until someone subscribed to {@code channel} (a Redisson waiter). */
@@ -370,12 +343,5 @@ class AclRecipeTest {
             assertTrue(System.nanoTime() < deadline, "nobody subscribed to " + channel + " in 10 s");
             RlockServer.sleep(5);
         }
-    }
-
-    private long rlockInfo(String field) {
-        String info = (String) admin.cmd("INFO", "rlock");
-        return info.lines().filter(line -> line.startsWith(field + ":"))
-                .mapToLong(line -> Long.parseLong(line.substring(field.length() + 1).trim()))
-                .findFirst().orElseThrow(() -> new AssertionError("no " + field + " in INFO rlock:\n" + info));
     }
 }
