@@ -38,7 +38,9 @@ import org.redisson.config.Config;
  * kind on names under {@code app:}, and nothing is refused ({@code ACL LOG}
  * stays empty) while the scripts run natively; then the user cannot touch
  * other names nor run other commands. The tests run in order: the workload,
- * its checks, then the refusals, which {@code ACL LOG} records.
+ * its checks, then the refusals, which {@code ACL LOG} records. A release
+ * whose workload runs a text the filter leaves to Lua gets the documented
+ * {@code redisson-lua-texts} line as well.
  *
  * <p>With the filter off (Lua mode) Redisson's scripts run their own
  * commands on the keys, which the recipe does not give: the class is
@@ -79,6 +81,7 @@ class AclRecipeTest {
                 .setUsername(recipe.user())
                 .setPassword(recipe.password())
                 .setClientName("app-service")
+                // Pings within the test (30 s by default).
                 .setPingConnectionInterval(200)
                 .setConnectionMinimumIdleSize(2)
                 .setConnectionPoolSize(8)
