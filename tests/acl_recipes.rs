@@ -33,9 +33,16 @@ fn reset_acl_log(admin: &mut Connection) {
     let () = redis::cmd("ACL").arg(&["LOG", "RESET"]).query(admin).unwrap();
 }
 
+/// The recipes this list names are run by tests/redisson_acl_recipe.rs
+/// (`redisson`), this file (`rlock-client`, `operator`),
+/// client/tests/acl_recipe.rs (`rlock-client`, `rlock-client-setinfo`) and
+/// the Java suite's `AclRecipeTest` (`redisson`, `redisson-lua-texts`).
 #[test]
 fn every_documented_recipe_is_tested() {
-    assert_eq!(acl_recipe_names(), ["redisson", "rlock-client", "rlock-client-setinfo", "operator"]);
+    assert_eq!(
+        acl_recipe_names(),
+        ["redisson", "redisson-lua-texts", "rlock-client", "rlock-client-setinfo", "operator"]
+    );
     for name in acl_recipe_names() {
         assert!(acl_recipe(name).user().starts_with("app-"), "{name}");
     }

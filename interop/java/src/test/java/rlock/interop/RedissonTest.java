@@ -64,6 +64,11 @@ public abstract class RedissonTest {
 
     /** A counter of INFO rlock (for example rlock_granted). */
     protected long rlockInfo(String field) {
+        return rlockInfo(server, field);
+    }
+
+    /** A counter of {@code server}'s INFO rlock. */
+    static long rlockInfo(RlockServer server, String field) {
         try (Resp resp = server.resp()) {
             String info = (String) resp.cmd("INFO", "rlock");
             for (String line : info.split("\r\n")) {
@@ -88,6 +93,11 @@ public abstract class RedissonTest {
 
     /** Waits until the watchdog renewed {@code key} {@code count} times (its PTTL went back up), the key kept. */
     protected void awaitRenewals(String key, int count) throws InterruptedException {
+        awaitRenewals(server, key, count);
+    }
+
+    /** {@link #awaitRenewals(String, int)} on {@code server}. */
+    static void awaitRenewals(RlockServer server, String key, int count) throws InterruptedException {
         try (Resp resp = server.resp()) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
             long last = (Long) resp.cmd("PTTL", key);
