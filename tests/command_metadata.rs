@@ -140,6 +140,55 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
     assert_eq!(after, before, "an error wrote something");
 }
 
+/// A keyword alone where an optional value may stand (a lease, permits, a
+/// side) is read as the keyword, as the grammar reads it: the error says
+/// what the keyword needs, not that it is a bad value; a trailing keyword
+/// that needs what stands before it is placed inside that value's block.
+#[test]
+fn a_keyword_where_an_optional_value_may_stand_is_read_as_the_keyword() {
+    let server = Server::start();
+    let mut con = server.connection();
+    let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["RLOCK.RELEASE", "k", "o", "VIA"],
+            "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH|NONE; syntax: RLOCK.RELEASE",
+        ),
+        (
+            &["RRW.RELEASE", "rw", "o", "WRITE", "VIA"],
+            "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RRW.RELEASE",
+        ),
+        (
+            &["RRW.RELEASE", "rw", "o", "WRITE", "MISSING"],
+            "ERR syntax error: 'MISSING' needs NIL|1; syntax: RRW.RELEASE",
+        ),
+        (
+            &["RFENCED.ACQUIRE", "f", "o", "LIKESCRIPT"],
+            "ERR syntax error: 'LIKESCRIPT' needs TOKEN|LOCK; syntax: RFENCED.ACQUIRE",
+        ),
+        (&["RSEM.RELEASE", "s", "VIA"], "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RSEM.RELEASE"),
+        (
+            &["RRW.FORCERELEASE", "rw", "VIA"],
+            "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RRW.FORCERELEASE",
+        ),
+        // LIKESCRIPT is taken only after the value it follows.
+        (
+            &["RSEM.TRYACQUIRE", "s", "1", "LIKESCRIPT", "x"],
+            "ERR syntax error: unexpected argument 4 ('x'); syntax: RSEM.TRYACQUIRE key [permits [LIKESCRIPT]]",
+        ),
+        (
+            &["RRW.RENEW", "rw", "o", "1000", "LIKESCRIPT", "x"],
+            "ERR syntax error: unexpected argument 5 ('x'); syntax: RRW.RENEW key owner [lease_ms [LIKESCRIPT]]",
+        ),
+    ];
+    for (args, expected) in cases {
+        let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con));
+        assert!(text.starts_with(expected), "{args:?}: {text}");
+    }
+    let after = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
+    assert_eq!(after, before, "an error wrote something");
+}
+
 #[test]
 fn acl_key_patterns_apply_to_lock_keys() {
     let server = Server::start();

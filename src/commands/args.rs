@@ -45,7 +45,8 @@ impl OwnerArgs {
 /// An optional `lease_ms` before keywords: a keyword where it may stand is
 /// left for the caller (a syntax error there, not a bad lease).
 pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
-    const KEYWORDS: [&[u8]; 6] = [b"ID", b"PX", b"WAIT", b"REPLY", b"SHIFT", NO_REENTRY];
+    const KEYWORDS: [&[u8]; 9] =
+        [b"ID", b"PX", b"WAIT", b"REPLY", b"SHIFT", NO_REENTRY, b"VIA", b"MISSING", b"LIKESCRIPT"];
     // The argument's bytes are looked up once, for all the keywords; a
     // digit first (as every lease) is no keyword.
     let is_lease = |arg: &RedisString| {
