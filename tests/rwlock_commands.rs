@@ -136,3 +136,21 @@ fn missing_says_what_a_release_of_a_missing_lock_replies() {
     let error = error_text(redis::cmd("RRW.RELEASE").arg(&["m", "o", "READ", "MISSING", "2"]).query::<Value>(&mut con));
     assert!(error.contains("unexpected argument 5 ('2'); syntax: RRW.RELEASE"), "{error}");
 }
+
+/// `RRW.FORCERELEASE` deletes the hash alone, as Redisson's force unlock:
+/// the read holds' timeout keys are left to expire, and COMMAND DOCS says
+/// so (it said they were deleted).
+#[test]
+fn force_release_leaves_the_timeout_keys_to_expire_as_command_docs_says() {
+    let server = Server::start();
+    let mut con = server.connection();
+    run(&mut con, &["RRW.ACQUIRE", "f", "o", "READ", "30000"]);
+    assert_eq!(run(&mut con, &["RRW.FORCERELEASE", "f"]), Value::Int(1));
+    assert_eq!(run(&mut con, &["EXISTS", "f"]), Value::Int(0));
+    assert_near(pttl(&mut con, "{f}:o:rwlock_timeout:1"), 30_000, "the read hold's timeout key");
+    let docs: Vec<Value> = redis::cmd("COMMAND").arg(&["DOCS", "rrw.forcerelease"]).query(&mut con).unwrap();
+    let fields: Vec<Value> = redis::from_redis_value(docs[1].clone()).unwrap();
+    let complexity = fields.chunks(2).find(|pair| pair[0] == Value::BulkString(b"complexity".to_vec())).unwrap();
+    let complexity: String = redis::from_redis_value(complexity[1].clone()).unwrap();
+    assert!(complexity.contains("left to expire"), "{complexity}");
+}

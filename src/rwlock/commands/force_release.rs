@@ -30,7 +30,7 @@ command!(
         summary:
             c"Deletes the read-write lock whoever holds it (only when held that way, given a mode); replies 1, or 0.",
         arity: -2,
-        complexity: c"O(N) where N is the number of the lock's holders (each read hold's timeout key is deleted)",
+        complexity: c"O(N) where N is the number of the lock's holders (its hash is deleted; read holds' timeout keys are left to expire)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         args: &[Arg { optional: true, ..super::MODE }, VIA],
     },
