@@ -242,10 +242,10 @@ fn the_full_reply_says_what_each_call_did() {
     assert!((30..=most).contains(&waited_ms), "waited {waited_ms} ms of at most {most}");
 
     for (extra, error) in [
-        (vec!["REPLY"], "REPLY takes FULL"),
-        (vec!["REPLY", "SHORT"], "REPLY takes FULL"),
+        (vec!["REPLY"], "'REPLY' needs FULL"),
+        (vec!["REPLY", "SHORT"], "unexpected argument 5 ('SHORT')"),
         (vec!["REPLY", "FULL", "WAIT", "10"], "then REPLY FULL"),
-        (vec!["REPLY", "FULL", "REPLY", "FULL"], "then REPLY FULL"),
+        (vec!["REPLY", "FULL", "REPLY", "FULL"], "unexpected argument 6 ('REPLY')"),
     ] {
         let reply = redis::cmd("RFAIR.ACQUIRE").arg("f").arg("c").arg(LONG).arg(&extra).query::<Value>(&mut con);
         assert!(error_text(reply).contains(error), "{extra:?}");
