@@ -140,8 +140,8 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
     assert_eq!(after, before, "an error wrote something");
 }
 
-/// A keyword alone where an optional value may stand (a lease, permits, a
-/// side) is read as the keyword, as the grammar reads it: the error says
+/// A keyword of the command alone where an optional value may stand (a
+/// lease, permits, a side) is read as the keyword, as the grammar reads it: the error says
 /// what the keyword needs, not that it is a bad value; a trailing keyword
 /// that needs what stands before it is placed inside that value's block.
 #[test]
@@ -149,7 +149,9 @@ fn a_keyword_where_an_optional_value_may_stand_is_read_as_the_keyword() {
     let server = Server::start();
     let mut con = server.connection();
     let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
+        // Another command's keyword is no keyword here: a bad lease.
+        (&["RLOCK.ACQUIRE", "k", "o", "VIA", "PUBLISH"], "ERR lease_ms must be a positive integer"),
         (
             &["RLOCK.RELEASE", "k", "o", "VIA"],
             "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH|NONE; syntax: RLOCK.RELEASE",
