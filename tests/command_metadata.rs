@@ -89,6 +89,18 @@ fn dirty(con: &mut Connection) -> i64 {
     field.expect(&info).trim().parse().unwrap()
 }
 
+/// Each call is refused with an error that starts with its text, and
+/// none of them writes anything.
+fn refused_writing_nothing(con: &mut Connection, cases: &[(&[&str], &str)]) {
+    let before = (dirty(con), redis::cmd("DBSIZE").query::<i64>(con).unwrap());
+    for (args, expected) in cases {
+        let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(con));
+        assert!(text.starts_with(expected), "{args:?}: {text}");
+    }
+    let after = (dirty(con), redis::cmd("DBSIZE").query::<i64>(con).unwrap());
+    assert_eq!(after, before, "an error wrote something");
+}
+
 /// The bad input issue 40 found: each refused with a message that names
 /// what is wrong and the command's real syntax, and nothing written.
 #[test]
@@ -96,7 +108,6 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
     let server = Server::start();
     let mut con = server.connection();
     let _: () = redis::cmd("SET").arg(&["Q", "1"]).query(&mut con).unwrap();
-    let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
     let cases: [(&[&str], &str); 21] = [
         (
             &["RLOCK.FORCERELEASE", "K", "VAI", "PUBLISH"],
@@ -132,12 +143,7 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
         (&["RFASTMULTI.RENEW", "g", "", "1000", "FIELDS", "a"], "ERR owner must not be empty"),
         (&["RRW.RENEWREADS", "1", "rw", "1000", "2", "o", ""], "ERR owner must not be empty"),
     ];
-    for (args, expected) in cases {
-        let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con));
-        assert!(text.starts_with(expected), "{args:?}: {text}");
-    }
-    let after = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
-    assert_eq!(after, before, "an error wrote something");
+    refused_writing_nothing(&mut con, &cases);
 }
 
 /// A keyword of the command alone where an optional value may stand (a
@@ -148,7 +154,6 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
 fn a_keyword_where_an_optional_value_may_stand_is_read_as_the_keyword() {
     let server = Server::start();
     let mut con = server.connection();
-    let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
     let cases: [(&[&str], &str); 9] = [
         // Another command's keyword is no keyword here: a bad lease.
         (&["RLOCK.ACQUIRE", "k", "o", "VIA", "PUBLISH"], "ERR lease_ms must be a positive integer"),
@@ -183,12 +188,7 @@ fn a_keyword_where_an_optional_value_may_stand_is_read_as_the_keyword() {
             "ERR syntax error: unexpected argument 5 ('x'); syntax: RRW.RENEW key owner [lease_ms [LIKESCRIPT]]",
         ),
     ];
-    for (args, expected) in cases {
-        let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con));
-        assert!(text.starts_with(expected), "{args:?}: {text}");
-    }
-    let after = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
-    assert_eq!(after, before, "an error wrote something");
+    refused_writing_nothing(&mut con, &cases);
 }
 
 #[test]
