@@ -89,6 +89,18 @@ fn dirty(con: &mut Connection) -> i64 {
     field.expect(&info).trim().parse().unwrap()
 }
 
+/// Each call is refused with an error that starts with its text, and
+/// none of them writes anything.
+fn refused_writing_nothing(con: &mut Connection, cases: &[(&[&str], &str)]) {
+    let before = (dirty(con), redis::cmd("DBSIZE").query::<i64>(con).unwrap());
+    for (args, expected) in cases {
+        let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(con));
+        assert!(text.starts_with(expected), "{args:?}: {text}");
+    }
+    let after = (dirty(con), redis::cmd("DBSIZE").query::<i64>(con).unwrap());
+    assert_eq!(after, before, "an error wrote something");
+}
+
 /// The bad input issue 40 found: each refused with a message that names
 /// what is wrong and the command's real syntax, and nothing written.
 #[test]
@@ -96,7 +108,6 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
     let server = Server::start();
     let mut con = server.connection();
     let _: () = redis::cmd("SET").arg(&["Q", "1"]).query(&mut con).unwrap();
-    let before = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
     let cases: [(&[&str], &str); 21] = [
         (
             &["RLOCK.FORCERELEASE", "K", "VAI", "PUBLISH"],
@@ -132,12 +143,57 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
         (&["RFASTMULTI.RENEW", "g", "", "1000", "FIELDS", "a"], "ERR owner must not be empty"),
         (&["RRW.RENEWREADS", "1", "rw", "1000", "2", "o", ""], "ERR owner must not be empty"),
     ];
-    for (args, expected) in cases {
-        let text = error_text(redis::cmd(args[0]).arg(&args[1..]).query::<Value>(&mut con));
-        assert!(text.starts_with(expected), "{args:?}: {text}");
-    }
-    let after = (dirty(&mut con), redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap());
-    assert_eq!(after, before, "an error wrote something");
+    refused_writing_nothing(&mut con, &cases);
+}
+
+/// A keyword of the command alone where an optional value may stand (a
+/// lease, permits, a side) is read as the keyword, as the grammar reads it: the error says
+/// what the keyword needs, not that it is a bad value; a trailing keyword
+/// that needs what stands before it is placed inside that value's block.
+#[test]
+fn a_keyword_where_an_optional_value_may_stand_is_read_as_the_keyword() {
+    let server = Server::start();
+    let mut con = server.connection();
+    // Permits to take: a cut-short script tail read as ids took them.
+    let _: i64 = redis::cmd("RPSEM.TRYSETPERMITS").arg(&["p", "10"]).query(&mut con).unwrap();
+    let cases: [(&[&str], &str); 12] = [
+        (&["RPSEM.TRYACQUIRE", "p", "1000", "a", "AT", "5", "VIA"], "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH"),
+        (&["RPSEM.TRYACQUIRE", "p", "1000", "a", "REPLYID", "AT"], "ERR syntax error: 'AT' needs now_ms"),
+        (&["RPSEM.RELEASE", "p", "a", "AT"], "ERR syntax error: 'AT' needs now_ms"),
+        // Another command's keyword is no keyword here: a bad lease.
+        (&["RLOCK.ACQUIRE", "k", "o", "VIA", "PUBLISH"], "ERR lease_ms must be a positive integer"),
+        (
+            &["RLOCK.RELEASE", "k", "o", "VIA"],
+            "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH|NONE; syntax: RLOCK.RELEASE",
+        ),
+        (
+            &["RRW.RELEASE", "rw", "o", "WRITE", "VIA"],
+            "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RRW.RELEASE",
+        ),
+        (
+            &["RRW.RELEASE", "rw", "o", "WRITE", "MISSING"],
+            "ERR syntax error: 'MISSING' needs NIL|1; syntax: RRW.RELEASE",
+        ),
+        (
+            &["RFENCED.ACQUIRE", "f", "o", "LIKESCRIPT"],
+            "ERR syntax error: 'LIKESCRIPT' needs TOKEN|LOCK; syntax: RFENCED.ACQUIRE",
+        ),
+        (&["RSEM.RELEASE", "s", "VIA"], "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RSEM.RELEASE"),
+        (
+            &["RRW.FORCERELEASE", "rw", "VIA"],
+            "ERR syntax error: 'VIA' needs PUBLISH|SPUBLISH; syntax: RRW.FORCERELEASE",
+        ),
+        // LIKESCRIPT is taken only after the value it follows.
+        (
+            &["RSEM.TRYACQUIRE", "s", "1", "LIKESCRIPT", "x"],
+            "ERR syntax error: unexpected argument 4 ('x'); syntax: RSEM.TRYACQUIRE key [permits [LIKESCRIPT]]",
+        ),
+        (
+            &["RRW.RENEW", "rw", "o", "1000", "LIKESCRIPT", "x"],
+            "ERR syntax error: unexpected argument 5 ('x'); syntax: RRW.RENEW key owner [lease_ms [LIKESCRIPT]]",
+        ),
+    ];
+    refused_writing_nothing(&mut con, &cases);
 }
 
 #[test]

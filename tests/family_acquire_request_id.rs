@@ -97,9 +97,9 @@ fn bad_options_are_refused_by_name_and_write_nothing() {
         (&["ID"], "request_id"),
         (&["ID", ""], "request_id"),
         (&["ID", "x", "PX", "0"], "window_ms"),
-        (&["REPLY", "SHORT"], "REPLY takes FULL"),
-        (&["WAIT", "100"], "only ID request_id"),
-        (&["ID", "x", "ID", "y"], "each once"),
+        (&["REPLY", "SHORT"], "('SHORT'); syntax:"),
+        (&["WAIT", "100"], "('WAIT'); syntax: RFENCED.ACQUIRE"),
+        (&["ID", "x", "ID", "y"], "('ID'); syntax:"),
     ];
     for (extra, says) in cases {
         // The read-write lock takes WAIT (it blocks on the server); the fenced lock does not.

@@ -166,7 +166,7 @@ fn bad_input_is_refused_and_changes_nothing() {
                 "ERR syntax error: ",
                 $misfit,
                 "; syntax: RFAIR.ACQUIRE key owner [lease_ms] [WAIT wait_ms [BLOCK block_ms] [REDISSON PTTL|AHEAD]",
-                "|SHIFT shift_ms] [ID request_id [PX window_ms]] [REPLY FULL]"
+                " | SHIFT shift_ms] [ID request_id [PX window_ms]] [REPLY FULL]"
             )
         };
     }

@@ -331,10 +331,16 @@ fn the_permit_semaphore_commands_take_a_scripts_clock_and_publish_command_last()
     assert_eq!(query(&["RPSEM.PERMITS", "s", "AT", "700"]), Ok(Value::Int(3)));
     assert_eq!(query(&["RPSEM.ACQUIRED", "s", "AT", "700"]), Ok(Value::Int(0)));
     for (args, error) in [
-        (&["RPSEM.AVAILABLE", "s", "VIA", "PUBLISH"][..], "VIA only with AT now_ms"),
+        (
+            &["RPSEM.AVAILABLE", "s", "VIA", "PUBLISH"][..],
+            "unexpected argument 2 ('VIA'); syntax: RPSEM.AVAILABLE key [AT now_ms [VIA",
+        ),
         (&["RPSEM.AVAILABLE", "s", "AT", "-1"], "now_ms must be a non-negative integer"),
         (&["RPSEM.AVAILABLE", "s", "AT", "x"], "now_ms must be an integer"),
-        (&["RPSEM.AVAILABLE", "s", "x"], "unexpected argument 2 ('x'); syntax: RPSEM.AVAILABLE key [AT now_ms]"),
+        (
+            &["RPSEM.AVAILABLE", "s", "x"],
+            "unexpected argument 2 ('x'); syntax: RPSEM.AVAILABLE key [AT now_ms [VIA PUBLISH|SPUBLISH]]",
+        ),
         (&["RPSEM.ACQUIRED", "s", "AT", "5", "VIA", "DEL"], "unexpected argument 5 ('DEL')"),
         (&["RPSEM.LEASE", "s", "a", "b"], "unexpected argument 3 ('b')"),
         (&["RPSEM.UPDATELEASE", "s", "a", "-1", "AT", "5"], "lease end must be a non-negative integer"),

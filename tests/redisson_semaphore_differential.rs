@@ -295,7 +295,7 @@ fn the_semaphore_commands_take_via_publish_or_spublish_last() {
         (&["RSEM.DRAIN", "s", "VIA"], "unexpected argument 2 ('VIA'); syntax: RSEM.DRAIN key [LIKESCRIPT]"),
         (&["RSEM.TRYACQUIRE", "s", "1", "VIA"], "unexpected argument 3 ('VIA')"),
         (&["RSEM.ADDPERMITS", "s", "1", "VIA", "x"], "unexpected argument 4 ('x')"),
-        (&["RSEM.ADDPERMITS", "s", "1", "LIKESCRIPT", "VIA", "PUBLISH"], "wrong number of arguments"),
+        (&["RSEM.ADDPERMITS", "s", "1", "LIKESCRIPT", "VIA", "PUBLISH"], "unexpected argument 4 ('VIA')"),
         (&["RSEM.DRAIN", "s", "LIKESCRIPT", "x"], "unexpected argument 3 ('x')"),
         (&["RSEM.RELEASE", "s", "1", "VIA"], "'VIA' needs PUBLISH|SPUBLISH"),
         (&["RSEM.TRYSETPERMITS", "s", "2", "PX", "100", "VIA"], "'VIA' needs PUBLISH|SPUBLISH"),

@@ -42,15 +42,18 @@ impl OwnerArgs {
     }
 }
 
-/// An optional `lease_ms` before keywords: a keyword where it may stand is
-/// left for the caller (a syntax error there, not a bad lease).
-pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(args: &mut Peekable<I>) -> Result<i64, RedisError> {
-    const KEYWORDS: [&[u8]; 6] = [b"ID", b"PX", b"WAIT", b"REPLY", b"SHIFT", NO_REENTRY];
+/// An optional `lease_ms` before `keywords`, the command's own: one of
+/// them where the lease may stand is left for the caller (a syntax error
+/// there, not a bad lease), as the command's grammar reads it.
+pub fn parse_optional_lease<I: Iterator<Item = RedisString>>(
+    args: &mut Peekable<I>,
+    keywords: &[&[u8]],
+) -> Result<i64, RedisError> {
     // The argument's bytes are looked up once, for all the keywords; a
     // digit first (as every lease) is no keyword.
     let is_lease = |arg: &RedisString| {
         let arg = arg.as_slice();
-        arg.first().is_some_and(u8::is_ascii_digit) || !KEYWORDS.iter().any(|keyword| matches_keyword(arg, keyword))
+        arg.first().is_some_and(u8::is_ascii_digit) || !keywords.iter().any(|keyword| matches_keyword(arg, keyword))
     };
     match args.next_if(is_lease) {
         None => Ok(config::default_lease_ms()),
@@ -103,8 +106,9 @@ pub fn parse_release_tail<I: Iterator<Item = RedisString>>(
     mut args: Peekable<I>,
     name: &[u8],
     now_ms: i64,
+    keywords: &[&[u8]],
 ) -> Result<(i64, Option<UnlockLatch>), RedisError> {
-    let lease_ms = parse_optional_lease(&mut args)?;
+    let lease_ms = parse_optional_lease(&mut args, keywords)?;
     let request = parse_latch(args)?;
     let request = request.as_ref().map(|(id, latch_ms)| (id.as_slice(), *latch_ms));
     Ok((lease_ms, UnlockLatch::for_request(name, request, now_ms)?))

@@ -50,7 +50,7 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
-    let lease_ms = parse_optional_lease(&mut args)?;
+    let lease_ms = parse_optional_lease(&mut args, &[b"WAIT", b"SHIFT", b"ID", b"PX", b"REPLY"])?;
     let Options { wait, block_ms, shift_ms, request, full_reply } = Options::parse(args)?;
     let wait_ms = wait.map(|wait| wait.ms);
     let taker_wait = shift_ms.or(wait_ms).unwrap_or(DEFAULT_FAIR_WAIT_MS);

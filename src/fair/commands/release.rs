@@ -16,7 +16,7 @@ fn release(ctx: &Context, args: Args) -> RedisResult {
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
     let now = now_ms();
-    let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
+    let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now, &[b"ID", b"PX"])?;
     let mut keys = RedisKeyspace::open(ctx, &name);
     let mut session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());

@@ -33,7 +33,7 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     let like_script = take_like_script(&mut args)?;
     let mut args = args.into_iter().skip(1).peekable();
     let (name, owner) = (args.next_arg()?, args.next_arg()?);
-    let lease_ms = parse_optional_lease(&mut args)?;
+    let lease_ms = parse_optional_lease(&mut args, &[b"ID", b"PX", b"REPLY", b"LIKESCRIPT"])?;
     let AcquireOptions { request, full_reply, .. } = AcquireOptions::parse(args, Blocking::NotOffered)?;
     if like_script.is_some() && (request.is_some() || full_reply) {
         return Err(LockError::Syntax("LIKESCRIPT takes no ID or REPLY").into());

@@ -34,7 +34,7 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
-    let lease_ms = parse_optional_lease(&mut args)?;
+    let lease_ms = parse_optional_lease(&mut args, &[NO_REENTRY, b"WAIT", b"ID", b"PX", b"REPLY"])?;
     let no_reentry = args.next_if(|arg| is_keyword(arg, NO_REENTRY)).is_some();
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
     if no_reentry && request.is_some() {

@@ -53,7 +53,7 @@ impl ReleaseArgs {
         let mut args = args.into_iter().skip(1).peekable();
         let name = args.next_arg()?;
         let owner = args.next_arg()?;
-        let lease_ms = parse_optional_lease(&mut args)?;
+        let lease_ms = parse_optional_lease(&mut args, &[b"ID", b"PX", b"VIA"])?;
         let latch = parse_latch(args)?;
         Ok(Self { name, owner, lease_ms, latch, via })
     }

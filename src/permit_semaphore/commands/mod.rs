@@ -14,7 +14,7 @@ mod update_lease;
 
 crate::stats::kind_stats!(STATS, "permit_semaphore");
 
-use crate::commands::args::{parse_non_negative, take_trailing, take_via, Args, VIA};
+use crate::commands::args::{is_keyword, parse_non_negative, take_trailing, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind};
 use crate::error::LockError;
 use crate::store::Via;
@@ -49,6 +49,13 @@ fn script_clock(args: &mut Args, fixed: usize) -> Result<(Option<i64>, Via), Loc
     let at = take_trailing(args, fixed, b"AT").map(|now| parse_non_negative(&now, "now_ms")).transpose()?;
     if at.is_none() && via != Via::Default {
         return Err(LockError::Syntax("VIA only with AT now_ms"));
+    }
+    // A script tail cut short (`… AT now_ms VIA`, `… AT`) is no id: the
+    // grammar reads the keyword there, and so must the handler, or the
+    // keywords are taken as ids (a write) instead of refused.
+    let cut_short = |arg: &RedisString| is_keyword(arg, b"AT") || is_keyword(arg, b"VIA");
+    if at.is_none() && args.len() > fixed && args.last().is_some_and(cut_short) {
+        return Err(LockError::Syntax("AT needs now_ms, VIA needs PUBLISH|SPUBLISH"));
     }
     Ok((at, via))
 }

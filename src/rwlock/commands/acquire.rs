@@ -30,7 +30,7 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     let name = args.next_arg()?;
     let owner_arg = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
-    let lease_ms = parse_optional_lease(&mut args)?;
+    let lease_ms = parse_optional_lease(&mut args, &[b"WAIT", b"ID", b"PX", b"REPLY", b"LIKESCRIPT"])?;
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
     if like_script && (wait_ms.is_some() || request.is_some() || full_reply) {
         return Err(LockError::Syntax("LIKESCRIPT takes no WAIT, ID or REPLY").into());

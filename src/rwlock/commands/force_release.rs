@@ -1,5 +1,5 @@
 use super::parse_side;
-use crate::commands::args::{take_via, Args, VIA};
+use crate::commands::args::{is_keyword, take_via, Args, VIA};
 use crate::commands::info::{Arg, CommandInfo};
 use crate::commands::registry::command;
 use crate::rwlock::ReadWriteLock;
@@ -12,9 +12,10 @@ use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 /// script does.
 fn force_release(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 2)?;
-    let mut args = args.into_iter().skip(1);
+    let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
-    let side = args.next().map(|arg| parse_side(&arg)).transpose()?;
+    // A VIA left (without its value) is no side: a syntax error below.
+    let side = args.next_if(|arg| !is_keyword(arg, b"VIA")).map(|arg| parse_side(&arg)).transpose()?;
     args.done()?;
     let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let released = ReadWriteLock::new(name.as_slice()).force_release(&mut keys, side)?;
@@ -29,7 +30,7 @@ command!(
         summary:
             c"Deletes the read-write lock whoever holds it (only when held that way, given a mode); replies 1, or 0.",
         arity: -2,
-        complexity: c"O(N) where N is the number of the lock's holders (each read hold's timeout key is deleted)",
+        complexity: c"O(N) where N is the number of the lock's holders (its hash is deleted; read holds' timeout keys are left to expire)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         args: &[Arg { optional: true, ..super::MODE }, VIA],
     },

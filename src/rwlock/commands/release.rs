@@ -24,7 +24,7 @@ fn release(ctx: &Context, mut args: Args) -> RedisResult {
     let owner = args.next_arg()?;
     let side = parse_side(&args.next_arg()?)?;
     let now = now_ms();
-    let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now)?;
+    let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now, &[b"ID", b"PX", b"MISSING", b"VIA"])?;
     let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let lock = ReadWriteLock::new(name.as_slice());
     let released = lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)?;

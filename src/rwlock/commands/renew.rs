@@ -1,12 +1,12 @@
 use super::{take_like_script, LIKESCRIPT};
-use crate::commands::args::{Args, OwnerArgs, LEASE_MS, OWNER};
-use crate::commands::info::CommandInfo;
+use crate::commands::args::{Args, OwnerArgs, OWNER, REQUIRED_LEASE_MS};
+use crate::commands::info::{Arg, CommandInfo};
 use crate::commands::registry::command;
 use crate::rwlock::ReadWriteLock;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::{raw, Context, RedisResult, RedisValue};
 
-/// `RRW.RENEW key owner [lease_ms] [LIKESCRIPT]`: resets the lease of all
+/// `RRW.RENEW key owner [lease_ms [LIKESCRIPT]]`: resets the lease of all
 /// of owner's read holds and its write hold; 1 when it held any, else 0.
 /// `LIKESCRIPT` (after lease_ms): Redisson 3.x's read renewal, which sets
 /// the lock's TTL to the lease and renews every reader's holds.
@@ -34,6 +34,6 @@ command!(
         arity: -3,
         complexity: c"O(N) where N is the number of the lock's read holds (each has a timeout key)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, LIKESCRIPT],
+        args: &[OWNER, Arg::block(c"renewal", &[REQUIRED_LEASE_MS, LIKESCRIPT])],
     },
 );

@@ -15,7 +15,7 @@ fn release(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 2)?;
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
-    let permits = match args.next_if(|arg| !is_keyword(arg, b"IFEXISTS")) {
+    let permits = match args.next_if(|arg| !is_keyword(arg, b"IFEXISTS") && !is_keyword(arg, b"VIA")) {
         None => 1,
         Some(arg) => parse_non_negative(&arg, "permits")?,
     };

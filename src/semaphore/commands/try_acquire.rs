@@ -1,6 +1,6 @@
 use super::PERMITS;
 use crate::commands::args::{is_keyword, parse_non_negative, Args, LIKESCRIPT};
-use crate::commands::info::CommandInfo;
+use crate::commands::info::{Arg, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::semaphore::delay_wake::wake_at_delay_end;
@@ -48,6 +48,6 @@ command!(
         arity: -2,
         complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[PERMITS, LIKESCRIPT],
+        args: &[Arg::block(c"amount", &[Arg { optional: false, ..PERMITS }, LIKESCRIPT])],
     },
 );
