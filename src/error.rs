@@ -99,6 +99,8 @@ pub enum LockError {
     PermitsChangeNotInteger,
     /// An empty `owner`: no holder could be told apart by it.
     OwnerEmpty,
+    /// A cancel's `request_id` is empty (no acquire is sent with one).
+    RequestIdEmpty,
     /// A string counter (permits, a latch's count, a fencing token) is not
     /// an integer; names the key.
     StoredNotInteger(Vec<u8>),
@@ -163,6 +165,7 @@ impl LockError {
             Self::PermitLeaseInvalid => "ERR lease_ms must be a positive integer, or -1 for a permit that never expires",
             Self::PermitIdEmpty => "ERR id must not be empty",
             Self::OwnerEmpty => "ERR owner must not be empty",
+            Self::RequestIdEmpty => "ERR request_id must not be empty",
             Self::PermitsChangeNotInteger => {
                 "ERR permits: permits minus the current count, in Lua's numbers as Redisson's script computes it, is not an integer"
             }

@@ -299,6 +299,9 @@ pub fn parse_cancel(args: Args) -> Result<[RedisString; 3], RedisError> {
     let mut args = args.into_iter().skip(1);
     let named = [args.next_arg()?, args.next_arg()?, args.next_arg()?];
     args.done()?;
+    if named[2].is_empty() {
+        return Err(LockError::RequestIdEmpty.into());
+    }
     Ok(named)
 }
 
