@@ -108,7 +108,7 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
     let server = Server::start();
     let mut con = server.connection();
     let _: () = redis::cmd("SET").arg(&["Q", "1"]).query(&mut con).unwrap();
-    let cases: [(&[&str], &str); 23] = [
+    let cases: [(&[&str], &str); 24] = [
         (
             &["RLOCK.FORCERELEASE", "K", "VAI", "PUBLISH"],
             "ERR syntax error: unexpected argument 2 ('VAI'); syntax: RLOCK.FORCERELEASE key [VIA PUBLISH|SPUBLISH|NONE]",
@@ -143,6 +143,10 @@ fn bad_input_gets_the_grammar_and_writes_nothing() {
         (&["RFASTMULTI.RENEW", "g", "", "1000", "FIELDS", "a"], "ERR owner must not be empty"),
         (&["RRW.RENEWREADS", "1", "rw", "1000", "2", "o", ""], "ERR owner must not be empty"),
         (&["RLOCK.CANCEL", "free", "o", ""], "ERR request_id must not be empty"),
+        (
+            &["RLATCH.TRYSETCOUNT", "L", "1", "CHANNEL", "x", "VIA", "PUBLISH"],
+            "ERR syntax error: options out of order: give them in the order of the syntax; syntax: RLATCH.TRYSETCOUNT",
+        ),
         (&["RRW.CANCEL", "rw", "o", ""], "ERR request_id must not be empty"),
     ];
     refused_writing_nothing(&mut con, &cases);

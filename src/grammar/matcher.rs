@@ -40,12 +40,13 @@ impl fmt::Display for Misfit {
 }
 
 /// The misfit of `argv` (the command's name first) against `args`, or
-/// none when it fits.
-pub fn misfit<'a>(args: impl Iterator<Item = &'a Arg>, argv: &[&[u8]]) -> Option<Misfit> {
+/// none when it fits. `in_order`: the keyed arguments only in the order
+/// the table lists them (else in any order, each once).
+pub fn misfit<'a>(args: impl Iterator<Item = &'a Arg>, argv: &[&[u8]], in_order: bool) -> Option<Misfit> {
     let args: Vec<&Arg> = args.collect();
     let mut tokens = Vec::new();
     args.iter().for_each(|arg| collect_tokens(arg, &mut tokens));
-    let mut cursor = Cursor { argv, at: 1, tokens };
+    let mut cursor = Cursor { argv, at: 1, tokens, in_order };
     cursor.call(&args).err()
 }
 
@@ -90,6 +91,7 @@ struct Cursor<'a> {
     /// Every keyword of the command: where an optional value may stand,
     /// a keyword is not taken for it.
     tokens: Vec<&'static [u8]>,
+    in_order: bool,
 }
 
 type Step = Result<(), Misfit>;
@@ -127,7 +129,17 @@ impl Cursor<'_> {
         let mut left: Vec<&Arg> = keyed.to_vec();
         while let Some(word) = self.peek() {
             let Some(found) = left.iter().position(|arg| starts(arg, word)) else { return Err(self.unexpected()) };
-            self.take(left.remove(found))?;
+            let arg = match self.in_order {
+                // In order, the keyed arguments listed before this one are past.
+                true if left[..found].iter().any(|arg| !arg.optional) => return Err(self.unexpected()),
+                true => {
+                    let arg = left[found];
+                    left.drain(..=found);
+                    arg
+                }
+                false => left.remove(found),
+            };
+            self.take(arg)?;
         }
         // A required keyword left over follows nothing in particular.
         match left.iter().find(|arg| !arg.optional) {

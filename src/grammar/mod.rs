@@ -17,6 +17,8 @@ pub use table::{Arg, ArgKind, Grammar, Keys};
 /// The prefix of every syntax error (`LockError::Syntax`), which clients
 /// and tests look for.
 const SYNTAX_ERROR: &str = "ERR syntax error: ";
+/// Options the handler takes only in the order its syntax lists them.
+const OUT_OF_ORDER: &str = "options out of order: give them in the order of the syntax";
 
 /// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]] …`
 pub fn syntax_line(grammar: &Grammar) -> String {
@@ -74,9 +76,19 @@ pub fn explain(err: RedisError, grammar: &Grammar, argv: &[&[u8]]) -> RedisError
         // Its keys are counted: the argument after them is not placed by
         // the table alone.
         Keys::Numbered => None,
-        Keys::First | Keys::Pairs => matcher::misfit(grammar.all_args(), argv),
+        Keys::First | Keys::Pairs => matcher::misfit(grammar.all_args(), argv, false).map(|misfit| misfit.to_string()),
     };
-    let said = said.map_or_else(|| reason.to_owned(), |misfit| misfit.to_string());
+    // Every argument fits, yet the handler found too many or too few: its
+    // options stand in another order than it takes them.
+    let out_of_order = || {
+        let counted = matches!(err, RedisError::WrongArity) && grammar.keys != Keys::Numbered;
+        counted && matcher::misfit(grammar.all_args(), argv, true).is_some()
+    };
+    let said = match said {
+        Some(misfit) => misfit,
+        None if out_of_order() => OUT_OF_ORDER.to_owned(),
+        None => reason.to_owned(),
+    };
     RedisError::from(LockError::SyntaxOf(format!("{said}; syntax: {}", syntax_line(grammar))))
 }
 

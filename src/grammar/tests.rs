@@ -151,6 +151,13 @@ fn a_call_that_fits_keeps_the_handlers_reason_and_other_errors_pass() {
     assert_eq!(explained(&FORCE, &["X.FORCE", "k", "VIA", "PUBLISH"], reason), expected);
     let fits = format!("ERR syntax error: wrong number of arguments; syntax: {}", syntax_line(&FORCE));
     assert_eq!(explained(&FORCE, &["X.FORCE", "k"], RedisError::WrongArity), fits);
+    // Options the handler takes in the table's order only.
+    let swapped = explained(&RELEASE, &["X.RELEASE", "k", "o", "VIA", "PUBLISH", "ID", "r"], RedisError::WrongArity);
+    let out_of_order = format!(
+        "ERR syntax error: options out of order: give them in the order of the syntax; syntax: {}",
+        syntax_line(&RELEASE)
+    );
+    assert_eq!(swapped, out_of_order);
     let not_syntax = RedisError::Str("ERR lease_ms must be a positive integer");
     let text = explained(&RELEASE, &["X.RELEASE", "k", "o", "x"], not_syntax);
     assert_eq!(text, "ERR lease_ms must be a positive integer");
