@@ -21,12 +21,16 @@ async fn client(server: &Server) -> Client {
     Client::connect(server.client(), options).await.expect("client")
 }
 
-/// `(queued, position of owner)` from RFAIR.STATUS.
-async fn queue(server: &Server, name: &str, owner: &[u8]) -> (i64, i64) {
+/// RFAIR.STATUS's `field`, of the lock or (with `owner`) of a caller.
+async fn status_field(server: &Server, name: &str, owner: Option<&[u8]>, field: &str) -> i64 {
     let reply: Vec<(String, Option<i64>)> =
         redis::cmd("RFAIR.STATUS").arg(name).arg(owner).query_async(&mut admin(server).await).await.unwrap();
-    let field = |name: &str| reply.iter().find(|(field, _)| field == name).and_then(|(_, value)| *value).unwrap();
-    (field("queued"), field("position"))
+    reply.iter().find(|(name, _)| name == field).and_then(|(_, value)| *value).unwrap()
+}
+
+/// `(queued, position of owner)` from RFAIR.STATUS.
+async fn queue(server: &Server, name: &str, owner: &[u8]) -> (i64, i64) {
+    (status_field(server, name, None, "queued").await, status_field(server, name, Some(owner), "position").await)
 }
 
 async fn queue_keys_exist(server: &Server, name: &str) -> i64 {
@@ -185,7 +189,7 @@ async fn a_java_waiter_and_an_rlock_waiter_share_one_queue_in_order() {
     assert!(matches!(java, redis::Value::Int(_)), "queued: {java:?}");
     let rust = client.fair_lock("mixed");
     let rust_waiting = tokio::spawn(async move { rust.lock().await });
-    eventually!("both queued", queue(&server, "mixed", b"").await.0 == 2);
+    eventually!("both queued", status_field(&server, "mixed", None, "queued").await == 2);
     held.unlock().await.unwrap();
     // Only the Java waiter, at the head, may take it now.
     let again: redis::Value =
