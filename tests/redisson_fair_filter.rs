@@ -3,14 +3,14 @@
 //! moves the waiters behind by it, the give-up of a queue that names two
 //! locks (`n` and `{n}`) told apart by the state, and ACL: the release publishes on the head
 //! waiter's channel, unknown before it runs, so where the filter knows its
-//! caller (Valkey) it rewrites only for users who may publish on every
+//! caller (Valkey, Redis 7.2+) it rewrites only for users who may publish on every
 //! waiter channel of the lock.
 
 mod redisson_support;
 
 use redis::{Connection, Value};
-use redisson_support::{call, family_native_count, info_field, is_valkey, texts};
-use testkit::{error_text, server_time_ms, unlock_latch_key, Server};
+use redisson_support::{call, family_native_count, info_field, texts};
+use testkit::{error_text, newer_than_redis_7_0, server_time_ms, unlock_latch_key, Server};
 
 const TRY_LOCK: &str = "d20501c26a30adf6fb0fe9883bbbcc497e6157e2";
 const GIVE_UP: &str = "d1ddef65ad80886b5d36e023c99930044ddd653a";
@@ -77,11 +77,11 @@ fn calls_the_native_fair_lock_could_not_answer_alike_run_as_lua() {
 fn acl_decides_where_the_filter_knows_its_caller() {
     let (server, [try_lock_text, _, unlock_text]) = start();
     let mut admin = server.connection();
-    let valkey = is_valkey(&mut admin);
+    let knows_caller = newer_than_redis_7_0(&mut admin);
     let acl_lua = |admin: &mut Connection| info_field(admin, "rlock", "rlock_redisson_acl_lua");
     let mut lua_only = server.login("lua-only", &["~*", "&*", "-rfair.acquire"]);
     let reply = try_lock(&mut lua_only, &try_lock_text, "x", "o:1", "300000");
-    if valkey {
+    if knows_caller {
         // The user may not run RFAIR.ACQUIRE: the script runs as Lua, as it would without the module.
         assert_eq!(reply.unwrap(), Value::Nil);
         assert_eq!(acl_lua(&mut admin), "1");
@@ -93,7 +93,7 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     // May publish on one waiter's channel only: the head's is not known before the call.
     let mut one_channel = server.login("one-channel", &["~*", "&redisson_lock__channel:{y}:o:2"]);
     assert_eq!(unlock(&mut one_channel, &unlock_text, "y", "o:1").unwrap(), Value::Int(1), "no lock: Lua's 1");
-    if valkey {
+    if knows_caller {
         assert_eq!(acl_lua(&mut admin), "2");
     }
     // May publish on every waiter channel of the lock: runs natively.

@@ -1,15 +1,15 @@
 //! The Redisson script filter: what passes through untouched, the
 //! setting and its defaults, idempotence under CLIENT PAUSE, scripts
-//! calling scripts, and ACL (Valkey tells the filter its caller; Redis
-//! 7.0 does not).
+//! calling scripts, and ACL (Valkey and Redis 7.2+ tell the filter its
+//! caller; Redis 7.0 does not).
 
 mod redisson_support;
 
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, info_field, is_valkey, native_count, scripts, set_mode, texts, VERSION};
+use redisson_support::{call, info_field, native_count, scripts, set_mode, texts, VERSION};
 use redisson_support::{ACQUIRE_SHA, RELEASE_SHA};
 use std::time::{Duration, Instant};
-use testkit::{error_text, release_channel, unlock_latch_key, Cluster, Server};
+use testkit::{error_text, newer_than_redis_7_0, release_channel, unlock_latch_key, Cluster, Server};
 
 fn calls_of(con: &mut Connection, command: &str) -> i64 {
     let stats = info_field(con, "commandstats", &format!("cmdstat_{command}"));
@@ -25,7 +25,7 @@ fn mode(con: &mut Connection) -> String {
 fn the_default_is_native_only_where_the_filter_knows_its_caller() {
     let server = Server::start();
     let mut con = server.connection();
-    let expected = if is_valkey(&mut con) { "native" } else { "off" };
+    let expected = if newer_than_redis_7_0(&mut con) { "native" } else { "off" };
     assert_eq!(mode(&mut con), expected);
     let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
     assert_eq!(mode(&mut server.connection()), "native");
@@ -143,14 +143,14 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     let scripts = scripts(VERSION);
     let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
     let mut admin = server.connection();
-    let valkey = is_valkey(&mut admin);
+    let knows_caller = newer_than_redis_7_0(&mut admin);
     // Lua needs them loaded, as Redisson would after a NOSCRIPT.
     for body in [&scripts.acquire, &scripts.release] {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut admin).unwrap();
     }
     let mut lua_only = server.login("lua-only", &["~*", "&*", "-rlock.acquire", "-rlock.release"]);
     let reply = call(&mut lua_only, true, &scripts.acquire, &[b"x"], &[b"30000", b"o:1"]);
-    if valkey {
+    if knows_caller {
         // The user may not run RLOCK.ACQUIRE: the script runs as Lua, as it would without the module.
         assert_eq!(reply.unwrap(), Value::Nil);
         assert_eq!(info_field(&mut admin, "rlock", "rlock_redisson_acl_lua"), "1");
@@ -165,7 +165,7 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     let latch = unlock_latch_key(b"y", b"r1");
     let args: [&[u8]; 5] = [b"0", b"30000", b"o:1", b"publish", b"20000"];
     let reply = call(&mut no_channels, true, &scripts.release, &[b"y", &channel, &latch], &args);
-    if valkey {
+    if knows_caller {
         assert_eq!(reply.unwrap(), Value::Nil, "not held, published nothing: Lua's reply");
         assert_eq!(info_field(&mut admin, "rlock", "rlock_redisson_acl_lua"), "2");
     }

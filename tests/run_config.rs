@@ -5,7 +5,7 @@
 //! Redisson filter at the server's default.
 
 use redis::{Connection, Value};
-use testkit::{module_path, Server};
+use testkit::{listed_module, module_path, Server};
 
 /// redis.conf as `make run` gives it, but for the paths: the server's own
 /// directory (the builder's) instead of `dir`, and the module built for
@@ -33,23 +33,18 @@ fn config_get(con: &mut Connection, name: &str) -> String {
     value
 }
 
-fn module_names(con: &mut Connection) -> Vec<String> {
-    let listed: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(con).unwrap();
-    listed.iter().map(|fields| redis::from_redis_value(fields[1].clone()).unwrap()).collect()
-}
-
 #[test]
 fn make_runs_server_loads_the_module_and_lets_loopback_unload_and_load_it() {
     let server = Server::builder().without_module().conf(&make_run_conf()).start();
     let mut con = server.connection(); // 127.0.0.1: loopback
-    assert_eq!(module_names(&mut con), ["rlock"]);
+    assert!(listed_module(&mut con, "rlock").is_some(), "rlock loaded");
     assert_eq!(config_get(&mut con, "enable-module-command"), "local");
     assert_eq!(config_get(&mut con, "rlock.default-lease-ms"), "30000");
 
     let _: () = redis::cmd("MODULE").arg("UNLOAD").arg("rlock").query(&mut con).unwrap();
-    assert!(module_names(&mut con).is_empty());
+    assert_eq!(listed_module(&mut con, "rlock"), None, "rlock unloaded");
     let _: () = redis::cmd("MODULE").arg("LOAD").arg(module_path().to_str().unwrap()).query(&mut con).unwrap();
-    assert_eq!(module_names(&mut con), ["rlock"]);
+    assert!(listed_module(&mut con, "rlock").is_some(), "rlock loaded again");
     let granted: Value = redis::cmd("RLOCK.ACQUIRE").arg(&["k", "me", "30000"]).query(&mut con).unwrap();
     assert_eq!(granted, Value::Nil);
 }

@@ -39,6 +39,18 @@ pub fn error_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
     }
 }
 
+/// The fields of `MODULE LIST`'s entry for the module `name` (names and
+/// values; `args`, an array, left out), `None` when it is not loaded.
+/// Servers list modules of their own beside rlock: Redis 8 `vectorset`,
+/// Valkey 9 its `lua` engine.
+pub fn listed_module(con: &mut redis::Connection, name: &str) -> Option<Vec<String>> {
+    let listed: Vec<Vec<redis::Value>> = redis::cmd("MODULE").arg("LIST").query(con).expect("MODULE LIST");
+    listed
+        .into_iter()
+        .map(|entry| entry.into_iter().filter_map(|value| redis::from_redis_value(value).ok()).collect::<Vec<String>>())
+        .find(|fields| fields.get(1).is_some_and(|listed_name| listed_name == name))
+}
+
 /// Polls `check` until it holds, failing the test after `timeout`.
 pub fn eventually(what: &str, timeout: std::time::Duration, mut check: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + timeout;

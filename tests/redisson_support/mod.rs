@@ -51,8 +51,3 @@ pub fn load(con: &mut Connection, bodies: &[&[u8]]) {
 pub fn set_mode(con: &mut Connection, mode: &str) {
     let _: () = redis::cmd("CONFIG").arg(&["SET", "rlock.redisson-scripts", mode]).query(con).unwrap();
 }
-
-/// Valkey answers INFO server with its name.
-pub fn is_valkey(con: &mut Connection) -> bool {
-    info_field(con, "server", "server_name") == "valkey"
-}
