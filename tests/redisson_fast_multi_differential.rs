@@ -202,8 +202,12 @@ fn differential(texts: &Texts, seed: &str) {
         let step = TWINS.step(&server, &mut control, keys, call);
         let states = TWINS.states(&mut con, keys);
         if let (Err(_), Err(_)) = (&step.lua, &step.native) {
-            assert_eq!(native_group(&mut con), before, "{context}: the native refusal wrote");
-            assert!(step.native_messages.is_empty(), "{context}: {:?}", step.native_messages);
+            // A call of several groups stays Lua on both twins, whose
+            // refusal may have renewed the holds before the bad one.
+            if groups == 1 {
+                assert_eq!(native_group(&mut con), before, "{context}: the native refusal wrote");
+                assert!(step.native_messages.is_empty(), "{context}: {:?}", step.native_messages);
+            }
             resync(&mut con);
             failed += 1;
             continue;
