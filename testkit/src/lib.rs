@@ -4,6 +4,7 @@ mod acl_recipe;
 mod cluster;
 mod events;
 pub mod failover;
+mod info;
 mod redisson_jar;
 pub mod redisson_lock;
 mod rng;
@@ -12,11 +13,13 @@ mod sentinel;
 mod server;
 mod tracking;
 mod twins;
+mod wait;
 
 pub use acl_recipe::{acl_log, acl_recipe, acl_recipe_names, newer_than_redis_7_0, AclRecipe};
 pub use cluster::{slot_owner_among, Cluster, SlotMove};
 pub use events::{keyspace_events, publications};
 pub use failover::DOWN_AFTER_MS;
+pub use info::{calls, calls_async, info_field, info_field_async, rlock_info, rlock_info_async};
 pub use redisson_jar::{redisson_class_scripts, redisson_scripts};
 pub use rng::Rng;
 pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, RedissonScripts, RwScripts, UNLOCK_MESSAGE};
@@ -25,6 +28,7 @@ pub use sentinel::{primary_named_by, SentinelGroup, MASTER, PEER_SOURCE};
 pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
 pub use tracking::{invalidated, Tracker};
 pub use twins::{quiet_now, twin, Drift, Side, StepMessage, StepMessages};
+pub use wait::{eventually, PATIENCE, POLL};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a
 /// panic when the result is not an error.
@@ -49,15 +53,6 @@ pub fn listed_module(con: &mut redis::Connection, name: &str) -> Option<Vec<Stri
         .into_iter()
         .map(|entry| entry.into_iter().filter_map(|value| redis::from_redis_value(value).ok()).collect::<Vec<String>>())
         .find(|fields| fields.get(1).is_some_and(|listed_name| listed_name == name))
-}
-
-/// Polls `check` until it holds, failing the test after `timeout`.
-pub fn eventually(what: &str, timeout: std::time::Duration, mut check: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + timeout;
-    while !check() {
-        assert!(std::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
 }
 
 /// The server's clock (TIME) in Unix ms: the `now` to give Redisson's
