@@ -6,9 +6,9 @@
 
 mod blocking_support;
 
-use blocking_support::{acquire, info, waiter, LONG_LEASE, PATIENCE};
+use blocking_support::{acquire, waiter, LONG_LEASE};
 use redis::{Commands, Connection, Value};
-use testkit::{error_text, eventually, Server};
+use testkit::{error_text, eventually, rlock_info, Server, PATIENCE};
 
 #[test]
 fn thirty_two_waiters_get_the_lock_in_arrival_order() {
@@ -29,8 +29,8 @@ fn thirty_two_waiters_get_the_lock_in_arrival_order() {
     waiters.into_iter().for_each(|w| w.join().unwrap());
     let order: Vec<i64> = con.lrange("order", 0, -1).unwrap();
     assert_eq!(order, (0..32).collect::<Vec<_>>());
-    assert_eq!(info(&mut con, "granted"), 32);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "granted"), 32);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     let exists: bool = con.exists("fifo").unwrap();
     assert!(!exists);
 }
@@ -91,17 +91,17 @@ fn timed_out_disconnected_and_killed_waiters_leave_the_queue_at_once() {
         Value::Int(pttl) => assert!(pttl > 50_000, "the holder's PTTL: {pttl}"),
         other => panic!("a wait that ran out replies the PTTL, not {other:?}"),
     }
-    assert_eq!(info(&mut con, "wait_timeouts"), 1);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "wait_timeouts"), 1);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 
     // A waiter whose connection closes.
     let mut gone = server.connection();
     let acquire_waiting =
         redis::cmd("RLOCK.ACQUIRE").arg("k").arg("gone").arg(LONG_LEASE).arg("WAIT").arg(10_000).get_packed_command();
     gone.send_packed_command(&acquire_waiting).unwrap();
-    eventually("it blocked", PATIENCE, || info(&mut con, "blocked") == 1);
+    eventually("it blocked", PATIENCE, || rlock_info(&mut con, "blocked") == 1);
     drop(gone);
-    eventually("it left", PATIENCE, || info(&mut con, "blocked") == 0);
+    eventually("it left", PATIENCE, || rlock_info(&mut con, "blocked") == 0);
 
     // A killed waiter, then a live one: the release goes to the live one.
     let killed = waiter(&server, "k", "killed", 10_000, |_, reply| reply);
@@ -109,7 +109,7 @@ fn timed_out_disconnected_and_killed_waiters_leave_the_queue_at_once() {
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
     let id = testkit::blocked_acquire_client_id(&clients).expect("a blocked client");
     let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&id).query(&mut con).unwrap();
-    eventually("the killed waiter left", PATIENCE, || info(&mut con, "blocked") == 1);
+    eventually("the killed waiter left", PATIENCE, || rlock_info(&mut con, "blocked") == 1);
     let _: i64 = redis::cmd("RLOCK.RELEASE").arg("k").arg("holder").query(&mut con).unwrap();
     assert_eq!(live.join().unwrap(), Value::Nil);
     assert!(matches!(killed.join().unwrap(), Value::SimpleString(_)), "the killed one saw its connection go");
@@ -142,7 +142,7 @@ fn multi_scripts_and_replicas_do_not_block_and_bad_input_changes_nothing() {
         .query(&mut con)
         .unwrap();
     assert!(in_script > 50_000);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 
     for (args, names) in [
         (vec!["k", "b", "1000", "WAIT"], "WAIT"),
@@ -234,7 +234,7 @@ fn sixteen_blocking_clients_never_hold_the_lock_together() {
     let mut con = server.connection();
     let counter: i64 = con.get("counter").unwrap();
     assert_eq!(counter, 16 * 50);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 }
 
 #[test]
@@ -249,7 +249,7 @@ fn locks_of_one_name_in_two_databases_are_two_locks_and_a_flush_grants() {
     let _: i64 = redis::cmd("RLOCK.RELEASE").arg("k").arg("holder").query(&mut db1).unwrap();
     let exists: bool = db1.exists("k").unwrap();
     assert!(!exists, "db 1's lock is free and nobody waits for it");
-    assert_eq!(info(&mut db0, "blocked"), 1, "db 0's waiter still waits");
+    assert_eq!(rlock_info(&mut db0, "blocked"), 1, "db 0's waiter still waits");
     let _: () = redis::cmd("FLUSHDB").query(&mut db0).unwrap();
     assert_eq!(waiting.join().unwrap(), Value::Nil, "a flush frees the lock");
     let holds: Option<i64> = db0.hget("k", "w").unwrap();
