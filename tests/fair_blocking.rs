@@ -203,7 +203,8 @@ fn blocked_waiters_survive_attacks_on_their_lock() {
     let paused_at = seconds * 1000 + micros / 1000;
     assert_eq!(b.join().unwrap(), Value::Nil);
     let granted_at = redis::cmd("PEXPIRETIME").arg("f").query::<i64>(&mut con).unwrap() - LONG;
-    assert!(granted_at >= paused_at + 600, "a grant {} ms into the 600 ms pause", granted_at - paused_at);
+    // (50 ms for the server's cached clock, which may time the pause.)
+    assert!(granted_at >= paused_at + 550, "a grant {} ms into the 600 ms pause", granted_at - paused_at);
     // A stalled server: the grant comes after the stall, once.
     let c = blocked(&server, "c", (LONG, 5_000, 10_000), |_, reply| reply);
     let _: () = redis::cmd("PEXPIRE").arg("f").arg(100).query(&mut con).unwrap();
