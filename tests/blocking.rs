@@ -41,7 +41,7 @@ fn pexpiretime(con: &mut Connection, key: &str) -> i64 {
 
 #[test]
 fn the_lock_is_granted_at_force_release_del_and_expiry_and_an_overwrite_refuses_the_waiter() {
-    let server = Server::start();
+    let server = Server::builder().config("enable-debug-command", "yes").start();
     let mut con = server.connection();
     let holds = |con: &mut Connection, owner: &str| -> Option<i64> { con.hget("k", owner).unwrap() };
 
@@ -58,19 +58,23 @@ fn the_lock_is_granted_at_force_release_del_and_expiry_and_an_overwrite_refuses_
     let pttl: i64 = con.pttl("k").unwrap();
     assert!(pttl > 50_000, "the waiter's own lease: {pttl}");
 
-    // Expiry: granted within a few ms of the lease's end, not at Redis's
-    // lazy or sampled expiry.
+    // Expiry: granted at the lease's end, not at Redis's lazy or sampled
+    // expiry: with the sampled one off and nobody touching the key, only
+    // the module's timer grants within the wait, so a loaded machine's
+    // lateness is allowed. The lease is cut once the waiter blocked.
     // Both times are the server's: the grant's is its expiry less the
     // waiter's lease (the waiter thread may be slow to read its reply).
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut con).unwrap();
     let _: i64 = con.del("k").unwrap();
-    acquire(&mut con, "k", "short", "300");
-    let lease_end = pexpiretime(&mut con, "k");
+    acquire(&mut con, "k", "short", LONG_LEASE);
     let d = waiter(&server, "k", "d", 10_000, |_, reply| reply);
+    let _: i64 = con.pexpire("k", 300).unwrap();
+    let lease_end = pexpiretime(&mut con, "k");
     assert_eq!(d.join().unwrap(), Value::Nil);
     let granted_at = pexpiretime(&mut con, "k") - LONG_LEASE.parse::<i64>().unwrap();
     let late = granted_at - lease_end;
     eprintln!("blocking: granted {late} ms after the lease's end");
-    assert!(late <= 10, "granted {late} ms after the lease's end");
+    assert!((0..=500).contains(&late), "granted {late} ms after the lease's end");
 
     // Overwritten with another type: the waiter gets an acquire's error.
     let e = waiter(&server, "k", "e", 10_000, |_, reply| reply);
@@ -86,7 +90,7 @@ fn timed_out_disconnected_and_killed_waiters_leave_the_queue_at_once() {
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
 
-    let timed_out = waiter(&server, "k", "t", 100, |_, reply| reply);
+    let timed_out = waiter(&server, "k", "t", 500, |_, reply| reply);
     match timed_out.join().unwrap() {
         Value::Int(pttl) => assert!(pttl > 50_000, "the holder's PTTL: {pttl}"),
         other => panic!("a wait that ran out replies the PTTL, not {other:?}"),
@@ -177,8 +181,9 @@ fn grants_replicate_as_acquires_to_a_replica_without_the_module_and_to_the_aof()
     let granted = waiter(&primary, "by-release", "b", 10_000, |_, reply| reply);
     let _: i64 = redis::cmd("RLOCK.RELEASE").arg("by-release").arg("a").query(&mut con).unwrap();
     assert_eq!(granted.join().unwrap(), Value::Nil);
-    acquire(&mut con, "by-expiry", "a", "200");
+    acquire(&mut con, "by-expiry", "a", LONG_LEASE);
     let granted = waiter(&primary, "by-expiry", "b", 10_000, |_, reply| reply);
+    let _: i64 = con.pexpire("by-expiry", 200).unwrap();
     assert_eq!(granted.join().unwrap(), Value::Nil);
 
     let state = |con: &mut Connection, key: &str| -> (Vec<(String, String)>, bool) {

@@ -17,12 +17,15 @@ fn a_lease_ending_during_client_pause_write_does_not_crash_the_server() {
     for mode in ["WRITE", "ALL"] {
         let server = Server::start();
         let mut con = server.connection();
-        acquire(&mut con, "k", "holder", "300");
+        acquire(&mut con, "k", "holder", LONG_LEASE);
         let blocked = waiter(&server, "k", "w", 5_000, |con, reply| {
             in_step(con);
             reply
         });
-        let _: () = redis::cmd("CLIENT").arg("PAUSE").arg(1_000).arg(mode).query(&mut con).unwrap();
+        // The lease cut once the waiter blocked, to end 300 ms into the pause.
+        let mut pause = redis::pipe();
+        pause.pexpire("k", 300).ignore().cmd("CLIENT").arg("PAUSE").arg(1_000).arg(mode).ignore();
+        let _: () = pause.query(&mut con).unwrap();
         let reply = blocked.join().unwrap();
         assert_no_crash(&server);
         assert_eq!(reply, Value::Nil, "{mode}: granted after the lease");
@@ -40,9 +43,10 @@ fn a_lease_ending_during_client_pause_write_does_not_crash_the_server() {
 fn module_unload_with_an_armed_lease_timer_does_not_crash() {
     let server = debug_server();
     let mut con = server.connection();
-    acquire(&mut con, "k", "holder", "700");
+    // A wait long enough to be seen blocked on a loaded machine, within the lease.
+    acquire(&mut con, "k", "holder", "1500");
     let lease_end = lease_end_ms(&mut con, "k").expect("a lease");
-    let w = waiter(&server, "k", "w", 50, |_, reply| reply);
+    let w = waiter(&server, "k", "w", 300, |_, reply| reply);
     assert!(matches!(w.join().unwrap(), Value::Int(_)));
     assert_eq!(rlock_info(&mut con, "blocked"), 0);
     let unloaded: redis::RedisResult<String> = redis::cmd("MODULE").arg("UNLOAD").arg("rlock").query(&mut con);
@@ -241,8 +245,10 @@ fn debug_reload_keeps_waiters_and_the_release_grants() {
 fn debug_sleep_past_lease_and_waits_settles_once() {
     let server = debug_server();
     let mut con = server.connection();
-    acquire(&mut con, "k", "holder", "300");
-    let waiters: Vec<_> = [100u64, 5_000, 5_000]
+    acquire(&mut con, "k", "holder", LONG_LEASE);
+    // w0's wait long enough to be seen blocked on a loaded machine, and
+    // ending within the stall, as the lease cut once all wait does.
+    let waiters: Vec<_> = [700u64, 10_000, 10_000]
         .iter()
         .enumerate()
         .map(|(n, wait)| {
@@ -252,7 +258,9 @@ fn debug_sleep_past_lease_and_waits_settles_once() {
             })
         })
         .collect();
-    let _: () = redis::cmd("DEBUG").arg("SLEEP").arg("0.6").query(&mut con).unwrap();
+    let mut stall = redis::pipe();
+    stall.pexpire("k", 300).ignore().cmd("DEBUG").arg("SLEEP").arg(1).ignore();
+    let _: () = stall.query(&mut con).unwrap();
     eventually("a grant", PATIENCE, || holders(&mut con, "k").len() == 1);
     assert_eq!(holders(&mut con, "k"), vec!["w1"]);
     assert_eq!(release(&mut con, "k", "w1"), Value::Int(1));
