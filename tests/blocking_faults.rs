@@ -19,15 +19,15 @@ fn a_stopped_server_grants_in_order_once_and_timed_out_waiters_hold_nothing() {
     let server = Server::start();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
-    // Waits long enough to be seen blocked on a loaded machine, short
-    // enough to end within the stall; the lease cut once they all wait.
-    let waits = [800, 900, 10_000, 10_000];
+    // Waits long enough to be seen blocked on a loaded machine; the lease,
+    // cut once all wait, ends after the two short ones, within the stall.
+    let waits = [500, 600, 10_000, 10_000];
     let waiters: Vec<_> = waits
         .iter()
         .enumerate()
         .map(|(n, wait)| waiter(&server, "k", &format!("w{n}"), *wait, |_, reply| reply))
         .collect();
-    let _: i64 = con.pexpire("k", 300).unwrap();
+    let _: i64 = con.pexpire("k", 700).unwrap();
     server.pause();
     // The stall itself (a stopped server shows nothing): the lease and two waits pass.
     std::thread::sleep(Duration::from_secs(1));

@@ -246,9 +246,9 @@ fn debug_sleep_past_lease_and_waits_settles_once() {
     let server = debug_server();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
-    // w0's wait long enough to be seen blocked on a loaded machine, and
-    // ending within the stall, as the lease cut once all wait does.
-    let waiters: Vec<_> = [700u64, 10_000, 10_000]
+    // w0's wait long enough to be seen blocked on a loaded machine; the
+    // lease, cut once all wait, ends after it, within the stall.
+    let waiters: Vec<_> = [500u64, 10_000, 10_000]
         .iter()
         .enumerate()
         .map(|(n, wait)| {
@@ -258,9 +258,9 @@ fn debug_sleep_past_lease_and_waits_settles_once() {
             })
         })
         .collect();
-    let mut stall = redis::pipe();
-    stall.pexpire("k", 300).ignore().cmd("DEBUG").arg("SLEEP").arg(1).ignore();
-    let _: () = stall.query(&mut con).unwrap();
+    // (Apart from the stall: the grant check PEXPIRE schedules runs first.)
+    let _: i64 = con.pexpire("k", 600).unwrap();
+    let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query(&mut con).unwrap();
     eventually("a grant", PATIENCE, || holders(&mut con, "k").len() == 1);
     assert_eq!(holders(&mut con, "k"), vec!["w1"]);
     assert_eq!(release(&mut con, "k", "w1"), Value::Int(1));
