@@ -5,9 +5,9 @@
 
 mod blocking_support;
 
-use blocking_support::{info, release, waiter, waiter_with, LONG_LEASE};
+use blocking_support::{release, until_waited, waiter, waiter_with, LONG_LEASE};
 use redis::{Commands, Connection, Value};
-use testkit::{error_text, full_reply as full, Server};
+use testkit::{error_text, full_reply as full, rlock_info, Server};
 
 /// `RLOCK.ACQUIRE key owner 60000 extra…`
 fn acquire(con: &mut Connection, key: &str, owner: &str, extra: &[&str]) -> Value {
@@ -71,7 +71,7 @@ fn a_blocked_grant_is_recorded_and_its_full_reply_says_how_long_it_waited() {
     acquire(&mut con, "k", "holder", &[]);
     let args = ["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1", "REPLY", "FULL"];
     let blocked = waiter_with(&server, &args, |_, reply| reply);
-    std::thread::sleep(std::time::Duration::from_millis(50)); // a wait to measure
+    until_waited(&mut con, "k", 50);
     release(&mut con, "k", "holder");
     let (granted, levels, lease_ms, waited_ms) = full(blocked.join().unwrap());
     assert_eq!((granted, levels), (1, 1));
@@ -99,12 +99,12 @@ fn a_resend_takes_over_the_blocked_call_and_its_place() {
     // The resend (as from another connection after a timeout): the first
     // call ends with an error, the resend waits in its place.
     let mut admin = server.connection();
-    let blocked_before = info(&mut admin, "blocked");
+    let blocked_before = rlock_info(&mut admin, "blocked");
     let mut resend_con = server.connection();
     let resend = std::thread::spawn(move || acquire(&mut resend_con, "k", "a", &["WAIT", "10000", "ID", "r1"]));
     let ended = first.join().unwrap();
     assert!(matches!(&ended, Value::SimpleString(text) if text.contains("resend")), "{ended:?}");
-    assert_eq!(info(&mut admin, "blocked"), blocked_before, "one call waits for the request");
+    assert_eq!(rlock_info(&mut admin, "blocked"), blocked_before, "one call waits for the request");
 
     release(&mut con, "k", "holder");
     assert_eq!(resend.join().unwrap(), Value::Nil, "granted first, in the first call's place");
@@ -197,7 +197,7 @@ fn a_refused_resend_leaves_the_blocked_call_alone() {
     assert_eq!(acquire(&mut con, "{k}", "a", &["ID", "r1"]), Value::Nil, "another lock's grant, same record key");
     let err = error_text(redis::cmd("RLOCK.ACQUIRE").arg("k").arg("a").arg("ID").arg("r1").query::<Value>(&mut con));
     assert!(err.contains("another owner or lock"), "{err}");
-    assert_eq!(info(&mut con, "blocked"), 1, "the first call still waits");
+    assert_eq!(rlock_info(&mut con, "blocked"), 1, "the first call still waits");
     release(&mut con, "k", "holder");
     assert_eq!(first.join().unwrap(), Value::Nil);
     assert_eq!(holds(&mut con, "k", "a"), Some(1));
@@ -225,7 +225,7 @@ fn a_resend_while_the_first_call_waits_is_granted_once() {
     let Value::Int(_) = acquire(&mut con, "k", "b", &["ID", "r2"]) else { panic!("refused: a holds it") };
     let first = first.join().unwrap();
     assert!(matches!(&first, Value::SimpleString(text) if text.contains("resend")), "{first:?}");
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     release(&mut con, "k", "a");
     assert_eq!(holds(&mut con, "k", "b"), None, "nobody waits for b");
 }
@@ -244,7 +244,7 @@ fn rlock_cancel_ends_a_waiting_call_by_its_request_id() {
     assert_eq!(cancel(&mut con, "a", "r1"), 1);
     let ended = blocked.join().unwrap();
     assert!(matches!(&ended, Value::SimpleString(text) if text.contains("cancelled")), "{ended:?}");
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     assert_eq!(cancel(&mut con, "a", "r1"), 0, "no longer waits");
     release(&mut con, "k", "holder");
     let exists: bool = con.exists("k").unwrap();

@@ -6,9 +6,9 @@
 
 mod blocking_support;
 
-use blocking_support::{acquire, info, waiter, LONG_LEASE, PATIENCE};
+use blocking_support::{acquire, waiter, LONG_LEASE};
 use redis::{Commands, Connection, Value};
-use testkit::{error_text, eventually, Server};
+use testkit::{error_text, eventually, rlock_info, Server, PATIENCE};
 
 #[test]
 fn thirty_two_waiters_get_the_lock_in_arrival_order() {
@@ -29,8 +29,8 @@ fn thirty_two_waiters_get_the_lock_in_arrival_order() {
     waiters.into_iter().for_each(|w| w.join().unwrap());
     let order: Vec<i64> = con.lrange("order", 0, -1).unwrap();
     assert_eq!(order, (0..32).collect::<Vec<_>>());
-    assert_eq!(info(&mut con, "granted"), 32);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "granted"), 32);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     let exists: bool = con.exists("fifo").unwrap();
     assert!(!exists);
 }
@@ -41,7 +41,7 @@ fn pexpiretime(con: &mut Connection, key: &str) -> i64 {
 
 #[test]
 fn the_lock_is_granted_at_force_release_del_and_expiry_and_an_overwrite_refuses_the_waiter() {
-    let server = Server::start();
+    let server = Server::builder().config("enable-debug-command", "yes").start();
     let mut con = server.connection();
     let holds = |con: &mut Connection, owner: &str| -> Option<i64> { con.hget("k", owner).unwrap() };
 
@@ -58,19 +58,23 @@ fn the_lock_is_granted_at_force_release_del_and_expiry_and_an_overwrite_refuses_
     let pttl: i64 = con.pttl("k").unwrap();
     assert!(pttl > 50_000, "the waiter's own lease: {pttl}");
 
-    // Expiry: granted within a few ms of the lease's end, not at Redis's
-    // lazy or sampled expiry.
+    // Expiry: granted at the lease's end, not at Redis's lazy or sampled
+    // expiry: with the sampled one off and nobody touching the key, only
+    // the module's timer grants within the wait, so a loaded machine's
+    // lateness is allowed. The lease is cut once the waiter blocked.
     // Both times are the server's: the grant's is its expiry less the
     // waiter's lease (the waiter thread may be slow to read its reply).
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut con).unwrap();
     let _: i64 = con.del("k").unwrap();
-    acquire(&mut con, "k", "short", "300");
-    let lease_end = pexpiretime(&mut con, "k");
+    acquire(&mut con, "k", "short", LONG_LEASE);
     let d = waiter(&server, "k", "d", 10_000, |_, reply| reply);
+    let _: i64 = con.pexpire("k", 300).unwrap();
+    let lease_end = pexpiretime(&mut con, "k");
     assert_eq!(d.join().unwrap(), Value::Nil);
     let granted_at = pexpiretime(&mut con, "k") - LONG_LEASE.parse::<i64>().unwrap();
     let late = granted_at - lease_end;
     eprintln!("blocking: granted {late} ms after the lease's end");
-    assert!(late <= 10, "granted {late} ms after the lease's end");
+    assert!((0..=500).contains(&late), "granted {late} ms after the lease's end");
 
     // Overwritten with another type: the waiter gets an acquire's error.
     let e = waiter(&server, "k", "e", 10_000, |_, reply| reply);
@@ -86,22 +90,22 @@ fn timed_out_disconnected_and_killed_waiters_leave_the_queue_at_once() {
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
 
-    let timed_out = waiter(&server, "k", "t", 100, |_, reply| reply);
+    let timed_out = waiter(&server, "k", "t", 500, |_, reply| reply);
     match timed_out.join().unwrap() {
         Value::Int(pttl) => assert!(pttl > 50_000, "the holder's PTTL: {pttl}"),
         other => panic!("a wait that ran out replies the PTTL, not {other:?}"),
     }
-    assert_eq!(info(&mut con, "wait_timeouts"), 1);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "wait_timeouts"), 1);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 
     // A waiter whose connection closes.
     let mut gone = server.connection();
     let acquire_waiting =
         redis::cmd("RLOCK.ACQUIRE").arg("k").arg("gone").arg(LONG_LEASE).arg("WAIT").arg(10_000).get_packed_command();
     gone.send_packed_command(&acquire_waiting).unwrap();
-    eventually("it blocked", PATIENCE, || info(&mut con, "blocked") == 1);
+    eventually("it blocked", PATIENCE, || rlock_info(&mut con, "blocked") == 1);
     drop(gone);
-    eventually("it left", PATIENCE, || info(&mut con, "blocked") == 0);
+    eventually("it left", PATIENCE, || rlock_info(&mut con, "blocked") == 0);
 
     // A killed waiter, then a live one: the release goes to the live one.
     let killed = waiter(&server, "k", "killed", 10_000, |_, reply| reply);
@@ -109,7 +113,7 @@ fn timed_out_disconnected_and_killed_waiters_leave_the_queue_at_once() {
     let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
     let id = testkit::blocked_acquire_client_id(&clients).expect("a blocked client");
     let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&id).query(&mut con).unwrap();
-    eventually("the killed waiter left", PATIENCE, || info(&mut con, "blocked") == 1);
+    eventually("the killed waiter left", PATIENCE, || rlock_info(&mut con, "blocked") == 1);
     let _: i64 = redis::cmd("RLOCK.RELEASE").arg("k").arg("holder").query(&mut con).unwrap();
     assert_eq!(live.join().unwrap(), Value::Nil);
     assert!(matches!(killed.join().unwrap(), Value::SimpleString(_)), "the killed one saw its connection go");
@@ -142,7 +146,7 @@ fn multi_scripts_and_replicas_do_not_block_and_bad_input_changes_nothing() {
         .query(&mut con)
         .unwrap();
     assert!(in_script > 50_000);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 
     for (args, names) in [
         (vec!["k", "b", "1000", "WAIT"], "WAIT"),
@@ -177,8 +181,9 @@ fn grants_replicate_as_acquires_to_a_replica_without_the_module_and_to_the_aof()
     let granted = waiter(&primary, "by-release", "b", 10_000, |_, reply| reply);
     let _: i64 = redis::cmd("RLOCK.RELEASE").arg("by-release").arg("a").query(&mut con).unwrap();
     assert_eq!(granted.join().unwrap(), Value::Nil);
-    acquire(&mut con, "by-expiry", "a", "200");
+    acquire(&mut con, "by-expiry", "a", LONG_LEASE);
     let granted = waiter(&primary, "by-expiry", "b", 10_000, |_, reply| reply);
+    let _: i64 = con.pexpire("by-expiry", 200).unwrap();
     assert_eq!(granted.join().unwrap(), Value::Nil);
 
     let state = |con: &mut Connection, key: &str| -> (Vec<(String, String)>, bool) {
@@ -234,7 +239,7 @@ fn sixteen_blocking_clients_never_hold_the_lock_together() {
     let mut con = server.connection();
     let counter: i64 = con.get("counter").unwrap();
     assert_eq!(counter, 16 * 50);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 }
 
 #[test]
@@ -249,7 +254,7 @@ fn locks_of_one_name_in_two_databases_are_two_locks_and_a_flush_grants() {
     let _: i64 = redis::cmd("RLOCK.RELEASE").arg("k").arg("holder").query(&mut db1).unwrap();
     let exists: bool = db1.exists("k").unwrap();
     assert!(!exists, "db 1's lock is free and nobody waits for it");
-    assert_eq!(info(&mut db0, "blocked"), 1, "db 0's waiter still waits");
+    assert_eq!(rlock_info(&mut db0, "blocked"), 1, "db 0's waiter still waits");
     let _: () = redis::cmd("FLUSHDB").query(&mut db0).unwrap();
     assert_eq!(waiting.join().unwrap(), Value::Nil, "a flush frees the lock");
     let holds: Option<i64> = db0.hget("k", "w").unwrap();

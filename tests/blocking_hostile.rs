@@ -6,8 +6,8 @@ mod blocking_support;
 
 use blocking_support::*;
 use redis::{Commands, Connection, Value};
-use std::time::{Duration, Instant};
-use testkit::{eventually, Server};
+use std::time::Instant;
+use testkit::{eventually, lease_end_ms, rlock_info, until_server_time_past, Server, PATIENCE};
 
 /// CLIENT PAUSE WRITE (as FAILOVER does) while a lease ends under a waiter:
 /// Redis keeps the logically expired key while paused, and the module's
@@ -17,12 +17,15 @@ fn a_lease_ending_during_client_pause_write_does_not_crash_the_server() {
     for mode in ["WRITE", "ALL"] {
         let server = Server::start();
         let mut con = server.connection();
-        acquire(&mut con, "k", "holder", "300");
+        acquire(&mut con, "k", "holder", LONG_LEASE);
         let blocked = waiter(&server, "k", "w", 5_000, |con, reply| {
             in_step(con);
             reply
         });
-        let _: () = redis::cmd("CLIENT").arg("PAUSE").arg(1_000).arg(mode).query(&mut con).unwrap();
+        // The lease cut once the waiter blocked, to end 300 ms into the pause.
+        let mut pause = redis::pipe();
+        pause.pexpire("k", 300).ignore().cmd("CLIENT").arg("PAUSE").arg(1_000).arg(mode).ignore();
+        let _: () = pause.query(&mut con).unwrap();
         let reply = blocked.join().unwrap();
         assert_no_crash(&server);
         assert_eq!(reply, Value::Nil, "{mode}: granted after the lease");
@@ -30,7 +33,7 @@ fn a_lease_ending_during_client_pause_write_does_not_crash_the_server() {
         let pttl: i64 = con.pttl("k").unwrap();
         let held = holders(&mut con, "k");
         assert_eq!(held, vec!["w"], "{mode}: w was replied nil (granted), but the lock is {held:?} with PTTL {pttl}");
-        assert_eq!(info(&mut con, "blocked"), 0);
+        assert_eq!(rlock_info(&mut con, "blocked"), 0);
     }
 }
 
@@ -40,18 +43,19 @@ fn a_lease_ending_during_client_pause_write_does_not_crash_the_server() {
 fn module_unload_with_an_armed_lease_timer_does_not_crash() {
     let server = debug_server();
     let mut con = server.connection();
-    acquire(&mut con, "k", "holder", "700");
-    let w = waiter(&server, "k", "w", 50, |_, reply| reply);
+    // A wait long enough to be seen blocked on a loaded machine, within the lease.
+    acquire(&mut con, "k", "holder", "1500");
+    let lease_end = lease_end_ms(&mut con, "k").expect("a lease");
+    let w = waiter(&server, "k", "w", 300, |_, reply| reply);
     assert!(matches!(w.join().unwrap(), Value::Int(_)));
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     let unloaded: redis::RedisResult<String> = redis::cmd("MODULE").arg("UNLOAD").arg("rlock").query(&mut con);
     eprintln!("MODULE UNLOAD: {unloaded:?}");
     if unloaded.is_err() {
         return; // refused: nothing to attack
     }
     // Past the lease's end, where the timer fires.
-    let until = Instant::now() + Duration::from_millis(1_000);
-    while Instant::now() < until && alive(&server) {}
+    until_server_time_past(&mut con, lease_end);
     assert_no_crash(&server);
 }
 
@@ -62,7 +66,9 @@ fn waiters_on_a_primary_turned_replica_get_one_error_and_leave() {
     let primary = Server::start();
     let server = Server::start();
     let mut con = server.connection();
-    acquire(&mut con, "k", "holder", "400");
+    // A lease long enough for three waiters to block first on a loaded machine.
+    acquire(&mut con, "k", "holder", "1500");
+    let lease_end = lease_end_ms(&mut con, "k").expect("a lease");
     let waiters: Vec<_> = (0..3).map(|n| waiter(&server, "k", &format!("w{n}"), 5_000, |_, reply| reply)).collect();
     server.replicate(&primary);
     for w in waiters {
@@ -70,9 +76,10 @@ fn waiters_on_a_primary_turned_replica_get_one_error_and_leave() {
         assert!(matches!(reply, Value::SimpleString(ref e) if e.contains("UNBLOCKED")), "{reply:?}");
     }
     let mut con = server.connection();
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     // The lease timer fires on the replica: nothing happens.
-    std::thread::sleep(Duration::from_millis(500));
+    until_server_time_past(&mut con, lease_end);
+    assert_no_crash(&server);
     let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut con).unwrap();
     acquire(&mut con, "k2", "holder", LONG_LEASE);
     let next = waiter(&server, "k2", "next", 5_000, |con, reply| {
@@ -96,7 +103,7 @@ fn swapdb_frees_the_waited_lock_and_the_waiter_is_granted() {
     let _: () = redis::cmd("SWAPDB").arg(0).arg(1).query(&mut con).unwrap();
     let reply = w.join().unwrap();
     let mut con = server.connection();
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     assert_eq!(reply, Value::Nil, "the lock in database 0 was free for 2 s, yet the waiter timed out");
 }
 
@@ -156,15 +163,16 @@ fn a_lease_shortened_under_a_waiter_is_granted_at_its_new_end() {
 fn a_lease_made_persistent_then_released_is_granted() {
     let server = Server::start();
     let mut con = server.connection();
-    acquire(&mut con, "k", "holder", "300");
+    acquire(&mut con, "k", "holder", "1000");
     let w = waiter(&server, "k", "w", 5_000, |con, reply| {
         in_step(con);
         reply
     });
+    let old_end = lease_end_ms(&mut con, "k").expect("a lease");
     let _: bool = con.persist("k").unwrap();
-    std::thread::sleep(Duration::from_millis(500)); // past the old lease end: the armed timer fires
+    until_server_time_past(&mut con, old_end); // the timer armed at the old end fires
     assert_eq!(holders(&mut con, "k"), vec!["holder"], "persisted: still held");
-    assert_eq!(info(&mut con, "blocked"), 1);
+    assert_eq!(rlock_info(&mut con, "blocked"), 1);
     assert_eq!(release(&mut con, "k", "holder"), Value::Int(1));
     assert_eq!(w.join().unwrap(), Value::Nil);
     assert_eq!(holders(&mut con, "k"), vec!["w"]);
@@ -191,7 +199,7 @@ fn del_in_multi_and_in_a_script_grants_the_waiter() {
         assert_eq!(w.join().unwrap(), Value::Nil, "{how}");
         assert_eq!(holders(&mut con, &key), vec!["w"], "{how}");
     }
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 }
 
 /// FLUSHALL ASYNC and FLUSHDB ASYNC: waiters granted.
@@ -210,7 +218,7 @@ fn flush_async_grants_waiters() {
         assert_eq!(holders(&mut con, "k"), vec!["w"], "{flush}");
         let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
     }
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 }
 
 /// DEBUG RELOAD under waiters: they keep waiting, the release grants.
@@ -225,7 +233,7 @@ fn debug_reload_keeps_waiters_and_the_release_grants() {
     });
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
     assert_eq!(holders(&mut con, "k"), vec!["holder"]);
-    assert_eq!(info(&mut con, "blocked"), 1);
+    assert_eq!(rlock_info(&mut con, "blocked"), 1);
     assert_eq!(release(&mut con, "k", "holder"), Value::Int(1));
     assert_eq!(w.join().unwrap(), Value::Nil);
     assert_eq!(holders(&mut con, "k"), vec!["w"]);
@@ -237,8 +245,10 @@ fn debug_reload_keeps_waiters_and_the_release_grants() {
 fn debug_sleep_past_lease_and_waits_settles_once() {
     let server = debug_server();
     let mut con = server.connection();
-    acquire(&mut con, "k", "holder", "300");
-    let waiters: Vec<_> = [100u64, 5_000, 5_000]
+    acquire(&mut con, "k", "holder", LONG_LEASE);
+    // w0's wait long enough to be seen blocked on a loaded machine; the
+    // lease, cut once all wait, ends after it, within the stall.
+    let waiters: Vec<_> = [500u64, 10_000, 10_000]
         .iter()
         .enumerate()
         .map(|(n, wait)| {
@@ -248,7 +258,9 @@ fn debug_sleep_past_lease_and_waits_settles_once() {
             })
         })
         .collect();
-    let _: () = redis::cmd("DEBUG").arg("SLEEP").arg("0.6").query(&mut con).unwrap();
+    // (Apart from the stall: the grant check PEXPIRE schedules runs first.)
+    let _: i64 = con.pexpire("k", 600).unwrap();
+    let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query(&mut con).unwrap();
     eventually("a grant", PATIENCE, || holders(&mut con, "k").len() == 1);
     assert_eq!(holders(&mut con, "k"), vec!["w1"]);
     assert_eq!(release(&mut con, "k", "w1"), Value::Int(1));

@@ -8,7 +8,7 @@
 use redis::{Connection, Value};
 use std::thread;
 use std::time::Duration;
-use testkit::{error_text, eventually, server_time_ms, Cluster};
+use testkit::{error_text, eventually, info_field, server_time_ms, Cluster, PATIENCE};
 
 const LEASE: i64 = 60_000;
 const WAIT: i64 = 20_000;
@@ -55,12 +55,6 @@ fn acquire(command: &str, name: &str, owner: &str, args: &[&str]) -> redis::Cmd 
     cmd
 }
 
-fn blocked_clients(con: &mut Connection) -> i64 {
-    let info: String = redis::cmd("INFO").arg("clients").query(con).unwrap();
-    let line = info.lines().find_map(|line| line.strip_prefix("blocked_clients:")).expect("blocked_clients");
-    line.trim().parse().unwrap()
-}
-
 fn keys_in_slot(con: &mut Connection, slot: i64) -> i64 {
     redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(con).unwrap()
 }
@@ -75,7 +69,9 @@ fn held_with_a_blocked_waiter(cluster: &Cluster, kind: &Kind) -> (Connection, Wa
     let mut waiter_con = source.connection();
     let wait = (kind.wait)(kind.name, "waiter");
     let waiter = thread::spawn(move || wait.query::<Value>(&mut waiter_con));
-    eventually("the waiter blocked", Duration::from_secs(10), || blocked_clients(&mut holder) == 1);
+    eventually("the waiter blocked", PATIENCE, || {
+        info_field(&mut holder, "clients", "blocked_clients").as_deref() == Some("1")
+    });
     (holder, waiter)
 }
 
@@ -171,7 +167,7 @@ fn a_fair_waiter_through_a_cluster_down_leaves_the_queue_or_is_granted_after() {
     if waiter.is_finished() {
         let queue = format!("redisson_lock_queue:{{{name}}}");
         let queued = |con: &mut Connection| redis::cmd("LRANGE").arg(&queue).arg(0).arg(-1).query::<Vec<String>>(con);
-        eventually("the place given up", Duration::from_secs(10), || queued(&mut holder).unwrap().is_empty());
+        eventually("the place given up", PATIENCE, || queued(&mut holder).unwrap().is_empty());
     }
 
     let released: Value = redis::cmd("RFAIR.RELEASE").arg(name).arg("holder").query(&mut holder).unwrap();
@@ -213,7 +209,9 @@ fn a_cluster_down_grants_nothing_until_it_is_back() {
         let mut waiter = source.connection();
         let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut waiter).unwrap();
         let call = thread::spawn(move || wait.query::<Value>(&mut waiter));
-        eventually("a waiter blocked", Duration::from_secs(10), || blocked_clients(&mut con) == count);
+        eventually("a waiter blocked", PATIENCE, || {
+            info_field(&mut con, "clients", "blocked_clients") == Some(count.to_string())
+        });
         (id, call)
     };
     let wait = WAIT.to_string();

@@ -3,7 +3,7 @@
 //! outcome counted.
 
 use redis::{Connection, RedisResult, Value};
-use testkit::{error_text, Server};
+use testkit::{error_text, eventually, Server, PATIENCE};
 
 fn rlock(con: &mut Connection, command: &str, args: &[&[u8]]) -> RedisResult<Value> {
     redis::cmd(command).arg(args).query(con)
@@ -275,10 +275,8 @@ fn info_counts_per_kind_and_the_waits_by_length() {
         let mut con = server.connection();
         std::thread::spawn(move || rlock(&mut con, "RLOCK.ACQUIRE", &[b"k", b"b", b"60000", b"WAIT", b"10000"]))
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while redis::cmd("RLOCK.WAITERS").query::<Vec<Value>>(&mut con).unwrap().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the waiter never blocked");
-    }
+    let blocked = |con: &mut Connection| !redis::cmd("RLOCK.WAITERS").query::<Vec<Value>>(con).unwrap().is_empty();
+    eventually("the waiter blocked", PATIENCE, || blocked(&mut con));
     rlock(&mut con, "RLOCK.RELEASE", &[b"k", b"a"]).unwrap();
     assert_eq!(waiter.join().unwrap().unwrap(), Value::Nil, "granted");
     // A lease that runs out while a caller waits: the granted waiter's, cut to 50 ms.
@@ -286,9 +284,7 @@ fn info_counts_per_kind_and_the_waits_by_length() {
         let mut con = server.connection();
         std::thread::spawn(move || rlock(&mut con, "RLOCK.ACQUIRE", &[b"k", b"c", b"60000", b"WAIT", b"10000"]))
     };
-    while redis::cmd("RLOCK.WAITERS").query::<Vec<Value>>(&mut con).unwrap().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the second waiter never blocked");
-    }
+    eventually("the second waiter blocked", PATIENCE, || blocked(&mut con));
     rlock(&mut con, "PEXPIRE", &[b"k", b"50"]).unwrap();
     assert_eq!(lapsed.join().unwrap().unwrap(), Value::Nil, "granted at the lease's end");
     rlock(&mut con, "RFAIR.ACQUIRE", &[b"f", b"a"]).unwrap();

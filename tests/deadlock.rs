@@ -8,7 +8,7 @@
 use redis::{Connection, RedisResult, Value};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-use testkit::{Rng, Server};
+use testkit::{eventually, Rng, Server, PATIENCE};
 
 const LEASE: &str = "60000";
 
@@ -50,11 +50,7 @@ fn blocked(con: &mut Connection) -> usize {
 }
 
 fn until_blocked(con: &mut Connection, count: usize) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while blocked(con) < count {
-        assert!(Instant::now() < deadline, "{count} callers never blocked");
-        thread::sleep(Duration::from_millis(5));
-    }
+    eventually(&format!("{count} callers blocked"), PATIENCE, || blocked(con) >= count);
 }
 
 /// Owner `o{i}` holds `locks[i]` (twice when `reentered`); each but the
@@ -261,11 +257,7 @@ fn waits_that_ended_close_no_cycle() {
         leaving.send_packed_command(&redis::cmd(&call[0]).arg(&call[1..]).get_packed_command()).unwrap();
         until_blocked(&mut con, 2);
         drop(leaving);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while blocked(&mut con) > 1 {
-            assert!(Instant::now() < deadline, "the closed connection's wait never ended");
-            thread::sleep(Duration::from_millis(5));
-        }
+        eventually("the closed connection's wait ended", PATIENCE, || blocked(&mut con) <= 1);
         let pttl = run(&mut con, &wait_for("b", "o1", 100).iter().map(String::as_str).collect::<Vec<_>>());
         assert!(matches!(pttl, Ok(Value::Int(ms)) if ms > 0), "{lock}: waited, not told DEADLOCK: {pttl:?}");
         run(&mut con, &["FLUSHALL"]).unwrap();

@@ -9,11 +9,10 @@
 mod blocking_support;
 mod fair_support;
 
-use blocking_support::{info, PATIENCE};
 use fair_support::{blocked, blocked_with, fair_acquire, fair_release, queue, LONG, QUEUE};
 use redis::{Commands, Connection, Value};
 use std::time::{Duration, Instant};
-use testkit::{error_text, eventually, full_reply, server_time_ms, FairScripts, Server};
+use testkit::{error_text, eventually, full_reply, rlock_info, server_time_ms, FairScripts, Server, PATIENCE};
 
 #[test]
 fn sixteen_blocked_waiters_are_granted_in_queue_order_at_each_release() {
@@ -34,13 +33,13 @@ fn sixteen_blocked_waiters_are_granted_in_queue_order_at_each_release() {
     waiters.into_iter().for_each(|w| w.join().unwrap());
     let order: Vec<i64> = con.lrange("order", 0, -1).unwrap();
     assert_eq!(order, (0..16).collect::<Vec<_>>());
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     assert!(queue(&mut con).is_empty());
 }
 
 #[test]
 fn a_blocked_head_is_granted_at_force_release_del_and_lease_expiry() {
-    let server = Server::start();
+    let server = Server::builder().config("enable-debug-command", "yes").start();
     let mut con = server.connection();
     fair_acquire(&mut con, "a", LONG, None);
     let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
@@ -53,13 +52,16 @@ fn a_blocked_head_is_granted_at_force_release_del_and_lease_expiry() {
     let holder: Option<i64> = con.hget("f", "c").unwrap();
     assert_eq!(holder, Some(1));
 
+    // Without the server's active expiry only the module's timer can free
+    // the lock within d's wait, so a loaded machine's lateness is allowed.
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut con).unwrap();
     let _: i64 = con.pexpire("f", 300).unwrap();
-    let expiry = server_time_ms(&mut con) + 300;
+    let expiry: i64 = redis::cmd("PEXPIRETIME").arg("f").query(&mut con).unwrap();
     let d = blocked(&server, "d", (LONG, 5_000, 10_000), |_, reply| reply);
     assert_eq!(d.join().unwrap(), Value::Nil);
     let granted_at: i64 = redis::cmd("PEXPIRETIME").arg("f").query(&mut con).unwrap();
     let late = granted_at - LONG - expiry;
-    assert!((0..=10).contains(&late), "granted {late} ms after the lease ran out");
+    assert!((0..=1_000).contains(&late), "granted {late} ms after the lease ran out");
 }
 
 #[test]
@@ -76,7 +78,7 @@ fn a_head_that_does_not_come_back_loses_its_turn_to_the_blocked_waiter_behind() 
     assert_eq!(reply, Value::Nil);
     let waited = granted - released;
     assert!(waited >= Duration::from_millis(390), "gone had its wait from the release: {waited:?}");
-    assert!(waited < Duration::from_millis(600), "b was granted once gone's turn was over: {waited:?}");
+    assert!(waited < Duration::from_millis(2_500), "b was granted once gone's turn was over: {waited:?}");
 }
 
 #[test]
@@ -139,7 +141,7 @@ fn script_waiters_and_blocked_waiters_share_the_queue_in_order() {
     assert_eq!(queue(&mut con), ["java:1", "b", "java:2"]);
     // The native release tells the script's head; the blocked waiter waits.
     fair_release(&mut con, "a");
-    assert_eq!(info(&mut con, "blocked"), 1);
+    assert_eq!(rlock_info(&mut con, "blocked"), 1);
     assert_eq!(script_waiter(&mut con, "java:2"), Value::Int(0), "java:2 is not next");
     assert_eq!(script_waiter(&mut con, "java:1"), Value::Nil, "java:1 takes its turn");
     // The script's release (a DEL) hands over to the blocked waiter.
@@ -192,13 +194,17 @@ fn blocked_waiters_survive_attacks_on_their_lock() {
     assert_eq!(b.join().unwrap(), Value::Int(1));
 
     // Writes paused while the lease runs out: granted once they resume.
-    fair_acquire(&mut con, "a", 200, None);
-    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| (reply, Instant::now()));
-    let _: () = redis::cmd("CLIENT").arg("PAUSE").arg(600).arg("WRITE").query(&mut con).unwrap();
-    let paused = Instant::now();
-    let (reply, granted) = b.join().unwrap();
-    assert_eq!(reply, Value::Nil);
-    assert!(granted - paused >= Duration::from_millis(550), "no grant during the pause");
+    // The lease is set once b blocks, and ends within the pause sent with it.
+    fair_acquire(&mut con, "a", LONG, None);
+    let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
+    let mut pause = redis::pipe();
+    pause.cmd("TIME").cmd("PEXPIRE").arg("f").arg(200).ignore().cmd("CLIENT").arg(&["PAUSE", "600", "WRITE"]).ignore();
+    let ((seconds, micros),): ((i64, i64),) = pause.query(&mut con).unwrap();
+    let paused_at = seconds * 1000 + micros / 1000;
+    assert_eq!(b.join().unwrap(), Value::Nil);
+    let granted_at = redis::cmd("PEXPIRETIME").arg("f").query::<i64>(&mut con).unwrap() - LONG;
+    // (50 ms for the server's cached clock, which may time the pause.)
+    assert!(granted_at >= paused_at + 550, "a grant {} ms into the 600 ms pause", granted_at - paused_at);
     // A stalled server: the grant comes after the stall, once.
     let c = blocked(&server, "c", (LONG, 5_000, 10_000), |_, reply| reply);
     let _: () = redis::cmd("PEXPIRE").arg("f").arg(100).query(&mut con).unwrap();
@@ -206,7 +212,7 @@ fn blocked_waiters_survive_attacks_on_their_lock() {
     assert_eq!(c.join().unwrap(), Value::Nil);
     let holders: Vec<String> = con.hkeys("f").unwrap();
     assert_eq!(holders, ["c"]);
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
     blocking_support::assert_no_crash(&server);
 }
 
@@ -233,7 +239,7 @@ fn the_full_reply_says_what_each_call_did() {
     // A blocked grant: the whole lease, and how long the caller waited.
     let blocked_at = Instant::now();
     let grant = blocked_with(&server, "b", (LONG, 5_000, 10_000), &["REPLY", "FULL"], |_, reply| full_reply(reply));
-    std::thread::sleep(Duration::from_millis(30));
+    blocking_support::until_waited(&mut con, "f", 30);
     assert_eq!(fair_release(&mut con, "a"), Value::Int(0));
     assert_eq!(fair_release(&mut con, "a"), Value::Int(1));
     let (granted, holds, lease_ms, waited_ms) = grant.join().unwrap();
@@ -271,5 +277,5 @@ fn waiters_told_the_key_is_no_lock_leave_the_queue() {
     let _: i64 = con.del("f").unwrap();
     assert_eq!(fair_acquire(&mut con, "d", LONG, Some(5_000)), Value::Nil, "the lock is free and nobody waits");
     assert!(queue(&mut con).is_empty());
-    assert_eq!(info(&mut con, "blocked"), 0);
+    assert_eq!(rlock_info(&mut con, "blocked"), 0);
 }

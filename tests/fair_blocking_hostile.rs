@@ -1,15 +1,13 @@
 //! Attacks on the fair lock's blocking hand-off from a hostile review
 //! (issue 20): each test is a failure it reproduced, fixed since.
 
-mod blocking_support;
 mod fair_support;
 
-use blocking_support::{info, PATIENCE};
 use fair_support::{fair_acquire, queue, LONG};
 use redis::{Commands, Connection, Value};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use testkit::{eventually, Server};
+use testkit::{eventually, rlock_info, Server, PATIENCE};
 
 /// A fair waiter blocked on `f`; the thread returns the reply.
 fn blocked(server: &Server, owner: &str, times: (i64, i64, i64)) -> JoinHandle<Value> {
@@ -33,9 +31,9 @@ fn another_users_acl_error_ends_every_blocked_waiter() {
     let mut intruder = server.login("intruder", &["~f"]);
     let reply = fair_acquire(&mut intruder, "intruder", 1_000, None);
     assert!(matches!(&reply, Value::SimpleString(text) if text.contains("NOPERM")), "{reply:?}");
-    std::thread::sleep(Duration::from_millis(200));
-    // ... and nothing happened to the others' waits.
-    assert_eq!(info(&mut con, "blocked"), 2, "the blocked waiters were ended by another user's NOPERM");
+    // ... and nothing happened to the others' waits (the server wrote that
+    // reply after the command's look at the queue and its 0 ms timers).
+    assert_eq!(rlock_info(&mut con, "blocked"), 2, "the blocked waiters were ended by another user's NOPERM");
     drop((a, b));
 }
 
@@ -48,8 +46,8 @@ fn a_user_without_channel_rights_ends_every_blocked_waiter_with_a_successful_com
     // Every key, no channel: its own no-wait acquire succeeds (refused: 1).
     let mut app = server.login("app", &["~*"]);
     assert_eq!(fair_acquire(&mut app, "other", LONG, None), Value::Int(1));
-    std::thread::sleep(Duration::from_millis(200));
-    let still_blocked = info(&mut con, "blocked");
+    // Replied after the command's look at the queue and its 0 ms timers.
+    let still_blocked = rlock_info(&mut con, "blocked");
     if still_blocked == 0 {
         let reply = a.join().unwrap();
         panic!("the blocked waiter got {reply:?} from another user's successful command");
@@ -94,14 +92,18 @@ fn debug_sleep_drops_live_blocked_waiters_and_a_newcomer_takes_the_lock() {
     // The lease ends within the stall (set only now: a loaded machine may
     // take long to block the waiters).
     let _: bool = con.pexpire("f", 300).unwrap();
-    let mut sleeper = server.connection();
-    let sleep = std::thread::spawn(move || {
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(1).query(&mut sleeper).unwrap();
-    });
-    std::thread::sleep(Duration::from_millis(300));
-    // Sent while the server sleeps: it runs first thing after the stall.
-    let newcomer = fair_acquire(&mut con, "newcomer", LONG, None);
-    sleep.join().unwrap();
+    // Sent with the stall, behind it: it runs first thing after the stall.
+    let (newcomer,): (Value,) = redis::pipe()
+        .cmd("DEBUG")
+        .arg("SLEEP")
+        .arg(1)
+        .ignore()
+        .cmd("RFAIR.ACQUIRE")
+        .arg("f")
+        .arg("newcomer")
+        .arg(LONG)
+        .query(&mut con)
+        .unwrap();
     let (a, b) = (a.join().unwrap(), b.join().unwrap());
     let queued = queue(&mut con);
     assert_eq!(
@@ -181,7 +183,8 @@ fn a_script_waiter_taking_its_turn_late_purges_a_live_native_waiter_behind_it() 
     // (The Java waiter always takes its turn, also when a loaded machine
     // stretches the loop past its end.)
     while !java_took || started.elapsed() < Duration::from_millis(1_600) {
-        // (Polling every 50 ms: far more often than their hints ask.)
+        // (Polling every 50 ms, far more often than their hints ask: the
+        // clients' own pace is the scenario, there is no event to wait on.)
         assert!(matches!(fair_acquire(&mut con, "b", LONG, Some(600)), Value::Int(_)));
         assert!(matches!(fair_acquire(&mut con, "c", LONG, Some(5_000)), Value::Int(_)));
         if !java_took && started.elapsed() >= Duration::from_millis(1_000) {
@@ -193,6 +196,11 @@ fn a_script_waiter_taking_its_turn_late_purges_a_live_native_waiter_behind_it() 
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(queue(&mut con), vec!["b".to_string(), "c".to_string()], "b polled every 50 ms yet lost its place");
+}
+
+/// Whether `CLIENT LIST` no longer shows client `id` (its disconnect handled).
+fn client_gone(con: &mut Connection, id: i64) -> bool {
+    redis::cmd("CLIENT").arg("LIST").arg("ID").arg(id).query::<String>(con).unwrap().trim().is_empty()
 }
 
 fn used_memory(con: &mut Connection) -> i64 {
@@ -246,7 +254,7 @@ fn killing_one_of_two_blocked_calls_of_an_owner_gives_up_the_place_of_the_other(
     assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let mut killed = server.connection();
     let killed_id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut killed).unwrap();
-    let before = info(&mut con, "blocked");
+    let before = rlock_info(&mut con, "blocked");
     let first = std::thread::spawn(move || {
         redis::cmd("RFAIR.ACQUIRE")
             .arg("f")
@@ -258,14 +266,14 @@ fn killing_one_of_two_blocked_calls_of_an_owner_gives_up_the_place_of_the_other(
             .arg(20_000)
             .query::<Value>(&mut killed)
     });
-    eventually("blocked", PATIENCE, || info(&mut con, "blocked") == before + 1);
+    eventually("blocked", PATIENCE, || rlock_info(&mut con, "blocked") == before + 1);
     let _y = blocked(&server, "y", (LONG, 5_000, 20_000));
     let second = blocked(&server, "x", (LONG, 5_000, 20_000));
     let _: Value = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(killed_id).query(&mut con).unwrap();
     assert!(first.join().unwrap().is_err());
-    std::thread::sleep(Duration::from_millis(200));
+    eventually("the killed call gone", PATIENCE, || client_gone(&mut con, killed_id));
     let queued = queue(&mut con);
-    if info(&mut con, "blocked") == 1 {
+    if rlock_info(&mut con, "blocked") == 1 {
         let reply = second.join().unwrap();
         panic!("x's other call got {reply:?} and x is out of the queue: {queued:?}");
     }

@@ -3,7 +3,6 @@
 //! caller's grant is recorded; a resend while the first call is blocked
 //! ends that call and goes on in the owner's place in the queue.
 
-mod blocking_support;
 mod fair_support;
 
 use fair_support::{blocked_with, fair_acquire, fair_release, queue, LONG};

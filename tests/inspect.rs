@@ -4,7 +4,7 @@
 
 use redis::{Connection, Value};
 use std::collections::HashMap;
-use testkit::Server;
+use testkit::{eventually, Server, PATIENCE};
 
 /// A flat `name value …` reply as a map.
 fn pairs(reply: Value) -> HashMap<String, Value> {
@@ -129,11 +129,7 @@ fn server_side_waiters_are_listed_per_key_and_by_the_acl() {
         let reply: Vec<Value> = redis::cmd("RLOCK.WAITERS").arg(args).query(con).unwrap();
         reply.into_iter().map(pairs).collect()
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while listed(&mut admin, &[]).len() < 2 {
-        assert!(std::time::Instant::now() < deadline, "the calls never blocked");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    eventually("the calls blocked", PATIENCE, || listed(&mut admin, &[]).len() >= 2);
     let all = listed(&mut admin, &[]);
     let waiter = |key: &str| all.iter().find(|w| text(&w["key"]) == key).unwrap().clone();
     let (lock, fair) = (waiter("locks:a"), waiter("other"));

@@ -5,7 +5,7 @@
 use redis::{Commands, Connection, RedisResult, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use testkit::{error_text, keyspace_events, unlock_latch_key, RedissonScripts, Server};
+use testkit::{error_text, keyspace_events, rlock_info, unlock_latch_key, RedissonScripts, Server};
 
 fn run(con: &mut Connection, args: &[&[u8]]) -> RedisResult<Value> {
     redis::cmd(std::str::from_utf8(args[0]).unwrap()).arg(&args[1..]).query(con)
@@ -18,12 +18,6 @@ fn fields(con: &mut Connection, key: &[u8]) -> HashMap<Vec<u8>, Vec<u8>> {
 fn latch(con: &mut Connection, name: &[u8], id: &[u8]) -> (Option<String>, i64) {
     let key = unlock_latch_key(name, id);
     (con.get(&key).unwrap(), con.pttl(&key).unwrap())
-}
-
-fn info_field(con: &mut Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("rlock").query(con).unwrap();
-    let prefix = format!("rlock_{name}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).unwrap_or_default().to_owned()
 }
 
 #[test]
@@ -75,9 +69,9 @@ fn a_repeated_release_replies_its_first_reply_and_changes_nothing() {
     let key: &[u8] = b"redisson_unlock_latch:{t}x:\x00\xff";
     assert_eq!(con.get::<_, String>(key).unwrap(), "1");
 
-    assert_eq!(info_field(&mut con, "release_latched"), "2");
-    assert_eq!(info_field(&mut con, "released"), "2");
-    assert_eq!(info_field(&mut con, "released_reentry"), "1");
+    assert_eq!(rlock_info(&mut con, "release_latched"), 2);
+    assert_eq!(rlock_info(&mut con, "released"), 2);
+    assert_eq!(rlock_info(&mut con, "released_reentry"), 1);
 }
 
 #[test]

@@ -9,16 +9,10 @@
 
 use redis::{Commands, Connection, Value};
 use std::thread;
-use testkit::{full_reply, server_time_ms, Server};
+use testkit::{eventually, full_reply, rlock_info, server_time_ms, Server, PATIENCE};
 
 const LONG: i64 = 600_000;
 const LEASE: i64 = 60_000;
-
-fn info(con: &mut Connection, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("rlock").query(con).unwrap();
-    let line = info.lines().find_map(|line| line.strip_prefix(&format!("rlock_{field}:")));
-    line.unwrap_or_else(|| panic!("no {field} in {info}")).trim().parse().unwrap()
-}
 
 fn set_delay(con: &mut Connection, delay_ms: i64) {
     let _: () = redis::cmd("CONFIG").arg("SET").arg("rlock.lock-delay-ms").arg(delay_ms).query(con).unwrap();
@@ -82,8 +76,8 @@ fn a_lock_delay_grants_nothing_of_any_kind_and_keeps_the_holders_there_are() {
     let _: i64 = redis::cmd("RPSEM.TRYSETPERMITS").arg("psem").arg(5).query(&mut con).unwrap();
     // The term began when the server started: a long delay lasts from there.
     set_delay(&mut con, LONG);
-    let refusals = info(&mut con, "lock_delay_refusals");
-    assert!(is_rest_of_long_delay(info(&mut con, "lock_delay_left_ms")));
+    let refusals = rlock_info(&mut con, "lock_delay_refusals");
+    assert!(is_rest_of_long_delay(rlock_info(&mut con, "lock_delay_left_ms")));
 
     // RLock: a free lock, a new owner and the holder's re-entry are
     // refused (the holder's, even with WAIT, at once: its own hold keeps
@@ -164,10 +158,10 @@ fn a_lock_delay_grants_nothing_of_any_kind_and_keeps_the_holders_there_are() {
     let left: i64 = con.get("psem").unwrap();
     assert_eq!(left, 5);
 
-    assert!(info(&mut con, "lock_delay_refusals") >= refusals + 17);
+    assert!(rlock_info(&mut con, "lock_delay_refusals") >= refusals + 17);
     // Turned off: every kind grants again.
     set_delay(&mut con, 0);
-    assert_eq!(info(&mut con, "lock_delay_left_ms"), 0);
+    assert_eq!(rlock_info(&mut con, "lock_delay_left_ms"), 0);
     assert_eq!(acquire(&mut con, "free", "o1"), None);
     let permit: i64 = redis::cmd("RSEM.TRYACQUIRE").arg("sem").arg(1).query(&mut con).unwrap();
     assert_eq!(permit, 1);
@@ -220,8 +214,8 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
     assert_eq!(renewed, 1, "the replicated hold renews");
     assert!(acquire(&mut promoted, "held", "o1").is_some_and(is_rest_of_long_delay), "o4 holds it: no re-entry");
     assert!(acquire(&mut promoted, "lost", "o3").is_some_and(is_rest_of_long_delay), "no second holder");
-    assert!(is_rest_of_long_delay(info(&mut promoted, "lock_delay_left_ms")));
-    assert_eq!(info(&mut promoted, "role_changes"), 2);
+    assert!(is_rest_of_long_delay(rlock_info(&mut promoted, "lock_delay_left_ms")));
+    assert_eq!(rlock_info(&mut promoted, "role_changes"), 2);
 }
 
 /// Callers blocked during the delay are granted at its end: RLock's and
@@ -231,9 +225,9 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
 fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
     let (server, mut con) = permits_in_a_long_delay();
     // A delay ending 1.5 s from now: the term began at the start.
-    let elapsed = LONG - info(&mut con, "lock_delay_left_ms");
+    let elapsed = LONG - rlock_info(&mut con, "lock_delay_left_ms");
     set_delay(&mut con, elapsed + 1_500);
-    let ends_at = server_time_ms(&mut con) + info(&mut con, "lock_delay_left_ms");
+    let ends_at = server_time_ms(&mut con) + rlock_info(&mut con, "lock_delay_left_ms");
 
     let mut subscriber = server.connection();
     let mut pubsub = subscriber.as_pubsub();
@@ -258,17 +252,17 @@ fn callers_blocked_during_a_lock_delay_are_granted_at_its_end() {
 #[test]
 fn ending_the_delay_early_wakes_what_waits_for_its_end() {
     let (server, mut con) = permits_in_a_long_delay();
-    let refusals = info(&mut con, "lock_delay_refusals");
+    let refusals = rlock_info(&mut con, "lock_delay_refusals");
     let timed_out: i64 =
         redis::cmd("RLOCK.ACQUIRE").arg("free").arg("o1").arg(LEASE).arg("WAIT").arg(200).query(&mut con).unwrap();
     assert!(is_rest_of_long_delay(timed_out), "a wait that ran out is told the delay's rest: {timed_out}");
-    assert_eq!(info(&mut con, "lock_delay_refusals"), refusals + 1, "one acquire, one refusal");
+    assert_eq!(rlock_info(&mut con, "lock_delay_refusals"), refusals + 1, "one acquire, one refusal");
 
     let mut subscriber = server.connection();
     let mut pubsub = subscriber.as_pubsub();
     assert_eq!(refused_permit(&mut con, &mut pubsub), 0);
     let waiters = blocked_acquires(&server, 60_000);
-    testkit::eventually("both callers blocked", std::time::Duration::from_secs(10), || info(&mut con, "blocked") == 3);
+    eventually("both callers blocked", PATIENCE, || rlock_info(&mut con, "blocked") == 3);
     let ended_at = std::time::Instant::now();
     set_delay(&mut con, 0);
     for waiter in waiters {

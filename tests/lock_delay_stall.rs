@@ -8,15 +8,9 @@
 use redis::{Cmd, Connection, Value};
 use std::thread;
 use std::time::Duration;
-use testkit::{full_reply, server_time_ms, Server};
+use testkit::{eventually, full_reply, info_field, rlock_info, server_time_ms, Server, PATIENCE};
 
 const DELAY_MS: i64 = 1_000;
-
-fn info(con: &mut Connection, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("rlock").query(con).unwrap();
-    let line = info.lines().find_map(|line| line.strip_prefix(&format!("rlock_{field}:")));
-    line.unwrap_or_else(|| panic!("no {field} in {info}")).trim().parse().unwrap()
-}
 
 fn acquire(con: &mut Connection, name: &str) -> Option<i64> {
     redis::cmd("RLOCK.ACQUIRE").arg(name).arg("o9").arg(60_000).query(con).unwrap()
@@ -38,10 +32,17 @@ fn server() -> (Server, Connection) {
         .config("enable-debug-command", "yes")
         .start();
     let mut con = server.connection();
-    testkit::eventually("the start's delay over", Duration::from_secs(10), || {
-        info(&mut con, "lock_delay_left_ms") == 0
-    });
+    eventually("the start's delay over", PATIENCE, || rlock_info(&mut con, "lock_delay_left_ms") == 0);
     (server, con)
+}
+
+/// Waits for a run of the server's cron that moves its LRU clock (whole
+/// seconds, set by the cron alone): every run at hz 1, and at hz 100 the
+/// first after a second's turn. Idle otherwise: no look at the delay.
+fn until_cron(con: &mut Connection) {
+    let lru_clock = |con: &mut Connection| info_field(con, "server", "lru_clock").expect("lru_clock");
+    let before = lru_clock(con);
+    eventually("a cron run", PATIENCE, || lru_clock(con) != before);
 }
 
 #[test]
@@ -56,14 +57,14 @@ fn a_stall_starts_the_lock_delay_again_for_the_leases_that_ran_out_during_it() {
         let reply: Value = command.query(&mut waiter).unwrap();
         (full_reply(reply), server_time_ms(&mut waiter))
     });
-    testkit::eventually("the waiter blocked", Duration::from_secs(10), || info(&mut con, "blocked") == 1);
+    eventually("the waiter blocked", PATIENCE, || rlock_info(&mut con, "blocked") == 1);
 
     // The holder's lease runs out while the server stands still.
     let renewed: i64 = redis::cmd("RLOCK.RENEW").arg("lock").arg("o9").arg(200).query(&mut holder).unwrap();
     assert_eq!(renewed, 1);
     stall(&mut holder, 800);
     let resumed_at = server_time_ms(&mut con);
-    assert_eq!(info(&mut con, "stalls"), 1);
+    assert_eq!(rlock_info(&mut con, "stalls"), 1);
     let refused = acquire(&mut con, "free").expect("refused: the delay started again");
     assert!(refused > 0 && refused <= DELAY_MS, "told the rest of the new delay: {refused}");
 
@@ -82,7 +83,7 @@ fn a_shorter_stall_or_stall_ms_0_changes_nothing() {
     let _: () = redis::cmd("CONFIG").arg("SET").arg("rlock.stall-ms").arg(0).query(&mut con).unwrap();
     stall(&mut con, 800);
     assert_eq!(acquire(&mut con, "b"), None, "granted: stall-ms 0 never restarts the delay");
-    assert_eq!(info(&mut con, "stalls"), 0);
+    assert_eq!(rlock_info(&mut con, "stalls"), 0);
 }
 
 /// Stalls are watched from the server's cron, not a timer of the module's
@@ -103,11 +104,12 @@ fn raising_hz_is_not_a_stall() {
     let (_server, mut con) = server();
     let _: () = redis::cmd("CONFIG").arg("SET").arg("rlock.stall-ms").arg(1_000).query(&mut con).unwrap();
     let _: () = redis::cmd("CONFIG").arg("SET").arg("hz").arg(1).query(&mut con).unwrap();
-    // Idle long enough for crons at hz 1, a second apart.
-    thread::sleep(Duration::from_millis(2_500));
+    // A cron at hz 1: the next one comes a second after it.
+    until_cron(&mut con);
     let _: () = redis::cmd("CONFIG").arg("SET").arg("hz").arg(100).query(&mut con).unwrap();
-    thread::sleep(Duration::from_millis(1_500));
-    assert_eq!(info(&mut con, "stalls"), 0, "no stall, only CONFIG SET hz");
+    // The first cron at hz 100, up to a second after the last at hz 1.
+    until_cron(&mut con);
+    assert_eq!(rlock_info(&mut con, "stalls"), 0, "no stall, only CONFIG SET hz");
     assert_eq!(acquire(&mut con, "a"), None, "granted");
 }
 
@@ -136,7 +138,7 @@ fn after_a_sigstop_every_kind_waits_for_the_new_delay_end() {
             (full_reply(reply), server_time_ms(&mut con))
         })
     });
-    testkit::eventually("all blocked", Duration::from_secs(10), || info(&mut con, "blocked") == 3);
+    eventually("all blocked", PATIENCE, || rlock_info(&mut con, "blocked") == 3);
     let mut subscriber = server.connection();
     let mut pubsub = subscriber.as_pubsub();
     pubsub.subscribe("redisson_sc:{sem}").unwrap();
@@ -144,7 +146,8 @@ fn after_a_sigstop_every_kind_waits_for_the_new_delay_end() {
     let mut queued = server.connection();
     server.pause();
     let queued = thread::spawn(move || acquire(&mut queued, "free"));
-    thread::sleep(Duration::from_millis(1_500)); // the stall
+    // The stall itself, time a stopped server cannot show.
+    thread::sleep(Duration::from_millis(1_500));
     server.resume();
     let resumed_at = server_time_ms(&mut con);
     let refused = queued.join().unwrap().expect("refused: the delay started again");
@@ -159,5 +162,5 @@ fn after_a_sigstop_every_kind_waits_for_the_new_delay_end() {
     pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let message = pubsub.get_message().expect("a semaphore wake at the new delay end");
     assert_eq!(message.get_payload::<String>().unwrap(), "5");
-    assert_eq!(info(&mut con, "stalls"), 1);
+    assert_eq!(rlock_info(&mut con, "stalls"), 1);
 }

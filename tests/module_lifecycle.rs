@@ -5,13 +5,10 @@
 //! waiters, however long the lease); a load/unload/load cycle leaves a
 //! working module; `MODULE LIST` shows the crate's version.
 
-mod blocking_support;
-
-use blocking_support::{info, PATIENCE};
 use redis::{Commands, Connection, RedisResult, Value};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use testkit::{error_text, eventually, listed_module, module_path, Server};
+use testkit::{error_text, eventually, listed_module, module_path, rlock_info, Server, PATIENCE};
 
 /// Far shorter than any lease below (60 s): the unload must not wait for
 /// a lease to run out.
@@ -57,13 +54,13 @@ fn unload_refused(con: &mut Connection, reason: &str) {
 /// call's reply, or its error as a simple string.
 fn blocked_call(server: &Server, args: &[&str]) -> JoinHandle<Value> {
     let mut admin = server.connection();
-    let before = info(&mut admin, "blocked");
+    let before = rlock_info(&mut admin, "blocked");
     let mut con = server.connection();
     let command = redis::cmd(args[0]).arg(&args[1..]).clone();
     let handle = std::thread::spawn(move || {
         command.query(&mut con).unwrap_or_else(|err| Value::SimpleString(format!("failed: {err}")))
     });
-    eventually("the caller blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
+    eventually("the caller blocked", PATIENCE, || rlock_info(&mut admin, "blocked") == before + 1);
     handle
 }
 
@@ -103,7 +100,7 @@ fn rlock_waiters_that_time_out_or_disconnect_leave_no_timer_behind() {
     let _: i64 = redis::cmd("CLIENT").arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"]).query(&mut con).unwrap();
     let killed = killed.join().unwrap();
     assert!(matches!(&killed, Value::SimpleString(text) if text.starts_with("failed")), "{killed:?}");
-    eventually("nobody blocked", PATIENCE, || info(&mut con, "blocked") == 0);
+    eventually("nobody blocked", PATIENCE, || rlock_info(&mut con, "blocked") == 0);
     let _: i64 = redis::cmd("RLOCK.FORCERELEASE").arg("k").query(&mut con).unwrap();
     unloads_promptly(&mut con);
 }
@@ -146,7 +143,7 @@ fn a_semaphore_refused_by_the_lock_delay_holds_unload_only_until_the_delay_ends(
     // Refused: its callers are woken at the delay's end (a timer).
     assert_eq!(call(&mut con, &["RSEM.TRYACQUIRE", "s"]), Value::Int(0));
     unload_refused(&mut con, "timer");
-    eventually("the lock-delay's end", delay + PATIENCE, || info(&mut con, "lock_delay_left_ms") == 0);
+    eventually("the lock-delay's end", delay + PATIENCE, || rlock_info(&mut con, "lock_delay_left_ms") == 0);
     unloads_promptly(&mut con);
 }
 

@@ -6,15 +6,12 @@
 mod redisson_support;
 
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, info_field, native_count, scripts, set_mode, texts, VERSION};
+use redisson_support::{call, native_count, scripts, set_mode, texts, VERSION};
 use redisson_support::{ACQUIRE_SHA, RELEASE_SHA};
 use std::time::{Duration, Instant};
-use testkit::{error_text, newer_than_redis_7_0, release_channel, unlock_latch_key, Cluster, Server};
-
-fn calls_of(con: &mut Connection, command: &str) -> i64 {
-    let stats = info_field(con, "commandstats", &format!("cmdstat_{command}"));
-    stats.split(',').find_map(|part| part.strip_prefix("calls=")).map_or(0, |n| n.parse().unwrap())
-}
+use testkit::{
+    calls, error_text, newer_than_redis_7_0, release_channel, rlock_info, unlock_latch_key, Cluster, Server,
+};
 
 fn mode(con: &mut Connection) -> String {
     let reply: Vec<String> = redis::cmd("CONFIG").arg(&["GET", "rlock.redisson-scripts"]).query(con).unwrap();
@@ -87,7 +84,7 @@ fn everything_else_passes_through_untouched() {
     let args: [&[u8]; 5] = [b"0", b"30000", b"o:1", b"publish", b"20000"];
     assert_eq!(call(&mut con, true, &scripts.release, &[b"d", &channel, &other_latch], &args).unwrap(), Value::Nil);
     assert_eq!(native_count(&mut con), before, "all of these ran as Lua");
-    assert_eq!(calls_of(&mut con, "rlock.acquire") + calls_of(&mut con, "rlock.release"), 0);
+    assert_eq!(calls(&mut con, "rlock.acquire") + calls(&mut con, "rlock.release"), 0);
     // An unknown SHA is NOSCRIPT; WAIT and DEL of a latch are themselves.
     let unknown = call(&mut con, true, b"return 1", &[b"a"], &[]);
     assert!(error_text(unknown).contains("NOSCRIPT"));
@@ -105,7 +102,7 @@ fn everything_else_passes_through_untouched() {
     let contended = call(&mut con, false, &scripts.acquire, &[b"g"], &[b"30000", b"o:2"]).unwrap();
     assert!(matches!(contended, Value::Int(pttl) if (29_000..=30_000).contains(&pttl)), "{contended:?}");
     assert_eq!(native_count(&mut con), before + 2);
-    assert_eq!(calls_of(&mut con, "rlock.acquire"), 2);
+    assert_eq!(calls(&mut con, "rlock.acquire"), 2);
 }
 
 #[test]
@@ -134,8 +131,8 @@ fn a_call_postponed_by_client_pause_runs_once_natively() {
     assert_eq!(reply, Value::Nil);
     assert_eq!(con.hget::<_, _, String>("p", "o:1").unwrap(), "1");
     assert_eq!(native_count(&mut con), 1);
-    assert_eq!(calls_of(&mut con, "rlock.acquire"), 1);
-    assert_eq!(calls_of(&mut con, "evalsha"), 0);
+    assert_eq!(calls(&mut con, "rlock.acquire"), 1);
+    assert_eq!(calls(&mut con, "evalsha"), 0);
 }
 
 #[test]
@@ -153,7 +150,7 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     if knows_caller {
         // The user may not run RLOCK.ACQUIRE: the script runs as Lua, as it would without the module.
         assert_eq!(reply.unwrap(), Value::Nil);
-        assert_eq!(info_field(&mut admin, "rlock", "rlock_redisson_acl_lua"), "1");
+        assert_eq!(rlock_info(&mut admin, "redisson_acl_lua"), 1);
         assert_eq!(native_count(&mut admin), 0);
     } else {
         // Redis 7.0 cannot tell the filter who calls (README: why the default is off there).
@@ -167,12 +164,12 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     let reply = call(&mut no_channels, true, &scripts.release, &[b"y", &channel, &latch], &args);
     if knows_caller {
         assert_eq!(reply.unwrap(), Value::Nil, "not held, published nothing: Lua's reply");
-        assert_eq!(info_field(&mut admin, "rlock", "rlock_redisson_acl_lua"), "2");
+        assert_eq!(rlock_info(&mut admin, "redisson_acl_lua"), 2);
     }
     // A user allowed everything runs natively.
     let mut all = server.login("all", &["~*", "&*"]);
     assert_eq!(call(&mut all, true, &scripts.acquire, &[b"z"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
-    assert_eq!(calls_of(&mut admin, "rlock.acquire"), 1);
+    assert_eq!(calls(&mut admin, "rlock.acquire"), 1);
 }
 
 /// Redisson 4.7.0's watchdog batch renewal (`LockTask`, up to 100 locks a
@@ -212,12 +209,12 @@ fn the_batch_renewal_spin_and_non_reentrant_texts_run_natively() {
     assert_eq!(released.unwrap(), Value::Int(1));
     assert_eq!(call(&mut con, false, &spin_force, &[b"lock2"], &[]).unwrap(), Value::Int(1));
     assert_eq!(native_count(&mut con), 50 + 1 + 1 + 1 + 1);
-    for (command, calls) in
+    for (command, expected) in
         [("rlock.renewall", 1), ("rlock.acquire", 51), ("rlock.release", 1), ("rlock.forcerelease", 1)]
     {
-        assert_eq!(calls_of(&mut con, command), calls, "{command}");
+        assert_eq!(calls(&mut con, command), expected, "{command}");
     }
-    assert_eq!(calls_of(&mut con, "evalsha") + calls_of(&mut con, "eval"), 0);
+    assert_eq!(calls(&mut con, "evalsha") + calls(&mut con, "eval"), 0);
 }
 
 const REENTRY_ERROR: &[u8] = b"NON_REENTRANT_REACQUIRE";
@@ -237,14 +234,14 @@ fn in_a_cluster_the_batch_renewal_runs_natively_within_one_slot() {
     let args: [&[u8]; 3] = [b"60000", b"o:1", b"o:2"];
     let renewed = call(&mut con, true, &renew_all, &[b"{t}a", b"{t}b"], &args).unwrap();
     assert_eq!(renewed, Value::Array(vec![Value::Int(1), Value::Int(0)]));
-    assert_eq!(calls_of(&mut con, "rlock.renewall"), 1);
+    assert_eq!(calls(&mut con, "rlock.renewall"), 1);
 
     let cross_slot = |con: &mut Connection| error_text(call(con, true, &renew_all, &[b"{t}a", b"{u}b"], &args));
     let native = cross_slot(&mut con);
     set_mode(&mut con, "off");
     assert_eq!(native, cross_slot(&mut con));
     assert!(native.starts_with("CROSSSLOT"), "{native}");
-    assert_eq!(calls_of(&mut con, "rlock.renewall"), 1, "refused before it ran");
+    assert_eq!(calls(&mut con, "rlock.renewall"), 1, "refused before it ran");
 }
 
 /// RRW.RENEWREADS counts its keys (a KEYNUM key spec), which no legacy key

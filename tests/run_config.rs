@@ -5,7 +5,7 @@
 //! Redisson filter at the server's default.
 
 use redis::{Connection, Value};
-use testkit::{listed_module, module_path, Server};
+use testkit::{info_field, listed_module, module_path, Server};
 
 /// redis.conf as `make run` gives it, but for the paths: the server's own
 /// directory (the builder's) instead of `dir`, and the module built for
@@ -66,15 +66,9 @@ fn make_run_leaves_the_redisson_filter_at_the_servers_default() {
 }
 
 fn config_version(con: &mut Connection) -> String {
-    info_field(con, "redis_version")
+    info_field(con, "server", "redis_version").unwrap_or_default()
 }
 
 fn is_valkey(con: &mut Connection) -> bool {
-    !info_field(con, "valkey_version").is_empty()
-}
-
-fn info_field(con: &mut Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("server").query(con).unwrap();
-    let prefix = format!("{field}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).unwrap_or_default().trim().to_owned()
+    info_field(con, "server", "valkey_version").is_some()
 }

@@ -9,7 +9,7 @@
 use redis::{Connection, RedisResult, Value};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-use testkit::Server;
+use testkit::{eventually, Server, PATIENCE};
 
 const LEASE: &str = "60000";
 
@@ -29,15 +29,9 @@ fn wait_for(server: &Server, owner: &str, side: &str, wait_ms: u64, extra: &[&st
 
 /// Waits until `count` callers are blocked on the server.
 fn until_blocked(con: &mut Connection, count: usize) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let waiters: Vec<Value> = redis::cmd("RLOCK.WAITERS").arg("rw").query(con).unwrap();
-        if waiters.len() == count {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never {count} callers blocked, but {}", waiters.len());
-        thread::sleep(Duration::from_millis(5));
-    }
+    eventually(&format!("{count} callers blocked"), PATIENCE, || {
+        redis::cmd("RLOCK.WAITERS").arg("rw").query::<Vec<Value>>(con).unwrap().len() == count
+    });
 }
 
 fn granted(call: JoinHandle<RedisResult<Value>>) {

@@ -11,6 +11,7 @@ mod rng;
 mod scripts;
 mod sentinel;
 mod server;
+mod server_clock;
 mod tracking;
 mod twins;
 mod wait;
@@ -26,6 +27,7 @@ pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, Rediss
 pub use scripts::{FencedScripts, LatchScripts, PermitSemaphoreScripts, SemaphoreScripts};
 pub use sentinel::{primary_named_by, SentinelGroup, MASTER, PEER_SOURCE};
 pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
+pub use server_clock::{lease_end_ms, until_server_time_past};
 pub use tracking::{invalidated, Tracker};
 pub use twins::{quiet_now, twin, Drift, Side, StepMessage, StepMessages};
 pub use wait::{eventually, PATIENCE, POLL};

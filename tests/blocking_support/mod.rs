@@ -1,20 +1,13 @@
 //! What the blocking tests share: a caller blocked in a thread of its own,
-//! and the module's INFO fields.
+//! and the lock's commands.
 #![allow(dead_code)] // each test file uses a part
 
 use redis::{Commands, Connection, Value};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use testkit::{error_text, eventually, Server};
+use testkit::{error_text, eventually, rlock_info, Server, PATIENCE};
 
-pub const PATIENCE: Duration = Duration::from_secs(10);
 pub const LONG_LEASE: &str = "60000";
-
-pub fn info(con: &mut Connection, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("rlock").query(con).unwrap();
-    let prefix = format!("rlock_{field}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
-}
 
 pub fn acquire(con: &mut Connection, key: &str, owner: &str, lease: &str) -> Value {
     redis::cmd("RLOCK.ACQUIRE").arg(key).arg(owner).arg(lease).query(con).unwrap()
@@ -40,7 +33,7 @@ pub fn waiter_with<T: Send + 'static>(
     then: impl FnOnce(&mut Connection, Value) -> T + Send + 'static,
 ) -> JoinHandle<T> {
     let mut admin = server.connection();
-    let before = info(&mut admin, "blocked");
+    let before = rlock_info(&mut admin, "blocked");
     let mut con = server.connection();
     let command = redis::cmd("RLOCK.ACQUIRE").arg(args).clone();
     let handle = std::thread::spawn(move || {
@@ -48,7 +41,7 @@ pub fn waiter_with<T: Send + 'static>(
             command.query(&mut con).unwrap_or_else(|err| Value::SimpleString(error_text::<()>(Err(err))));
         then(&mut con, reply)
     });
-    eventually("the waiter blocked", PATIENCE, || info(&mut admin, "blocked") == before + 1);
+    eventually("the waiter blocked", PATIENCE, || rlock_info(&mut admin, "blocked") == before + 1);
     handle
 }
 
@@ -73,6 +66,18 @@ pub fn holders(con: &mut Connection, key: &str) -> Vec<String> {
 
 pub fn release(con: &mut Connection, key: &str, owner: &str) -> Value {
     redis::cmd("RLOCK.RELEASE").arg(key).arg(owner).query(con).unwrap()
+}
+
+/// Waits until the caller blocked on `key` has waited `ms`, by the
+/// server's count (`waited_ms` of `RLOCK.WAITERS`): a wait to measure.
+pub fn until_waited(con: &mut Connection, key: &str, ms: i64) {
+    let waited = |con: &mut Connection| {
+        let waiters: Vec<Vec<Value>> = redis::cmd("RLOCK.WAITERS").arg(key).query(con).unwrap();
+        let fields = waiters.first().expect("a caller blocked");
+        let at = fields.iter().position(|field| matches!(field, Value::BulkString(name) if name == b"waited_ms"));
+        redis::from_redis_value::<i64>(fields[at.expect("waited_ms") + 1].clone()).unwrap()
+    };
+    eventually(&format!("{ms} ms waited on {key}"), PATIENCE, || waited(con) >= ms);
 }
 
 /// The connection answers its next command in step (no reply left over).

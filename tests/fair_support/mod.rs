@@ -2,10 +2,9 @@
 //! its queue, and a waiter blocked on the server in a thread of its own.
 #![allow(dead_code)] // each test file uses a part
 
-use crate::blocking_support::PATIENCE;
 use redis::{Commands, Connection, Value};
 use std::thread::JoinHandle;
-use testkit::{error_text, eventually, Server};
+use testkit::{error_text, eventually, Server, PATIENCE};
 
 pub const QUEUE: &str = "redisson_lock_queue:{f}";
 pub const LONG: i64 = 60_000;
