@@ -190,8 +190,8 @@ def run(job, progress):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--servers", default=",".join(SERVERS))
-    parser.add_argument("--jobs", type=int, default=int(os.environ.get("RLOCK_TEST_JOBS", "8")))
-    parser.add_argument("--java-jobs", type=int, default=int(os.environ.get("RLOCK_TEST_JAVA_JOBS", "3")))
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("RLOCK_TEST_JOBS", "9")))
+    parser.add_argument("--java-jobs", type=int, default=int(os.environ.get("RLOCK_TEST_JAVA_JOBS", "5")))
     parser.add_argument("--no-java", action="store_true", help="the Rust tests only")
     parser.add_argument("--no-rust", action="store_true", help="the Java suite only")
     args = parser.parse_args()
