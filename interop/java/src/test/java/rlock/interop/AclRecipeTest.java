@@ -51,8 +51,6 @@ import org.redisson.config.Config;
 @EnabledIf(value = "filterOn", disabledReason = "the redisson recipe is for the filter on (redisson-scripts native); "
         + "with it off, Redisson's scripts need their own commands on the keys (docs/commands.md, Permissions)")
 class AclRecipeTest {
-    /** A renewal every 500 ms, so that the watchdog renews within the test. */
-    private static final long WATCHDOG_MS = 1500;
     private static final long LEASE_S = 30;
 
     private RlockServer server;
@@ -75,7 +73,7 @@ class AclRecipeTest {
         }
         admin.cmd("ACL", "LOG", "RESET");
         Config config = new Config();
-        config.setLockWatchdogTimeout(WATCHDOG_MS);
+        config.setLockWatchdogTimeout(RedissonTest.WATCHDOG_MS);
         config.useSingleServer()
                 .setAddress(server.url())
                 .setUsername(recipe.user())

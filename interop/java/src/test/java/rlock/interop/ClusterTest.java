@@ -38,7 +38,7 @@ import rlock.interop.FairQueue.Waiter;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(ClusterTest.LogOnFailure.class)
 class ClusterTest {
-    /** Below Redisson's lease (1.5 s, renewed every 0.5 s) and rlock-client's (3 s): a waiter woken by the release. */
+    /** Below Redisson's lease (2 s, renewed every 0.67 s) and rlock-client's (3 s): a waiter woken by the release. */
     private static final long HANDOFF_BOUND_MS = 500;
     private static final int HANDOFF_ROUNDS = 5;
 

@@ -37,7 +37,7 @@ class FastMultiLockTest extends RedissonTest {
         long callsBefore = commandCalls("rfastmulti.renew");
         lock.lock();
         long lockedAt = System.nanoTime();
-        // Four raises of the TTL: more than twice the 1500 ms lease.
+        // Four raises of the TTL: more than twice the first lease.
         awaitRenewals(group, 4);
         long heldMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lockedAt);
         assertTrue(heldMs > WATCHDOG_MS, "held " + heldMs + " ms, past its first lease");

@@ -19,7 +19,7 @@ import org.redisson.api.RSemaphore;
 /** Java (Redisson) and Rust (rlock-client, interop/rust-peer) on one name. */
 class InteropTest extends PeerTest {
     private static final int HANDOFF_ROUNDS = 15;
-    /** A hand-off woken by the release message, not by the lease (1.5 s / 3 s) running out. */
+    /** A hand-off woken by the release message, not by the lease (2 s / 3 s) running out. */
     private static final long HANDOFF_BOUND_MS = 1000;
 
 

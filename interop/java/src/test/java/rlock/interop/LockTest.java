@@ -133,7 +133,7 @@ class LockTest extends RedissonTest {
     void watchdogRenewsOverSeveralPeriods(TestInfo info) throws Exception {
         RLock lock = redisson.getLock(name(info, "lock"));
         lock.lock();
-        // Four watchdog timeouts: without renewal (every 500 ms) the lock would be gone.
+        // Four watchdog timeouts: without renewal (every third of one) the lock would be gone.
         for (int i = 0; i < 8; i++) {
             Thread.sleep(WATCHDOG_MS / 2);
             long ttl = lock.remainTimeToLive();

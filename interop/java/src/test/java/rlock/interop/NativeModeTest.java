@@ -102,7 +102,7 @@ class NativeModeTest extends RedissonTest {
     }
 
     /**
-     * The watchdog (lockWatchdogTimeout 1500 ms: a renewal every 500 ms) keeps
+     * The watchdog (lockWatchdogTimeout 2000 ms: a renewal every 667 ms) keeps
      * a lock taken without a lease: from 3.44 with LockTask's batch renewal,
      * natively RLOCK.RENEWALL; before, RLOCK.RENEW.
      */

@@ -26,8 +26,11 @@ import org.redisson.config.Config;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(RedissonTest.LogOnFailure.class)
 public abstract class RedissonTest {
-    /** Redisson's lockWatchdogTimeout in these tests: renewal every 500 ms. */
-    public static final long WATCHDOG_MS = 1500;
+    /**
+     * Redisson's lockWatchdogTimeout in these tests: a renewal every 667 ms, so that a test sees
+     * several; a renewal may come more than a second late while the suite runs side by side.
+     */
+    public static final long WATCHDOG_MS = 2000;
 
     protected RlockServer server;
     protected RedissonClient redisson;
