@@ -20,9 +20,9 @@
 //!   the script twin then takes the commands' expiry, to go on in step.
 
 use redis::{Connection, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
-use testkit::{quiet_now, twin, PermitSemaphoreScripts, Rng, Server, Side, StepMessages};
+use testkit::{drive, quiet_now, twin, At, Differential, PermitSemaphoreScripts, Rng, Server, Side, StepMessages};
 
 const SEQUENCES: usize = 100;
 const STEPS: usize = 25;
@@ -297,64 +297,96 @@ fn check_state(scripts: &Twin, commands: &Twin, context: &str) {
     }
 }
 
+/// One step as drawn: by which client, on which name, after a pause of
+/// how many ms (to let short leases run out). The operation is drawn with
+/// `op_seed` once the name's state is known (it picks ids held).
+#[derive(Debug)]
+struct Drawn {
+    client: usize,
+    which: usize,
+    pause_ms: u64,
+    op_seed: u64,
+}
+
+struct PermitSemaphore {
+    clients: Vec<Connection>,
+    scripts: PermitSemaphoreScripts,
+    /// The ids acquired so far in the sequence, by name.
+    known: [Vec<Vec<u8>>; 2],
+    release_steps: HashSet<usize>,
+    seen: Seen,
+}
+
+impl Differential for PermitSemaphore {
+    type Step = Drawn;
+
+    fn reset(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+        self.known = Default::default();
+    }
+
+    fn draw(&mut self, rng: &mut Rng) -> Drawn {
+        let client = rng.below(3) as usize;
+        let which = rng.below(NAMES.len() as u64) as usize;
+        let pause_ms = if rng.chance(30) { rng.below(40) } else { 0 };
+        Drawn { client, which, pause_ms, op_seed: rng.next_u64() }
+    }
+
+    fn run(&mut self, &Drawn { client, which, pause_ms, op_seed }: &Drawn, at: &At) {
+        let (con, name) = (&mut self.clients[client], NAMES[which]);
+        // Time passes: short leases may run out between steps.
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        let now = quiet_now(con, GUARD_MS, |con| deadlines(con, name));
+        let [_, before] = state(con, name);
+        let mut held: Vec<Vec<u8>> = before.permits.keys().cloned().collect();
+        held.sort();
+        let op = random_op(&mut Rng::from_seed(op_seed), &self.known[which], &held);
+        if matches!(op, Op::Release(_)) {
+            self.release_steps.insert(at.step);
+        }
+        let replies = run_step(con, &self.scripts, &op, name, now, at.step);
+        let (seconds, micros): (i64, i64) = redis::from_redis_value(replies[11].clone()).unwrap();
+        let latency = seconds * 1000 + micros / 1000 - now;
+        let context = format!(
+            "{}: {op:?} on {:?} at {now}, {latency} ms before the step's end",
+            at.context,
+            String::from_utf8_lossy(name)
+        );
+        let seen = &mut self.seen;
+        check_replies(&op, &replies[1], &replies[2], &before, now, seen, &context);
+        let [s_after, c_after] = parse_twins(&replies[3..11]);
+        let count = c_after.count.as_deref().map(|count| String::from_utf8_lossy(count).parse::<i64>().unwrap());
+        seen.negative += usize::from(count.is_some_and(|count| count < 0));
+        if let (Op::TryAcquire(_, ids), Value::BulkString(ok)) = (&op, &replies[2]) {
+            if ok == b"OK" {
+                self.known[which].extend(ids.iter().cloned());
+            }
+        }
+        if matches!(op, Op::AddPermits(_)) && before.count_at > 0 && c_after.count.is_some() {
+            // The commands' rule: the expiry is kept.
+            assert_eq!(c_after.count_at, before.count_at, "{context}: the expiry is kept");
+            seen.kept_ttl += 1;
+            let _: () =
+                redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_after.count_at).query(con).unwrap();
+            let s_after = Twin { count_at: c_after.count_at, ..s_after };
+            check_state(&s_after, &c_after, &context);
+        } else {
+            check_state(&s_after, &c_after, &context);
+        }
+    }
+}
+
 #[test]
 fn permit_semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
     let server = Server::start();
-    let mut clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
+    let clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
     let scripts = PermitSemaphoreScripts::default();
-    scripts.load(&mut clients[0]).unwrap();
+    let known = Default::default();
+    let mut test = PermitSemaphore { clients, scripts, known, release_steps: HashSet::new(), seen: Seen::default() };
+    test.scripts.load(&mut test.clients[0]).unwrap();
     let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
-    let mut rng = Rng::from_env("permit_semaphore_differential");
-    let (mut step, mut seen) = (0, Seen::default());
-    let mut release_steps = std::collections::HashSet::new();
-    for sequence in 0..SEQUENCES {
-        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
-        let mut known: [Vec<Vec<u8>>; 2] = Default::default();
-        for index in 0..STEPS {
-            let con = &mut clients[rng.below(3) as usize];
-            let which = rng.below(NAMES.len() as u64) as usize;
-            let name = NAMES[which];
-            if rng.chance(30) {
-                std::thread::sleep(Duration::from_millis(rng.below(40)));
-            }
-            let now = quiet_now(con, GUARD_MS, |con| deadlines(con, name));
-            let [_, before] = state(con, name);
-            let mut held: Vec<Vec<u8>> = before.permits.keys().cloned().collect();
-            held.sort();
-            let op = random_op(&mut rng, &known[which], &held);
-            if matches!(op, Op::Release(_)) {
-                release_steps.insert(step);
-            }
-            let replies = run_step(con, &scripts, &op, name, now, step);
-            step += 1;
-            let (seconds, micros): (i64, i64) = redis::from_redis_value(replies[11].clone()).unwrap();
-            let latency = seconds * 1000 + micros / 1000 - now;
-            let context = format!(
-                "sequence {sequence} step {index}: {op:?} on {:?} at {now}, {latency} ms before the step's end",
-                String::from_utf8_lossy(name)
-            );
-            check_replies(&op, &replies[1], &replies[2], &before, now, &mut seen, &context);
-            let [s_after, c_after] = parse_twins(&replies[3..11]);
-            let count = c_after.count.as_deref().map(|count| String::from_utf8_lossy(count).parse::<i64>().unwrap());
-            seen.negative += usize::from(count.is_some_and(|count| count < 0));
-            if let (Op::TryAcquire(_, ids), Value::BulkString(ok)) = (&op, &replies[2]) {
-                if ok == b"OK" {
-                    known[which].extend(ids.iter().cloned());
-                }
-            }
-            if matches!(op, Op::AddPermits(_)) && before.count_at > 0 && c_after.count.is_some() {
-                // The commands' rule: the expiry is kept.
-                assert_eq!(c_after.count_at, before.count_at, "{context}: the expiry is kept");
-                seen.kept_ttl += 1;
-                let _: () =
-                    redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_after.count_at).query(con).unwrap();
-                let s_after = Twin { count_at: c_after.count_at, ..s_after };
-                check_state(&s_after, &c_after, &context);
-            } else {
-                check_state(&s_after, &c_after, &context);
-            }
-        }
-    }
+    drive("permit_semaphore_differential", SEQUENCES, STEPS, &mut test);
+    let PermitSemaphore { mut clients, release_steps, seen, .. } = test;
     let messages = messages.finish(&mut clients[0]);
     let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
     let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
