@@ -25,10 +25,12 @@
 mod redisson_support;
 
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, family_native_count, set_mode, texts};
+use redisson_support::{call, family_native_count, texts};
 use std::collections::BTreeSet;
-use std::time::Duration;
-use testkit::{publications, quiet_now, unlock_latch_key, Rng, Server};
+use testkit::{
+    drive, expiry_ends, publications, quiet_now, run_out, set_filter_mode, unlock_latch_key, At, Differential,
+};
+use testkit::{Rng, Server};
 
 /// The twins' names. The give-up script names only the queue, whose key
 /// tells the lock's name when the name has a `{`; else `n` and `{n}` share
@@ -108,7 +110,7 @@ enum Op {
         latch_ms: u64,
     },
     ForceUnlock,
-    /// Leases of 150 ms run out.
+    /// Leases of 150 ms run out: until the server shows they did.
     Sleep,
 }
 
@@ -246,57 +248,89 @@ fn waiter_channels(name: &str) -> Vec<String> {
         .collect()
 }
 
-fn differential(texts: &Texts, seed: &str, names: Names) {
-    let Names { lua: lua_twin, native: native_twin } = names;
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
-    let mut con = server.connection();
-    for body in [&texts.try_lock, &texts.lock, &texts.give_up, &texts.unlock, &texts.force] {
-        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
-    }
-    let mut rng = Rng::from_env(seed);
-    let (mut calls, mut natives, mut acquired, mut queued) = (0, 0, 0, 0);
-    for step in 0..300 {
-        let op = random_op(&mut rng);
-        if matches!(op, Op::Sleep) {
-            std::thread::sleep(Duration::from_millis(200));
-            continue;
-        }
-        let by_sha = rng.chance(50);
-        // No lease or latch ends between the twins' calls.
-        let now = quiet_now(&mut con, GUARD_MS, |con| {
-            let latches = [lua_twin, native_twin].into_iter().flat_map(|name| {
-                REQUESTS.into_iter().map(move |request| unlock_latch_key(name.as_bytes(), request.as_bytes()))
-            });
-            let keys: Vec<Vec<u8>> =
-                [lua_twin, native_twin].map(|name| name.as_bytes().to_vec()).into_iter().chain(latches).collect();
-            keys.iter().map(|key| redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap()).collect()
+/// One step as drawn: the operation, and whether the script is called by
+/// its SHA-1.
+#[derive(Debug)]
+struct Step {
+    op: Op,
+    by_sha: bool,
+}
+
+struct Fair<'a> {
+    texts: &'a Texts,
+    names: Names,
+    server: Server,
+    con: Connection,
+    calls: usize,
+    natives: i64,
+    acquired: usize,
+    queued: usize,
+}
+
+impl Fair<'_> {
+    /// The twins' locks and latches, whose ends a step waits out.
+    fn timed_keys(&self) -> Vec<Vec<u8>> {
+        let names = [self.names.lua, self.names.native];
+        let latches = names.into_iter().flat_map(|name| {
+            REQUESTS.into_iter().map(move |request| unlock_latch_key(name.as_bytes(), request.as_bytes()))
         });
+        names.map(|name| name.as_bytes().to_vec()).into_iter().chain(latches).collect()
+    }
+}
+
+impl Differential for Fair<'_> {
+    type Step = Step;
+
+    fn draw(&mut self, rng: &mut Rng) -> Step {
+        Step { op: random_op(rng), by_sha: rng.chance(50) }
+    }
+
+    fn run(&mut self, &Step { ref op, by_sha }: &Step, at: &At) {
+        let (names, texts) = (self.names, self.texts);
+        let timed_keys = self.timed_keys();
+        if matches!(op, Op::Sleep) {
+            run_out(&mut self.con, &timed_keys, 200);
+            return;
+        }
+        // No lease or latch ends between the twins' calls.
+        let now = quiet_now(&mut self.con, GUARD_MS, |con| expiry_ends(con, &timed_keys));
         let mut replies = vec![];
-        let messages = publications(&server, |con| {
-            set_mode(con, "off");
-            replies.push(run(con, texts, by_sha, lua_twin, &op, now));
-            set_mode(con, if matches!(op, Op::GiveUp { as_lua: true, .. }) { "off" } else { "native" });
-            replies.push(run(con, texts, by_sha, native_twin, &op, now));
+        let messages = publications(&self.server, |con| {
+            set_filter_mode(con, "off");
+            replies.push(run(con, texts, by_sha, names.lua, op, now));
+            set_filter_mode(con, if matches!(op, Op::GiveUp { as_lua: true, .. }) { "off" } else { "native" });
+            replies.push(run(con, texts, by_sha, names.native, op, now));
         });
         let (lua, native) = (&replies[0], &replies[1]);
-        let context = format!("step {step}: {op:?} (EVALSHA: {by_sha}): {lua:?} / {native:?}");
-        assert!(same_kind(&op, lua, native), "{context}: replies");
-        acquired += usize::from(matches!(op, Op::Lock { .. } | Op::TryLock { .. }) && *lua == Ok(Value::Nil));
-        queued += usize::from(matches!((&op, lua), (Op::Lock { .. }, Ok(Value::Int(_)))));
-        calls += 1;
-        natives += usize::from(!matches!(op, Op::GiveUp { as_lua: true, .. }));
+        let context = format!("{}: {lua:?} / {native:?}", at.context);
+        assert!(same_kind(op, lua, native), "{context}: replies");
+        self.acquired += usize::from(matches!(op, Op::Lock { .. } | Op::TryLock { .. }) && *lua == Ok(Value::Nil));
+        self.queued += usize::from(matches!((op, lua), (Op::Lock { .. }, Ok(Value::Int(_)))));
+        self.calls += 1;
+        self.natives += i64::from(!matches!(op, Op::GiveUp { as_lua: true, .. }));
         check_messages(&context, messages, names);
         let ((lua, lua_ahead), (native, native_ahead)) =
-            (state(&mut con, lua_twin, now, names), state(&mut con, native_twin, now, names));
+            (state(&mut self.con, names.lua, now, names), state(&mut self.con, names.native, now, names));
         let same = lua.len() == native.len()
             && lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
                 a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= TOLERANCE_MS))
             });
         assert!(same && lua_ahead && native_ahead, "{context}: keys\n{lua:?}\n{native:?}");
     }
+}
+
+fn differential(texts: &Texts, seed: &str, names: Names) {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    for body in [&texts.try_lock, &texts.lock, &texts.give_up, &texts.unlock, &texts.force] {
+        let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
+    }
+    let mut fair = Fair { texts, names, server, con, calls: 0, natives: 0, acquired: 0, queued: 0 };
+    drive(seed, 1, 300, &mut fair);
+    let Fair { mut con, calls, natives, acquired, queued, .. } = fair;
     // Every call on the twin ran natively but those left to Lua: the
     // comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "fair"), natives as i64);
+    assert_eq!(family_native_count(&mut con, "fair"), natives);
     assert!(calls > 200 && acquired > 20 && queued > 20, "{calls} calls, {acquired} acquired, {queued} queued");
 }
 
