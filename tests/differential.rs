@@ -18,8 +18,8 @@ const STEPS: usize = 12;
 /// apart, but PTTL is read at millisecond resolution (`Drift` adds what
 /// the server took over the steps).
 const PTTL_TOLERANCE_MS: i64 = 5;
-/// No operation runs this close to a twin's expiry, where one twin could
-/// be expired and the other not.
+/// No operation runs this close to a twin's expiry (more the slowest step
+/// of the sequence), where one twin could be expired and the other not.
 const EXPIRY_GUARD_MS: i64 = 4;
 
 const NAMES: [&[u8]; 3] = [b"orders", b"{user:7}lock", b"bin\x00\xff\r\n"];
@@ -215,7 +215,8 @@ impl Differential for Lock {
         std::thread::sleep(Duration::from_millis(pause_ms));
         let (s, c) = (twin(Side::Scripts, name), twin(Side::Commands, name));
         let timed = [s.clone(), c.clone(), unlock_latch_key(&s, request_id), unlock_latch_key(&c, request_id)];
-        let now = quiet_now(&mut self.con, EXPIRY_GUARD_MS, |con| expiry_ends(con, &timed));
+        let guard_ms = self.drift.guard_ms(EXPIRY_GUARD_MS);
+        let now = quiet_now(&mut self.con, guard_ms, |con| expiry_ends(con, &timed));
         let latch_id = unlock_latch_key(name, request_id);
         for key in [name, &latch_id] {
             if let Some(end) = self.expiries.remove(key) {

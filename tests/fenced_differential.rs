@@ -129,7 +129,7 @@ impl Differential for Fenced {
         // Time passes: short leases may run out between steps.
         std::thread::sleep(Duration::from_millis(pause_ms));
         let con = &mut self.clients[who];
-        quiet_now(con, GUARD_MS, |con| expiries(con, name));
+        quiet_now(con, self.drift.guard_ms(GUARD_MS), |con| expiries(con, name));
         let step = Step { op, name, owner: OWNERS[who], lease };
         let (replies, tolerance) = run_step(con, &self.scripts, &step, at.step, &mut self.drift);
         let context = at.context;

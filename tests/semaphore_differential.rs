@@ -129,7 +129,7 @@ impl Differential for Semaphore {
         let (con, name) = (&mut self.clients[client], NAMES[which]);
         // Time passes: short TTLs may run out between steps.
         std::thread::sleep(Duration::from_millis(pause_ms));
-        let now = quiet_now(con, GUARD_MS, |con| expiries(con, name));
+        let now = quiet_now(con, self.drift.guard_ms(GUARD_MS), |con| expiries(con, name));
         let before = expiries(con, name);
         let (replies, tolerance) = run_step(con, &self.scripts, op, name, at.step, &mut self.drift);
         let context = format!("{} on {:?} at {now}", at.context, String::from_utf8_lossy(name));

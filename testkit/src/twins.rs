@@ -165,6 +165,12 @@ impl Drift {
         self.slowest_ms = 0;
     }
 
+    /// The guard before a step ([`quiet_now`]): `base_ms`, more the slowest
+    /// step of the sequence, which a step racing an expiry could take again.
+    pub fn guard_ms(&self, base_ms: i64) -> i64 {
+        base_ms + self.slowest_ms
+    }
+
     /// Starts a step's MULTI with a TIME; `query` ends it with another.
     pub fn begin(pipe: &mut redis::Pipeline) {
         pipe.atomic().cmd("TIME");
