@@ -224,14 +224,6 @@ fn redisson_3_14_rlock_scripts_run_natively_as_they_run_in_lua() {
     differential("3.14.1");
 }
 
-/// One step as drawn: the operation, and whether the script is called by
-/// its SHA-1.
-#[derive(Debug)]
-struct Step {
-    op: Op,
-    by_sha: bool,
-}
-
 struct RLock<'a> {
     version: &'a str,
     scripts: Scripts,
@@ -245,13 +237,14 @@ struct RLock<'a> {
 }
 
 impl Differential for RLock<'_> {
-    type Step = Step;
+    /// The operation, whether by SHA-1.
+    type Step = (Op, bool);
 
-    fn draw(&mut self, rng: &mut Rng) -> Step {
-        Step { op: random_op(rng), by_sha: rng.chance(50) }
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        (random_op(rng), rng.chance(50))
     }
 
-    fn run(&mut self, &Step { ref op, by_sha }: &Step, at: &At) {
+    fn run(&mut self, &(ref op, by_sha): &Self::Step, at: &At) {
         let con = &mut self.con;
         match op {
             Op::Sleep => run_out(con, &[keys(TWINS.lua), keys(TWINS.native)].concat(), 200),

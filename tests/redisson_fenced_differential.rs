@@ -88,13 +88,6 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
     vec![name.as_bytes().to_vec(), fenced_token_key(name.as_bytes())]
 }
 
-/// One step as drawn: the operation, and how the script is called.
-#[derive(Debug)]
-struct Step {
-    op: Op,
-    by_sha: bool,
-}
-
 struct Fenced {
     texts: [Vec<u8>; 2],
     server: Server,
@@ -105,13 +98,14 @@ struct Fenced {
 }
 
 impl Differential for Fenced {
-    type Step = Step;
+    /// The operation, whether by SHA-1.
+    type Step = (Op, bool);
 
-    fn draw(&mut self, rng: &mut Rng) -> Step {
-        Step { op: random_op(rng), by_sha: rng.chance(50) }
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        (random_op(rng), rng.chance(50))
     }
 
-    fn run(&mut self, &Step { ref op, by_sha }: &Step, at: &At) {
+    fn run(&mut self, &(ref op, by_sha): &Self::Step, at: &At) {
         if matches!(op, Op::Sleep) {
             run_out(&mut self.con, &[keys(TWINS.lua), keys(TWINS.native)].concat(), 200);
             return;

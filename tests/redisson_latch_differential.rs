@@ -92,14 +92,6 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, publish: &str) -> Op
     Some(script_call(by_sha, text, &keys, &argv))
 }
 
-/// One step as drawn: the operation, and how the script is called.
-#[derive(Debug)]
-struct Step {
-    op: Op,
-    by_sha: bool,
-    publish: &'static str,
-}
-
 struct Latch<'a> {
     texts: &'a Texts,
     server: Server,
@@ -115,13 +107,15 @@ fn one_key(name: &str) -> Vec<Vec<u8>> {
 }
 
 impl Differential for Latch<'_> {
-    type Step = Step;
+    /// The operation, whether by SHA-1, the publish command.
+    type Step = (Op, bool, &'static str);
 
-    fn draw(&mut self, rng: &mut Rng) -> Step {
-        Step { op: random_op(rng), by_sha: rng.chance(50), publish: ["publish", "PUBLISH"][rng.below(2) as usize] }
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        (random_op(rng), rng.chance(50), ["publish", "PUBLISH"][rng.below(2) as usize])
     }
 
-    fn run(&mut self, &Step { ref op, by_sha, publish }: &Step, at: &At) {
+    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
+        let (by_sha, publish) = (*by_sha, *publish);
         if matches!(op, Op::Sleep) {
             run_out(&mut self.con, &[one_key(TWINS.lua), one_key(TWINS.native)].concat(), 150);
             return;

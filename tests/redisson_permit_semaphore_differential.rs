@@ -194,14 +194,6 @@ fn both_keys(name: &str) -> Vec<Vec<u8>> {
     vec![name.as_bytes().to_vec(), permit_timeout_key(name.as_bytes())]
 }
 
-/// One step as drawn: the operation, and how the script is called.
-#[derive(Debug)]
-struct Step {
-    op: Op,
-    by_sha: bool,
-    publish: &'static str,
-}
-
 struct PermitSemaphore<'a> {
     texts: &'a Texts,
     server: Server,
@@ -215,14 +207,16 @@ struct PermitSemaphore<'a> {
 }
 
 impl Differential for PermitSemaphore<'_> {
-    type Step = Step;
+    /// The operation, whether by SHA-1, the publish command.
+    type Step = (Op, bool, &'static str);
 
-    fn draw(&mut self, rng: &mut Rng) -> Step {
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
         let op = random_op(rng, self.texts);
-        Step { op, by_sha: rng.chance(50), publish: ["publish", "PUBLISH", "spublish"][rng.below(3) as usize] }
+        (op, rng.chance(50), ["publish", "PUBLISH", "spublish"][rng.below(3) as usize])
     }
 
-    fn run(&mut self, &Step { ref op, by_sha, publish }: &Step, at: &At) {
+    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
+        let (by_sha, publish) = (*by_sha, *publish);
         if let Op::Tick(ms) = *op {
             self.now += ms;
             if ms >= 700 {

@@ -275,14 +275,6 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
     keys
 }
 
-/// One step as drawn: the operation, and how the script is called (by
-/// SHA-1, and the publish command).
-#[derive(Debug)]
-struct Step {
-    op: Op,
-    call_as: (bool, &'static str),
-}
-
 struct RwLock<'a> {
     version: &'a Version,
     bodies: Vec<Vec<u8>>,
@@ -295,14 +287,15 @@ struct RwLock<'a> {
 }
 
 impl Differential for RwLock<'_> {
-    type Step = Step;
+    /// The operation, whether by SHA-1, the publish command.
+    type Step = (Op, (bool, &'static str));
 
-    fn draw(&mut self, rng: &mut Rng) -> Step {
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
         let op = random_op(rng, self.version);
-        Step { op, call_as: (rng.chance(50), *rng.pick(&["publish", "PUBLISH", "spublish"])) }
+        (op, (rng.chance(50), ["publish", "PUBLISH", "spublish"][rng.below(3) as usize]))
     }
 
-    fn run(&mut self, Step { op, call_as }: &Step, at: &At) {
+    fn run(&mut self, (op, call_as): &Self::Step, at: &At) {
         let con = &mut self.con;
         match op {
             Op::Sleep => run_out(con, &[keys(TWINS.lua), keys(TWINS.native)].concat(), 200),

@@ -173,14 +173,6 @@ fn one_key(name: &str) -> Vec<Vec<u8>> {
     vec![name.as_bytes().to_vec()]
 }
 
-/// One step as drawn: the operation, and how the script is called.
-#[derive(Debug)]
-struct Step {
-    op: Op,
-    by_sha: bool,
-    publish: &'static str,
-}
-
 struct Semaphore<'a> {
     texts: &'a Texts,
     server: Server,
@@ -191,14 +183,16 @@ struct Semaphore<'a> {
 }
 
 impl Differential for Semaphore<'_> {
-    type Step = Step;
+    /// The operation, whether by SHA-1, the publish command.
+    type Step = (Op, bool, &'static str);
 
-    fn draw(&mut self, rng: &mut Rng) -> Step {
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
         let op = random_op(rng, self.texts);
-        Step { op, by_sha: rng.chance(50), publish: ["publish", "PUBLISH"][rng.below(2) as usize] }
+        (op, rng.chance(50), ["publish", "PUBLISH"][rng.below(2) as usize])
     }
 
-    fn run(&mut self, &Step { ref op, by_sha, publish }: &Step, at: &At) {
+    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
+        let (by_sha, publish) = (*by_sha, *publish);
         if matches!(op, Op::Sleep) {
             run_out(&mut self.con, &[one_key(TWINS.lua), one_key(TWINS.native)].concat(), 150);
             return;
