@@ -9,7 +9,7 @@
 //! the script's -1 is deleted at once, so the states agree).
 
 use redis::{Connection, Value};
-use testkit::{twin, LatchScripts, Rng, Server, Side, StepMessages};
+use testkit::{drive, twin, At, Differential, LatchScripts, Rng, Server, Side, StepMessages};
 
 const SEQUENCES: usize = 100;
 const STEPS: usize = 20;
@@ -40,39 +40,64 @@ fn run_step(con: &mut Connection, scripts: &LatchScripts, op: Op, name: &[u8], s
     pipe.query(con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
 }
 
+/// One step as drawn: by which client, what, on which name.
+#[derive(Debug)]
+struct Step {
+    client: usize,
+    op: Op,
+    name: &'static [u8],
+}
+
+struct Countdown {
+    clients: Vec<Connection>,
+    scripts: LatchScripts,
+    /// Every step's operation, by step.
+    ops: Vec<Op>,
+}
+
+impl Differential for Countdown {
+    type Step = Step;
+
+    fn reset(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+    }
+
+    fn draw(&mut self, rng: &mut Rng) -> Step {
+        let client = rng.below(3) as usize;
+        let op = match rng.below(100) {
+            0..=24 => Op::TrySetCount(rng.below(4) as i64),
+            25..=74 => Op::CountDown,
+            75..=89 => Op::Count,
+            _ => Op::Delete,
+        };
+        Step { client, op, name: NAMES[rng.below(NAMES.len() as u64) as usize] }
+    }
+
+    fn run(&mut self, &Step { client, op, name }: &Step, at: &At) {
+        let replies = run_step(&mut self.clients[client], &self.scripts, op, name, at.step);
+        self.ops.push(op);
+        let context = at.context;
+        match op {
+            Op::Count => {
+                let stored: Option<i64> = redis::from_redis_value(replies[0].clone()).unwrap();
+                assert_eq!(Value::Int(stored.unwrap_or(0)), replies[1], "{context}: count");
+            }
+            _ => assert_eq!(replies[0], replies[1], "{context}: replies"),
+        }
+        assert_eq!(replies[2..4], replies[4..6], "{context}: stored count and PTTL");
+    }
+}
+
 #[test]
 fn latch_commands_match_the_redisson_scripts_on_random_sequences() {
     let server = Server::start();
-    let mut clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
+    let clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
     let scripts = LatchScripts::default();
-    scripts.load(&mut clients[0]).unwrap();
+    let mut test = Countdown { clients, scripts, ops: Vec::new() };
+    test.scripts.load(&mut test.clients[0]).unwrap();
     let messages = StepMessages::subscribe(&server, &["redisson_countdownlatch__channel__*"], &NAMES);
-    let mut rng = Rng::from_env("countdown_differential");
-    let mut ops = Vec::new();
-    for sequence in 0..SEQUENCES {
-        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
-        for index in 0..STEPS {
-            let con = &mut clients[rng.below(3) as usize];
-            let op = match rng.below(100) {
-                0..=24 => Op::TrySetCount(rng.below(4) as i64),
-                25..=74 => Op::CountDown,
-                75..=89 => Op::Count,
-                _ => Op::Delete,
-            };
-            let name = NAMES[rng.below(NAMES.len() as u64) as usize];
-            let replies = run_step(con, &scripts, op, name, ops.len());
-            ops.push(op);
-            let context = format!("sequence {sequence} step {index}: {op:?} on {:?}", String::from_utf8_lossy(name));
-            match op {
-                Op::Count => {
-                    let stored: Option<i64> = redis::from_redis_value(replies[0].clone()).unwrap();
-                    assert_eq!(Value::Int(stored.unwrap_or(0)), replies[1], "{context}: count");
-                }
-                _ => assert_eq!(replies[0], replies[1], "{context}: replies"),
-            }
-            assert_eq!(replies[2..4], replies[4..6], "{context}: stored count and PTTL");
-        }
-    }
+    drive("countdown_differential", SEQUENCES, STEPS, &mut test);
+    let Countdown { mut clients, ops, .. } = test;
     let messages = messages.finish(&mut clients[0]);
     let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
     let opened = from_commands.iter().filter(|m| m.payload == "0").count();

@@ -8,8 +8,9 @@
 
 use redis::{Connection, Value};
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
-use testkit::{keyspace_events, release_channel, unlock_latch_key, Drift, RedissonScripts, Rng, Server};
+use std::time::Duration;
+use testkit::{drive, expiry_ends, keyspace_events, quiet_now, release_channel, unlock_latch_key, At, Differential};
+use testkit::{twin, Drift, RedissonScripts, Rng, Server, Side};
 
 const SEQUENCES: usize = 1000;
 const STEPS: usize = 12;
@@ -17,18 +18,14 @@ const STEPS: usize = 12;
 /// apart, but PTTL is read at millisecond resolution (`Drift` adds what
 /// the server took over the steps).
 const PTTL_TOLERANCE_MS: i64 = 5;
-/// No operation runs this close to a twin's expiry, where one twin could
-/// be expired and the other not.
-const EXPIRY_GUARD: Duration = Duration::from_millis(4);
+/// No operation runs this close to a twin's expiry (more the slowest step
+/// of the sequence), where one twin could be expired and the other not.
+const EXPIRY_GUARD_MS: i64 = 4;
 
 const NAMES: [&[u8]; 3] = [b"orders", b"{user:7}lock", b"bin\x00\xff\r\n"];
 const OWNERS: [&[u8]; 3] = [b"a1b2:1", b"a1b2:2", b"\x00\xfe:3"];
 /// Few request ids, so that releases repeat them.
 const REQUEST_IDS: [&[u8]; 3] = [b"5f0c9a7e", b"c41d22b8", b"\x00\xff:id"];
-
-fn twin(prefix: &[u8], name: &[u8]) -> Vec<u8> {
-    [prefix, name].concat()
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -79,7 +76,6 @@ fn assert_pttls_match(script: i64, command: i64, tolerance: i64, context: &str) 
     }
 }
 
-/// Milliseconds (rounded up) between two TIME replies.
 /// One step's arguments.
 struct Step<'a> {
     op: Op,
@@ -93,9 +89,9 @@ struct Step<'a> {
 /// Runs one operation on both twins in one MULTI, with the state reads:
 /// the lock twins' HGETALL and PTTL, then the latch twins' GET and PTTL.
 /// Also returns the tolerance for the twins' PTTLs after it.
-fn step(con: &mut Connection, drift: &mut Drift, scripts: &RedissonScripts, step: &Step) -> (Vec<Value>, i64) {
+fn step_twins(con: &mut Connection, drift: &mut Drift, scripts: &RedissonScripts, step: &Step) -> (Vec<Value>, i64) {
     let Step { op, name, owner, lease, request_id, latch } = *step;
-    let (s, c) = (twin(b"s:", name), twin(b"c:", name));
+    let (s, c) = (twin(Side::Scripts, name), twin(Side::Commands, name));
     let (s_latch, c_latch) = (unlock_latch_key(&s, request_id), unlock_latch_key(&c, request_id));
     let mut pipe = redis::pipe();
     Drift::begin(&mut pipe);
@@ -155,12 +151,105 @@ fn check_status(replies: &[Value], context: &str) {
     assert_eq!(status["holders"], int(&replies[3]), "{context}: holders");
 }
 
-/// When twins with these PTTLs, read by a step that began at `started`
-/// and has just ended, expire: from the earliest PTTL after the step's
-/// start to the latest after now. A slow step (a loaded machine) widens it.
-fn expiry_window(started: Instant, (s_pttl, c_pttl): (i64, i64)) -> (Instant, Instant) {
-    let ms = |pttl: i64| Duration::from_millis(pttl.max(0) as u64);
-    (started + ms(s_pttl.min(c_pttl)), Instant::now() + ms(s_pttl.max(c_pttl)))
+/// One step as drawn, after a pause of how many ms (to let short leases
+/// and latches run out).
+#[derive(Debug)]
+struct Drawn {
+    op: Op,
+    name: &'static [u8],
+    owner: &'static [u8],
+    lease: i64,
+    request_id: &'static [u8],
+    latch: i64,
+    pause_ms: u64,
+}
+
+struct Lock {
+    con: Connection,
+    scripts: RedissonScripts,
+    drift: Drift,
+    /// When each key's commands twin expires (absolute ms), by lock name
+    /// and by latch key, to count the expiries between steps.
+    expiries: HashMap<Vec<u8>, i64>,
+    expired_mid_sequence: usize,
+    latches_recorded: usize,
+}
+
+impl Differential for Lock {
+    type Step = Drawn;
+
+    fn reset(&mut self) {
+        for name in NAMES {
+            let (s, c) = (twin(Side::Scripts, name), twin(Side::Commands, name));
+            let mut del = redis::cmd("DEL");
+            del.arg(&s).arg(&c);
+            for id in REQUEST_IDS {
+                del.arg(unlock_latch_key(&s, id)).arg(unlock_latch_key(&c, id));
+            }
+            let _: () = del.query(&mut self.con).unwrap();
+        }
+        self.expiries.clear();
+        self.drift.reset();
+    }
+
+    fn draw(&mut self, rng: &mut Rng) -> Drawn {
+        let name = *rng.pick(&NAMES);
+        let owner = *rng.pick(&OWNERS);
+        let op = random_op(rng);
+        let lease = random_lease(rng);
+        let request_id = *rng.pick(&REQUEST_IDS);
+        let latch = random_lease(rng);
+        let pause_ms = if rng.chance(1) {
+            10 + rng.below(20)
+        } else if rng.chance(10) {
+            rng.below(4)
+        } else {
+            0
+        };
+        Drawn { op, name, owner, lease, request_id, latch, pause_ms }
+    }
+
+    fn run(&mut self, drawn: &Drawn, at: &At) {
+        let &Drawn { op, name, owner, lease, request_id, latch, pause_ms } = drawn;
+        // Time passes: short leases and latches may run out between steps.
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        let (s, c) = (twin(Side::Scripts, name), twin(Side::Commands, name));
+        let timed = [s.clone(), c.clone(), unlock_latch_key(&s, request_id), unlock_latch_key(&c, request_id)];
+        let guard_ms = self.drift.guard_ms(EXPIRY_GUARD_MS);
+        let now = quiet_now(&mut self.con, guard_ms, |con| expiry_ends(con, &timed));
+        let latch_id = unlock_latch_key(name, request_id);
+        for key in [name, &latch_id] {
+            if let Some(end) = self.expiries.remove(key) {
+                self.expired_mid_sequence += usize::from(end <= now);
+            }
+        }
+        let step = Step { op, name, owner, lease, request_id, latch };
+        let (replies, tolerance) = step_twins(&mut self.con, &mut self.drift, &self.scripts, &step);
+        let context = at.context;
+        let state = &replies[replies.len() - 8..];
+        match op {
+            Op::Status => check_status(&replies, context),
+            _ => assert_replies_match(&replies[0], &replies[1], tolerance, context),
+        }
+        let s_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(state[0].clone()).unwrap();
+        let c_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(state[1].clone()).unwrap();
+        assert_eq!(s_fields, c_fields, "{context}: HGETALL differs");
+        let pttls = |i: usize| -> (i64, i64) {
+            (redis::from_redis_value(state[i].clone()).unwrap(), redis::from_redis_value(state[i + 1].clone()).unwrap())
+        };
+        let (s_pttl, c_pttl) = pttls(2);
+        assert_pttls_match(s_pttl, c_pttl, tolerance, context);
+        assert_eq!(state[4], state[5], "{context}: latch values differ");
+        let (s_latch_pttl, c_latch_pttl) = pttls(6);
+        assert_pttls_match(s_latch_pttl, c_latch_pttl, tolerance, &format!("{context} (latch)"));
+        if c_pttl >= 0 {
+            self.expiries.insert(name.to_vec(), now + c_pttl);
+        }
+        if s_latch_pttl >= 0 {
+            self.latches_recorded += usize::from(matches!(op, Op::ReleaseOnce));
+            self.expiries.insert(latch_id, now + c_latch_pttl);
+        }
+    }
 }
 
 #[test]
@@ -174,88 +263,16 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
     pubsub.psubscribe("redisson_lock__channel:*").unwrap();
     pubsub.subscribe("differential:done").unwrap();
 
-    let mut rng = Rng::from_env("differential");
-    // When each key's twins expire, by lock name and by latch key: between
-    // the earliest and the latest moment their PTTLs allow (the step that
-    // read them took time, and each twin has its own).
-    let mut expiries: HashMap<Vec<u8>, (Instant, Instant)> = HashMap::new();
-    let mut drift = Drift::new(PTTL_TOLERANCE_MS);
-    let mut expired_mid_sequence = 0;
-    let mut latches_recorded = 0;
-    for sequence in 0..SEQUENCES {
-        for name in NAMES {
-            let (s, c) = (twin(b"s:", name), twin(b"c:", name));
-            let mut del = redis::cmd("DEL");
-            del.arg(&s).arg(&c);
-            for id in REQUEST_IDS {
-                del.arg(unlock_latch_key(&s, id)).arg(unlock_latch_key(&c, id));
-            }
-            let _: () = del.query(&mut con).unwrap();
-        }
-        expiries.clear();
-        drift.reset();
-        for step_index in 0..STEPS {
-            let name = *rng.pick(&NAMES);
-            let owner = *rng.pick(&OWNERS);
-            let op = random_op(&mut rng);
-            let lease = random_lease(&mut rng);
-            let request_id = *rng.pick(&REQUEST_IDS);
-            let latch = random_lease(&mut rng);
-            if rng.chance(1) {
-                std::thread::sleep(Duration::from_millis(10 + rng.below(20)));
-            } else if rng.chance(10) {
-                std::thread::sleep(Duration::from_millis(rng.below(4)));
-            }
-            let latch_id = unlock_latch_key(name, request_id);
-            for key in [name, &latch_id] {
-                if let Some((earliest, latest)) = expiries.remove(key) {
-                    let now = Instant::now();
-                    if now + EXPIRY_GUARD > earliest && now < latest + EXPIRY_GUARD {
-                        std::thread::sleep(latest + EXPIRY_GUARD - now);
-                    }
-                    expired_mid_sequence += usize::from(Instant::now() > earliest);
-                }
-            }
-
-            let started = Instant::now();
-            let (replies, tolerance) =
-                step(&mut con, &mut drift, &scripts, &Step { op, name, owner, lease, request_id, latch });
-            let context = format!(
-                "sequence {sequence} step {step_index}: {op:?} {:?} by {:?} lease {lease} id {:?} latch {latch}",
-                String::from_utf8_lossy(name),
-                String::from_utf8_lossy(owner),
-                String::from_utf8_lossy(request_id)
-            );
-            let state = &replies[replies.len() - 8..];
-            match op {
-                Op::Status => check_status(&replies, &context),
-                _ => assert_replies_match(&replies[0], &replies[1], tolerance, &context),
-            }
-            let s_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(state[0].clone()).unwrap();
-            let c_fields: HashMap<Vec<u8>, Vec<u8>> = redis::from_redis_value(state[1].clone()).unwrap();
-            assert_eq!(s_fields, c_fields, "{context}: HGETALL differs");
-            let pttls = |i: usize| -> (i64, i64) {
-                (
-                    redis::from_redis_value(state[i].clone()).unwrap(),
-                    redis::from_redis_value(state[i + 1].clone()).unwrap(),
-                )
-            };
-            let (s_pttl, c_pttl) = pttls(2);
-            assert_pttls_match(s_pttl, c_pttl, tolerance, &context);
-            assert_eq!(state[4], state[5], "{context}: latch values differ");
-            let (s_latch_pttl, c_latch_pttl) = pttls(6);
-            assert_pttls_match(s_latch_pttl, c_latch_pttl, tolerance, &format!("{context} (latch)"));
-
-            if s_pttl >= 0 {
-                expiries.insert(name.to_vec(), expiry_window(started, (s_pttl, c_pttl)));
-            }
-            if s_latch_pttl >= 0 {
-                latches_recorded += usize::from(matches!(op, Op::ReleaseOnce));
-                expiries.insert(latch_id, expiry_window(started, (s_latch_pttl, c_latch_pttl)));
-            }
-        }
-    }
-
+    let mut test = Lock {
+        con,
+        scripts,
+        drift: Drift::new(PTTL_TOLERANCE_MS),
+        expiries: HashMap::new(),
+        expired_mid_sequence: 0,
+        latches_recorded: 0,
+    };
+    drive("differential", SEQUENCES, STEPS, &mut test);
+    let Lock { mut con, expired_mid_sequence, latches_recorded, .. } = test;
     let _: () = redis::cmd("PUBLISH").arg("differential:done").arg("").query(&mut con).unwrap();
     let (mut from_scripts, mut from_commands) = (vec![], vec![]);
     pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -267,9 +284,9 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
         }
         let payload: Vec<u8> = message.get_payload().unwrap();
         for name in NAMES {
-            if channel == release_channel(&twin(b"s:", name)) {
+            if channel == release_channel(&twin(Side::Scripts, name)) {
                 from_scripts.push((name, payload.clone()));
-            } else if channel == release_channel(&twin(b"c:", name)) {
+            } else if channel == release_channel(&twin(Side::Commands, name)) {
                 from_commands.push((name, payload.clone()));
             }
         }
@@ -305,7 +322,7 @@ fn keyspace_notifications_match_the_scripts() {
     let events = keyspace_events(&server, |con| {
         scripts.load(con).unwrap();
         for (op, owner) in steps {
-            let _ = step(
+            let _ = step_twins(
                 con,
                 &mut Drift::new(PTTL_TOLERANCE_MS),
                 &scripts,

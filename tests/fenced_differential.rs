@@ -13,7 +13,10 @@
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use testkit::{quiet_now, twin, Drift, FencedScripts, RedissonScripts, Rng, Server, Side, StepMessages};
+use testkit::{
+    drive, expiry_ends, quiet_now, twin, At, Differential, Drift, FencedScripts, RedissonScripts, Rng, Server,
+};
+use testkit::{Side, StepMessages};
 
 const SEQUENCES: usize = 120;
 const STEPS: usize = 20;
@@ -78,73 +81,95 @@ fn run_step(
 }
 
 fn expiries(con: &mut Connection, name: &[u8]) -> Vec<i64> {
-    let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
-    redis::pipe().cmd("PEXPIRETIME").arg(&s).cmd("PEXPIRETIME").arg(&c).query(con).unwrap()
+    expiry_ends(con, &[Side::Scripts, Side::Commands].map(|side| twin(side, name)))
+}
+
+/// One step as drawn: by which owner (on its own client), what, on which
+/// name, after a pause of how many ms (to let short leases run out).
+#[derive(Debug)]
+struct Drawn {
+    who: usize,
+    op: Op,
+    lease: i64,
+    name: &'static [u8],
+    pause_ms: u64,
+}
+
+struct Fenced {
+    clients: Vec<Connection>,
+    scripts: Scripts,
+    drift: Drift,
+    granted: usize,
+    no_ttl: usize,
+}
+
+impl Differential for Fenced {
+    type Step = Drawn;
+
+    fn reset(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+        self.drift.reset();
+    }
+
+    fn draw(&mut self, rng: &mut Rng) -> Drawn {
+        let who = rng.below(OWNERS.len() as u64) as usize;
+        let op = match rng.below(100) {
+            0..=49 => Op::Acquire,
+            50..=74 => Op::Release,
+            75..=84 => Op::Renew,
+            85..=95 => Op::ForceRelease,
+            _ => Op::Persist,
+        };
+        let lease = if rng.chance(50) { 5 + rng.below(25) as i64 } else { 60_000 };
+        let name = NAMES[rng.below(NAMES.len() as u64) as usize];
+        Drawn { who, op, lease, name, pause_ms: if rng.chance(30) { rng.below(30) } else { 0 } }
+    }
+
+    fn run(&mut self, &Drawn { who, op, lease, name, pause_ms }: &Drawn, at: &At) {
+        // Time passes: short leases may run out between steps.
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        let con = &mut self.clients[who];
+        quiet_now(con, self.drift.guard_ms(GUARD_MS), |con| expiries(con, name));
+        let step = Step { op, name, owner: OWNERS[who], lease };
+        let (replies, tolerance) = run_step(con, &self.scripts, &step, at.step, &mut self.drift);
+        let context = at.context;
+        let (script, command) = (&replies[0], &replies[1]);
+        if op == Op::Acquire && *script == Value::Array(vec![Value::Int(-1), Value::Int(-1)]) {
+            // The commands' rule: a lock without a TTL is never "-1".
+            assert_eq!(*command, Value::Array(vec![Value::Int(lease), Value::Int(-1)]), "{context}: no-TTL hint");
+            self.no_ttl += 1;
+        } else if let (Value::Array(a), Value::Array(b)) = (script, command) {
+            let pair = |v: &[Value]| -> (i64, i64) { redis::from_redis_value(Value::Array(v.to_vec())).unwrap() };
+            let ((a_ttl, a_token), (b_ttl, b_token)) = (pair(a), pair(b));
+            // Contended: each reads the PTTL on its own clock read.
+            assert!(a_token == b_token && (a_ttl - b_ttl).abs() <= tolerance, "{context}: {a:?} vs {b:?}");
+        } else {
+            assert_eq!(script, command, "{context}: replies");
+        }
+        if let Value::Array(reply) = command {
+            self.granted += usize::from(reply[0] == Value::Int(-1));
+        }
+        let hash = |v: &Value| -> HashMap<Vec<u8>, Vec<u8>> { redis::from_redis_value(v.clone()).unwrap() };
+        assert_eq!(hash(&replies[2]), hash(&replies[5]), "{context}: lock hash");
+        let pttl = |v: &Value| -> i64 { redis::from_redis_value(v.clone()).unwrap() };
+        let (a, b) = (pttl(&replies[3]), pttl(&replies[6]));
+        assert!(a == b || (a >= 0 && b >= 0 && (a - b).abs() <= tolerance), "{context}: PTTL {a} vs {b}");
+        assert_eq!(replies[4], replies[7], "{context}: token counter");
+    }
 }
 
 #[test]
 fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
     // The jump at the term's floor is a deliberate difference (tests/fenced_tokens.rs).
     let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").start();
-    let mut clients: Vec<Connection> = (0..OWNERS.len()).map(|_| server.connection()).collect();
+    let clients: Vec<Connection> = (0..OWNERS.len()).map(|_| server.connection()).collect();
     let scripts = Scripts { fenced: FencedScripts::default(), lock: RedissonScripts::default() };
-    scripts.fenced.load(&mut clients[0]).unwrap();
-    scripts.lock.load(&mut clients[0]).unwrap();
+    let mut test = Fenced { clients, scripts, drift: Drift::new(TOLERANCE_MS), granted: 0, no_ttl: 0 };
+    test.scripts.fenced.load(&mut test.clients[0]).unwrap();
+    test.scripts.lock.load(&mut test.clients[0]).unwrap();
     let messages = StepMessages::subscribe(&server, &["redisson_lock__channel:*"], &NAMES);
-    let mut rng = Rng::from_env("fenced_differential");
-    let (mut step, mut granted, mut no_ttl) = (0, 0, 0);
-    let mut drift = Drift::new(TOLERANCE_MS);
-    for sequence in 0..SEQUENCES {
-        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
-        drift.reset();
-        for index in 0..STEPS {
-            let who = rng.below(OWNERS.len() as u64) as usize;
-            let op = match rng.below(100) {
-                0..=49 => Op::Acquire,
-                50..=74 => Op::Release,
-                75..=84 => Op::Renew,
-                85..=95 => Op::ForceRelease,
-                _ => Op::Persist,
-            };
-            let lease = if rng.chance(50) { 5 + rng.below(25) as i64 } else { 60_000 };
-            let name = NAMES[rng.below(NAMES.len() as u64) as usize];
-            if rng.chance(30) {
-                std::thread::sleep(Duration::from_millis(rng.below(30)));
-            }
-            let con = &mut clients[who];
-            quiet_now(con, GUARD_MS, |con| expiries(con, name));
-            let (replies, tolerance) =
-                run_step(con, &scripts, &Step { op, name, owner: OWNERS[who], lease }, step, &mut drift);
-            step += 1;
-            let context = format!(
-                "sequence {sequence} step {index}: {op:?} {:?} by {:?} lease {lease}",
-                String::from_utf8_lossy(name),
-                String::from_utf8_lossy(OWNERS[who])
-            );
-            let (script, command) = (&replies[0], &replies[1]);
-            if op == Op::Acquire && *script == Value::Array(vec![Value::Int(-1), Value::Int(-1)]) {
-                // The commands' rule: a lock without a TTL is never "-1".
-                assert_eq!(*command, Value::Array(vec![Value::Int(lease), Value::Int(-1)]), "{context}: no-TTL hint");
-                no_ttl += 1;
-            } else if let (Value::Array(a), Value::Array(b)) = (script, command) {
-                let pair = |v: &[Value]| -> (i64, i64) { redis::from_redis_value(Value::Array(v.to_vec())).unwrap() };
-                let ((a_ttl, a_token), (b_ttl, b_token)) = (pair(a), pair(b));
-                // Contended: each reads the PTTL on its own clock read.
-                assert!(a_token == b_token && (a_ttl - b_ttl).abs() <= tolerance, "{context}: {a:?} vs {b:?}");
-            } else {
-                assert_eq!(script, command, "{context}: replies");
-            }
-            if let Value::Array(reply) = command {
-                granted += usize::from(reply[0] == Value::Int(-1));
-            }
-            let hash = |v: &Value| -> HashMap<Vec<u8>, Vec<u8>> { redis::from_redis_value(v.clone()).unwrap() };
-            assert_eq!(hash(&replies[2]), hash(&replies[5]), "{context}: lock hash");
-            let pttl = |v: &Value| -> i64 { redis::from_redis_value(v.clone()).unwrap() };
-            let (a, b) = (pttl(&replies[3]), pttl(&replies[6]));
-            assert!(a == b || (a >= 0 && b >= 0 && (a - b).abs() <= tolerance), "{context}: PTTL {a} vs {b}");
-            assert_eq!(replies[4], replies[7], "{context}: token counter");
-        }
-    }
+    drive("fenced_differential", SEQUENCES, STEPS, &mut test);
+    let Fenced { mut clients, granted, no_ttl, .. } = test;
     let messages = messages.finish(&mut clients[0]);
     let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
     let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {

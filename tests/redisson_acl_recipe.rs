@@ -10,9 +10,7 @@
 mod redisson_support;
 
 use redis::{Connection, Value};
-use redisson_support::{
-    all_texts, call, family_native_count, info_field, native_count, scripts, sha1_hex, texts, VERSION,
-};
+use redisson_support::{all_texts, call, family_native_count, native_count, scripts, sha1_hex, texts, VERSION};
 use rlock_protocol::{count_down_latch_channel, release_channel, semaphore_channel, unlock_latch_key};
 use rlock_protocol::{
     fair_queue_key, fair_timeout_key, rwlock_channel, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field,
@@ -134,7 +132,7 @@ fn redissons_texts_run_natively_as_the_recipe_user() {
     ok(call(&mut app, true, &count_down, &[name, &channel], &[b"0", b"publish"]), "count down");
     assert_eq!(family_native_count(&mut admin, "latch"), 2);
 
-    assert_eq!(info_field(&mut admin, "rlock", "rlock_redisson_acl_lua"), "0", "none left to Lua");
+    assert_eq!(testkit::rlock_info(&mut admin, "redisson_acl_lua"), 0, "none left to Lua");
     drop(waiter);
     assert_eq!(acl_log(&mut admin), Vec::<String>::new(), "no refusal");
 

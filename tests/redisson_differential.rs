@@ -9,13 +9,12 @@
 
 mod redisson_support;
 
-use redis::{Cmd, Commands};
-use redisson_support::twins::{assert_same_reply, same_states, Twins};
+use redis::{Cmd, Commands, Connection};
 use redisson_support::{all_texts, native_count, script_call, scripts, sha1_hex, Scripts, Unlock, VERSION};
-use std::time::Duration;
-use testkit::{release_channel, unlock_latch_key, Rng, Server};
+use testkit::{assert_same_reply, drive, release_channel, run_out, unlock_latch_key, At, Differential, FilterTwins};
+use testkit::{Rng, Server};
 
-const TWINS: Twins = Twins { lua: "lua-lock", native: "nat-lock" };
+const TWINS: FilterTwins = FilterTwins { lua: "lua-lock", native: "nat-lock" };
 const OWNERS: [&str; 3] = ["6f1c:1", "6f1c:2", "a9e0:7"];
 const REQUESTS: [&str; 3] = ["0a1b2c3d4e5f60718293a4b5c6d7e8f9", "ffeeddccbbaa99887766554433221100", "r3"];
 
@@ -62,7 +61,7 @@ enum Op {
     /// Somebody else's value at the lock name: both error (texts differ,
     /// see docs/commands.md), until a force release deletes it.
     Clobber,
-    /// Leases and latches of 150 ms run out.
+    /// Leases and latches of 150 ms run out: until the server shows they did.
     Sleep,
 }
 
@@ -225,6 +224,58 @@ fn redisson_3_14_rlock_scripts_run_natively_as_they_run_in_lua() {
     differential("3.14.1");
 }
 
+struct RLock<'a> {
+    version: &'a str,
+    scripts: Scripts,
+    more: More,
+    server: Server,
+    con: Connection,
+    control: Connection,
+    calls: i64,
+    errors: usize,
+    reentries: usize,
+}
+
+impl Differential for RLock<'_> {
+    /// The operation, whether by SHA-1.
+    type Step = (Op, bool);
+
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        (random_op(rng), rng.chance(50))
+    }
+
+    fn run(&mut self, &(ref op, by_sha): &Self::Step, at: &At) {
+        let con = &mut self.con;
+        match op {
+            Op::Sleep => run_out(con, &[keys(TWINS.lua), keys(TWINS.native)].concat(), 200),
+            Op::Clobber => {
+                for name in [TWINS.lua, TWINS.native] {
+                    let _: () = con.set(name, "not a lock").unwrap();
+                }
+            }
+            _ => {}
+        }
+        if matches!(op, Op::Sleep | Op::Clobber) || script(&self.scripts, &self.more, by_sha, TWINS.lua, op).is_none() {
+            return;
+        }
+        let call = |name: &str| script(&self.scripts, &self.more, by_sha, name, op).expect("a call");
+        let step = TWINS.step(&self.server, &mut self.control, keys, call);
+        let context = format!("{} {}", self.version, at.context);
+        let acquire = matches!(op, Op::Acquire { .. } | Op::NonReentrantAcquire { .. });
+        self.errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));
+        if let (Op::NonReentrantAcquire { .. }, Err(lua)) = (op, &step.lua) {
+            // Redisson's own error, which it looks for: the same text.
+            if lua.contains("NON_REENTRANT_REACQUIRE") {
+                assert_eq!(Err(lua), step.native.as_ref(), "{context}");
+                self.reentries += 1;
+            }
+        }
+        self.calls += 1;
+        assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events and messages");
+        TWINS.assert_same_keys(&mut self.con, &context, keys);
+    }
+}
+
 fn differential(version: &str) {
     let scripts = scripts(version);
     let more = More::of(version);
@@ -234,47 +285,13 @@ fn differential(version: &str) {
     for body in bodies.chain(more.bodies()) {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
     }
-    let mut control = server.connection();
-    let mut rng = Rng::from_env(&format!("redisson_differential {version}"));
-    let (mut calls, mut errors, mut reentries) = (0, 0, 0);
-    for step_no in 0..400 {
-        let op = random_op(&mut rng);
-        match op {
-            Op::Sleep => std::thread::sleep(Duration::from_millis(200)),
-            Op::Clobber => {
-                for name in [TWINS.lua, TWINS.native] {
-                    let _: () = con.set(name, "not a lock").unwrap();
-                }
-            }
-            _ => {}
-        }
-        if matches!(op, Op::Sleep | Op::Clobber) {
-            continue;
-        }
-        let by_sha = rng.chance(50);
-        if script(&scripts, &more, by_sha, TWINS.lua, &op).is_none() {
-            continue;
-        }
-        let call = |name: &str| script(&scripts, &more, by_sha, name, &op).expect("a call");
-        let step = TWINS.step(&server, &mut control, keys, call);
-        let context = format!("{version} step {step_no}: {op:?} (EVALSHA: {by_sha})");
-        let acquire = matches!(op, Op::Acquire { .. } | Op::NonReentrantAcquire { .. });
-        errors += usize::from(assert_same_reply(&context, &step.lua, &step.native, acquire));
-        if let (Op::NonReentrantAcquire { .. }, Err(lua)) = (&op, &step.lua) {
-            // Redisson's own error, which it looks for: the same text.
-            if lua.contains("NON_REENTRANT_REACQUIRE") {
-                assert_eq!(Err(lua), step.native.as_ref(), "{context}");
-                reentries += 1;
-            }
-        }
-        calls += 1;
-        assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events and messages");
-        let states = TWINS.states(&mut con, keys);
-        assert!(same_states(&states), "{context}: keys\n{:?}\n{:?}", states[0], states[1]);
-    }
+    let control = server.connection();
+    let mut rlock = RLock { version, scripts, more, server, con, control, calls: 0, errors: 0, reentries: 0 };
+    drive(&format!("redisson_differential {version}"), 1, 400, &mut rlock);
+    let RLock { mut con, calls, errors, reentries, more, .. } = rlock;
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(native_count(&mut con), calls as i64);
-    assert!(calls > 200 && errors < calls / 2, "{calls} calls, {errors} errors");
+    assert_eq!(native_count(&mut con), calls);
+    assert!(calls > 200 && errors < calls as usize / 2, "{calls} calls, {errors} errors");
     if more.non_reentrant.is_some() {
         assert!(reentries > 0, "no re-entry refused");
     }

@@ -9,7 +9,7 @@
 mod redisson_support;
 
 use redis::{Connection, Value};
-use redisson_support::{call, family_native_count, info_field, texts};
+use redisson_support::{call, family_native_count, texts};
 use testkit::{error_text, newer_than_redis_7_0, server_time_ms, unlock_latch_key, Server};
 
 const TRY_LOCK: &str = "d20501c26a30adf6fb0fe9883bbbcc497e6157e2";
@@ -78,13 +78,13 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     let (server, [try_lock_text, _, unlock_text]) = start();
     let mut admin = server.connection();
     let knows_caller = newer_than_redis_7_0(&mut admin);
-    let acl_lua = |admin: &mut Connection| info_field(admin, "rlock", "rlock_redisson_acl_lua");
+    let acl_lua = |admin: &mut Connection| testkit::rlock_info(admin, "redisson_acl_lua");
     let mut lua_only = server.login("lua-only", &["~*", "&*", "-rfair.acquire"]);
     let reply = try_lock(&mut lua_only, &try_lock_text, "x", "o:1", "300000");
     if knows_caller {
         // The user may not run RFAIR.ACQUIRE: the script runs as Lua, as it would without the module.
         assert_eq!(reply.unwrap(), Value::Nil);
-        assert_eq!(acl_lua(&mut admin), "1");
+        assert_eq!(acl_lua(&mut admin), 1);
         assert_eq!(family_native_count(&mut admin, "fair"), 0);
     } else {
         // Redis 7.0 cannot tell the filter who calls (README: why the default is off there).
@@ -94,7 +94,7 @@ fn acl_decides_where_the_filter_knows_its_caller() {
     let mut one_channel = server.login("one-channel", &["~*", "&redisson_lock__channel:{y}:o:2"]);
     assert_eq!(unlock(&mut one_channel, &unlock_text, "y", "o:1").unwrap(), Value::Int(1), "no lock: Lua's 1");
     if knows_caller {
-        assert_eq!(acl_lua(&mut admin), "2");
+        assert_eq!(acl_lua(&mut admin), 2);
     }
     // May publish on every waiter channel of the lock: runs natively.
     let mut waiters = server.login("waiters", &["~*", "&redisson_lock__channel:*"]);
@@ -149,7 +149,7 @@ fn try_lock_moves_the_waiters_behind_by_its_wait() {
 fn a_give_up_of_n_or_braced_n_is_told_apart_by_the_state() {
     let (server, [_, give_up_text, _]) = start();
     let mut con = server.connection();
-    let unnamed = |con: &mut Connection| info_field(con, "rlock", "rlock_redisson_fair_unnamed");
+    let unnamed = |con: &mut Connection| testkit::rlock_info(con, "redisson_fair_unnamed");
     let queued = |con: &mut Connection, name: &str| -> Vec<String> {
         redis::cmd("LRANGE").arg(rlock_protocol::fair_queue_key(name.as_bytes())).arg(0).arg(-1).query(con).unwrap()
     };
@@ -179,7 +179,7 @@ fn a_give_up_of_n_or_braced_n_is_told_apart_by_the_state() {
     assert_eq!(released, Value::Int(1));
     assert_eq!(give_up(&mut con, "n", "o:3"), Value::Nil);
     assert!(queued(&mut con, "n").is_empty());
-    assert_eq!(unnamed(&mut con), "0", "told apart each time");
+    assert_eq!(unnamed(&mut con), 0, "told apart each time");
     // Free, and nobody the server remembers: either name does the same.
     let queue = rlock_protocol::fair_queue_key(b"f");
     let deadlines = rlock_protocol::fair_timeout_key(b"f");
@@ -191,5 +191,5 @@ fn a_give_up_of_n_or_braced_n_is_told_apart_by_the_state() {
     assert_eq!(queued(&mut con, "f"), ["o:3"]);
     let score: i64 = redis::cmd("ZSCORE").arg(&deadlines).arg("o:3").query(&mut con).unwrap();
     assert_eq!(score, far, "moved up by the wait, as the script");
-    assert_eq!(unnamed(&mut con), "1");
+    assert_eq!(unnamed(&mut con), 1);
 }

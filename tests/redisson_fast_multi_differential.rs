@@ -12,13 +12,11 @@
 mod redisson_support;
 
 use redis::{Cmd, Commands, Connection, Value};
-use redisson_support::twins::{assert_same_reply, same_states, Twins};
 use redisson_support::{family_native_count, load, script_call, texts};
-use std::time::Duration;
-use testkit::{Rng, Server};
+use testkit::{assert_same_reply, drive, run_out, server_time_ms, At, Differential, FilterTwins, Rng, Server};
 
 const CLASSES: [&str; 2] = ["org/redisson/RedissonFasterMultiLock", "org/redisson/renewal/FastMultilockTask"];
-const TWINS: Twins = Twins { lua: "lua-group", native: "nat-group" };
+const TWINS: FilterTwins = FilterTwins { lua: "lua-group", native: "nat-group" };
 const OWNERS: [&str; 2] = ["6f1d:1", "6f1d:2"];
 const FIELDS: [&str; 3] = ["a", "b", "c"];
 
@@ -53,6 +51,7 @@ enum Op {
     /// one missing, one Lua reads oddly, a string at the group, no TTL, a
     /// short TTL.
     Clobber(usize),
+    /// Short TTLs run out: until the server shows they did.
     Sleep,
 }
 
@@ -151,74 +150,120 @@ fn resync(con: &mut Connection) {
     }
 }
 
-fn differential(texts: &Texts, seed: &str) {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
-    let mut con = server.connection();
-    load(&mut con, &[&texts.acquire, &texts.unlock, &texts.renew, &texts.renew_owner_first]);
-    let mut control = server.connection();
-    let mut rng = Rng::from_env(seed);
-    let (mut native, mut renewed, mut renewed_then_0, mut failed) = (0, 0, 0, 0);
-    let keys = |name: &str| vec![name.as_bytes().to_vec(), latch(name).into_bytes()];
-    // Steps left until a string at the group is deleted.
-    let mut string_steps = 0;
-    // First, for certain, a renewal that renews a hold and then replies 0.
-    let [one, two] = OWNERS;
-    let prelude = [
-        Op::Acquire { owner: one, fields: vec!["a", "b"], lease: 30_000 },
-        Op::Acquire { owner: two, fields: vec!["c"], lease: 30_000 },
-        Op::Renew { owner: one, fields: vec!["a", "c", "b"], lease: 60_000, owner_first: false, groups: 1 },
-    ];
-    for step_no in 0..400 {
-        string_steps -= 1;
-        if string_steps == 0 {
+/// The group and its latch.
+fn keys(name: &str) -> Vec<Vec<u8>> {
+    vec![name.as_bytes().to_vec(), latch(name).into_bytes()]
+}
+
+/// One step as drawn: the operation, the caller's clock (off the server's
+/// by this many ms) and whether the script is called by its SHA-1.
+#[derive(Debug)]
+struct Step {
+    op: Op,
+    clock_offset_ms: i64,
+    by_sha: bool,
+}
+
+struct FastMulti<'a> {
+    texts: &'a Texts,
+    server: Server,
+    con: Connection,
+    control: Connection,
+    /// Steps left until a string at the group is deleted.
+    string_steps: i64,
+    /// The steps drawn: first, for certain, a renewal that renews a hold
+    /// and then replies 0.
+    drawn: usize,
+    native: i64,
+    renewed: i64,
+    renewed_then_0: i64,
+    failed: i64,
+}
+
+impl Differential for FastMulti<'_> {
+    type Step = Step;
+
+    fn draw(&mut self, rng: &mut Rng) -> Step {
+        let [one, two] = OWNERS;
+        let prelude = [
+            Op::Acquire { owner: one, fields: vec!["a", "b"], lease: 30_000 },
+            Op::Acquire { owner: two, fields: vec!["c"], lease: 30_000 },
+            Op::Renew { owner: one, fields: vec!["a", "c", "b"], lease: 60_000, owner_first: false, groups: 1 },
+        ];
+        let op = prelude.into_iter().nth(self.drawn).unwrap_or_else(|| random_op(rng));
+        self.drawn += 1;
+        Step { op, clock_offset_ms: *rng.pick(&[-3_000, 0, 2_000]), by_sha: rng.chance(50) }
+    }
+
+    fn run(&mut self, &Step { ref op, clock_offset_ms, by_sha }: &Step, at: &At) {
+        let con = &mut self.con;
+        self.string_steps -= 1;
+        if self.string_steps == 0 {
             let _: () = con.del(&[TWINS.lua, TWINS.native]).unwrap();
         }
-        let op = prelude.get(step_no).cloned().unwrap_or_else(|| random_op(&mut rng));
         if let Op::Sleep = op {
-            std::thread::sleep(Duration::from_millis(160));
-            continue;
+            run_out(con, &[keys(TWINS.lua), keys(TWINS.native)].concat(), 160);
+            return;
         }
-        if let Op::Clobber(kind) = op {
+        if let Op::Clobber(kind) = *op {
             if kind == 3 {
-                string_steps = 4;
+                self.string_steps = 4;
             }
             for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, name, kind);
+                prepare(con, name, kind);
             }
-            continue;
+            return;
         }
-        // The caller's clock, a few seconds off the server's either way.
-        let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
-        let now = (seconds * 1000 + micros / 1000 + *rng.pick(&[-3_000, 0, 2_000])).to_string();
-        let by_sha = rng.chance(50);
-        let context = format!("step {step_no}: {op:?} at {now} (EVALSHA: {by_sha})");
-        let call = |name: &str| script(texts, by_sha, name, &op, &now).expect("a call");
-        let Op::Renew { groups, .. } = op else {
-            TWINS.check(&server, [&mut con, &mut control], &context, true, call, keys);
-            continue;
+        let now = (server_time_ms(con) + clock_offset_ms).to_string();
+        let context = format!("{} at {now}", at.context);
+        let call = |name: &str| script(self.texts, by_sha, name, op, &now).expect("a call");
+        let Op::Renew { groups, .. } = *op else {
+            TWINS.check(&self.server, [&mut self.con, &mut self.control], &context, true, call, keys);
+            return;
         };
-        native += i64::from(groups == 1);
-        let before = native_group(&mut con);
-        let step = TWINS.step(&server, &mut control, keys, call);
-        let states = TWINS.states(&mut con, keys);
+        self.native += i64::from(groups == 1);
+        let before = native_group(con);
+        let step = TWINS.step(&self.server, &mut self.control, keys, call);
+        let con = &mut self.con;
         if let (Err(_), Err(_)) = (&step.lua, &step.native) {
             // A call of several groups stays Lua on both twins, whose
             // refusal may have renewed the holds before the bad one.
             if groups == 1 {
-                assert_eq!(native_group(&mut con), before, "{context}: the native refusal wrote");
+                assert_eq!(native_group(con), before, "{context}: the native refusal wrote");
                 assert!(step.native_messages.is_empty(), "{context}: {:?}", step.native_messages);
             }
-            resync(&mut con);
-            failed += 1;
-            continue;
+            resync(con);
+            self.failed += 1;
+            return;
         }
         assert_same_reply(&context, &step.lua, &step.native, false);
-        renewed += i64::from(step.lua == Ok(Value::Int(1)));
+        self.renewed += i64::from(step.lua == Ok(Value::Int(1)));
         // The script's 0 after it renewed the holds before a field not held.
-        renewed_then_0 += i64::from(step.lua == Ok(Value::Int(0)) && !step.lua_messages.is_empty());
+        self.renewed_then_0 += i64::from(step.lua == Ok(Value::Int(0)) && !step.lua_messages.is_empty());
         assert_eq!(step.lua_messages, step.native_messages, "{context}: keyspace events");
-        assert!(same_states(&states), "{context}: keys\n{:?}\n{:?}", states[0], states[1]);
+        TWINS.assert_same_keys(con, &context, keys);
     }
+}
+
+fn differential(texts: &Texts, seed: &str) {
+    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let mut con = server.connection();
+    load(&mut con, &[&texts.acquire, &texts.unlock, &texts.renew, &texts.renew_owner_first]);
+    let control = server.connection();
+    let mut test = FastMulti {
+        texts,
+        server,
+        con,
+        control,
+        string_steps: 0,
+        drawn: 0,
+        native: 0,
+        renewed: 0,
+        renewed_then_0: 0,
+        failed: 0,
+    };
+    drive(seed, 1, 400, &mut test);
+    let FastMulti { mut con, native, renewed, renewed_then_0, failed, .. } = test;
     // Every single-group renewal ran natively: the comparison was not Lua's with itself.
     assert_eq!(family_native_count(&mut con, "fast_multi"), native);
     let counts = format!("{native} native, {renewed} renewed, {renewed_then_0} renewed then 0, {failed} failed");
@@ -311,7 +356,7 @@ fn a_replica_without_the_module_mirrors_the_renewed_group_and_its_absolute_expir
 fn a_renewal_of_up_to_249_values_runs_natively_and_a_larger_one_as_lua() {
     let server = Server::start();
     let mut con = server.connection();
-    redisson_support::set_mode(&mut con, "native");
+    testkit::set_filter_mode(&mut con, "native");
     let [renew] = texts("4.7.0", &CLASSES[1..], ["935362a31ac5b3d6f7c5c3f1e26d9a012f87f2bd"]);
     load(&mut con, &[&renew]);
     let values: Vec<String> = (0..250).map(|i| format!("v{i}")).collect();

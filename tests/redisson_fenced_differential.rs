@@ -8,14 +8,12 @@
 mod redisson_support;
 
 use redis::{Cmd, Commands, Connection, Value};
-use redisson_support::twins::Twins;
 use redisson_support::{family_native_count, load, script_call, texts, VERSION};
 use rlock_protocol::fenced_token_key;
-use std::time::Duration;
-use testkit::{Rng, Server};
+use testkit::{drive, run_out, At, Differential, FilterTwins, Rng, Server};
 
 const CLASS: &str = "org/redisson/RedissonFencedLock";
-const TWINS: Twins = Twins { lua: "lua-fenced", native: "nat-fenced" };
+const TWINS: FilterTwins = FilterTwins { lua: "lua-fenced", native: "nat-fenced" };
 const OWNERS: [&str; 3] = ["6f1c:1", "6f1c:2", "a9e0:7"];
 
 #[derive(Debug, Clone)]
@@ -37,7 +35,7 @@ enum Op {
     ResetToken,
     Persist,
     Clobber(usize),
-    /// Leases of 150 ms run out.
+    /// Leases of 150 ms run out: until the server shows they did.
     Sleep,
 }
 
@@ -90,6 +88,41 @@ fn keys(name: &str) -> Vec<Vec<u8>> {
     vec![name.as_bytes().to_vec(), fenced_token_key(name.as_bytes())]
 }
 
+struct Fenced {
+    texts: [Vec<u8>; 2],
+    server: Server,
+    con: Connection,
+    control: Connection,
+    calls: i64,
+    errors: i64,
+}
+
+impl Differential for Fenced {
+    /// The operation, whether by SHA-1.
+    type Step = (Op, bool);
+
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        (random_op(rng), rng.chance(50))
+    }
+
+    fn run(&mut self, &(ref op, by_sha): &Self::Step, at: &At) {
+        if matches!(op, Op::Sleep) {
+            run_out(&mut self.con, &[keys(TWINS.lua), keys(TWINS.native)].concat(), 200);
+            return;
+        }
+        if script(&self.texts, by_sha, TWINS.lua, op).is_none() {
+            for name in [TWINS.lua, TWINS.native] {
+                prepare(&mut self.con, name, op);
+            }
+            return;
+        }
+        let call = |name: &str| script(&self.texts, by_sha, name, op).expect("a call");
+        let cons = [&mut self.con, &mut self.control];
+        self.errors += i64::from(TWINS.check(&self.server, cons, at.context, true, call, keys));
+        self.calls += 1;
+    }
+}
+
 #[test]
 fn redissons_fenced_lock_scripts_run_natively_as_they_run_in_lua() {
     let texts = texts(
@@ -105,29 +138,12 @@ fn redissons_fenced_lock_scripts_run_natively_as_they_run_in_lua() {
         .start();
     let mut con = server.connection();
     load(&mut con, &[&texts[0], &texts[1]]);
-    let mut control = server.connection();
-    let mut rng = Rng::from_env("redisson_fenced_differential");
-    let (mut calls, mut errors) = (0, 0);
-    for step in 0..300 {
-        let op = random_op(&mut rng);
-        if matches!(op, Op::Sleep) {
-            std::thread::sleep(Duration::from_millis(200));
-            continue;
-        }
-        let by_sha = rng.chance(50);
-        let context = format!("step {step}: {op:?} (EVALSHA: {by_sha})");
-        if script(&texts, by_sha, TWINS.lua, &op).is_none() {
-            for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, name, &op);
-            }
-            continue;
-        }
-        let call = |name: &str| script(&texts, by_sha, name, &op).expect("a call");
-        errors += usize::from(TWINS.check(&server, [&mut con, &mut control], &context, true, call, keys));
-        calls += 1;
-    }
+    let control = server.connection();
+    let mut fenced = Fenced { texts, server, con, control, calls: 0, errors: 0 };
+    drive("redisson_fenced_differential", 1, 300, &mut fenced);
+    let Fenced { mut con, calls, errors, .. } = fenced;
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "fenced"), calls as i64);
+    assert_eq!(family_native_count(&mut con, "fenced"), calls);
     // Error replies are compared too; enough calls must have run a script's
     // success path (over 31 seeds: 137 to 211).
     assert!(calls > 150 && calls - errors >= 100, "{calls} calls, {errors} errors");

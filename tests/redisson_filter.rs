@@ -6,11 +6,12 @@
 mod redisson_support;
 
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, native_count, scripts, set_mode, texts, VERSION};
+use redisson_support::{call, native_count, scripts, texts, VERSION};
 use redisson_support::{ACQUIRE_SHA, RELEASE_SHA};
 use std::time::{Duration, Instant};
 use testkit::{
-    calls, error_text, newer_than_redis_7_0, release_channel, rlock_info, unlock_latch_key, Cluster, Server,
+    calls, error_text, newer_than_redis_7_0, release_channel, rlock_info, set_filter_mode, unlock_latch_key, Cluster,
+    Server,
 };
 
 fn mode(con: &mut Connection) -> String {
@@ -30,7 +31,7 @@ fn the_default_is_native_only_where_the_filter_knows_its_caller() {
     // redis-module checks its enum settings before the module's own check.
     assert!(log.contains("Enum 'lua' not exists") || log.contains("must be native or off"), "{log}");
     let mut con = server.connection();
-    set_mode(&mut con, "off");
+    set_filter_mode(&mut con, "off");
     assert_eq!(mode(&mut con), "off");
     let err = redis::cmd("CONFIG").arg(&["SET", "rlock.redisson-scripts", "lua"]).query::<()>(&mut con);
     assert!(err.is_err());
@@ -50,7 +51,7 @@ fn each_change_of_the_setting_takes_effect_at_once() {
         native_count(con) > before
     };
     for (mode, native) in [("native", true), ("native", true), ("off", false), ("off", false), ("native", true)] {
-        set_mode(&mut con, mode);
+        set_filter_mode(&mut con, mode);
         assert_eq!(natively(&mut con, mode.as_bytes()), native, "after CONFIG SET {mode}");
         let _: () = redis::cmd("DEL").arg(mode).query(&mut con).unwrap();
     }
@@ -92,11 +93,11 @@ fn everything_else_passes_through_untouched() {
     assert_eq!(acked, 0);
     assert_eq!(con.del::<_, i64>(unlock_latch_key(b"a", b"r1")).unwrap(), 0);
     // Off: a known script runs as Lua.
-    set_mode(&mut con, "off");
+    set_filter_mode(&mut con, "off");
     assert_eq!(call(&mut con, true, &scripts.acquire, &[b"f"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
     assert_eq!(native_count(&mut con), before);
     // On: natively, by SHA (even one never loaded: no NOSCRIPT) and by text.
-    set_mode(&mut con, "native");
+    set_filter_mode(&mut con, "native");
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
     assert_eq!(call(&mut con, true, &scripts.acquire, &[b"g"], &[b"30000", b"o:1"]).unwrap(), Value::Nil);
     let contended = call(&mut con, false, &scripts.acquire, &[b"g"], &[b"30000", b"o:2"]).unwrap();
@@ -111,7 +112,7 @@ fn a_script_calling_a_known_script_gets_the_error_it_gets_without_the_filter() {
     let mut con = server.connection();
     let inner = format!("return redis.call('evalsha', '{ACQUIRE_SHA}', 1, KEYS[1], '30000', 'o:1')");
     let native = error_text(redis::cmd("EVAL").arg(&inner).arg(1).arg("k").query::<Value>(&mut con));
-    set_mode(&mut con, "off");
+    set_filter_mode(&mut con, "off");
     let lua = error_text(redis::cmd("EVAL").arg(&inner).arg(1).arg("k").query::<Value>(&mut con));
     assert_eq!(native, lua);
     assert!(native.contains("not allowed from script"), "{native}");
@@ -238,7 +239,7 @@ fn in_a_cluster_the_batch_renewal_runs_natively_within_one_slot() {
 
     let cross_slot = |con: &mut Connection| error_text(call(con, true, &renew_all, &[b"{t}a", b"{u}b"], &args));
     let native = cross_slot(&mut con);
-    set_mode(&mut con, "off");
+    set_filter_mode(&mut con, "off");
     assert_eq!(native, cross_slot(&mut con));
     assert!(native.starts_with("CROSSSLOT"), "{native}");
     assert_eq!(calls(&mut con, "rlock.renewall"), 1, "refused before it ran");
@@ -276,7 +277,7 @@ fn a_call_with_an_empty_owner_stays_with_lua() {
     let scripts = scripts(VERSION);
     let server = Server::start();
     let mut con = server.connection();
-    set_mode(&mut con, "native");
+    set_filter_mode(&mut con, "native");
     let before = native_count(&mut con);
     assert_eq!(call(&mut con, false, &scripts.acquire, &[b"e"], &[b"30000", b""]).unwrap(), Value::Nil);
     assert_eq!(native_count(&mut con), before, "run as Lua");

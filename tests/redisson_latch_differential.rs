@@ -8,14 +8,12 @@
 mod redisson_support;
 
 use redis::{Cmd, Commands, Connection};
-use redisson_support::twins::Twins;
 use redisson_support::{family_native_count, load, script_call, texts, VERSION};
 use rlock_protocol::count_down_latch_channel;
-use std::time::Duration;
-use testkit::{Rng, Server};
+use testkit::{drive, run_out, At, Differential, FilterTwins, Rng, Server};
 
 const CLASS: &str = "org/redisson/RedissonCountDownLatch";
-const TWINS: Twins = Twins { lua: "lua-latch", native: "nat-latch" };
+const TWINS: FilterTwins = FilterTwins { lua: "lua-latch", native: "nat-latch" };
 
 /// One Redisson release's latch texts.
 struct Texts {
@@ -44,7 +42,7 @@ enum Op {
     Clobber(usize),
     /// A TTL on the latch (DECR keeps it).
     Expire,
-    /// TTLs of 100 ms run out.
+    /// TTLs of 100 ms run out: until the server shows they did.
     Sleep,
 }
 
@@ -94,34 +92,57 @@ fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, publish: &str) -> Op
     Some(script_call(by_sha, text, &keys, &argv))
 }
 
+struct Latch<'a> {
+    texts: &'a Texts,
+    server: Server,
+    con: Connection,
+    control: Connection,
+    calls: i64,
+    errors: i64,
+}
+
+/// The latch's only key.
+fn one_key(name: &str) -> Vec<Vec<u8>> {
+    vec![name.as_bytes().to_vec()]
+}
+
+impl Differential for Latch<'_> {
+    /// The operation, whether by SHA-1, the publish command.
+    type Step = (Op, bool, &'static str);
+
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        (random_op(rng), rng.chance(50), ["publish", "PUBLISH"][rng.below(2) as usize])
+    }
+
+    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
+        let (by_sha, publish) = (*by_sha, *publish);
+        if matches!(op, Op::Sleep) {
+            run_out(&mut self.con, &[one_key(TWINS.lua), one_key(TWINS.native)].concat(), 150);
+            return;
+        }
+        if script(self.texts, by_sha, TWINS.lua, op, publish).is_none() {
+            for name in [TWINS.lua, TWINS.native] {
+                prepare(&mut self.con, name, op);
+            }
+            return;
+        }
+        let call = |name: &str| script(self.texts, by_sha, name, op, publish).expect("a call");
+        let cons = [&mut self.con, &mut self.control];
+        self.errors += i64::from(TWINS.check(&self.server, cons, at.context, false, call, one_key));
+        self.calls += 1;
+    }
+}
+
 fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     load(&mut con, &[&texts.count_down, &texts.try_set_count, &texts.delete]);
-    let mut control = server.connection();
-    let mut rng = Rng::from_env(seed);
-    let (mut calls, mut errors) = (0, 0);
-    for step_no in 0..300 {
-        let op = random_op(&mut rng);
-        if matches!(op, Op::Sleep) {
-            std::thread::sleep(Duration::from_millis(150));
-            continue;
-        }
-        let (by_sha, publish) = (rng.chance(50), *rng.pick(&["publish", "PUBLISH"]));
-        let context = format!("step {step_no}: {op:?} (EVALSHA: {by_sha}, {publish})");
-        if script(texts, by_sha, TWINS.lua, &op, publish).is_none() {
-            for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, name, &op);
-            }
-            continue;
-        }
-        let call = |name: &str| script(texts, by_sha, name, &op, publish).expect("a call");
-        let keys = |name: &str| vec![name.as_bytes().to_vec()];
-        errors += usize::from(TWINS.check(&server, [&mut con, &mut control], &context, false, call, keys));
-        calls += 1;
-    }
+    let control = server.connection();
+    let mut latch = Latch { texts, server, con, control, calls: 0, errors: 0 };
+    drive(seed, 1, 300, &mut latch);
+    let Latch { mut con, calls, errors, .. } = latch;
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "latch"), calls as i64);
+    assert_eq!(family_native_count(&mut con, "latch"), calls);
     assert!(calls > 200 && errors < calls / 4, "{calls} calls, {errors} errors");
 }
 

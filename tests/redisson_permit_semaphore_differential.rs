@@ -12,14 +12,13 @@
 mod redisson_support;
 
 use redis::{Cmd, Commands, Connection, Value};
-use redisson_support::twins::Twins;
 use redisson_support::{family_native_count, load, script_call, texts, VERSION};
 use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use testkit::{Rng, Server};
+use std::time::{SystemTime, UNIX_EPOCH};
+use testkit::{drive, run_out, At, Differential, FilterTwins, Rng, Server};
 
 const CLASS: &str = "org/redisson/RedissonPermitExpirableSemaphore";
-const TWINS: Twins = Twins { lua: "lua-psem", native: "nat-psem" };
+const TWINS: FilterTwins = FilterTwins { lua: "lua-psem", native: "nat-psem" };
 const IDS: [&str; 6] = ["a1", "b2", "c3", "d4", "e5", "f6"];
 /// What a clobber stores at the name: strings Lua's `tonumber` reads or
 /// not, INCRBY reads or not, or a hash (empty).
@@ -195,6 +194,56 @@ fn both_keys(name: &str) -> Vec<Vec<u8>> {
     vec![name.as_bytes().to_vec(), permit_timeout_key(name.as_bytes())]
 }
 
+struct PermitSemaphore<'a> {
+    texts: &'a Texts,
+    server: Server,
+    con: Connection,
+    control: Connection,
+    /// The caller's clock.
+    now: i64,
+    calls: i64,
+    sets: i64,
+    errors: i64,
+}
+
+impl Differential for PermitSemaphore<'_> {
+    /// The operation, whether by SHA-1, the publish command.
+    type Step = (Op, bool, &'static str);
+
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        let op = random_op(rng, self.texts);
+        (op, rng.chance(50), ["publish", "PUBLISH", "spublish"][rng.below(3) as usize])
+    }
+
+    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
+        let (by_sha, publish) = (*by_sha, *publish);
+        if let Op::Tick(ms) = *op {
+            self.now += ms;
+            if ms >= 700 {
+                // The keys' own TTLs (an expire's 300 ms) run out too.
+                run_out(&mut self.con, &[both_keys(TWINS.lua), both_keys(TWINS.native)].concat(), 350);
+            }
+            return;
+        }
+        if !rewritten(op) {
+            for name in [TWINS.lua, TWINS.native] {
+                prepare(&mut self.con, name, op);
+            }
+            return;
+        }
+        let now = self.now;
+        let context = format!("{} at {now}", at.context);
+        let call = |name: &str| script(self.texts, by_sha, name, op, now, publish).expect("a call");
+        let cons = [&mut self.con, &mut self.control];
+        self.errors += i64::from(TWINS.check(&self.server, cons, &context, false, call, both_keys));
+        if matches!(op, Op::TrySetPermits(_)) {
+            self.sets += 1;
+        } else {
+            self.calls += 1;
+        }
+    }
+}
+
 fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
@@ -207,39 +256,15 @@ fn differential(texts: &Texts, seed: &str) {
         .map(Vec::as_slice)
         .collect();
     load(&mut con, &bodies);
-    let mut control = server.connection();
-    let mut rng = Rng::from_env(seed);
-    let mut now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    let (mut calls, mut sets, mut errors) = (0, 0, 0);
-    for step in 0..400 {
-        let op = random_op(&mut rng, texts);
-        if let Op::Tick(ms) = op {
-            now += ms;
-            if ms >= 700 {
-                std::thread::sleep(Duration::from_millis(350));
-            }
-            continue;
-        }
-        if !rewritten(&op) {
-            for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, name, &op);
-            }
-            continue;
-        }
-        let (by_sha, publish) = (rng.chance(50), *rng.pick(&["publish", "PUBLISH", "spublish"]));
-        let context = format!("step {step}: {op:?} at {now} (EVALSHA: {by_sha}, {publish})");
-        let call = |name: &str| script(texts, by_sha, name, &op, now, publish).expect("a call");
-        errors += usize::from(TWINS.check(&server, [&mut con, &mut control], &context, false, call, both_keys));
-        if matches!(op, Op::TrySetPermits(_)) {
-            sets += 1;
-        } else {
-            calls += 1;
-        }
-    }
+    let control = server.connection();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    let mut semaphore = PermitSemaphore { texts, server, con, control, now, calls: 0, sets: 0, errors: 0 };
+    drive(seed, 1, 400, &mut semaphore);
+    let PermitSemaphore { mut con, calls, sets, errors, .. } = semaphore;
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
     assert_eq!(family_native_count(&mut con, "permit_semaphore"), calls);
     assert_eq!(family_native_count(&mut con, "semaphore"), sets);
-    assert!(calls > 120 && (errors as i64) < calls / 2, "{calls} calls, {sets} sets, {errors} errors");
+    assert!(calls > 120 && errors < calls / 2, "{calls} calls, {sets} sets, {errors} errors");
 }
 
 /// tryAcquire, tryRelease, addPermits, trySetPermits, availablePermits,

@@ -10,14 +10,12 @@
 mod redisson_support;
 
 use redis::{Cmd, Commands, Connection, RedisResult, Value};
-use redisson_support::twins::Twins;
 use redisson_support::{family_native_count, load, script_call, texts, VERSION};
 use rlock_protocol::semaphore_channel;
-use std::time::Duration;
-use testkit::{Rng, Server};
+use testkit::{drive, run_out, At, Differential, FilterTwins, Rng, Server};
 
 const CLASS: &str = "org/redisson/RedissonSemaphore";
-const TWINS: Twins = Twins { lua: "lua-sem", native: "nat-sem" };
+const TWINS: FilterTwins = FilterTwins { lua: "lua-sem", native: "nat-sem" };
 /// Permits and stored counts: small ones, and ones beyond 2^53 and 10^17,
 /// which Lua's doubles write otherwise.
 const PERMITS: [u64; 5] = [1, 2, 5, 9_007_199_254_740_993, 123_456_789_012_345_678];
@@ -88,7 +86,7 @@ enum Op {
     /// Something else at the name: a hash, or strings that are no integer,
     /// which Lua's `tonumber` reads or not.
     Clobber(&'static str),
-    /// TTLs of 100 ms run out.
+    /// TTLs of 100 ms run out: until the server shows they did.
     Sleep,
 }
 
@@ -175,6 +173,43 @@ fn one_key(name: &str) -> Vec<Vec<u8>> {
     vec![name.as_bytes().to_vec()]
 }
 
+struct Semaphore<'a> {
+    texts: &'a Texts,
+    server: Server,
+    con: Connection,
+    control: Connection,
+    calls: i64,
+    errors: i64,
+}
+
+impl Differential for Semaphore<'_> {
+    /// The operation, whether by SHA-1, the publish command.
+    type Step = (Op, bool, &'static str);
+
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        let op = random_op(rng, self.texts);
+        (op, rng.chance(50), ["publish", "PUBLISH"][rng.below(2) as usize])
+    }
+
+    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
+        let (by_sha, publish) = (*by_sha, *publish);
+        if matches!(op, Op::Sleep) {
+            run_out(&mut self.con, &[one_key(TWINS.lua), one_key(TWINS.native)].concat(), 150);
+            return;
+        }
+        if script(self.texts, by_sha, TWINS.lua, op, publish).is_none() {
+            for name in [TWINS.lua, TWINS.native] {
+                prepare(&mut self.con, name, op);
+            }
+            return;
+        }
+        let call = |name: &str| script(self.texts, by_sha, name, op, publish).expect("a call");
+        let cons = [&mut self.con, &mut self.control];
+        self.errors += i64::from(TWINS.check(&self.server, cons, at.context, false, call, one_key));
+        self.calls += 1;
+    }
+}
+
 fn differential(texts: &Texts, seed: &str) {
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
@@ -182,29 +217,12 @@ fn differential(texts: &Texts, seed: &str) {
     let sometimes = [texts.release_if_exists.as_ref(), texts.try_set_permits_expiring.as_ref()];
     let bodies: Vec<&[u8]> = always.into_iter().chain(sometimes.into_iter().flatten()).map(Vec::as_slice).collect();
     load(&mut con, &bodies);
-    let mut control = server.connection();
-    let mut rng = Rng::from_env(seed);
-    let (mut calls, mut errors) = (0, 0);
-    for step in 0..300 {
-        let op = random_op(&mut rng, texts);
-        if matches!(op, Op::Sleep) {
-            std::thread::sleep(Duration::from_millis(150));
-            continue;
-        }
-        let (by_sha, publish) = (rng.chance(50), *rng.pick(&["publish", "PUBLISH"]));
-        let context = format!("step {step}: {op:?} (EVALSHA: {by_sha}, {publish})");
-        if script(texts, by_sha, TWINS.lua, &op, publish).is_none() {
-            for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, name, &op);
-            }
-            continue;
-        }
-        let call = |name: &str| script(texts, by_sha, name, &op, publish).expect("a call");
-        errors += usize::from(TWINS.check(&server, [&mut con, &mut control], &context, false, call, one_key));
-        calls += 1;
-    }
+    let control = server.connection();
+    let mut semaphore = Semaphore { texts, server, con, control, calls: 0, errors: 0 };
+    drive(seed, 1, 300, &mut semaphore);
+    let Semaphore { mut con, calls, errors, .. } = semaphore;
     // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "semaphore"), calls as i64);
+    assert_eq!(family_native_count(&mut con, "semaphore"), calls);
     assert!(calls > 150 && errors < calls / 2, "{calls} calls, {errors} errors");
 }
 

@@ -13,7 +13,8 @@
 use redis::{Connection, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use testkit::{Drift, Rng, RwScripts, Server};
+use testkit::StepMessages;
+use testkit::{drive, expiry_ends, quiet_now, twin, At, Differential, Drift, Rng, RwScripts, Server, Side};
 
 const SEQUENCES: usize = 150;
 const STEPS: usize = 16;
@@ -35,10 +36,6 @@ enum Op {
     ForceWrite,
 }
 
-fn twin(prefix: &[u8]) -> Vec<u8> {
-    [prefix, NAME].concat()
-}
-
 /// The keys whose PTTLs are compared: the hash, then every timeout key.
 fn timed_keys(name: &[u8]) -> Vec<Vec<u8>> {
     let mut keys = vec![name.to_vec()];
@@ -48,24 +45,9 @@ fn timed_keys(name: &[u8]) -> Vec<Vec<u8>> {
     keys
 }
 
-fn pttls(con: &mut Connection, name: &[u8]) -> Vec<i64> {
-    let mut pipe = redis::pipe();
-    for key in timed_keys(name) {
-        pipe.cmd("PTTL").arg(key);
-    }
-    pipe.query(con).unwrap()
-}
-
-/// Waits until no key of either twin expires within the guard.
-fn quiet(con: &mut Connection) {
-    loop {
-        let mut all = pttls(con, &twin(b"s:"));
-        all.extend(pttls(con, &twin(b"c:")));
-        match all.into_iter().filter(|pttl| (0..=GUARD_MS).contains(pttl)).max() {
-            None => return,
-            Some(pttl) => std::thread::sleep(Duration::from_millis((pttl + 1) as u64)),
-        }
-    }
+/// Every timed key of both twins, whose ends a step waits out.
+fn both_timed_keys() -> Vec<Vec<u8>> {
+    [Side::Scripts, Side::Commands].into_iter().flat_map(|side| timed_keys(&twin(side, NAME))).collect()
 }
 
 /// One step's arguments.
@@ -83,7 +65,7 @@ fn run_step(
     index: usize,
     drift: &mut Drift,
 ) -> (Vec<Value>, i64) {
-    let (s, c) = (twin(b"s:"), twin(b"c:"));
+    let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, NAME));
     let mut pipe = redis::pipe();
     Drift::begin(&mut pipe);
     let native = |pipe: &mut redis::Pipeline, side: &str| {
@@ -128,116 +110,124 @@ fn run_step(
             pipe.cmd("PTTL").arg(key);
         }
     }
-    pipe.cmd("PUBLISH").arg("step").arg(index);
+    StepMessages::mark(&mut pipe, index);
     drift.query(pipe, con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
 }
 
-/// Within the tolerance; a key read at its last millisecond on one side
-/// may be gone on the other.
+/// Within the tolerance; a key read within the tolerance of its end on one
+/// side may be gone on the other.
 fn pttl_matches(a: i64, b: i64, tolerance: i64) -> bool {
-    let ending = |pttl: i64| (-2..=1).contains(&pttl);
+    // The twins' expiries are up to the tolerance apart (a slow step's gap).
+    let ending = |pttl: i64| (-2..=tolerance.max(1)).contains(&pttl);
     a == b || (a >= 0 && b >= 0 && (a - b).abs() <= tolerance) || (ending(a) && ending(b))
+}
+
+/// One step as drawn, after a pause of how many ms (to let short leases
+/// run out).
+#[derive(Debug)]
+struct Drawn {
+    op: Op,
+    owner: &'static [u8],
+    lease: i64,
+    id: &'static [u8],
+    pause_ms: u64,
+}
+
+struct RwLock {
+    con: Connection,
+    scripts: RwScripts,
+    drift: Drift,
+    expired: usize,
+    reentered_writes: usize,
+}
+
+impl Differential for RwLock {
+    type Step = Drawn;
+
+    fn reset(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.con).unwrap();
+        self.drift.reset();
+    }
+
+    fn draw(&mut self, rng: &mut Rng) -> Drawn {
+        let op = match rng.below(100) {
+            0..=34 => Op::Read,
+            35..=54 => Op::Write,
+            55..=74 => Op::ReadRelease,
+            75..=94 => Op::WriteRelease,
+            95..=97 => Op::ForceRead,
+            _ => Op::ForceWrite,
+        };
+        let owner = *rng.pick(&OWNERS);
+        let lease = if rng.chance(40) { 6 + rng.below(20) as i64 } else { 60_000 };
+        let id = *rng.pick(&IDS);
+        Drawn { op, owner, lease, id, pause_ms: if rng.chance(25) { rng.below(30) } else { 0 } }
+    }
+
+    fn run(&mut self, &Drawn { op, owner, lease, id, pause_ms }: &Drawn, at: &At) {
+        // Time passes: short leases may run out between steps.
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        let con = &mut self.con;
+        let timed = both_timed_keys();
+        quiet_now(con, self.drift.guard_ms(GUARD_MS), |con| expiry_ends(con, &timed));
+        let s_name = twin(Side::Scripts, NAME);
+        let before: HashMap<Vec<u8>, Vec<u8>> = redis::cmd("HGETALL").arg(&s_name).query(con).unwrap();
+        let (replies, tolerance) =
+            run_step(con, &self.scripts, &Step { op, owner, lease, id }, at.step, &mut self.drift);
+        let context = format!("{}, before {before:?}", at.context);
+        match (&replies[0], &replies[1]) {
+            (Value::Int(a), Value::Int(b)) if op == Op::Read || op == Op::Write => {
+                assert!(pttl_matches(*a, *b, tolerance), "{context}: PTTL replies {a} vs {b}")
+            }
+            (script, command) => assert_eq!(script, command, "{context}: replies"),
+        }
+        let per_twin = 2 + timed_keys(NAME).len();
+        let (s, c) = (&replies[2..2 + per_twin], &replies[2 + per_twin..2 + 2 * per_twin]);
+        let hash = |v: &Value| -> HashMap<Vec<u8>, Vec<u8>> { redis::from_redis_value(v.clone()).unwrap() };
+        assert_eq!(hash(&s[0]), hash(&c[0]), "{context}: hash");
+        assert_eq!(s[1], c[1], "{context}: latch");
+        let pttl = |v: &Value| -> i64 { redis::from_redis_value(v.clone()).unwrap() };
+        let write_field = rlock_protocol::rwlock_write_field(owner);
+        let reentered = op == Op::Write && replies[1] == Value::Nil && before.contains_key(&write_field);
+        for (i, (a, b)) in s[2..].iter().zip(&c[2..]).enumerate() {
+            let (a, b) = (pttl(a), pttl(b));
+            if i == 0 && reentered {
+                self.reentered_writes += 1;
+                assert!(b >= lease - tolerance && b <= a, "{context}: write re-entry PTTL {b}, script {a}");
+                let _: () = redis::cmd("PEXPIRE").arg(&s_name).arg(b).query(con).unwrap();
+            } else {
+                assert!(pttl_matches(a, b, tolerance), "{context}: PTTL of timed key {i}: {a} vs {b}");
+            }
+        }
+        self.expired += before.len().saturating_sub(hash(&s[0]).len());
+    }
 }
 
 #[test]
 fn rw_commands_match_the_redisson_scripts_on_random_sequences() {
     let server = Server::start();
-    let mut con = server.connection();
-    let scripts = RwScripts::default();
-    scripts.load(&mut con).unwrap();
-    let mut listener = server.connection();
-    let mut pubsub = listener.as_pubsub();
-    pubsub.psubscribe("redisson_rwlock:*").unwrap();
-    pubsub.subscribe("step").unwrap();
-    pubsub.subscribe("done").unwrap();
-
-    let mut rng = Rng::from_env("rwlock_differential");
-    let per_twin = 2 + timed_keys(NAME).len();
-    let (mut expired, mut reentered_writes, mut steps) = (0, 0, 0);
-    let mut drift = Drift::new(TOLERANCE_MS);
-    for sequence in 0..SEQUENCES {
-        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
-        drift.reset();
-        for index in 0..STEPS {
-            let op = match rng.below(100) {
-                0..=34 => Op::Read,
-                35..=54 => Op::Write,
-                55..=74 => Op::ReadRelease,
-                75..=94 => Op::WriteRelease,
-                95..=97 => Op::ForceRead,
-                _ => Op::ForceWrite,
-            };
-            let owner = *rng.pick(&OWNERS);
-            let lease = if rng.chance(40) { 6 + rng.below(20) as i64 } else { 60_000 };
-            let id = *rng.pick(&IDS);
-            if rng.chance(25) {
-                std::thread::sleep(Duration::from_millis(rng.below(30)));
-            }
-            quiet(&mut con);
-            let before: HashMap<Vec<u8>, Vec<u8>> = redis::cmd("HGETALL").arg(twin(b"s:")).query(&mut con).unwrap();
-            let (replies, tolerance) = run_step(&mut con, &scripts, &Step { op, owner, lease, id }, steps, &mut drift);
-            steps += 1;
-            let context = format!(
-                "sequence {sequence} step {index}: {op:?} by {:?} lease {lease}, before {before:?}",
-                String::from_utf8_lossy(owner)
-            );
-            match (&replies[0], &replies[1]) {
-                (Value::Int(a), Value::Int(b)) if op == Op::Read || op == Op::Write => {
-                    assert!(pttl_matches(*a, *b, tolerance), "{context}: PTTL replies {a} vs {b}")
-                }
-                (script, command) => assert_eq!(script, command, "{context}: replies"),
-            }
-            let (s, c) = (&replies[2..2 + per_twin], &replies[2 + per_twin..2 + 2 * per_twin]);
-            let hash = |v: &Value| -> HashMap<Vec<u8>, Vec<u8>> { redis::from_redis_value(v.clone()).unwrap() };
-            assert_eq!(hash(&s[0]), hash(&c[0]), "{context}: hash");
-            assert_eq!(s[1], c[1], "{context}: latch");
-            let pttl = |v: &Value| -> i64 { redis::from_redis_value(v.clone()).unwrap() };
-            let write_field = rlock_protocol::rwlock_write_field(owner);
-            let reentered = op == Op::Write && replies[1] == Value::Nil && before.contains_key(&write_field);
-            for (i, (a, b)) in s[2..].iter().zip(&c[2..]).enumerate() {
-                let (a, b) = (pttl(a), pttl(b));
-                if i == 0 && reentered {
-                    reentered_writes += 1;
-                    assert!(b >= lease - tolerance && b <= a, "{context}: write re-entry PTTL {b}, script {a}");
-                    let _: () = redis::cmd("PEXPIRE").arg(twin(b"s:")).arg(b).query(&mut con).unwrap();
-                } else {
-                    assert!(pttl_matches(a, b, tolerance), "{context}: PTTL of timed key {i}: {a} vs {b}");
-                }
-            }
-            expired += before.len().saturating_sub(hash(&s[0]).len());
-        }
-    }
-    let _: () = redis::cmd("PUBLISH").arg("done").arg("").query(&mut con).unwrap();
-
-    pubsub.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let (mut from_scripts, mut from_commands) = (vec![], vec![]);
-    let mut pending: Vec<(Vec<u8>, Vec<u8>)> = vec![];
-    loop {
-        let message = pubsub.get_message().expect("messages");
-        let channel: Vec<u8> = message.get_channel().unwrap();
-        match channel.as_slice() {
-            b"done" => break,
-            b"step" => {
-                let step: usize = message.get_payload().unwrap();
-                for (channel, payload) in pending.drain(..) {
-                    if channel == rlock_protocol::rwlock_channel(&twin(b"s:")) {
-                        from_scripts.push((step, payload));
-                    } else {
-                        from_commands.push((step, payload));
-                    }
-                }
-            }
-            _ => pending.push((channel, message.get_payload().unwrap())),
-        }
-    }
-    assert_eq!(from_scripts, from_commands, "messages differ");
+    let con = server.connection();
+    let (scripts, drift) = (RwScripts::default(), Drift::new(TOLERANCE_MS));
+    let mut test = RwLock { con, scripts, drift, expired: 0, reentered_writes: 0 };
+    test.scripts.load(&mut test.con).unwrap();
+    let messages = StepMessages::subscribe(&server, &["redisson_rwlock:*"], &[NAME]);
+    drive("rwlock_differential", SEQUENCES, STEPS, &mut test);
+    let RwLock { mut con, expired, reentered_writes, .. } = test;
+    let messages = messages.finish(&mut con);
+    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
+    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
+        messages.into_iter().map(|m| (m.step, m.channel, m.payload)).collect()
+    };
+    let from_scripts = strip(from_scripts);
+    assert_eq!(from_scripts, strip(from_commands), "messages differ");
     assert!(
         from_scripts.len() > 100 && reentered_writes > 10,
         "{} messages, {reentered_writes} write re-entries",
         from_scripts.len()
     );
     eprintln!(
-        "rw differential: {steps} steps, {} messages, {reentered_writes} write re-entries, {expired} fields gone",
+        "rw differential: {} steps, {} messages, {reentered_writes} write re-entries, {expired} fields gone",
+        SEQUENCES * STEPS,
         from_scripts.len()
     );
 }

@@ -11,7 +11,9 @@
 
 use redis::{Connection, Value};
 use std::time::Duration;
-use testkit::{quiet_now, twin, Drift, Rng, SemaphoreScripts, Server, Side, StepMessages};
+use testkit::{
+    drive, expiry_ends, quiet_now, twin, At, Differential, Drift, Rng, SemaphoreScripts, Server, Side, StepMessages,
+};
 
 const SEQUENCES: usize = 120;
 const STEPS: usize = 20;
@@ -44,8 +46,7 @@ fn random_op(rng: &mut Rng) -> Op {
 }
 
 fn expiries(con: &mut Connection, name: &[u8]) -> Vec<i64> {
-    let [s, c] = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
-    redis::pipe().cmd("PEXPIRETIME").arg(&s).cmd("PEXPIRETIME").arg(&c).query(con).unwrap()
+    expiry_ends(con, &[Side::Scripts, Side::Commands].map(|side| twin(side, name)))
 }
 
 /// The step in one MULTI: the script, the command, then each twin's
@@ -88,61 +89,89 @@ fn run_step(
     drift.query(pipe, con).unwrap_or_else(|e| panic!("{op:?}: {e}"))
 }
 
+/// One step as drawn: by which client, what, on which name, after a pause
+/// of how many ms (to let short TTLs run out).
+#[derive(Debug)]
+struct Step {
+    client: usize,
+    op: Op,
+    which: usize,
+    pause_ms: u64,
+}
+
+struct Semaphore {
+    clients: Vec<Connection>,
+    scripts: SemaphoreScripts,
+    drift: Drift,
+    /// Each name's expiry after its last step, to count expiries.
+    last_expiry: [i64; NAMES.len()],
+    expired: usize,
+    kept_ttl: usize,
+}
+
+impl Differential for Semaphore {
+    type Step = Step;
+
+    fn reset(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+        self.drift.reset();
+        self.last_expiry = [-1; NAMES.len()];
+    }
+
+    fn draw(&mut self, rng: &mut Rng) -> Step {
+        let client = rng.below(3) as usize;
+        let which = rng.below(NAMES.len() as u64) as usize;
+        let op = random_op(rng);
+        Step { client, op, which, pause_ms: if rng.chance(30) { rng.below(30) } else { 0 } }
+    }
+
+    fn run(&mut self, &Step { client, op, which, pause_ms }: &Step, at: &At) {
+        let (con, name) = (&mut self.clients[client], NAMES[which]);
+        // Time passes: short TTLs may run out between steps.
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        let now = quiet_now(con, self.drift.guard_ms(GUARD_MS), |con| expiries(con, name));
+        let before = expiries(con, name);
+        let (replies, tolerance) = run_step(con, &self.scripts, op, name, at.step, &mut self.drift);
+        let context = format!("{} on {:?} at {now}", at.context, String::from_utf8_lossy(name));
+        let (script, command) = (&replies[0], &replies[1]);
+        match op {
+            Op::Available => {
+                let stored: Option<i64> = redis::from_redis_value(script.clone()).unwrap();
+                assert_eq!(Value::Int(stored.unwrap_or(0)), *command, "{context}: available");
+            }
+            _ => assert_eq!(script, command, "{context}: replies"),
+        }
+        let [s_value, s_at, c_value, c_at] = &replies[2..6] else { panic!("{context}: {replies:?}") };
+        assert_eq!(s_value, c_value, "{context}: stored count");
+        let (s_at, c_at): (i64, i64) =
+            (redis::from_redis_value(s_at.clone()).unwrap(), redis::from_redis_value(c_at.clone()).unwrap());
+        let last_expiry = &mut self.last_expiry[which];
+        self.expired += usize::from(*last_expiry > 0 && *last_expiry <= now);
+        *last_expiry = c_at;
+        if matches!(op, Op::AddPermits(_) | Op::Drain) && before[1] > 0 && *c_value != Value::Nil {
+            // The commands' rule: the expiry is kept.
+            assert_eq!(c_at, before[1], "{context}: the expiry is kept");
+            self.kept_ttl += 1;
+            let _: () = redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_at).query(con).unwrap();
+        } else {
+            assert!(
+                s_at == c_at || (s_at > 0 && c_at > 0 && (s_at - c_at).abs() <= tolerance),
+                "{context}: expiry {s_at} vs {c_at}"
+            );
+        }
+    }
+}
+
 #[test]
 fn semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
     let server = Server::start();
-    let mut clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
-    let scripts = SemaphoreScripts::default();
-    scripts.load(&mut clients[0]).unwrap();
+    let clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
+    let (scripts, drift) = (SemaphoreScripts::default(), Drift::new(TOLERANCE_MS));
+    let mut test = Semaphore { clients, scripts, drift, last_expiry: [-1; NAMES.len()], expired: 0, kept_ttl: 0 };
+    test.scripts.load(&mut test.clients[0]).unwrap();
     let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
-    let mut rng = Rng::from_env("semaphore_differential");
-    let (mut step, mut expired, mut kept_ttl) = (0, 0, 0);
-    let mut drift = Drift::new(TOLERANCE_MS);
-    for sequence in 0..SEQUENCES {
-        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
-        drift.reset();
-        // Each name's expiry after its last step, to count expiries.
-        let mut last_expiry = [-1i64; NAMES.len()];
-        for index in 0..STEPS {
-            let con = &mut clients[rng.below(3) as usize];
-            let which = rng.below(NAMES.len() as u64) as usize;
-            let (op, name) = (random_op(&mut rng), NAMES[which]);
-            if rng.chance(30) {
-                std::thread::sleep(Duration::from_millis(rng.below(30)));
-            }
-            let now = quiet_now(con, GUARD_MS, |con| expiries(con, name));
-            let before = expiries(con, name);
-            let (replies, tolerance) = run_step(con, &scripts, op, name, step, &mut drift);
-            step += 1;
-            let context =
-                format!("sequence {sequence} step {index}: {op:?} on {:?} at {now}", String::from_utf8_lossy(name));
-            let (script, command) = (&replies[0], &replies[1]);
-            match op {
-                Op::Available => {
-                    let stored: Option<i64> = redis::from_redis_value(script.clone()).unwrap();
-                    assert_eq!(Value::Int(stored.unwrap_or(0)), *command, "{context}: available");
-                }
-                _ => assert_eq!(script, command, "{context}: replies"),
-            }
-            let [s_value, s_at, c_value, c_at] = &replies[2..6] else { panic!("{context}: {replies:?}") };
-            assert_eq!(s_value, c_value, "{context}: stored count");
-            let (s_at, c_at): (i64, i64) =
-                (redis::from_redis_value(s_at.clone()).unwrap(), redis::from_redis_value(c_at.clone()).unwrap());
-            expired += usize::from(last_expiry[which] > 0 && last_expiry[which] <= now);
-            last_expiry[which] = c_at;
-            if matches!(op, Op::AddPermits(_) | Op::Drain) && before[1] > 0 && *c_value != Value::Nil {
-                // The commands' rule: the expiry is kept.
-                assert_eq!(c_at, before[1], "{context}: the expiry is kept");
-                kept_ttl += 1;
-                let _: () = redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_at).query(con).unwrap();
-            } else {
-                assert!(
-                    s_at == c_at || (s_at > 0 && c_at > 0 && (s_at - c_at).abs() <= tolerance),
-                    "{context}: expiry {s_at} vs {c_at}"
-                );
-            }
-        }
-    }
+    drive("semaphore_differential", SEQUENCES, STEPS, &mut test);
+    let Semaphore { mut clients, expired, kept_ttl, .. } = test;
     let messages = messages.finish(&mut clients[0]);
     let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
     let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {

@@ -2,6 +2,9 @@
 
 mod acl_recipe;
 mod cluster;
+mod differential;
+mod differential_filter;
+mod differential_snapshot;
 mod events;
 pub mod failover;
 mod info;
@@ -18,6 +21,9 @@ mod wait;
 
 pub use acl_recipe::{acl_log, acl_recipe, acl_recipe_names, newer_than_redis_7_0, AclRecipe};
 pub use cluster::{slot_owner_among, Cluster, SlotMove};
+pub use differential::{drive, At, Differential};
+pub use differential_filter::{assert_same_reply, set_filter_mode, FilterStep, FilterTwins, Reply};
+pub use differential_snapshot::{same_snapshots, snapshot, KeyState};
 pub use events::{keyspace_events, publications};
 pub use failover::DOWN_AFTER_MS;
 pub use info::{calls, calls_async, info_field, info_field_async, rlock_info, rlock_info_async};
@@ -29,7 +35,7 @@ pub use sentinel::{primary_named_by, SentinelGroup, MASTER, PEER_SOURCE};
 pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
 pub use server_clock::{lease_end_ms, until_server_time_past};
 pub use tracking::{invalidated, Tracker};
-pub use twins::{quiet_now, twin, Drift, Side, StepMessage, StepMessages};
+pub use twins::{expiry_ends, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages};
 pub use wait::{eventually, PATIENCE, POLL};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a

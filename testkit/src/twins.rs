@@ -117,10 +117,12 @@ fn untwin(names: &[Vec<u8>], channel: &str) -> (Side, String) {
     panic!("a message on {channel}, of no twin")
 }
 
-/// Sleeps until no expiry among `expire_at_ms` (absolute, from
-/// PEXPIRETIME; negative ones are ignored) is within `guard_ms` of the
-/// server's clock, so that no key expires between a step's two twins;
-/// returns the server's clock then.
+/// The wait before a step, the one of every differential: until no
+/// expiry among `expire_at_ms` (absolute, from PEXPIRETIME or a deadline
+/// the server keeps; negative ones are ignored) is within `guard_ms` of
+/// the server's clock, so that no key expires between a step's two twins;
+/// returns the server's clock then. It waits for the end the server
+/// shows, then reads the ends again.
 pub fn quiet_now(
     con: &mut redis::Connection,
     guard_ms: i64,
@@ -163,6 +165,12 @@ impl Drift {
         self.slowest_ms = 0;
     }
 
+    /// The guard before a step ([`quiet_now`]): `base_ms`, more the slowest
+    /// step of the sequence, which a step racing an expiry could take again.
+    pub fn guard_ms(&self, base_ms: i64) -> i64 {
+        base_ms + self.slowest_ms
+    }
+
     /// Starts a step's MULTI with a TIME; `query` ends it with another.
     pub fn begin(pipe: &mut redis::Pipeline) {
         pipe.atomic().cmd("TIME");
@@ -187,5 +195,26 @@ impl Drift {
         let took_ms = ((micros(&ended) - micros(&began) + 999) / 1000).max(round_trip_ms);
         self.slowest_ms = self.slowest_ms.max(took_ms);
         Ok((replies, self.base_ms + took_ms + self.slowest_ms))
+    }
+}
+
+/// The absolute expiry (PEXPIRETIME) of each of `keys`: -1 without one,
+/// -2 when gone.
+pub fn expiry_ends(con: &mut redis::Connection, keys: &[Vec<u8>]) -> Vec<i64> {
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("PEXPIRETIME").arg(key);
+    }
+    pipe.query(con).expect("PEXPIRETIME")
+}
+
+/// Lets the short expiries run out: waits until the server's clock is past
+/// every expiry among `keys` due within `within_ms` (the step "time
+/// passes" of the differentials, bounded by what the server holds).
+pub fn run_out(con: &mut redis::Connection, keys: &[Vec<u8>], within_ms: i64) {
+    let now = crate::server_time_ms(con);
+    let due = expiry_ends(con, keys).into_iter().filter(|end| *end >= 0 && *end - now <= within_ms).max();
+    if let Some(last) = due {
+        crate::eventually("the short expiries ran out", crate::PATIENCE, || crate::server_time_ms(con) > last);
     }
 }

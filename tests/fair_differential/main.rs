@@ -14,14 +14,17 @@
 //! order and progress over time are checked by `fair_model`.
 
 use redis::{Connection, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
-use testkit::{FairScripts, Rng, Server};
+use testkit::{drive, quiet_now, server_time_ms, twin, At, Differential, FairScripts, Rng, Server, Side};
 
 const SEQUENCES: usize = 150;
 const STEPS: usize = 16;
 const TOLERANCE_MS: i64 = 5;
-/// No step runs this close to a lease's or a deadline's end.
+/// No step runs this close to a lease's or a deadline's end, more the
+/// slowest step yet: the scripts are given the clock read before the step,
+/// the commands read it as they run, so an end between the two would be
+/// seen on one twin only.
 const GUARD_MS: i64 = 4;
 const NAMES: [&[u8]; 2] = [b"orders", b"{t}fair"];
 const OWNERS: [&[u8]; 3] = [b"u:1", b"u:2", b"w 3"];
@@ -38,7 +41,7 @@ enum Op {
 
 mod timing;
 
-use timing::{drop_dead_behind_live, follow_timer_turns, now_ms, quiet_now, twin, untold_head};
+use timing::{drop_dead_behind_live, events, follow_timer_turns, untold_head};
 
 struct Step<'a> {
     op: Op,
@@ -51,7 +54,7 @@ struct Step<'a> {
 
 fn run_step(con: &mut Connection, scripts: &FairScripts, step: &Step, now: i64, index: usize) -> Vec<Value> {
     let Step { op, name, owner, lease, wait, id } = *step;
-    let (s, c) = (twin(b"s:", name), twin(b"c:", name));
+    let (s, c) = (twin(Side::Scripts, name), twin(Side::Commands, name));
     let mut pipe = redis::pipe();
     pipe.atomic();
     pipe.cmd("PUBLISH").arg("begin").arg(index);
@@ -152,6 +155,129 @@ fn compare_state(replies: &[Value], now: i64, exact_scores: bool, tolerance_ms: 
     assert_eq!(s[4], c[4], "{context}: latch");
 }
 
+/// One step as drawn, after a pause of how many ms (to let short leases
+/// and waits run out). `owner` indexes [`OWNERS`] and the sequence's waits.
+#[derive(Debug)]
+struct Drawn {
+    op: Op,
+    name: &'static [u8],
+    owner: usize,
+    lease: i64,
+    id: &'static [u8],
+    pause_ms: u64,
+}
+
+struct Fair {
+    con: Connection,
+    scripts: FairScripts,
+    /// Each owner's wait in this sequence: short ones die mid-sequence.
+    waits: Vec<i64>,
+    /// Drawn with the sequence's first step.
+    waits_drawn: bool,
+    ops_by_step: Vec<Op>,
+    turn_steps: HashSet<usize>,
+    queued: usize,
+    purged: usize,
+    timer_turns: usize,
+    /// The longest a step of the sequence took from its clock reading to
+    /// its end.
+    slowest_ms: i64,
+}
+
+impl Differential for Fair {
+    type Step = Drawn;
+
+    fn reset(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.con).unwrap();
+        self.waits_drawn = false;
+        self.slowest_ms = 0;
+    }
+
+    fn draw(&mut self, rng: &mut Rng) -> Drawn {
+        if !self.waits_drawn {
+            self.waits =
+                OWNERS.iter().map(|_| if rng.chance(50) { 8 + rng.below(25) as i64 } else { 60_000 }).collect();
+            self.waits_drawn = true;
+        }
+        let owner = rng.below(OWNERS.len() as u64) as usize;
+        let op = match rng.below(100) {
+            0..=44 => Op::Acquire,
+            45..=54 => Op::TryAcquire,
+            55..=64 => Op::Cancel,
+            65..=92 => Op::Release,
+            _ => Op::ForceRelease,
+        };
+        let lease = if rng.chance(50) { 6 + rng.below(20) as i64 } else { 60_000 };
+        let name = NAMES[rng.below(NAMES.len() as u64) as usize];
+        let id = IDS[rng.below(IDS.len() as u64) as usize];
+        Drawn { op, name, owner, lease, id, pause_ms: if rng.chance(30) { rng.below(40) } else { 0 } }
+    }
+
+    fn run(&mut self, drawn: &Drawn, at: &At) {
+        let &Drawn { op, name, owner, lease, id, pause_ms } = drawn;
+        let step = Step { op, name, owner: OWNERS[owner], lease, wait: self.waits[owner], id };
+        let con = &mut self.con;
+        // Time passes: short leases and waits may run out between steps.
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        let before: Scores = redis::cmd("ZRANGE")
+            .arg(rlock_protocol::fair_timeout_key(&twin(Side::Scripts, step.name)))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(con)
+            .unwrap();
+        let now = quiet_now(con, GUARD_MS + self.slowest_ms, |con| events(con, step.name));
+        drop_dead_behind_live(con, step.name, now);
+        self.timer_turns += usize::from(follow_timer_turns(con, step.name));
+        // A free lock whose head nobody told (its lease ran out before
+        // the server's timer looked): the step's own look tells it.
+        let untold = untold_head(con, step.name);
+        if untold {
+            self.turn_steps.insert(at.step);
+        }
+        self.purged += before.iter().filter(|(_, score)| *score <= now).count();
+        let replies = run_step(con, &self.scripts, &step, now, at.step);
+        // The commands read the server's clock as they run, the scripts
+        // were given `now`: a step the machine slowed down differs more.
+        // An expiry written in an earlier step of the sequence keeps that
+        // step's gap.
+        let took_ms = (server_time_ms(con) - now).max(0);
+        self.slowest_ms = self.slowest_ms.max(took_ms);
+        let tolerance_ms = TOLERANCE_MS + took_ms + self.slowest_ms;
+        self.ops_by_step.push(op);
+        let context = format!("{} wait {} at {now}, before: {before:?}", at.context, step.wait);
+        match (op, &replies[1], &replies[2]) {
+            (Op::Acquire, Value::Int(_), Value::Int(hint)) => {
+                self.queued += 1;
+                assert!(*hint >= 1, "{context}: hint {hint}");
+            }
+            (_, script, command) => assert_eq!(script, command, "{context}: replies"),
+        }
+        let queued_before = before.iter().any(|(m, score)| m == step.owner && *score > now);
+        let dead_before = before.iter().any(|(m, score)| m == step.owner && *score <= now);
+        let freed = matches!(op, Op::Release | Op::ForceRelease) && replies[2] == Value::Int(1);
+        // The commands' own deadline rules: a queued waiter that asks
+        // again is kept alive; a queued head taking the lock moves the
+        // others after its lease; a freed lock, or a head of a free lock
+        // giving up, starts the next head's turn (its known wait from
+        // now); a dead waiter giving up is purged without moving the
+        // others.
+        let own_rule = untold
+            || (matches!(op, Op::Acquire | Op::TryAcquire) && queued_before)
+            || freed
+            || (op == Op::Cancel && (dead_before || queued_before));
+        compare_state(&replies, now, !own_rule, tolerance_ms, &context);
+        if own_rule {
+            // Back in step: the script twin takes the commands' deadlines.
+            let scores: Scores = redis::from_redis_value(replies[10].clone()).unwrap();
+            let s_timeouts = rlock_protocol::fair_timeout_key(&twin(Side::Scripts, step.name));
+            for (member, score) in scores {
+                let _: () = redis::cmd("ZADD").arg(&s_timeouts).arg("XX").arg(score).arg(member).query(con).unwrap();
+            }
+        }
+    }
+}
+
 #[test]
 fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
     let server = Server::start();
@@ -165,95 +291,20 @@ fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
     pubsub.subscribe("begin").unwrap();
     pubsub.subscribe("done").unwrap();
 
-    let mut rng = Rng::from_env("fair_differential");
-    let mut ops_by_step = Vec::new();
-    let (mut queued, mut purged, mut timer_turns) = (0, 0, 0);
-    let mut turn_steps = std::collections::HashSet::new();
-    for sequence in 0..SEQUENCES {
-        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
-        let waits: Vec<i64> =
-            OWNERS.iter().map(|_| if rng.chance(50) { 8 + rng.below(25) as i64 } else { 60_000 }).collect();
-        for index in 0..STEPS {
-            let owner_index = rng.below(OWNERS.len() as u64) as usize;
-            let op = match rng.below(100) {
-                0..=44 => Op::Acquire,
-                45..=54 => Op::TryAcquire,
-                55..=64 => Op::Cancel,
-                65..=92 => Op::Release,
-                _ => Op::ForceRelease,
-            };
-            let lease = if rng.chance(50) { 6 + rng.below(20) as i64 } else { 60_000 };
-            let step = Step {
-                op,
-                name: NAMES[rng.below(NAMES.len() as u64) as usize],
-                owner: OWNERS[owner_index],
-                lease,
-                wait: waits[owner_index],
-                id: IDS[rng.below(IDS.len() as u64) as usize],
-            };
-            if rng.chance(30) {
-                std::thread::sleep(Duration::from_millis(rng.below(40)));
-            }
-            let before: Scores = redis::cmd("ZRANGE")
-                .arg(rlock_protocol::fair_timeout_key(&twin(b"s:", step.name)))
-                .arg(0)
-                .arg(-1)
-                .arg("WITHSCORES")
-                .query(&mut con)
-                .unwrap();
-            let now = quiet_now(&mut con, step.name);
-            drop_dead_behind_live(&mut con, step.name, now);
-            timer_turns += usize::from(follow_timer_turns(&mut con, step.name));
-            // A free lock whose head nobody told (its lease ran out before
-            // the server's timer looked): the step's own look tells it.
-            let untold = untold_head(&mut con, step.name);
-            if untold {
-                turn_steps.insert(ops_by_step.len());
-            }
-            purged += before.iter().filter(|(_, score)| *score <= now).count();
-            let replies = run_step(&mut con, &scripts, &step, now, ops_by_step.len());
-            // The commands read the server's clock as they run, the scripts
-            // were given `now`: a step the machine slowed down differs more.
-            let tolerance_ms = TOLERANCE_MS + (now_ms(&mut con) - now).max(0);
-            ops_by_step.push(op);
-            let context = format!(
-                "sequence {sequence} step {index}: {op:?} {:?} by {:?} lease {lease} wait {} at {now}, before: {before:?}",
-                String::from_utf8_lossy(step.name),
-                String::from_utf8_lossy(step.owner),
-                step.wait
-            );
-            match (op, &replies[1], &replies[2]) {
-                (Op::Acquire, Value::Int(_), Value::Int(hint)) => {
-                    queued += 1;
-                    assert!(*hint >= 1, "{context}: hint {hint}");
-                }
-                (_, script, command) => assert_eq!(script, command, "{context}: replies"),
-            }
-            let queued_before = before.iter().any(|(m, score)| m == step.owner && *score > now);
-            let dead_before = before.iter().any(|(m, score)| m == step.owner && *score <= now);
-            let freed = matches!(op, Op::Release | Op::ForceRelease) && replies[2] == Value::Int(1);
-            // The commands' own deadline rules: a queued waiter that asks
-            // again is kept alive; a queued head taking the lock moves the
-            // others after its lease; a freed lock, or a head of a free lock
-            // giving up, starts the next head's turn (its known wait from
-            // now); a dead waiter giving up is purged without moving the
-            // others.
-            let own_rule = untold
-                || (matches!(op, Op::Acquire | Op::TryAcquire) && queued_before)
-                || freed
-                || (op == Op::Cancel && (dead_before || queued_before));
-            compare_state(&replies, now, !own_rule, tolerance_ms, &context);
-            if own_rule {
-                // Back in step: the script twin takes the commands' deadlines.
-                let scores: Scores = redis::from_redis_value(replies[10].clone()).unwrap();
-                let s_timeouts = rlock_protocol::fair_timeout_key(&twin(b"s:", step.name));
-                for (member, score) in scores {
-                    let _: () =
-                        redis::cmd("ZADD").arg(&s_timeouts).arg("XX").arg(score).arg(member).query(&mut con).unwrap();
-                }
-            }
-        }
-    }
+    let mut test = Fair {
+        con,
+        scripts,
+        waits: Vec::new(),
+        waits_drawn: false,
+        ops_by_step: Vec::new(),
+        turn_steps: HashSet::new(),
+        queued: 0,
+        purged: 0,
+        timer_turns: 0,
+        slowest_ms: 0,
+    };
+    drive("fair_differential", SEQUENCES, STEPS, &mut test);
+    let Fair { mut con, ops_by_step, turn_steps, queued, purged, timer_turns, .. } = test;
     let _: () = redis::cmd("PUBLISH").arg("done").arg("").query(&mut con).unwrap();
 
     // Messages per step: the same from both twins, but for the cancels'

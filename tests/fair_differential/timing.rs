@@ -1,54 +1,25 @@
-//! The twins' clocks and the server's own moves: the server's time, the
-//! lease and deadline ends ahead, waiting out the moments a step could
-//! race them, and following the turns the server's timer gives.
+//! The server's own moves: the lease and deadline ends ahead (which a
+//! step waits out), and following the turns the server's timer gives.
 
-use super::{Scores, GUARD_MS};
+use super::Scores;
 use redis::Connection;
-use std::time::Duration;
+use testkit::{expiry_ends, twin, Side};
 
-pub fn twin(prefix: &[u8], name: &[u8]) -> Vec<u8> {
-    [prefix, name].concat()
-}
-
-pub fn now_ms(con: &mut Connection) -> i64 {
-    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
-    seconds * 1000 + micros / 1000
-}
-
-/// Ends of both twins' leases and of their waiters' deadlines.
+/// Ends of both twins' leases and of their waiters' deadlines (absolute).
 pub fn events(con: &mut Connection, name: &[u8]) -> Vec<i64> {
-    let mut ends = Vec::new();
-    for side in [b"s:", b"c:"] {
-        let twin = twin(side, name);
-        let (pttl, scores): (i64, Vec<(Vec<u8>, i64)>) = redis::pipe()
-            .cmd("PTTL")
-            .arg(&twin)
-            .cmd("ZRANGE")
+    let twins = [Side::Scripts, Side::Commands].map(|side| twin(side, name));
+    let mut ends = expiry_ends(con, &twins);
+    for twin in twins {
+        let scores: Vec<(Vec<u8>, i64)> = redis::cmd("ZRANGE")
             .arg(rlock_protocol::fair_timeout_key(&twin))
             .arg(0)
             .arg(-1)
             .arg("WITHSCORES")
             .query(con)
             .unwrap();
-        let now = now_ms(con);
         ends.extend(scores.into_iter().map(|(_, score)| score));
-        if pttl >= 0 {
-            ends.push(now + pttl);
-        }
     }
     ends
-}
-
-/// Waits until no lease or deadline ends within the guard of now; returns now.
-pub fn quiet_now(con: &mut Connection, name: &[u8]) -> i64 {
-    loop {
-        let ends = events(con, name);
-        let now = now_ms(con);
-        match ends.iter().filter(|end| (**end - now).abs() <= GUARD_MS).max() {
-            None => return now,
-            Some(end) => std::thread::sleep(Duration::from_millis((end + GUARD_MS + 1 - now).max(1) as u64)),
-        }
-    }
 }
 
 /// Takes out of the script twin's queue the dead waiters behind a live
@@ -58,7 +29,7 @@ pub fn quiet_now(con: &mut Connection, name: &[u8]) -> i64 {
 /// commands purge such a waiter on every touch; the scripts would keep it
 /// and base the next waiter's deadline on it.
 pub fn drop_dead_behind_live(con: &mut Connection, name: &[u8], now: i64) {
-    let s = twin(b"s:", name);
+    let s = twin(Side::Scripts, name);
     let (queue_key, timeout_key) = (rlock_protocol::fair_queue_key(&s), rlock_protocol::fair_timeout_key(&s));
     let (queue, scores): (Vec<Vec<u8>>, Scores) = redis::pipe()
         .cmd("LRANGE")
@@ -108,7 +79,7 @@ pub fn follow_timer_turns(con: &mut Connection, name: &[u8]) -> bool {
             .query(con)
             .unwrap()
     };
-    let (s, c) = (twin(b"s:", name), twin(b"c:", name));
+    let (s, c) = (twin(Side::Scripts, name), twin(Side::Commands, name));
     let (commands, scripts) = (read(con, &c), read(con, &s));
     if commands == scripts {
         return false;
@@ -129,7 +100,7 @@ pub fn follow_timer_turns(con: &mut Connection, name: &[u8]) -> bool {
 /// Whether the commands twin's lock is free while someone queues: its head
 /// may not have been told yet.
 pub fn untold_head(con: &mut Connection, name: &[u8]) -> bool {
-    let c = twin(b"c:", name);
+    let c = twin(Side::Commands, name);
     let (pttl, queued): (i64, i64) =
         redis::pipe().cmd("PTTL").arg(&c).cmd("LLEN").arg(rlock_protocol::fair_queue_key(&c)).query(con).unwrap();
     pttl == -2 && queued > 0

@@ -2,8 +2,6 @@
 #![allow(dead_code)]
 //! from its jar), calls as Redisson sends them, INFO counters.
 
-pub mod twins;
-
 use redis::{Cmd, Connection, RedisResult, Value};
 
 pub use testkit::redisson_lock::*;
@@ -25,12 +23,6 @@ pub fn script_call(by_sha: bool, body: &[u8], keys: &[&[u8]], args: &[&[u8]]) ->
     cmd
 }
 
-pub fn info_field(con: &mut Connection, section: &str, name: &str) -> String {
-    let info: String = redis::cmd("INFO").arg(section).query(con).unwrap();
-    let prefix = format!("{name}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).unwrap_or_default().trim().to_owned()
-}
-
 /// The RLock calls run natively.
 pub fn native_count(con: &mut Connection) -> i64 {
     family_native_count(con, "lock")
@@ -38,7 +30,7 @@ pub fn native_count(con: &mut Connection) -> i64 {
 
 /// How many calls of `family`'s scripts ran natively.
 pub fn family_native_count(con: &mut Connection, family: &str) -> i64 {
-    info_field(con, "rlock", &format!("rlock_redisson_native_{family}")).parse().unwrap()
+    testkit::rlock_info(con, &format!("redisson_native_{family}"))
 }
 
 /// Loads `bodies` into the script cache, for EVALSHA.
@@ -46,8 +38,4 @@ pub fn load(con: &mut Connection, bodies: &[&[u8]]) {
     for body in bodies {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(*body).query(con).unwrap();
     }
-}
-
-pub fn set_mode(con: &mut Connection, mode: &str) {
-    let _: () = redis::cmd("CONFIG").arg(&["SET", "rlock.redisson-scripts", mode]).query(con).unwrap();
 }

@@ -22,13 +22,18 @@
 //! out in either twin: where deadlines do run out, the two differ by
 //! design (Redisson purges live waiters, #3004).
 
+mod messages;
+#[path = "../redisson_support/mod.rs"]
 mod redisson_support;
 
+use messages::check_messages;
 use redis::{Commands, Connection, Value};
-use redisson_support::{call, family_native_count, set_mode, texts};
+use redisson_support::{call, family_native_count, texts};
 use std::collections::BTreeSet;
-use std::time::Duration;
-use testkit::{publications, quiet_now, unlock_latch_key, Rng, Server};
+use testkit::{
+    drive, expiry_ends, publications, quiet_now, run_out, set_filter_mode, unlock_latch_key, At, Differential,
+};
+use testkit::{server_time_ms, Rng, Server};
 
 /// The twins' names. The give-up script names only the queue, whose key
 /// tells the lock's name when the name has a `{`; else `n` and `{n}` share
@@ -48,9 +53,9 @@ const WAIT: &str = "300000";
 /// Less than [`WAIT`]: the script waiters a tryLock() taking its turn
 /// moves up by it stay ahead of the clock.
 const TRY_LOCK_WAIT: &str = "100000";
-/// How far apart the twins' calls run, at most (on a loaded machine).
+/// How far apart the twins' calls run, at most, more the slowest step yet.
 const TOLERANCE_MS: i64 = 200;
-/// No step starts this close to a lease's end.
+/// No step starts this close to a lease's end, more the slowest step yet.
 const GUARD_MS: i64 = 100;
 
 /// How a version's unlock and force-unlock scripts publish.
@@ -108,7 +113,7 @@ enum Op {
         latch_ms: u64,
     },
     ForceUnlock,
-    /// Leases of 150 ms run out.
+    /// Leases of 150 ms run out: until the server shows they did.
     Sleep,
 }
 
@@ -224,111 +229,101 @@ fn state(con: &mut Connection, name: &str, now: i64, names: Names) -> (Vec<(Stri
 }
 
 /// The replies Redisson's Java code reads alike.
-fn same_kind(op: &Op, lua: &Result<Value, String>, native: &Result<Value, String>) -> bool {
+fn same_kind(op: &Op, lua: &Result<Value, String>, native: &Result<Value, String>, tolerance_ms: i64) -> bool {
     match (op, lua, native) {
         (_, Err(_), Err(_)) => true,
         // A queued waiter's hint is Redisson's (the twins' clocks a little
         // apart); where Redisson's is 0 or less, ours is at least 1.
         (Op::Lock { .. }, Ok(Value::Int(redissons)), Ok(Value::Int(hint))) if *redissons >= 1 => {
-            (redissons - hint).abs() <= TOLERANCE_MS
+            (redissons - hint).abs() <= tolerance_ms
         }
         (Op::Lock { .. }, Ok(Value::Int(_)), Ok(Value::Int(hint))) => *hint >= 1,
         _ => lua == native,
     }
 }
 
-/// The channels of the owners waiting on `name`: where the native side
-/// may tell a head its turn came when the script does not.
-fn waiter_channels(name: &str) -> Vec<String> {
-    OWNERS
-        .iter()
-        .map(|owner| String::from_utf8(rlock_protocol::fair_waiter_channel(name.as_bytes(), owner.as_bytes())).unwrap())
-        .collect()
+struct Fair<'a> {
+    texts: &'a Texts,
+    names: Names,
+    server: Server,
+    con: Connection,
+    calls: usize,
+    natives: i64,
+    acquired: usize,
+    queued: usize,
+    /// The longest a step took, from its clock reading to its second call.
+    slowest_ms: i64,
+}
+
+impl Fair<'_> {
+    /// The twins' locks and latches, whose ends a step waits out.
+    fn timed_keys(&self) -> Vec<Vec<u8>> {
+        let names = [self.names.lua, self.names.native];
+        let latches = names.into_iter().flat_map(|name| {
+            REQUESTS.into_iter().map(move |request| unlock_latch_key(name.as_bytes(), request.as_bytes()))
+        });
+        names.map(|name| name.as_bytes().to_vec()).into_iter().chain(latches).collect()
+    }
+}
+
+impl Differential for Fair<'_> {
+    /// The operation, whether by SHA-1.
+    type Step = (Op, bool);
+
+    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
+        (random_op(rng), rng.chance(50))
+    }
+
+    fn run(&mut self, &(ref op, by_sha): &Self::Step, at: &At) {
+        let (names, texts) = (self.names, self.texts);
+        let timed_keys = self.timed_keys();
+        if matches!(op, Op::Sleep) {
+            run_out(&mut self.con, &timed_keys, 200);
+            return;
+        }
+        // No lease or latch ends between the twins' calls.
+        let now = quiet_now(&mut self.con, GUARD_MS + self.slowest_ms, |con| expiry_ends(con, &timed_keys));
+        let mut replies = vec![];
+        let messages = publications(&self.server, |con| {
+            set_filter_mode(con, "off");
+            replies.push(run(con, texts, by_sha, names.lua, op, now));
+            set_filter_mode(con, if matches!(op, Op::GiveUp { as_lua: true, .. }) { "off" } else { "native" });
+            replies.push(run(con, texts, by_sha, names.native, op, now));
+        });
+        let (lua, native) = (&replies[0], &replies[1]);
+        let context = format!("{}: {lua:?} / {native:?}", at.context);
+        // A step the machine slowed down leaves its twins further apart.
+        self.slowest_ms = self.slowest_ms.max(server_time_ms(&mut self.con) - now);
+        let tolerance_ms = TOLERANCE_MS + self.slowest_ms;
+        assert!(same_kind(op, lua, native, tolerance_ms), "{context}: replies");
+        self.acquired += usize::from(matches!(op, Op::Lock { .. } | Op::TryLock { .. }) && *lua == Ok(Value::Nil));
+        self.queued += usize::from(matches!((op, lua), (Op::Lock { .. }, Ok(Value::Int(_)))));
+        self.calls += 1;
+        self.natives += i64::from(!matches!(op, Op::GiveUp { as_lua: true, .. }));
+        check_messages(&context, messages, names);
+        let ((lua, lua_ahead), (native, native_ahead)) =
+            (state(&mut self.con, names.lua, now, names), state(&mut self.con, names.native, now, names));
+        let same = lua.len() == native.len()
+            && lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
+                a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= tolerance_ms))
+            });
+        assert!(same && lua_ahead && native_ahead, "{context}: keys\n{lua:?}\n{native:?}");
+    }
 }
 
 fn differential(texts: &Texts, seed: &str, names: Names) {
-    let Names { lua: lua_twin, native: native_twin } = names;
     let server = Server::builder().config("notify-keyspace-events", "KEA").start();
     let mut con = server.connection();
     for body in [&texts.try_lock, &texts.lock, &texts.give_up, &texts.unlock, &texts.force] {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
     }
-    let mut rng = Rng::from_env(seed);
-    let (mut calls, mut natives, mut acquired, mut queued) = (0, 0, 0, 0);
-    for step in 0..300 {
-        let op = random_op(&mut rng);
-        if matches!(op, Op::Sleep) {
-            std::thread::sleep(Duration::from_millis(200));
-            continue;
-        }
-        let by_sha = rng.chance(50);
-        // No lease or latch ends between the twins' calls.
-        let now = quiet_now(&mut con, GUARD_MS, |con| {
-            let latches = [lua_twin, native_twin].into_iter().flat_map(|name| {
-                REQUESTS.into_iter().map(move |request| unlock_latch_key(name.as_bytes(), request.as_bytes()))
-            });
-            let keys: Vec<Vec<u8>> =
-                [lua_twin, native_twin].map(|name| name.as_bytes().to_vec()).into_iter().chain(latches).collect();
-            keys.iter().map(|key| redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap()).collect()
-        });
-        let mut replies = vec![];
-        let messages = publications(&server, |con| {
-            set_mode(con, "off");
-            replies.push(run(con, texts, by_sha, lua_twin, &op, now));
-            set_mode(con, if matches!(op, Op::GiveUp { as_lua: true, .. }) { "off" } else { "native" });
-            replies.push(run(con, texts, by_sha, native_twin, &op, now));
-        });
-        let (lua, native) = (&replies[0], &replies[1]);
-        let context = format!("step {step}: {op:?} (EVALSHA: {by_sha}): {lua:?} / {native:?}");
-        assert!(same_kind(&op, lua, native), "{context}: replies");
-        acquired += usize::from(matches!(op, Op::Lock { .. } | Op::TryLock { .. }) && *lua == Ok(Value::Nil));
-        queued += usize::from(matches!((&op, lua), (Op::Lock { .. }, Ok(Value::Int(_)))));
-        calls += 1;
-        natives += usize::from(!matches!(op, Op::GiveUp { as_lua: true, .. }));
-        check_messages(&context, messages, names);
-        let ((lua, lua_ahead), (native, native_ahead)) =
-            (state(&mut con, lua_twin, now, names), state(&mut con, native_twin, now, names));
-        let same = lua.len() == native.len()
-            && lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
-                a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= TOLERANCE_MS))
-            });
-        assert!(same && lua_ahead && native_ahead, "{context}: keys\n{lua:?}\n{native:?}");
-    }
+    let mut fair = Fair { texts, names, server, con, calls: 0, natives: 0, acquired: 0, queued: 0, slowest_ms: 0 };
+    drive(seed, 1, 300, &mut fair);
+    let Fair { mut con, calls, natives, acquired, queued, .. } = fair;
     // Every call on the twin ran natively but those left to Lua: the
     // comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "fair"), natives as i64);
+    assert_eq!(family_native_count(&mut con, "fair"), natives);
     assert!(calls > 200 && acquired > 20 && queued > 20, "{calls} calls, {acquired} acquired, {queued} queued");
-}
-
-/// Keyspace events on the lock hash alike; every script message published
-/// natively too; the native side's others tell a waiter its turn.
-fn check_messages(context: &str, messages: Vec<(String, String)>, names: Names) {
-    let Names { lua: lua_twin, native: native_twin } = names;
-    let (mut lua_events, mut native_events, mut lua_messages, mut native_messages) = (vec![], vec![], vec![], vec![]);
-    for (channel, message) in messages {
-        // A lease running out is announced when the server expires the key.
-        if message == "expired" || channel.ends_with(":expired") {
-            continue;
-        }
-        let native = channel.contains(native_twin) || message.contains(native_twin);
-        let (channel, message) = (channel.replace(native_twin, lua_twin), message.replace(native_twin, lua_twin));
-        let on_hash = channel == format!("__keyspace@0__:{lua_twin}") || message == lua_twin;
-        match (channel.starts_with("__key"), native) {
-            (true, false) if on_hash => lua_events.push((channel, message)),
-            (true, true) if on_hash => native_events.push((channel, message)),
-            (true, _) => {}
-            (false, false) => lua_messages.push((channel, message)),
-            (false, true) => native_messages.push((channel, message)),
-        }
-    }
-    assert_eq!(lua_events, native_events, "{context}: keyspace events on the lock");
-    let waiters = waiter_channels(lua_twin);
-    for message in &lua_messages {
-        assert!(native_messages.contains(message), "{context}: {message:?} not published natively");
-    }
-    for (channel, message) in &native_messages {
-        assert!(message == "0" && waiters.contains(channel), "{context}: native message {message} on {channel}");
-    }
 }
 
 // RedissonFairLock's texts: tryLock (no wait), the waiting acquire, the

@@ -20,18 +20,23 @@
 //!   the script twin then takes the commands' expiry, to go on in step.
 
 use redis::{Connection, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
-use testkit::{quiet_now, twin, PermitSemaphoreScripts, Rng, Server, Side, StepMessages};
+use testkit::{drive, quiet_now, twin, At, Differential, PermitSemaphoreScripts, Rng, Server, Side, StepMessages};
 
 const SEQUENCES: usize = 100;
 const STEPS: usize = 25;
 /// The scripts' `now` is read before the step is sent: the commands' clock
-/// is later by the round trip, more on a loaded machine.
+/// is later by the round trip, more on a loaded machine. Both grow by the
+/// slowest step of the sequence (a value written then keeps its gap).
 const TOLERANCE_MS: i64 = 20;
 const GUARD_MS: i64 = 20;
 const NAMES: [&[u8]; 2] = [b"psem", b"{t}p"];
 const NEVER: i64 = rlock_protocol::PERMIT_NEVER_EXPIRES;
+
+mod checks;
+
+use checks::{check_replies, check_state, Clock, Seen};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Op {
@@ -211,150 +216,108 @@ fn slices(ids: &[Vec<u8>]) -> Vec<&[u8]> {
     ids.iter().map(Vec::as_slice).collect()
 }
 
-fn close(a: i64, b: i64) -> bool {
-    a == b || (a > 0 && b > 0 && (a - b).abs() <= TOLERANCE_MS)
+/// One step as drawn: by which client, on which name, after a pause of
+/// how many ms (to let short leases run out). The operation is drawn with
+/// `op_seed` once the name's state is known (it picks ids held).
+#[derive(Debug)]
+struct Drawn {
+    client: usize,
+    which: usize,
+    pause_ms: u64,
+    op_seed: u64,
 }
 
-/// An integer reply, or a count as a bulk string (availablePermits' GET).
-fn number(value: &Value) -> i64 {
-    match value {
-        Value::Int(n) => *n,
-        other => redis::from_redis_value::<String>(other.clone()).unwrap().parse().unwrap(),
+struct PermitSemaphore {
+    clients: Vec<Connection>,
+    scripts: PermitSemaphoreScripts,
+    /// The ids acquired so far in the sequence, by name.
+    known: [Vec<Vec<u8>>; 2],
+    release_steps: HashSet<usize>,
+    seen: Seen,
+    /// The longest a step of the sequence took from `now` to its end.
+    slowest_ms: i64,
+}
+
+impl Differential for PermitSemaphore {
+    type Step = Drawn;
+
+    fn reset(&mut self) {
+        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+        self.known = Default::default();
+        self.slowest_ms = 0;
     }
-}
 
-/// Counts of the cases a random run must reach.
-#[derive(Debug, Default)]
-struct Seen {
-    acquired: usize,
-    hints: usize,
-    released: usize,
-    lapsed: usize,
-    released_all: usize,
-    updated: usize,
-    kept_ttl: usize,
-    /// Steps leaving a negative count (where a reclaim publishes nothing).
-    negative: usize,
-}
-
-/// Checks one step's replies (`script`, `command`); `before` is the
-/// commands twin's state before the step.
-fn check_replies(op: &Op, script: &Value, command: &Value, before: &Twin, now: i64, seen: &mut Seen, context: &str) {
-    match op {
-        Op::TryAcquire(..) => match (script, command) {
-            (Value::Nil, Value::Nil) => {}
-            (s, c) => {
-                let (s, c): (String, String) =
-                    (redis::from_redis_value(s.clone()).unwrap(), redis::from_redis_value(c.clone()).unwrap());
-                if c == "OK" {
-                    assert_eq!(s, c, "{context}: reply");
-                    seen.acquired += 1;
-                } else {
-                    let at = |hint: &str| hint.strip_prefix(':').and_then(|ms| ms.parse::<i64>().ok());
-                    let (s_at, c_at) = (at(&s).unwrap(), at(&c).unwrap_or_else(|| panic!("{context}: {c}")));
-                    assert!(close(s_at, c_at), "{context}: hint {s} vs {c}");
-                    seen.hints += 1;
-                }
-            }
-        },
-        Op::Release(id) => {
-            let (s, c) = (number(script), number(command));
-            if c == -1 {
-                assert_eq!(s, 0, "{context}: Redisson says 0 for a lapsed lease");
-                let at = before.permits.get(id).copied();
-                assert!(at.is_some_and(|at| at <= now), "{context}: -1 for a permit expiring at {at:?}");
-                seen.lapsed += 1;
-            } else {
-                assert_eq!(s, c, "{context}: reply");
-                seen.released += usize::from(c == 1);
-            }
-        }
-        Op::Lease(_) => {
-            let (s, c) = (number(script), number(command));
-            assert!(close(s, c), "{context}: lease {s} vs {c}");
-        }
-        Op::Available | Op::Permits | Op::Acquired => assert_eq!(number(script), number(command), "{context}"),
-        _ => {
-            assert_eq!(script, command, "{context}: reply");
-            seen.released_all += usize::from(matches!(op, Op::ReleaseAll(_)) && *command != Value::Int(0));
-            seen.updated += usize::from(matches!(op, Op::UpdateLease(..)) && *command == Value::Int(1));
-        }
+    fn draw(&mut self, rng: &mut Rng) -> Drawn {
+        let client = rng.below(3) as usize;
+        let which = rng.below(NAMES.len() as u64) as usize;
+        let pause_ms = if rng.chance(30) { rng.below(40) } else { 0 };
+        Drawn { client, which, pause_ms, op_seed: rng.next_u64() }
     }
-}
 
-fn check_state(scripts: &Twin, commands: &Twin, context: &str) {
-    assert_eq!(scripts.count, commands.count, "{context}: count");
-    assert!(close(scripts.count_at, commands.count_at), "{context}: count expiry {scripts:?} vs {commands:?}");
-    assert!(close(scripts.permits_at, commands.permits_at), "{context}: permits' expiry {scripts:?} vs {commands:?}");
-    let mut ids: Vec<&Vec<u8>> = scripts.permits.keys().collect();
-    ids.sort();
-    let mut command_ids: Vec<&Vec<u8>> = commands.permits.keys().collect();
-    command_ids.sort();
-    assert_eq!(ids, command_ids, "{context}: permits");
-    for id in ids {
-        let (s, c) = (scripts.permits[id], commands.permits[id]);
-        assert!(close(s, c), "{context}: expiry of {id:?}: {s} vs {c}");
+    fn run(&mut self, &Drawn { client, which, pause_ms, op_seed }: &Drawn, at: &At) {
+        let (con, name) = (&mut self.clients[client], NAMES[which]);
+        // Time passes: short leases may run out between steps.
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        let now = quiet_now(con, GUARD_MS + self.slowest_ms, |con| deadlines(con, name));
+        let [_, before] = state(con, name);
+        let mut held: Vec<Vec<u8>> = before.permits.keys().cloned().collect();
+        held.sort();
+        let op = random_op(&mut Rng::from_seed(op_seed), &self.known[which], &held);
+        if matches!(op, Op::Release(_)) {
+            self.release_steps.insert(at.step);
+        }
+        let replies = run_step(con, &self.scripts, &op, name, now, at.step);
+        let (seconds, micros): (i64, i64) = redis::from_redis_value(replies[11].clone()).unwrap();
+        let latency = seconds * 1000 + micros / 1000 - now;
+        self.slowest_ms = self.slowest_ms.max(latency);
+        let clock = Clock { now, tolerance_ms: TOLERANCE_MS + self.slowest_ms };
+        let context = format!(
+            "{}: {op:?} on {:?} at {now}, {latency} ms before the step's end",
+            at.context,
+            String::from_utf8_lossy(name)
+        );
+        let seen = &mut self.seen;
+        check_replies(&op, &replies[1], &replies[2], &before, &clock, seen, &context);
+        let [s_after, c_after] = parse_twins(&replies[3..11]);
+        let count = c_after.count.as_deref().map(|count| String::from_utf8_lossy(count).parse::<i64>().unwrap());
+        seen.negative += usize::from(count.is_some_and(|count| count < 0));
+        if let (Op::TryAcquire(_, ids), Value::BulkString(ok)) = (&op, &replies[2]) {
+            if ok == b"OK" {
+                self.known[which].extend(ids.iter().cloned());
+            }
+        }
+        if matches!(op, Op::AddPermits(_)) && before.count_at > 0 && c_after.count.is_some() {
+            // The commands' rule: the expiry is kept.
+            assert_eq!(c_after.count_at, before.count_at, "{context}: the expiry is kept");
+            seen.kept_ttl += 1;
+            let _: () =
+                redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_after.count_at).query(con).unwrap();
+            let s_after = Twin { count_at: c_after.count_at, ..s_after };
+            check_state(&s_after, &c_after, &clock, &context);
+        } else {
+            check_state(&s_after, &c_after, &clock, &context);
+        }
     }
 }
 
 #[test]
 fn permit_semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
     let server = Server::start();
-    let mut clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
+    let clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
     let scripts = PermitSemaphoreScripts::default();
-    scripts.load(&mut clients[0]).unwrap();
+    let known = Default::default();
+    let mut test = PermitSemaphore {
+        clients,
+        scripts,
+        known,
+        release_steps: HashSet::new(),
+        seen: Seen::default(),
+        slowest_ms: 0,
+    };
+    test.scripts.load(&mut test.clients[0]).unwrap();
     let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
-    let mut rng = Rng::from_env("permit_semaphore_differential");
-    let (mut step, mut seen) = (0, Seen::default());
-    let mut release_steps = std::collections::HashSet::new();
-    for sequence in 0..SEQUENCES {
-        let _: () = redis::cmd("FLUSHALL").query(&mut clients[0]).unwrap();
-        let mut known: [Vec<Vec<u8>>; 2] = Default::default();
-        for index in 0..STEPS {
-            let con = &mut clients[rng.below(3) as usize];
-            let which = rng.below(NAMES.len() as u64) as usize;
-            let name = NAMES[which];
-            if rng.chance(30) {
-                std::thread::sleep(Duration::from_millis(rng.below(40)));
-            }
-            let now = quiet_now(con, GUARD_MS, |con| deadlines(con, name));
-            let [_, before] = state(con, name);
-            let mut held: Vec<Vec<u8>> = before.permits.keys().cloned().collect();
-            held.sort();
-            let op = random_op(&mut rng, &known[which], &held);
-            if matches!(op, Op::Release(_)) {
-                release_steps.insert(step);
-            }
-            let replies = run_step(con, &scripts, &op, name, now, step);
-            step += 1;
-            let (seconds, micros): (i64, i64) = redis::from_redis_value(replies[11].clone()).unwrap();
-            let latency = seconds * 1000 + micros / 1000 - now;
-            let context = format!(
-                "sequence {sequence} step {index}: {op:?} on {:?} at {now}, {latency} ms before the step's end",
-                String::from_utf8_lossy(name)
-            );
-            check_replies(&op, &replies[1], &replies[2], &before, now, &mut seen, &context);
-            let [s_after, c_after] = parse_twins(&replies[3..11]);
-            let count = c_after.count.as_deref().map(|count| String::from_utf8_lossy(count).parse::<i64>().unwrap());
-            seen.negative += usize::from(count.is_some_and(|count| count < 0));
-            if let (Op::TryAcquire(_, ids), Value::BulkString(ok)) = (&op, &replies[2]) {
-                if ok == b"OK" {
-                    known[which].extend(ids.iter().cloned());
-                }
-            }
-            if matches!(op, Op::AddPermits(_)) && before.count_at > 0 && c_after.count.is_some() {
-                // The commands' rule: the expiry is kept.
-                assert_eq!(c_after.count_at, before.count_at, "{context}: the expiry is kept");
-                seen.kept_ttl += 1;
-                let _: () =
-                    redis::cmd("PEXPIREAT").arg(twin(Side::Scripts, name)).arg(c_after.count_at).query(con).unwrap();
-                let s_after = Twin { count_at: c_after.count_at, ..s_after };
-                check_state(&s_after, &c_after, &context);
-            } else {
-                check_state(&s_after, &c_after, &context);
-            }
-        }
-    }
+    drive("permit_semaphore_differential", SEQUENCES, STEPS, &mut test);
+    let PermitSemaphore { mut clients, release_steps, seen, .. } = test;
     let messages = messages.finish(&mut clients[0]);
     let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
     let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
