@@ -95,14 +95,19 @@ pub fn may_write(ctx: &Context, keys: &[&[u8]]) -> MayWrite {
 /// Whether Redis would take a client's write now: a write that changes
 /// nothing (`SETRANGE key 0 ""`), called in script mode, which refuses
 /// writes as Redis refuses a client's (too few good replicas, a failed
-/// save) with no reply at all. Its reply, whatever it is (a length, or
-/// `WRONGTYPE` on a lock's hash), means the write was let through.
+/// save). The refusal comes back as an error reply (`E`): without `E`,
+/// Valkey 9 dereferences the error message it did not make and crashes.
+/// Any reply of the write itself (a length, or `WRONGTYPE` on a lock's
+/// hash) means it was let through.
 fn writes_accepted(ctx: &Context, key: &[u8]) -> bool {
     static SCRIPT_MODE: OnceLock<CallOptions> = OnceLock::new();
-    let options = SCRIPT_MODE.get_or_init(|| CallOptionsBuilder::new().script_mode().build());
+    let options = SCRIPT_MODE.get_or_init(|| CallOptionsBuilder::new().script_mode().errors_as_replies().build());
     let args: [&[u8]; 3] = [key, b"0", b""];
-    let reply: CallResult = ctx.call_ext("SETRANGE", options, &args[..]);
-    !matches!(reply, Ok(CallReply::Unknown))
+    match ctx.call_ext::<_, CallResult>("SETRANGE", options, &args[..]) {
+        Ok(CallReply::Unknown) => false,
+        Ok(_) => true,
+        Err(err) => err.as_bytes().starts_with(b"WRONGTYPE"),
+    }
 }
 
 /// Records the grant to a blocked caller of `owner` under its request id
