@@ -115,18 +115,20 @@ fn contents(con: &mut Connection) -> Contents {
             };
             let value: Value = read.query(con).expect("the key's value");
             let pttl: i64 = redis::cmd("PTTL").arg(&key).query(con).expect("PTTL");
-            (key, (format!("{kind} {}", sorted_text(value)), pttl))
+            let text = if kind == "hash" { sorted_fields(value) } else { format!("{value:?}") };
+            (key, (format!("{kind} {text}"), pttl))
         })
         .collect()
 }
 
-/// A value as text, a hash's fields in order (a server may list them in
-/// another order than the one that wrote them).
-fn sorted_text(value: Value) -> String {
+/// A hash's fields as text, in order (a server may list them in another
+/// order than the one that wrote them).
+fn sorted_fields(value: Value) -> String {
     match value {
         Value::Array(items) if items.len() % 2 == 0 => {
             let text = |v: &Value| redis::from_redis_value::<String>(v.clone()).unwrap_or_else(|_| format!("{v:?}"));
-            let mut pairs: Vec<String> = items.chunks(2).map(|pair| format!("{}={}", text(&pair[0]), text(&pair[1]))).collect();
+            let mut pairs: Vec<String> =
+                items.chunks(2).map(|pair| format!("{}={}", text(&pair[0]), text(&pair[1]))).collect();
             pairs.sort();
             pairs.join(" ")
         }
@@ -172,7 +174,10 @@ fn commands_work_on_every_kind(con: &mut Connection, token: i64) {
     assert_eq!(run(&["RLOCK.RELEASE", "fenced", "holder"]), Value::Int(1), "the fenced lock released");
     let next = run(&["RFENCED.ACQUIRE", "fenced", "next", &lease]);
     let Value::Array(reply) = &next else { panic!("the next fenced acquire's reply: {next:?}") };
-    assert!(reply[0] == Value::Int(-1) && matches!(reply[1], Value::Int(next) if next > token), "a later token: {next:?}");
+    assert!(
+        reply[0] == Value::Int(-1) && matches!(reply[1], Value::Int(next) if next > token),
+        "a later token: {next:?}"
+    );
 }
 
 /// Copies a file, or a directory's files (an AOF's parts), to `to`.
