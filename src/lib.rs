@@ -67,7 +67,7 @@ mod module {
             ctx.log_warning("rlock: cannot subscribe to SWAPDB: waiters learn of a swap at their lock's expiry");
         }
         store::detect_server(ctx);
-        store::signal_modified_keys_explicitly(ctx);
+        store::set_module_options(ctx, store::is_valkey(ctx));
         if !term::begin(ctx) {
             ctx.log_warning("rlock: cannot follow the server's cron: a stall does not start the lock-delay again");
         }

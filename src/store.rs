@@ -23,7 +23,7 @@ use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lock::{parse_hold_count, LockStore};
-pub use key::signal_modified_keys_explicitly;
+pub use key::set_module_options;
 use key::{key_type_of, SignalOnWriteKey};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
 use replicated::{Argument, ConstString};
@@ -281,6 +281,12 @@ pub fn cluster_mode() -> bool {
 
 /// Whether the server's scripts write numbers with `%.17g` (before 7.2).
 static LUA_WRITES_17G: AtomicBool = AtomicBool::new(false);
+
+/// Whether the server is Valkey (`INFO server`'s `server_name`; Redis has
+/// none): Valkey's module options differ from Redis's past 7.2's.
+pub fn is_valkey(ctx: &Context) -> bool {
+    ctx.server_info("server").field("server_name").is_some_and(|name| name.to_string_lossy() == "valkey")
+}
 
 /// Records the server's mode (cluster mode cannot change while it runs)
 /// and how its scripts write numbers.

@@ -5,7 +5,7 @@
 //! Redisson filter at the server's default.
 
 use redis::{Connection, Value};
-use testkit::{info_field, listed_module, module_path, Server};
+use testkit::{listed_module, module_path, newer_than_redis_7_0, Server};
 
 /// redis.conf as `make run` gives it, but for the paths: the server's own
 /// directory (the builder's) instead of `dir`, and the module built for
@@ -59,16 +59,6 @@ fn make_run_leaves_the_redisson_filter_at_the_servers_default() {
     let filter = config_get(&mut server.connection(), "rlock.redisson-scripts");
     assert_eq!(filter, config_get(&mut default.connection(), "rlock.redisson-scripts"));
     // Off where the filter cannot learn its caller (Redis 7.0).
-    let version = config_version(&mut server.connection());
-    if version.starts_with("7.0.") && !is_valkey(&mut server.connection()) {
-        assert_eq!(filter, "off", "Redis {version}");
-    }
-}
-
-fn config_version(con: &mut Connection) -> String {
-    info_field(con, "server", "redis_version").unwrap_or_default()
-}
-
-fn is_valkey(con: &mut Connection) -> bool {
-    info_field(con, "server", "valkey_version").is_some()
+    let expected = if newer_than_redis_7_0(&mut server.connection()) { "native" } else { "off" };
+    assert_eq!(filter, expected, "on {}", testkit::server_bin());
 }

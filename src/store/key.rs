@@ -5,7 +5,7 @@
 //! tracking would send an invalidation. Commands that end up writing
 //! nothing (a contended acquire, a release by a non-holder) must not do
 //! that. The module turns that implicit signal off at load
-//! ([`signal_modified_keys_explicitly`]), so a key is opened once, for
+//! ([`set_module_options`]), so a key is opened once, for
 //! writing, and signalled on close only after a write.
 
 use crate::api::api;
@@ -13,11 +13,25 @@ use crate::keyspace::KeyType;
 use redis_module::{raw, Context};
 use std::os::raw::c_int;
 
-/// Module option: no implicit modified-key signal when a key opened for
-/// writing is closed; [`SignalOnWriteKey`] signals its writes itself.
-pub fn signal_modified_keys_explicitly(ctx: &Context) {
-    let option = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
-    unsafe { api!(RedisModule_SetModuleOptions)(ctx.get_raw(), option) };
+/// Valkey 9's `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION`: while a
+/// loaded module lacks it, Valkey refuses `CLUSTER MIGRATESLOTS`. The
+/// module qualifies: keys an import loads before the slot is the target's
+/// are not served there, so no command or timer of the module writes them
+/// (a timer's write first checks the key is served here), and the source
+/// grants no waiter once the slot left (the same check). Redis has no such
+/// option (the bit is unassigned in 7.0 and 8.0), so it is set on Valkey only.
+const VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
+
+/// Module options, set once (each call replaces the last): no implicit
+/// modified-key signal when a key opened for writing is closed
+/// ([`SignalOnWriteKey`] signals its writes itself); on Valkey, atomic slot
+/// migration handled.
+pub fn set_module_options(ctx: &Context, valkey: bool) {
+    let mut options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+    if valkey {
+        options |= VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION;
+    }
+    unsafe { api!(RedisModule_SetModuleOptions)(ctx.get_raw(), options) };
 }
 
 pub struct SignalOnWriteKey {

@@ -69,7 +69,14 @@ pub fn acl_log(con: &mut dyn redis::ConnectionLike) -> Vec<String> {
 pub fn newer_than_redis_7_0(con: &mut dyn redis::ConnectionLike) -> bool {
     let info: String = redis::cmd("INFO").arg("server").query(con).expect("INFO server");
     let field = |name: &str| info.lines().find_map(|line| line.strip_prefix(name)).unwrap_or_default().trim();
-    field("server_name:") == "valkey" || field("redis_version:") >= "7.2"
+    field("server_name:") == "valkey" || version_at_least(field("redis_version:"), (7, 2))
+}
+
+/// Whether `version` ("7.0.15", "10.0.1") is `(major, minor)` or later,
+/// compared as numbers: as text "10.0" sorts before "7.2".
+fn version_at_least(version: &str, (major, minor): (u64, u64)) -> bool {
+    let mut parts = version.split('.').map(|part| part.parse::<u64>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
 }
 
 /// Every recipe's name, in the document's order.
@@ -79,4 +86,18 @@ pub fn acl_recipe_names() -> Vec<&'static str> {
         .skip(1)
         .filter_map(|after| after.split_once(" -->").map(|(name, _)| name))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_at_least;
+
+    #[test]
+    fn versions_compare_as_numbers() {
+        assert!(!version_at_least("7.0.15", (7, 2)));
+        assert!(version_at_least("7.2.0", (7, 2)));
+        assert!(version_at_least("8.0.2", (7, 2)));
+        assert!(version_at_least("10.0.1", (7, 2)));
+        assert!(!version_at_least("6.10.0", (7, 2)));
+    }
 }

@@ -56,6 +56,8 @@ pub struct ServerBuilder {
     conf: Option<String>,
     /// A program, and its arguments, that runs the server (valgrind).
     wrapper: Vec<String>,
+    /// The server binary when not [`server_bin`].
+    binary: Option<String>,
 }
 
 impl ServerBuilder {
@@ -63,6 +65,13 @@ impl ServerBuilder {
     /// own command line (`valgrind --tool=callgrind`, say).
     pub fn wrapped_in(mut self, program: &str, args: &[String]) -> Self {
         self.wrapper = std::iter::once(program.to_owned()).chain(args.iter().cloned()).collect();
+        self
+    }
+
+    /// Runs `program` instead of [`server_bin`] (Debian's `redis-server`
+    /// writing the files another server then loads).
+    pub fn binary(mut self, program: &str) -> Self {
+        self.binary = Some(program.to_owned());
         self
     }
 
@@ -143,7 +152,7 @@ impl Server {
     }
 
     pub fn builder() -> ServerBuilder {
-        ServerBuilder { module: true, module_args: vec![], config: vec![], conf: None, wrapper: vec![] }
+        ServerBuilder { module: true, module_args: vec![], config: vec![], conf: None, wrapper: vec![], binary: None }
     }
 
     pub fn port(&self) -> u16 {
@@ -255,13 +264,14 @@ impl Server {
     /// Starts the process and waits until it answers PING; on failure the
     /// error is the server log.
     fn spawn(&mut self) -> Result<(), String> {
+        let server = self.builder.binary.clone().unwrap_or_else(server_bin);
         let mut command = match self.builder.wrapper.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);
-                command.args(args).arg(server_bin());
+                command.args(args).arg(server);
                 command
             }
-            None => Command::new(server_bin()),
+            None => Command::new(server),
         };
         if let Some(text) = &self.builder.conf {
             let path = self.dir.path().join("redis.conf");

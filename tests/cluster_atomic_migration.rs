@@ -1,0 +1,151 @@
+//! Valkey 9's atomic slot migration (`CLUSTER MIGRATESLOTS`) of a slot
+//! holding locks, each held and with a caller blocked on it: the target
+//! gets every key with its PTTL while the slot is still the source's, then
+//! takes the slot at once, and the source drops the keys. The holder keeps
+//! its lock on the target, the source grants nobody, and a release on the
+//! target works. Servers without the command (Redis, Valkey before 9.0) skip.
+
+use redis::{Connection, Value};
+use std::thread;
+use std::time::{Duration, Instant};
+use testkit::{eventually, server_bin, Cluster, Server, PATIENCE};
+
+const LEASE: i64 = 60_000;
+const WAIT: i64 = 20_000;
+
+/// A lock of each kind the migration moves, in one slot: its name, and how
+/// an owner asks for it once and waits for it on the server.
+struct Kind {
+    name: &'static str,
+    ask: fn(&str, &str) -> redis::Cmd,
+    wait: fn(&str, &str) -> redis::Cmd,
+    release: fn(&str, &str) -> redis::Cmd,
+}
+
+const KINDS: [Kind; 2] = [
+    Kind {
+        name: "{moved}lock",
+        ask: |name, owner| command(&["RLOCK.ACQUIRE", name, owner, &LEASE.to_string()]),
+        wait: |name, owner| command(&["RLOCK.ACQUIRE", name, owner, &LEASE.to_string(), "WAIT", &WAIT.to_string()]),
+        release: |name, owner| command(&["RLOCK.RELEASE", name, owner]),
+    },
+    Kind {
+        name: "{moved}fair",
+        ask: |name, owner| command(&["RFAIR.ACQUIRE", name, owner, &LEASE.to_string()]),
+        wait: |name, owner| {
+            let (lease, wait) = (LEASE.to_string(), WAIT.to_string());
+            command(&["RFAIR.ACQUIRE", name, owner, &lease, "WAIT", &wait, "BLOCK", &wait])
+        },
+        release: |name, owner| command(&["RFAIR.RELEASE", name, owner]),
+    },
+];
+
+fn command(args: &[&str]) -> redis::Cmd {
+    let mut cmd = redis::cmd(args[0]);
+    cmd.arg(&args[1..]);
+    cmd
+}
+
+fn blocked_clients(con: &mut Connection) -> i64 {
+    testkit::info_field(con, "clients", "blocked_clients").and_then(|count| count.parse().ok()).unwrap_or(-1)
+}
+
+/// Whether the server has `CLUSTER MIGRATESLOTS` (`COMMAND INFO` names
+/// the subcommands it knows).
+fn has_atomic_slot_migration(con: &mut Connection) -> bool {
+    let info: Vec<Value> = redis::cmd("COMMAND").arg("INFO").arg("CLUSTER|MIGRATESLOTS").query(con).unwrap();
+    info.first().is_some_and(|entry| *entry != Value::Nil)
+}
+
+/// The state of the migration `CLUSTER GETSLOTMIGRATIONS` lists first on
+/// `con` (each entry is `name value …`), with its message.
+fn migration_state(con: &mut Connection) -> Option<(String, String)> {
+    let migrations: Vec<Vec<Value>> = redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS").query(con).unwrap();
+    let entry = migrations.into_iter().next()?;
+    let field = |name: &str| {
+        let at =
+            entry.iter().position(|item| redis::from_redis_value::<String>(item.clone()).ok().as_deref() == Some(name));
+        at.and_then(|at| redis::from_redis_value::<String>(entry[at + 1].clone()).ok()).unwrap_or_default()
+    };
+    Some((field("state"), field("message")))
+}
+
+#[test]
+fn an_atomic_slot_migration_keeps_held_locks_and_grants_nothing_on_the_node_left() {
+    if !has_atomic_slot_migration(&mut Server::start().connection()) {
+        eprintln!("skipped: {} has no CLUSTER MIGRATESLOTS (Valkey 9.0+)", server_bin());
+        return;
+    }
+    let cluster = Cluster::start(3, 0);
+    let source = cluster.primary_for(KINDS[0].name.as_bytes());
+    let mut holder = source.connection();
+    let waiters: Vec<_> = KINDS
+        .iter()
+        .enumerate()
+        .map(|(at, kind)| {
+            let granted: Value = (kind.ask)(kind.name, "holder").query(&mut holder).unwrap();
+            assert_eq!(granted, Value::Nil, "{}: the holder's grant", kind.name);
+            let mut waiter = source.connection();
+            let wait = (kind.wait)(kind.name, "waiter");
+            let call = thread::spawn(move || wait.query::<Value>(&mut waiter));
+            eventually("the waiter blocked", PATIENCE, || blocked_clients(&mut holder) == at as i64 + 1);
+            call
+        })
+        .collect();
+    // Before the first PTTL read: a PTTL drops by the time from it to the last.
+    let read_at = Instant::now();
+    let pttls: Vec<i64> =
+        KINDS.iter().map(|kind| redis::cmd("PTTL").arg(kind.name).query(&mut holder).unwrap()).collect();
+
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(KINDS[0].name).query(&mut holder).unwrap();
+    let target = cluster.nodes.iter().find(|node| node.port() != source.port()).unwrap();
+    let mut target_con = target.connection();
+    let target_id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut target_con).unwrap();
+    let started: Result<(), _> = redis::cmd("CLUSTER")
+        .arg("MIGRATESLOTS")
+        .arg("SLOTSRANGE")
+        .arg(slot)
+        .arg(slot)
+        .arg("NODE")
+        .arg(&target_id)
+        .query(&mut holder);
+    started.unwrap_or_else(|err| panic!("{} refused CLUSTER MIGRATESLOTS with rlock loaded: {err}", server_bin()));
+    eventually("the migration's end", PATIENCE, || match migration_state(&mut holder) {
+        Some((state, _)) if state == "success" => true,
+        Some((state, message)) if state == "failed" || state == "cancelled" => {
+            panic!("the migration {state}: {message}\n{}", source.log())
+        }
+        _ => false,
+    });
+
+    for ((kind, waiter), pttl) in KINDS.iter().zip(waiters).zip(pttls) {
+        let name = kind.name;
+        // The source no longer serves the lock: its waiter is told to ask
+        // elsewhere, at the latest when its wait runs out, never granted.
+        eventually("the source's waiter answered", Duration::from_millis(WAIT as u64) + PATIENCE, || {
+            waiter.is_finished()
+        });
+        let reply = waiter.join().unwrap();
+        eprintln!("{name}: the source answered its waiter {reply:?}");
+        assert!(!matches!(reply, Ok(Value::Nil)), "{name}: the source granted its waiter after the slot left");
+
+        let held: Vec<String> = redis::cmd("HKEYS").arg(name).query(&mut target_con).unwrap();
+        assert!(held.iter().any(|field| field.contains("holder")), "{name}: the target's holder: {held:?}");
+        assert!(!held.iter().any(|field| field.contains("waiter")), "{name}: and no waiter's hold: {held:?}");
+        let moved_pttl: i64 = redis::cmd("PTTL").arg(name).query(&mut target_con).unwrap();
+        let elapsed_ms = i64::try_from(read_at.elapsed().as_millis()).unwrap() + 1;
+        assert!(
+            (pttl - elapsed_ms..=pttl).contains(&moved_pttl),
+            "{name}: PTTL {moved_pttl}, {pttl} before the move, {elapsed_ms} ms ago"
+        );
+
+        let refused: Value = (kind.ask)(name, "waiter").query(&mut target_con).unwrap();
+        assert_ne!(refused, Value::Nil, "{name}: still the holder's on the target");
+        let released: Value = (kind.release)(name, "holder").query(&mut target_con).unwrap();
+        assert_eq!(released, Value::Int(1), "{name}: released on the target");
+        let granted: Value = (kind.ask)(name, "waiter").query(&mut target_con).unwrap();
+        assert_eq!(granted, Value::Nil, "{name}: free on the target");
+    }
+    let left: i64 = redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(&mut holder).unwrap();
+    assert_eq!(left, 0, "the source dropped the slot's keys");
+}
