@@ -2,15 +2,14 @@
 //! the client's count of holds follows the server's, a lost or stale guard
 //! never releases a newer hold, and no call leaves an unowned hold behind.
 
-#[macro_use]
 mod common;
 
-use common::{admin, numsub, stall, stallable_server, PATIENCE};
+use common::{admin, numsub, stall, stallable_server};
 use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server, PATIENCE};
 
 const WATCHDOG: Duration = Duration::from_millis(600);
 

@@ -2,14 +2,13 @@
 //! and the watchdog's wake-ups: futures polled once and dropped or parked,
 //! other runtimes and executors, a client whose runtime is gone.
 
-#[macro_use]
 mod common;
 
 use common::hostile::*;
 use rlock_client::Client;
 use std::task::Poll;
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server};
 
 // ---------------------------------------------------------------------
 // run_to_end: futures polled once and dropped, parked, raced
@@ -134,7 +133,7 @@ async fn a_parked_lock_future_holds_up_its_lock_until_dropped() {
     let mut reentry = tokio::spawn(async move { other.try_lock(Duration::ZERO, None).await.map(|g| g.is_some()) });
     assert!(tokio::time::timeout(Duration::from_millis(300), &mut reentry).await.is_err(), "held up while parked");
     drop(parked);
-    let outcome = tokio::time::timeout(common::PATIENCE, reentry).await;
+    let outcome = tokio::time::timeout(testkit::PATIENCE, reentry).await;
     assert!(matches!(outcome, Ok(Ok(Ok(_)))), "went on once the parked future was dropped: {outcome:?}");
     eventually!("the dropped future's grant was given back", !exists(&server, "parked").await);
 }

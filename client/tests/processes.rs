@@ -8,7 +8,6 @@ use testkit::Server;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
-#[macro_use]
 mod common;
 
 const PROCESSES: usize = 2;

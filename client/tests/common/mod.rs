@@ -1,26 +1,8 @@
 //! Helpers shared by the client test files (each uses some of them).
-#![allow(dead_code, unused_macros)]
+#![allow(dead_code)]
 
 use std::time::Duration;
 use testkit::Server;
-
-/// How long a test waits for something that should happen promptly.
-pub const PATIENCE: Duration = Duration::from_secs(10);
-
-/// Polls an async condition until it holds, failing after [`PATIENCE`]
-/// (or the given patience).
-macro_rules! eventually {
-    ($what:expr, $check:expr) => {
-        eventually!($what, $crate::common::PATIENCE, $check)
-    };
-    ($what:expr, $patience:expr, $check:expr) => {{
-        let deadline = std::time::Instant::now() + $patience;
-        while !$check {
-            assert!(std::time::Instant::now() < deadline, "timed out waiting for {}", $what);
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-    }};
-}
 
 /// The name every [`admin`] connection gives itself, so that counts of the
 /// client's connections leave them out (also one closed a moment ago that
@@ -47,24 +29,19 @@ pub fn stallable_server() -> Server {
 }
 
 /// Stalls the server for `seconds` with `DEBUG SLEEP` on a connection of
-/// its own, and returns once the stall has begun (a PING goes unanswered);
-/// the handle completes when it ends.
+/// its own, and returns once the command is in the server's socket: any
+/// command sent from then on waits for the stall's end (the server answers
+/// none before it has read that socket, and flushes replies only after
+/// each round of commands). The handle completes when the stall ends.
 pub async fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
-    let mut probe = admin(server).await;
-    probe.set_response_timeout(Duration::from_millis(20));
-    let client = server.client();
-    let sleeping = tokio::spawn(async move {
-        let mut con = client.get_multiplexed_async_connection().await.unwrap();
-        con.set_response_timeout(Duration::from_secs(60));
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query_async(&mut con).await.unwrap();
-    });
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
-        assert!(std::time::Instant::now() < deadline, "the server never stalled");
-        if redis::cmd("PING").query_async::<String>(&mut probe).await.is_err() {
-            return sleeping;
-        }
-    }
+    use std::io::{Read, Write};
+    let mut sleeper = std::net::TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    sleeper.write_all(format!("DEBUG SLEEP {seconds}\r\n").as_bytes()).expect("DEBUG SLEEP sent");
+    tokio::task::spawn_blocking(move || {
+        let mut reply = [0; 5];
+        sleeper.read_exact(&mut reply).expect("the stall's reply");
+        assert_eq!(&reply, b"+OK\r\n", "DEBUG SLEEP refused");
+    })
 }
 
 /// This test binary started again as a worker process in `role`: it runs
@@ -116,9 +93,7 @@ pub mod hostile;
 pub mod recorder;
 pub mod stalls;
 
-/// A field of the module's `INFO rlock` section (0 when absent).
-pub async fn info(server: &Server, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut admin(server).await).await.unwrap();
-    let prefix = format!("rlock_{field}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
+/// A counter of the module's `INFO rlock` section (0 when absent).
+pub async fn info(server: &Server, name: &str) -> i64 {
+    testkit::rlock_info_async(&mut admin(server).await, name).await
 }

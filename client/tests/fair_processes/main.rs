@@ -10,17 +10,16 @@
 //! granted). Grant order is what the holders wrote under the lock.
 
 #[path = "../common/mod.rs"]
-#[macro_use]
 mod common;
 mod harness;
 
-use common::{admin, PATIENCE};
+use common::admin;
 use harness::{now_us, server_view, Log, Workers, GRANTS, LOCK};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::time::{Duration, Instant};
-use testkit::Server;
+use testkit::{eventually, Server, PATIENCE};
 
 /// Issue 20's case: 12 waiters in 2 processes, 40 ms apart.
 const ARRIVALS: usize = 12;
