@@ -29,19 +29,23 @@ pub fn stallable_server() -> Server {
 }
 
 /// Stalls the server for `seconds` with `DEBUG SLEEP` on a connection of
-/// its own, and returns once the command is in the server's socket: any
-/// command sent from then on waits for the stall's end (the server answers
-/// none before it has read that socket, and flushes replies only after
-/// each round of commands). The handle completes when the stall ends.
+/// its own (one the server has taken: it answered a PING on it), and
+/// returns once the command is in the server's socket: any command sent
+/// from then on waits for the stall's end (the server reads that socket
+/// no later than the next one, and sends replies only after each round of
+/// commands). The handle completes when the stall ends.
 pub async fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
     use std::io::{Read, Write};
     let mut sleeper = std::net::TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    let reply = |sleeper: &mut std::net::TcpStream, expected: &[u8]| {
+        let mut reply = vec![0; expected.len()];
+        sleeper.read_exact(&mut reply).expect("a reply");
+        assert_eq!(reply, expected, "{}", String::from_utf8_lossy(&reply));
+    };
+    sleeper.write_all(b"PING\r\n").expect("PING sent");
+    reply(&mut sleeper, b"+PONG\r\n");
     sleeper.write_all(format!("DEBUG SLEEP {seconds}\r\n").as_bytes()).expect("DEBUG SLEEP sent");
-    tokio::task::spawn_blocking(move || {
-        let mut reply = [0; 5];
-        sleeper.read_exact(&mut reply).expect("the stall's reply");
-        assert_eq!(&reply, b"+OK\r\n", "DEBUG SLEEP refused");
-    })
+    tokio::task::spawn_blocking(move || reply(&mut sleeper, b"+OK\r\n"))
 }
 
 /// This test binary started again as a worker process in `role`: it runs
