@@ -4,7 +4,7 @@
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::time::{Duration, Instant};
-use testkit::{eventually, Server, PATIENCE};
+use testkit::{eventually, Server};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
@@ -49,13 +49,6 @@ async fn worker() {
     }
 }
 
-/// A connection config that waits out a loaded machine: redis-rs's own
-/// default (500 ms) timed a counter's SET out under the parallel suite,
-/// and the task died inside the critical section.
-fn patient() -> redis::AsyncConnectionConfig {
-    redis::AsyncConnectionConfig::new().set_response_timeout(Some(PATIENCE))
-}
-
 /// TASKS tasks, each doing UPDATES_PER_TASK non-atomic GET-then-SET
 /// increments of one counter under the lock.
 async fn count_under_the_lock(url: &str, options: ClientOptions) {
@@ -66,7 +59,7 @@ async fn count_under_the_lock(url: &str, options: ClientOptions) {
             let lock = client.lock("counter-lock");
             let redis = redis.clone();
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection_with_config(&patient()).await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
                 for _ in 0..UPDATES_PER_TASK {
                     let guard = lock.lock().await.unwrap();
                     let inside: i64 = con.incr("inside", 1).await.unwrap();
@@ -95,7 +88,7 @@ async fn read_and_write_under_the_lock(url: &str) {
             let lock = client.read_write_lock("rw-lock");
             let redis = redis.clone();
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection_with_config(&patient()).await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
                 for _ in 0..UPDATES_PER_TASK / 3 {
                     if n % 2 == 0 {
                         let guard = lock.write().lock().await.unwrap();

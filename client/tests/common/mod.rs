@@ -16,6 +16,13 @@ pub async fn admin(server: &Server) -> redis::aio::MultiplexedConnection {
     con
 }
 
+/// A connection config that waits out a loaded machine: redis-rs's own
+/// default (500 ms) timed a counter's SET out under the parallel suite,
+/// and the task died inside the critical section.
+pub fn patient() -> redis::AsyncConnectionConfig {
+    redis::AsyncConnectionConfig::new().set_response_timeout(Some(testkit::PATIENCE))
+}
+
 /// Subscribers of `channel` on the server.
 pub async fn numsub(server: &Server, channel: &[u8]) -> i64 {
     let (_, count): (Vec<u8>, i64) =
@@ -76,7 +83,7 @@ pub async fn take_turns_exclusively(
         .map(|_| {
             let (lock, redis) = (client.lock("shared"), server.client());
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&patient()).await.unwrap();
                 for _ in 0..rounds {
                     let guard = lock.lock().await.unwrap();
                     let inside: i64 = con.incr("inside", 1).await.unwrap();
