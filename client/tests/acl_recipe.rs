@@ -8,7 +8,6 @@ use rlock_client::{Client, ClientOptions, Error};
 use std::time::Duration;
 use testkit::{acl_log, acl_recipe, newer_than_redis_7_0, AclRecipe, Cluster, Server};
 
-#[macro_use]
 mod common;
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -119,7 +118,7 @@ async fn a_refused_subscribe_is_an_error_not_a_silent_wait() {
     let guard = client.lock("app:l").lock().await.unwrap();
     let lock = client.lock("app:l");
     let waited = lock.try_lock(Duration::from_secs(60), None);
-    let refused = tokio::time::timeout(common::PATIENCE, waited).await.expect("no silent wait");
+    let refused = tokio::time::timeout(testkit::PATIENCE, waited).await.expect("no silent wait");
     match refused {
         Err(Error::Redis(err)) if err.code() == Some("NOPERM") => {}
         other => panic!("expected the SUBSCRIBE's NOPERM: {other:?}"),

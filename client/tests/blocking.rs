@@ -5,9 +5,8 @@
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server};
 
-#[macro_use]
 mod common;
 
 use common::info;
@@ -137,7 +136,7 @@ async fn a_killed_blocking_connection_is_settled_and_the_wait_goes_on() {
     let id = testkit::blocked_acquire_client_id(&clients).expect("the blocked connection");
     let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&id).query_async(&mut admin).await.unwrap();
     holder.unlock().await.unwrap();
-    let guard = tokio::time::timeout(common::PATIENCE, waiting).await.expect("the wait went on").unwrap();
+    let guard = tokio::time::timeout(testkit::PATIENCE, waiting).await.expect("the wait went on").unwrap();
     let holds: Option<i64> = admin.hget("k", guard.lock().owner()).await.unwrap();
     assert_eq!(holds, Some(1), "one hold, not a leaked second");
     guard.unlock().await.unwrap();
@@ -165,7 +164,7 @@ async fn a_grant_made_as_a_stopped_server_resumes_reaches_no_gone_caller() {
     server.pause();
     tokio::time::sleep(Duration::from_secs(1)).await;
     server.resume();
-    let outcome = tokio::time::timeout(common::PATIENCE, waiting).await.expect("the try ended").unwrap();
+    let outcome = tokio::time::timeout(testkit::PATIENCE, waiting).await.expect("the try ended").unwrap();
     if let Ok(Some(guard)) = outcome {
         guard.unlock().await.unwrap();
     }
@@ -196,7 +195,7 @@ async fn blocked_waiters_come_through_a_server_restart() {
     eventually!("they blocked", info(&server, "blocked").await == 4);
     server.restart();
     for waiter in waiters {
-        tokio::time::timeout(common::PATIENCE, waiter).await.expect("the wait ended").unwrap();
+        tokio::time::timeout(testkit::PATIENCE, waiter).await.expect("the wait ended").unwrap();
     }
     let mut admin = common::admin(&server).await;
     assert!(!admin.exists::<_, bool>("k").await.unwrap(), "no hold left");

@@ -4,16 +4,11 @@
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server};
 
-#[macro_use]
 mod common;
 
-async fn info(server: &Server, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut common::admin(server).await).await.unwrap();
-    let prefix = format!("rlock_{field}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
-}
+use common::info;
 
 /// 24 tasks on the default 8 blocking connections, short critical
 /// sections: mutual exclusion, and nothing left blocked.

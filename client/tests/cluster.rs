@@ -5,7 +5,11 @@ use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use testkit::Cluster;
+use testkit::{eventually, Cluster};
+
+mod common;
+
+use common::stalls::{calls, wait_for_rounds};
 
 const TASKS_PER_LOCK: usize = 4;
 const UPDATES_PER_TASK: usize = 25;
@@ -126,17 +130,10 @@ async fn a_synced_lock_survives_a_manual_failover() {
         other.lock("failover").try_lock(Duration::ZERO, None).await.unwrap().is_none(),
         "still held after failover"
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !lock.is_held().await.unwrap_or(false) {
-        assert!(Instant::now() < deadline, "the client did not follow the new primary");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let follow = Duration::from_secs(30);
+    eventually!("the client to follow the new primary", follow, lock.is_held().await.unwrap_or(false));
     // Renewals reach the new primary.
-    let rounds = client.watchdog_stats().rounds;
-    while client.watchdog_stats().rounds < rounds + 2 {
-        assert!(Instant::now() < deadline, "no renewal after failover");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_rounds(&client, client.watchdog_stats().rounds + 2).await;
     assert!(!guard.is_lost());
     guard.unlock().await.unwrap();
 }
@@ -189,14 +186,12 @@ async fn a_hung_primary_does_not_cost_the_locks_on_the_others() {
     tokio::time::timeout(Duration::from_secs(10), on_hung.lost()).await.expect("the hung node's lock lost");
     // More than a lease of rounds with the node still hung.
     let rounds = client.watchdog_stats().rounds + 4;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while client.watchdog_stats().rounds < rounds {
+    eventually!("more than a lease of rounds", {
         for (_, guard, name) in &held {
             assert!(!guard.is_lost(), "{name} on a healthy primary was reported lost");
         }
-        assert!(Instant::now() < deadline, "the watchdog stopped");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        client.watchdog_stats().rounds >= rounds
+    });
     for (node, _, name) in &held {
         let pttl: i64 = redis::cmd("PTTL").arg(name).query(&mut node.connection()).unwrap();
         assert!(pttl > 0, "{name} on a healthy primary has PTTL {pttl}");
@@ -209,20 +204,7 @@ async fn a_hung_primary_does_not_cost_the_locks_on_the_others() {
 
 /// CLUSTER SLOTS calls served by the whole cluster so far.
 fn cluster_slots_calls(cluster: &Cluster) -> u64 {
-    let calls = |node: &testkit::Server| -> u64 {
-        let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut node.connection()).unwrap();
-        let line = stats.lines().find_map(|line| line.strip_prefix("cmdstat_cluster|slots:calls="));
-        line.and_then(|rest| rest.split(',').next()?.parse().ok()).unwrap_or(0)
-    };
-    cluster.nodes.iter().map(calls).sum()
-}
-
-async fn wait_for_rounds(client: &Client, rounds: u64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while client.watchdog_stats().rounds < rounds {
-        assert!(Instant::now() < deadline, "the watchdog stopped");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    cluster.nodes.iter().map(|node| calls(node, "cluster|slots")).sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,15 +235,8 @@ async fn lock_all(client: &Client, names: &[String]) -> Vec<rlock_client::Guard>
 }
 
 /// Each primary's `rlock_contended` from `INFO rlock`, summed.
-fn refused_acquires(cluster: &Cluster) -> u64 {
-    cluster
-        .nodes
-        .iter()
-        .filter_map(|node| {
-            let info: String = redis::cmd("INFO").arg("rlock").query(&mut node.connection()).ok()?;
-            info.lines().find_map(|line| line.strip_prefix("rlock_contended:")?.trim().parse::<u64>().ok())
-        })
-        .sum()
+fn refused_acquires(cluster: &Cluster) -> i64 {
+    cluster.nodes.iter().map(|node| testkit::rlock_info(&mut node.connection(), "contended")).sum()
 }
 
 /// A lock name whose release channel lives on another primary: `orders{N`
@@ -283,11 +258,7 @@ async fn waiting_for(cluster: &Cluster, client: &Client, name: &str) -> tokio::t
     let refused = refused_acquires(cluster);
     let lock = client.lock(name);
     let waiting = tokio::spawn(async move { lock.lock().await.unwrap().unlock().await.unwrap() });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while refused_acquires(cluster) < refused + 2 {
-        assert!(Instant::now() < deadline, "{name}: the waiter never waited");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually!(format!("{name}: the waiter to wait"), refused_acquires(cluster) >= refused + 2);
     waiting
 }
 

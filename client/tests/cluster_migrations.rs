@@ -3,7 +3,6 @@
 //! one slot may be answered by two nodes, the slot's owner for its keys
 //! and the target (after ASK) for the keys it already has.
 
-#[macro_use]
 mod common;
 
 use common::stalls::calls;

@@ -8,7 +8,7 @@ mod common;
 use common::stalls::{calls, name_off, stallable_cluster, wait_for_rounds, Resume};
 use rlock_client::{Client, ClientOptions};
 use std::time::{Duration, Instant};
-use testkit::{Cluster, Server};
+use testkit::{eventually, Cluster, Server};
 
 /// A primary that hangs (SIGSTOP) is replaced by its replica: the client
 /// follows the promotion while the old primary still hangs, rather than
@@ -32,16 +32,11 @@ async fn a_hung_primarys_slot_follows_its_promoted_replica_while_it_hangs() {
 
     hung.pause();
     let _resume = Resume(hung);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually!("the replica's promotion", Duration::from_secs(30), {
         let others = others.clone();
         let owner = tokio::task::spawn_blocking(move || testkit::slot_owner_among(&others, slot)).await.unwrap();
-        if owner == Some(replica.port()) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the replica was never promoted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        owner == Some(replica.port())
+    });
     let promoted = Instant::now();
 
     // Bounded from outside too: the first try is always made, whatever
@@ -130,19 +125,21 @@ async fn a_synced_acquires_wait_holds_up_no_renewal() {
     // synced acquire's WAIT blocks 1 s.
     replica.pause();
     let _resume = Resume(replica);
-    let until = Instant::now() + Duration::from_secs(8);
+    // Two leases of renewal rounds (one a second).
+    let until = client.watchdog_stats().rounds + 6;
     let acquirer = |n: usize| {
         let client = client.clone();
         async move {
             let mut k = 0;
-            while Instant::now() < until {
+            while client.watchdog_stats().rounds < until {
                 let name = format!("{{hol}}a{n}:{k}");
                 k += 1;
                 let _ = client.lock(name.as_str()).try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await;
             }
         }
     };
-    tokio::join!(acquirer(0), acquirer(1), acquirer(2), acquirer(3));
+    let acquiring = async { tokio::join!(acquirer(0), acquirer(1), acquirer(2), acquirer(3)) };
+    tokio::time::timeout(Duration::from_secs(30), acquiring).await.expect("the watchdog's rounds went on");
     let lost = client.watchdog_stats().lost;
     assert!(!held.is_lost(), "a hold on a healthy primary was reported lost (watchdog lost {lost})");
 }
@@ -190,8 +187,8 @@ async fn a_hold_in_a_migrating_rerouted_slot_is_renewed() {
         .arg(5000)
         .query(&mut source.connection())
         .unwrap();
-    // More than a lease.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // More than a lease of renewal rounds.
+    wait_for_rounds(&client, client.watchdog_stats().rounds + 4).await;
     let lost = client.watchdog_stats().lost;
     assert!(!held.is_lost(), "a renewable hold in a MIGRATING slot was reported lost (watchdog lost {lost})");
 }

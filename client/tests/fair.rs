@@ -1,15 +1,14 @@
 //! The fair lock (RFAIR.*) through rlock-client, against a real
 //! redis-server with the module.
 
-#[macro_use]
 mod common;
 
-use common::{admin, info, PATIENCE};
+use common::{admin, info};
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::{FairScripts, Server};
+use testkit::{eventually, FairScripts, Server, PATIENCE};
 
 const WATCHDOG: Duration = Duration::from_millis(600);
 

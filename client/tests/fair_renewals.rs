@@ -2,14 +2,13 @@
 //! a hostile review of issue 20 found an early release after a renewal
 //! purging live pub/sub waiters.
 
-#[macro_use]
 mod common;
 
-use common::{admin, PATIENCE};
+use common::admin;
 use rlock_client::{Client, ClientOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server, PATIENCE};
 
 async fn position(server: &Server, name: &str, owner: &[u8]) -> i64 {
     let reply: Vec<(String, Option<i64>)> =

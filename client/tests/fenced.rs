@@ -6,9 +6,8 @@
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions, FencedLock, Guard};
 use std::time::Duration;
-use testkit::{Rng, Server};
+use testkit::{eventually, Rng, Server};
 
-#[macro_use]
 mod common;
 
 const ACQUIRES_PER_PHASE: [usize; 3] = [800, 600, 600];
@@ -93,7 +92,7 @@ async fn a_store_that_refuses_stale_tokens_takes_no_write_from_a_lapsed_holder()
     // A holds with a short fixed lease, writes, then stalls past it.
     let a = client.fenced_lock("orders").lock_with_lease(Duration::from_millis(100)).await.unwrap();
     store.write(a.token(), "from A").unwrap();
-    tokio::time::timeout(common::PATIENCE, a.lost()).await.expect("A's lease ran out");
+    tokio::time::timeout(testkit::PATIENCE, a.lost()).await.expect("A's lease ran out");
     // The client's estimate ends first; the server's lease right after.
     let mut admin = common::admin(&server).await;
     eventually!("A's lease ran out on the server", !admin.exists::<_, bool>("orders").await.unwrap());

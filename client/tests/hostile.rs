@@ -2,7 +2,6 @@
 //! outside the runtime, retries held up past the unlock latch, a force
 //! unlock racing a grant. Each test states what the README promises.
 
-#[macro_use]
 mod common;
 
 use common::{admin, stall, stallable_server};
@@ -10,7 +9,7 @@ use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server};
 
 fn options() -> ClientOptions {
     ClientOptions::default().with_watchdog_timeout(Duration::from_millis(600)).with_replica_sync(ReplicaSync::Off)

@@ -2,13 +2,12 @@
 //! ran on a new connection (another call on the shared connection noticed
 //! the drop and reconnected while the settle slept between reads).
 
-#[macro_use]
 mod common;
 
 use rlock_client::{Client, ClientOptions, RetryOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;

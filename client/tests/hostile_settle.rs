@@ -1,14 +1,13 @@
 //! Settling a lost acquire reply, and the release latch fallback, as a
 //! hostile user would break them, against a real redis-server.
 
-#[macro_use]
 mod common;
 
 use common::{admin, stall, stallable_server};
 use redis::Commands;
 use rlock_client::{Client, ClientOptions, Error, ReplicaSync};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server};
 
 /// An acquire whose `[RLOCK.ACQUIRE, WAIT]` reply timed out is settled by
 /// resending it under its id; the WAIT must be asked again, or a lock no

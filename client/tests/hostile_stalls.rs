@@ -2,15 +2,14 @@
 //! restarted servers, and of the blocking waiting mode and the
 //! semaphores' takes: calls cut at random points leave nothing behind.
 
-#[macro_use]
 mod common;
 
 use common::hostile::*;
-use common::{admin, stall, stallable_server};
+use common::{admin, info, stall, stallable_server};
 use rlock_client::{ClientOptions, Error, RetryOptions};
 use std::task::Poll;
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server};
 
 // ---------------------------------------------------------------------
 // Server stalls, kills, restarts

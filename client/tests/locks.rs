@@ -1,13 +1,12 @@
 //! rlock-client against a real redis-server with the module.
 
-#[macro_use]
 mod common;
 
-use common::{numsub, PATIENCE};
+use common::numsub;
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions, Error};
 use std::time::{Duration, Instant};
-use testkit::{RedissonScripts, Server};
+use testkit::{eventually, RedissonScripts, Server, PATIENCE};
 
 /// Short enough that renewal and loss show within a test.
 const WATCHDOG: Duration = Duration::from_millis(600);

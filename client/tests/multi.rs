@@ -2,13 +2,12 @@
 //! independent primaries): what each grants, what it gives back, and when
 //! its guard reports the locks lost.
 
-#[macro_use]
 mod common;
 
-use common::{admin, PATIENCE};
+use common::admin;
 use rlock_client::{Client, ClientOptions, MultiLock, RedLock, ReplicaSync};
 use std::time::Duration;
-use testkit::Server;
+use testkit::{Server, PATIENCE};
 
 fn options() -> ClientOptions {
     ClientOptions::default().with_watchdog_timeout(Duration::from_millis(900)).with_replica_sync(ReplicaSync::Off)

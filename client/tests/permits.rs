@@ -7,10 +7,9 @@
 use redis::AsyncCommands;
 use rlock_client::{Client, Error, PermitOptions};
 use std::time::{Duration, Instant};
-use testkit::Server;
+use testkit::{eventually, Server};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-#[macro_use]
 mod common;
 
 const LEASE: Duration = Duration::from_millis(1000);
@@ -75,7 +74,7 @@ async fn a_fixed_lease_ends_and_its_release_says_it_lapsed() {
     // Its lease ends: lost; its release says it lapsed (the server still
     // knows the id: no other call has reclaimed it yet), and the permit is
     // free again.
-    tokio::time::timeout(common::PATIENCE, permit.lost()).await.expect("a fixed lease ends");
+    tokio::time::timeout(testkit::PATIENCE, permit.lost()).await.expect("a fixed lease ends");
     let score = score.unwrap();
     eventually!("the server's lease ended", {
         let (seconds, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut admin).await.unwrap();
@@ -96,7 +95,7 @@ async fn a_renewed_permit_removed_from_the_server_is_reported_lost() {
     let permit = semaphore.acquire_with(PermitOptions::renewed(Duration::from_millis(300))).await.unwrap();
     let mut admin = common::admin(&server).await;
     let _: i64 = admin.zrem(rlock_protocol::permit_timeout_key(b"pool"), permit.id().as_slice()).await.unwrap();
-    tokio::time::timeout(common::PATIENCE, permit.lost()).await.expect("the renewal found it gone");
+    tokio::time::timeout(testkit::PATIENCE, permit.lost()).await.expect("the renewal found it gone");
     assert!(permit.is_lost());
     assert!(matches!(permit.release().await, Err(Error::NotOwner)));
 }
@@ -113,7 +112,7 @@ async fn waiters_get_a_permit_at_a_release_or_at_a_lease_end_and_cancelled_calls
     // A release wakes a waiter.
     let waiter = tokio::spawn({
         let semaphore = semaphore.clone();
-        async move { semaphore.try_acquire(LEASE * 60, common::PATIENCE).await.unwrap() }
+        async move { semaphore.try_acquire(LEASE * 60, testkit::PATIENCE).await.unwrap() }
     });
     let channel = rlock_protocol::semaphore_channel(b"pool");
     eventually!("the waiter subscribed", common::numsub(&server, &channel).await == 1);
@@ -125,7 +124,7 @@ async fn waiters_get_a_permit_at_a_release_or_at_a_lease_end_and_cancelled_calls
     eventually!("the dropped permit was released", semaphore.available().await.unwrap() == 1);
     let short = semaphore.acquire(Duration::from_millis(200)).await.unwrap();
     let started = Instant::now();
-    let next = semaphore.try_acquire(LEASE, common::PATIENCE).await.unwrap().expect("free at the lease's end");
+    let next = semaphore.try_acquire(LEASE, testkit::PATIENCE).await.unwrap().expect("free at the lease's end");
     assert!(started.elapsed() >= Duration::from_millis(150), "{:?}", started.elapsed());
     drop(short);
     next.release().await.unwrap();

@@ -4,11 +4,10 @@
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::time::{Duration, Instant};
-use testkit::Server;
+use testkit::{eventually, Server};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
-#[macro_use]
 mod common;
 
 const PROCESSES: usize = 2;
@@ -60,7 +59,7 @@ async fn count_under_the_lock(url: &str, options: ClientOptions) {
             let lock = client.lock("counter-lock");
             let redis = redis.clone();
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
                 for _ in 0..UPDATES_PER_TASK {
                     let guard = lock.lock().await.unwrap();
                     let inside: i64 = con.incr("inside", 1).await.unwrap();
@@ -89,7 +88,7 @@ async fn read_and_write_under_the_lock(url: &str) {
             let lock = client.read_write_lock("rw-lock");
             let redis = redis.clone();
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
                 for _ in 0..UPDATES_PER_TASK / 3 {
                     if n % 2 == 0 {
                         let guard = lock.write().lock().await.unwrap();
@@ -210,11 +209,11 @@ async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
     let mut expire_time = redis::cmd("PEXPIRETIME");
     expire_time.arg("killed-holder");
     let first: i64 = expire_time.query_async(&mut con).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while expire_time.query_async::<i64>(&mut con).await.unwrap() <= first {
-        assert!(Instant::now() < deadline, "the holder's watchdog never renewed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually!(
+        "the holder's watchdog to renew",
+        Duration::from_secs(30),
+        expire_time.query_async::<i64>(&mut con).await.unwrap() > first
+    );
 
     holder.start_kill().unwrap();
     holder.wait().await.unwrap();
@@ -291,16 +290,10 @@ async fn a_killed_head_waiter_delays_the_next_by_at_most_its_wait() {
     let client = Client::connect(server.client(), options).await.unwrap();
     let holder = client.fair_lock("fair-line").lock().await.unwrap();
     let mut waiter = common::start_worker("fair-waiter", &server.url());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while queued(&mut con).await < 1 {
-        assert!(Instant::now() < deadline, "the worker never queued");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually!("the worker to queue", Duration::from_secs(30), queued(&mut con).await >= 1);
     let next = client.fair_lock("fair-line");
     let next_waiting = tokio::spawn(async move { next.lock().await });
-    while queued(&mut con).await < 2 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually!("the second waiter to queue", queued(&mut con).await >= 2);
     waiter.start_kill().unwrap();
     waiter.wait().await.unwrap();
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut con).await.unwrap();

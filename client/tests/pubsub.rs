@@ -2,15 +2,14 @@
 //! client, no subscription left behind, and a subscription that survives
 //! outages of any length.
 
-#[macro_use]
 mod common;
 
-use common::{numsub, PATIENCE};
+use common::{info, numsub};
 use redis::aio::ConnectionManager;
 use rlock_client::{Client, ClientOptions, RetryOptions};
 use std::io::Write;
 use std::time::Duration;
-use testkit::Server;
+use testkit::{eventually, Server, PATIENCE};
 
 /// Far below [`LEASE_MS`]: a waiter woken within it was not woken by its timer.
 const PROMPTLY: Duration = Duration::from_secs(20);
@@ -40,17 +39,9 @@ async fn pubsub_client(server: &Server) -> Client {
     Client::connect(server.client(), pubsub_waiting()).await.unwrap()
 }
 
-/// `rlock_<field>` from `INFO rlock`.
-async fn info(server: &Server, field: &str) -> u64 {
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
-    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut con).await.unwrap();
-    let prefix = format!("rlock_{field}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)?.trim().parse().ok()).expect("the INFO field")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_wakes_one_waiter_of_a_client_not_all() {
-    const WAITERS: u64 = 20;
+    const WAITERS: i64 = 20;
     let server = Server::start();
     let client = pubsub_client(&server).await;
     hold(&server, "herd").await;

@@ -1,16 +1,15 @@
 //! The read-write lock (RRW.*) through rlock-client, against a real
 //! redis-server with the module; and one watchdog round for every kind.
 
-#[macro_use]
 mod common;
 
-use common::{admin, numsub, PATIENCE};
+use common::{admin, numsub};
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use testkit::{RwScripts, Server};
+use testkit::{eventually, RwScripts, Server, PATIENCE};
 
 const WATCHDOG: Duration = Duration::from_millis(600);
 
@@ -113,13 +112,6 @@ async fn a_read_release_that_frees_the_lock_wakes_a_writer() {
     }
 }
 
-/// How many times the server ran `command` (INFO commandstats).
-async fn calls(server: &Server, command: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut admin(server).await).await.unwrap();
-    let prefix = format!("cmdstat_{command}:calls=");
-    info.lines().find_map(|line| line.strip_prefix(prefix.as_str())?.split(',').next()?.parse().ok()).unwrap_or(0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_release_that_frees_the_lock_wakes_every_reader_of_a_client() {
     let server = Server::start();
@@ -134,7 +126,7 @@ async fn a_read_release_that_frees_the_lock_wakes_every_reader_of_a_client() {
         })
         .collect();
     // Two tries each (before and after subscribing): both wait now.
-    eventually!("both readers wait", calls(&server, "rrw.acquire").await == 2 + 2 * 2);
+    eventually!("both readers wait", testkit::calls_async(&mut admin(&server).await, "rrw.acquire").await == 2 + 2 * 2);
     // Dropping the write leaves a read lock, silently (as Redisson): the
     // readers sleep on; the last read release frees it and publishes `0`.
     write.unlock().await.unwrap();
@@ -242,8 +234,11 @@ async fn java_readers_and_rlock_readers_share_and_a_writer_excludes_both() {
     assert!(java_write.is_some(), "a Java writer waits for both readers");
     rust_read.unlock().await.unwrap();
     let waiting_writer = rw.write();
+    let tried = testkit::calls_async(&mut con, "rrw.acquire").await;
     let writing = tokio::spawn(async move { waiting_writer.lock().await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually!("the rlock writer's try", testkit::calls_async(&mut con, "rrw.acquire").await > tried);
+    let mode: String = con.hget("mixed", "mode").await.unwrap();
+    assert_eq!(mode, "read", "an rlock writer waits for the Java reader");
     assert!(!writing.is_finished(), "an rlock writer waits for the Java reader");
     let _: Option<i64> = scripts.read_release(b"mixed", b"java:1", b"r1").query_async(&mut con).await.unwrap();
     let write = tokio::time::timeout(Duration::from_secs(5), writing).await.unwrap().unwrap().unwrap();

@@ -7,10 +7,15 @@ use rlock_client::{Client, ClientOptions, ReplicaSync, RetryOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use testkit::{primary_named_by, SentinelGroup, MASTER};
+use testkit::{eventually, primary_named_by, SentinelGroup, Server, MASTER};
 
 const WATCHDOG: Duration = Duration::from_secs(10);
 const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Renewals the module counted on `server` (`INFO rlock`).
+fn renewed(server: &Server) -> i64 {
+    testkit::rlock_info(&mut server.connection(), "renewed")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holds_follow_the_primary_sentinel_promotes_and_one_it_lacks_is_lost() {
@@ -34,16 +39,23 @@ async fn holds_follow_the_primary_sentinel_promotes_and_one_it_lacks_is_lost() {
     group.servers[0].kill();
 
     tokio::time::timeout(PATIENCE, dropped.lost()).await.expect("the hold the new primary lacks is reported lost");
+    // Renewals counted on each replica by now (replicated ones included:
+    // none is in flight any more).
+    let counted: Vec<i64> = group.servers[1..].iter().map(renewed).collect();
     let named = || {
         let ports = group.sentinel_ports();
         async move { tokio::task::spawn_blocking(move || primary_named_by(&ports)).await.unwrap().expect("a primary") }
     };
     assert_ne!(named().await, old, "the Sentinels promoted a replica");
-    // Renewed past the lease it had at the failover, on the primary the
-    // Sentinels name by then (a loaded machine may fail over twice).
-    tokio::time::sleep(WATCHDOG).await;
-    let promoted = named().await;
-    let server = group.servers.iter().find(|server| server.port() == promoted).expect("a replica promoted");
+    // Renewed by the watchdog on the primary the Sentinels name by then (a
+    // loaded machine may fail over twice).
+    let mut promoted: u16;
+    eventually!("a renewal on the promoted replica", PATIENCE, {
+        promoted = named().await;
+        let index = group.servers[1..].iter().position(|server| server.port() == promoted).expect("a replica promoted");
+        renewed(&group.servers[1 + index]) > counted[index]
+    });
+    let server = group.servers.iter().find(|server| server.port() == promoted).unwrap();
     let mut new_primary = server.connection();
     let pttl: i64 = redis::cmd("PTTL").arg("kept").query(&mut new_primary).unwrap();
     assert!(pttl > 0, "the watchdog renews on the new primary: PTTL {pttl}");
@@ -74,21 +86,20 @@ async fn a_failover_that_fails_nothing_still_moves_commands_and_waiters() {
         redis::Client::open(sentinels[0].as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("SENTINEL").arg("FAILOVER").arg(MASTER).query_async(&mut sentinel).await.unwrap();
     let ports = group.sentinel_ports();
-    let promoted = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let ports = ports.clone();
-            match tokio::task::spawn_blocking(move || primary_named_by(&ports)).await.unwrap() {
-                Some(port) if port != old => return port,
-                _ => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    })
-    .await
-    .expect("a failover");
+    let mut promoted: Option<u16>;
+    eventually!("a failover", PATIENCE, {
+        let ports = ports.clone();
+        promoted =
+            tokio::task::spawn_blocking(move || primary_named_by(&ports)).await.unwrap().filter(|&port| port != old);
+        promoted.is_some()
+    });
+    let promoted = promoted.unwrap();
     let server = group.servers.iter().find(|server| server.port() == promoted).unwrap();
     let mut new_primary = server.connection();
-    // Past the lease at the failover: renewed on the new primary.
-    tokio::time::sleep(WATCHDOG + Duration::from_secs(2)).await;
+    // Renewed on the new primary (a replica no longer: no renewal counted
+    // there from now on is a replicated one).
+    let replicated = renewed(server);
+    eventually!("a renewal on the new primary", PATIENCE, renewed(server) > replicated);
     let pttl: i64 = redis::cmd("PTTL").arg("x").query(&mut new_primary).unwrap();
     assert!(pttl > 0, "renewed on the new primary: PTTL {pttl}");
     assert!(!held.is_lost());

@@ -5,9 +5,8 @@
 use redis::AsyncCommands;
 use rlock_client::{Client, Error};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use testkit::Server;
+use testkit::{eventually, Server};
 
-#[macro_use]
 mod common;
 
 const PROCESSES: usize = 2;
@@ -135,7 +134,7 @@ async fn a_release_wakes_a_waiter_and_a_missed_message_costs_at_most_the_fallbac
     // Woken by RSEM.RELEASE's message.
     let waiter = tokio::spawn({
         let semaphore = semaphore.clone();
-        async move { semaphore.try_acquire(2, common::PATIENCE).await.unwrap() }
+        async move { semaphore.try_acquire(2, testkit::PATIENCE).await.unwrap() }
     });
     eventually!("the waiter subscribed", common::numsub(&server, &channel).await == 1);
     client.semaphore("s").release(1).await.unwrap();
@@ -149,14 +148,14 @@ async fn a_release_wakes_a_waiter_and_a_missed_message_costs_at_most_the_fallbac
         let semaphore = semaphore.clone();
         async move {
             let started = Instant::now();
-            (semaphore.try_acquire(1, common::PATIENCE).await.unwrap(), started.elapsed())
+            (semaphore.try_acquire(1, testkit::PATIENCE).await.unwrap(), started.elapsed())
         }
     });
     eventually!("the waiter subscribed", common::numsub(&server, &channel).await == 1);
     let _: i64 = common::admin(&server).await.incr("s", 1).await.unwrap();
     let (acquired, waited) = waiter.await.unwrap();
     assert!(acquired, "a missed message left the waiter hanging");
-    assert!(waited < common::PATIENCE / 2, "took {waited:?}");
+    assert!(waited < testkit::PATIENCE / 2, "took {waited:?}");
 }
 
 #[tokio::test]
@@ -202,7 +201,7 @@ async fn a_take_whose_reply_is_lost_is_not_sent_again() {
     let semaphore = client.semaphore("s");
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let stalled = common::stall(&server, 0.4).await;
-    let taken = semaphore.try_acquire(1, common::PATIENCE).await;
+    let taken = semaphore.try_acquire(1, testkit::PATIENCE).await;
     assert!(matches!(taken, Err(Error::OutcomeUnknown(_))), "{taken:?}");
     stalled.await.unwrap();
     // Taken once, by the request whose reply was lost: not again.
@@ -249,7 +248,7 @@ async fn latch_counts_down_opens_and_a_delete_opens_it_too() {
 
     let waiter = tokio::spawn({
         let latch = latch.clone();
-        async move { latch.wait_timeout(common::PATIENCE).await.unwrap() }
+        async move { latch.wait_timeout(testkit::PATIENCE).await.unwrap() }
     });
     let channel = rlock_protocol::count_down_latch_channel(b"l");
     eventually!("the waiter subscribed", common::numsub(&server, &channel).await == 1);

@@ -1,26 +1,8 @@
 //! Helpers shared by the client test files (each uses some of them).
-#![allow(dead_code, unused_macros)]
+#![allow(dead_code)]
 
 use std::time::Duration;
 use testkit::Server;
-
-/// How long a test waits for something that should happen promptly.
-pub const PATIENCE: Duration = Duration::from_secs(10);
-
-/// Polls an async condition until it holds, failing after [`PATIENCE`]
-/// (or the given patience).
-macro_rules! eventually {
-    ($what:expr, $check:expr) => {
-        eventually!($what, $crate::common::PATIENCE, $check)
-    };
-    ($what:expr, $patience:expr, $check:expr) => {{
-        let deadline = std::time::Instant::now() + $patience;
-        while !$check {
-            assert!(std::time::Instant::now() < deadline, "timed out waiting for {}", $what);
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-    }};
-}
 
 /// The name every [`admin`] connection gives itself, so that counts of the
 /// client's connections leave them out (also one closed a moment ago that
@@ -32,6 +14,13 @@ pub async fn admin(server: &Server) -> redis::aio::MultiplexedConnection {
     let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd("CLIENT").arg("SETNAME").arg(ADMIN_NAME).query_async(&mut con).await.unwrap();
     con
+}
+
+/// A connection config that waits out a loaded machine: redis-rs's own
+/// default (500 ms) timed a counter's SET out under the parallel suite,
+/// and the task died inside the critical section.
+pub fn patient() -> redis::AsyncConnectionConfig {
+    redis::AsyncConnectionConfig::new().set_response_timeout(Some(testkit::PATIENCE))
 }
 
 /// Subscribers of `channel` on the server.
@@ -47,24 +36,23 @@ pub fn stallable_server() -> Server {
 }
 
 /// Stalls the server for `seconds` with `DEBUG SLEEP` on a connection of
-/// its own, and returns once the stall has begun (a PING goes unanswered);
-/// the handle completes when it ends.
+/// its own (one the server has taken: it answered a PING on it), and
+/// returns once the command is in the server's socket: any command sent
+/// from then on waits for the stall's end (the server reads that socket
+/// no later than the next one, and sends replies only after each round of
+/// commands). The handle completes when the stall ends.
 pub async fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()> {
-    let mut probe = admin(server).await;
-    probe.set_response_timeout(Duration::from_millis(20));
-    let client = server.client();
-    let sleeping = tokio::spawn(async move {
-        let mut con = client.get_multiplexed_async_connection().await.unwrap();
-        con.set_response_timeout(Duration::from_secs(60));
-        let _: () = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query_async(&mut con).await.unwrap();
-    });
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
-        assert!(std::time::Instant::now() < deadline, "the server never stalled");
-        if redis::cmd("PING").query_async::<String>(&mut probe).await.is_err() {
-            return sleeping;
-        }
-    }
+    use std::io::{Read, Write};
+    let mut sleeper = std::net::TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    let reply = |sleeper: &mut std::net::TcpStream, expected: &[u8]| {
+        let mut reply = vec![0; expected.len()];
+        sleeper.read_exact(&mut reply).expect("a reply");
+        assert_eq!(reply, expected, "{}", String::from_utf8_lossy(&reply));
+    };
+    sleeper.write_all(b"PING\r\n").expect("PING sent");
+    reply(&mut sleeper, b"+PONG\r\n");
+    sleeper.write_all(format!("DEBUG SLEEP {seconds}\r\n").as_bytes()).expect("DEBUG SLEEP sent");
+    tokio::task::spawn_blocking(move || reply(&mut sleeper, b"+OK\r\n"))
 }
 
 /// This test binary started again as a worker process in `role`: it runs
@@ -95,7 +83,7 @@ pub async fn take_turns_exclusively(
         .map(|_| {
             let (lock, redis) = (client.lock("shared"), server.client());
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&patient()).await.unwrap();
                 for _ in 0..rounds {
                     let guard = lock.lock().await.unwrap();
                     let inside: i64 = con.incr("inside", 1).await.unwrap();
@@ -116,9 +104,7 @@ pub mod hostile;
 pub mod recorder;
 pub mod stalls;
 
-/// A field of the module's `INFO rlock` section (0 when absent).
-pub async fn info(server: &Server, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut admin(server).await).await.unwrap();
-    let prefix = format!("rlock_{field}:");
-    info.lines().find_map(|line| line.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
+/// A counter of the module's `INFO rlock` section (0 when absent).
+pub async fn info(server: &Server, name: &str) -> i64 {
+    testkit::rlock_info_async(&mut admin(server).await, name).await
 }

@@ -2,7 +2,7 @@
 //! (`DEBUG SLEEP`, see [`super::stall`]), for the cluster stall tests.
 
 use rlock_client::{Client, ClientOptions};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testkit::{Cluster, Server};
 
 /// Resumes a SIGSTOPped node when dropped, also when the test fails.
@@ -15,11 +15,7 @@ impl Drop for Resume<'_> {
 }
 
 pub async fn wait_for_rounds(client: &Client, rounds: u64) {
-    let deadline = Instant::now() + super::PATIENCE;
-    while client.watchdog_stats().rounds < rounds {
-        assert!(Instant::now() < deadline, "the watchdog stopped");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    testkit::eventually!(format!("watchdog round {rounds}"), client.watchdog_stats().rounds >= rounds);
 }
 
 /// Nodes that take `DEBUG`, and a node timeout (10 s) longer than any
@@ -45,8 +41,5 @@ pub fn name_off(cluster: &Cluster, prefix: &str, port: u16) -> String {
 
 /// A command's calls on `node` so far, from `INFO commandstats`.
 pub fn calls(node: &Server, command: &str) -> u64 {
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut node.connection()).unwrap();
-    let prefix = format!("cmdstat_{command}:calls=");
-    let line = stats.lines().find_map(|line| line.strip_prefix(prefix.as_str()));
-    line.and_then(|rest| rest.split(',').next()?.parse().ok()).unwrap_or(0)
+    testkit::calls(&mut node.connection(), command)
 }

@@ -10,17 +10,16 @@
 //! granted). Grant order is what the holders wrote under the lock.
 
 #[path = "../common/mod.rs"]
-#[macro_use]
 mod common;
 mod harness;
 
-use common::{admin, PATIENCE};
+use common::admin;
 use harness::{now_us, server_view, Log, Workers, GRANTS, LOCK};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use rlock_client::{Client, ClientOptions};
 use std::time::{Duration, Instant};
-use testkit::Server;
+use testkit::{eventually, Server};
 
 /// Issue 20's case: 12 waiters in 2 processes, 40 ms apart.
 const ARRIVALS: usize = 12;
@@ -119,24 +118,16 @@ async fn arrivals_are_granted_in_order(mode: Mode, fair_wait: Duration) {
     for waiter in 0..ARRIVALS {
         pace.tick().await;
         let owner = workers.start_waiter(waiter % 2, waiter, HOLD).await;
-        let deadline = Instant::now() + PATIENCE;
-        loop {
+        eventually!(format!("waiter {waiter} queued or granted: {}", server_view(&mut con).await), {
             workers.drain();
-            if workers.log.granted_at(waiter).is_some() {
-                break;
+            workers.log.granted_at(waiter).is_some() || {
+                let (queued, position) = queue_place(&mut con, &owner).await;
+                if position > 0 {
+                    assert_eq!(position, queued, "waiter {waiter} joins at the tail: {}", server_view(&mut con).await);
+                }
+                position > 0
             }
-            let (queued, position) = queue_place(&mut con, &owner).await;
-            if position > 0 {
-                assert_eq!(position, queued, "waiter {waiter} joins at the tail: {}", server_view(&mut con).await);
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waiter {waiter} neither queued nor granted: {}",
-                server_view(&mut con).await
-            );
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        });
     }
     let arrival_order: Vec<usize> = (0..ARRIVALS).collect();
     wait_for_releases(&mut workers, &mut con, &arrival_order).await;
