@@ -316,7 +316,9 @@ fn inject(group: &mut SentinelGroup, shared: &Shared, fault: Fault) -> Option<Pa
             // bytes; they stay lost until the replicas have moved on.
             return Some(silenced);
         }
-        Fault::Restart | Fault::SlotMigration | Fault::AtomicSlotMigration => unreachable!("{fault:?} on the Sentinel group"),
+        Fault::Restart | Fault::SlotMigration | Fault::AtomicSlotMigration => {
+            unreachable!("{fault:?} on the Sentinel group")
+        }
     }
     None
 }
