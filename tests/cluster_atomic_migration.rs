@@ -8,7 +8,7 @@
 use redis::{Connection, Value};
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{eventually, server_bin, Cluster, Server, PATIENCE};
+use testkit::{eventually, has_atomic_slot_migration, server_bin, Cluster, Server, PATIENCE};
 
 const LEASE: i64 = 60_000;
 const WAIT: i64 = 20_000;
@@ -50,26 +50,6 @@ fn blocked_clients(con: &mut Connection) -> i64 {
     testkit::info_field(con, "clients", "blocked_clients").and_then(|count| count.parse().ok()).unwrap_or(-1)
 }
 
-/// Whether the server has `CLUSTER MIGRATESLOTS` (`COMMAND INFO` names
-/// the subcommands it knows).
-fn has_atomic_slot_migration(con: &mut Connection) -> bool {
-    let info: Vec<Value> = redis::cmd("COMMAND").arg("INFO").arg("CLUSTER|MIGRATESLOTS").query(con).unwrap();
-    info.first().is_some_and(|entry| *entry != Value::Nil)
-}
-
-/// The state of the migration `CLUSTER GETSLOTMIGRATIONS` lists first on
-/// `con` (each entry is `name value …`), with its message.
-fn migration_state(con: &mut Connection) -> Option<(String, String)> {
-    let migrations: Vec<Vec<Value>> = redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS").query(con).unwrap();
-    let entry = migrations.into_iter().next()?;
-    let field = |name: &str| {
-        let at =
-            entry.iter().position(|item| redis::from_redis_value::<String>(item.clone()).ok().as_deref() == Some(name));
-        at.and_then(|at| redis::from_redis_value::<String>(entry[at + 1].clone()).ok()).unwrap_or_default()
-    };
-    Some((field("state"), field("message")))
-}
-
 #[test]
 fn an_atomic_slot_migration_keeps_held_locks_and_grants_nothing_on_the_node_left() {
     if !has_atomic_slot_migration(&mut Server::start().connection()) {
@@ -98,25 +78,7 @@ fn an_atomic_slot_migration_keeps_held_locks_and_grants_nothing_on_the_node_left
         KINDS.iter().map(|kind| redis::cmd("PTTL").arg(kind.name).query(&mut holder).unwrap()).collect();
 
     let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(KINDS[0].name).query(&mut holder).unwrap();
-    let target = cluster.nodes.iter().find(|node| node.port() != source.port()).unwrap();
-    let mut target_con = target.connection();
-    let target_id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut target_con).unwrap();
-    let started: Result<(), _> = redis::cmd("CLUSTER")
-        .arg("MIGRATESLOTS")
-        .arg("SLOTSRANGE")
-        .arg(slot)
-        .arg(slot)
-        .arg("NODE")
-        .arg(&target_id)
-        .query(&mut holder);
-    started.unwrap_or_else(|err| panic!("{} refused CLUSTER MIGRATESLOTS with rlock loaded: {err}", server_bin()));
-    eventually("the migration's end", PATIENCE, || match migration_state(&mut holder) {
-        Some((state, _)) if state == "success" => true,
-        Some((state, message)) if state == "failed" || state == "cancelled" => {
-            panic!("the migration {state}: {message}\n{}", source.log())
-        }
-        _ => false,
-    });
+    let mut target_con = cluster.node(cluster.migrate_slot_atomically(slot)).connection();
 
     for ((kind, waiter), pttl) in KINDS.iter().zip(waiters).zip(pttls) {
         let name = kind.name;

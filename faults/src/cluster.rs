@@ -2,7 +2,8 @@
 //! rlock-client `Client`s on it (they route by slot and follow `MOVED` and
 //! `ASK`). Its faults hit the shard that serves the first name: kill -9
 //! or SIGSTOP of its primary (its replica takes over), or every name's
-//! slot moved to another primary while clients hold and wait.
+//! slot moved to another primary while clients hold and wait: by MIGRATE,
+//! or atomically where the server has `CLUSTER MIGRATESLOTS` (Valkey 9).
 
 use crate::workload::{lock_name, NAMES};
 use std::thread;
@@ -40,14 +41,27 @@ pub fn owner_of(cluster: &mut Cluster, slot: i64) -> &mut Server {
 }
 
 /// Moves every name's slot to another primary, one after the other, as
-/// `redis-cli --cluster reshard` moves a slot.
+/// `redis-cli --cluster reshard` moves a slot (MIGRATE of its keys).
 pub fn migrate_names(cluster: &Cluster) {
+    for slot in names_slots(cluster) {
+        migrate(cluster, slot);
+    }
+}
+
+/// Moves every name's slot to another primary, one after the other, with
+/// `CLUSTER MIGRATESLOTS`: no half-moved slot, the target takes it at once.
+pub fn migrate_names_atomically(cluster: &Cluster) {
+    for slot in names_slots(cluster) {
+        cluster.migrate_slot_atomically(slot);
+    }
+}
+
+/// The slots of the names, each once.
+fn names_slots(cluster: &Cluster) -> Vec<i64> {
     let mut slots: Vec<i64> = (0..NAMES).map(|name| slot_of(cluster, &lock_name(name))).collect();
     slots.sort_unstable();
     slots.dedup();
-    for slot in slots {
-        migrate(cluster, slot);
-    }
+    slots
 }
 
 fn migrate(cluster: &Cluster, slot: i64) {

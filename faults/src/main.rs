@@ -1,17 +1,18 @@
-//! `rlock-faults [--runs N] [--only TEXT]
-//! [--fault kill|stop|partition|hostcrash|clientpause|restart] [--out FAULTS.md]`:
+//! `rlock-faults [--runs N] [--only TEXT] [--fault kill|stop|partition|hostcrash|
+//! slotmigration|atomicslotmigration|clientpause|restart] [--out FAULTS.md]`:
 //! every configuration (or those whose label contains TEXT) under every
 //! fault (or one), `N` runs each (default 3), as markdown on stdout and,
 //! with `--out`, in that file. The partition and the host crash need root
-//! (iptables); without it their columns are left out, and the report says so. Ctrl-C stops the
-//! servers it started and heals the partition.
+//! (iptables), the atomic slot migration a server with `CLUSTER
+//! MIGRATESLOTS` (Valkey 9); without them their columns are left out, and
+//! the report says so. Ctrl-C stops the servers it started and heals the partition.
 
 use rlock_faults::partition::Partition;
 use rlock_faults::report::{markdown, Cell};
 use rlock_faults::run::{run, Fault};
 use rlock_faults::setups;
 use rlock_faults::workload::{CLIENTS, LEASE, NAMES};
-use testkit::DOWN_AFTER_MS;
+use testkit::{has_atomic_slot_migration, server_bin, Server, DOWN_AFTER_MS};
 
 fn main() {
     let _run_dir = rlock_faults::interrupt::clean_up_on_interrupt();
@@ -22,10 +23,15 @@ fn main() {
     if let Err(why) = &partition {
         eprintln!("rlock-faults: no partition or host crash runs: iptables needs root ({why})");
     }
+    let atomic = has_atomic_slot_migration(&mut Server::start().connection());
+    if !atomic {
+        eprintln!("rlock-faults: no atomic slot migration runs: {} has no CLUSTER MIGRATESLOTS", server_bin());
+    }
     let only_fault = value("--fault");
     let faults: Vec<Fault> = Fault::ALL
         .into_iter()
         .filter(|fault| !fault.needs_iptables() || partition.is_ok())
+        .filter(|fault| *fault != Fault::AtomicSlotMigration || atomic)
         .filter(|fault| only_fault.as_ref().is_none_or(|only| format!("{fault:?}").eq_ignore_ascii_case(only)))
         .collect();
     let only = value("--only");
@@ -44,7 +50,7 @@ fn main() {
             cells.push(Cell { setup, fault: *fault, runs: outcomes });
         }
     }
-    let mut report = preamble(runs, partition.err());
+    let mut report = preamble(runs, partition.err(), atomic);
     report.push_str(&markdown(&cells));
     print!("{report}");
     if let Some(path) = value("--out") {
@@ -52,8 +58,8 @@ fn main() {
     }
 }
 
-fn preamble(runs: u64, no_partition: Option<String>) -> String {
-    let server = std::process::Command::new(testkit::server_bin())
+fn preamble(runs: u64, no_partition: Option<String>, atomic: bool) -> String {
+    let server = std::process::Command::new(server_bin())
         .arg("--version")
         .output()
         .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
@@ -72,8 +78,9 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
          Cluster: {cluster_primaries} primaries with a replica each (node timeout 2000 ms), the clients \
          rlock-client's (they wait by pub/sub), or in the \"blocking waits\" row clients that wait on the server \
          (`RLOCK.ACQUIRE … WAIT … ID` through a redis-rs cluster connection); kill -9 and SIGSTOP ({stop_s} s) hit the primary of the first name's slot, and \
-         the slot migration moves each name's slot to another primary (each half moved for 0.5 s \
-         before and after its keys move); its times to the first grant count the names the fault hit. \
+         the slot migration moves each name's slot to another primary, by MIGRATE as `redis-cli --cluster \
+         reshard` does (each half moved for 0.5 s before and after its keys move) or, on a server that has it, \
+         atomically (`CLUSTER MIGRATESLOTS`, Valkey 9); its times to the first grant count the names the fault hit. \
          Redisson (Java): real Redisson {redisson} in Sentinel mode, one JVM whose {CLIENTS} threads \
          take a name with `lockInterruptibly()` (its watchdog, `lockWatchdogTimeout` {lease} s, renews \
          every third), hold it up to 5 s and unlock; a section runs from `lock()`'s return to before \
@@ -95,6 +102,9 @@ fn preamble(runs: u64, no_partition: Option<String>) -> String {
     );
     if let Some(why) = no_partition {
         text.push_str(&format!("No partition or host crash runs: iptables needs root ({why}).\n\n"));
+    }
+    if !atomic {
+        text.push_str("No atomic slot migration runs: the server has no `CLUSTER MIGRATESLOTS`.\n\n");
     }
     text
 }

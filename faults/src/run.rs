@@ -32,8 +32,12 @@ pub enum Fault {
     /// loses nothing: the kernel still delivers what the process wrote).
     HostCrash,
     /// Cluster: the slots of the names moved to another primary, one after
-    /// the other, while clients hold and wait.
+    /// the other, while clients hold and wait: the legacy way (SETSLOT
+    /// MIGRATING/IMPORTING, MIGRATE of the keys, SETSLOT NODE).
     SlotMigration,
+    /// The same with Valkey 9's atomic slot migration (`CLUSTER
+    /// MIGRATESLOTS`); only on servers that have it.
+    AtomicSlotMigration,
     /// A holder pauses past its lease (a GC pause, a SIGSTOP of the client)
     /// and writes when it wakes, without looking at the time. No failover.
     ClientPause,
@@ -44,12 +48,13 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 8] = [
         Fault::Kill,
         Fault::Stop,
         Fault::Partition,
         Fault::HostCrash,
         Fault::SlotMigration,
+        Fault::AtomicSlotMigration,
         Fault::ClientPause,
         Fault::Restart,
     ];
@@ -60,7 +65,8 @@ impl Fault {
             Fault::Stop => "SIGSTOP",
             Fault::Partition => "partition",
             Fault::HostCrash => "host crash (last 1 s of replication lost)",
-            Fault::SlotMigration => "slot migration",
+            Fault::SlotMigration => "slot migration (MIGRATE)",
+            Fault::AtomicSlotMigration => "slot migration (atomic, MIGRATESLOTS)",
             Fault::ClientPause => "client pause",
             Fault::Restart => "kill -9 and restart",
         }
@@ -70,10 +76,14 @@ impl Fault {
     /// migration the cluster's; the cluster is not partitioned or crashed.
     pub fn applies_to(self, topology: Topology) -> bool {
         match topology {
-            Topology::Sentinel => !matches!(self, Fault::Restart | Fault::SlotMigration),
-            Topology::Cluster => matches!(self, Fault::Kill | Fault::Stop | Fault::SlotMigration),
+            Topology::Sentinel => !matches!(self, Fault::Restart) && !self.migrates_slots(),
+            Topology::Cluster => matches!(self, Fault::Kill | Fault::Stop) || self.migrates_slots(),
             Topology::RedLock => self == Fault::Restart,
         }
+    }
+
+    fn migrates_slots(self) -> bool {
+        matches!(self, Fault::SlotMigration | Fault::AtomicSlotMigration)
     }
 
     /// Whether it drops packets with iptables (which needs root).
@@ -198,12 +208,9 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
     let ports: Vec<u16> = cluster.nodes.iter().map(Server::port).collect();
     let slot = cluster::first_slot(&cluster);
     let original = cluster.slot_owner(slot).expect("an owner of the first name's slot");
-    let hit = match fault {
-        Fault::SlotMigration => all_names(),
-        _ => cluster::names_served_by(&cluster, original),
-    };
+    let hit = if fault.migrates_slots() { all_names() } else { cluster::names_served_by(&cluster, original) };
     let shared = Shared::new(original);
-    let watcher = (fault != Fault::SlotMigration).then(|| {
+    let watcher = (!fault.migrates_slots()).then(|| {
         let (shared, ports) = (shared.clone(), ports.clone());
         thread::spawn(move || watch::watch_slot_owner(&shared, &ports, slot, original))
     });
@@ -219,6 +226,7 @@ fn run_cluster(setup: &Setup, fault: Fault, seed: u64) -> Outcome {
             Fault::Kill => cluster::owner_of(&mut cluster, slot).kill(),
             Fault::Stop => stop(cluster::owner_of(&mut cluster, slot), cluster::STOP_LASTS),
             Fault::SlotMigration => cluster::migrate_names(&cluster),
+            Fault::AtomicSlotMigration => cluster::migrate_names_atomically(&cluster),
             _ => unreachable!("{fault:?} on the cluster"),
         },
     );
@@ -308,7 +316,9 @@ fn inject(group: &mut SentinelGroup, shared: &Shared, fault: Fault) -> Option<Pa
             // bytes; they stay lost until the replicas have moved on.
             return Some(silenced);
         }
-        Fault::Restart | Fault::SlotMigration => unreachable!("{fault:?} on the Sentinel group"),
+        Fault::Restart | Fault::SlotMigration | Fault::AtomicSlotMigration => {
+            unreachable!("{fault:?} on the Sentinel group")
+        }
     }
     None
 }

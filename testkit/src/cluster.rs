@@ -1,7 +1,7 @@
 //! A real Redis Cluster on loopback: every node a [`Server`] with the
 //! module, joined by `redis-cli --cluster create`.
 
-use crate::{eventually, Server, ServerBuilder};
+use crate::{eventually, server_bin, Server, ServerBuilder, PATIENCE};
 use std::process::Command;
 use std::time::Duration;
 
@@ -102,6 +102,34 @@ impl Cluster {
         SlotMove { slot, source, target, source_port, target_port, target_id }
     }
 
+    /// Moves `slot` from its owner to another primary with Valkey 9's
+    /// atomic slot migration (`CLUSTER MIGRATESLOTS`): the target copies the
+    /// slot's keys while the owner still serves it, then takes it at once.
+    /// Returns the target's port once the owner lists the migration a success.
+    pub fn migrate_slot_atomically(&self, slot: i64) -> u16 {
+        let source = self.node(self.slot_owner(slot).expect("an owner of the slot"));
+        let mut con = source.connection();
+        let target_port = other_primary(&mut con);
+        let target_id = node_id(&mut self.node(target_port).connection());
+        redis::cmd("CLUSTER")
+            .arg("MIGRATESLOTS")
+            .arg("SLOTSRANGE")
+            .arg(slot)
+            .arg(slot)
+            .arg("NODE")
+            .arg(&target_id)
+            .query::<()>(&mut con)
+            .unwrap_or_else(|err| panic!("{} refused CLUSTER MIGRATESLOTS with rlock loaded: {err}", server_bin()));
+        eventually("the slot migration's end", PATIENCE, || match export_state(&mut con, slot) {
+            Some((state, _)) if state == "success" => true,
+            Some((state, message)) if state == "failed" || state == "cancelled" => {
+                panic!("the migration of slot {slot} {state}: {message}\n{}", source.log())
+            }
+            _ => false,
+        });
+        target_port
+    }
+
     /// The port of the primary that owns `slot`, as the first node that
     /// answers sees it (see [`slot_owner_among`]).
     pub fn slot_owner(&self, slot: i64) -> Option<u16> {
@@ -129,6 +157,31 @@ pub fn slot_owner_among(ports: &[u16], slot: i64) -> Option<u16> {
             })
         })
         .and_then(|port| u16::try_from(port).ok())
+}
+
+/// Whether the server has `CLUSTER MIGRATESLOTS` (Valkey 9.0+): `COMMAND
+/// INFO` names the subcommands it knows.
+pub fn has_atomic_slot_migration(con: &mut redis::Connection) -> bool {
+    let info: Vec<redis::Value> =
+        redis::cmd("COMMAND").arg("INFO").arg("CLUSTER|MIGRATESLOTS").query(con).expect("COMMAND INFO");
+    info.first().is_some_and(|entry| *entry != redis::Value::Nil)
+}
+
+/// The state and message of the newest export of `slot` alone that
+/// `CLUSTER GETSLOTMIGRATIONS` lists on `con` (newest first; each entry is
+/// `name value …`).
+fn export_state(con: &mut redis::Connection, slot: i64) -> Option<(String, String)> {
+    let migrations: Vec<Vec<redis::Value>> =
+        redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS").query(con).expect("CLUSTER GETSLOTMIGRATIONS");
+    let range = format!("{slot}-{slot}");
+    migrations.into_iter().find_map(|entry| {
+        let texts: Vec<String> =
+            entry.into_iter().map(|item| redis::from_redis_value(item).unwrap_or_default()).collect();
+        let field = |name: &str| {
+            texts.chunks(2).find(|pair| pair[0] == name).and_then(|pair| pair.get(1)).cloned().unwrap_or_default()
+        };
+        (field("operation") == "EXPORT" && field("slot_ranges") == range).then(|| (field("state"), field("message")))
+    })
 }
 
 /// A slot half moved by [`Cluster::begin_move`]: its keys move with

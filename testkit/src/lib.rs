@@ -20,7 +20,7 @@ mod twins;
 mod wait;
 
 pub use acl_recipe::{acl_log, acl_recipe, acl_recipe_names, newer_than_redis_7_0, AclRecipe};
-pub use cluster::{slot_owner_among, Cluster, SlotMove};
+pub use cluster::{has_atomic_slot_migration, slot_owner_among, Cluster, SlotMove};
 pub use differential::{drive, At, Differential};
 pub use differential_filter::{assert_same_reply, set_filter_mode, FilterStep, FilterTwins, Reply};
 pub use differential_snapshot::{same_snapshots, snapshot, KeyState};
