@@ -131,16 +131,15 @@ def prepare_java(module, peer):
     local repository is not safe for downloads running side by side, so the
     jobs then run offline. Each release's dependencies, then one short test
     run for what surefire resolves only when it runs tests."""
-    for version in REDISSON_VERSIONS:
-        subprocess.run(
-            ["mvn", "-B", "-ntp", "-q", "dependency:resolve", f"-Dredisson.version={version}"],
-            cwd=JAVA, check=True, stdout=subprocess.DEVNULL,
-        )
-    subprocess.run(
-        ["mvn", "-B", "-ntp", "-q", "test", "-Dtest=LockKindsTest", f"-Drlock.module={module}", f"-Drlock.peer={peer}",
-         f"-Drlock.build.dir={JAVA / 'target' / 'suite' / 'prepare'}"],
-        cwd=JAVA, check=True, stdout=subprocess.DEVNULL,
-    )
+    runs = [["dependency:resolve", f"-Dredisson.version={version}"] for version in REDISSON_VERSIONS]
+    runs.append(["test", "-Dtest=LockKindsTest", f"-Drlock.module={module}", f"-Drlock.peer={peer}",
+                 f"-Drlock.build.dir={JAVA / 'target' / 'suite' / 'prepare'}"])
+    for goals in runs:
+        # Quiet unless it fails: the tests' logging is noise here.
+        done = subprocess.run(["mvn", "-B", "-ntp", *goals], cwd=JAVA, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            sys.exit(f"{done.stdout}\nrlock: Maven could not fetch what the Java suite needs: mvn {' '.join(goals)}")
 
 
 def java_jobs(server, module, peer):
