@@ -154,7 +154,11 @@ class InteropTest extends PeerTest {
         awaitSubscribers(channel, 1);
         long attempts = scriptRuns("semaphore");
         rust.call("sem-release " + name + " 1");
-        eventually("the Java waiter tried again on the release", () -> scriptRuns("semaphore") > attempts);
+        // Redisson 3.23.5 and newer try again on every release; 3.14.1 wakes its waiter only once the
+        // released permits reach its ask, so there is no attempt to wait for.
+        if (atLeast(3, 23)) {
+            eventually("the Java waiter tried again on the release", () -> scriptRuns("semaphore") > attempts);
+        }
         assertEquals(1, semaphore.availablePermits(), "one permit is not two");
         assertFalse(javaWaiter.isDone(), "one permit is not two");
         rust.call("sem-release " + name + " 1");
