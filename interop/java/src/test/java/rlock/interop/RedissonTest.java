@@ -122,13 +122,6 @@ public abstract class RedissonTest {
         eventually(what, PATIENCE, condition);
     }
 
-    /** PTTL of {@code key}: -2 when it is gone. */
-    protected long pttl(String key) {
-        try (Resp resp = server.resp()) {
-            return (Long) resp.cmd("PTTL", key);
-        }
-    }
-
     /** How many clients subscribed to {@code channel} (PUBSUB NUMSUB). */
     static long subscribers(RlockServer server, String channel) {
         try (Resp resp = server.resp()) {
