@@ -172,7 +172,7 @@ class AclRecipeTest {
                 try {
                     assertEquals(1, inside.incrementAndGet(), "alone inside");
                     turns.incrementAndGet();
-                    RlockServer.sleep(10);
+                    RlockServer.sleep(10); // a while inside, for the other thread to try to get in
                     inside.decrementAndGet();
                 } finally {
                     lock.unlock();
@@ -335,14 +335,7 @@ class AclRecipeTest {
 
     /** Waits until someone subscribed to {@code channel} (a Redisson waiter). */
     private void awaitSubscribers(String channel) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
-            List<?> reply = (List<?>) admin.cmd("PUBSUB", "NUMSUB", channel);
-            if ((Long) reply.get(1) > 0) {
-                return;
-            }
-            assertTrue(System.nanoTime() < deadline, "nobody subscribed to " + channel + " in 10 s");
-            RlockServer.sleep(5);
-        }
+        RedissonTest.eventually("someone subscribed to " + channel,
+                () -> (Long) ((List<?>) admin.cmd("PUBSUB", "NUMSUB", channel)).get(1) > 0);
     }
 }

@@ -11,6 +11,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -38,8 +39,10 @@ import rlock.interop.FairQueue.Waiter;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(ClusterTest.LogOnFailure.class)
 class ClusterTest {
-    /** Below Redisson's lease (2 s, renewed every 0.67 s) and rlock-client's (3 s): a waiter woken by the release. */
-    private static final long HANDOFF_BOUND_MS = 500;
+    /** Each side's lease in the hand-offs: a waiter woken by its end would be far later than the bound. */
+    private static final long HANDOFF_LEASE_MS = 60_000;
+    /** A waiter woken by the release, not by the lease; generous, as the suite runs under load. */
+    private static final long HANDOFF_BOUND_MS = 10_000;
     private static final int HANDOFF_ROUNDS = 5;
 
     private static RlockCluster cluster;
@@ -97,13 +100,13 @@ class ClusterTest {
         return channels;
     }
 
-    private static void awaitShardSubscription(String channel, String who) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + 3000;
-        while (!shardChannels().contains(channel)) {
-            assertTrue(System.currentTimeMillis() < deadline,
-                    who + " waits without a shard subscription to " + channel + "; shard channels: " + shardChannels());
-            Thread.sleep(10);
-        }
+    /** Waits until nobody is subscribed to {@code channel}, then starts a waiter and waits until it subscribed. */
+    private static <T> T startWaiter(String channel, String who, Supplier<T> start) {
+        RedissonTest.eventually("nobody left subscribed to " + channel, () -> !shardChannels().contains(channel));
+        T waiter = start.get();
+        RedissonTest.eventually(who + " waits with a shard subscription to " + channel,
+                () -> shardChannels().contains(channel));
+        return waiter;
     }
 
     /** Java and Rust tasks increment an unprotected counter under one lock; no update is lost. */
@@ -120,36 +123,31 @@ class ClusterTest {
      */
     @Test
     void handOffBothWaysOnShardChannels() throws Exception {
-        String name = name("lock");
-        String channel = "redisson_lock__channel:{" + name + "}";
-        RLock lock = redisson.getLock(name);
         List<Long> rustToJava = new ArrayList<>();
         List<Long> javaToRust = new ArrayList<>();
         for (int round = 0; round < HANDOFF_ROUNDS; round++) {
-            rust.call("lock lock " + name);
-            CompletableFuture<Long> javaWaiter = CompletableFuture.supplyAsync(() -> {
+            String name = name("lock");
+            String channel = "redisson_lock__channel:{" + name + "}";
+            RLock lock = redisson.getLock(name);
+            rust.call("lock lock " + name + " " + HANDOFF_LEASE_MS);
+            CompletableFuture<Long> javaWaiter = startWaiter(channel, "Redisson", () -> CompletableFuture.supplyAsync(() -> {
                 lock.lock();
                 long at = FairQueue.nowMicros();
                 lock.unlock();
                 return at;
-            });
-            if (round == 0) {
-                // Nobody else waited on this name yet: the subscription is Redisson's.
-                awaitShardSubscription(channel, "Redisson");
-            } else {
-                Thread.sleep(50);
-            }
+            }));
             assertFalse(javaWaiter.isDone(), "Rust holds the lock");
             long released = Long.parseLong(rust.call("unlock " + name));
-            rustToJava.add(javaWaiter.get(5, TimeUnit.SECONDS) - released);
+            rustToJava.add(javaWaiter.get(30, TimeUnit.SECONDS) - released);
 
-            lock.lock();
-            CompletableFuture<String> rustWaiter = rust.callAsync("lock lock " + name);
-            Thread.sleep(50);
+            lock.lock(HANDOFF_LEASE_MS, TimeUnit.MILLISECONDS);
+            // rlock-client's cluster waiter subscribes to the shard channel too.
+            CompletableFuture<String> rustWaiter = startWaiter(channel, "rlock-client",
+                    () -> rust.callAsync("lock lock " + name));
             assertFalse(rustWaiter.isDone(), "Java holds the lock");
             long javaReleased = FairQueue.nowMicros();
             lock.unlock();
-            javaToRust.add(Long.parseLong(rustWaiter.get(5, TimeUnit.SECONDS).split(" ")[0]) - javaReleased);
+            javaToRust.add(Long.parseLong(rustWaiter.get(30, TimeUnit.SECONDS).split(" ")[0]) - javaReleased);
             rust.call("unlock " + name);
         }
         System.out.printf("[Redisson %s on %s] cluster hand-off p50: rlock release -> Redisson waiter %.2f ms, "
@@ -164,15 +162,6 @@ class ClusterTest {
         for (long us : javaToRust) {
             assertTrue(us < HANDOFF_BOUND_MS * 1000, "Redisson -> rlock hand-offs (us): " + javaToRust);
         }
-        // rlock-client's waiter subscribes to the shard channel too.
-        String other = name("lock");
-        RLock otherLock = redisson.getLock(other);
-        otherLock.lock();
-        CompletableFuture<String> rustWaiter = rust.callAsync("lock lock " + other);
-        awaitShardSubscription("redisson_lock__channel:{" + other + "}", "rlock-client");
-        otherLock.unlock();
-        rustWaiter.get(5, TimeUnit.SECONDS);
-        rust.call("unlock " + other);
     }
 
     /**

@@ -34,15 +34,12 @@ class FairLockTest extends RedissonTest {
                 waiters.add(CompletableFuture.runAsync(() -> {
                     lock.lock();
                     order.add(me);
-                    RlockServer.sleep(20);
+                    RlockServer.sleep(20); // a while inside: the next waiters queue up behind
                     lock.unlock();
                 }, runnable -> new Thread(runnable).start()));
                 // Enqueued before the next one starts: the arrival order is known.
-                long deadline = System.currentTimeMillis() + 5000;
-                while ((Long) resp.cmd("LLEN", "redisson_lock_queue:{" + name + "}") < i + 1) {
-                    assertTrue(System.currentTimeMillis() < deadline, "waiter " + i + " never queued");
-                    Thread.sleep(5);
-                }
+                eventually("waiter " + me + " queued",
+                        () -> (Long) resp.cmd("LLEN", "redisson_lock_queue:{" + name + "}") >= me + 1);
             }
         }
         lock.unlock();
@@ -122,11 +119,8 @@ class FairLockTest extends RedissonTest {
                     lock.unlock();
                     return true;
                 }, runnable -> new Thread(runnable).start()));
-                long deadline = System.currentTimeMillis() + 5000;
-                while ((Long) resp.cmd("LLEN", queue(name)) < waiters.size()) {
-                    assertTrue(System.currentTimeMillis() < deadline, tag + " never queued");
-                    Thread.sleep(5);
-                }
+                long queued = waiters.size();
+                eventually(tag + " queued", () -> (Long) resp.cmd("LLEN", queue(name)) >= queued);
             }
             assertFalse(waiters.get(1).get(5, TimeUnit.SECONDS), "the quitter gives up while the lock is held");
             assertEquals(2L, resp.cmd("LLEN", queue(name)), "the quitter left the queue");

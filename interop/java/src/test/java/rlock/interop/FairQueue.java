@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -26,7 +27,6 @@ import org.redisson.client.codec.StringCodec;
  */
 final class FairQueue {
     static final long HOLD_MS = 20;
-    static final long QUEUE_TIMEOUT_MS = 5000;
 
     /** One waiter: its tag (J Java, B Rust blocking, P Rust pub/sub), owner and outcome. */
     static final class Waiter {
@@ -91,7 +91,7 @@ final class FairQueue {
                 }
                 if (got) {
                     long acquired = nowMicros();
-                    Thread.sleep(HOLD_MS);
+                    Thread.sleep(HOLD_MS); // holding a while, as a real critical section
                     redisson.getList(logKey, StringCodec.INSTANCE).add(tag + " " + acquired + " " + nowMicros());
                     lock.unlock();
                 }
@@ -115,31 +115,23 @@ final class FairQueue {
     }
 
     /** Waits until {@code waiter} is the queue's tail, behind exactly the owners queued before it. */
-    Waiter queued(Waiter waiter) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + QUEUE_TIMEOUT_MS;
-        while (true) {
-            List<String> queue = queue();
-            if (queue.size() == queued.size() + 1 && waiter.owns.test(queue.get(queued.size()))) {
-                assertEquals(queued, queue.subList(0, queued.size()), "the waiters queued before " + waiter.tag);
-                waiter.owner = queue.get(queued.size());
-                queued.add(waiter.owner);
-                return waiter;
-            }
-            assertTrue(System.currentTimeMillis() < deadline,
-                    "waiter " + waiter.tag + " never queued behind " + queued + "; queue " + queue);
-            Thread.sleep(2);
-        }
+    Waiter queued(Waiter waiter) {
+        List<List<String>> seen = new ArrayList<>(List.of(List.of()));
+        RedissonTest.eventually("waiter " + waiter.tag + " queued behind " + queued, () -> {
+            seen.set(0, queue());
+            return seen.get(0).size() == queued.size() + 1 && waiter.owns.test(seen.get(0).get(queued.size()));
+        });
+        List<String> queue = seen.get(0);
+        assertEquals(queued, queue.subList(0, queued.size()), "the waiters queued before " + waiter.tag);
+        waiter.owner = queue.get(queued.size());
+        queued.add(waiter.owner);
+        return waiter;
     }
 
     /** Waits until the queue is {@link #queued}, at most boundMs; how long it took (ms). */
-    long awaitQueue(long boundMs, String what) throws InterruptedException {
+    long awaitQueue(long boundMs, String what) {
         long start = System.currentTimeMillis();
-        while (!queue().equals(queued)) {
-            if (System.currentTimeMillis() - start > boundMs) {
-                assertEquals(queued, queue(), what + " (within " + boundMs + " ms)");
-            }
-            Thread.sleep(1);
-        }
+        RedissonTest.eventually(what + ": " + queued, Duration.ofMillis(boundMs), () -> queue().equals(queued));
         return System.currentTimeMillis() - start;
     }
 

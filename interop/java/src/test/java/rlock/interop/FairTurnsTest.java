@@ -17,7 +17,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.redisson.Redisson;
-import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
@@ -72,7 +71,11 @@ class FairTurnsTest extends RedissonTest {
                     Thread.currentThread().interrupt();
                 }
             });
-            Thread.sleep(100);
+            // Queued (or granted) before the next one starts: the arrival order is known.
+            try (Resp resp = server.resp()) {
+                eventually("waiter " + me + " queued or granted",
+                        () -> (Long) resp.cmd("LLEN", "redisson_lock_queue:{" + name + "}") + order.size() > me);
+            }
         }
         pool.shutdown();
         assertTrue(pool.awaitTermination(20, TimeUnit.SECONDS), "every waiter is done within its wait");
@@ -129,24 +132,17 @@ class FairTurnsTest extends RedissonTest {
                 pauser.cmd("CLIENT", "UNPAUSE");
             }
             assertTrue(done.await(10, TimeUnit.SECONDS), "the give-up ran once writes resumed");
-            long deadline = System.currentTimeMillis() + 1000;
-            while ((Long) resp.cmd("LLEN", queue) > 0 && System.currentTimeMillis() < deadline) {
-                Thread.sleep(20);
-            }
-            assertEquals(0L, resp.cmd("LLEN", queue), "nobody left queued");
+            eventually("nobody left queued", () -> (Long) resp.cmd("LLEN", queue) == 0);
             assertNull(failed.get(), "tryLock returned");
         } finally {
             client.shutdown();
         }
     }
 
-    private static void awaitQueued(Resp resp, String queue, long waiters) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + 5000;
-        while ((Long) resp.cmd("LLEN", queue) < waiters) {
-            assertTrue(System.currentTimeMillis() < deadline, "waiter " + waiters + " never queued");
-            Thread.sleep(5);
-        }
+    private static void awaitQueued(Resp resp, String queue, long waiters) {
+        eventually("waiter " + waiters + " queued", () -> (Long) resp.cmd("LLEN", queue) >= waiters);
     }
+
 
     /** A fair lock of this test, taken by thread 1 through Redisson's internal calls. */
     private FairInternals takenByThread1(TestInfo info, long wait, long lease) {
@@ -230,6 +226,7 @@ class FairTurnsTest extends RedissonTest {
         Long third = lock.tryLock(wait, lease, 12);
         assertNotNull(third);
         assertNear(t0, 2 * wait, third - first, "two waits apart");
+        // Time must pass: the third's turn comes at a deadline the server keeps, asking again would move it.
         Thread.sleep(third + wait);
         assertNull(lock.tryLock(wait, lease, 12), "the third takes the lock");
     }

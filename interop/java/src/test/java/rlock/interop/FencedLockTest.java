@@ -92,12 +92,11 @@ class FencedLockTest extends RedissonTest {
                 }
                 // A Java waiter gets the lock from a Rust holder, with a greater token.
                 rust.call("lock fenced " + name);
-                CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> {
+                CompletableFuture<Long> waiter = startWaiter(lockChannel(name), () -> CompletableFuture.supplyAsync(() -> {
                     Long token = lock.lockAndGetToken();
                     lock.unlock();
                     return token;
-                });
-                RlockServer.sleep(50);
+                }));
                 String[] released = rust.call("unlock " + name).split(" ");
                 assertEquals(1, released.length);
                 tokens.add(waiter.join());

@@ -19,9 +19,15 @@ import org.redisson.api.RSemaphore;
 /** Java (Redisson) and Rust (rlock-client, interop/rust-peer) on one name. */
 class InteropTest extends PeerTest {
     private static final int HANDOFF_ROUNDS = 15;
-    /** A hand-off woken by the release message, not by the lease (2 s / 3 s) running out. */
-    private static final long HANDOFF_BOUND_MS = 1000;
+    /** Each side's lease in the hand-offs: a waiter woken by its end would be far later than the bound. */
+    private static final long HANDOFF_LEASE_MS = 60_000;
+    /** A hand-off woken by the release message, not by the lease running out. */
+    private static final long HANDOFF_BOUND_MS = 10_000;
 
+    /** Waits until one more rlock-client caller than {@code before} is blocked on the server. */
+    private void awaitRustBlocked(long before) {
+        eventually("the rlock-client waiter blocked on the server", () -> rlockInfo("rlock_blocked") > before);
+    }
 
     private static long nowMicros() {
         java.time.Instant now = java.time.Instant.now();
@@ -35,32 +41,35 @@ class InteropTest extends PeerTest {
 
     @Test
     void handOffBothWays(TestInfo info) throws Exception {
-        String name = name(info, "lock");
-        RLock lock = redisson.getLock(name);
+        String base = name(info, "lock");
         List<Long> rustToJava = new ArrayList<>();
         List<Long> javaToRust = new ArrayList<>();
         for (int round = 0; round < HANDOFF_ROUNDS; round++) {
+            // A name per round: its channel has no subscriber left from the round before.
+            String name = base + ":" + round;
+            RLock lock = redisson.getLock(name);
             // Rust holds, a Java thread waits, Rust releases.
-            rust.call("lock lock " + name);
+            rust.call("lock lock " + name + " " + HANDOFF_LEASE_MS);
             CompletableFuture<Long> javaWaiter = CompletableFuture.supplyAsync(() -> {
                 lock.lock();
                 long at = nowMicros();
                 lock.unlock();
                 return at;
             });
-            Thread.sleep(30);
+            awaitSubscribers(lockChannel(name), 1);
             assertFalse(javaWaiter.isDone(), "Rust holds the lock");
             long released = Long.parseLong(rust.call("unlock " + name));
-            rustToJava.add(javaWaiter.get(5, TimeUnit.SECONDS) - released);
+            rustToJava.add(javaWaiter.get(30, TimeUnit.SECONDS) - released);
 
             // Java holds, Rust waits, Java releases.
-            lock.lock();
+            lock.lock(HANDOFF_LEASE_MS, TimeUnit.MILLISECONDS);
+            long blocked = rlockInfo("rlock_blocked");
             CompletableFuture<String> rustWaiter = rust.callAsync("lock lock " + name);
-            Thread.sleep(30);
+            awaitRustBlocked(blocked);
             assertFalse(rustWaiter.isDone(), "Java holds the lock");
             long javaReleased = nowMicros();
             lock.unlock();
-            long acquired = Long.parseLong(rustWaiter.get(5, TimeUnit.SECONDS).split(" ")[0]);
+            long acquired = Long.parseLong(rustWaiter.get(30, TimeUnit.SECONDS).split(" ")[0]);
             javaToRust.add(acquired - javaReleased);
             rust.call("unlock " + name);
         }
@@ -113,9 +122,7 @@ class InteropTest extends PeerTest {
         assertEquals(0, lock.getHoldCount());
         long ttl = lock.remainTimeToLive();
         assertTrue(ttl > 0 && ttl <= 3000, "the rlock-client watchdog's lease, remainTimeToLive " + ttl);
-        Thread.sleep(1500); // renewed by rlock-client's watchdog (every second)
-        ttl = lock.remainTimeToLive();
-        assertTrue(ttl > 1000, "renewed, remainTimeToLive " + ttl);
+        awaitRenewals(name, 2); // by rlock-client's watchdog (every second)
         assertTrue(lock.forceUnlock());
         try {
             rust.call("unlock " + name);
@@ -136,24 +143,30 @@ class InteropTest extends PeerTest {
         assertEquals(0, semaphore.availablePermits());
         assertFalse(semaphore.tryAcquire(100, TimeUnit.MILLISECONDS));
         // A Java waiter woken by an rlock release, and the reverse.
+        String channel = "redisson_sc:{" + name + "}";
         CompletableFuture<Boolean> javaWaiter = CompletableFuture.supplyAsync(() -> {
             try {
-                return semaphore.tryAcquire(2, 5, TimeUnit.SECONDS);
+                return semaphore.tryAcquire(2, 30, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
             }
         });
-        Thread.sleep(100);
+        awaitSubscribers(channel, 1);
+        long attempts = scriptRuns("semaphore");
         rust.call("sem-release " + name + " 1");
-        Thread.sleep(100);
+        // Redisson 3.23.5 and newer try again on every release; 3.14.1 wakes its waiter only once the
+        // released permits reach its ask, so there is no attempt to wait for.
+        if (atLeast(3, 23)) {
+            eventually("the Java waiter tried again on the release", () -> scriptRuns("semaphore") > attempts);
+        }
+        assertEquals(1, semaphore.availablePermits(), "one permit is not two");
         assertFalse(javaWaiter.isDone(), "one permit is not two");
         rust.call("sem-release " + name + " 1");
-        assertTrue(javaWaiter.get(3, TimeUnit.SECONDS));
-        CompletableFuture<String> rustWaiter = rust.callAsync("sem-try " + name + " 1 5000");
-        Thread.sleep(100);
+        assertTrue(javaWaiter.get(30, TimeUnit.SECONDS));
+        CompletableFuture<String> rustWaiter = startWaiter(channel, () -> rust.callAsync("sem-try " + name + " 1 30000"));
         assertFalse(rustWaiter.isDone());
         semaphore.release();
-        assertEquals("1", rustWaiter.get(3, TimeUnit.SECONDS));
+        assertEquals("1", rustWaiter.get(30, TimeUnit.SECONDS));
         assertEquals(0, semaphore.availablePermits());
         semaphore.release();
         rust.call("sem-release " + name + " 1");
@@ -165,36 +178,38 @@ class InteropTest extends PeerTest {
         String name = name(info, "psem");
         RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name);
         assertTrue(semaphore.trySetPermits(2));
-        String first = rust.call("psem-acquire " + name + " 10000");
-        String second = rust.call("psem-acquire " + name + " 10000");
+        String first = rust.call("psem-acquire " + name + " 60000");
+        String second = rust.call("psem-acquire " + name + " 60000");
         assertEquals(0, semaphore.availablePermits());
         // Two Java waiters, each woken by one RPSEM.RELEASE (its message).
         List<CompletableFuture<String>> waiters = new ArrayList<>();
         for (int i = 0; i < 2; i++) {
             waiters.add(CompletableFuture.supplyAsync(() -> {
                 try {
-                    return semaphore.tryAcquire(5000, 10_000, TimeUnit.MILLISECONDS);
+                    // A wait far longer than the bound below: waited out, it would be far too late.
+                    return semaphore.tryAcquire(60_000, 30_000, TimeUnit.MILLISECONDS);
                 } catch (InterruptedException e) {
                     throw new IllegalStateException(e);
                 }
             }, runnable -> new Thread(runnable).start()));
         }
-        Thread.sleep(200);
+        String channel = "redisson_sc:{" + name + "}";
+        awaitSubscribers(channel, 1);
         long start = System.nanoTime();
         rust.call("psem-release " + first);
         rust.call("psem-release " + second);
         List<String> javaIds = new ArrayList<>();
         for (CompletableFuture<String> waiter : waiters) {
-            javaIds.add(waiter.get(4, TimeUnit.SECONDS));
+            javaIds.add(waiter.get(60, TimeUnit.SECONDS));
         }
-        assertTrue((System.nanoTime() - start) / 1_000_000 < 2000, "woken by the messages, not their wait");
+        long wokenMs = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(wokenMs < 10_000, "woken by the messages, not their wait: " + wokenMs + " ms");
         javaIds.forEach(id -> assertNotNull(id));
         // Rust waits; a Java release lets it in.
-        CompletableFuture<String> rustWaiter = rust.callAsync("psem-acquire " + name + " 10000");
-        Thread.sleep(100);
+        CompletableFuture<String> rustWaiter = startWaiter(channel, () -> rust.callAsync("psem-acquire " + name + " 30000"));
         assertFalse(rustWaiter.isDone());
         semaphore.release(javaIds.get(0));
-        String rustId = rustWaiter.get(3, TimeUnit.SECONDS);
+        String rustId = rustWaiter.get(30, TimeUnit.SECONDS);
         rust.call("psem-release " + rustId);
         semaphore.release(javaIds.get(1));
         assertEquals(2, semaphore.availablePermits());
@@ -210,24 +225,24 @@ class InteropTest extends PeerTest {
         for (int i = 0; i < 2; i++) {
             javaWaiters.add(CompletableFuture.supplyAsync(() -> {
                 try {
-                    return latch.await(5, TimeUnit.SECONDS);
+                    return latch.await(30, TimeUnit.SECONDS);
                 } catch (InterruptedException e) {
                     throw new IllegalStateException(e);
                 }
             }, runnable -> new Thread(runnable).start()));
         }
-        Thread.sleep(100);
+        String channel = "redisson_countdownlatch__channel__{" + name + "}";
+        awaitSubscribers(channel, 1);
         rust.call("latch-count-down " + name);
         rust.call("latch-count-down " + name);
         for (CompletableFuture<Boolean> waiter : javaWaiters) {
-            assertTrue(waiter.get(2, TimeUnit.SECONDS));
+            assertTrue(waiter.get(30, TimeUnit.SECONDS));
         }
         // Java counts down, a Rust waiter is released.
         assertTrue(latch.trySetCount(1));
-        CompletableFuture<String> rustWaiter = rust.callAsync("latch-wait " + name + " 5000");
-        Thread.sleep(100);
+        CompletableFuture<String> rustWaiter = startWaiter(channel, () -> rust.callAsync("latch-wait " + name + " 30000"));
         assertFalse(rustWaiter.isDone());
         latch.countDown();
-        assertEquals("1", rustWaiter.get(2, TimeUnit.SECONDS));
+        assertEquals("1", rustWaiter.get(30, TimeUnit.SECONDS));
     }
 }

@@ -36,12 +36,8 @@ class LockKindsTest extends RedissonTest {
     }
 
     /** Waits until {@code count} more lock calls than {@code before} ran. */
-    private void awaitLockCalls(long before, int count) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (lockCalls() < before + count) {
-            assertTrue(System.nanoTime() < deadline, "no contending attempt in 10 s");
-            Thread.sleep(10);
-        }
+    private void awaitLockCalls(long before, int count) {
+        eventually(count + " contending attempts", () -> lockCalls() >= before + count);
     }
 
     private static CompletableFuture<Boolean> tryLockElsewhere(RLock lock, long waitSeconds) {

@@ -65,7 +65,7 @@ class LockTest extends RedissonTest {
         long start = System.nanoTime();
         boolean got = onOtherThread(() -> {
             try {
-                boolean ok = lock.tryLock(3000, 1000, TimeUnit.MILLISECONDS);
+                boolean ok = lock.tryLock(10_000, 1000, TimeUnit.MILLISECONDS);
                 if (ok) {
                     lock.unlock();
                 }
@@ -92,20 +92,22 @@ class LockTest extends RedissonTest {
 
     @Test
     void waiterWokenByUnlock(TestInfo info) throws Exception {
-        RLock lock = redisson.getLock(name(info, "lock"));
-        lock.lock();
+        String name = name(info, "lock");
+        RLock lock = redisson.getLock(name);
+        // A lease far longer than the bound below: a waiter woken by it would be far too late.
+        lock.lock(60, TimeUnit.SECONDS);
         CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> {
             lock.lock();
             long at = System.nanoTime();
             lock.unlock();
             return at;
         });
-        Thread.sleep(200);
+        awaitSubscribers(lockChannel(name), 1);
         assertFalse(waiter.isDone());
         long released = System.nanoTime();
         lock.unlock();
-        long latencyMs = (waiter.get(5, TimeUnit.SECONDS) - released) / 1_000_000;
-        assertTrue(latencyMs < 1000, "woken by the release message, not the lease: " + latencyMs + " ms");
+        long latencyMs = (waiter.get(20, TimeUnit.SECONDS) - released) / 1_000_000;
+        assertTrue(latencyMs < 10_000, "woken by the release message, not the lease: " + latencyMs + " ms");
     }
 
     @Test
@@ -131,21 +133,19 @@ class LockTest extends RedissonTest {
 
     @Test
     void watchdogRenewsOverSeveralPeriods(TestInfo info) throws Exception {
-        RLock lock = redisson.getLock(name(info, "lock"));
+        String name = name(info, "lock");
+        RLock lock = redisson.getLock(name);
         lock.lock();
-        // Four watchdog timeouts: without renewal (every third of one) the lock would be gone.
-        for (int i = 0; i < 8; i++) {
-            Thread.sleep(WATCHDOG_MS / 2);
-            long ttl = lock.remainTimeToLive();
-            assertTrue(ttl > 0 && ttl <= WATCHDOG_MS, "renewed, remainTimeToLive " + ttl);
-        }
+        // Time must pass: four renewals (every third of a timeout) outlast the first lease.
+        awaitRenewals(name, 4);
+        long ttl = lock.remainTimeToLive();
+        assertTrue(ttl > 0 && ttl <= WATCHDOG_MS, "renewed, remainTimeToLive " + ttl);
         assertTrue(lock.isHeldByCurrentThread());
         assertFalse(onOtherThread(lock::tryLock));
         lock.unlock();
         assertFalse(lock.isLocked());
         // A lock taken with a lease is not renewed.
         lock.lock(300, TimeUnit.MILLISECONDS);
-        Thread.sleep(600);
-        assertFalse(lock.isLocked(), "a leased lock ends with its lease");
+        eventually("a leased lock ends with its lease (renewed, it would live on)", () -> !lock.isLocked());
     }
 }

@@ -1,6 +1,7 @@
 package rlock.interop;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -22,23 +23,25 @@ import org.redisson.api.RPermitExpirableSemaphore;
  * SemaphorePubSub turns into {@code Semaphore.release(min(waiting, n))}.
  */
 class PermitSemaphoreTest extends RedissonTest {
+    private static final long SHORT_LEASE_MS = 3000;
 
     @Test
     void leasesRunOut(TestInfo info) throws Exception {
         RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name(info, "psem"));
         assertTrue(semaphore.trySetPermits(2));
-        String shortLease = semaphore.acquire(400, TimeUnit.MILLISECONDS);
-        String longLease = semaphore.tryAcquire(0, 10_000, TimeUnit.MILLISECONDS);
+        // A lease long enough to outlast the checks below under load; it cannot end before leaseEnds.
+        long leaseEnds = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SHORT_LEASE_MS);
+        String shortLease = semaphore.acquire(SHORT_LEASE_MS, TimeUnit.MILLISECONDS);
+        String longLease = semaphore.tryAcquire(0, 60_000, TimeUnit.MILLISECONDS);
         assertNotNull(longLease);
         assertEquals(0, semaphore.availablePermits());
         assertNull(semaphore.tryAcquire());
         // Nobody releases: the waiter gets the permit when its lease runs out
-        // (Redisson sleeps until the expiry the script replies).
-        long start = System.nanoTime();
-        String third = semaphore.tryAcquire(3000, 5000, TimeUnit.MILLISECONDS);
-        long waitedMs = (System.nanoTime() - start) / 1_000_000;
+        // (Redisson sleeps until the expiry the script replies), long before its own wait ends.
+        String third = semaphore.tryAcquire(30_000, 5000, TimeUnit.MILLISECONDS);
+        long lateMs = (System.nanoTime() - leaseEnds) / 1_000_000;
         assertNotNull(third, "the expired permit was reclaimed");
-        assertTrue(waitedMs >= 200 && waitedMs < 2500, "waited " + waitedMs + " ms");
+        assertTrue(lateMs >= -50 && lateMs < 15_000, "got the permit " + lateMs + " ms after the lease ended");
         assertThrows(RuntimeException.class, () -> semaphore.release(shortLease), "its lease ran out");
         semaphore.release(longLease);
         assertTrue(semaphore.tryRelease(third));
@@ -47,21 +50,25 @@ class PermitSemaphoreTest extends RedissonTest {
 
     @Test
     void waiterWokenByRelease(TestInfo info) throws Exception {
-        RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name(info, "psem"));
+        String name = name(info, "psem");
+        RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name);
         assertTrue(semaphore.trySetPermits(1));
         String held = semaphore.acquire();
         CompletableFuture<String> waiter = CompletableFuture.supplyAsync(() -> {
             try {
-                return semaphore.tryAcquire(5000, 5000, TimeUnit.MILLISECONDS);
+                // A wait far longer than the bound below: a waiter that waited it out would be far too late.
+                return semaphore.tryAcquire(60_000, 5000, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
             }
         });
-        Thread.sleep(200);
+        awaitSubscribers("redisson_sc:{" + name + "}", 1);
+        assertFalse(waiter.isDone());
         long start = System.nanoTime();
         semaphore.release(held);
-        assertNotNull(waiter.get(5, TimeUnit.SECONDS));
-        assertTrue((System.nanoTime() - start) / 1_000_000 < 1000, "woken by the message");
+        assertNotNull(waiter.get(60, TimeUnit.SECONDS));
+        long wokenMs = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(wokenMs < 10_000, "woken by the message: " + wokenMs + " ms");
     }
 
     /** Takes {@code ids} with RPSEM.TRYACQUIRE (never expiring), as rlock-client would. */
@@ -116,7 +123,8 @@ class PermitSemaphoreTest extends RedissonTest {
                 assertEquals(1L, resp.cmd("RPSEM.RELEASE", name, rawId(1))); // -> 0
             });
             assertEquals(List.of(), messages, "no message for a count of 0 or less");
-            // A Redisson waiter, then the release that lets it in.
+            // A Redisson waiter (once the subscriber above is gone), then the release that lets it in.
+            eventually("the listener above unsubscribed", () -> subscribers(server, channel) == 0);
             CompletableFuture<String> waiter = CompletableFuture.supplyAsync(() -> {
                 try {
                     return semaphore.tryAcquire(5000, 5000, TimeUnit.MILLISECONDS);
@@ -124,7 +132,7 @@ class PermitSemaphoreTest extends RedissonTest {
                     throw new IllegalStateException(e);
                 }
             });
-            Thread.sleep(200);
+            awaitSubscribers(channel, 1);
             messages = messagesDuring(channel, () -> assertEquals(1L, resp.cmd("RPSEM.RELEASE", name, rawId(2))));
             assertEquals(List.of("1"), messages, "the new count, as Redisson's release(id)");
             String id = waiter.get(3, TimeUnit.SECONDS);

@@ -33,7 +33,8 @@ class ReadWriteLockTest extends RedissonTest {
 
     @Test
     void readersShareAndAWriterExcludes(TestInfo info) throws Exception {
-        RReadWriteLock rw = redisson.getReadWriteLock(name(info, "rw"));
+        String name = name(info, "rw");
+        RReadWriteLock rw = redisson.getReadWriteLock(name);
         // Two readers on two threads at once.
         CountDownLatch bothIn = new CountDownLatch(2);
         CountDownLatch leave = new CountDownLatch(1);
@@ -55,7 +56,7 @@ class ReadWriteLockTest extends RedissonTest {
         assertFalse(tryOnOtherThread(rw.writeLock(), 200), "a writer waits for readers");
         // A waiting writer gets in once the readers leave (woken by the message).
         CompletableFuture<Boolean> writer = CompletableFuture.supplyAsync(() -> tryOnOtherThread(rw.writeLock(), 5000));
-        Thread.sleep(100);
+        awaitSubscribers("redisson_rwlock:{" + name + "}", 1);
         leave.countDown();
         CompletableFuture.allOf(readers).get(5, TimeUnit.SECONDS);
         assertTrue(writer.get(6, TimeUnit.SECONDS));
@@ -87,9 +88,11 @@ class ReadWriteLockTest extends RedissonTest {
 
     @Test
     void watchdogRenewsAReadLock(TestInfo info) throws Exception {
-        RReadWriteLock rw = redisson.getReadWriteLock(name(info, "rw"));
+        String name = name(info, "rw");
+        RReadWriteLock rw = redisson.getReadWriteLock(name);
         rw.readLock().lock();
-        Thread.sleep(3 * WATCHDOG_MS);
+        // Time must pass: four renewals (every third of a timeout) outlast the first lease.
+        awaitRenewals(name, 4);
         assertTrue(rw.readLock().isHeldByCurrentThread());
         assertFalse(tryOnOtherThread(rw.writeLock(), 0));
         rw.readLock().unlock();
@@ -102,10 +105,11 @@ class ReadWriteLockTest extends RedissonTest {
      */
     @Test
     void writeReEntryIsLockedAndReadRenewalRunNatively(TestInfo info) throws Exception {
-        RReadWriteLock rw = redisson.getReadWriteLock(name(info, "rw"));
-        long acquires = calls("rrw.acquire");
-        long readLocked = calls("rrw.readlocked");
-        long renewals = calls("rrw.renew") + calls("rrw.renewreads");
+        String name = name(info, "rw");
+        RReadWriteLock rw = redisson.getReadWriteLock(name);
+        long acquires = commandCalls("rrw.acquire");
+        long readLocked = commandCalls("rrw.readlocked");
+        long renewals = commandCalls("rrw.renew") + commandCalls("rrw.renewreads");
         rw.writeLock().lock(10, TimeUnit.SECONDS);
         rw.writeLock().lock(10, TimeUnit.SECONDS);
         long ttl = rw.writeLock().remainTimeToLive();
@@ -120,35 +124,22 @@ class ReadWriteLockTest extends RedissonTest {
         // Alone: Redisson 3.x's write unlock ends the renewal of the reads
         // its thread holds under the same name.
         rw.readLock().lock();
-        Thread.sleep(3 * WATCHDOG_MS);
+        awaitRenewals(name, 4);
         assertTrue(rw.readLock().isHeldByCurrentThread(), "the watchdog renewed the read hold");
         rw.readLock().unlock();
         assertFalse(rw.readLock().isLocked());
         if (RlockServer.mode().equals("native")) {
-            assertTrue(calls("rrw.acquire") - acquires >= 3, "the write and read acquires ran as RRW.ACQUIRE");
+            assertTrue(commandCalls("rrw.acquire") - acquires >= 3, "the write and read acquires ran as RRW.ACQUIRE");
             if (atLeast(3, 24)) {
-                assertTrue(calls("rrw.readlocked") - readLocked >= 3, "isLocked ran as RRW.READLOCKED");
+                assertTrue(commandCalls("rrw.readlocked") - readLocked >= 3, "isLocked ran as RRW.READLOCKED");
             }
             // 3.44 .. 4.3's batch renewal stays with Lua (docs/redisson.md).
             if (!atLeast(3, 44) || atLeast(4, 4)) {
-                long renewed = calls("rrw.renew") + calls("rrw.renewreads") - renewals;
+                long renewed = commandCalls("rrw.renew") + commandCalls("rrw.renewreads") - renewals;
                 assertTrue(renewed >= 1, "the read renewal ran natively");
             }
         } else {
-            assertEquals(acquires, calls("rrw.acquire"), "Lua mode runs no script natively");
-        }
-    }
-
-    /** How many calls of {@code command} the server ran (INFO commandstats). */
-    private long calls(String command) {
-        try (Resp resp = server.resp()) {
-            String stats = (String) resp.cmd("INFO", "commandstats");
-            for (String line : stats.split("\r\n")) {
-                if (line.startsWith("cmdstat_" + command + ":calls=")) {
-                    return Long.parseLong(line.split("calls=")[1].split(",")[0]);
-                }
-            }
-            return 0;
+            assertEquals(acquires, commandCalls("rrw.acquire"), "Lua mode runs no script natively");
         }
     }
 }

@@ -2,10 +2,12 @@ package rlock.interop;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInfo;
@@ -27,10 +29,14 @@ import org.redisson.config.Config;
 @ExtendWith(RedissonTest.LogOnFailure.class)
 public abstract class RedissonTest {
     /**
-     * Redisson's lockWatchdogTimeout in these tests: a renewal every 667 ms, so that a test sees
-     * several; a renewal may come more than a second late while the suite runs side by side.
+     * Redisson's lockWatchdogTimeout in these tests: a renewal every 1.7 s, so that a test sees
+     * several, with 3 s to spare: a renewal may come more than a second late while the suite runs
+     * side by side.
      */
-    public static final long WATCHDOG_MS = 2000;
+    public static final long WATCHDOG_MS = 5000;
+
+    /** How long a test waits for something the server should show soon (generous: the suite runs under load). */
+    public static final Duration PATIENCE = Duration.ofSeconds(10);
 
     protected RlockServer server;
     protected RedissonClient redisson;
@@ -94,25 +100,81 @@ public abstract class RedissonTest {
         }
     }
 
+    /**
+     * Polls {@code condition} until it holds, failing with {@code what} after {@code patience}:
+     * the one way these tests wait for what the server shows.
+     */
+    public static void eventually(String what, Duration patience, BooleanSupplier condition) {
+        long deadline = System.nanoTime() + patience.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "not within " + patience.toMillis() + " ms: " + what);
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted waiting for: " + what, e);
+            }
+        }
+    }
+
+    /** {@link #eventually(String, Duration, BooleanSupplier)} within {@link #PATIENCE}. */
+    public static void eventually(String what, BooleanSupplier condition) {
+        eventually(what, PATIENCE, condition);
+    }
+
+    /** How many clients subscribed to {@code channel} (PUBSUB NUMSUB). */
+    static long subscribers(RlockServer server, String channel) {
+        try (Resp resp = server.resp()) {
+            return (Long) ((List<?>) resp.cmd("PUBSUB", "NUMSUB", channel)).get(1);
+        }
+    }
+
+    /** Waits until {@code count} clients subscribed to {@code channel}: that many Redisson waiters wait. */
+    protected void awaitSubscribers(String channel, long count) {
+        eventually(count + " subscribed to " + channel, () -> subscribers(server, channel) >= count);
+    }
+
+    /**
+     * Starts a waiter once nobody listens on {@code channel} (an earlier waiter's subscription
+     * may outlive it briefly), then waits until the new one subscribed: it waits.
+     */
+    protected <T> T startWaiter(String channel, Supplier<T> start) {
+        eventually("nobody left subscribed to " + channel, () -> subscribers(server, channel) == 0);
+        T waiter = start.get();
+        awaitSubscribers(channel, 1);
+        return waiter;
+    }
+
+    /**
+     * Runs of {@code family}'s Redisson scripts (rlock_redisson_native_semaphore, say), natively or
+     * as Lua: a Redisson waiter's attempt shows here.
+     */
+    protected long scriptRuns(String family) {
+        return rlockInfo("rlock_redisson_native_" + family) + commandCalls("evalsha") + commandCalls("eval");
+    }
+
+    /** The channel Redisson's waiters on lock {@code name} subscribe to. */
+    static String lockChannel(String name) {
+        return "redisson_lock__channel:{" + name + "}";
+    }
+
     /** Waits until the watchdog renewed {@code key} {@code count} times (its PTTL went back up), the key kept. */
-    protected void awaitRenewals(String key, int count) throws InterruptedException {
+    protected void awaitRenewals(String key, int count) {
         awaitRenewals(server, key, count);
     }
 
     /** {@link #awaitRenewals(String, int)} on {@code server}. */
-    static void awaitRenewals(RlockServer server, String key, int count) throws InterruptedException {
+    static void awaitRenewals(RlockServer server, String key, int count) {
         try (Resp resp = server.resp()) {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-            long last = (Long) resp.cmd("PTTL", key);
-            int renewals = 0;
-            while (renewals < count) {
-                assertTrue(System.nanoTime() < deadline, "the watchdog renewed " + renewals + " times in 15 s");
+            long[] last = {(Long) resp.cmd("PTTL", key)};
+            int[] renewals = {0};
+            eventually("the watchdog renewed " + key + " " + count + " times", Duration.ofSeconds(30), () -> {
                 long pttl = (Long) resp.cmd("PTTL", key);
                 assertTrue(pttl > 0, "the key is kept: PTTL " + pttl);
-                renewals += pttl > last ? 1 : 0;
-                last = pttl;
-                Thread.sleep(20);
-            }
+                renewals[0] += pttl > last[0] ? 1 : 0;
+                last[0] = pttl;
+                return renewals[0] >= count;
+            });
         }
     }
 

@@ -18,7 +18,8 @@ class SemaphoreTest extends RedissonTest {
 
     @Test
     void semaphore(TestInfo info) throws Exception {
-        RSemaphore semaphore = redisson.getSemaphore(name(info, "sem"));
+        String name = name(info, "sem");
+        RSemaphore semaphore = redisson.getSemaphore(name);
         assertTrue(semaphore.trySetPermits(2));
         assertFalse(semaphore.trySetPermits(5));
         semaphore.acquire();
@@ -30,17 +31,17 @@ class SemaphoreTest extends RedissonTest {
         for (int i = 0; i < 3; i++) {
             waiters.add(CompletableFuture.runAsync(() -> {
                 try {
-                    assertTrue(semaphore.tryAcquire(5, TimeUnit.SECONDS));
+                    assertTrue(semaphore.tryAcquire(30, TimeUnit.SECONDS));
                 } catch (InterruptedException e) {
                     throw new IllegalStateException(e);
                 }
             }, runnable -> new Thread(runnable).start()));
         }
-        Thread.sleep(200);
+        awaitSubscribers("redisson_sc:{" + name + "}", 1);
         semaphore.release();
         semaphore.release(2);
         semaphore.release();
-        CompletableFuture.allOf(waiters.toArray(new CompletableFuture<?>[0])).get(3, TimeUnit.SECONDS);
+        CompletableFuture.allOf(waiters.toArray(new CompletableFuture<?>[0])).get(30, TimeUnit.SECONDS);
         assertEquals(1, semaphore.availablePermits());
         semaphore.addPermits(2);
         assertEquals(3, semaphore.availablePermits());
@@ -49,32 +50,35 @@ class SemaphoreTest extends RedissonTest {
 
     @Test
     void countDownLatchWakesWaiters(TestInfo info) throws Exception {
-        RCountDownLatch latch = redisson.getCountDownLatch(name(info, "latch"));
+        String name = name(info, "latch");
+        RCountDownLatch latch = redisson.getCountDownLatch(name);
         assertTrue(latch.trySetCount(2));
         assertFalse(latch.trySetCount(3));
         List<CompletableFuture<Boolean>> waiters = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             waiters.add(CompletableFuture.supplyAsync(() -> {
                 try {
-                    return latch.await(5, TimeUnit.SECONDS);
+                    // A wait far longer than the bound below: waited out, it would be far too late.
+                    return latch.await(60, TimeUnit.SECONDS);
                 } catch (InterruptedException e) {
                     throw new IllegalStateException(e);
                 }
             }, runnable -> new Thread(runnable).start()));
         }
-        Thread.sleep(200);
+        awaitSubscribers("redisson_countdownlatch__channel__{" + name + "}", 1);
         latch.countDown();
         assertEquals(1, latch.getCount());
-        Thread.sleep(100);
+        // The count down to 1 publishes nothing: nothing to wait for before looking.
         for (CompletableFuture<Boolean> waiter : waiters) {
             assertFalse(waiter.isDone(), "one count left");
         }
         long start = System.nanoTime();
         latch.countDown();
         for (CompletableFuture<Boolean> waiter : waiters) {
-            assertTrue(waiter.get(3, TimeUnit.SECONDS));
+            assertTrue(waiter.get(60, TimeUnit.SECONDS));
         }
-        assertTrue((System.nanoTime() - start) / 1_000_000 < 1000, "woken by the message");
+        long wokenMs = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(wokenMs < 10_000, "woken by the message: " + wokenMs + " ms");
         assertEquals(0, latch.getCount());
     }
 }
