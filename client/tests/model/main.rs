@@ -23,17 +23,15 @@ mod ops;
 const LOCKS: [&str; 2] = ["model-a", "model-b"];
 const CLIENTS: usize = 2;
 const HANDLES: usize = 3;
-/// A round every 667 ms leaves 1.3 s before a lease ends: a loaded machine
-/// ran a round of a 900 ms watchdog over 600 ms late, and a live hold ran out.
-const WATCHDOG: Duration = Duration::from_secs(2);
+const WATCHDOG: Duration = Duration::from_millis(900);
 const LONGEST_LEASE_MS: u64 = 2000;
 /// How long the client may take to catch up with a change: the longest
 /// lease (an orphaned fixed lease runs out) plus two watchdog timeouts.
-const SETTLE: Duration = Duration::from_millis(LONGEST_LEASE_MS + 2 * WATCHDOG.as_millis() as u64);
+const SETTLE: Duration = Duration::from_millis(LONGEST_LEASE_MS + 1800);
 /// How long a hold without guard or waiter may stay when nothing explains
 /// it (a release in flight): well under a watchdog lease, so that a leaked
 /// hold is caught before it expires on its own.
-const ORPHAN_GRACE: Duration = Duration::from_secs(1);
+const ORPHAN_GRACE: Duration = Duration::from_millis(400);
 const MAX_GUARDS: usize = 8;
 const MAX_PENDING: usize = 3;
 const DEFAULT_STEPS: usize = 200;
