@@ -99,7 +99,9 @@ async fn a_release_right_after_a_waiter_gave_up_leaves_the_lock_free() {
     let mut admin = common::admin(&server).await;
     for round in 0..20 {
         let guard = holder.lock().await.unwrap();
-        let waited = waiter.try_lock(Duration::from_millis(50), None).await.unwrap();
+        // Long enough that the first (non-blocking) try ends within it on a
+        // loaded machine, so that the second blocks on the server.
+        let waited = waiter.try_lock(Duration::from_millis(250), None).await.unwrap();
         assert!(waited.is_none(), "round {round}: granted while held");
         guard.unlock().await.unwrap();
         assert!(!admin.exists::<_, bool>("k").await.unwrap(), "round {round}: granted after the waiter gave up");
@@ -117,7 +119,9 @@ async fn a_release_right_after_a_waiter_gave_up_leaves_the_lock_free() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_after_a_wait_longer_than_the_lease_holds_for_the_whole_lease() {
     let server = Server::start();
-    let short = Duration::from_millis(300);
+    // A watchdog round every 333 ms: a loaded machine runs one late by
+    // more than the 200 ms that a 300 ms lease left.
+    let short = Duration::from_secs(1);
     let holder_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
     let holder = holder_client.lock("k");
     let client = Client::connect(server.client(), ClientOptions::default().with_watchdog_timeout(short)).await.unwrap();

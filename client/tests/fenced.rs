@@ -4,9 +4,9 @@
 //! from a holder whose lease ran out.
 
 use redis::AsyncCommands;
-use rlock_client::{Client, ClientOptions, FencedLock, Guard};
+use rlock_client::{Client, ClientOptions, FencedLock, Guard, ReplicaSync};
 use std::time::Duration;
-use testkit::{eventually, Rng, Server};
+use testkit::{eventually, Rng, Server, PATIENCE};
 
 mod common;
 
@@ -43,7 +43,10 @@ async fn tokens_strictly_increase_over_2000_acquires_an_aof_restart_and_a_promot
     let mut rng = Rng::from_env("fenced tokens");
     let mut last = 0;
 
-    let client = Client::open(&primary.url()).await.unwrap();
+    // Acquires wait for the replica; on a loaded machine its ack (an
+    // fsync'd AOF on the primary) can take longer than the default 1 s.
+    let replica_sync = ClientOptions::default().with_replica_sync(ReplicaSync::AllReplicas { timeout: PATIENCE });
+    let client = Client::connect(primary.client(), replica_sync).await.unwrap();
     let lock = client.fenced_lock("fenced");
     run_phase(&lock, &mut rng, ACQUIRES_PER_PHASE[0], &mut last).await;
 

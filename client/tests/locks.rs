@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use testkit::{eventually, RedissonScripts, Server, PATIENCE};
 
 /// Short enough that renewal and loss show within a test.
-const WATCHDOG: Duration = Duration::from_millis(600);
+/// A round every 667 ms: 1.3 s of slack before a lease ends, for a loaded
+/// machine that runs a round late (600 ms left 400 ms, which was too little).
+const WATCHDOG: Duration = Duration::from_secs(2);
 
 async fn client(server: &Server) -> Client {
     let options = ClientOptions::default().with_watchdog_timeout(WATCHDOG);
@@ -330,7 +332,9 @@ async fn renewal_failing_until_the_lease_ends_reports_the_lock_lost() {
     let after = paused.elapsed();
     server.resume();
     lost.expect("lost while the server hangs");
-    assert!(after <= WATCHDOG + Duration::from_millis(500), "reported {after:?} after the pause");
+    // At the lease's end by the client's clock, well before the server
+    // answers again; a loaded machine wakes the watchdog's timer late.
+    assert!(after <= WATCHDOG + Duration::from_secs(3), "reported {after:?} after the pause");
     assert!(after >= WATCHDOG / 3, "reported too early: {after:?}");
     assert!(matches!(guard.unlock().await, Err(Error::NotOwner) | Err(Error::Redis(_))));
 }
