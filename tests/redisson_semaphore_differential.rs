@@ -12,7 +12,7 @@ mod redisson_support;
 use redis::{Cmd, Commands, Connection, RedisResult, Value};
 use redisson_support::{family_native_count, load, script_call, texts, VERSION};
 use rlock_protocol::semaphore_channel;
-use testkit::{drive, run_out, At, Differential, FilterTwins, Rng, Server};
+use testkit::{drive, At, Differential, FilterTwins, Rng, Server};
 
 const CLASS: &str = "org/redisson/RedissonSemaphore";
 const TWINS: FilterTwins = FilterTwins { lua: "lua-sem", native: "nat-sem" };
@@ -192,21 +192,14 @@ impl Differential for Semaphore<'_> {
     }
 
     fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
-        let (by_sha, publish) = (*by_sha, *publish);
-        if matches!(op, Op::Sleep) {
-            run_out(&mut self.con, &[one_key(TWINS.lua), one_key(TWINS.native)].concat(), 150);
-            return;
-        }
-        if script(self.texts, by_sha, TWINS.lua, op, publish).is_none() {
-            for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut self.con, name, op);
-            }
-            return;
-        }
-        let call = |name: &str| script(self.texts, by_sha, name, op, publish).expect("a call");
+        let call = |name: &str| script(self.texts, *by_sha, name, op, publish);
         let cons = [&mut self.con, &mut self.control];
-        self.errors += i64::from(TWINS.check(&self.server, cons, at.context, false, call, one_key));
-        self.calls += 1;
+        let pause = matches!(op, Op::Sleep);
+        let prepare = |con: &mut Connection, name: &str| prepare(con, name, op);
+        if let Some(failed) = TWINS.step_or_prepare(&self.server, cons, at.context, pause, call, prepare, one_key) {
+            self.errors += i64::from(failed);
+            self.calls += 1;
+        }
     }
 }
 

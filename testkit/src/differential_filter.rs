@@ -106,6 +106,36 @@ impl FilterTwins {
         failed
     }
 
+    /// A step of a filter differential whose calls are `call(name)`: a
+    /// `pause` lets the twins' short expiries run out (up to 150 ms); a
+    /// call this release has no script for (`call` gives `None`) runs
+    /// `prepare` on both twins instead; else both calls are compared as
+    /// [`FilterTwins::check`] does. `Some(both failed)` when it called.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_or_prepare(
+        &self,
+        server: &Server,
+        [con, control]: [&mut Connection; 2],
+        context: &str,
+        pause: bool,
+        call: impl Fn(&str) -> Option<Cmd>,
+        mut prepare: impl FnMut(&mut Connection, &str),
+        keys: impl Fn(&str) -> Vec<Vec<u8>>,
+    ) -> Option<bool> {
+        if pause {
+            crate::run_out(con, &[keys(self.lua), keys(self.native)].concat(), 150);
+            return None;
+        }
+        if call(self.lua).is_none() {
+            for name in [self.lua, self.native] {
+                prepare(con, name);
+            }
+            return None;
+        }
+        let call = |name: &str| call(name).expect("a call");
+        Some(self.check(server, [con, control], context, false, call, keys))
+    }
+
     /// Asserts that the twins' keys (`keys` of each name) are the same.
     pub fn assert_same_keys(&self, con: &mut Connection, context: &str, keys: impl Fn(&str) -> Vec<Vec<u8>>) {
         let [lua, native] = self.states(con, keys);
