@@ -297,6 +297,11 @@ impl Peer {
     }
 }
 
+/// How long a plain command waits for its reply: a loaded test machine
+/// answers slower than redis-rs's default 500 ms, and a counter task that
+/// fails between its GET and SET fails the test it serves.
+const PLAIN_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url =
@@ -308,13 +313,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A cluster: rlock-client waits by sharded pub/sub there (no blocking mode).
         let client = Client::connect_cluster(urls.clone(), options.clone()).await?;
         let pubsub = Client::connect_cluster(urls.clone(), options.with_blocking_connections(0)).await?;
-        let con = ClusterClient::new(urls)?.get_async_connection().await?;
+        let con =
+            ClusterClient::builder(urls).response_timeout(PLAIN_REPLY_TIMEOUT).build()?.get_async_connection().await?;
         (client, pubsub, Con::Cluster(con))
     } else {
         let redis = redis::Client::open(url.as_str())?;
         let client = Client::connect(redis.clone(), options.clone()).await?;
         let pubsub = Client::connect(redis.clone(), options.with_blocking_connections(0)).await?;
-        let con = redis.get_multiplexed_async_connection().await?;
+        let mut con = redis.get_multiplexed_async_connection().await?;
+        con.set_response_timeout(PLAIN_REPLY_TIMEOUT);
         (client, pubsub, Con::Single(con))
     };
     let mut peer = Peer {
