@@ -52,7 +52,7 @@ fn every_documented_recipe_is_tested() {
 /// client's own run, waits and cluster included, is in client/tests).
 #[test]
 fn the_rlock_client_recipe_runs_every_kind_and_cannot_touch_other_holders_locks() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let mut app = login(&server, &mut admin, &acl_recipe("rlock-client"));
     reset_acl_log(&mut admin);
@@ -134,7 +134,7 @@ fn the_rlock_client_recipe_runs_every_kind_and_cannot_touch_other_holders_locks(
 
 #[test]
 fn the_operator_recipe_reads_every_kind_and_changes_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     for args in [
         &["RLOCK.ACQUIRE", "app:l", "o", "30000"][..],
@@ -181,7 +181,7 @@ fn the_operator_recipe_reads_every_kind_and_changes_nothing() {
 /// it could not release (RRW, RSEM, RLATCH refused their channel).
 #[test]
 fn a_user_who_may_publish_nowhere_takes_and_releases_every_kind() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut quiet = server.login("quiet", &["~*", "resetchannels"]);
     let mut admin = server.connection();
     let mut waiter = admin.as_pubsub();
@@ -225,7 +225,7 @@ fn a_user_who_may_publish_nowhere_takes_and_releases_every_kind() {
 /// with every command of the module; Redis 7.0 has none.
 #[test]
 fn the_rlock_category_holds_every_command_where_the_server_has_module_categories() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let has_categories = newer_than_redis_7_0(&mut admin);
     let category: redis::RedisResult<Vec<String>> = redis::cmd("ACL").arg(&["CAT", "rlock"]).query(&mut admin);
@@ -251,7 +251,7 @@ fn the_rlock_category_holds_every_command_where_the_server_has_module_categories
 /// cannot read is no refusal.
 #[test]
 fn the_modules_refusals_are_in_the_acl_log_and_inspection_logs_none() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let mut names_only = server.login("names-only", &["~app:*"]);
     ok(&mut names_only, &["RLOCK.ACQUIRE", "app:l", "o", "30000"]);

@@ -22,7 +22,7 @@ const RECORD: &str = "rlock_acquire_record:{k}:r1";
 
 #[test]
 fn a_resent_acquire_replays_its_grant_and_adds_no_level() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1"]), Value::Nil);
     assert_eq!(acquire(&mut con, "k", "a", &["ID", "r1"]), Value::Nil, "the resend");
@@ -47,7 +47,7 @@ fn a_resent_acquire_replays_its_grant_and_adds_no_level() {
 
 #[test]
 fn a_refusal_records_nothing_and_its_resend_tries_again() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", &[]);
     let Value::Int(pttl) = acquire(&mut con, "k", "a", &["ID", "r1", "PX", "5000"]) else { panic!("refused") };
@@ -66,7 +66,7 @@ fn a_refusal_records_nothing_and_its_resend_tries_again() {
 
 #[test]
 fn a_blocked_grant_is_recorded_and_its_full_reply_says_how_long_it_waited() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", &[]);
     let args = ["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1", "REPLY", "FULL"];
@@ -91,7 +91,7 @@ fn a_blocked_grant_is_recorded_and_its_full_reply_says_how_long_it_waited() {
 
 #[test]
 fn a_resend_takes_over_the_blocked_call_and_its_place() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", &[]);
     let first = waiter_with(&server, &["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1"], |_, reply| reply);
@@ -115,7 +115,7 @@ fn a_resend_takes_over_the_blocked_call_and_its_place() {
 
 #[test]
 fn the_record_replicates_with_its_absolute_expiry() {
-    let primary = Server::start();
+    let primary = Server::shared();
     let replica = Server::builder().without_module().start();
     replica.replicate(&primary);
     let mut con = primary.connection();
@@ -131,7 +131,7 @@ fn the_record_replicates_with_its_absolute_expiry() {
 
 #[test]
 fn bad_options_are_refused_by_name_and_write_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for (args, names) in [
         (vec!["ID"], "request_id"),
@@ -170,7 +170,7 @@ fn bad_options_are_refused_by_name_and_write_nothing() {
 
 #[test]
 fn a_record_of_another_owner_or_lock_is_refused_never_taken_for_a_grant() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "a", &["ID", "1"]);
     // Another owner reusing the id.
@@ -190,7 +190,7 @@ fn a_record_of_another_owner_or_lock_is_refused_never_taken_for_a_grant() {
 /// still waits, and is granted when the lock frees.
 #[test]
 fn a_refused_resend_leaves_the_blocked_call_alone() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", &[]);
     let first = waiter_with(&server, &["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1"], |_, reply| reply);
@@ -205,7 +205,7 @@ fn a_refused_resend_leaves_the_blocked_call_alone() {
 
 #[test]
 fn a_resend_while_the_first_call_waits_is_granted_once() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     // The lock frees (a DEL: the grant comes on a timer) and the resend
     // arrives first, in the same write: one call is granted, one level.
@@ -232,7 +232,7 @@ fn a_resend_while_the_first_call_waits_is_granted_once() {
 
 #[test]
 fn rlock_cancel_ends_a_waiting_call_by_its_request_id() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", &[]);
     let blocked = waiter_with(&server, &["k", "a", LONG_LEASE, "WAIT", "10000", "ID", "r1"], |_, reply| reply);

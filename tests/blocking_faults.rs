@@ -16,7 +16,7 @@ use testkit::{eventually, rlock_info, Server, PATIENCE};
 /// nothing; the next release goes to the next in line.
 #[test]
 fn a_stopped_server_grants_in_order_once_and_timed_out_waiters_hold_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
     // Waits long enough to be seen blocked on a loaded machine; the lease,
@@ -81,7 +81,7 @@ fn waiters_blocked_on_a_killed_server_see_it_fail_and_leave_no_trace() {
 /// an `RLOCK.ACQUIRE … WAIT` caller: the wait goes on, and is granted.
 #[test]
 fn client_unblock_leaves_a_waiter_blocked_and_it_is_granted_later() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
     let blocked = waiter(&server, "k", "w", 10_000, |_, reply| reply);

@@ -15,7 +15,7 @@ use testkit::{eventually, lease_end_ms, rlock_info, until_server_time_past, Serv
 #[test]
 fn a_lease_ending_during_client_pause_write_does_not_crash_the_server() {
     for mode in ["WRITE", "ALL"] {
-        let server = Server::start();
+        let server = Server::shared();
         let mut con = server.connection();
         acquire(&mut con, "k", "holder", LONG_LEASE);
         let blocked = waiter(&server, "k", "w", 5_000, |con, reply| {
@@ -63,8 +63,8 @@ fn module_unload_with_an_armed_lease_timer_does_not_crash() {
 /// (an error), nothing stays queued; promoted back, the queue works again.
 #[test]
 fn waiters_on_a_primary_turned_replica_get_one_error_and_leave() {
-    let primary = Server::start();
-    let server = Server::start();
+    let primary = Server::shared();
+    let server = Server::shared();
     let mut con = server.connection();
     // A lease long enough for three waiters to block first on a loaded machine.
     acquire(&mut con, "k", "holder", "1500");
@@ -96,7 +96,7 @@ fn waiters_on_a_primary_turned_replica_get_one_error_and_leave() {
 /// after the swap, and a plain acquire takes it at once.
 #[test]
 fn swapdb_frees_the_waited_lock_and_the_waiter_is_granted() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
     let w = waiter(&server, "k", "w", 2_000, |_, reply| reply);
@@ -122,7 +122,7 @@ fn busy_keyspace(con: &mut Connection) {
 /// lease running out". The module's expiry timer stays at the old end.
 #[test]
 fn a_lease_shortened_under_a_waiter_is_granted_at_its_new_end() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     busy_keyspace(&mut con);
     let mut failures = vec![];
@@ -161,7 +161,7 @@ fn a_lease_shortened_under_a_waiter_is_granted_at_its_new_end() {
 /// PERSIST under a waiter, then a release: granted at the release.
 #[test]
 fn a_lease_made_persistent_then_released_is_granted() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", "1000");
     let w = waiter(&server, "k", "w", 5_000, |con, reply| {
@@ -181,7 +181,7 @@ fn a_lease_made_persistent_then_released_is_granted() {
 /// DEL in MULTI/EXEC and in a Lua script: the waiter is granted, once.
 #[test]
 fn del_in_multi_and_in_a_script_grants_the_waiter() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for how in ["multi", "script"] {
         let key = format!("k-{how}");
@@ -205,7 +205,7 @@ fn del_in_multi_and_in_a_script_grants_the_waiter() {
 /// FLUSHALL ASYNC and FLUSHDB ASYNC: waiters granted.
 #[test]
 fn flush_async_grants_waiters() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for flush in ["FLUSHALL", "FLUSHDB"] {
         acquire(&mut con, "k", "holder", LONG_LEASE);

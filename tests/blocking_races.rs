@@ -13,7 +13,7 @@ use testkit::{eventually, rlock_info, Server, PATIENCE};
 /// granted to them; the survivors are served in order.
 #[test]
 fn client_kill_by_filters_removes_waiters() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let _: () = redis::cmd("ACL")
         .arg("SETUSER")
@@ -63,7 +63,7 @@ fn client_kill_by_filters_removes_waiters() {
 /// the next in line, never by two.
 #[test]
 fn a_waiter_killed_in_the_same_turn_as_its_grant() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for round in 0..20 {
         let key = format!("k{round}");
@@ -108,7 +108,7 @@ fn a_waiter_killed_in_the_same_turn_as_its_grant() {
 /// acquire, never a PTTL.
 #[test]
 fn a_lock_overwritten_by_a_store_command_gives_waiters_an_error() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let _: i64 = con.sadd("src-set", "m").unwrap();
     let mut failures = vec![];
@@ -136,7 +136,7 @@ fn a_lock_overwritten_by_a_store_command_gives_waiters_an_error() {
 /// racing 1 ms waits: every call one reply, consistent with the lock.
 #[test]
 fn wait_ends_racing_lease_ends_and_releases_stay_consistent() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let mut granted = 0;
     for round in 0..150 {
@@ -181,7 +181,7 @@ fn wait_ends_racing_lease_ends_and_releases_stay_consistent() {
 /// release (of a full hold) replies 1; at the end nothing is blocked.
 #[test]
 fn many_waiters_on_many_locks_exclude_each_other_and_leave_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let threads: Vec<_> = (0..16)
         .map(|t| {
             let mut con = server.connection();
@@ -232,7 +232,7 @@ fn many_waiters_on_many_locks_exclude_each_other_and_leave_nothing() {
 /// holder already (re-enters without blocking).
 #[test]
 fn the_same_owner_blocked_twice_and_a_reentering_waiter() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
     let reenter: Value = redis::cmd("RLOCK.ACQUIRE")
@@ -268,7 +268,7 @@ fn the_same_owner_blocked_twice_and_a_reentering_waiter() {
 /// Waits of 1 ms and of 365 days; a wait of 365 days + 1 ms refused.
 #[test]
 fn the_shortest_and_longest_waits() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "k", "holder", LONG_LEASE);
     let short: Value = redis::cmd("RLOCK.ACQUIRE").arg("k").arg("w").arg("WAIT").arg(1).query(&mut con).unwrap();
@@ -297,7 +297,7 @@ fn the_shortest_and_longest_waits() {
 /// shows a holder that is not it).
 #[test]
 fn an_evicted_lock_is_granted_to_its_waiter() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let _: () = redis::cmd("CLIENT").arg("NO-EVICT").arg("on").query(&mut con).unwrap();
     acquire(&mut con, "k", "holder", LONG_LEASE);

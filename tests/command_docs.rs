@@ -99,7 +99,7 @@ fn as_row((line, complexity): &(String, String)) -> String {
 
 #[test]
 fn command_docs_of_every_command_match_the_documented_syntax_and_complexity() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let mut names: Vec<String> =
         redis::cmd("COMMAND").arg(&["LIST", "FILTERBY", "MODULE", "rlock"]).query(&mut con).unwrap();
@@ -114,7 +114,7 @@ fn command_docs_of_every_command_match_the_documented_syntax_and_complexity() {
 
 #[test]
 fn arguments_that_repeat_or_choose_say_so() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let expected = [
         ("rpsem.release", "id [id ...]"),

@@ -16,7 +16,7 @@ use testkit::{error_text, eventually, full_reply, rlock_info, server_time_ms, Fa
 
 #[test]
 fn sixteen_blocked_waiters_are_granted_in_queue_order_at_each_release() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let waiters: Vec<_> = (0..16)
@@ -66,7 +66,7 @@ fn a_blocked_head_is_granted_at_force_release_del_and_lease_expiry() {
 
 #[test]
 fn a_head_that_does_not_come_back_loses_its_turn_to_the_blocked_waiter_behind() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     fair_acquire(&mut con, "a", LONG, None);
     // "gone" queues by polling, then never comes back.
@@ -83,7 +83,7 @@ fn a_head_that_does_not_come_back_loses_its_turn_to_the_blocked_waiter_behind() 
 
 #[test]
 fn a_killed_blocked_waiter_leaves_the_queue_at_once() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     fair_acquire(&mut con, "a", LONG, None);
     let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
@@ -102,7 +102,7 @@ fn a_killed_blocked_waiter_leaves_the_queue_at_once() {
 
 #[test]
 fn a_block_that_runs_out_keeps_the_place_and_no_block_in_multi() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     fair_acquire(&mut con, "a", LONG, None);
     let b = blocked(&server, "b", (LONG, 5_000, 100), |_, reply| reply);
@@ -125,7 +125,7 @@ fn a_block_that_runs_out_keeps_the_place_and_no_block_in_multi() {
 
 #[test]
 fn script_waiters_and_blocked_waiters_share_the_queue_in_order() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let scripts = FairScripts::default();
     scripts.load(&mut con).unwrap();
@@ -156,8 +156,8 @@ fn script_waiters_and_blocked_waiters_share_the_queue_in_order() {
 
 #[test]
 fn a_grant_to_a_blocked_waiter_replicates() {
-    let primary = Server::start();
-    let replica = Server::start();
+    let primary = Server::shared();
+    let replica = Server::shared();
     replica.replicate(&primary);
     let mut con = primary.connection();
     fair_acquire(&mut con, "a", LONG, None);
@@ -218,7 +218,7 @@ fn blocked_waiters_survive_attacks_on_their_lock() {
 
 #[test]
 fn the_full_reply_says_what_each_call_did() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let acquire = |con: &mut Connection, owner: &str, extra: &[&str]| -> (i64, i64, i64, i64) {
         let cmd = redis::cmd("RFAIR.ACQUIRE").arg("f").arg(owner).arg(LONG).arg(extra).arg("REPLY").arg("FULL").clone();
@@ -264,7 +264,7 @@ fn the_full_reply_says_what_each_call_did() {
 /// deadlines of callers who are not coming back.
 #[test]
 fn waiters_told_the_key_is_no_lock_leave_the_queue() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "a", LONG, None), Value::Nil);
     let waiters: Vec<_> =

@@ -22,7 +22,7 @@ fn blocked(server: &Server, owner: &str, times: (i64, i64, i64)) -> JoinHandle<V
 /// waiters of other users, who lose their wait.
 #[test]
 fn another_users_acl_error_ends_every_blocked_waiter() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let a = blocked(&server, "a", (LONG, 5_000, 20_000));
@@ -39,7 +39,7 @@ fn another_users_acl_error_ends_every_blocked_waiter() {
 
 #[test]
 fn a_user_without_channel_rights_ends_every_blocked_waiter_with_a_successful_command() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let a = blocked(&server, "a", (LONG, 5_000, 20_000));
@@ -63,7 +63,7 @@ fn a_user_without_channel_rights_ends_every_blocked_waiter_with_a_successful_com
 /// queued.
 #[test]
 fn a_stall_longer_than_the_wait_drops_live_blocked_waiters_and_a_later_caller_overtakes() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", 300, None), Value::Nil);
     let first = blocked(&server, "first", (LONG, 300, 5_000));
@@ -132,7 +132,7 @@ fn status_position(con: &mut Connection, owner: &str) -> i64 {
 /// live. A newcomer then queues ahead of them.
 #[test]
 fn an_early_release_after_a_lease_extension_purges_live_pubsub_waiters() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", 1_000, None), Value::Nil);
     assert!(matches!(fair_acquire(&mut con, "a", LONG, Some(500)), Value::Int(_)));
@@ -165,7 +165,7 @@ fn an_early_release_after_a_lease_extension_purges_live_pubsub_waiters() {
 #[test]
 fn a_script_waiter_taking_its_turn_late_purges_a_live_native_waiter_behind_it() {
     use testkit::{server_time_ms, FairScripts};
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let scripts = FairScripts::default();
     scripts.load(&mut con).unwrap();
@@ -215,7 +215,7 @@ fn used_memory(con: &mut Connection) -> i64 {
 /// grow the module's memory without bound (about 450 bytes per lock).
 #[test]
 fn the_memory_of_waits_survives_flushall_and_grows_with_every_name() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let round = |con: &mut Connection, round: usize| {
         let mut pipe = redis::pipe();
@@ -249,7 +249,7 @@ fn the_memory_of_waits_survives_flushall_and_grows_with_every_name() {
 /// it is not, and its owner's place goes to the waiter behind.
 #[test]
 fn killing_one_of_two_blocked_calls_of_an_owner_gives_up_the_place_of_the_other() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let mut killed = server.connection();

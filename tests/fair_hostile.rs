@@ -11,7 +11,7 @@ const WAITERS: usize = 200;
 
 #[test]
 fn dead_waiters_spread_through_the_queue_are_purged_in_one_pass() {
-    let master = Server::start();
+    let master = Server::shared();
     let replica = Server::builder().without_module().start();
     replica.replicate(&master);
     let mut con = master.connection();

@@ -15,7 +15,7 @@ fn acquire_with_id(con: &mut Connection, owner: &str, extra: &[&str]) -> redis::
 
 #[test]
 fn a_resent_fair_acquire_replays_its_grant_and_adds_no_level() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let (granted, holds, lease_ms, _) =
         full_reply(acquire_with_id(&mut con, "a", &["ID", "x", "REPLY", "FULL"]).unwrap());
@@ -47,7 +47,7 @@ fn a_resent_fair_acquire_replays_its_grant_and_adds_no_level() {
 
 #[test]
 fn a_resend_takes_over_the_blocked_call_and_its_grant_is_recorded() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let times = (LONG, LONG, 10_000);
@@ -69,7 +69,7 @@ fn a_resend_takes_over_the_blocked_call_and_its_grant_is_recorded() {
 
 #[test]
 fn bad_ids_are_refused_by_name_and_write_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let cases: [(&[&str], &str); 5] = [
         (&["ID"], "request_id"),

@@ -20,7 +20,7 @@ fn field(con: &mut Connection, key: &str, field: &str) -> Option<i64> {
 
 #[test]
 fn a_resent_read_or_write_acquire_replays_its_grant_and_adds_no_level() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let (granted, holds, lease_ms, waited_ms) =
         full_reply(rw(&mut con, "a", "WRITE", &["ID", "w1", "REPLY", "FULL"]).unwrap());
@@ -91,7 +91,7 @@ fn a_resent_fenced_acquire_replays_its_token() {
 
 #[test]
 fn bad_options_are_refused_by_name_and_write_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let cases: [(&[&str], &str); 6] = [
         (&["ID"], "request_id"),

@@ -103,7 +103,7 @@ fn a_replica_without_the_module_and_an_aof_replay_reproduce_every_state() {
 
 #[test]
 fn derived_keys_are_checked_against_the_callers_acl_and_channels_are_not() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let mut limited = server.login("limited", &["~locks:*", "&*"]);
     let refusals: [(&[&str], &str); 4] = [
@@ -152,7 +152,7 @@ fn in_cluster_mode_names_whose_derived_keys_hash_elsewhere_are_refused() {
 
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     write_all(&mut con);
     let _: () = redis::cmd("SET").arg("text").arg("x").query(&mut con).unwrap();

@@ -54,7 +54,7 @@ fn dump_victims(con: &mut Connection) -> Vec<Option<Vec<u8>>> {
 
 #[test]
 fn random_arguments_never_take_the_server_down() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let _: () = con.set("victim:string", "v").unwrap();
     let _: () = con.hset_multiple("victim:hash", &[("name", "bob"), ("age", "x")]).unwrap();

@@ -33,7 +33,7 @@ fn run(con: &mut Connection, args: &[&str]) {
 
 #[test]
 fn each_kind_is_described_with_its_holders_and_leases() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for call in [
         &["RLOCK.ACQUIRE", "lock", "o1", "60000"][..],
@@ -90,7 +90,7 @@ fn each_kind_is_described_with_its_holders_and_leases() {
 
 #[test]
 fn a_reader_of_the_name_alone_sees_its_holders() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     run(&mut admin, &["RFAIR.ACQUIRE", "locks:a", "o1", "60000"]);
     run(&mut admin, &["RFAIR.ACQUIRE", "locks:a", "o2", "60000", "WAIT", "5000"]);
@@ -109,7 +109,7 @@ fn a_reader_of_the_name_alone_sees_its_holders() {
 /// may not.
 #[test]
 fn server_side_waiters_are_listed_per_key_and_by_the_acl() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     run(&mut admin, &["RLOCK.ACQUIRE", "locks:a", "o1", "60000"]);
     run(&mut admin, &["RFAIR.ACQUIRE", "other", "o1", "60000"]);
@@ -179,7 +179,7 @@ fn list_all(con: &mut Connection, options: &[&str]) -> HashMap<String, String> {
 
 #[test]
 fn list_walks_the_keys_that_hold_lock_family_state() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for i in 0..150 {
         run(&mut con, &["RLOCK.ACQUIRE", &format!("pub:lock:{i}"), "o1", "60000"]);

@@ -67,7 +67,7 @@ fn lock(pubsub: &mut redis::PubSub, side: Side, scripts: &RedissonScripts, con: 
 
 #[test]
 fn scripts_and_commands_exclude_each_other_on_one_key() {
-    let server = Server::start();
+    let server = Server::shared();
     let scripts = RedissonScripts::default();
     scripts.load(&mut server.connection()).unwrap();
 
@@ -98,7 +98,7 @@ fn scripts_and_commands_exclude_each_other_on_one_key() {
 
 #[test]
 fn a_release_by_either_side_wakes_the_other() {
-    let server = Server::start();
+    let server = Server::shared();
     let scripts = RedissonScripts::default();
     scripts.load(&mut server.connection()).unwrap();
 
@@ -135,7 +135,7 @@ fn a_release_by_either_side_wakes_the_other() {
 /// reply and releases nothing more.
 #[test]
 fn a_release_retried_by_the_other_side_replies_the_same() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let scripts = RedissonScripts::default();
     scripts.load(&mut con).unwrap();

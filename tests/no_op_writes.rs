@@ -51,7 +51,7 @@ fn exec_survives(watcher: &mut Connection, other: &mut Connection, args: &[&[u8]
 
 #[test]
 fn no_op_commands_do_not_abort_watch() {
-    let server = Server::start();
+    let server = Server::shared();
     let (mut watcher, mut other) = (server.connection(), server.connection());
     setup(&mut other);
     for (what, args) in no_ops() {
@@ -70,7 +70,7 @@ fn track(tracker: &mut Tracker) {
 
 #[test]
 fn no_op_commands_send_no_tracking_invalidation() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut other = server.connection();
     setup(&mut other);
     let mut tracker = Tracker::connect(&server);

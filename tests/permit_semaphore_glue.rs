@@ -47,7 +47,7 @@ fn score(con: &mut Connection, name: &[u8], id: &[u8]) -> i64 {
 
 #[test]
 fn the_permits_key_is_checked_against_the_callers_acl_and_the_channel_is_not() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     run(&mut admin, &[b"RPSEM.TRYSETPERMITS", b"locks:p", b"3"]).unwrap();
     run(&mut admin, &[b"RPSEM.TRYACQUIRE", b"locks:p", b"-1", b"held"]).unwrap();
@@ -85,7 +85,7 @@ fn the_permits_key_is_checked_against_the_callers_acl_and_the_channel_is_not() {
 
 #[test]
 fn bad_input_is_refused_by_name_and_changes_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let setup: [&[&[u8]]; 9] = [
         &[b"RPSEM.TRYSETPERMITS", b"p", b"5", b"PX", b"600000"],
@@ -260,7 +260,7 @@ fn assert_expected(snapshot: &Snapshot) {
 
 #[test]
 fn a_replica_without_the_module_holds_every_state() {
-    let primary = Server::start();
+    let primary = Server::shared();
     let replica = Server::builder().without_module().start();
     replica.replicate(&primary);
     let mut con = primary.connection();
@@ -353,7 +353,7 @@ fn args(words: &[&str]) -> Vec<Vec<u8>> {
 
 #[test]
 fn command_metadata_names_the_key_and_flags_every_command_a_writer() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let commands: [(&str, &[&str], i64, &[&str]); 10] = [
         ("RPSEM.TRYACQUIRE", &["100", "a", "b"], -4, &["key", "lease_ms", "id", "now_ms", "publisher"]),

@@ -79,7 +79,7 @@ fn a_blocked_caller_is_granted_only_while_the_primary_has_its_good_replicas() {
     eventually("no good replica", Duration::from_secs(5), || good_replicas(&mut con) == Some(0));
     not_granted_while_refused(&mut con, &waiter, "NOREPLICAS");
 
-    let replica = Server::start();
+    let replica = Server::shared();
     replica.replicate(&primary);
     granted(&mut con, waiter);
 }

@@ -95,7 +95,7 @@ fn assert_expected_layout(snapshot: &Snapshot) {
 
 #[test]
 fn a_replica_without_the_module_mirrors_fields_and_absolute_expiry() {
-    let master = Server::start();
+    let master = Server::shared();
     let replica = Server::builder().without_module().start();
     replica.replicate(&master);
     let mut replica_con = replica.connection();

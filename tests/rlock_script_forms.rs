@@ -43,7 +43,7 @@ fn renewall_renews_each_lock_its_owner_holds_in_order() {
 
 #[test]
 fn renewall_refuses_a_batch_with_a_key_of_another_type_and_renews_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     acquire(&mut con, "a", "o1", 1000);
     let _: () = con.set("s", "not a lock").unwrap();
@@ -65,7 +65,7 @@ fn renewall_refuses_a_batch_with_a_key_of_another_type_and_renews_nothing() {
 
 #[test]
 fn renewall_declares_every_key_for_acl_and_command_docs() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let keys: Vec<String> = redis::cmd("COMMAND")
         .arg(&["GETKEYS", "RLOCK.RENEWALL", "1000", "a", "o1", "b", "o2"])
@@ -123,7 +123,7 @@ fn via_none_releases_and_force_releases_without_publishing() {
 
 #[test]
 fn noreentry_refuses_the_holders_reentry_with_redissons_error() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let take = |con: &mut Connection, owner: &str| {
         redis::cmd("RLOCK.ACQUIRE").arg(&["l", owner, "30000", "NOREENTRY"]).query::<Value>(con)

@@ -55,7 +55,7 @@ fn make_run_leaves_the_redisson_filter_at_the_servers_default() {
     let set_here = conf.lines().any(|line| line.contains("redisson-scripts") && !line.starts_with('#'));
     assert!(!set_here, "redis.conf sets rlock.redisson-scripts");
     let server = Server::builder().without_module().conf(&conf).start();
-    let default = Server::start(); // the module with no arguments
+    let default = Server::shared(); // the module with no arguments
     let filter = config_get(&mut server.connection(), "rlock.redisson-scripts");
     assert_eq!(filter, config_get(&mut default.connection(), "rlock.redisson-scripts"));
     // Off where the filter cannot learn its caller (Redis 7.0).

@@ -9,7 +9,7 @@
 use redis::{Connection, RedisResult, Value};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-use testkit::{eventually, Server, PATIENCE};
+use testkit::{eventually, rlock_info, Server, PATIENCE};
 
 const LEASE: &str = "60000";
 
@@ -40,10 +40,11 @@ fn granted(call: JoinHandle<RedisResult<Value>>) {
 
 #[test]
 fn readers_are_granted_together_and_a_writer_after_them() {
-    let server = Server::start();
+    let server = Server::shared();
     let replica = Server::start();
     replica.replicate(&server);
     let mut con = server.connection();
+    let grants_before = rlock_info(&mut con, "read_write_waiter_grants");
     run(&mut con, &["RRW.ACQUIRE", "rw", "w", "WRITE", LEASE]).unwrap();
     let r1 = wait_for(&server, "r1", "READ", 10_000, &[]);
     until_blocked(&mut con, 1);
@@ -60,8 +61,7 @@ fn readers_are_granted_together_and_a_writer_after_them() {
     granted(w2);
     let fields: Vec<String> = redis::cmd("HKEYS").arg("rw").query(&mut con).unwrap();
     assert!(fields.contains(&"w2:write".to_owned()), "{fields:?}");
-    let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
-    assert!(info.contains("rlock_read_write_waiter_grants:3\r\n"), "{info}");
+    assert_eq!(rlock_info(&mut con, "read_write_waiter_grants"), grants_before + 3);
     // The grants were written by the server: the replica has them.
     let _: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
     let on_replica: Vec<String> = redis::cmd("HKEYS").arg("rw").query(&mut replica.connection()).unwrap();
@@ -70,7 +70,7 @@ fn readers_are_granted_together_and_a_writer_after_them() {
 
 #[test]
 fn a_writer_keeping_its_reads_lets_waiting_readers_in_at_once() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "rw", "w", "WRITE", LEASE]).unwrap();
     run(&mut con, &["RRW.ACQUIRE", "rw", "w", "READ", LEASE]).unwrap();
@@ -84,8 +84,9 @@ fn a_writer_keeping_its_reads_lets_waiting_readers_in_at_once() {
 
 #[test]
 fn a_lease_that_runs_out_grants_and_a_wait_that_runs_out_is_told_the_pttl() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
+    let timeouts_before = rlock_info(&mut con, "read_write_wait_timeouts");
     run(&mut con, &["RRW.ACQUIRE", "rw", "w", "WRITE", "300"]).unwrap();
     let started = Instant::now();
     granted(wait_for(&server, "r", "READ", 10_000, &[]));
@@ -97,13 +98,12 @@ fn a_lease_that_runs_out_grants_and_a_wait_that_runs_out_is_told_the_pttl() {
     let (granted, _, lease_ms, waited_ms) = testkit::full_reply(full);
     assert_eq!(granted, 0);
     assert!(lease_ms > 50_000 && waited_ms >= 100, "{lease_ms} {waited_ms}");
-    let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
-    assert!(info.contains("rlock_read_write_wait_timeouts:2\r\n"), "{info}");
+    assert_eq!(rlock_info(&mut con, "read_write_wait_timeouts"), timeouts_before + 2);
 }
 
 #[test]
 fn a_wait_on_a_lock_without_expiry_is_told_minus_one_as_without_wait() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "rw", "r", "READ", LEASE]).unwrap();
     run(&mut con, &["PERSIST", "rw"]).unwrap();
@@ -118,7 +118,7 @@ fn a_wait_on_a_lock_without_expiry_is_told_minus_one_as_without_wait() {
 
 #[test]
 fn a_holder_refused_does_not_block() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "rw", "r", "READ", LEASE]).unwrap();
     // Readers may not upgrade: told at once, not blocked behind itself.
@@ -129,7 +129,7 @@ fn a_holder_refused_does_not_block() {
 
 #[test]
 fn a_resend_takes_over_the_waiting_call_and_is_granted_once() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "rw", "w", "WRITE", LEASE]).unwrap();
     let first = wait_for(&server, "r", "READ", 30_000, &["ID", "req-1"]);
@@ -148,7 +148,7 @@ fn a_resend_takes_over_the_waiting_call_and_is_granted_once() {
 
 #[test]
 fn a_waiting_request_keeps_its_side_and_rrw_cancel_ends_it() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "rw", "w", "WRITE", LEASE]).unwrap();
     let waiting = wait_for(&server, "r", "READ", 30_000, &["ID", "req-1"]);

@@ -23,7 +23,7 @@ fn assert_near(value: i64, expected: i64, what: &str) {
 
 #[test]
 fn renew_resets_every_hold_of_the_owner_and_never_shortens_the_hash() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "rw", "a", "READ", "2000"]);
     run(&mut con, &["RRW.ACQUIRE", "rw", "a", "READ", "3000"]);
@@ -42,7 +42,7 @@ fn renew_resets_every_hold_of_the_owner_and_never_shortens_the_hash() {
 
 #[test]
 fn a_write_reentry_takes_the_later_expiry_instead_of_adding_the_lease() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "w", "a", "WRITE", "600000"]);
     assert_eq!(run(&mut con, &["RRW.ACQUIRE", "w", "a", "WRITE", "1000"]), Value::Nil);
@@ -91,7 +91,7 @@ fn read_path_keyspace_notifications_match_the_script() {
 
 #[test]
 fn via_names_the_one_command_a_release_publishes_with() {
-    let server = Server::start();
+    let server = Server::shared();
     let messages = publications(&server, |con| {
         run(con, &["RRW.ACQUIRE", "a", "o", "READ", "30000"]);
         // SPUBLISH reaches SSUBSCRIBE only, not the pattern listener.
@@ -120,7 +120,7 @@ fn via_names_the_one_command_a_release_publishes_with() {
 
 #[test]
 fn missing_says_what_a_release_of_a_missing_lock_replies() {
-    let server = Server::start();
+    let server = Server::shared();
     let messages = publications(&server, |con| {
         assert_eq!(run(con, &["RRW.RELEASE", "m", "o", "READ", "MISSING", "1", "VIA", "PUBLISH"]), Value::Int(1));
         assert_eq!(run(con, &["RRW.RELEASE", "m", "o", "WRITE", "30000", "MISSING", "nil"]), Value::Nil);
@@ -142,7 +142,7 @@ fn missing_says_what_a_release_of_a_missing_lock_replies() {
 /// so (it said they were deleted).
 #[test]
 fn force_release_leaves_the_timeout_keys_to_expire_as_command_docs_says() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RRW.ACQUIRE", "f", "o", "READ", "30000"]);
     assert_eq!(run(&mut con, &["RRW.FORCERELEASE", "f"]), Value::Int(1));

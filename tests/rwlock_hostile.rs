@@ -23,7 +23,7 @@ const TOO_MANY: &str = "ERR too many read holds: a read-write lock takes at most
 
 #[test]
 fn a_crafted_read_count_is_refused_instead_of_hanging_the_server() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let _: () = redis::cmd("HSET").arg(&["rw", "mode", "read", "a", "1", "x", "3000000000"]).query(&mut con).unwrap();
@@ -43,7 +43,7 @@ fn a_crafted_read_count_is_refused_instead_of_hanging_the_server() {
 
 #[test]
 fn read_holds_stop_at_the_limit() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let _: () = redis::cmd("HSET").arg(&["rw", "mode", "read", "a", "9999"]).query(&mut con).unwrap();
     assert_eq!(run(&mut con, &["RRW.ACQUIRE", "rw", "b", "READ"]).unwrap(), Value::Nil, "the 10000th hold");
@@ -55,7 +55,7 @@ fn read_holds_stop_at_the_limit() {
 
 #[test]
 fn counts_that_are_not_hold_counts_are_refused() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for (fields, owner) in [
         (&["mode", "read", "x", "abc"][..], "y"),
@@ -81,7 +81,7 @@ fn counts_that_are_not_hold_counts_are_refused() {
 
 #[test]
 fn owners_that_would_collide_with_the_locks_fields_are_refused() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let _: Value = run(&mut con, &["RRW.ACQUIRE", "held", "u", "WRITE"]).unwrap();
     let refused = "ERR owner must not be 'mode' nor end with ':write' (the read-write lock's own fields)";

@@ -21,7 +21,7 @@ fn ints(values: &[i64]) -> Value {
 
 #[test]
 fn renewreads_declares_every_lock_to_cluster_routing_and_acl() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let batch = ["RRW.RENEWREADS", "2", "locks:a", "other", "30000", "1", "o", "2", "o", "p"];
     let keys: Vec<String> = redis::cmd("COMMAND").arg("GETKEYS").arg(&batch[..]).query(&mut admin).unwrap();
@@ -36,7 +36,7 @@ fn renewreads_declares_every_lock_to_cluster_routing_and_acl() {
 
 #[test]
 fn renewreads_renews_each_lock_of_a_batch_as_the_script_does() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for (name, owner) in [("a", "o"), ("a", "o"), ("a", "p"), ("b", "p")] {
         run(&mut con, &["RRW.ACQUIRE", name, owner, "READ", "600000"]).unwrap();
@@ -60,7 +60,7 @@ fn renewreads_renews_each_lock_of_a_batch_as_the_script_does() {
 
 #[test]
 fn renewreads_and_likescript_refuse_bad_arguments() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for bad in [
         &["RRW.RENEWREADS", "0", "a", "3000", "1", "o"][..],
@@ -84,7 +84,7 @@ fn renewreads_and_likescript_refuse_bad_arguments() {
 
 #[test]
 fn readlocked_answers_as_redissons_read_lock_is_locked() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let locked = |con: &mut Connection| run(con, &["RRW.READLOCKED", "rw"]).unwrap();
     assert_eq!(locked(&mut con), Value::Int(0), "free");
@@ -104,7 +104,7 @@ fn readlocked_answers_as_redissons_read_lock_is_locked() {
 /// lease, the deleted lock, the batch's and 3.x renewals).
 #[test]
 fn a_replica_without_the_module_mirrors_the_script_forms() {
-    let primary = Server::start();
+    let primary = Server::shared();
     let replica = Server::builder().without_module().start();
     replica.replicate(&primary);
     let mut con = primary.connection();

@@ -14,7 +14,7 @@ const ENTRIES_EACH: usize = 40;
 
 #[test]
 fn never_more_holders_than_permits() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let set: i64 = redis::cmd("RSEM.TRYSETPERMITS").arg("pool").arg(PERMITS).query(&mut con).unwrap();
     assert_eq!(set, 1);

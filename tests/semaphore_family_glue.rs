@@ -35,7 +35,7 @@ fn last_acl_log_entry(admin: &mut Connection) -> (Value, Value) {
 
 #[test]
 fn derived_keys_are_checked_against_the_callers_acl_and_derived_channels_are_not() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let mut limited = server.login("limited", &["~locks:*"]);
     let refusals: [(&[&str], &str); 2] = [
@@ -84,7 +84,7 @@ fn derived_keys_are_checked_against_the_callers_acl_and_derived_channels_are_not
 #[test]
 fn a_channel_the_call_names_is_checked_by_redis_before_the_call_runs() {
     const CHANNEL: &str = "redisson_countdownlatch__channel__{locks:l}";
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     let mut limited = server.login("limited", &["~locks:*"]);
     let text = error_text(run(&mut limited, &["RLATCH.TRYSETCOUNT", "locks:l", "2", "CHANNEL", CHANNEL]));
@@ -133,7 +133,7 @@ fn a_channel_the_call_names_is_checked_by_redis_before_the_call_runs() {
 
 #[test]
 fn bad_input_is_refused_by_name_and_changes_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for args in [
         &["RSEM.TRYSETPERMITS", "sem", "3", "PX", "600000"][..],
@@ -211,7 +211,7 @@ fn bad_input_is_refused_by_name_and_changes_nothing() {
 
 #[test]
 fn calls_that_change_nothing_write_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for args in [&["RSEM.TRYSETPERMITS", "sem", "1"][..], &["RFENCED.ACQUIRE", "fence", "u:1"], &["SET", "empty", "0"]]
     {
@@ -246,7 +246,7 @@ fn calls_that_change_nothing_write_nothing() {
 /// (BENCHMARKS.md, section 9). The values are those SET would write.
 #[test]
 fn counters_are_written_as_raw_strings() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let writes: [&[&str]; 3] =
         [&["RSEM.TRYSETPERMITS", "sem", "3"], &["RLATCH.TRYSETCOUNT", "latch", "2"], &["RLATCH.COUNTDOWN", "latch"]];

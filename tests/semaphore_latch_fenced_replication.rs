@@ -81,7 +81,7 @@ fn assert_expected(snapshot: &Snapshot) {
 
 #[test]
 fn a_replica_without_the_module_holds_every_state() {
-    let primary = Server::start();
+    let primary = Server::shared();
     let replica = Server::builder().without_module().start();
     replica.replicate(&primary);
     let mut con = primary.connection();

@@ -18,7 +18,7 @@ async fn blocking_client(server: &Server, connections: usize) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_tasks_on_eight_blocking_connections_exclude_each_other() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 8).await;
     common::take_turns_exclusively(&client, &server, 16, 20, Duration::from_millis(1)).await;
     let granted = info(&server, "granted").await;
@@ -29,7 +29,7 @@ async fn sixteen_tasks_on_eight_blocking_connections_exclude_each_other() {
 
 #[tokio::test]
 async fn given_up_waits_leave_no_grant_behind() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 2).await;
     let holder = client.lock("k").lock().await.unwrap();
 
@@ -62,7 +62,7 @@ async fn give_up_two_waits(client: &Client, server: &Server, limit: Duration) {
 /// queued behind them, never to a caller that is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_waits_leave_the_queue_and_the_release_grants_a_live_waiter() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 51).await;
     let holder = client.lock("k").lock().await.unwrap();
     let wait = |lock: rlock_client::Lock| tokio::spawn(async move { lock.lock().await });
@@ -96,7 +96,7 @@ async fn dropped_waits_leave_the_queue_and_the_release_grants_a_live_waiter() {
 /// open no more connections than the pool holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pool_takes_its_connections_back_however_a_wait_ends() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 2).await;
     let before = connected_clients(&server).await;
     for _ in 0..5 {
@@ -123,7 +123,7 @@ async fn connected_clients(server: &Server) -> i64 {
 
 #[tokio::test]
 async fn a_killed_blocking_connection_is_settled_and_the_wait_goes_on() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 1).await;
     let holder = client.lock("k").lock().await.unwrap();
     let waiting = tokio::spawn({
@@ -151,7 +151,7 @@ async fn a_killed_blocking_connection_is_settled_and_the_wait_goes_on() {
 /// stay until its 30 s lease ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_made_as_a_stopped_server_resumes_reaches_no_gone_caller() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 2).await;
     let mut admin = common::admin(&server).await;
     let _: Option<i64> =
@@ -212,7 +212,7 @@ async fn blocked_waiters_come_through_a_server_restart() {
 /// pool's connections stay usable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_dropped_as_it_is_granted_leaves_no_hold() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 2).await;
     let mut admin = common::admin(&server).await;
     for round in 0..20u64 {
@@ -244,7 +244,7 @@ async fn a_wait_dropped_as_it_is_granted_leaves_no_hold() {
 /// lock it waits for is let go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_closes_a_cycle_is_told_deadlock() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 2).await;
     let (first, second) =
         (|name| client.lock_with_owner(name, "task-1"), |name| client.lock_with_owner(name, "task-2"));
@@ -266,7 +266,7 @@ async fn a_wait_that_closes_a_cycle_is_told_deadlock() {
 /// on the server with its connection and times; a fenced lock's token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn info_tells_the_holders_and_the_waiters_on_the_server() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 2).await;
     let lock = client.lock("k");
     let first = lock.lock().await.unwrap();
@@ -297,7 +297,7 @@ async fn info_tells_the_holders_and_the_waiters_on_the_server() {
 /// page, and only those whose names match.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_locks_walks_every_lock_page_by_page() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = blocking_client(&server, 0).await;
     let mut guards = Vec::new();
     for i in 0..250 {

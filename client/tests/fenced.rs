@@ -38,7 +38,7 @@ async fn run_phase(lock: &FencedLock, rng: &mut Rng, acquires: usize, last: &mut
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_strictly_increase_over_2000_acquires_an_aof_restart_and_a_promotion() {
     let mut primary = Server::builder().config("appendonly", "yes").config("appendfsync", "always").start();
-    let replica = Server::start();
+    let replica = Server::shared();
     replica.replicate(&primary);
     let mut rng = Rng::from_env("fenced tokens");
     let mut last = 0;
@@ -88,7 +88,7 @@ impl FencedStore {
 
 #[tokio::test]
 async fn a_store_that_refuses_stale_tokens_takes_no_write_from_a_lapsed_holder() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let mut store = FencedStore::default();
 

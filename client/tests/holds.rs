@@ -31,7 +31,7 @@ async fn hold_count(server: &Server, name: &str, owner: &[u8]) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_of_a_closed_client_gets_no_guard() {
-    let server = Server::start();
+    let server = Server::shared();
     let holder_client = client(&server).await;
     let holder = holder_client.lock("handover").lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let closing = client(&server).await;
@@ -52,7 +52,7 @@ async fn a_waiter_of_a_closed_client_gets_no_guard() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_fixed_reentry_keeps_the_outer_hold_renewed() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("nested");
     let outer = lock.lock().await.unwrap();
@@ -72,7 +72,7 @@ async fn a_short_fixed_reentry_keeps_the_outer_hold_renewed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_reentry_outliving_its_lease_keeps_the_watchdog_hold() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("nested-live");
     let outer = lock.lock().await.unwrap();
@@ -88,7 +88,7 @@ async fn a_fixed_reentry_outliving_its_lease_keeps_the_watchdog_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_guard_never_releases_a_newer_hold() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("stale");
     let mut admin = admin(&server).await;
@@ -113,7 +113,7 @@ async fn a_stale_guard_never_releases_a_newer_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reentry_after_an_unnoticed_delete_starts_a_new_hold() {
-    let server = Server::start();
+    let server = Server::shared();
     // A watchdog too slow to notice the DEL before the re-entry.
     let options = options().with_watchdog_timeout(Duration::from_secs(30));
     let client = Client::connect(server.client(), options).await.unwrap();
@@ -188,7 +188,7 @@ async fn a_level_given_up_on_the_clients_clock_is_given_back_by_the_next_acquire
 /// one client's alone, and levels beyond its count are given back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_shared_owner_ids_a_client_never_gives_back_another_clients_level() {
-    let server = Server::start();
+    let server = Server::shared();
     let connect = || Client::connect(server.client(), options().with_shared_owner_ids(true));
     let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
     let (on_a, on_b) = (a.lock_with_owner("shared", "o"), b.lock_with_owner("shared", "o"));
@@ -211,7 +211,7 @@ async fn with_shared_owner_ids_a_client_never_gives_back_another_clients_level()
 /// unlock another owner took the lock while the fenced guard looked held).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kinds_sharing_an_owner_id_never_give_back_each_others_levels() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let plain = client.lock_with_owner("x", "me");
     let (fenced, fair) = (client.fenced_lock_with_owner("x", "me"), client.fair_lock_with_owner("x", "me"));
@@ -267,7 +267,7 @@ async fn a_force_unlock_whose_reply_was_lost_is_not_sent_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlock_racing_lock_on_one_handle_keeps_the_new_hold() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("racing");
     let mut guard = lock.lock().await.unwrap();
@@ -286,7 +286,7 @@ async fn unlock_racing_lock_on_one_handle_keeps_the_new_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zero_watchdog_timeout_is_refused_when_the_client_is_built() {
-    let server = Server::start();
+    let server = Server::shared();
     for timeout in [Duration::ZERO, Duration::from_micros(500), rlock_client::MAX_LEASE * 2] {
         let options = ClientOptions::default().with_watchdog_timeout(timeout);
         let built = Client::connect(server.client(), options).await;
@@ -296,7 +296,7 @@ async fn a_zero_watchdog_timeout_is_refused_when_the_client_is_built() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_granted_lock_whose_caller_is_gone_is_given_back() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("orphan");
     let mut orphaned = 0;
@@ -324,7 +324,7 @@ async fn a_granted_lock_whose_caller_is_gone_is_given_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_through_a_long_pause_leaves_exactly_one_hold() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("paused");
     server.pause();
@@ -343,7 +343,7 @@ async fn an_acquire_through_a_long_pause_leaves_exactly_one_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_lease_far_shorter_than_the_renewal_period_is_reported_lost_at_its_end() {
-    let server = Server::start();
+    let server = Server::shared();
     // A round only every 10 s: the end of a 300 ms lease must not wait for it.
     let options = options().with_watchdog_timeout(Duration::from_secs(30));
     let client = Client::connect(server.client(), options).await.unwrap();

@@ -22,7 +22,7 @@ async fn numsub(server: &Server, name: &[u8]) -> i64 {
 /// `try_lock(Duration::MAX, ..)` ("wait as long as it takes") must not panic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_lock_with_an_endless_wait_does_not_panic() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::connect(server.client(), options()).await.unwrap();
     let lock = client.lock("endless-wait");
     let outcome =
@@ -34,7 +34,7 @@ async fn try_lock_with_an_endless_wait_does_not_panic() {
 /// (and renewed by the watchdog) for the life of the client.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlock_with_a_huge_retry_delay_releases_the_lock() {
-    let server = Server::start();
+    let server = Server::shared();
     let options = options().with_retry(RetryOptions::new(3, Duration::MAX));
     let client = Client::connect(server.client(), options).await.unwrap();
     let lock = client.lock("huge-delay");
@@ -48,7 +48,7 @@ async fn unlock_with_a_huge_retry_delay_releases_the_lock() {
 /// them before issue 8) must still be able to unlock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acl_user_limited_to_its_lock_keys_can_unlock() {
-    let server = Server::start();
+    let server = Server::shared();
     let _: () = redis::cmd("ACL")
         .arg(&["SETUSER", "limited", "on", ">pw", "~locks:*", "allchannels", "+@all"])
         .query_async(&mut admin(&server).await)
@@ -72,7 +72,7 @@ async fn an_acl_user_limited_to_its_lock_keys_can_unlock() {
 /// plain `Send` future may be) leaves no subscription behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_dropped_outside_the_runtime_leaves_no_subscription() {
-    let server = Server::start();
+    let server = Server::shared();
     let holder_client = Client::connect(server.client(), options()).await.unwrap();
     let holder = holder_client.lock("off-runtime").lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let client = Client::connect(server.client(), options()).await.unwrap();
@@ -130,7 +130,7 @@ async fn a_retried_release_held_up_past_the_latch_lifetime_drops_no_second_level
 /// would stay taken until its lease ends).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_after_a_racing_force_unlock_is_not_reported_lost() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::connect(server.client(), options()).await.unwrap();
     let forcer = client.lock("forced-race");
     let taker = client.lock("forced-race");
@@ -160,7 +160,7 @@ async fn a_grant_after_a_racing_force_unlock_is_not_reported_lost() {
 /// a watchdog timeout whose renewal period would be 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_that_would_hang_or_spin_are_refused_when_the_client_is_built() {
-    let server = Server::start();
+    let server = Server::shared();
     for timeout in [Duration::ZERO, Duration::from_micros(999)] {
         for sync in [ReplicaSync::Replicas { count: 1, timeout }, ReplicaSync::AllReplicas { timeout }] {
             let built = Client::connect(server.client(), options().with_replica_sync(sync)).await;

@@ -20,7 +20,7 @@ use testkit::{eventually, Server};
 /// growing length.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_futures_dropped_after_any_number_of_polls_leave_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await;
     let lock = client.lock("dropped-polls");
     for polls in 1..40 {
@@ -49,7 +49,7 @@ async fn lock_futures_dropped_after_any_number_of_polls_leave_nothing() {
 /// thread): the release still runs to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlock_polled_once_then_dropped_still_releases() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options().with_watchdog_timeout(Duration::from_secs(60))).await;
     let lock = client.lock("unlock-once");
     for round in 0..20 {
@@ -76,7 +76,7 @@ async fn unlock_polled_once_then_dropped_still_releases() {
 /// and every hold given back frees the key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raced_and_cancelled_unlock_and_lock_on_one_handle_keep_counts_in_step() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await;
     let lock = client.lock("raced");
     let mut guards = vec![lock.lock().await.unwrap()];
@@ -120,7 +120,7 @@ async fn raced_and_cancelled_unlock_and_lock_on_one_handle_keep_counts_in_step()
 /// the end or drop it); dropping it lets them go on at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_lock_future_holds_up_its_lock_until_dropped() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await;
     let lock = client.lock("parked");
     let parked = loop {
@@ -144,7 +144,7 @@ async fn a_parked_lock_future_holds_up_its_lock_until_dropped() {
 /// is lost the moment it is handed over, never two holders at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_taken_after_its_lease_is_lost_at_once() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await; // watchdog 600 ms
     let lock = client.lock("parked-grant");
     let parked = loop {
@@ -168,7 +168,7 @@ async fn a_grant_taken_after_its_lease_is_lost_at_once() {
 /// README allows futures outside the runtime), uncontended and contended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_from_a_foreign_executor_work() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await;
     let lock = client.lock("foreign");
     let uncontended = {
@@ -202,7 +202,7 @@ async fn calls_from_a_foreign_executor_work() {
 /// guards dropped on a third (current-thread) runtime.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_from_another_runtime_works_and_releases_dropped_guards() {
-    let server = Server::start();
+    let server = Server::shared();
     let url = server.url();
     let (client_tx, client_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
@@ -258,7 +258,7 @@ fn client_of_a_dead_runtime(server: &Server) -> (Client, rlock_client::Guard) {
 /// guard must say it is lost once nothing renews it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_whose_runtime_shut_down_fails_calls_without_panicking() {
-    let server = Server::start();
+    let server = Server::shared();
     let (client, guard) = client_of_a_dead_runtime(&server);
     let lock = client.lock("dead-runtime-2");
     let acquired =
@@ -272,7 +272,7 @@ async fn a_client_whose_runtime_shut_down_fails_calls_without_panicking() {
 /// lost() must fire (at the latest when the lease runs out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_whose_client_runtime_shut_down_is_reported_lost() {
-    let server = Server::start();
+    let server = Server::shared();
     let (client, guard) = client_of_a_dead_runtime(&server);
     eventually!("the lease ran out on the server", !exists(&server, "dead-runtime").await);
     let lost = tokio::time::timeout(Duration::from_secs(2), guard.lost()).await;
@@ -288,7 +288,7 @@ async fn a_guard_whose_client_runtime_shut_down_is_reported_lost() {
 /// dropped guards: no latch key stays behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latch_keys_do_not_pile_up() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await;
     let lock = client.lock("latches");
     let tasks: Vec<_> = (0..8)
@@ -322,7 +322,7 @@ async fn latch_keys_do_not_pile_up() {
 /// not the client lived on), not linger for its lifetime (~40 s here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latch_keys_of_a_client_dropped_right_after_unlock_are_deleted() {
-    let server = Server::start();
+    let server = Server::shared();
     let options = options().with_watchdog_timeout(Duration::from_secs(30));
     for round in 0..20 {
         let client = client(&server, options.clone()).await;
@@ -341,7 +341,7 @@ async fn latch_keys_of_a_client_dropped_right_after_unlock_are_deleted() {
 /// not at the next round (period 10 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_fixed_lease_is_reported_lost_when_it_ends() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options().with_watchdog_timeout(Duration::from_secs(30))).await;
     for round in 0..5 {
         let guard = client.lock("short-fixed").lock_with_lease(Duration::from_millis(300)).await.unwrap();
@@ -356,7 +356,7 @@ async fn a_short_fixed_lease_is_reported_lost_when_it_ends() {
 /// ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_fixed_and_watchdog_reentries_are_renewed_and_lost_on_time() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await; // watchdog 600 ms, period 200 ms
     let lock = client.lock("mixed");
     let fixed = lock.lock_with_lease(Duration::from_millis(150)).await.unwrap();

@@ -87,7 +87,7 @@ impl Proxy {
 /// its outcome, and the guards that look live match the server's count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_reentry_is_resent_and_counted_once() {
-    let server = Server::start();
+    let server = Server::shared();
     let proxy = Proxy::start(server.port()).await;
     // Settle reads: 500 ms response timeout, then a 1 s pause.
     let options = ClientOptions::default().with_retry(RetryOptions::new(3, Duration::from_secs(2)));

@@ -17,7 +17,7 @@ use testkit::{eventually, Server};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settled_acquire_still_needs_the_replicas() {
     let primary = Server::builder().config("enable-debug-command", "yes").start();
-    let replica = Server::start();
+    let replica = Server::shared();
     replica.replicate(&primary);
     let sync = ReplicaSync::Replicas { count: 1, timeout: Duration::from_millis(200) };
     let client = Client::connect(primary.client(), ClientOptions::default().with_replica_sync(sync)).await.unwrap();

@@ -19,7 +19,7 @@ use testkit::{eventually, Server};
 /// after it resumes every hold the client does not track is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_cancelled_while_the_server_is_stopped_leave_no_untracked_hold() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await;
     let lock = client.lock("stopped");
     let outer = lock.lock().await.unwrap();
@@ -154,7 +154,7 @@ fn blocking_options() -> ClientOptions {
 /// nothing; the lock goes to nobody when its holder releases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_wait_given_up_on_a_stopped_server_returns_on_time_and_holds_nothing() {
-    let server = Server::start();
+    let server = Server::shared();
     let holder_client = client(&server, options()).await;
     let holder = holder_client.lock("blk-stop").lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let client = client(&server, blocking_options()).await;
@@ -184,7 +184,7 @@ async fn a_blocked_wait_given_up_on_a_stopped_server_returns_on_time_and_holds_n
 /// Error::ClientClosed at once". A waiter blocked on the server must too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_waiter_returns_client_closed_when_the_client_is_dropped() {
-    let server = Server::start();
+    let server = Server::shared();
     let holder_client = client(&server, options()).await;
     let holder = holder_client.lock("blk-close").lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let client = client(&server, blocking_options()).await;
@@ -206,7 +206,7 @@ async fn a_blocked_waiter_returns_client_closed_when_the_client_is_dropped() {
 /// knows it, and the key ends free.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocked_waiters_cut_at_random_points_leave_no_untracked_grant() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, blocking_options()).await;
     let mut rng = 0x1234_5678_u64;
     for round in 0..30 {
@@ -288,7 +288,7 @@ async fn a_kill_retried_across_a_restart_hits_no_innocent_connection() {
 /// Semaphore and permit takes dropped after 1..N polls leave every permit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn semaphore_and_permit_takes_dropped_mid_way_lose_no_permit() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server, options()).await;
     let semaphore = client.semaphore("sem-cut");
     assert!(semaphore.try_set_permits(2).await.unwrap());

@@ -20,7 +20,7 @@ async fn client(server: &Server) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentrancy_counts_holds_through_one_handle() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("reentrant");
     assert!(lock.owner().starts_with(client.id().to_string().as_bytes()));
@@ -44,7 +44,7 @@ async fn reentrancy_counts_holds_through_one_handle() {
 /// MULTI with a STATUS).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reentry_is_one_command() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let (lock, fair, fenced) = (client.lock("once"), client.fair_lock("once-fair"), client.fenced_lock("once-fenced"));
     let rw = client.read_write_lock("once-rw");
@@ -76,7 +76,7 @@ async fn a_reentry_is_one_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handles_have_distinct_owners_unless_given_one() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let (a, b) = (client.lock("shared"), client.lock("shared"));
     assert_ne!(a.owner(), b.owner());
@@ -92,7 +92,7 @@ async fn handles_have_distinct_owners_unless_given_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_lock_honours_its_wait_limit() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let holder = client.lock("busy").lock_with_lease(Duration::from_secs(30)).await.unwrap();
 
@@ -108,7 +108,7 @@ async fn try_lock_honours_its_wait_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watchdog_keeps_a_lock_for_many_timeouts() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("kept");
     let guard = lock.lock().await.unwrap();
@@ -134,7 +134,7 @@ async fn the_watchdog_keeps_a_lock_for_many_timeouts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_lease_is_not_renewed() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("fixed");
     let guard = lock.lock_with_lease(Duration::from_millis(300)).await.unwrap();
@@ -148,7 +148,7 @@ async fn a_fixed_lease_is_not_renewed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_fires_on_force_release_and_on_delete() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
 
@@ -166,7 +166,7 @@ async fn lost_fires_on_force_release_and_on_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlock_by_a_non_owner_is_refused() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("mine");
     let guard = lock.lock().await.unwrap();
@@ -177,7 +177,7 @@ async fn unlock_by_a_non_owner_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_guard_is_released_in_the_background() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("dropped");
     drop(lock.lock().await.unwrap());
@@ -189,7 +189,7 @@ async fn a_dropped_guard_is_released_in_the_background() {
 /// the client deletes them in batches, and none may be left behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlock_latches_are_deleted_once_released() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let tasks: Vec<_> = (0..32)
         .map(|task| {
@@ -213,7 +213,7 @@ async fn unlock_latches_are_deleted_once_released() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_client_stops_renewal() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("orphan");
     let guard = lock.lock().await.unwrap();
@@ -225,7 +225,7 @@ async fn dropping_the_client_stops_renewal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_waiters_leave_no_subscription_and_no_lock() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let holder = client.lock("contended").lock().await.unwrap();
     let channel = rlock_client::release_channel(b"contended");
@@ -256,7 +256,7 @@ async fn cancelled_waiters_leave_no_subscription_and_no_lock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_wakes_the_waiter_long_before_the_lease_ends() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let holder = client.lock("handoff").lock_with_lease(Duration::from_secs(60)).await.unwrap();
     let waiter = client.lock("handoff");
@@ -276,7 +276,7 @@ async fn a_release_wakes_the_waiter_long_before_the_lease_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_script_holders_are_respected_and_wake_our_waiters() {
-    let server = Server::start();
+    let server = Server::shared();
     let scripts = RedissonScripts::default();
     let mut java = server.connection();
     scripts.load(&mut java).unwrap();
@@ -312,7 +312,7 @@ async fn a_server_without_the_module_gives_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_outside_the_modules_bounds_are_refused_locally() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     for lease in [Duration::ZERO, Duration::from_micros(10), rlock_client::MAX_LEASE * 2] {
         assert!(matches!(client.lock("x").lock_with_lease(lease).await, Err(Error::InvalidLease(_))));
@@ -321,7 +321,7 @@ async fn leases_outside_the_modules_bounds_are_refused_locally() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewal_failing_until_the_lease_ends_reports_the_lock_lost() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let lock = client.lock("unreachable");
     let guard = lock.lock().await.unwrap();

@@ -27,7 +27,7 @@ fn multi(client: &Client, names: &[&str]) -> MultiLock {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_lock_holds_all_or_nothing_and_is_lost_with_any() {
-    let server = Server::start();
+    let server = Server::shared();
     let (first, second) = (client(&server).await, client(&server).await);
     let held = multi(&first, &["a", "b", "c"]).lock().await.unwrap();
     assert_eq!(held.guards().len(), 3);
@@ -49,7 +49,7 @@ async fn a_multi_lock_holds_all_or_nothing_and_is_lost_with_any() {
 /// in one order: they never deadlock, each gets its turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_locks_over_one_set_in_opposite_orders_do_not_deadlock() {
-    let server = Server::start();
+    let server = Server::shared();
     let (first, second) = (client(&server).await, client(&server).await);
     let rounds = |client: Client, names: [&'static str; 3]| {
         tokio::spawn(async move {
@@ -134,7 +134,7 @@ async fn one_name_on_two_servers_is_taken_in_one_order_by_every_process() {
 /// waited past it for the last lock does not return holds already gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_lease_that_runs_out_while_the_last_lock_is_awaited_is_not_returned() {
-    let server = Server::start();
+    let server = Server::shared();
     let (first, second) = (client(&server).await, client(&server).await);
     let busy = second.lock("b").lock_with_lease(Duration::from_millis(1_500)).await.unwrap();
     let lease = Duration::from_millis(500);
@@ -156,7 +156,7 @@ async fn a_redlock_reports_what_no_primary_can_grant_and_takes_any_wait() {
     let redlock = RedLock::new(clients.iter().map(|client| client.lock("r")));
     let refused = redlock.try_lock(Duration::from_secs(1), Some(Duration::from_secs(30))).await;
     assert!(matches!(refused, Err(rlock_client::Error::ModuleNotLoaded)), "{refused:?}");
-    let with_module = Server::start();
+    let with_module = Server::shared();
     let one = client(&with_module).await;
     let redlock = RedLock::new([one.lock("r")]);
     let guard = redlock.try_lock(Duration::MAX, None).await.unwrap().expect("granted");

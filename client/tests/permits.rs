@@ -38,7 +38,7 @@ async fn worker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewed_permits_of_a_sigkilled_holder_come_back_after_one_lease() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let semaphore = client.permit_semaphore("pool");
     assert!(semaphore.try_set_permits(3).await.unwrap());
@@ -60,7 +60,7 @@ async fn renewed_permits_of_a_sigkilled_holder_come_back_after_one_lease() {
 
 #[tokio::test]
 async fn a_fixed_lease_ends_and_its_release_says_it_lapsed() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let semaphore = client.permit_semaphore("pool");
     assert!(semaphore.try_set_permits(1).await.unwrap());
@@ -88,7 +88,7 @@ async fn a_fixed_lease_ends_and_its_release_says_it_lapsed() {
 
 #[tokio::test]
 async fn a_renewed_permit_removed_from_the_server_is_reported_lost() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let semaphore = client.permit_semaphore("pool");
     assert!(semaphore.try_set_permits(1).await.unwrap());

@@ -25,7 +25,7 @@ async fn client(server: &Server) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_share_and_a_writer_excludes_everyone() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let (a, b, c) = (client.read_write_lock("rw"), client.read_write_lock("rw"), client.read_write_lock("rw"));
     let read_a = a.read().lock().await.unwrap();
@@ -47,7 +47,7 @@ async fn readers_share_and_a_writer_excludes_everyone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writer_may_read_and_its_reads_outlive_its_write() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let (rw, other) = (client.read_write_lock("downgrade"), client.read_write_lock("downgrade"));
     let write = rw.write().lock().await.unwrap();
@@ -89,7 +89,7 @@ async fn waiters(server: &Server, count: usize, write: bool) -> Vec<tokio::task:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_release_wakes_every_waiter() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let write = client.read_write_lock("wake").write().lock_with_lease(LONG_LEASE).await.unwrap();
     let readers = waiters(&server, 3, false).await;
@@ -102,7 +102,7 @@ async fn a_write_release_wakes_every_waiter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_release_that_frees_the_lock_wakes_a_writer() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let read = client.read_write_lock("wake").read().lock_with_lease(LONG_LEASE).await.unwrap();
     let writers = waiters(&server, 1, true).await;
@@ -114,7 +114,7 @@ async fn a_read_release_that_frees_the_lock_wakes_a_writer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_release_that_frees_the_lock_wakes_every_reader_of_a_client() {
-    let server = Server::start();
+    let server = Server::shared();
     let (holder, waiting) = (client(&server).await, client(&server).await);
     let rw = holder.read_write_lock("readers");
     let write = rw.write().lock_with_lease(LONG_LEASE).await.unwrap();
@@ -138,7 +138,7 @@ async fn a_read_release_that_frees_the_lock_wakes_every_reader_of_a_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_exclude_each_other_and_readers_never_overlap_a_writer() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let mut con = admin(&server).await;
     let _: () = con.set("rw:counter", 0).await.unwrap();
@@ -182,7 +182,7 @@ async fn writers_exclude_each_other_and_readers_never_overlap_a_writer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_watchdog_round_renews_every_kind() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let plain = client.lock("kinds:plain").lock().await.unwrap();
     let fair = client.fair_lock("kinds:fair").lock().await.unwrap();
@@ -220,7 +220,7 @@ async fn one_watchdog_round_renews_every_kind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn java_readers_and_rlock_readers_share_and_a_writer_excludes_both() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = client(&server).await;
     let scripts = RwScripts::default();
     scripts.load(&mut server.connection()).unwrap();

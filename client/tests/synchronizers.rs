@@ -105,7 +105,7 @@ async fn command_calls(server: &Server, command: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_semaphore_of_five_admits_at_most_five_of_twenty_tasks_in_two_processes() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let semaphore = client.semaphore("gate");
     assert!(semaphore.try_set_permits(PERMITS).await.unwrap());
@@ -125,7 +125,7 @@ async fn a_semaphore_of_five_admits_at_most_five_of_twenty_tasks_in_two_processe
 
 #[tokio::test]
 async fn a_release_wakes_a_waiter_and_a_missed_message_costs_at_most_the_fallback() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let semaphore = client.semaphore("s");
     assert!(semaphore.try_set_permits(0).await.unwrap());
@@ -211,7 +211,7 @@ async fn a_take_whose_reply_is_lost_is_not_sent_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_latch_waiters_in_two_processes_are_woken_by_the_count_down() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let latch = client.count_down_latch("start");
     assert!(latch.try_set_count(1).await.unwrap());
@@ -233,7 +233,7 @@ async fn fifty_latch_waiters_in_two_processes_are_woken_by_the_count_down() {
 
 #[tokio::test]
 async fn latch_counts_down_opens_and_a_delete_opens_it_too() {
-    let server = Server::start();
+    let server = Server::shared();
     let client = Client::open(&server.url()).await.unwrap();
     let latch = client.count_down_latch("l");
     assert_eq!(latch.count().await.unwrap(), 0);

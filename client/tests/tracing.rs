@@ -12,7 +12,7 @@ use testkit::Server;
 async fn acquire_release_and_loss_are_traced_with_the_lock_and_owner() {
     let recorder = Recorder::default();
     tracing::subscriber::set_global_default(recorder.clone()).unwrap();
-    let server = Server::start();
+    let server = Server::shared();
     let options = ClientOptions::default().with_watchdog_timeout(Duration::from_millis(600));
     let client = Client::connect(server.client(), options).await.unwrap();
     let lock = client.lock("traced");

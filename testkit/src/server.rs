@@ -131,6 +131,12 @@ impl ServerBuilder {
         panic!("no free port after {PORT_ATTEMPTS} attempts");
     }
 
+    /// Whether a server this builder starts may be lent to another test
+    /// ([`crate::SharedServer`]): not a cluster node, not under a tool.
+    pub(crate) fn reusable(&self) -> bool {
+        self.wrapper.is_empty() && !self.config.iter().any(|(name, _)| name == "cluster-enabled")
+    }
+
     fn unstarted(self) -> Server {
         let dir = tempfile::Builder::new().prefix("rlock-redis-").tempdir().expect("temp dir");
         Server { builder: self, dir, port: 0, child: None }

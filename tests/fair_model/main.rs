@@ -44,7 +44,7 @@ fn run(mode: &str, kinds: &'static [Kind]) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let seed = Rng::seed_from_env(&format!("fair_model {mode}"));
     let run_ms = std::env::var("RLOCK_FAIR_MODEL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_RUN_MS);
-    let server = Server::start();
+    let server = Server::shared();
     if kinds.contains(&Kind::Block) {
         if let Err(reply) = io::block_supported(&mut server.connection()) {
             panic!("fair_model {mode}: the server does not support RFAIR.ACQUIRE … WAIT … BLOCK yet (probe: {reply})");

@@ -110,7 +110,7 @@ async fn a_killed_waiter_in_the_middle_delays_the_survivors_by_at_most_its_wait_
 }
 
 async fn arrivals_are_granted_in_order(mode: Mode, fair_wait: Duration) {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = admin(&server).await;
     let mut workers = Workers::start(mode.role(), Some(fair_wait), 2, &server.url()).await;
     let mut pace = tokio::time::interval(ARRIVAL_GAP);
@@ -138,7 +138,7 @@ async fn arrivals_are_granted_in_order(mode: Mode, fair_wait: Duration) {
 }
 
 async fn survivors_of_a_killed_waiter_are_granted_in_order(mode: Mode) {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = admin(&server).await;
     let client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
     // The watchdog's lease, as a user's lock() takes it.
