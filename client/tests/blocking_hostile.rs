@@ -107,9 +107,46 @@ async fn a_release_right_after_a_waiter_gave_up_leaves_the_lock_free() {
         assert!(!admin.exists::<_, bool>("k").await.unwrap(), "round {round}: granted after the waiter gave up");
     }
     assert_eq!(info(&server, "granted").await, 0);
-    // A wait the server ended a tick before the caller's limit is followed
-    // by a last short one: at least one per round.
-    assert!(info(&server, "wait_timeouts").await >= 20, "a round did not block on the server");
+    // A round blocked on the server ends by the server's timer (one a tick
+    // before the caller's limit is followed by a last short one) or, when
+    // the caller's limit passed first (a call sent late on a loaded
+    // machine), by the caller's RLOCK.CANCEL: at least one per round.
+    let cancels = testkit::calls_async(&mut admin, "rlock.cancel").await as i64;
+    assert!(info(&server, "wait_timeouts").await + cancels >= 20, "a round did not block on the server");
+}
+
+/// A waiter whose limit passes while its call is blocked awaits the call's
+/// way off the server's queue (the cancel's reply) before it is told
+/// `None`: told at once (as it was), a release sent then could still be
+/// granted to it, and given back later behind the caller's back (a CI run
+/// saw that: its call reached a loaded server late, so the server's wait
+/// outlasted the caller's). The server stops for a while at the limit:
+/// the caller answers only after it resumes, well within the 300 ms it
+/// gives a cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_limit_passes_is_answered_once_its_call_left_the_servers_queue() {
+    let server = Server::start();
+    let holder_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let waiter_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
+    let guard = holder_client.lock("k").lock().await.unwrap();
+    let limit = Duration::from_secs(1);
+    let waiter = waiter_client.lock("k");
+    let started = tokio::time::Instant::now();
+    let mut tried = tokio::spawn(async move { waiter.try_lock(limit, None).await });
+    eventually!("the waiter blocked on the server", info(&server, "blocked").await == 1);
+    server.pause();
+    let resume = common::stalls::Resume(&server);
+    // Past the limit and its 100 ms grace the caller has sent its cancel,
+    // which the stopped server cannot answer: it must still be waiting.
+    let early = tokio::time::timeout_at(started + limit + Duration::from_millis(200), &mut tried).await;
+    assert!(early.is_err(), "told {early:?} while its call was still blocked on the server");
+    drop(resume);
+    let tried = tokio::time::timeout(testkit::PATIENCE, tried).await.expect("answered after the resume");
+    assert!(tried.unwrap().unwrap().is_none(), "granted while held");
+    assert_eq!(info(&server, "blocked").await, 0, "the call is still blocked after the caller's None");
+    guard.unlock().await.unwrap();
+    assert!(!common::admin(&server).await.exists::<_, bool>("k").await.unwrap(), "granted after the caller's None");
+    assert_eq!(info(&server, "granted").await, 0);
 }
 
 /// A grant after a wait longer than the lease: the lease runs from the
@@ -119,23 +156,27 @@ async fn a_release_right_after_a_waiter_gave_up_leaves_the_lock_free() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_after_a_wait_longer_than_the_lease_holds_for_the_whole_lease() {
     let server = Server::start();
-    // A watchdog round every 333 ms: a loaded machine runs one late by
-    // more than the 200 ms that a 300 ms lease left.
-    let short = Duration::from_secs(1);
+    // A watchdog round every 667 ms, each bounded by that: a loaded machine
+    // ran rounds late by more than the 667 ms that a 1 s lease left.
+    let short = Duration::from_secs(2);
+    let waited = short + Duration::from_secs(1);
     let holder_client = Client::connect(server.client(), ClientOptions::default()).await.unwrap();
     let holder = holder_client.lock("k");
     let client = Client::connect(server.client(), ClientOptions::default().with_watchdog_timeout(short)).await.unwrap();
     let lock = client.lock("k");
 
-    let _held = holder.lock_with_lease(short * 3).await.unwrap();
+    let _held = holder.lock_with_lease(waited).await.unwrap();
     let fixed = lock.lock_with_lease(short).await.unwrap();
     assert!(!fixed.is_lost(), "a fresh fixed grant reported lost");
     fixed.unlock().await.expect("the fixed hold unlocks");
 
-    let _held = holder.lock_with_lease(short * 3).await.unwrap();
+    let _held = holder.lock_with_lease(waited).await.unwrap();
     let renewed = lock.lock().await.unwrap();
     assert!(!renewed.is_lost(), "a fresh watchdog grant reported lost");
-    tokio::time::sleep(short * 3).await;
+    // Renewed past the lease it was granted with: four renewals span it.
+    let mut admin = common::admin(&server).await;
+    let renewals = testkit::rlock_info_async(&mut admin, "renewed").await;
+    eventually!("renewed four times", testkit::rlock_info_async(&mut admin, "renewed").await >= renewals + 4);
     assert!(!renewed.is_lost() && lock.is_held().await.unwrap(), "the watchdog did not keep it");
     renewed.unlock().await.unwrap();
     assert_eq!(info(&server, "granted").await, 2, "both were granted on the server");

@@ -8,16 +8,22 @@
 //! Like every attempt it runs to its end. The server times the wait from
 //! the call's arrival, so it ends a little after the caller's limit: the
 //! caller awaits the reply [`REPLY_GRACE`] past its limit (a grant made in
-//! time is the caller's). A caller that gives up while blocked (a dropped
-//! future, a reply later than that) takes its call off the server's queue
-//! at once (`RLOCK.CANCEL` by the call's request id; a fair waiter leaves
-//! the queue with `RFAIR.CANCEL`), so that a release grants the lock to a
-//! live waiter; the rest of it takes the call's reply, for
-//! [`REPLY_GRACE`] more, and gives back a grant that came first. A call
-//! still blocked then, or whose connection fails, is killed on the server
-//! (`CLIENT KILL ID`), so that no grant can follow; then the request is
-//! sent again without `WAIT` or `BLOCK` under its id (a grant it got is
-//! replayed, else it runs now).
+//! time is the caller's). A caller that gives up while blocked (a reply
+//! later than that, a dropped future) takes its call off the server's
+//! queue at once (`RLOCK.CANCEL` by the call's request id; a fair waiter
+//! leaves the queue with `RFAIR.CANCEL`), so that a release grants the
+//! lock to a live waiter, then takes the call's reply, for [`REPLY_GRACE`]
+//! more. A call still blocked then, or whose connection fails, is killed
+//! on the server (`CLIENT KILL ID`), so that no grant can follow; then the
+//! request is sent again without `WAIT` or `BLOCK` under its id (a grant
+//! it got is replayed, else it runs now). A caller whose limit passed
+//! awaits that for up to
+//! [`CANCEL_GRACE`](crate::engine::channel_wait::CANCEL_GRACE) (a server that answers takes a
+//! round trip or two): it is told `None` once no grant can follow, and a
+//! grant made first is its own (a client slow to send its call delays
+//! the server's timer past the caller's limit). A dropped future, or a
+//! server that hangs past that, leaves the rest to a task, which gives
+//! such a grant back.
 //! (The module refuses `CLIENT UNBLOCK`: it could lose a grant's reply.)
 //! Without a free pooled connection, for held (re-entered) locks, with
 //! replica sync, on a cluster, or against a module without `WAIT` (or
@@ -25,7 +31,7 @@
 //! on the server leaves the queue there too.
 
 use crate::engine::attempt::{acquire_command, give_up_place, run, Attempt, CallEnded, Sent, Transport};
-use crate::engine::channel_wait::REPLY_GRACE;
+use crate::engine::channel_wait::{until, REPLY_GRACE};
 use crate::engine::commands::{FullReply, Kind};
 use crate::engine::handle::Handle;
 use crate::engine::holds::Renewal;
@@ -58,27 +64,40 @@ fn blocking_kind(kind: Kind, queue_wait_ms: Option<i64>) -> Option<(usize, Optio
 /// One blocking attempt for up to `wait` (`None`: [`LONGEST_BLOCK`]), or
 /// `None` when this attempt cannot block (see the module's notes). A fair
 /// lock's attempt keeps the waiter's place in the queue (`queue_wait_ms`).
+/// At `give_up_at` the caller gives up: a call not yet sent is not, and a
+/// blocked one leaves the server's queue; the attempt then answers what
+/// the call came to (a grant made first, else a refusal).
 pub(crate) async fn attempt(
     handle: &Handle,
     renewal: Renewal,
     lease: Duration,
     (wait, queue_wait_ms): (Option<Duration>, Option<i64>),
+    give_up_at: Option<Instant>,
 ) -> Option<Result<Attempt>> {
     let shared = handle.shared();
     let pool = shared.blocking.as_ref()?;
     let (kind, queue_wait_ms) = blocking_kind(handle.id().kind, queue_wait_ms)?;
     if pool.is_unsupported(kind)
         || handle.state().read(|holds| holds.count()) > 0
-        || !matches!(shared.replica_sync_plan(&handle.id().name).await, Ok(None))
         // A plain lock's call is cancelled by its request id.
         || (queue_wait_ms.is_none() && shared.record_refused.load(Ordering::Relaxed))
     {
         return None;
     }
-    let pooled = pool.take().await?;
+    let pooled = async {
+        match shared.replica_sync_plan(&handle.id().name).await {
+            Ok(None) => pool.take().await,
+            _ => None,
+        }
+    };
+    // Nothing sent yet by the caller's limit: nothing to take back.
+    let pooled = match until(give_up_at, pooled).await {
+        None => return Some(Ok(Attempt::Refused { retry_ms: 0 })),
+        Some(pooled) => pooled?,
+    };
     let wait_ms = protocol::clamp_lease_ms(wait.unwrap_or(LONGEST_BLOCK).min(LONGEST_BLOCK));
     let lock = handle.clone();
-    let transport = Transport::Blocking(Blocked { pooled, kind, wait_ms });
+    let transport = Transport::Blocking(Blocked { pooled, kind, wait_ms, give_up_at });
     let blocked = run_to_end(shared, |reply_tx| run(lock, renewal, (lease, queue_wait_ms), transport, reply_tx));
     Some(blocked.await.unwrap_or(Err(Error::ClientClosed)))
 }
@@ -90,12 +109,14 @@ pub(crate) struct Blocked {
     pooled: Pooled,
     kind: usize,
     wait_ms: i64,
+    /// When the caller gives up (see [`attempt`]).
+    give_up_at: Option<Instant>,
 }
 
 /// Sends the blocking call (`lease_ms`, a fair waiter's `queue_wait_ms`,
 /// sent at `requested_at`) and takes its reply. A caller who gives up
-/// meanwhile (`reply_tx` closed) or a client that closes takes the call
-/// off the server's queue first. The outcome, or a transient error for
+/// meanwhile (at its `give_up_at`, or `reply_tx` closed) or a client that
+/// closes takes the call off the server's queue first. The outcome, or a transient error for
 /// the caller's attempt to settle; [`CallEnded`] when the call ended without
 /// a grant.
 pub(crate) async fn send(
@@ -118,6 +139,7 @@ pub(crate) async fn send(
             _ = async { tokio::select! {
                 _ = reply_tx.closed() => {}
                 _ = closed.wait_for(|closed| *closed) => {}
+                _ = until(blocked.give_up_at, std::future::pending::<()>()) => {}
             } } => {
                 // The caller gave up, or the client closed: the wait leaves
                 // the server's queue now, so that no release grants the lock
@@ -135,7 +157,10 @@ pub(crate) async fn send(
     let refused = |retry_ms| Ok(Ok(Sent::Refused { retry_ms }));
     match reply.map_err(Error::from).and_then(|reply| FullReply::parse(reply, id.kind)) {
         // The cancelled call's reply: nothing was granted.
-        Err(Error::Redis(_)) if cancelled => Err(CallEnded(Err(Error::ClientClosed))),
+        Err(Error::Redis(_)) if cancelled => match shared.is_closed() {
+            true => Err(CallEnded(Err(Error::ClientClosed))),
+            false => Err(CallEnded(Ok(Attempt::Refused { retry_ms: 0 }))),
+        },
         Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => refused(retry_ms),
         Ok(FullReply { granted: true, holds, waited_ms, .. }) => {
             let lease_start = lease_start(requested_at, received_at, waited_ms);

@@ -30,6 +30,12 @@ const BUS_PERIOD: Duration = Duration::from_secs(3);
 /// which the lock is held by nobody who wants it.
 pub(crate) const REPLY_GRACE: Duration = Duration::from_millis(100);
 
+/// How long past [`REPLY_GRACE`] a caller awaits its blocked call's way
+/// off the server's queue (a cancel, then the call's reply): a server that
+/// answers takes a round trip or two; one that hangs, the caller leaves
+/// to a task.
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(300);
+
 /// One try's outcome.
 pub(crate) enum Tried<T> {
     Done(T),
@@ -62,6 +68,33 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Tried<T>>>,
 {
+    wait_settling(shared, channel, limit, |give_up_at| until(give_up_at, try_once())).await
+}
+
+/// `work`'s output, or `None` once `at` passes first (`None`: no bound).
+pub(crate) async fn until<F: Future>(at: Option<Instant>, work: F) -> Option<F::Output> {
+    match at {
+        None => Some(work.await),
+        Some(at) => tokio::time::timeout_at(at, work).await.ok(),
+    }
+}
+
+/// [`wait_for`] whose tries give up on their own: `try_once(give_up_at)`
+/// answers `None` when it gave up at `give_up_at` (the limit plus
+/// [`REPLY_GRACE`]; `None` for the first try and without a limit). A try
+/// may take up to [`CANCEL_GRACE`] longer to give up: a call blocked on
+/// the server is first taken off its queue, so that no grant follows the
+/// caller's `None`.
+pub(crate) async fn wait_settling<T, F, Fut>(
+    shared: &Shared,
+    channel: Channel<'_>,
+    limit: Option<Duration>,
+    mut try_once: F,
+) -> Result<Option<T>>
+where
+    F: FnMut(Option<Instant>) -> Fut,
+    Fut: Future<Output = Option<Result<Tried<T>>>>,
+{
     let deadline = limit.and_then(|limit| Instant::now().checked_add(limit));
     let retry = &shared.options.retry;
     let mut closed = shared.closed();
@@ -76,13 +109,8 @@ where
         if let Some(subscription) = subscription.as_mut() {
             subscription.mark_seen();
         }
-        let tried = match deadline.filter(|_| tries > 0) {
-            None => try_once().await,
-            Some(deadline) => match tokio::time::timeout_at(deadline + REPLY_GRACE, try_once()).await {
-                Ok(tried) => tried,
-                Err(_) => return Ok(None),
-            },
-        };
+        let give_up_at = deadline.filter(|_| tries > 0).map(|deadline| deadline + REPLY_GRACE);
+        let Some(tried) = try_once(give_up_at).await else { return Ok(None) };
         tries += 1;
         let (pause, refused) = match tried {
             Ok(Tried::Done(value)) => return Ok(Some(value)),

@@ -1,5 +1,5 @@
 //! Acquiring a lock of any kind: Redisson's waiting loop
-//! ([`wait_for`]), woken by the kind's channel or at the holder's PTTL.
+//! ([`wait_settling`]), woken by the kind's channel or at the holder's PTTL.
 //!
 //! A fair waiter is queued on the server by its waiting tries, sleeps for
 //! the hint each one replies, and gives its place up (RFAIR.CANCEL) however
@@ -8,7 +8,7 @@
 
 use crate::engine::attempt::{attempt, give_up_place, Attempt};
 use crate::engine::blocking;
-use crate::engine::channel_wait::{wait_for, Channel, Tried};
+use crate::engine::channel_wait::{until, wait_settling, Channel, Tried, CANCEL_GRACE};
 use crate::engine::commands::Kind;
 use crate::engine::handle::Handle;
 use crate::engine::hold::Hold;
@@ -64,29 +64,35 @@ impl Handle {
         // An attempt may wait for this lock's earlier call to settle. Past
         // the first, the limit holds: a grant that comes too late is
         // dropped, which gives it back.
-        // Past the first try, a waiter may block on the server instead.
+        // Past the first try, a waiter may block on the server instead:
+        // at the limit that call leaves the server's queue before the
+        // caller is told `None` (a grant made first is the caller's),
+        // unless the server hangs (then a task settles it).
         let deadline = limit.and_then(|limit| Instant::now().checked_add(limit));
-        let first = AtomicBool::new(true);
-        let hold = wait_for(shared, channel, limit, || async {
+        let first = &AtomicBool::new(true);
+        let hold = wait_settling(shared, channel, limit, |give_up_at| async move {
             let blocked = match first.swap(false, Ordering::Relaxed) {
                 true => None,
                 false => {
                     let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-                    blocking::attempt(self, renewal, lease, (left, queue_wait_ms)).await
+                    let settled_by = give_up_at.map(|at| at + CANCEL_GRACE);
+                    // Boxed: the nested futures' layout is too deep for clippy.
+                    let blocked = Box::pin(blocking::attempt(self, renewal, lease, (left, queue_wait_ms), give_up_at));
+                    until(settled_by, blocked).await?
                 }
             };
             let (attempted, blocked) = match blocked {
-                Some(attempted) => (attempted?, true),
-                None => (attempt(self, renewal, lease, queue_wait_ms).await?, false),
+                Some(attempted) => (attempted, true),
+                None => (until(give_up_at, attempt(self, renewal, lease, queue_wait_ms)).await?, false),
             };
-            Ok(match attempted {
+            Some(attempted.map(|attempted| match attempted {
                 Attempt::Granted(hold) => Tried::Done(hold),
                 // A blocking call ended: ask again at once.
                 Attempt::Refused { .. } if blocked => Tried::Again(Duration::ZERO),
                 Attempt::Refused { retry_ms } => {
                     Tried::Again(u64::try_from(retry_ms).map_or(NO_EXPIRY_RETRY, Duration::from_millis))
                 }
-            })
+            }))
         })
         .await?;
         if hold.is_some() {
