@@ -39,7 +39,7 @@ fn sixteen_blocked_waiters_are_granted_in_queue_order_at_each_release() {
 
 #[test]
 fn a_blocked_head_is_granted_at_force_release_del_and_lease_expiry() {
-    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let server = Server::builder().config("enable-debug-command", "yes").shared();
     let mut con = server.connection();
     fair_acquire(&mut con, "a", LONG, None);
     let b = blocked(&server, "b", (LONG, 5_000, 10_000), |_, reply| reply);
@@ -177,7 +177,7 @@ fn a_grant_to_a_blocked_waiter_replicates() {
 
 #[test]
 fn blocked_waiters_survive_attacks_on_their_lock() {
-    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let server = Server::builder().config("enable-debug-command", "yes").shared();
     let mut con = server.connection();
     // An overwrite: every blocked waiter gets the error an acquire would.
     fair_acquire(&mut con, "a", LONG, None);

@@ -84,7 +84,7 @@ fn a_stall_longer_than_the_wait_drops_live_blocked_waiters_and_a_later_caller_ov
 
 #[test]
 fn debug_sleep_drops_live_blocked_waiters_and_a_newcomer_takes_the_lock() {
-    let server = Server::builder().config("enable-debug-command", "yes").start();
+    let server = Server::builder().config("enable-debug-command", "yes").shared();
     let mut con = server.connection();
     assert_eq!(fair_acquire(&mut con, "holder", LONG, None), Value::Nil);
     let a = blocked(&server, "a", (LONG, 200, 10_000));

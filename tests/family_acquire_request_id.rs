@@ -60,7 +60,7 @@ fn a_resent_read_or_write_acquire_replays_its_grant_and_adds_no_level() {
 #[test]
 fn a_resent_fenced_acquire_replays_its_token() {
     // Exact tokens: no jump at the term's floor.
-    let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").start();
+    let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").shared();
     let mut con = server.connection();
     let ((granted, holds, lease_ms, _), token) =
         full_reply_with_token(fenced(&mut con, "a", &["ID", "x", "REPLY", "FULL"]).unwrap());

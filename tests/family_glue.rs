@@ -225,7 +225,7 @@ fn bad_input_is_refused_and_changes_nothing() {
 
 #[test]
 fn keyspace_notifications_match_the_scripts_on_the_main_paths() {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let server = Server::builder().config("notify-keyspace-events", "KEA").shared();
     let fair = FairScripts::default();
     let rw = RwScripts::default();
     let events = keyspace_events(&server, |con| {

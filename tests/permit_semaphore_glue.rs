@@ -299,7 +299,7 @@ fn an_aof_replay_holds_every_state_with_or_without_the_module() {
 /// on twin names: the same keyspace events, in order.
 #[test]
 fn the_commands_announce_what_the_scripts_announce() {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let server = Server::builder().config("notify-keyspace-events", "KEA").shared();
     let scripts = PermitSemaphoreScripts::default();
     scripts.load(&mut server.connection()).unwrap();
     type Step = fn(&PermitSemaphoreScripts, &[u8], i64) -> (Cmd, Vec<Vec<u8>>);

@@ -29,7 +29,7 @@ fn acquire(con: &mut Connection, text: &[u8], name: &str, owner: &str) -> Value 
 
 #[test]
 fn every_head_is_told_its_turn_when_the_lease_before_runs_out() {
-    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").start();
+    let server = Server::builder().module_arg("redisson-scripts").module_arg("native").shared();
     let [text] = texts("4.7.0", &["org/redisson/RedissonFairLock"], [WAITING]);
     let mut con = server.connection();
     let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(&text).query(&mut con).unwrap();

@@ -17,7 +17,7 @@ fn pttl(con: &mut Connection, name: &str) -> i64 {
 
 #[test]
 fn renewall_renews_each_lock_its_owner_holds_in_order() {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let server = Server::builder().config("notify-keyspace-events", "KEA").shared();
     let mut con = server.connection();
     acquire(&mut con, "a", "o1", 1000);
     acquire(&mut con, "b", "o2", 1000);
@@ -96,7 +96,7 @@ fn renewall_declares_every_key_for_acl_and_command_docs() {
 
 #[test]
 fn via_none_releases_and_force_releases_without_publishing() {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let server = Server::builder().config("notify-keyspace-events", "KEA").shared();
     let mut con = server.connection();
     acquire(&mut con, "l", "o1", 30_000);
     acquire(&mut con, "l", "o1", 30_000);

@@ -3,7 +3,7 @@
 //! command runs alone, inside MULTI/EXEC or from EVAL.
 
 use redis::{Connection, Value};
-use testkit::{invalidated, unlock_latch_key, Server, Tracker};
+use testkit::{invalidated, unlock_latch_key, Server, SharedServer, Tracker};
 
 const LOCK: &[u8] = b"lock";
 
@@ -63,8 +63,8 @@ fn run(con: &mut Connection, args: &Args) -> Value {
     cmd.query(con).unwrap_or_else(|err| panic!("{}: {err}", String::from_utf8_lossy(&args.concat())))
 }
 
-fn server() -> Server {
-    Server::builder().config("enable-debug-command", "yes").start()
+fn server() -> SharedServer {
+    Server::builder().config("enable-debug-command", "yes").shared()
 }
 
 #[test]

@@ -34,8 +34,8 @@ pub use scripts::{release_channel, unlock_latch_key, Caller, FairScripts, Rediss
 pub use scripts::{FencedScripts, LatchScripts, PermitSemaphoreScripts, SemaphoreScripts};
 pub use sentinel::{primary_named_by, SentinelGroup, MASTER, PEER_SOURCE};
 pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
-pub use shared_server::SharedServer;
 pub use server_clock::{lease_end_ms, until_server_time_past};
+pub use shared_server::SharedServer;
 pub use tracking::{invalidated, Tracker};
 pub use twins::{expiry_ends, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages};
 pub use wait::{eventually, PATIENCE, POLL};

@@ -100,15 +100,21 @@ impl Pooled {
     fn still_clean(&self) -> bool {
         let Ok(mut con) = self.server.client().get_connection_with_timeout(CLIENTS_GONE_WITHIN) else { return false };
         let clients = query::<String>(&mut con, &["CLIENT", "LIST"]).map(|list| list.lines().count());
-        let keys = query::<String>(&mut con, &["INFO", "keyspace"]).map(|info| info.lines().filter(|l| l.starts_with("db")).count());
-        matches!((clients, keys), (Ok(1), Ok(0)))
+        let keys = query::<String>(&mut con, &["INFO", "keyspace"])
+            .map(|info| info.lines().filter(|l| l.starts_with("db")).count());
+        let clean = matches!((&clients, &keys), (Ok(1), Ok(0)));
+        if !clean {
+            eprintln!("testkit: not reusing the server on port {}: since its reset, clients {clients:?}, databases with keys {keys:?}", self.server.port());
+        }
+        clean
     }
 
     /// Back to how it started: no clients, no data, no scripts, statistics
     /// reset, the configuration and users it started with. What cannot be
     /// put back (a role, a module) is an error: the server is then stopped.
     fn reset(&self) -> Result<(), String> {
-        let mut con = self.server.client().get_connection_with_timeout(CLIENTS_GONE_WITHIN).map_err(|e| e.to_string())?;
+        let mut con =
+            self.server.client().get_connection_with_timeout(CLIENTS_GONE_WITHIN).map_err(|e| e.to_string())?;
         let _ = query::<()>(&mut con, &["CLIENT", "UNPAUSE"]);
         let role: Vec<Value> = query(&mut con, &["ROLE"])?;
         if !matches!(role.as_slice(), [Value::BulkString(role), _, Value::Array(replicas)] if role == b"master" && replicas.is_empty())

@@ -5,7 +5,7 @@
 use redis::{Commands, Connection, Value};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use testkit::{error_text, eventually, rlock_info, Server, PATIENCE};
+use testkit::{error_text, eventually, rlock_info, Server, SharedServer, PATIENCE};
 
 pub const LONG_LEASE: &str = "60000";
 
@@ -56,8 +56,8 @@ pub fn assert_no_crash(server: &Server) {
     assert!(!log.contains("ASSERTION") && !log.contains("crashed by signal"), "crash in log:\n{log}");
 }
 
-pub fn debug_server() -> Server {
-    Server::builder().config("enable-debug-command", "yes").config("enable-module-command", "yes").start()
+pub fn debug_server() -> SharedServer {
+    Server::builder().config("enable-debug-command", "yes").config("enable-module-command", "yes").shared()
 }
 
 pub fn holders(con: &mut Connection, key: &str) -> Vec<String> {
