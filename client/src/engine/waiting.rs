@@ -39,7 +39,9 @@ impl Handle {
         let span =
             tracing::debug_span!(target: "rlock", "acquire", lock = %name, owner = %owner, kind = ?self.id().kind);
         let started = Instant::now();
-        let acquired = self.acquire_traced(renewal, lease, limit).instrument(span.clone()).await;
+        // Boxed: unboxed, the nested futures are too deep a type for the
+        // compiler's default limit in a caller's crate (the doc tests).
+        let acquired = Box::pin(self.acquire_traced(renewal, lease, limit)).instrument(span.clone()).await;
         let waited_ms = started.elapsed().as_millis() as u64;
         span.in_scope(|| match &acquired {
             Ok(Some(_)) => tracing::debug!(target: "rlock", waited_ms, "granted"),
@@ -76,9 +78,7 @@ impl Handle {
                 false => {
                     let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
                     let settled_by = give_up_at.map(|at| at + CANCEL_GRACE);
-                    // Boxed: the nested futures' layout is too deep for clippy.
-                    let blocked = Box::pin(blocking::attempt(self, renewal, lease, (left, queue_wait_ms), give_up_at));
-                    until(settled_by, blocked).await?
+                    until(settled_by, blocking::attempt(self, renewal, lease, (left, queue_wait_ms), give_up_at)).await?
                 }
             };
             let (attempted, blocked) = match blocked {
