@@ -9,9 +9,10 @@ use testkit::Server;
 /// the server has not yet seen go).
 pub const ADMIN_NAME: &str = "rlock-test-admin";
 
-/// A plain connection for looking at (or meddling with) the server.
+/// A plain connection for looking at (or meddling with) the server; it
+/// waits out a server a test stalls (`DEBUG SLEEP`).
 pub async fn admin(server: &Server) -> redis::aio::MultiplexedConnection {
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut con = server.client().get_multiplexed_async_connection_with_config(&patient()).await.unwrap();
     let _: () = redis::cmd("CLIENT").arg("SETNAME").arg(ADMIN_NAME).query_async(&mut con).await.unwrap();
     con
 }
