@@ -17,6 +17,7 @@ mod server;
 mod server_clock;
 mod tracking;
 mod twins;
+mod until_ok;
 mod wait;
 
 pub use acl_recipe::{acl_log, acl_recipe, acl_recipe_names, newer_than_redis_7_0, AclRecipe};
@@ -36,6 +37,7 @@ pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBu
 pub use server_clock::{lease_end_ms, until_server_time_past};
 pub use tracking::{invalidated, Tracker};
 pub use twins::{expiry_ends, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages};
+pub use until_ok::until_ok;
 pub use wait::{eventually, PATIENCE, POLL};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a
