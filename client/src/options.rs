@@ -207,3 +207,48 @@ pub(crate) fn check(options: &ClientOptions) -> Result<()> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    /// What it shows, the retry attempts, the failures before a success,
+    /// whether they may be retried, when it is sent (ms), whether it succeeds.
+    type Case = (&'static str, u32, usize, bool, &'static [u64], bool);
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_is_sent_again_after_each_delay_until_it_succeeds_or_the_attempts_run_out() {
+        let cases: [Case; 6] = [
+            ("succeeds at once", 3, 0, true, &[0], true),
+            ("succeeds on the third send", 3, 2, true, &[0, 100, 200], true),
+            ("succeeds on the last send", 3, 3, true, &[0, 100, 200, 300], true),
+            ("fails every time", 3, usize::MAX, true, &[0, 100, 200, 300], false),
+            ("no retries", 0, usize::MAX, true, &[0], false),
+            ("an error not to retry", 3, usize::MAX, false, &[0], false),
+        ];
+        for (what, attempts, failures, retryable, sends, succeeds) in cases {
+            let retry = RetryOptions::new(attempts, Duration::from_millis(100));
+            let started = Instant::now();
+            let mut sent = Vec::new();
+            let reply = retry
+                .run(
+                    |_| retryable,
+                    || {
+                        sent.push(started.elapsed().as_millis() as u64);
+                        let fails = sent.len() <= failures;
+                        async move {
+                            if fails {
+                                Err(Error::ClientClosed)
+                            } else {
+                                Ok(())
+                            }
+                        }
+                    },
+                )
+                .await;
+            assert_eq!(sent, sends, "{what}");
+            assert_eq!(reply.is_ok(), succeeds, "{what}");
+        }
+    }
+}

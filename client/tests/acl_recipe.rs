@@ -27,31 +27,63 @@ fn apply(server: &Server, recipe: &AclRecipe) {
     let () = redis::cmd("ACL").arg(&["LOG", "RESET"]).query(&mut server.connection()).unwrap();
 }
 
+/// The servers a waiter's calls reach, and whether its plain and fair
+/// locks wait there on a blocking connection (a single server only).
+struct Waiting<'a> {
+    servers: Vec<&'a Server>,
+    blocks: bool,
+}
+
+impl Waiting<'_> {
+    /// Whether the waiter on `name` (of kind `kind`) waits: blocked in its
+    /// acquire, or subscribed to a channel named after it (sharded or not).
+    async fn on(&self, name: &str, kind: &str) -> bool {
+        let pattern = format!("*{name}*");
+        let mut waits = 0;
+        for server in &self.servers {
+            let mut admin = common::admin(server).await;
+            if self.blocks && ["l", "f"].contains(&kind) {
+                waits += testkit::rlock_info_async(&mut admin, "blocked").await;
+                continue;
+            }
+            for list in ["CHANNELS", "SHARDCHANNELS"] {
+                let cmd = redis::cmd("PUBSUB").arg(list).arg(&pattern).clone();
+                waits += cmd.query_async::<Vec<Vec<u8>>>(&mut admin).await.unwrap().len() as i64;
+            }
+        }
+        waits > 0
+    }
+}
+
 /// Each kind taken by `holder` while `waiter` waits for it (by blocking
-/// connection or pub/sub, as `waiter`'s options say), then released.
-async fn every_kind(holder: &Client, waiter: &Client, prefix: &str) {
+/// connection or pub/sub, as `waiter`'s options say), then released once
+/// the waiter waits.
+async fn every_kind(holder: &Client, waiter: &Client, prefix: &str, waiting: &Waiting<'_>) {
     let name = |kind: &str| format!("{prefix}{kind}");
     let wait = Duration::from_secs(10);
+    let waits = |kind: &'static str| async move {
+        testkit::eventually!(format!("the waiter on {}", name(kind)), waiting.on(&name(kind), kind).await);
+    };
 
     let guard = holder.lock(name("l")).lock().await.unwrap();
     let lock = waiter.lock(name("l"));
     assert!(lock.try_lock(Duration::from_millis(20), Some(LEASE)).await.unwrap().is_none(), "held");
     let waiting = tokio::spawn(async move { lock.try_lock(wait, Some(LEASE)).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    waits("l").await;
     guard.unlock().await.unwrap();
     waiting.await.unwrap().unwrap().expect("granted after the release").unlock().await.unwrap();
 
     let guard = holder.fair_lock(name("f")).lock().await.unwrap();
     let fair = waiter.fair_lock(name("f"));
     let waiting = tokio::spawn(async move { fair.try_lock(wait, Some(LEASE)).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    waits("f").await;
     guard.unlock().await.unwrap();
     waiting.await.unwrap().unwrap().expect("granted after the release").unlock().await.unwrap();
 
     let guard = holder.read_write_lock(name("rw")).write().lock().await.unwrap();
     let read = waiter.read_write_lock(name("rw")).read();
     let waiting = tokio::spawn(async move { read.try_lock(wait, Some(LEASE)).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    waits("rw").await;
     guard.unlock().await.unwrap();
     waiting.await.unwrap().unwrap().expect("read after the write").unlock().await.unwrap();
 
@@ -63,7 +95,7 @@ async fn every_kind(holder: &Client, waiter: &Client, prefix: &str) {
     semaphore.acquire(1).await.unwrap();
     let other = waiter.semaphore(name("s"));
     let waiting = tokio::spawn(async move { other.try_acquire(1, wait).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    waits("s").await;
     semaphore.release(1).await.unwrap();
     assert!(waiting.await.unwrap().unwrap(), "a permit after the release");
 
@@ -72,7 +104,7 @@ async fn every_kind(holder: &Client, waiter: &Client, prefix: &str) {
     let permit = permits.acquire(LEASE).await.unwrap();
     let other = waiter.permit_semaphore(name("p"));
     let waiting = tokio::spawn(async move { other.try_acquire(LEASE, wait).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    waits("p").await;
     permit.release().await.unwrap();
     waiting.await.unwrap().unwrap().expect("a permit after the release").release().await.unwrap();
 
@@ -80,7 +112,7 @@ async fn every_kind(holder: &Client, waiter: &Client, prefix: &str) {
     assert!(latch.try_set_count(1).await.unwrap());
     let other = waiter.count_down_latch(name("c"));
     let waiting = tokio::spawn(async move { other.wait_timeout(wait).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    waits("c").await;
     latch.count_down().await.unwrap();
     assert!(waiting.await.unwrap().unwrap(), "opened");
 }
@@ -94,8 +126,8 @@ async fn the_recipe_user_runs_every_kind_with_blocking_and_pub_sub_waits() {
     let connect = |options| Client::connect(redis::Client::open(url.as_str()).unwrap(), options);
     let blocking = connect(ClientOptions::default()).await.unwrap();
     let pub_sub = connect(ClientOptions::default().with_blocking_connections(0)).await.unwrap();
-    every_kind(&pub_sub, &blocking, "app:blocking:").await;
-    every_kind(&blocking, &pub_sub, "app:pubsub:").await;
+    every_kind(&pub_sub, &blocking, "app:blocking:", &Waiting { servers: vec![&server], blocks: true }).await;
+    every_kind(&blocking, &pub_sub, "app:pubsub:", &Waiting { servers: vec![&server], blocks: false }).await;
     // A blocking wait given up (its connection killed), then the holder's.
     let guard = pub_sub.lock("app:given-up").lock().await.unwrap();
     assert!(blocking.lock("app:given-up").try_lock(Duration::from_millis(100), None).await.unwrap().is_none());
@@ -140,8 +172,9 @@ async fn in_a_cluster_the_recipe_user_runs_every_kind() {
     let blocking = connect(ClientOptions::default()).await.unwrap();
     let pub_sub = connect(ClientOptions::default().with_blocking_connections(0)).await.unwrap();
     // Names spread over the primaries.
+    let waiting = Waiting { servers: ports.iter().map(|&port| cluster.node(port)).collect(), blocks: false };
     for prefix in ["app:a:", "app:b:", "app:c:", "app:d:"] {
-        every_kind(&pub_sub, &blocking, prefix).await;
+        every_kind(&pub_sub, &blocking, prefix, &waiting).await;
     }
     drop((blocking, pub_sub));
     for port in ports {

@@ -162,6 +162,7 @@ async fn a_grant_made_as_a_stopped_server_resumes_reaches_no_gone_caller() {
     });
     eventually!("it blocked", info(&server, "blocked").await == 1);
     server.pause();
+    // The stop itself is under test: the blocked call's 300 ms run out while the server is stopped, which shows nothing to wait for.
     tokio::time::sleep(Duration::from_secs(1)).await;
     server.resume();
     let outcome = tokio::time::timeout(testkit::PATIENCE, waiting).await.expect("the try ended").unwrap();
@@ -222,7 +223,7 @@ async fn a_wait_dropped_as_it_is_granted_leaves_no_hold() {
             async move { lock.lock().await }
         });
         eventually!("it blocked", info(&server, "blocked").await == 1);
-        // Vary which of the two the server sees first.
+        // Vary which of the two the server sees first (a delay, not a wait).
         let (unlocked, _) = tokio::join!(holder.unlock(), async {
             tokio::time::sleep(Duration::from_micros(round * 50)).await;
             waiting.abort();

@@ -62,6 +62,7 @@ async fn watchdog_renewals_then_an_early_release_break_arrival_order_of_pubsub_w
                 }));
                 eventually!(format!("{owner} queued"), position(&server, &name, owner.as_bytes()).await > 0);
             }
+            // The release time is the variable under test (around the head's 3 s hint), not a wait.
             tokio::time::sleep(Duration::from_millis(offset)).await;
             let releasing = Instant::now();
             holder.unlock().await.unwrap();

@@ -313,6 +313,7 @@ async fn a_granted_lock_whose_caller_is_gone_is_given_back() {
                 guard.unwrap().unlock().await.unwrap();
                 continue 'attempts;
             }
+            // The poll interval: the future is polled by hand with a no-op waker, so nothing wakes this loop.
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         drop(locking);
@@ -332,7 +333,8 @@ async fn an_acquire_through_a_long_pause_leaves_exactly_one_hold() {
         let lock = lock.clone();
         tokio::spawn(async move { lock.lock().await })
     };
-    // Longer than every retry of the acquire and of the reads settling it.
+    // Longer than every retry of the acquire and of the reads settling it
+    // (a stopped server shows nothing to wait for).
     tokio::time::sleep(Duration::from_secs(5)).await;
     server.resume();
     let guard = tokio::time::timeout(PATIENCE, locking).await.expect("lock() returns").unwrap().expect("granted");

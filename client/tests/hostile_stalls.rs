@@ -36,7 +36,8 @@ async fn calls_cancelled_while_the_server_is_stopped_leave_no_untracked_hold() {
         task.await.unwrap();
     }
     let _ = unlocking.await;
-    tokio::time::sleep(Duration::from_millis(300)).await; // stopped a while
+    // Stopped a while: a stopped server shows nothing to wait for.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     server.resume();
     eventually!("the key freed", Duration::from_secs(15), !exists(&server, "stopped").await);
     // Usable again.
@@ -221,6 +222,7 @@ async fn blocked_waiters_cut_at_random_points_leave_no_untracked_grant() {
                 tokio::spawn(async move { tokio::time::timeout(cut, lock.lock()).await.ok().and_then(Result::ok) })
             })
             .collect();
+        // A random point to release at: the variable under test, not a wait.
         tokio::time::sleep(Duration::from_millis(rng % 40)).await;
         holder.unlock().await.unwrap();
         let mut guards = Vec::new();
@@ -280,6 +282,7 @@ async fn a_kill_retried_across_a_restart_hits_no_innocent_connection() {
     while std::time::Instant::now() < deadline {
         let ping = redis::cmd("PING").query_async::<String>(&mut innocent).await;
         assert!(ping.is_ok(), "connection id {victim} on the restarted server was killed by the client: {ping:?}");
+        // Sampling for a kill that must not come: an absence has no event.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     waiting.abort();

@@ -47,6 +47,7 @@ async fn renewed_permits_of_a_sigkilled_holder_come_back_after_one_lease() {
     while !lines.next_line().await.unwrap().expect("the holder exited").contains(HELD_MARKER) {}
 
     // Held past several leases: the holder's client renews them.
+    // Time is under test: unrenewed, the leases would run out within it (the renewals are another process's).
     tokio::time::sleep(LEASE * 3).await;
     assert_eq!(semaphore.acquired().await.unwrap(), i64::from(HELD_PERMITS), "renewed while the holder lives");
 

@@ -108,6 +108,7 @@ async fn read_and_write_under_the_lock(url: &str) {
                         }
                         let writers: i64 = con.get::<_, Option<i64>>("writers").await.unwrap().unwrap_or(0);
                         assert_eq!(writers, 0, "a reader met a writer");
+                        // Stays inside a while, so that an overlap would show: not a wait.
                         tokio::time::sleep(Duration::from_millis(1)).await;
                         let _: i64 = con.decr("readers", 1).await.unwrap();
                         guard.unlock().await.unwrap();

@@ -157,6 +157,7 @@ async fn writers_exclude_each_other_and_readers_never_overlap_a_writer() {
                     assert_eq!(reading.load(Ordering::SeqCst), 0, "no reader while writing");
                     // A read-modify-write that only exclusion keeps whole.
                     let value: i64 = con.get("rw:counter").await.unwrap();
+                    // Stays inside a while, so that an overlap would show: not a wait.
                     tokio::time::sleep(Duration::from_millis(2)).await;
                     let _: () = con.set("rw:counter", value + 1).await.unwrap();
                     writing.fetch_sub(1, Ordering::SeqCst);
@@ -166,6 +167,7 @@ async fn writers_exclude_each_other_and_readers_never_overlap_a_writer() {
                     let readers = reading.fetch_add(1, Ordering::SeqCst) + 1;
                     most_readers.fetch_max(readers, Ordering::SeqCst);
                     assert_eq!(writing.load(Ordering::SeqCst), 0, "no writer while reading");
+                    // Stays inside a while, so that an overlap would show: not a wait.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     reading.fetch_sub(1, Ordering::SeqCst);
                     guard.unlock().await.unwrap();
@@ -191,7 +193,8 @@ async fn one_watchdog_round_renews_every_kind() {
     let (write, write_read) = (rw.write().lock().await.unwrap(), rw.read().lock().await.unwrap());
     let start = client.watchdog_stats();
     assert_eq!(start.locks, 5);
-    // Five leases' worth: every hold lives only by renewal.
+    // Five leases' worth: every hold lives only by renewal (time is under
+    // test: the rounds are counted against it).
     tokio::time::sleep(WATCHDOG * 5).await;
     let stats = client.watchdog_stats();
     assert_eq!(stats.lost, 0);

@@ -173,6 +173,7 @@ async fn a_promoted_primary_without_replicas_is_waited_for_not_a_permanent_error
                     let _: () = redis::cmd("CONFIG").arg(&set).query(&mut primary).unwrap();
                     return true;
                 }
+                // The poll interval of INFO errorstats (the event), on a thread that also stops once the try answers.
                 std::thread::sleep(Duration::from_millis(5));
             }
             false

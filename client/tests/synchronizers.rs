@@ -53,6 +53,7 @@ async fn enter_through_the_semaphore(url: &str) {
                 for _ in 0..ROUNDS {
                     semaphore.acquire(1).await.unwrap();
                     let _: i64 = enter.key("inside").key("peak").invoke_async(&mut con).await.unwrap();
+                    // Stays inside a while, so that an overlap would show: not a wait.
                     tokio::time::sleep(Duration::from_millis(1)).await;
                     let _: i64 = con.decr("inside", 1).await.unwrap();
                     let _: i64 = con.incr("rounds", 1).await.unwrap();

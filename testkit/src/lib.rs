@@ -18,6 +18,7 @@ mod server_clock;
 mod shared_server;
 mod tracking;
 mod twins;
+mod until_ok;
 mod wait;
 
 pub use acl_recipe::{acl_log, acl_recipe, acl_recipe_names, newer_than_redis_7_0, AclRecipe};
@@ -38,6 +39,7 @@ pub use server_clock::{lease_end_ms, until_server_time_past};
 pub use shared_server::SharedServer;
 pub use tracking::{invalidated, Tracker};
 pub use twins::{expiry_ends, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages};
+pub use until_ok::until_ok;
 pub use wait::{eventually, PATIENCE, POLL};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a

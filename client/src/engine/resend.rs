@@ -12,6 +12,7 @@ use crate::engine::attempt::{acquire_and_wait, give_back, Attempt};
 use crate::engine::handle::Handle;
 use crate::engine::named::Named;
 use crate::error::{Error, Result};
+use crate::options::RetryOptions;
 use crate::transport::connection::Connection;
 use crate::transport::replica_sync::Plan;
 use std::time::Duration;
@@ -65,7 +66,7 @@ async fn resend_until_answered(
 ) -> Option<ResentGrant> {
     let (shared, state) = (lock.shared(), lock.state());
     let mut caller = Some((reply_tx, err));
-    let mut backoff = Backoff::new(lock);
+    let mut backoff = Backoff::new(&shared.options.retry);
     // In a cluster each try waits a bounded time: a hung node's slot is
     // looked up again, and the next try goes to its new owner.
     let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
@@ -120,8 +121,7 @@ struct Backoff {
 }
 
 impl Backoff {
-    fn new(lock: &Handle) -> Self {
-        let retry = &lock.shared().options.retry;
+    fn new(retry: &RetryOptions) -> Self {
         Self { attempts: retry.attempts, failures: 0, pause: retry.delay.min(SETTLE_BACKOFF_MAX) }
     }
 
@@ -134,5 +134,38 @@ impl Backoff {
             self.pause = self.pause.saturating_mul(2).min(SETTLE_BACKOFF_MAX);
         }
         tokio::time::sleep(self.pause).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn settling_pauses_by_the_retry_policy_then_doubles_and_the_caller_gets_its_error_when_it_is_spent() {
+        // (retry attempts, delay ms, the pauses in ms, the failure that
+        // hands the caller its error)
+        let cases: [(u32, u64, &[u64], usize); 4] = [
+            (3, 100, &[100, 100, 100, 200, 400, 800, 1000, 1000], 4),
+            (0, 100, &[200, 400, 800, 1000], 1),
+            (1, 300, &[300, 600, 1000, 1000], 2),
+            (2, 5000, &[1000, 1000, 1000, 1000], 3),
+        ];
+        for (attempts, delay, pauses, errored_at) in cases {
+            let mut backoff = Backoff::new(&RetryOptions::new(attempts, Duration::from_millis(delay)));
+            let (reply_tx, reply_rx) = oneshot::channel();
+            let mut caller = Some((reply_tx, Error::ClientClosed));
+            for (failure, &pause) in (1..).zip(pauses) {
+                let before = Instant::now();
+                backoff.wait(&mut caller).await;
+                assert_eq!(
+                    before.elapsed(),
+                    Duration::from_millis(pause),
+                    "{attempts} x {delay} ms: failure {failure}"
+                );
+                assert_eq!(caller.is_none(), failure >= errored_at, "{attempts} x {delay} ms: failure {failure}");
+            }
+            assert!(matches!(reply_rx.await, Ok(Err(Error::ClientClosed))));
+        }
     }
 }

@@ -10,7 +10,8 @@ use crate::engine::commands::Status;
 use crate::engine::holds::{Ended, Upkeep};
 use crate::engine::lock_state::{LockState, Registry};
 use crate::engine::protocol;
-use crate::transport::connection::Connection;
+use crate::transport::connection::{Connection, NodeReplies};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +54,28 @@ pub struct WatchdogStats {
     pub lost: u64,
 }
 
+/// Where a round's commands go: the client's connection (in the unit
+/// tests, a scripted server, so that the watchdog's timing runs on paused
+/// time).
+pub(crate) trait RoundTrip: Send + 'static {
+    /// See [`Connection::per_node_pipelines`].
+    fn send(
+        &mut self,
+        commands: Vec<(Vec<u8>, redis::Cmd)>,
+        timeout: Duration,
+    ) -> impl Future<Output = NodeReplies> + Send;
+}
+
+impl RoundTrip for Connection {
+    fn send(
+        &mut self,
+        commands: Vec<(Vec<u8>, redis::Cmd)>,
+        timeout: Duration,
+    ) -> impl Future<Output = NodeReplies> + Send {
+        self.per_node_pipelines(commands, timeout)
+    }
+}
+
 /// One lock's part of a round.
 struct Task {
     state: Arc<LockState>,
@@ -66,7 +89,7 @@ impl Watchdog {
     /// when `closed` turns true.
     pub fn start(
         registry: Arc<Registry>,
-        connection: Connection,
+        connection: impl RoundTrip,
         timeout: Duration,
         retry_delay: Duration,
         closed: watch::Receiver<bool>,
@@ -89,7 +112,7 @@ impl Watchdog {
 
     async fn run(
         self,
-        mut connection: Connection,
+        mut connection: impl RoundTrip,
         timeout: Duration,
         retry_delay: Duration,
         mut closed: watch::Receiver<bool>,
@@ -124,7 +147,7 @@ impl Watchdog {
     }
 
     /// One round trip for every lock with holds. False when it failed.
-    async fn round(&self, connection: &mut Connection, timeout: Duration) -> bool {
+    async fn round(&self, connection: &mut impl RoundTrip, timeout: Duration) -> bool {
         let now = Instant::now();
         let tasks: Vec<Task> = self
             .registry
@@ -154,7 +177,7 @@ impl Watchdog {
         // A server that hangs must not hang the watchdog: give up on it when
         // the next round is due, so overdue leases are still noticed; in a
         // cluster, only its own locks wait for the next round.
-        let replies = connection.per_node_pipelines(commands, timeout / 3).await;
+        let replies = connection.send(commands, timeout / 3).await;
         tasks.iter().zip(replies.replies).for_each(|(task, reply)| apply(task, reply, sent_at));
         let ok = replies.all_answered;
         if !ok {
@@ -222,3 +245,6 @@ impl Drop for StopOnExit {
         self.0.stop();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -89,6 +89,7 @@ pub async fn take_turns_exclusively(
                     let guard = lock.lock().await.unwrap();
                     let inside: i64 = con.incr("inside", 1).await.unwrap();
                     assert_eq!(inside, 1, "two holders at once");
+                    // Stays inside for `hold`, so that an overlap would show: not a wait.
                     tokio::time::sleep(hold).await;
                     let _: i64 = con.decr("inside", 1).await.unwrap();
                     guard.unlock().await.unwrap();

@@ -74,6 +74,7 @@ pub async fn run_worker(role: &str) {
             assert_eq!(inside, 1, "two holders at once");
             let _: () = con.rpush(GRANTS, waiter).await.unwrap();
             println!("\n{MARK} granted {waiter} {granted_at}");
+            // Stays inside for `hold`, so that an overlap would show: not a wait.
             tokio::time::sleep(Duration::from_millis(hold)).await;
             let _: i64 = con.decr(INSIDE, 1).await.unwrap();
             println!("\n{MARK} releasing {waiter} {}", now_us());

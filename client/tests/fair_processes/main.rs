@@ -153,6 +153,7 @@ async fn survivors_of_a_killed_waiter_are_granted_in_order(mode: Mode) {
         eventually!(format!("waiter {waiter} queued at {place:?}"), queue_place(&mut con, &owner).await == place);
     }
     workers.kill(VICTIM_WORKER).await;
+    // The release's moment is the variable under test (see HOLDER_KEEPS), not a wait.
     tokio::time::sleep(HOLDER_KEEPS).await;
     let released_at = now_us();
     holder.unlock().await.unwrap();

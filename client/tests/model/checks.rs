@@ -6,9 +6,8 @@ impl Model {
     /// Polls until every invariant holds, failing after [`SETTLE`]: the
     /// client learns of external changes only at its next watchdog round.
     pub(super) async fn check(&mut self) {
-        let deadline = Instant::now() + SETTLE;
         let mut orphans = HashMap::new();
-        loop {
+        let settled = testkit::until_ok(SETTLE, async || {
             self.collect_finished().await;
             self.check_lost_is_final().await;
             let problems = match self.observe().await {
@@ -22,13 +21,11 @@ impl Model {
                     problems
                 }
             };
-            if problems.is_empty() {
-                return;
-            }
-            if Instant::now() > deadline {
-                self.fail(&format!("invariants still violated after {SETTLE:?}:\n  {}", problems.join("\n  ")));
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            problems.is_empty().then_some(()).ok_or(problems)
+        })
+        .await;
+        if let Err(problems) = settled {
+            self.fail(&format!("invariants still violated after {SETTLE:?}:\n  {}", problems.join("\n  ")));
         }
     }
 
@@ -188,8 +185,7 @@ impl Model {
         }
         self.slots.clear();
         self.log.push("end: every guard, task and client dropped".into());
-        let deadline = Instant::now() + SETTLE;
-        loop {
+        let settled = testkit::until_ok(SETTLE, async || {
             let problems = match self.observe().await {
                 None => vec!["the server did not answer".to_owned()],
                 Some(server) => {
@@ -203,13 +199,11 @@ impl Model {
                     problems
                 }
             };
-            if problems.is_empty() {
-                return;
-            }
-            if Instant::now() > deadline {
-                self.fail(&format!("after the end, still after {SETTLE:?}:\n  {}", problems.join("\n  ")));
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            problems.is_empty().then_some(()).ok_or(problems)
+        })
+        .await;
+        if let Err(problems) = settled {
+            self.fail(&format!("after the end, still after {SETTLE:?}:\n  {}", problems.join("\n  ")));
         }
     }
 }

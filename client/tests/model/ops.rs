@@ -271,13 +271,10 @@ impl Model {
     }
 
     pub(super) async fn admin<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> T {
-        let deadline = Instant::now() + SETTLE;
-        loop {
-            match cmd.query_async(&mut self.admin).await {
-                Ok(value) => return value,
-                Err(err) if Instant::now() > deadline => self.fail(&format!("admin command failed: {err}")),
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
+        let admin = &mut self.admin;
+        match testkit::until_ok(SETTLE, async || cmd.query_async(admin).await).await {
+            Ok(value) => value,
+            Err(err) => self.fail(&format!("admin command failed: {err}")),
         }
     }
 
