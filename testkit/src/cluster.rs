@@ -22,18 +22,25 @@ impl Cluster {
         let nodes: Vec<Server> =
             (0..primaries * (1 + replicas)).map(|_| configure(Server::builder().cluster()).start()).collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
-        let output = Command::new(crate::server::cli_bin())
-            .args(["--cluster", "create"])
-            .args(&addresses)
-            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-            .output()
-            .expect("run redis-cli --cluster create");
-        assert!(
-            output.status.success(),
-            "redis-cli --cluster create failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+        let created = run_bounded(
+            Command::new(crate::server::cli_bin())
+                .args(["--cluster", "create"])
+                .args(&addresses)
+                .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"]),
+            JOIN_TIMEOUT,
         );
+        if let Err(output) = created {
+            // redis-cli waits for the nodes to agree without a bound.
+            let views: Vec<String> = nodes
+                .iter()
+                .map(|node| {
+                    let view: String =
+                        redis::cmd("CLUSTER").arg("NODES").query(&mut node.connection()).unwrap_or_default();
+                    format!("node {}:\n{view}", node.port())
+                })
+                .collect();
+            panic!("redis-cli --cluster create failed:\n{output}\n{}", views.join("\n"));
+        }
         let cluster = Self { nodes };
         cluster.wait_until_healthy(primaries * (1 + replicas));
         cluster
@@ -263,4 +270,32 @@ fn other_primary(source: &mut redis::Connection) -> u16 {
         })
         .next()
         .expect("another primary")
+}
+
+/// Runs `command` to its end within `limit`: its output, as an error when
+/// it failed or was killed at the limit.
+fn run_bounded(command: &mut Command, limit: Duration) -> Result<(), String> {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run {:?}: {e}", command.get_program()));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        match child.try_wait().expect("wait for the child") {
+            Some(status) => break Some(status),
+            None if std::time::Instant::now() > deadline => break None,
+            None => std::thread::sleep(crate::POLL), // polling the child's exit
+        }
+    };
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().expect("the child's output");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    match status {
+        Some(status) if status.success() => Ok(()),
+        Some(status) => Err(format!("{status}\n{text}")),
+        None => Err(format!("still running after {limit:?}\n{text}")),
+    }
 }
