@@ -3,7 +3,7 @@
 
 use redis::{Commands, Connection, RedisResult, Value};
 use std::collections::HashMap;
-use testkit::{error_text, release_channel, Server};
+use testkit::{error_text, release_channel, rlock_info, Server};
 
 fn rlock(con: &mut Connection, command: &str, args: &[&[u8]]) -> RedisResult<Value> {
     redis::cmd(command).arg(args).query(con)
@@ -28,7 +28,7 @@ fn assert_pttl_near(con: &mut Connection, key: &[u8], lease_ms: i64) {
 
 #[test]
 fn acquire_reenter_contend_and_release_keep_redissons_layout() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
 
     assert_eq!(rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a:1", b"10000"]).unwrap(), Value::Nil);
@@ -58,7 +58,7 @@ fn acquire_reenter_contend_and_release_keep_redissons_layout() {
 
 #[test]
 fn renew_resets_the_lease_only_for_the_holder_and_never_creates_a_key() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
 
     assert_eq!(rlock(&mut con, "RLOCK.RENEW", &[b"res", b"a", b"9000"]).unwrap(), Value::Int(0));
@@ -99,7 +99,7 @@ fn lease_defaults_to_the_configured_value() {
 
 #[test]
 fn the_default_lease_is_redissons_watchdog_timeout() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     rlock(&mut con, "RLOCK.ACQUIRE", &[b"res", b"a"]).unwrap();
     assert_pttl_near(&mut con, b"res", 30_000);
@@ -107,7 +107,7 @@ fn the_default_lease_is_redissons_watchdog_timeout() {
 
 #[test]
 fn full_releases_publish_on_redissons_channel() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let mut subscriber = server.connection();
     let mut pubsub = subscriber.as_pubsub();
@@ -144,7 +144,7 @@ fn full_releases_publish_on_redissons_channel() {
 
 #[test]
 fn status_reports_everything_redisson_can_ask() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let status = |con: &mut Connection, args: &[&[u8]]| -> Vec<Value> {
         redis::cmd("RLOCK.STATUS").arg(args).query(con).unwrap()
@@ -186,7 +186,7 @@ fn status_reports_everything_redisson_can_ask() {
 
 #[test]
 fn keys_and_owners_are_binary_safe() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let key: &[u8] = b"lock\x00\xff\r\n{x";
     let owner: &[u8] = b"\x00owner\xfe\r\n:7";
@@ -207,8 +207,9 @@ fn keys_and_owners_are_binary_safe() {
 /// Every bad input gets its error reply and leaves every key as it was.
 #[test]
 fn bad_input_is_refused_without_touching_anything() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
+    let acquired = rlock_info(&mut con, "acquired");
     let _: () = con.set("string", "v").unwrap();
     let _: () = con.rpush("list", "v").unwrap();
     let _: () = con.sadd("set", "v").unwrap();
@@ -295,14 +296,13 @@ fn bad_input_is_refused_without_touching_anything() {
             assert!((was.1 - now.1).abs() < 1000, "{:?} changed the TTL of {:?}", args, String::from_utf8_lossy(key));
         }
     }
-    let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
-    assert!(info.contains("rlock_acquired:1\r\n"), "errors are not counted as outcomes:\n{info}");
+    assert_eq!(rlock_info(&mut con, "acquired") - acquired, 1, "errors are not counted as outcomes");
 }
 
 /// The value after `name` in a RESP2 field/value array.
 #[test]
 fn commands_work_inside_multi_exec() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let replies: Vec<Value> = redis::pipe()
         .atomic()

@@ -8,7 +8,7 @@
 use redis::{Connection, RedisResult, Value};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-use testkit::{eventually, Rng, Server, PATIENCE};
+use testkit::{eventually, rlock_info, Rng, Server, PATIENCE};
 
 const LEASE: &str = "60000";
 
@@ -98,7 +98,8 @@ fn server_state(con: &mut Connection, lock: &str) -> (Value, Value) {
 
 #[test]
 fn cycles_of_two_three_and_ten_locks_are_told_at_once() {
-    let server = Server::start();
+    let server = Server::shared();
+    let deadlocks = rlock_info(&mut server.connection(), "deadlocks");
     let ten: Vec<String> = (0..10).map(|i| if i % 3 == 0 { format!("fair{i}") } else { format!("l{i}") }).collect();
     let ten: Vec<&str> = ten.iter().map(String::as_str).collect();
     let cases: [(&[&str], bool); 6] = [
@@ -120,8 +121,7 @@ fn cycles_of_two_three_and_ten_locks_are_told_at_once() {
         }
     }
     let mut con = server.connection();
-    let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
-    assert!(info.contains("rlock_deadlocks:6"), "{info}");
+    assert_eq!(rlock_info(&mut con, "deadlocks") - deadlocks, 6);
 }
 
 #[test]
@@ -143,9 +143,10 @@ fn with_detection_off_the_closing_wait_just_waits() {
 /// cycle, and none is reported.
 #[test]
 fn no_deadlock_is_reported_when_locks_are_taken_in_one_order() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut rng = Rng::from_env("no_deadlock_is_reported_when_locks_are_taken_in_one_order");
     let mut con = server.connection();
+    let deadlocks = rlock_info(&mut con, "deadlocks");
     let mut calls = Vec::new();
     for owner in 0..64u64 {
         let held = rng.below(15);
@@ -163,8 +164,7 @@ fn no_deadlock_is_reported_when_locks_are_taken_in_one_order() {
             Err(error) => panic!("no cycle, but: {error}"),
         }
     }
-    let info: String = redis::cmd("INFO").arg("rlock").query(&mut con).unwrap();
-    assert!(info.contains("rlock_deadlocks:0"), "{info}");
+    assert_eq!(rlock_info(&mut con, "deadlocks"), deadlocks, "no deadlock told");
 }
 
 /// A cycle through a key the caller may not read is not told to it: the
@@ -172,7 +172,7 @@ fn no_deadlock_is_reported_when_locks_are_taken_in_one_order() {
 /// detection; a caller who may read every key is told.
 #[test]
 fn a_cycle_through_a_key_the_caller_may_not_read_is_not_told() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut admin = server.connection();
     run(&mut admin, &["ACL", "SETUSER", "lim", "on", "nopass", "~pub:*", "&*", "+@all"]).unwrap();
     run(&mut admin, &["RLOCK.ACQUIRE", "secret:k", "p1", LEASE]).unwrap();
@@ -201,7 +201,7 @@ fn a_cycle_through_a_key_the_caller_may_not_read_is_not_told() {
 /// grant, even where a new wait would close a cycle.
 #[test]
 fn a_recorded_fair_grant_is_replayed_not_told_deadlock() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let resend = ["RFAIR.ACQUIRE", "f2", "o1", LEASE, "WAIT", "30000", "BLOCK", "5000", "ID", "r1"];
     assert_eq!(run(&mut con, &resend).unwrap(), Value::Nil);
@@ -224,7 +224,7 @@ fn a_recorded_fair_grant_is_replayed_not_told_deadlock() {
 /// owner's write hold (only a read-write lock's field is).
 #[test]
 fn an_owner_ending_in_write_is_itself() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     run(&mut con, &["RLOCK.ACQUIRE", "a", "o1:write", LEASE]).unwrap();
     run(&mut con, &["RLOCK.ACQUIRE", "b", "o2", LEASE]).unwrap();
@@ -240,7 +240,7 @@ fn an_owner_ending_in_write_is_itself() {
 /// longer an edge: closing what would have been its cycle is no deadlock.
 #[test]
 fn waits_that_ended_close_no_cycle() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     for lock in ["a", "fair-a"] {
         // Someone else waits throughout, so the check has a graph to look at.
