@@ -138,6 +138,18 @@ pub fn quiet_now(
     }
 }
 
+/// Whether an expiry among `ends` (as [`quiet_now`] takes them) fell
+/// within a step, after the clock `now` it began with and by its end
+/// `end_ms` (both the server's). [`quiet_now`] keeps every expiry clear
+/// of `now`, but a machine that stalls the test after it longer than the
+/// guard lets one pass before the step runs: a twin given `now` and one
+/// reading the server's clock (or two calls apart) then run on either
+/// side of it, and no longer compare. Such a step starts its sequence
+/// over, its twins uncompared.
+pub fn expired_within(ends: &[i64], now: i64, end_ms: i64) -> bool {
+    ends.iter().any(|end| *end > now && *end <= end_ms)
+}
+
 /// How far apart the twins' clock-derived values (PTTLs, expiries) may be.
 /// Each twin reads the server's clock when it runs, so a step's two values
 /// differ by up to the time the server spent between them, and an expiry
