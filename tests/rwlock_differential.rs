@@ -145,7 +145,7 @@ impl Differential for RwLock {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.con).unwrap();
+        testkit::flush_all(&mut self.con);
         self.drift.reset();
     }
 
@@ -213,13 +213,8 @@ fn rw_commands_match_the_redisson_scripts_on_random_sequences() {
     let messages = StepMessages::subscribe(&server, &["redisson_rwlock:*"], &[NAME]);
     drive("rwlock_differential", SEQUENCES, STEPS, &mut test);
     let RwLock { mut con, expired, reentered_writes, .. } = test;
-    let messages = messages.finish(&mut con);
-    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
-    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
-        messages.into_iter().map(|m| (m.step, m.channel, m.payload)).collect()
-    };
-    let from_scripts = strip(from_scripts);
-    assert_eq!(from_scripts, strip(from_commands), "messages differ");
+    let [from_scripts, from_commands] = messages.finish(&mut con);
+    assert_eq!(from_scripts, from_commands, "messages differ");
     assert!(
         from_scripts.len() > 100 && reentered_writes > 10,
         "{} messages, {reentered_writes} write re-entries",

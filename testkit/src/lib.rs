@@ -35,7 +35,9 @@ pub use sentinel::{primary_named_by, SentinelGroup, MASTER, PEER_SOURCE};
 pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBuilder};
 pub use server_clock::{lease_end_ms, until_server_time_past};
 pub use tracking::{invalidated, Tracker};
-pub use twins::{expired_within, expiry_ends, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages};
+pub use twins::{
+    expired_within, expiry_ends, flush_all, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages,
+};
 pub use wait::{eventually, PATIENCE, POLL};
 
 /// A server error as "CODE detail", the way redis-cli prints it, or a

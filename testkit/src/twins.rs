@@ -30,15 +30,9 @@ impl Side {
     }
 }
 
-/// One message published during a step: by which twin, on which channel
-/// (with the twin's prefix taken out of the name), with what payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepMessage {
-    pub step: usize,
-    pub side: Side,
-    pub channel: String,
-    pub payload: String,
-}
+/// One message published during a step: the step, the channel (with the
+/// twin's prefix taken out of the name), the payload.
+pub type StepMessage = (usize, String, String);
 
 /// Collects the messages every step publishes on channels matching the
 /// patterns, from a listener subscribed before the first step.
@@ -78,28 +72,26 @@ impl StepMessages {
         pipe.cmd("PUBLISH").arg(STEP).arg(step);
     }
 
-    /// Every message, by step, once `con` says the steps are over.
-    pub fn finish(self, con: &mut redis::Connection) -> Vec<StepMessage> {
+    /// The script twin's messages and the command twin's, each in order,
+    /// once `con` says the steps are over.
+    pub fn finish(self, con: &mut redis::Connection) -> [Vec<StepMessage>; 2] {
         let _: () = redis::cmd("PUBLISH").arg(DONE).arg("").query(con).expect("PUBLISH");
         let Self { names, listener } = self;
         let raw = listener.join().expect("the listener");
-        let (mut by_step, mut pending) = (Vec::new(), Vec::new());
+        let (mut sides, mut pending) = ([Vec::new(), Vec::new()], Vec::new());
         for (channel, payload) in raw {
             if channel == STEP {
                 let step: usize = payload.parse().expect("a step number");
-                by_step.extend(pending.drain(..).map(|(side, channel, payload)| StepMessage {
-                    step,
-                    side,
-                    channel,
-                    payload,
-                }));
+                for (side, channel, payload) in pending.drain(..) {
+                    sides[usize::from(side == Side::Commands)].push((step, channel, payload));
+                }
             } else {
                 let (side, channel) = untwin(&names, &channel);
                 pending.push((side, channel, payload));
             }
         }
         assert!(pending.is_empty(), "messages after the last step: {pending:?}");
-        by_step
+        sides
     }
 }
 
@@ -208,6 +200,12 @@ impl Drift {
         self.slowest_ms = self.slowest_ms.max(took_ms);
         Ok((replies, self.base_ms + took_ms + self.slowest_ms))
     }
+}
+
+/// Empties the keyspace: a differential's new sequence, or one started
+/// over.
+pub fn flush_all(con: &mut redis::Connection) {
+    let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
 }
 
 /// The absolute expiry (PEXPIRETIME) of each of `keys`: -1 without one,

@@ -188,7 +188,7 @@ impl Differential for Fair {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.con).unwrap();
+        testkit::flush_all(&mut self.con);
         self.waits_drawn = false;
         self.slowest_ms = 0;
     }

@@ -23,7 +23,8 @@ use redis::{Connection, Value};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 use testkit::{
-    drive, expired_within, quiet_now, twin, At, Differential, PermitSemaphoreScripts, Rng, Server, Side, StepMessages,
+    drive, expired_within, quiet_now, twin, At, Differential, PermitSemaphoreScripts, Rng, Server, Side, StepMessage,
+    StepMessages,
 };
 
 const SEQUENCES: usize = 100;
@@ -247,7 +248,7 @@ impl Differential for PermitSemaphore {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+        testkit::flush_all(&mut self.clients[0]);
         self.known = Default::default();
         self.slowest_ms = 0;
     }
@@ -331,23 +332,18 @@ fn permit_semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
     let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
     drive("permit_semaphore_differential", SEQUENCES, STEPS, &mut test);
     let PermitSemaphore { mut clients, release_steps, raced_steps, seen, .. } = test;
-    let messages = messages.finish(&mut clients[0]);
-    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
-    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
-        let compared = messages.into_iter().filter(|m| !raced_steps.contains(&m.step));
-        compared.map(|m| (m.step, m.channel, m.payload)).collect()
-    };
+    let [from_scripts, from_commands] = messages.finish(&mut clients[0]);
+    let compared = |messages: Vec<StepMessage>| messages.into_iter().filter(|(step, ..)| !raced_steps.contains(step));
     let positive = |payload: &str| payload.parse::<i64>().is_ok_and(|n| n > 0);
     let mut unpublished = 0;
-    let from_scripts: Vec<_> = strip(from_scripts)
-        .into_iter()
+    let from_scripts: Vec<_> = compared(from_scripts)
         .filter(|(step, _, payload)| {
             let kept = !release_steps.contains(step) || positive(payload);
             unpublished += usize::from(!kept);
             kept
         })
         .collect();
-    assert_eq!(from_scripts, strip(from_commands), "messages differ");
+    assert_eq!(from_scripts, compared(from_commands).collect::<Vec<_>>(), "messages differ");
     eprintln!("permit semaphore differential: {unpublished} release messages of 0 or less left out");
     eprintln!(
         "permit semaphore differential: {} steps an expiry fell within, sequences started over",

@@ -317,7 +317,7 @@ impl Differential for Fair<'_> {
         // of the step, or that of a short lease or latch the step wrote.
         ends.extend(op.writes_short().then_some(now + SHORT_MS as i64));
         if expired_within(&ends, now, server_time_ms(&mut self.con)) {
-            let _: () = redis::cmd("FLUSHALL").query(&mut self.con).unwrap();
+            testkit::flush_all(&mut self.con);
             self.raced += 1;
             return;
         }
