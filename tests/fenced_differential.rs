@@ -107,8 +107,7 @@ impl Differential for Fenced {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        testkit::flush_all(&mut self.clients[0]);
-        self.drift.reset();
+        self.drift.new_sequence(&mut self.clients[0]);
     }
 
     fn draw(&mut self, rng: &mut Rng) -> Drawn {

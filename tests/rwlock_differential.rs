@@ -145,8 +145,7 @@ impl Differential for RwLock {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        testkit::flush_all(&mut self.con);
-        self.drift.reset();
+        self.drift.new_sequence(&mut self.con);
     }
 
     fn draw(&mut self, rng: &mut Rng) -> Drawn {

@@ -164,8 +164,10 @@ impl Drift {
         Self { base_ms, slowest_ms: 0 }
     }
 
-    /// A new sequence on an empty keyspace: no earlier step's gap remains.
-    pub fn reset(&mut self) {
+    /// A new sequence: empties the keyspace ([`flush_all`]); no earlier
+    /// step's gap remains.
+    pub fn new_sequence(&mut self, con: &mut redis::Connection) {
+        flush_all(con);
         self.slowest_ms = 0;
     }
 
