@@ -193,7 +193,10 @@ impl Differential for RwLock {
             if i == 0 && reentered {
                 self.reentered_writes += 1;
                 assert!(b >= lease - tolerance && b <= a, "{context}: write re-entry PTTL {b}, script {a}");
-                let _: () = redis::cmd("PEXPIRE").arg(&s_name).arg(b).query(con).unwrap();
+                // The script twin takes the commands twin's end: as a PTTL
+                // it would end later by the round trip since the step.
+                let end: i64 = redis::cmd("PEXPIRETIME").arg(twin(Side::Commands, NAME)).query(con).unwrap();
+                let _: () = redis::cmd("PEXPIREAT").arg(&s_name).arg(end).query(con).unwrap();
             } else {
                 assert!(pttl_matches(a, b, tolerance), "{context}: PTTL of timed key {i}: {a} vs {b}");
             }
