@@ -55,7 +55,8 @@ impl StepMessages {
             ready.send(()).expect("the test waits");
             let mut messages = Vec::new();
             loop {
-                let message = pubsub.get_message().expect("messages");
+                // A failing test stops its server: this then panics too, after it.
+                let message = pubsub.get_message().expect("the steps' messages (the server stopped?)");
                 let channel = message.get_channel_name().to_owned();
                 if channel == DONE {
                     return messages;
