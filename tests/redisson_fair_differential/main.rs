@@ -22,14 +22,15 @@
 //! out in either twin: where deadlines do run out, the two differ by
 //! design (Redisson purges live waiters, #3004).
 
+mod keys;
 mod messages;
 #[path = "../redisson_support/mod.rs"]
 mod redisson_support;
 
+use keys::{state, Keys};
 use messages::check_messages;
-use redis::{Commands, Connection, Value};
+use redis::{Connection, Value};
 use redisson_support::{call, family_native_count, texts};
-use std::collections::BTreeSet;
 use testkit::{
     drive, expired_within, expiry_ends, publications, quiet_now, run_out, set_filter_mode, unlock_latch_key, At,
     Differential,
@@ -153,25 +154,6 @@ fn random_op(rng: &mut Rng) -> Op {
     }
 }
 
-struct Keys {
-    name: Vec<u8>,
-    queue: Vec<u8>,
-    deadlines: Vec<u8>,
-    channel: Vec<u8>,
-}
-
-impl Keys {
-    fn of(name: &str) -> Self {
-        let name = name.as_bytes();
-        Self {
-            name: name.to_vec(),
-            queue: rlock_protocol::fair_queue_key(name),
-            deadlines: rlock_protocol::fair_timeout_key(name),
-            channel: rlock_protocol::release_channel(name),
-        }
-    }
-}
-
 /// Runs `op` on `name` as Redisson sends it, with `now` as its clock.
 fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, now: i64) -> Result<Value, String> {
     let keys = Keys::of(name);
@@ -216,31 +198,6 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, n
         Op::Sleep => unreachable!("no script call"),
     };
     reply.map_err(|err| err.to_string())
-}
-
-/// What a twin holds, its name replaced by the Lua twin's: the lock hash,
-/// the queue, the owners with a deadline, the latches (type, value), each
-/// with its PTTL where it has one, then each deadline less `now`; and
-/// whether every deadline is still ahead of `now`.
-fn state(con: &mut Connection, name: &str, now: i64, names: Names) -> (Vec<(String, i64)>, bool) {
-    let keys = Keys::of(name);
-    let mut described = vec![];
-    let mut fields: Vec<(String, String)> = con.hgetall(&keys.name).unwrap();
-    fields.sort();
-    described.push((format!("hash {fields:?}"), con.pttl(&keys.name).unwrap()));
-    let queue: Vec<String> = con.lrange(&keys.queue, 0, -1).unwrap();
-    described.push((format!("queue {queue:?}"), con.pttl(&keys.queue).unwrap()));
-    let deadlines: Vec<(String, i64)> = con.zrange_withscores(&keys.deadlines, 0, -1).unwrap();
-    let waiting: BTreeSet<&String> = deadlines.iter().map(|(owner, _)| owner).collect();
-    described.push((format!("deadlines of {waiting:?}"), con.pttl(&keys.deadlines).unwrap()));
-    for request in REQUESTS {
-        let latch = unlock_latch_key(name.as_bytes(), request.as_bytes());
-        let value: Option<String> = con.get(&latch).unwrap();
-        described.push((format!("latch {request} {value:?}"), con.pttl(&latch).unwrap()));
-    }
-    let ahead = deadlines.iter().all(|(_, deadline)| *deadline > now);
-    described.extend(deadlines.into_iter().map(|(owner, deadline)| (format!("deadline of {owner}"), deadline - now)));
-    (described.into_iter().map(|(what, pttl)| (what.replace(names.native, names.lua), pttl)).collect(), ahead)
 }
 
 /// The replies Redisson's Java code reads alike.
