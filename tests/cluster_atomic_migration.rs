@@ -8,43 +8,12 @@
 use redis::{Connection, Value};
 use std::thread;
 use std::time::{Duration, Instant};
+mod migration_support;
+
+use migration_support::{Kind, WAIT};
 use testkit::{eventually, has_atomic_slot_migration, server_bin, Cluster, Server, PATIENCE};
 
-const LEASE: i64 = 60_000;
-const WAIT: i64 = 20_000;
-
-/// A lock of each kind the migration moves, in one slot: its name, and how
-/// an owner asks for it once and waits for it on the server.
-struct Kind {
-    name: &'static str,
-    ask: fn(&str, &str) -> redis::Cmd,
-    wait: fn(&str, &str) -> redis::Cmd,
-    release: fn(&str, &str) -> redis::Cmd,
-}
-
-const KINDS: [Kind; 2] = [
-    Kind {
-        name: "{moved}lock",
-        ask: |name, owner| command(&["RLOCK.ACQUIRE", name, owner, &LEASE.to_string()]),
-        wait: |name, owner| command(&["RLOCK.ACQUIRE", name, owner, &LEASE.to_string(), "WAIT", &WAIT.to_string()]),
-        release: |name, owner| command(&["RLOCK.RELEASE", name, owner]),
-    },
-    Kind {
-        name: "{moved}fair",
-        ask: |name, owner| command(&["RFAIR.ACQUIRE", name, owner, &LEASE.to_string()]),
-        wait: |name, owner| {
-            let (lease, wait) = (LEASE.to_string(), WAIT.to_string());
-            command(&["RFAIR.ACQUIRE", name, owner, &lease, "WAIT", &wait, "BLOCK", &wait])
-        },
-        release: |name, owner| command(&["RFAIR.RELEASE", name, owner]),
-    },
-];
-
-fn command(args: &[&str]) -> redis::Cmd {
-    let mut cmd = redis::cmd(args[0]);
-    cmd.arg(&args[1..]);
-    cmd
-}
+const KINDS: [Kind; 2] = [Kind::lock("{moved}lock"), Kind::fair("{moved}fair")];
 
 fn blocked_clients(con: &mut Connection) -> i64 {
     testkit::info_field(con, "clients", "blocked_clients").and_then(|count| count.parse().ok()).unwrap_or(-1)
@@ -63,10 +32,10 @@ fn an_atomic_slot_migration_keeps_held_locks_and_grants_nothing_on_the_node_left
         .iter()
         .enumerate()
         .map(|(at, kind)| {
-            let granted: Value = (kind.ask)(kind.name, "holder").query(&mut holder).unwrap();
+            let granted: Value = kind.ask("holder").query(&mut holder).unwrap();
             assert_eq!(granted, Value::Nil, "{}: the holder's grant", kind.name);
             let mut waiter = source.connection();
-            let wait = (kind.wait)(kind.name, "waiter");
+            let wait = kind.wait("waiter");
             let call = thread::spawn(move || wait.query::<Value>(&mut waiter));
             eventually("the waiter blocked", PATIENCE, || blocked_clients(&mut holder) == at as i64 + 1);
             call
@@ -101,11 +70,11 @@ fn an_atomic_slot_migration_keeps_held_locks_and_grants_nothing_on_the_node_left
             "{name}: PTTL {moved_pttl}, {pttl} before the move, {elapsed_ms} ms ago"
         );
 
-        let refused: Value = (kind.ask)(name, "waiter").query(&mut target_con).unwrap();
+        let refused: Value = kind.ask("waiter").query(&mut target_con).unwrap();
         assert_ne!(refused, Value::Nil, "{name}: still the holder's on the target");
-        let released: Value = (kind.release)(name, "holder").query(&mut target_con).unwrap();
+        let released: Value = kind.release("holder").query(&mut target_con).unwrap();
         assert_eq!(released, Value::Int(1), "{name}: released on the target");
-        let granted: Value = (kind.ask)(name, "waiter").query(&mut target_con).unwrap();
+        let granted: Value = kind.ask("waiter").query(&mut target_con).unwrap();
         assert_eq!(granted, Value::Nil, "{name}: free on the target");
     }
     let left: i64 = redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(&mut holder).unwrap();

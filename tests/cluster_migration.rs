@@ -8,52 +8,12 @@
 use redis::{Connection, Value};
 use std::thread;
 use std::time::Duration;
+mod migration_support;
+
+use migration_support::{Kind, LEASE};
 use testkit::{error_text, eventually, info_field, server_time_ms, Cluster, PATIENCE};
 
-const LEASE: i64 = 60_000;
-const WAIT: i64 = 20_000;
-
-/// One kind: its lock's name, how an owner asks for it once, and how an
-/// owner waits for it on the server.
-struct Kind {
-    name: &'static str,
-    ask: fn(&str, &str) -> redis::Cmd,
-    wait: fn(&str, &str) -> redis::Cmd,
-}
-
-const KINDS: [Kind; 3] = [
-    Kind {
-        name: "lock",
-        ask: |name, owner| acquire("RLOCK.ACQUIRE", name, owner, &[]),
-        wait: |name, owner| acquire("RLOCK.ACQUIRE", name, owner, &["WAIT", &WAIT.to_string()]),
-    },
-    Kind {
-        name: "rw",
-        ask: |name, owner| acquire("RRW.ACQUIRE", name, owner, &["WRITE"]),
-        wait: |name, owner| acquire("RRW.ACQUIRE", name, owner, &["WRITE", "WAIT", &WAIT.to_string()]),
-    },
-    Kind {
-        name: "fair",
-        ask: |name, owner| acquire("RFAIR.ACQUIRE", name, owner, &[]),
-        wait: |name, owner| {
-            let wait = WAIT.to_string();
-            acquire("RFAIR.ACQUIRE", name, owner, &["WAIT", &wait, "BLOCK", &wait])
-        },
-    },
-];
-
-/// `command name owner [before the lease…] lease [after…]`; a read-write
-/// lock's mode comes before the lease, the waits after it.
-fn acquire(command: &str, name: &str, owner: &str, args: &[&str]) -> redis::Cmd {
-    let mut cmd = redis::cmd(command);
-    cmd.arg(name).arg(owner);
-    let (before, after) = match args.first() {
-        Some(&"WRITE") => args.split_at(1),
-        _ => args.split_at(0),
-    };
-    cmd.arg(before).arg(LEASE).arg(after);
-    cmd
-}
+const KINDS: [Kind; 3] = [Kind::lock("lock"), Kind::write("rw"), Kind::fair("fair")];
 
 fn keys_in_slot(con: &mut Connection, slot: i64) -> i64 {
     redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot).query(con).unwrap()
@@ -64,10 +24,10 @@ fn keys_in_slot(con: &mut Connection, slot: i64) -> i64 {
 fn held_with_a_blocked_waiter(cluster: &Cluster, kind: &Kind) -> (Connection, Waiting) {
     let source = cluster.primary_for(kind.name.as_bytes());
     let mut holder = source.connection();
-    let granted: Value = (kind.ask)(kind.name, "holder").query(&mut holder).unwrap();
+    let granted: Value = kind.ask("holder").query(&mut holder).unwrap();
     assert_eq!(granted, Value::Nil, "{}: the holder's grant", kind.name);
     let mut waiter_con = source.connection();
-    let wait = (kind.wait)(kind.name, "waiter");
+    let wait = kind.wait("waiter");
     let waiter = thread::spawn(move || wait.query::<Value>(&mut waiter_con));
     eventually("the waiter blocked", PATIENCE, || {
         info_field(&mut holder, "clients", "blocked_clients").as_deref() == Some("1")
@@ -102,7 +62,7 @@ fn a_lock_migrated_away_is_granted_to_no_waiter_on_the_node_it_left() {
         slot_move.finish(&cluster);
         // Asked again where the keys are, the waiter is refused: held.
         let mut target = cluster.node(target_port).connection();
-        let refused: Value = (kind.ask)(name, "waiter").query(&mut target).unwrap();
+        let refused: Value = kind.ask("waiter").query(&mut target).unwrap();
         assert_ne!(refused, Value::Nil, "{name}: the holder still holds it on the target");
     }
 }
@@ -170,12 +130,12 @@ fn a_fair_waiter_through_a_cluster_down_leaves_the_queue_or_is_granted_after() {
         eventually("the place given up", PATIENCE, || queued(&mut holder).unwrap().is_empty());
     }
 
-    let released: Value = redis::cmd("RFAIR.RELEASE").arg(name).arg("holder").query(&mut holder).unwrap();
+    let released: Value = FAIR.release("holder").query(&mut holder).unwrap();
     assert_eq!(released, Value::Int(1), "released");
     match waiter.join().unwrap() {
         Err(err) => {
             assert_eq!(err.code(), Some("CLUSTERDOWN"), "{err}");
-            let third: Value = (FAIR.ask)(name, "third").query(&mut holder).unwrap();
+            let third: Value = FAIR.ask("third").query(&mut holder).unwrap();
             assert_eq!(third, Value::Nil, "a free lock with nobody waiting any more");
         }
         Ok(reply) => assert_eq!(reply, Value::Nil, "the blocked waiter granted once the cluster is back"),
@@ -214,10 +174,9 @@ fn a_cluster_down_grants_nothing_until_it_is_back() {
         });
         (id, call)
     };
-    let wait = WAIT.to_string();
-    let (_, lock_waiter) = blocked(acquire("RLOCK.ACQUIRE", lock, "waiter", &["WAIT", &wait]), 1);
-    let (head_id, head) = blocked(acquire("RFAIR.ACQUIRE", fair, "head", &["WAIT", &wait, "BLOCK", &wait]), 2);
-    let (_, next) = blocked(acquire("RFAIR.ACQUIRE", fair, "next", &["WAIT", &wait, "BLOCK", &wait]), 3);
+    let (_, lock_waiter) = blocked(Kind::lock(lock).wait("waiter"), 1);
+    let (head_id, head) = blocked(Kind::fair(fair).wait("head"), 2);
+    let (_, next) = blocked(Kind::fair(fair).wait("next"), 3);
 
     let other = cluster.nodes.iter().map(|node| node.port()).find(|port| *port != source.port()).unwrap();
     cluster.node(other).pause();

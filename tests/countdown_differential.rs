@@ -59,7 +59,7 @@ impl Differential for Countdown {
     type Step = Step;
 
     fn reset(&mut self) {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+        testkit::flush_all(&mut self.clients[0]);
     }
 
     fn draw(&mut self, rng: &mut Rng) -> Step {
@@ -98,18 +98,13 @@ fn latch_commands_match_the_redisson_scripts_on_random_sequences() {
     let messages = StepMessages::subscribe(&server, &["redisson_countdownlatch__channel__*"], &NAMES);
     drive("countdown_differential", SEQUENCES, STEPS, &mut test);
     let Countdown { mut clients, ops, .. } = test;
-    let messages = messages.finish(&mut clients[0]);
-    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
-    let opened = from_commands.iter().filter(|m| m.payload == "0").count();
+    let [from_scripts, from_commands] = messages.finish(&mut clients[0]);
+    let opened = from_commands.iter().filter(|(_, _, payload)| payload == "0").count();
     // The commands' rule: delete opens the latch.
     let expected: Vec<_> = from_scripts
         .into_iter()
-        .map(|m| {
-            let payload = if ops[m.step] == Op::Delete { "0".to_owned() } else { m.payload };
-            (m.step, m.channel, payload)
-        })
+        .map(|(step, channel, payload)| (step, channel, if ops[step] == Op::Delete { "0".to_owned() } else { payload }))
         .collect();
-    let from_commands: Vec<_> = from_commands.into_iter().map(|m| (m.step, m.channel, m.payload)).collect();
     assert_eq!(expected, from_commands, "messages differ");
     assert!(from_commands.len() > 300 && opened > 100, "{} messages, {opened} openings", from_commands.len());
     eprintln!("countdown differential: {} messages, {opened} openings", from_commands.len());

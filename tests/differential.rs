@@ -179,17 +179,8 @@ impl Differential for Lock {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        for name in NAMES {
-            let (s, c) = (twin(Side::Scripts, name), twin(Side::Commands, name));
-            let mut del = redis::cmd("DEL");
-            del.arg(&s).arg(&c);
-            for id in REQUEST_IDS {
-                del.arg(unlock_latch_key(&s, id)).arg(unlock_latch_key(&c, id));
-            }
-            let _: () = del.query(&mut self.con).unwrap();
-        }
         self.expiries.clear();
-        self.drift.reset();
+        self.drift.new_sequence(&mut self.con);
     }
 
     fn draw(&mut self, rng: &mut Rng) -> Drawn {

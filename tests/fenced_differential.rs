@@ -107,8 +107,7 @@ impl Differential for Fenced {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
-        self.drift.reset();
+        self.drift.new_sequence(&mut self.clients[0]);
     }
 
     fn draw(&mut self, rng: &mut Rng) -> Drawn {
@@ -170,13 +169,8 @@ fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
     let messages = StepMessages::subscribe(&server, &["redisson_lock__channel:*"], &NAMES);
     drive("fenced_differential", SEQUENCES, STEPS, &mut test);
     let Fenced { mut clients, granted, no_ttl, .. } = test;
-    let messages = messages.finish(&mut clients[0]);
-    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
-    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
-        messages.into_iter().map(|m| (m.step, m.channel, m.payload)).collect()
-    };
-    let from_scripts = strip(from_scripts);
-    assert_eq!(from_scripts, strip(from_commands), "messages differ");
+    let [from_scripts, from_commands] = messages.finish(&mut clients[0]);
+    assert_eq!(from_scripts, from_commands, "messages differ");
     assert!(
         granted > 500 && no_ttl > 5 && from_scripts.len() > 100,
         "{granted} granted, {no_ttl} without TTL, {} messages",

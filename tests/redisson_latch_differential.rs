@@ -8,9 +8,10 @@
 mod redisson_support;
 
 use redis::{Cmd, Commands, Connection};
-use redisson_support::{family_native_count, load, script_call, texts, VERSION};
+use redisson_support::one_key_filter::{one_key_differential, OneKeyFamily};
+use redisson_support::{script_call, texts, VERSION};
 use rlock_protocol::count_down_latch_channel;
-use testkit::{drive, At, Differential, FilterTwins, Rng, Server};
+use testkit::{FilterTwins, Rng, Server};
 
 const CLASS: &str = "org/redisson/RedissonCountDownLatch";
 const TWINS: FilterTwins = FilterTwins { lua: "lua-latch", native: "nat-latch" };
@@ -46,96 +47,61 @@ enum Op {
     Sleep,
 }
 
-fn random_op(rng: &mut Rng) -> Op {
-    match rng.below(100) {
-        0..=29 => Op::TrySetCount(*rng.pick(&[0, 1, 2, 3])),
-        30..=74 => Op::CountDown,
-        75..=89 => Op::Delete,
-        90..=93 => Op::Clobber(rng.below(3) as usize),
-        94..=97 => Op::Expire,
-        _ => Op::Sleep,
-    }
-}
+impl OneKeyFamily for Texts {
+    type Op = Op;
 
-/// Sets up what a step that makes no script call leaves at `name`.
-fn prepare(con: &mut Connection, name: &str, op: &Op) {
-    match op {
-        Op::Clobber(kind) => {
-            let _: () = con.del(name).unwrap();
-            let _: () = match kind {
-                0 => con.set(name, "not a count").unwrap(),
-                1 => con.set(name, "-2").unwrap(),
-                _ => con.hset(name, "field", "1").unwrap(),
-            };
+    fn random_op(&self, rng: &mut Rng) -> Op {
+        match rng.below(100) {
+            0..=29 => Op::TrySetCount(*rng.pick(&[0, 1, 2, 3])),
+            30..=74 => Op::CountDown,
+            75..=89 => Op::Delete,
+            90..=93 => Op::Clobber(rng.below(3) as usize),
+            94..=97 => Op::Expire,
+            _ => Op::Sleep,
         }
-        Op::Expire => {
-            let _: bool = con.pexpire(name, 100).unwrap();
-        }
-        _ => {}
-    }
-}
-
-/// The script call of `op` on `name`; `None` for the steps that make none.
-fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, publish: &str) -> Option<Cmd> {
-    let keys: [&[u8]; 2] = [name.as_bytes(), &count_down_latch_channel(name.as_bytes())];
-    let publish = texts.takes_publish.then_some(publish.as_bytes());
-    let count;
-    let (text, argv): (&[u8], Vec<&[u8]>) = match op {
-        Op::TrySetCount(n) => {
-            count = n.to_string();
-            (&texts.try_set_count, [b"1", count.as_bytes()].into_iter().chain(publish).collect())
-        }
-        Op::CountDown => (&texts.count_down, [&b"0"[..]].into_iter().chain(publish).collect()),
-        Op::Delete => (&texts.delete, [&b"1"[..]].into_iter().chain(publish).collect()),
-        Op::Clobber(_) | Op::Expire | Op::Sleep => return None,
-    };
-    Some(script_call(by_sha, text, &keys, &argv))
-}
-
-struct Latch<'a> {
-    texts: &'a Texts,
-    server: Server,
-    con: Connection,
-    control: Connection,
-    calls: i64,
-    errors: i64,
-}
-
-/// The latch's only key.
-fn one_key(name: &str) -> Vec<Vec<u8>> {
-    vec![name.as_bytes().to_vec()]
-}
-
-impl Differential for Latch<'_> {
-    /// The operation, whether by SHA-1, the publish command.
-    type Step = (Op, bool, &'static str);
-
-    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
-        (random_op(rng), rng.chance(50), ["publish", "PUBLISH"][rng.below(2) as usize])
     }
 
-    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
-        let call = |name: &str| script(self.texts, *by_sha, name, op, publish);
-        let cons = [&mut self.con, &mut self.control];
-        let pause = matches!(op, Op::Sleep);
-        let prepare = |con: &mut Connection, name: &str| prepare(con, name, op);
-        if let Some(failed) = TWINS.step_or_prepare(&self.server, cons, at.context, pause, call, prepare, one_key) {
-            self.errors += i64::from(failed);
-            self.calls += 1;
+    fn pauses(op: &Op) -> bool {
+        matches!(op, Op::Sleep)
+    }
+
+    fn script(&self, by_sha: bool, name: &str, op: &Op, publish: &str) -> Option<Cmd> {
+        let keys: [&[u8]; 2] = [name.as_bytes(), &count_down_latch_channel(name.as_bytes())];
+        let publish = self.takes_publish.then_some(publish.as_bytes());
+        let count;
+        let (text, argv): (&[u8], Vec<&[u8]>) = match op {
+            Op::TrySetCount(n) => {
+                count = n.to_string();
+                (&self.try_set_count, [b"1", count.as_bytes()].into_iter().chain(publish).collect())
+            }
+            Op::CountDown => (&self.count_down, [&b"0"[..]].into_iter().chain(publish).collect()),
+            Op::Delete => (&self.delete, [&b"1"[..]].into_iter().chain(publish).collect()),
+            Op::Clobber(_) | Op::Expire | Op::Sleep => return None,
+        };
+        Some(script_call(by_sha, text, &keys, &argv))
+    }
+
+    fn prepare(con: &mut Connection, name: &str, op: &Op) {
+        match op {
+            Op::Clobber(kind) => {
+                let _: () = con.del(name).unwrap();
+                let _: () = match kind {
+                    0 => con.set(name, "not a count").unwrap(),
+                    1 => con.set(name, "-2").unwrap(),
+                    _ => con.hset(name, "field", "1").unwrap(),
+                };
+            }
+            Op::Expire => {
+                let _: bool = con.pexpire(name, 100).unwrap();
+            }
+            _ => {}
         }
     }
 }
 
 fn differential(texts: &Texts, seed: &str) {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
-    let mut con = server.connection();
-    load(&mut con, &[&texts.count_down, &texts.try_set_count, &texts.delete]);
-    let control = server.connection();
-    let mut latch = Latch { texts, server, con, control, calls: 0, errors: 0 };
-    drive(seed, 1, 300, &mut latch);
-    let Latch { mut con, calls, errors, .. } = latch;
-    // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "latch"), calls);
+    let bodies = [&texts.count_down[..], &texts.try_set_count, &texts.delete];
+    let (calls, errors) = one_key_differential(texts, &TWINS, seed, &bodies, "latch");
     assert!(calls > 200 && errors < calls / 4, "{calls} calls, {errors} errors");
 }
 

@@ -10,9 +10,10 @@
 mod redisson_support;
 
 use redis::{Cmd, Commands, Connection, RedisResult, Value};
-use redisson_support::{family_native_count, load, script_call, texts, VERSION};
+use redisson_support::one_key_filter::{one_key, one_key_differential, OneKeyFamily};
+use redisson_support::{family_native_count, script_call, texts, VERSION};
 use rlock_protocol::semaphore_channel;
-use testkit::{drive, At, Differential, FilterTwins, Rng, Server};
+use testkit::{FilterTwins, Rng, Server};
 
 const CLASS: &str = "org/redisson/RedissonSemaphore";
 const TWINS: FilterTwins = FilterTwins { lua: "lua-sem", native: "nat-sem" };
@@ -90,132 +91,95 @@ enum Op {
     Sleep,
 }
 
-fn random_op(rng: &mut Rng, texts: &Texts) -> Op {
-    let permits = *rng.pick(&PERMITS);
-    match rng.below(100) {
-        0..=19 => Op::TryAcquire(*rng.pick(&[1, 2, 3, 20])),
-        20..=39 => Op::Release(permits),
-        40..=49 if texts.release_if_exists.is_some() => Op::ReleaseIfExists(permits),
-        40..=64 => Op::TrySetPermits(permits),
-        65..=74 if texts.try_set_permits_expiring.is_some() => {
-            Op::TrySetPermitsExpiring(permits, *rng.pick(&[100, 60_000]))
-        }
-        65..=69 => Op::Take,
-        70..=75 => Op::Drain,
-        76..=81 => Op::AddPermits(*rng.pick(&[-3, -1, 2, 7, 9_007_199_254_740_993])),
-        82..=87 => Op::Delete,
-        88..=92 => Op::Expire,
-        93..=96 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as _) as usize]),
-        _ => Op::Sleep,
-    }
-}
+impl OneKeyFamily for Texts {
+    type Op = Op;
 
-/// The script call of `op` on `name`; `None` for the steps that make none.
-fn script(texts: &Texts, by_sha: bool, name: &str, op: &Op, publish: &str) -> Option<Cmd> {
-    let keys: [&[u8]; 2] = [name.as_bytes(), &semaphore_channel(name.as_bytes())];
-    let publish = texts.takes_publish.then_some(publish.as_bytes());
-    let (count, ttl);
-    let (text, argv): (&[u8], Vec<&[u8]>) = match op {
-        Op::Release(n) | Op::ReleaseIfExists(n) | Op::TrySetPermits(n) => {
-            count = n.to_string();
-            let text = match op {
-                Op::Release(_) => &texts.release,
-                Op::ReleaseIfExists(_) => texts.release_if_exists.as_ref().expect("a text"),
-                _ => &texts.try_set_permits,
-            };
-            (text, [count.as_bytes()].into_iter().chain(publish).collect())
+    fn random_op(&self, rng: &mut Rng) -> Op {
+        let permits = *rng.pick(&PERMITS);
+        match rng.below(100) {
+            0..=19 => Op::TryAcquire(*rng.pick(&[1, 2, 3, 20])),
+            20..=39 => Op::Release(permits),
+            40..=49 if self.release_if_exists.is_some() => Op::ReleaseIfExists(permits),
+            40..=64 => Op::TrySetPermits(permits),
+            65..=74 if self.try_set_permits_expiring.is_some() => {
+                Op::TrySetPermitsExpiring(permits, *rng.pick(&[100, 60_000]))
+            }
+            65..=69 => Op::Take,
+            70..=75 => Op::Drain,
+            76..=81 => Op::AddPermits(*rng.pick(&[-3, -1, 2, 7, 9_007_199_254_740_993])),
+            82..=87 => Op::Delete,
+            88..=92 => Op::Expire,
+            93..=96 => Op::Clobber(CLOBBERS[rng.below(CLOBBERS.len() as _) as usize]),
+            _ => Op::Sleep,
         }
-        Op::TrySetPermitsExpiring(n, ttl_ms) => {
-            (count, ttl) = (n.to_string(), ttl_ms.to_string());
-            let text = texts.try_set_permits_expiring.as_ref().expect("a text");
-            (text, vec![count.as_bytes(), publish.expect("newer"), ttl.as_bytes()])
-        }
-        Op::TryAcquire(n) => {
-            count = n.to_string();
-            (&texts.try_acquire, vec![count.as_bytes()])
-        }
-        Op::Drain => (&texts.drain, vec![]),
-        Op::AddPermits(delta) => {
-            count = if texts.adds == Adds::Reducing { -delta } else { *delta }.to_string();
-            let publish = publish.filter(|_| texts.adds == Adds::Publishing);
-            (&texts.add_permits, [count.as_bytes()].into_iter().chain(publish).collect())
-        }
-        Op::Take | Op::Delete | Op::Expire | Op::Clobber(_) | Op::Sleep => return None,
-    };
-    // Only release and trySetPermits name the channel.
-    let silent = matches!(op, Op::AddPermits(_)) && texts.adds != Adds::Publishing;
-    let keys = if silent || matches!(op, Op::TryAcquire(_) | Op::Drain) { &keys[..1] } else { &keys[..] };
-    Some(script_call(by_sha, text, keys, &argv))
-}
-
-/// Sets up what a step that makes no script call leaves at `name`.
-fn prepare(con: &mut Connection, name: &str, op: &Op) {
-    match op {
-        Op::Take => {
-            let _: RedisResult<Value> = con.decr(name, 3);
-        }
-        Op::Delete => {
-            let _: () = con.del(name).unwrap();
-        }
-        Op::Expire => {
-            let _: bool = con.pexpire(name, 100).unwrap();
-        }
-        Op::Clobber(value) => {
-            let _: () = con.del(name).unwrap();
-            let _: () = if value.is_empty() { con.hset(name, "field", "1") } else { con.set(name, value) }.unwrap();
-        }
-        _ => {}
-    }
-}
-
-/// The semaphore's only key.
-fn one_key(name: &str) -> Vec<Vec<u8>> {
-    vec![name.as_bytes().to_vec()]
-}
-
-struct Semaphore<'a> {
-    texts: &'a Texts,
-    server: Server,
-    con: Connection,
-    control: Connection,
-    calls: i64,
-    errors: i64,
-}
-
-impl Differential for Semaphore<'_> {
-    /// The operation, whether by SHA-1, the publish command.
-    type Step = (Op, bool, &'static str);
-
-    fn draw(&mut self, rng: &mut Rng) -> Self::Step {
-        let op = random_op(rng, self.texts);
-        (op, rng.chance(50), ["publish", "PUBLISH"][rng.below(2) as usize])
     }
 
-    fn run(&mut self, (op, by_sha, publish): &Self::Step, at: &At) {
-        let call = |name: &str| script(self.texts, *by_sha, name, op, publish);
-        let cons = [&mut self.con, &mut self.control];
-        let pause = matches!(op, Op::Sleep);
-        let prepare = |con: &mut Connection, name: &str| prepare(con, name, op);
-        if let Some(failed) = TWINS.step_or_prepare(&self.server, cons, at.context, pause, call, prepare, one_key) {
-            self.errors += i64::from(failed);
-            self.calls += 1;
+    fn pauses(op: &Op) -> bool {
+        matches!(op, Op::Sleep)
+    }
+
+    fn script(&self, by_sha: bool, name: &str, op: &Op, publish: &str) -> Option<Cmd> {
+        let keys: [&[u8]; 2] = [name.as_bytes(), &semaphore_channel(name.as_bytes())];
+        let publish = self.takes_publish.then_some(publish.as_bytes());
+        let (count, ttl);
+        let (text, argv): (&[u8], Vec<&[u8]>) = match op {
+            Op::Release(n) | Op::ReleaseIfExists(n) | Op::TrySetPermits(n) => {
+                count = n.to_string();
+                let text = match op {
+                    Op::Release(_) => &self.release,
+                    Op::ReleaseIfExists(_) => self.release_if_exists.as_ref().expect("a text"),
+                    _ => &self.try_set_permits,
+                };
+                (text, [count.as_bytes()].into_iter().chain(publish).collect())
+            }
+            Op::TrySetPermitsExpiring(n, ttl_ms) => {
+                (count, ttl) = (n.to_string(), ttl_ms.to_string());
+                let text = self.try_set_permits_expiring.as_ref().expect("a text");
+                (text, vec![count.as_bytes(), publish.expect("newer"), ttl.as_bytes()])
+            }
+            Op::TryAcquire(n) => {
+                count = n.to_string();
+                (&self.try_acquire, vec![count.as_bytes()])
+            }
+            Op::Drain => (&self.drain, vec![]),
+            Op::AddPermits(delta) => {
+                count = if self.adds == Adds::Reducing { -delta } else { *delta }.to_string();
+                let publish = publish.filter(|_| self.adds == Adds::Publishing);
+                (&self.add_permits, [count.as_bytes()].into_iter().chain(publish).collect())
+            }
+            Op::Take | Op::Delete | Op::Expire | Op::Clobber(_) | Op::Sleep => return None,
+        };
+        // Only release and trySetPermits name the channel.
+        let silent = matches!(op, Op::AddPermits(_)) && self.adds != Adds::Publishing;
+        let keys = if silent || matches!(op, Op::TryAcquire(_) | Op::Drain) { &keys[..1] } else { &keys[..] };
+        Some(script_call(by_sha, text, keys, &argv))
+    }
+
+    fn prepare(con: &mut Connection, name: &str, op: &Op) {
+        match op {
+            Op::Take => {
+                let _: RedisResult<Value> = con.decr(name, 3);
+            }
+            Op::Delete => {
+                let _: () = con.del(name).unwrap();
+            }
+            Op::Expire => {
+                let _: bool = con.pexpire(name, 100).unwrap();
+            }
+            Op::Clobber(value) => {
+                let _: () = con.del(name).unwrap();
+                let _: () = if value.is_empty() { con.hset(name, "field", "1") } else { con.set(name, value) }.unwrap();
+            }
+            _ => {}
         }
     }
 }
 
 fn differential(texts: &Texts, seed: &str) {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
-    let mut con = server.connection();
     let always = [&texts.try_acquire, &texts.release, &texts.try_set_permits, &texts.drain, &texts.add_permits];
     let sometimes = [texts.release_if_exists.as_ref(), texts.try_set_permits_expiring.as_ref()];
     let bodies: Vec<&[u8]> = always.into_iter().chain(sometimes.into_iter().flatten()).map(Vec::as_slice).collect();
-    load(&mut con, &bodies);
-    let control = server.connection();
-    let mut semaphore = Semaphore { texts, server, con, control, calls: 0, errors: 0 };
-    drive(seed, 1, 300, &mut semaphore);
-    let Semaphore { mut con, calls, errors, .. } = semaphore;
-    // Every call on the twin ran natively: the comparison was not Lua's with itself.
-    assert_eq!(family_native_count(&mut con, "semaphore"), calls);
+    let (calls, errors) = one_key_differential(texts, &TWINS, seed, &bodies, "semaphore");
     assert!(calls > 150 && errors < calls / 2, "{calls} calls, {errors} errors");
 }
 
@@ -349,9 +313,9 @@ fn try_acquire_add_and_drain_read_every_kind_of_stored_string_as_lua_does() {
         for op in ops {
             let context = format!("{value:?}: {op:?}");
             for name in [TWINS.lua, TWINS.native] {
-                prepare(&mut con, name, &Op::Clobber(value));
+                Texts::prepare(&mut con, name, &Op::Clobber(value));
             }
-            let call = |name: &str| script(&texts, false, name, &op, "publish").expect("a call");
+            let call = |name: &str| texts.script(false, name, &op, "publish").expect("a call");
             let failed = TWINS.check(&server, [&mut con, &mut control], &context, false, call, one_key);
             answered += usize::from(!failed);
             calls += 1;

@@ -113,8 +113,7 @@ impl Differential for Semaphore {
     type Step = Step;
 
     fn reset(&mut self) {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
-        self.drift.reset();
+        self.drift.new_sequence(&mut self.clients[0]);
         self.last_expiry = [-1; NAMES.len()];
     }
 
@@ -172,13 +171,8 @@ fn semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
     let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
     drive("semaphore_differential", SEQUENCES, STEPS, &mut test);
     let Semaphore { mut clients, expired, kept_ttl, .. } = test;
-    let messages = messages.finish(&mut clients[0]);
-    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
-    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
-        messages.into_iter().map(|m| (m.step, m.channel, m.payload)).collect()
-    };
-    let from_scripts = strip(from_scripts);
-    assert_eq!(from_scripts, strip(from_commands), "messages differ");
+    let [from_scripts, from_commands] = messages.finish(&mut clients[0]);
+    assert_eq!(from_scripts, from_commands, "messages differ");
     assert!(
         from_scripts.len() > 500 && expired > 10 && kept_ttl > 5,
         "{} messages, {expired} expired, {kept_ttl} TTLs kept",

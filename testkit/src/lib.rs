@@ -38,7 +38,9 @@ pub use server::{cli_bin, module_path, send_signal, server_bin, Server, ServerBu
 pub use server_clock::{lease_end_ms, until_server_time_past};
 pub use shared_server::SharedServer;
 pub use tracking::{invalidated, Tracker};
-pub use twins::{expiry_ends, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages};
+pub use twins::{
+    expired_within, expiry_ends, flush_all, quiet_now, run_out, twin, Drift, Side, StepMessage, StepMessages,
+};
 pub use until_ok::until_ok;
 pub use wait::{eventually, PATIENCE, POLL};
 

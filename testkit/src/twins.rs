@@ -30,15 +30,9 @@ impl Side {
     }
 }
 
-/// One message published during a step: by which twin, on which channel
-/// (with the twin's prefix taken out of the name), with what payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepMessage {
-    pub step: usize,
-    pub side: Side,
-    pub channel: String,
-    pub payload: String,
-}
+/// One message published during a step: the step, the channel (with the
+/// twin's prefix taken out of the name), the payload.
+pub type StepMessage = (usize, String, String);
 
 /// Collects the messages every step publishes on channels matching the
 /// patterns, from a listener subscribed before the first step.
@@ -61,7 +55,8 @@ impl StepMessages {
             ready.send(()).expect("the test waits");
             let mut messages = Vec::new();
             loop {
-                let message = pubsub.get_message().expect("messages");
+                // A failing test stops its server: this then panics too, after it.
+                let message = pubsub.get_message().expect("the steps' messages (the server stopped?)");
                 let channel = message.get_channel_name().to_owned();
                 if channel == DONE {
                     return messages;
@@ -78,28 +73,26 @@ impl StepMessages {
         pipe.cmd("PUBLISH").arg(STEP).arg(step);
     }
 
-    /// Every message, by step, once `con` says the steps are over.
-    pub fn finish(self, con: &mut redis::Connection) -> Vec<StepMessage> {
+    /// The script twin's messages and the command twin's, each in order,
+    /// once `con` says the steps are over.
+    pub fn finish(self, con: &mut redis::Connection) -> [Vec<StepMessage>; 2] {
         let _: () = redis::cmd("PUBLISH").arg(DONE).arg("").query(con).expect("PUBLISH");
         let Self { names, listener } = self;
         let raw = listener.join().expect("the listener");
-        let (mut by_step, mut pending) = (Vec::new(), Vec::new());
+        let (mut sides, mut pending) = ([Vec::new(), Vec::new()], Vec::new());
         for (channel, payload) in raw {
             if channel == STEP {
                 let step: usize = payload.parse().expect("a step number");
-                by_step.extend(pending.drain(..).map(|(side, channel, payload)| StepMessage {
-                    step,
-                    side,
-                    channel,
-                    payload,
-                }));
+                for (side, channel, payload) in pending.drain(..) {
+                    sides[usize::from(side == Side::Commands)].push((step, channel, payload));
+                }
             } else {
                 let (side, channel) = untwin(&names, &channel);
                 pending.push((side, channel, payload));
             }
         }
         assert!(pending.is_empty(), "messages after the last step: {pending:?}");
-        by_step
+        sides
     }
 }
 
@@ -138,6 +131,18 @@ pub fn quiet_now(
     }
 }
 
+/// Whether an expiry among `ends` (as [`quiet_now`] takes them) fell
+/// within a step, after the clock `now` it began with and by its end
+/// `end_ms` (both the server's). [`quiet_now`] keeps every expiry clear
+/// of `now`, but a machine that stalls the test after it longer than the
+/// guard lets one pass before the step runs: a twin given `now` and one
+/// reading the server's clock (or two calls apart) then run on either
+/// side of it, and no longer compare. Such a step starts its sequence
+/// over, its twins uncompared.
+pub fn expired_within(ends: &[i64], now: i64, end_ms: i64) -> bool {
+    ends.iter().any(|end| *end > now && *end <= end_ms)
+}
+
 /// How far apart the twins' clock-derived values (PTTLs, expiries) may be.
 /// Each twin reads the server's clock when it runs, so a step's two values
 /// differ by up to the time the server spent between them, and an expiry
@@ -160,8 +165,10 @@ impl Drift {
         Self { base_ms, slowest_ms: 0 }
     }
 
-    /// A new sequence on an empty keyspace: no earlier step's gap remains.
-    pub fn reset(&mut self) {
+    /// A new sequence: empties the keyspace ([`flush_all`]); no earlier
+    /// step's gap remains.
+    pub fn new_sequence(&mut self, con: &mut redis::Connection) {
+        flush_all(con);
         self.slowest_ms = 0;
     }
 
@@ -196,6 +203,12 @@ impl Drift {
         self.slowest_ms = self.slowest_ms.max(took_ms);
         Ok((replies, self.base_ms + took_ms + self.slowest_ms))
     }
+}
+
+/// Empties the keyspace: a differential's new sequence, or one started
+/// over.
+pub fn flush_all(con: &mut redis::Connection) {
+    let _: () = redis::cmd("FLUSHALL").query(con).expect("FLUSHALL");
 }
 
 /// The absolute expiry (PEXPIRETIME) of each of `keys`: -1 without one,

@@ -22,7 +22,10 @@
 use redis::{Connection, Value};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
-use testkit::{drive, quiet_now, twin, At, Differential, PermitSemaphoreScripts, Rng, Server, Side, StepMessages};
+use testkit::{
+    drive, expired_within, quiet_now, twin, At, Differential, PermitSemaphoreScripts, Rng, Server, Side, StepMessage,
+    StepMessages,
+};
 
 const SEQUENCES: usize = 100;
 const STEPS: usize = 25;
@@ -147,11 +150,11 @@ fn state(con: &mut Connection, name: &[u8]) -> [Twin; 2] {
 
 /// Every absolute time a step could cross: both twins' key expiries and
 /// permit expiries.
-fn deadlines(con: &mut Connection, name: &[u8]) -> Vec<i64> {
-    state(con, name)
-        .into_iter()
+fn deadlines(twins: &[Twin; 2]) -> Vec<i64> {
+    twins
+        .iter()
         .flat_map(|twin| {
-            let permits = twin.permits.into_values().filter(|at| *at != NEVER);
+            let permits = twin.permits.values().copied().filter(|at| *at != NEVER);
             permits.chain([twin.count_at, twin.permits_at]).collect::<Vec<_>>()
         })
         .collect()
@@ -233,6 +236,9 @@ struct PermitSemaphore {
     /// The ids acquired so far in the sequence, by name.
     known: [Vec<Vec<u8>>; 2],
     release_steps: HashSet<usize>,
+    /// Steps an expiry fell within (`expired_within`): their messages are
+    /// left out, their sequences started over.
+    raced_steps: HashSet<usize>,
     seen: Seen,
     /// The longest a step of the sequence took from `now` to its end.
     slowest_ms: i64,
@@ -242,7 +248,7 @@ impl Differential for PermitSemaphore {
     type Step = Drawn;
 
     fn reset(&mut self) {
-        let _: () = redis::cmd("FLUSHALL").query(&mut self.clients[0]).unwrap();
+        testkit::flush_all(&mut self.clients[0]);
         self.known = Default::default();
         self.slowest_ms = 0;
     }
@@ -258,8 +264,10 @@ impl Differential for PermitSemaphore {
         let (con, name) = (&mut self.clients[client], NAMES[which]);
         // Time passes: short leases may run out between steps.
         std::thread::sleep(Duration::from_millis(pause_ms));
-        let now = quiet_now(con, GUARD_MS + self.slowest_ms, |con| deadlines(con, name));
-        let [_, before] = state(con, name);
+        let now = quiet_now(con, GUARD_MS + self.slowest_ms, |con| deadlines(&state(con, name)));
+        let twins = state(con, name);
+        let ends = deadlines(&twins);
+        let [_, before] = twins;
         let mut held: Vec<Vec<u8>> = before.permits.keys().cloned().collect();
         held.sort();
         let op = random_op(&mut Rng::from_seed(op_seed), &self.known[which], &held);
@@ -269,6 +277,11 @@ impl Differential for PermitSemaphore {
         let replies = run_step(con, &self.scripts, &op, name, now, at.step);
         let (seconds, micros): (i64, i64) = redis::from_redis_value(replies[11].clone()).unwrap();
         let latency = seconds * 1000 + micros / 1000 - now;
+        if expired_within(&ends, now, now + latency) {
+            self.raced_steps.insert(at.step);
+            self.reset();
+            return;
+        }
         self.slowest_ms = self.slowest_ms.max(latency);
         let clock = Clock { now, tolerance_ms: TOLERANCE_MS + self.slowest_ms };
         let context = format!(
@@ -311,39 +324,42 @@ fn permit_semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
         scripts,
         known,
         release_steps: HashSet::new(),
+        raced_steps: HashSet::new(),
         seen: Seen::default(),
         slowest_ms: 0,
     };
     test.scripts.load(&mut test.clients[0]).unwrap();
     let messages = StepMessages::subscribe(&server, &["redisson_sc:*"], &NAMES);
     drive("permit_semaphore_differential", SEQUENCES, STEPS, &mut test);
-    let PermitSemaphore { mut clients, release_steps, seen, .. } = test;
-    let messages = messages.finish(&mut clients[0]);
-    let (from_scripts, from_commands): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| m.side == Side::Scripts);
-    let strip = |messages: Vec<testkit::StepMessage>| -> Vec<_> {
-        messages.into_iter().map(|m| (m.step, m.channel, m.payload)).collect()
-    };
+    let PermitSemaphore { mut clients, release_steps, raced_steps, seen, .. } = test;
+    let [from_scripts, from_commands] = messages.finish(&mut clients[0]);
+    let compared = |messages: Vec<StepMessage>| messages.into_iter().filter(|(step, ..)| !raced_steps.contains(step));
     let positive = |payload: &str| payload.parse::<i64>().is_ok_and(|n| n > 0);
     let mut unpublished = 0;
-    let from_scripts: Vec<_> = strip(from_scripts)
-        .into_iter()
+    let from_scripts: Vec<_> = compared(from_scripts)
         .filter(|(step, _, payload)| {
             let kept = !release_steps.contains(step) || positive(payload);
             unpublished += usize::from(!kept);
             kept
         })
         .collect();
-    assert_eq!(from_scripts, strip(from_commands), "messages differ");
+    assert_eq!(from_scripts, compared(from_commands).collect::<Vec<_>>(), "messages differ");
     eprintln!("permit semaphore differential: {unpublished} release messages of 0 or less left out");
+    eprintln!(
+        "permit semaphore differential: {} steps an expiry fell within, sequences started over",
+        raced_steps.len()
+    );
     eprintln!("permit semaphore differential: {} messages, {seen:?}", from_scripts.len());
+    // About a third of the fewest seen in 20 runs (seeds and load vary
+    // them: a run under load waits out more of the short leases).
     assert!(
-        seen.acquired > 150
-            && seen.hints > 20
-            && seen.released > 30
-            && seen.lapsed > 1
+        seen.acquired > 60
+            && seen.hints > 8
+            && seen.released > 8
+            && seen.lapsed > 0
             && seen.released_all > 2
-            && seen.updated > 8
-            && seen.kept_ttl > 3
+            && seen.updated > 2
+            && seen.kept_ttl > 0
             && seen.negative > 20,
         "too few cases reached: {seen:?}"
     );

@@ -22,16 +22,18 @@
 //! out in either twin: where deadlines do run out, the two differ by
 //! design (Redisson purges live waiters, #3004).
 
+mod keys;
 mod messages;
 #[path = "../redisson_support/mod.rs"]
 mod redisson_support;
 
+use keys::{state, Keys};
 use messages::check_messages;
-use redis::{Commands, Connection, Value};
+use redis::{Connection, Value};
 use redisson_support::{call, family_native_count, texts};
-use std::collections::BTreeSet;
 use testkit::{
-    drive, expiry_ends, publications, quiet_now, run_out, set_filter_mode, unlock_latch_key, At, Differential,
+    drive, expired_within, expiry_ends, publications, quiet_now, run_out, set_filter_mode, unlock_latch_key, At,
+    Differential,
 };
 use testkit::{server_time_ms, Rng, Server};
 
@@ -53,6 +55,8 @@ const WAIT: &str = "300000";
 /// Less than [`WAIT`]: the script waiters a tryLock() taking its turn
 /// moves up by it stay ahead of the clock.
 const TRY_LOCK_WAIT: &str = "100000";
+/// The short leases and latches, which run out mid-sequence.
+const SHORT_MS: u64 = 150;
 /// How far apart the twins' calls run, at most, more the slowest step yet.
 const TOLERANCE_MS: i64 = 200;
 /// No step starts this close to a lease's end, more the slowest step yet.
@@ -113,13 +117,25 @@ enum Op {
         latch_ms: u64,
     },
     ForceUnlock,
-    /// Leases of 150 ms run out: until the server shows they did.
+    /// Leases of [`SHORT_MS`] run out: until the server shows they did.
     Sleep,
+}
+
+impl Op {
+    /// Whether the step may write a short lease or latch (an unlock of a
+    /// lock held again sets its lease again).
+    fn writes_short(&self) -> bool {
+        match *self {
+            Op::TryLock { lease, .. } | Op::Lock { lease, .. } => lease == SHORT_MS,
+            Op::Unlock { lease, latch_ms, .. } => lease == SHORT_MS || latch_ms == SHORT_MS,
+            _ => false,
+        }
+    }
 }
 
 fn random_op(rng: &mut Rng) -> Op {
     let owner = *rng.pick(&OWNERS);
-    let lease = *rng.pick(&[150, 30_000]);
+    let lease = *rng.pick(&[SHORT_MS, 30_000]);
     match rng.below(100) {
         0..=14 => {
             let wait = [WAIT, TRY_LOCK_WAIT][rng.below(2) as usize];
@@ -131,29 +147,10 @@ fn random_op(rng: &mut Rng) -> Op {
             owner,
             lease,
             request: REQUESTS[rng.below(REQUESTS.len() as u64) as usize],
-            latch_ms: *rng.pick(&[150, 20_000]),
+            latch_ms: *rng.pick(&[SHORT_MS, 20_000]),
         },
         90..=94 => Op::ForceUnlock,
         _ => Op::Sleep,
-    }
-}
-
-struct Keys {
-    name: Vec<u8>,
-    queue: Vec<u8>,
-    deadlines: Vec<u8>,
-    channel: Vec<u8>,
-}
-
-impl Keys {
-    fn of(name: &str) -> Self {
-        let name = name.as_bytes();
-        Self {
-            name: name.to_vec(),
-            queue: rlock_protocol::fair_queue_key(name),
-            deadlines: rlock_protocol::fair_timeout_key(name),
-            channel: rlock_protocol::release_channel(name),
-        }
     }
 }
 
@@ -203,31 +200,6 @@ fn run(con: &mut Connection, texts: &Texts, by_sha: bool, name: &str, op: &Op, n
     reply.map_err(|err| err.to_string())
 }
 
-/// What a twin holds, its name replaced by the Lua twin's: the lock hash,
-/// the queue, the owners with a deadline, the latches (type, value), each
-/// with its PTTL where it has one, then each deadline less `now`; and
-/// whether every deadline is still ahead of `now`.
-fn state(con: &mut Connection, name: &str, now: i64, names: Names) -> (Vec<(String, i64)>, bool) {
-    let keys = Keys::of(name);
-    let mut described = vec![];
-    let mut fields: Vec<(String, String)> = con.hgetall(&keys.name).unwrap();
-    fields.sort();
-    described.push((format!("hash {fields:?}"), con.pttl(&keys.name).unwrap()));
-    let queue: Vec<String> = con.lrange(&keys.queue, 0, -1).unwrap();
-    described.push((format!("queue {queue:?}"), con.pttl(&keys.queue).unwrap()));
-    let deadlines: Vec<(String, i64)> = con.zrange_withscores(&keys.deadlines, 0, -1).unwrap();
-    let waiting: BTreeSet<&String> = deadlines.iter().map(|(owner, _)| owner).collect();
-    described.push((format!("deadlines of {waiting:?}"), con.pttl(&keys.deadlines).unwrap()));
-    for request in REQUESTS {
-        let latch = unlock_latch_key(name.as_bytes(), request.as_bytes());
-        let value: Option<String> = con.get(&latch).unwrap();
-        described.push((format!("latch {request} {value:?}"), con.pttl(&latch).unwrap()));
-    }
-    let ahead = deadlines.iter().all(|(_, deadline)| *deadline > now);
-    described.extend(deadlines.into_iter().map(|(owner, deadline)| (format!("deadline of {owner}"), deadline - now)));
-    (described.into_iter().map(|(what, pttl)| (what.replace(names.native, names.lua), pttl)).collect(), ahead)
-}
-
 /// The replies Redisson's Java code reads alike.
 fn same_kind(op: &Op, lua: &Result<Value, String>, native: &Result<Value, String>, tolerance_ms: i64) -> bool {
     match (op, lua, native) {
@@ -251,6 +223,8 @@ struct Fair<'a> {
     natives: i64,
     acquired: usize,
     queued: usize,
+    /// Steps an expiry fell within (`expired_within`), not compared.
+    raced: usize,
     /// The longest a step took, from its clock reading to its second call.
     slowest_ms: i64,
 }
@@ -283,6 +257,7 @@ impl Differential for Fair<'_> {
         }
         // No lease or latch ends between the twins' calls.
         let now = quiet_now(&mut self.con, GUARD_MS + self.slowest_ms, |con| expiry_ends(con, &timed_keys));
+        let mut ends = expiry_ends(&mut self.con, &timed_keys);
         let mut replies = vec![];
         let messages = publications(&self.server, |con| {
             set_filter_mode(con, "off");
@@ -290,19 +265,28 @@ impl Differential for Fair<'_> {
             set_filter_mode(con, if matches!(op, Op::GiveUp { as_lua: true, .. }) { "off" } else { "native" });
             replies.push(run(con, texts, by_sha, names.native, op, now));
         });
-        let (lua, native) = (&replies[0], &replies[1]);
-        let context = format!("{}: {lua:?} / {native:?}", at.context);
+        self.natives += i64::from(!matches!(op, Op::GiveUp { as_lua: true, .. }));
         // A step the machine slowed down leaves its twins further apart.
         self.slowest_ms = self.slowest_ms.max(server_time_ms(&mut self.con) - now);
+        let ((lua_keys, lua_ahead), (native_keys, native_ahead)) =
+            (state(&mut self.con, names.lua, now, names), state(&mut self.con, names.native, now, names));
+        // The twins ran or were read on either side of an expiry: one ahead
+        // of the step, or that of a short lease or latch the step wrote.
+        ends.extend(op.writes_short().then_some(now + SHORT_MS as i64));
+        if expired_within(&ends, now, server_time_ms(&mut self.con)) {
+            testkit::flush_all(&mut self.con);
+            self.raced += 1;
+            return;
+        }
+        let (lua, native) = (&replies[0], &replies[1]);
+        let context = format!("{}: {lua:?} / {native:?}", at.context);
         let tolerance_ms = TOLERANCE_MS + self.slowest_ms;
         assert!(same_kind(op, lua, native, tolerance_ms), "{context}: replies");
         self.acquired += usize::from(matches!(op, Op::Lock { .. } | Op::TryLock { .. }) && *lua == Ok(Value::Nil));
         self.queued += usize::from(matches!((op, lua), (Op::Lock { .. }, Ok(Value::Int(_)))));
         self.calls += 1;
-        self.natives += i64::from(!matches!(op, Op::GiveUp { as_lua: true, .. }));
         check_messages(&context, messages, names);
-        let ((lua, lua_ahead), (native, native_ahead)) =
-            (state(&mut self.con, names.lua, now, names), state(&mut self.con, names.native, now, names));
+        let (lua, native) = (lua_keys, native_keys);
         let same = lua.len() == native.len()
             && lua.iter().zip(&native).all(|((a, a_ttl), (b, b_ttl))| {
                 a == b && (a_ttl == b_ttl || (*a_ttl >= 0 && *b_ttl >= 0 && (a_ttl - b_ttl).abs() <= tolerance_ms))
@@ -317,9 +301,11 @@ fn differential(texts: &Texts, seed: &str, names: Names) {
     for body in [&texts.try_lock, &texts.lock, &texts.give_up, &texts.unlock, &texts.force] {
         let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(body).query(&mut con).unwrap();
     }
-    let mut fair = Fair { texts, names, server, con, calls: 0, natives: 0, acquired: 0, queued: 0, slowest_ms: 0 };
+    let mut fair =
+        Fair { texts, names, server, con, calls: 0, natives: 0, acquired: 0, queued: 0, raced: 0, slowest_ms: 0 };
     drive(seed, 1, 300, &mut fair);
-    let Fair { mut con, calls, natives, acquired, queued, .. } = fair;
+    let Fair { mut con, calls, natives, acquired, queued, raced, .. } = fair;
+    eprintln!("{seed}: {raced} steps an expiry fell within, started over");
     // Every call on the twin ran natively but those left to Lua: the
     // comparison was not Lua's with itself.
     assert_eq!(family_native_count(&mut con, "fair"), natives);

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 //! from its jar), calls as Redisson sends them, INFO counters.
 
+pub mod one_key_filter;
+
 use redis::{Cmd, Connection, RedisResult, Value};
 
 pub use testkit::redisson_lock::*;
