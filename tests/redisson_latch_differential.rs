@@ -92,7 +92,7 @@ impl OneKeyFamily for Texts {
                 };
             }
             Op::Expire => {
-                let _: bool = con.pexpire(name, 100).unwrap();
+                let _: () = con.pexpire(name, 100).unwrap();
             }
             _ => {}
         }

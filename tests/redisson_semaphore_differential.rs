@@ -164,7 +164,7 @@ impl OneKeyFamily for Texts {
                 let _: () = con.del(name).unwrap();
             }
             Op::Expire => {
-                let _: bool = con.pexpire(name, 100).unwrap();
+                let _: () = con.pexpire(name, 100).unwrap();
             }
             Op::Clobber(value) => {
                 let _: () = con.del(name).unwrap();

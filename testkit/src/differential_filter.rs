@@ -109,7 +109,8 @@ impl FilterTwins {
     /// A step of a filter differential whose calls are `call(name)`: a
     /// `pause` lets the twins' short expiries run out (up to 150 ms); a
     /// call this release has no script for (`call` gives `None`) runs
-    /// `prepare` on both twins instead; else both calls are compared as
+    /// `prepare` on both twins instead, in one MULTI (its replies are
+    /// `QUEUED`); else both calls are compared as
     /// [`FilterTwins::check`] does. `Some(both failed)` when it called.
     #[allow(clippy::too_many_arguments)]
     pub fn step_or_prepare(
@@ -127,9 +128,13 @@ impl FilterTwins {
             return None;
         }
         if call(self.lua).is_none() {
+            // At one moment: an expiry set on one twin a moment after the
+            // other's would end that much later (60 ms on a loaded machine).
+            let _: () = redis::cmd("MULTI").query(con).unwrap();
             for name in [self.lua, self.native] {
                 prepare(con, name);
             }
+            con.req_command(&redis::cmd("EXEC")).unwrap(); // a DECR of a hash fails in it, as it did alone
             return None;
         }
         let call = |name: &str| call(name).expect("a call");

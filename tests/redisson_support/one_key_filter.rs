@@ -20,7 +20,8 @@ pub trait OneKeyFamily {
     /// The script call of `op` on `name`; `None` for the steps that make none.
     fn script(&self, by_sha: bool, name: &str, op: &Self::Op, publish: &str) -> Option<Cmd>;
 
-    /// Sets up what a step that makes no script call leaves at `name`.
+    /// Sets up what a step that makes no script call leaves at `name`
+    /// (inside MULTI: its replies are `QUEUED`).
     fn prepare(con: &mut Connection, name: &str, op: &Self::Op);
 }
 
