@@ -90,7 +90,7 @@ impl Differential for Countdown {
 
 #[test]
 fn latch_commands_match_the_redisson_scripts_on_random_sequences() {
-    let server = Server::start();
+    let server = Server::shared();
     let clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
     let scripts = LatchScripts::default();
     let mut test = Countdown { clients, scripts, ops: Vec::new() };

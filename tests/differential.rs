@@ -245,7 +245,7 @@ impl Differential for Lock {
 
 #[test]
 fn commands_match_the_redisson_scripts_on_random_sequences() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let scripts = RedissonScripts::default();
     scripts.load(&mut con).unwrap();
@@ -297,7 +297,7 @@ fn commands_match_the_redisson_scripts_on_random_sequences() {
 /// same events, in the same order, for the same outcomes.
 #[test]
 fn keyspace_notifications_match_the_scripts() {
-    let server = Server::builder().config("notify-keyspace-events", "KEA").start();
+    let server = Server::builder().config("notify-keyspace-events", "KEA").shared();
     let scripts = RedissonScripts::default();
     let steps: [(Op, &[u8]); 9] = [
         (Op::Acquire, b"me"),

@@ -160,7 +160,7 @@ impl Differential for Fenced {
 #[test]
 fn fenced_commands_match_the_redisson_scripts_on_random_sequences() {
     // The jump at the term's floor is a deliberate difference (tests/fenced_tokens.rs).
-    let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").start();
+    let server = Server::builder().module_arg("fencing-token-jump").module_arg("no").shared();
     let clients: Vec<Connection> = (0..OWNERS.len()).map(|_| server.connection()).collect();
     let scripts = Scripts { fenced: FencedScripts::default(), lock: RedissonScripts::default() };
     let mut test = Fenced { clients, scripts, drift: Drift::new(TOLERANCE_MS), granted: 0, no_ttl: 0 };

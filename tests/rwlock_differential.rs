@@ -207,7 +207,7 @@ impl Differential for RwLock {
 
 #[test]
 fn rw_commands_match_the_redisson_scripts_on_random_sequences() {
-    let server = Server::start();
+    let server = Server::shared();
     let con = server.connection();
     let (scripts, drift) = (RwScripts::default(), Drift::new(TOLERANCE_MS));
     let mut test = RwLock { con, scripts, drift, expired: 0, reentered_writes: 0 };

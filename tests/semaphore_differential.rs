@@ -163,7 +163,7 @@ impl Differential for Semaphore {
 
 #[test]
 fn semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
-    let server = Server::start();
+    let server = Server::shared();
     let clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
     let (scripts, drift) = (SemaphoreScripts::default(), Drift::new(TOLERANCE_MS));
     let mut test = Semaphore { clients, scripts, drift, last_expiry: [-1; NAMES.len()], expired: 0, kept_ttl: 0 };

@@ -293,7 +293,7 @@ impl Differential for Fair {
 
 #[test]
 fn fair_commands_match_the_redisson_scripts_on_random_sequences() {
-    let server = Server::start();
+    let server = Server::shared();
     let mut con = server.connection();
     let scripts = FairScripts::default();
     scripts.load(&mut con).unwrap();

@@ -315,7 +315,7 @@ impl Differential for PermitSemaphore {
 
 #[test]
 fn permit_semaphore_commands_match_the_redisson_scripts_on_random_sequences() {
-    let server = Server::start();
+    let server = Server::shared();
     let clients: Vec<Connection> = (0..3).map(|_| server.connection()).collect();
     let scripts = PermitSemaphoreScripts::default();
     let known = Default::default();
