@@ -1,3 +1,4 @@
+use crate::engine::lock_state::Registry;
 use crate::engine::watchdog::WatchdogStats;
 use crate::error::Result;
 use crate::listing::LockListing;
@@ -114,7 +115,8 @@ impl Client {
     fn start(deployment: Deployment, connection: Connection, options: ClientOptions) -> Result<Self> {
         let (running, closed) = watch::channel(false);
         let shared = Shared::start(deployment, connection, options, closed);
-        Ok(Self { shared: Arc::new(shared), _running: Arc::new(Running(running)) })
+        let running = Running { closed: running, registry: shared.registry.clone() };
+        Ok(Self { shared: Arc::new(shared), _running: Arc::new(running) })
     }
 
     /// What the watchdog has done so far: rounds, failures, locks lost.
@@ -205,11 +207,18 @@ impl Client {
     }
 }
 
-/// Dropped with the last [`Client`]: stops the background tasks.
-struct Running(watch::Sender<bool>);
+/// Dropped with the last [`Client`]: stops the background tasks, and the
+/// registry at once (its holds lost, no more inline work), not when the
+/// watchdog's task next runs: until then a guard looked held, and its
+/// unlock still released.
+struct Running {
+    closed: watch::Sender<bool>,
+    registry: Arc<Registry>,
+}
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.0.send_replace(true);
+        self.closed.send_replace(true);
+        self.registry.stop();
     }
 }

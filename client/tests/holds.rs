@@ -354,3 +354,19 @@ async fn a_fixed_lease_far_shorter_than_the_renewal_period_is_reported_lost_at_i
     tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("lost long before the next round");
     assert!(matches!(guard.unlock().await, Err(Error::NotOwner)));
 }
+
+/// On a single thread the watchdog's task cannot run between the drop and
+/// the checks: the guard must be lost by the drop itself, not once that
+/// task notices it (the model test unlocked such a guard in that window
+/// and saw `Ok`, a release sent for a client already gone).
+#[tokio::test(flavor = "current_thread")]
+async fn a_guard_is_lost_as_soon_as_its_client_is_dropped() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let lock = client.lock("closing");
+    let guard = lock.lock().await.unwrap();
+    drop(client);
+    assert!(guard.is_lost(), "the guard of a dropped client looks held");
+    assert!(matches!(guard.unlock().await, Err(Error::ClientClosed)));
+    assert_eq!(hold_count(&server, "closing", lock.owner()).await, 1, "a lost guard's unlock released");
+}

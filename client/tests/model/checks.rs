@@ -9,11 +9,13 @@ impl Model {
         let mut orphans = HashMap::new();
         let settled = testkit::until_ok(SETTLE, async || {
             self.collect_finished().await;
+            self.mark_new_guards().await;
             self.check_lost_is_final().await;
             let problems = match self.observe().await {
                 None => vec!["the server did not answer".to_owned()],
                 Some(server) => {
                     self.check_no_leaked_hold(&server, &mut orphans);
+                    self.check_vanished_only_by_expiry(&server).await;
                     let mut problems = self.check_lost_when_not_held(&server);
                     problems.extend(self.check_one_owner(&server));
                     problems.extend(self.check_hold_counts(&server));
@@ -87,24 +89,67 @@ impl Model {
             || self.excused_until.get(owner).is_some_and(|&until| now < until)
     }
 
-    /// Invariant 3b: a guard whose hold is gone (or whose client was
-    /// dropped) is reported lost. And a hold goes only for a reason: its
-    /// guard's unlock, a delete, its lease's end, or a fault (a stall or
-    /// restart may outlast a watchdog lease); never another guard's release.
-    pub(super) fn check_lost_when_not_held(&mut self, server: &Observed) -> Vec<String> {
+    /// Marks the guards taken since the last marker: an expiry of their
+    /// lock's key after it ended their hold.
+    pub(super) async fn mark_new_guards(&mut self) {
+        if self.guards.iter().all(|g| g.marker.is_some()) {
+            return;
+        }
+        // Not seen (the subscriber away): no expiry can excuse them.
+        let Some(marker) = self.expiries.barrier(&mut self.admin).await else { return };
+        for held in self.guards.iter_mut().filter(|g| g.marker.is_none()) {
+            held.marker = Some(marker);
+        }
+    }
+
+    /// Invariant 3b's reasons: a hold goes only by its guard's unlock, a
+    /// delete, its lease's end, or a fault (a stall or restart may outlast
+    /// a watchdog lease); never by another guard's release. A watchdog
+    /// lease that ran out on the server (a client starved of the CPU for
+    /// longer than a lease renews late) shows as an expiry of the lock's
+    /// key after the guard's marker; a release never does.
+    async fn check_vanished_only_by_expiry(&mut self, server: &Observed) {
         let now = Instant::now();
+        let unexplained = |held: &Held| {
+            held.doom.is_none()
+                && !server.locks[held.lock].holds.contains_key(&held.owner)
+                && held.lease_ends.is_none_or(|(earliest, _)| now < earliest)
+                && held.faults == self.faults
+                && held.deletes == self.deletes
+        };
+        let vanished: Vec<usize> = (0..self.guards.len()).filter(|&i| unexplained(&self.guards[i])).collect();
+        if vanished.is_empty() {
+            return;
+        }
+        let barrier = self.expiries.barrier(&mut self.admin).await;
+        for index in vanished {
+            let held = &self.guards[index];
+            let key = LOCKS[held.lock].as_bytes();
+            let expired = match (held.marker, barrier) {
+                (Some(since), Some(until)) => self.expiries.expired_between(key, since, until),
+                _ => false,
+            };
+            if !expired {
+                self.fail(&format!(
+                    "the hold of G{} ({}) vanished: no delete, no fault, lease not over, key not expired; another \
+                     release took it",
+                    held.id,
+                    self.label(&held.owner)
+                ));
+            }
+            self.log.push(format!("     (G{}: its key expired on the server, its watchdog late)", held.id));
+            self.guards[index].doom = Some(Doom::HoldGone);
+        }
+    }
+
+    /// Invariant 3b: a guard whose hold is gone (or whose client was
+    /// dropped) is reported lost; why it may be gone is checked first
+    /// ([`Self::check_vanished_only_by_expiry`]).
+    pub(super) fn check_lost_when_not_held(&mut self, server: &Observed) -> Vec<String> {
         let mut problems = vec![];
         for index in 0..self.guards.len() {
             let held = &self.guards[index];
             if held.doom.is_none() && !server.locks[held.lock].holds.contains_key(&held.owner) {
-                let lease_ended = held.lease_ends.is_some_and(|(earliest, _)| now >= earliest);
-                if !lease_ended && held.faults == self.faults && held.deletes == self.deletes {
-                    self.fail(&format!(
-                        "the hold of G{} ({}) vanished: no delete, no fault, lease not over; another release took it",
-                        held.id,
-                        self.label(&held.owner)
-                    ));
-                }
                 self.guards[index].doom = Some(Doom::HoldGone);
             }
             let held = &self.guards[index];

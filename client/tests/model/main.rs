@@ -8,7 +8,7 @@
 //! log is the reproduction), `RLOCK_MODEL_STEPS` sets the number of steps and
 //! `RLOCK_MODEL_OPS` (comma-separated kinds, see [`KINDS`]) restricts them.
 
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use rlock_client::{Client, ClientOptions, Error, Guard, Lock, ReplicaSync};
 use std::collections::{BTreeSet, HashMap};
 use std::io::{Read, Write};
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 mod checks;
+mod expiries;
 mod ops;
 
 const LOCKS: [&str; 2] = ["model-a", "model-b"];
@@ -32,6 +33,7 @@ const SETTLE: Duration = Duration::from_millis(LONGEST_LEASE_MS + 1800);
 /// it (a release in flight): well under a watchdog lease, so that a leaked
 /// hold is caught before it expires on its own.
 const ORPHAN_GRACE: Duration = Duration::from_millis(400);
+const LONGEST_STALL_MS: u64 = 1000;
 const MAX_GUARDS: usize = 8;
 const MAX_PENDING: usize = 3;
 const DEFAULT_STEPS: usize = 200;
@@ -123,6 +125,8 @@ struct Held {
     deletes: u64,
     doom: Option<Doom>,
     seen_lost: bool,
+    /// The marker published once it was granted (see [`expiries`]).
+    marker: Option<u64>,
 }
 
 struct Pending {
@@ -178,6 +182,7 @@ struct Model {
     deletes: u64,
     next_id: usize,
     log: Vec<String>,
+    expiries: expiries::Expiries,
 }
 
 fn options() -> ClientOptions {
@@ -202,6 +207,7 @@ async fn random_steps_keep_the_clients_promises() {
         .config("appendonly", "yes")
         .config("appendfsync", "always")
         .config("enable-debug-command", "local")
+        .config(expiries::NOTIFY.0, expiries::NOTIFY.1)
         .start();
     let stall_weight = kinds.iter().find(|(kind, _)| *kind == "stall").map_or(0, |(_, weight)| *weight);
     let stalled_kinds: Vec<_> = kinds.iter().copied().filter(|(kind, _)| DURING_STALL.contains(kind)).collect();
@@ -209,7 +215,8 @@ async fn random_steps_keep_the_clients_promises() {
     for number in 0..steps {
         // A step is one operation, or a burst of a few with no check (and
         // so no time for the watchdog) in between; maybe during a stall.
-        let stall_ms = (!stalled_kinds.is_empty() && rng.chance(stall_weight)).then(|| 300 + rng.below(701));
+        let stall_ms =
+            (!stalled_kinds.is_empty() && rng.chance(stall_weight)).then(|| 300 + rng.below(LONGEST_STALL_MS - 299));
         let burst = if rng.chance(25) { 2 + rng.below(2) } else { 1 };
         let stall = stall_ms.map(|ms| model.start_stall(ms));
         for part in 0..burst {
@@ -229,7 +236,11 @@ async fn random_steps_keep_the_clients_promises() {
 
 impl Model {
     async fn new(server: Server) -> Self {
-        let admin = ConnectionManager::new(server.client()).await.expect("admin connection");
+        // redis-rs's 500 ms timed out on a loaded machine; a command sent as a
+        // restart cut the connection waits this long, so not PATIENCE.
+        let config = ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_secs(2)));
+        let admin = ConnectionManager::new_with_config(server.client(), config).await.expect("admin connection");
+        let expiries = expiries::Expiries::start(&server);
         let mut model = Self {
             server,
             admin,
@@ -243,6 +254,7 @@ impl Model {
             deletes: 0,
             next_id: 0,
             log: vec![],
+            expiries,
         };
         for slot in 0..CLIENTS {
             model.slots.push(Slot { client: None, handles: vec![], epoch: 0 });

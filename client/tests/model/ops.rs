@@ -4,6 +4,16 @@ use super::*;
 
 impl Model {
     pub(super) async fn act(&mut self, op: &Op, stalled: bool) -> String {
+        let outcome = self.run_op(op, stalled).await;
+        // While the server sleeps a marker would wait for it (and a guard
+        // taken then is excused by the stall).
+        if !stalled {
+            self.mark_new_guards().await;
+        }
+        outcome
+    }
+
+    async fn run_op(&mut self, op: &Op, stalled: bool) -> String {
         match *op {
             Op::TryLock { at, via, wait_ms, lease_ms } => self.try_lock(at, via, wait_ms, lease_ms).await,
             Op::LockWithLease { at, lease_ms, bound_ms } => self.lock_with_lease(at, lease_ms, bound_ms).await,
@@ -11,7 +21,7 @@ impl Model {
             Op::Collect { task } => self.collect(task).await,
             Op::Abort { task } => self.abort(task).await,
             Op::Unlock { guard } => self.unlock(guard, stalled).await,
-            Op::Drop { guard } => self.drop_guard(guard),
+            Op::Drop { guard } => self.drop_guard(guard, stalled),
             Op::Delete { lock } => self.delete(lock, "DEL").await,
             Op::ForceRelease { lock } => self.delete(lock, "RLOCK.FORCERELEASE").await,
             Op::Restart { lose_data } => self.restart(lose_data).await,
@@ -87,7 +97,20 @@ impl Model {
         let id = self.new_id();
         let doom = self.closed(at.slot, epoch).then_some(Doom::ClientClosed);
         let (lock, slot) = (at.lock, at.slot);
-        let held = Held { id, guard, lock, slot, epoch, owner, lease_ends, faults, deletes, doom, seen_lost: false };
+        let held = Held {
+            id,
+            guard,
+            lock,
+            slot,
+            epoch,
+            owner,
+            lease_ends,
+            faults,
+            deletes,
+            doom,
+            seen_lost: false,
+            marker: None,
+        };
         self.guards.push(held);
         format!("G{id}")
     }
@@ -176,7 +199,11 @@ impl Model {
         // While the server sleeps a read would wait for it: no before/after then.
         let before = if stale && !stalled { self.read_hold(held.lock, &held.owner).await } else { None };
         let started = Instant::now();
+        let lost = held.guard.is_lost();
         let result = held.guard.unlock().await;
+        if lost || matches!(result, Err(Error::NotOwner)) {
+            self.lost_unseen(&held.owner, stalled);
+        }
         if stale {
             let why = format!("G{id} ({:?}, lost: {})", held.doom, held.seen_lost);
             if !matches!(result, Err(Error::NotOwner | Error::ClientClosed)) {
@@ -212,9 +239,22 @@ impl Model {
         self.guards.iter().filter(live).count()
     }
 
-    pub(super) fn drop_guard(&mut self, id: usize) -> String {
+    pub(super) fn drop_guard(&mut self, id: usize, stalled: bool) -> String {
         let held = self.take_guard(id);
+        if held.guard.is_lost() {
+            self.lost_unseen(&held.owner, stalled);
+        }
         format!("dropped (lost: {}, doom: {:?})", held.guard.is_lost(), held.doom)
+    }
+
+    /// A guard the client found lost, gone before a check saw it (see
+    /// [`Model::check_lost_is_final`]): its owner's hold may stay a
+    /// watchdog lease longer (a renewal sent before the client gave up
+    /// lands late), or past a stall's end plus that.
+    fn lost_unseen(&mut self, owner: &[u8], stalled: bool) {
+        let stall = if stalled { Duration::from_millis(LONGEST_STALL_MS) } else { Duration::ZERO };
+        let until = Instant::now() + stall + WATCHDOG;
+        self.excused_until.entry(owner.to_vec()).and_modify(|at| *at = (*at).max(until)).or_insert(until);
     }
 
     pub(super) async fn delete(&mut self, lock: usize, command: &str) -> String {
