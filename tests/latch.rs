@@ -24,7 +24,8 @@ fn latch(con: &mut Connection, name: &[u8], id: &[u8]) -> (Option<String>, i64) 
 fn a_repeated_release_replies_its_first_reply_and_changes_nothing() {
     let server = Server::shared();
     let mut con = server.connection();
-    let counted = |con: &mut Connection| ["release_latched", "released", "released_reentry"].map(|name| rlock_info(con, name));
+    let counted =
+        |con: &mut Connection| ["release_latched", "released", "released_reentry"].map(|name| rlock_info(con, name));
     let before = counted(&mut con);
     for _ in 0..2 {
         run(&mut con, &[b"RLOCK.ACQUIRE", b"res", b"a", b"60000"]).unwrap();
@@ -72,7 +73,11 @@ fn a_repeated_release_replies_its_first_reply_and_changes_nothing() {
     assert_eq!(con.get::<_, String>(key).unwrap(), "1");
 
     let [latched, released, reentry] = counted(&mut con);
-    assert_eq!([latched - before[0], released - before[1], reentry - before[2]], [2, 2, 1], "latched, released, re-entry");
+    assert_eq!(
+        [latched - before[0], released - before[1], reentry - before[2]],
+        [2, 2, 1],
+        "latched, released, re-entry"
+    );
 }
 
 #[test]

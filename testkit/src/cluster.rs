@@ -23,10 +23,11 @@ impl Cluster {
             (0..primaries * (1 + replicas)).map(|_| configure(Server::builder().cluster()).start()).collect();
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())).collect();
         let created = run_bounded(
-            Command::new(crate::server::cli_bin())
-                .args(["--cluster", "create"])
-                .args(&addresses)
-                .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"]),
+            Command::new(crate::server::cli_bin()).args(["--cluster", "create"]).args(&addresses).args([
+                "--cluster-replicas",
+                &replicas.to_string(),
+                "--cluster-yes",
+            ]),
             JOIN_TIMEOUT,
         );
         if let Err(output) = created {

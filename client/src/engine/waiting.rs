@@ -78,7 +78,8 @@ impl Handle {
                 false => {
                     let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
                     let settled_by = give_up_at.map(|at| at + CANCEL_GRACE);
-                    until(settled_by, blocking::attempt(self, renewal, lease, (left, queue_wait_ms), give_up_at)).await?
+                    until(settled_by, blocking::attempt(self, renewal, lease, (left, queue_wait_ms), give_up_at))
+                        .await?
                 }
             };
             let (attempted, blocked) = match blocked {
