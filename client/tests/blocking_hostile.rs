@@ -67,7 +67,11 @@ async fn a_server_restart_under_blocked_waiters_then_all_are_served() {
             let url = url.clone();
             tokio::spawn(async move {
                 let guard = tokio::time::timeout(Duration::from_secs(60), lock.lock()).await.expect("hung").unwrap();
-                let mut con = redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+                let mut con = redis::Client::open(url)
+                    .unwrap()
+                    .get_multiplexed_async_connection_with_config(&common::patient())
+                    .await
+                    .unwrap();
                 let inside: i64 = con.incr("inside", 1).await.unwrap();
                 assert_eq!(inside, 1, "two holders at once");
                 let _: i64 = con.decr("inside", 1).await.unwrap();

@@ -262,7 +262,7 @@ async fn a_kill_retried_across_a_restart_hits_no_innocent_connection() {
     let mut innocent = None;
     let mut others = Vec::new();
     for _ in 0..victim + 5 {
-        let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+        let mut con = server.client().get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
         let id: i64 = redis::cmd("CLIENT").arg("ID").query_async(&mut con).await.unwrap();
         if id == victim {
             innocent = Some(con);

@@ -150,7 +150,7 @@ async fn a_fixed_lease_is_not_renewed() {
 async fn lost_fires_on_force_release_and_on_delete() {
     let server = Server::shared();
     let client = client(&server).await;
-    let mut admin = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut admin = server.client().get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
 
     let guard = client.lock("forced").lock().await.unwrap();
     let _: i64 = redis::cmd("RLOCK.FORCERELEASE").arg("forced").query_async(&mut admin).await.unwrap();

@@ -193,7 +193,7 @@ async fn count_across_processes(role: &str) -> i64 {
             tokio::time::timeout(Duration::from_secs(120), worker.wait()).await.expect("worker finished").unwrap();
         assert!(status.success(), "a worker failed: {status}");
     }
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut con = server.client().get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
     let counter: i64 = con.get("counter").await.unwrap();
     assert_eq!(counter, (PROCESSES * TASKS * UPDATES_PER_TASK) as i64, "updates were lost");
     let info: String = redis::cmd("INFO").arg("rlock").query_async(&mut con).await.unwrap();
@@ -206,7 +206,7 @@ async fn a_killed_holders_lock_is_free_after_its_lease_not_before() {
     let (mut holder, _lines) = start_holder("holder", &server).await;
     // Crash only after the holder's watchdog renewed once: the absolute
     // expiry moves forward.
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut con = server.client().get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
     let mut expire_time = redis::cmd("PEXPIRETIME");
     expire_time.arg("killed-holder");
     let first: i64 = expire_time.query_async(&mut con).await.unwrap();
@@ -270,7 +270,7 @@ async fn readers_share_and_writers_exclude_across_processes() {
             tokio::time::timeout(Duration::from_secs(120), worker.wait()).await.expect("worker finished").unwrap();
         assert!(status.success(), "a worker failed: {status}");
     }
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut con = server.client().get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
     let counter: i64 = con.get("rw-counter").await.unwrap();
     assert_eq!(counter, (PROCESSES * TASKS / 2 * (UPDATES_PER_TASK / 3)) as i64, "writes were lost");
     let shared: Option<i64> = con.get("readers-shared").await.unwrap();
@@ -286,7 +286,7 @@ async fn queued(con: &mut redis::aio::MultiplexedConnection) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_head_waiter_delays_the_next_by_at_most_its_wait() {
     let server = Server::start();
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut con = server.client().get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
     let options = ClientOptions::default().with_fair_wait_timeout(FAIR_WAIT);
     let client = Client::connect(server.client(), options).await.unwrap();
     let holder = client.fair_lock("fair-line").lock().await.unwrap();

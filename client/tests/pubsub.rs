@@ -17,7 +17,7 @@ const LEASE_MS: i64 = 60_000;
 const HOLDER: &str = "holder-on-another-client:1";
 
 async fn rlock(server: &Server, command: &str, name: &str) -> Option<i64> {
-    let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+    let mut con = server.client().get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
     redis::cmd(command).arg(name).arg(HOLDER).arg(LEASE_MS).query_async(&mut con).await.unwrap()
 }
 

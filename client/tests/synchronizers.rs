@@ -48,7 +48,7 @@ async fn enter_through_the_semaphore(url: &str) {
         .map(|_| {
             let (semaphore, redis) = (client.semaphore("gate"), redis.clone());
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
                 let enter = redis::Script::new(ENTER);
                 for _ in 0..ROUNDS {
                     semaphore.acquire(1).await.unwrap();
@@ -77,7 +77,7 @@ async fn wait_for_the_latch(url: &str) {
         .map(|_| {
             let (latch, redis) = (client.count_down_latch("start"), redis.clone());
             tokio::spawn(async move {
-                let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+                let mut con = redis.get_multiplexed_async_connection_with_config(&common::patient()).await.unwrap();
                 latch.wait().await.unwrap();
                 let woken = clock_micros();
                 let _: i64 = con.rpush("woken", woken).await.unwrap();

@@ -65,7 +65,7 @@ pub async fn run_worker(role: &str) {
         let lock = client.fair_lock(LOCK);
         let redis = redis.clone();
         waiters.push(tokio::spawn(async move {
-            let mut con = redis.get_multiplexed_async_connection().await.unwrap();
+            let mut con = redis.get_multiplexed_async_connection_with_config(&crate::common::patient()).await.unwrap();
             let owner = String::from_utf8(lock.owner().to_vec()).expect("a text owner id");
             println!("\n{MARK} asking {waiter} {} {owner}", now_us());
             let guard = lock.lock().await.unwrap();
