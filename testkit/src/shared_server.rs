@@ -98,7 +98,7 @@ impl Pooled {
     /// Whether the server is still as its reset left it: a task of the test
     /// that returned it may have outlived the test and written since.
     fn still_clean(&self) -> bool {
-        let Ok(mut con) = self.server.client().get_connection_with_timeout(CLIENTS_GONE_WITHIN) else { return false };
+        let Ok(mut con) = self.admin() else { return false };
         let clients = query::<String>(&mut con, &["CLIENT", "LIST"]).map(|list| list.lines().count());
         let keys = query::<String>(&mut con, &["INFO", "keyspace"])
             .map(|info| info.lines().filter(|l| l.starts_with("db")).count());
@@ -113,8 +113,7 @@ impl Pooled {
     /// reset, the configuration and users it started with. What cannot be
     /// put back (a role, a module) is an error: the server is then stopped.
     fn reset(&self) -> Result<(), String> {
-        let mut con =
-            self.server.client().get_connection_with_timeout(CLIENTS_GONE_WITHIN).map_err(|e| e.to_string())?;
+        let mut con = self.admin()?;
         let _ = query::<()>(&mut con, &["CLIENT", "UNPAUSE"]);
         let role: Vec<Value> = query(&mut con, &["ROLE"])?;
         if !matches!(role.as_slice(), [Value::BulkString(role), _, Value::Array(replicas)] if role == b"master" && replicas.is_empty())
@@ -152,6 +151,15 @@ impl Pooled {
             }
         }
         Ok(())
+    }
+
+    /// A connection whose every call is bounded: a server a test left
+    /// stopped or stalled is not reused, rather than hanging the next test.
+    fn admin(&self) -> Result<redis::Connection, String> {
+        let con = self.server.client().get_connection_with_timeout(CLIENTS_GONE_WITHIN).map_err(|e| e.to_string())?;
+        con.set_read_timeout(Some(CLIENTS_GONE_WITHIN)).map_err(|e| e.to_string())?;
+        con.set_write_timeout(Some(CLIENTS_GONE_WITHIN)).map_err(|e| e.to_string())?;
+        Ok(con)
     }
 
     /// Kills every other client (blocked callers and subscribers included)
