@@ -56,7 +56,8 @@ async fn main() {
                 }
             }
             if only.iter().any(|s| s == "e2e") {
-                println!("{}", client_e2e::run(&server).await.0);
+                let (table, latency, ratios) = client_e2e::run(&server).await;
+                println!("{table}\n{latency}\n- {}", ratios.summary());
             }
             if !aof && only.iter().any(|s| s == "handoff") {
                 println!("{}", handoff::run(&server).await.0);
@@ -87,10 +88,9 @@ async fn main() {
         summary.push((aof, headline));
 
         println!("## 2. End to end through rlock-client ({})\n", appendonly(aof));
-        println!("Uncontended lock+unlock cycles per second, each task on its own lock. \"scripts\" runs the");
-        println!("Redisson-protocol scripts through redis-rs on one shared connection.\n");
-        let (table, ratios) = client_e2e::run(&server).await;
-        println!("{table}");
+        println!("{}", client_e2e::ABOUT);
+        let (table, latency, ratios) = client_e2e::run(&server).await;
+        println!("{table}\n{latency}");
         e2e.push((aof, ratios));
     }
 
@@ -157,7 +157,7 @@ async fn main() {
         );
     }
     for (aof, ratios) in e2e {
-        println!("- end to end through rlock-client, {}: {}", appendonly(aof), ratios.summary());
+        println!("- {}: {}", appendonly(aof), ratios.summary());
     }
     let worst_p50 = pubsub.p50s.iter().max().copied().unwrap_or_default();
     println!(
