@@ -1,0 +1,124 @@
+//! docs/ARCHITECTURE.md is the map a newcomer takes the project over with,
+//! so it must stay true: every source file of every crate is named in it,
+//! and every primitive's folder has what its "Where to add a primitive"
+//! checklist names. No server: these read the tree.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const MAP: &str = include_str!("../docs/ARCHITECTURE.md");
+
+/// Each crate's source folder, from the repository's root.
+const SOURCE_ROOTS: [&str; 7] =
+    ["src", "client/src", "protocol/src", "testkit/src", "bench/src", "faults/src", "interop/rust-peer/src"];
+
+fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `dir`, as paths relative to it.
+fn rust_files(dir: &Path) -> Vec<String> {
+    let mut files = vec![];
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(&folder).unwrap_or_else(|err| panic!("{}: {err}", folder.display())) {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files.push(path.strip_prefix(dir).expect("under dir").to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The map's blocks: paragraphs (a list is one), each table row apart.
+fn blocks() -> Vec<String> {
+    let mut blocks = vec![];
+    for paragraph in MAP.split("\n\n") {
+        if paragraph.trim_start().starts_with('|') {
+            blocks.extend(paragraph.lines().map(str::to_owned));
+        } else {
+            blocks.push(paragraph.to_owned());
+        }
+    }
+    blocks
+}
+
+/// Whether the map names `file` (relative to the source folder `root`):
+/// by its path (from the repository, or from its crate's source folder),
+/// or by a code span of its name (or of a tail of its path, such as
+/// `holds/tests.rs`) in a block that names the folder the tail is in. A
+/// file in a `commands/` folder is one command's handler: the folder is
+/// described as a whole.
+fn named(root: &str, file: &str, blocks: &[String]) -> bool {
+    let full = format!("{root}/{file}");
+    if MAP.contains(&full) || MAP.contains(&format!("`{file}")) || file.contains("/commands/") {
+        return true;
+    }
+    let parts: Vec<&str> = file.split('/').collect();
+    (0..parts.len()).any(|start| {
+        let tail = parts[start..].join("/");
+        let folder = parts[..start].join("/");
+        // A file at a crate's top: the crate's folder (`client/`; the
+        // module's is `src/`).
+        let folder_names: Vec<String> = if folder.is_empty() {
+            vec![root.strip_suffix("/src").map_or("src/".to_owned(), |crate_folder| format!("{crate_folder}/"))]
+        } else {
+            vec![format!("{folder}/"), format!("{root}/{folder}/")]
+        };
+        blocks.iter().any(|block| {
+            block.contains(&format!("`{tail}")) && folder_names.iter().any(|name| block.contains(name.as_str()))
+        })
+    })
+}
+
+#[test]
+fn every_source_file_is_named_in_the_map() {
+    let blocks = blocks();
+    let mut unnamed = vec![];
+    let mut count = 0;
+    for root in SOURCE_ROOTS {
+        for file in rust_files(&repository().join(root)) {
+            count += 1;
+            if !named(root, &file, &blocks) {
+                unnamed.push(format!("{root}/{file}"));
+            }
+        }
+    }
+    assert!(count > 250, "only {count} source files found: the walk missed some");
+    assert!(unnamed.is_empty(), "docs/ARCHITECTURE.md names none of these files:\n{}", unnamed.join("\n"));
+}
+
+/// The files the checklist asks of every primitive's folder.
+const CHECKLIST: [&str; 3] = ["mod.rs", "tests.rs", "commands/mod.rs"];
+
+/// Every folder `src/<primitive>/` with commands has its logic, its unit
+/// tests and its commands' folder, as "Where to add a primitive" says
+/// (RLock's logic is `src/lock.rs`, beside its folder).
+#[test]
+fn every_primitive_folder_has_what_the_checklist_names() {
+    let checklist = MAP.split("## Where to add a primitive").nth(1).expect("the checklist section");
+    let checklist = checklist.split("\n## ").next().unwrap_or_default();
+    for name in ["`src/<primitive>/`", "`mod.rs`", "`tests.rs`", "`src/<primitive>/commands/`"] {
+        assert!(checklist.contains(name), "the checklist no longer names {name}");
+    }
+    let src = repository().join("src");
+    let mut primitives = vec![];
+    for entry in fs::read_dir(&src).expect("src") {
+        let folder = entry.expect("a folder entry").path();
+        let name = folder.file_name().expect("a name").to_string_lossy().into_owned();
+        if name == "commands" || !folder.join("commands").is_dir() {
+            continue;
+        }
+        for wanted in CHECKLIST {
+            let present =
+                folder.join(wanted).exists() || (wanted == "mod.rs" && src.join(format!("{name}.rs")).exists());
+            assert!(present, "src/{name}/ lacks {wanted}, which the checklist names");
+        }
+        primitives.push(name);
+    }
+    assert!(primitives.len() >= 8, "only {primitives:?} found as primitives");
+}
