@@ -41,7 +41,7 @@ mod term;
 
 #[cfg(not(test))]
 mod module {
-    use crate::{api, commands, config, lease, load_args, redisson, store, term};
+    use crate::{api, commands, config, lease, load_args, redisson, stats, store, term};
     use redis_module::configuration::{ConfigurationContext, ConfigurationFlags};
     use redis_module::{redis_module, Context, RedisString, Status};
 
@@ -71,6 +71,14 @@ mod module {
         if !term::begin(ctx) {
             ctx.log_warning("rlock: cannot follow the server's cron: a stall does not start the lock-delay again");
         }
+        stats::show(stats::Gauges {
+            role_changes: term::role_changes,
+            fencing_token_floor: term::token_floor,
+            lock_delay_left_ms: || term::delay().left_ms(),
+            lock_delay_refusals: crate::delay::refusals,
+            stalls: term::stalls,
+            blocked: crate::handoff::blocking::waiting,
+        });
         Status::Ok
     }
 

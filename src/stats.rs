@@ -6,6 +6,7 @@ use linkme::distributed_slice;
 use redis_module::server_events::INFO_COMMAND_HANDLER_LIST;
 use redis_module::{InfoContext, RedisResult};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 static ACQUIRED: AtomicU64 = AtomicU64::new(0);
 static REENTERED: AtomicU64 = AtomicU64::new(0);
@@ -17,37 +18,71 @@ static RELEASE_LATCHED: AtomicU64 = AtomicU64::new(0);
 static FORCE_RELEASED: AtomicU64 = AtomicU64::new(0);
 static RENEWED: AtomicU64 = AtomicU64::new(0);
 static RENEW_MISSED: AtomicU64 = AtomicU64::new(0);
-static GRANTED: AtomicU64 = AtomicU64::new(0);
-static WAIT_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
-static DEADLOCKS: AtomicU64 = AtomicU64::new(0);
 static REDISSON_ACL_LUA: AtomicU64 = AtomicU64::new(0);
 static REDISSON_FAIR_UNNAMED: AtomicU64 = AtomicU64::new(0);
 
+/// Where an INFO field's value comes from: a counter of its own, or the
+/// sum of one counter over every kind (each event is counted once, by its
+/// kind).
+enum Field {
+    Counter(&'static AtomicU64),
+    SumOfKinds(fn(&KindStats) -> &AtomicU64),
+}
+
 /// INFO field names (Redis prefixes them with `rlock_`), in display order.
-const FIELDS: [(&str, &AtomicU64); 15] = [
-    ("acquired", &ACQUIRED),
-    ("reentered", &REENTERED),
-    ("contended", &CONTENDED),
-    ("released", &RELEASED),
-    ("released_reentry", &RELEASED_REENTRY),
-    ("release_not_held", &RELEASE_NOT_HELD),
+const FIELDS: [(&str, Field); 15] = [
+    ("acquired", Field::Counter(&ACQUIRED)),
+    ("reentered", Field::Counter(&REENTERED)),
+    ("contended", Field::Counter(&CONTENDED)),
+    ("released", Field::Counter(&RELEASED)),
+    ("released_reentry", Field::Counter(&RELEASED_REENTRY)),
+    ("release_not_held", Field::Counter(&RELEASE_NOT_HELD)),
     // A release whose request id had a latch: it replied the recorded reply.
-    ("release_latched", &RELEASE_LATCHED),
-    ("force_released", &FORCE_RELEASED),
-    ("renewed", &RENEWED),
-    ("renew_missed", &RENEW_MISSED),
-    // Blocked acquires (WAIT) granted the lock, and those whose wait ran out.
-    ("granted", &GRANTED),
-    ("wait_timeouts", &WAIT_TIMEOUTS),
-    // Callers told DEADLOCK instead of blocking.
-    ("deadlocks", &DEADLOCKS),
+    ("release_latched", Field::Counter(&RELEASE_LATCHED)),
+    ("force_released", Field::Counter(&FORCE_RELEASED)),
+    ("renewed", Field::Counter(&RENEWED)),
+    ("renew_missed", Field::Counter(&RENEW_MISSED)),
+    // Blocked acquires (WAIT) granted the lock, and those whose wait ran
+    // out, of every kind.
+    ("granted", Field::SumOfKinds(|kind| &kind.waiter_grants)),
+    ("wait_timeouts", Field::SumOfKinds(|kind| &kind.wait_timeouts)),
+    // Callers told DEADLOCK instead of blocking, of every kind.
+    ("deadlocks", Field::SumOfKinds(|kind| &kind.deadlocks)),
     // Known Redisson scripts left to Lua because the caller's ACL did not
     // allow the native command (those run natively: `redisson_native_*`).
-    ("redisson_acl_lua", &REDISSON_ACL_LUA),
+    ("redisson_acl_lua", Field::Counter(&REDISSON_ACL_LUA)),
     // Redisson fair give-ups whose queue names two locks (`n` and `{n}`)
     // that the state did not tell apart: run without either lock's memory.
-    ("redisson_fair_unnamed", &REDISSON_FAIR_UNNAMED),
+    ("redisson_fair_unnamed", Field::Counter(&REDISSON_FAIR_UNNAMED)),
 ];
+
+impl Field {
+    fn value(&self) -> u64 {
+        match self {
+            Field::Counter(counter) => counter.load(Ordering::Relaxed),
+            Field::SumOfKinds(counter) => KINDS.iter().map(|kind| counter(kind).load(Ordering::Relaxed)).sum(),
+        }
+    }
+}
+
+/// What INFO shows that other parts of the module keep (the server's term,
+/// the lock-delay, the callers blocked on the server), handed in at load
+/// so that the counters import none of them.
+pub struct Gauges {
+    pub role_changes: fn() -> u64,
+    pub fencing_token_floor: fn() -> i64,
+    pub lock_delay_left_ms: fn() -> i64,
+    pub lock_delay_refusals: fn() -> u64,
+    pub stalls: fn() -> u64,
+    pub blocked: fn() -> usize,
+}
+
+static GAUGES: OnceLock<Gauges> = OnceLock::new();
+
+/// Hands INFO its gauges (once, at load).
+pub fn show(gauges: Gauges) {
+    let _ = GAUGES.set(gauges);
+}
 
 /// The counters of one kind of lock, shown as `rlock_<kind>_<counter>`.
 /// Each kind declares its own and registers it in [`KINDS`].
@@ -112,7 +147,6 @@ impl KindStats {
 
     pub fn deadlock(&self) {
         bump(&self.deadlocks);
-        bump(&DEADLOCKS);
     }
 
     /// A lock expired while callers waited for it on the server: its
@@ -182,14 +216,6 @@ pub fn record_release(outcome: Release) {
     });
 }
 
-pub fn record_grant() {
-    bump(&GRANTED);
-}
-
-pub fn record_wait_timeout() {
-    bump(&WAIT_TIMEOUTS);
-}
-
 pub fn record_redisson_acl_lua() {
     bump(&REDISSON_ACL_LUA);
 }
@@ -209,22 +235,24 @@ pub fn record_force_release(outcome: ForceRelease) {
 #[allow(deprecated)]
 fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     ctx.add_info_section(None);
-    for (name, counter) in FIELDS {
-        ctx.add_info_field_long_long(name, counter.load(Ordering::Relaxed) as i64);
+    for (name, field) in &FIELDS {
+        ctx.add_info_field_long_long(name, field.value() as i64);
     }
     // Redisson's scripts the filter ran as native commands, per primitive.
     for family in FAMILIES {
         let count = family.native.load(Ordering::Relaxed) as i64;
         ctx.add_info_field_long_long(&format!("redisson_native_{}", family.name), count);
     }
-    // Failover: role changes seen, and the least fenced token of this term.
-    ctx.add_info_field_long_long("role_changes", crate::term::role_changes() as i64);
-    ctx.add_info_field_long_long("fencing_token_floor", crate::term::token_floor());
-    // Lock-delay: what is left of it, and the acquires it refused.
-    ctx.add_info_field_long_long("lock_delay_left_ms", crate::term::delay().left_ms());
-    ctx.add_info_field_long_long("lock_delay_refusals", crate::delay::refusals() as i64);
-    ctx.add_info_field_long_long("stalls", crate::term::stalls() as i64);
-    ctx.add_info_field_long_long("blocked", crate::handoff::blocking::waiting() as i64);
+    if let Some(gauges) = GAUGES.get() {
+        // Failover: role changes seen, and the least fenced token of this term.
+        ctx.add_info_field_long_long("role_changes", (gauges.role_changes)() as i64);
+        ctx.add_info_field_long_long("fencing_token_floor", (gauges.fencing_token_floor)());
+        // Lock-delay: what is left of it, and the acquires it refused.
+        ctx.add_info_field_long_long("lock_delay_left_ms", (gauges.lock_delay_left_ms)());
+        ctx.add_info_field_long_long("lock_delay_refusals", (gauges.lock_delay_refusals)() as i64);
+        ctx.add_info_field_long_long("stalls", (gauges.stalls)() as i64);
+        ctx.add_info_field_long_long("blocked", (gauges.blocked)() as i64);
+    }
     // Per kind of lock, and the server-side waits by how long they took.
     for kind in KINDS {
         for (name, counter) in kind.fields() {

@@ -24,7 +24,6 @@ use crate::handoff::glue::{
 use crate::handoff::owner_waits::OwnerWaits;
 use crate::handoff::{Listed, WaiterKind, WAITER_KINDS};
 use crate::lock::acquire_once::Grant;
-use crate::stats;
 use crate::store::{now_ms, RedisKeyspace};
 use crate::term;
 use redis_module::{raw, Context, RedisString, RedisValue};
@@ -281,7 +280,6 @@ fn settle(ctx: &Context, id: &[u8], name: &[u8], tick: Tick) {
         let first =
             locks().get(id).and_then(|lock| lock.blocked.iter().find(|w| &w.owner == granted).map(|w| w.client));
         for waiter in take_blocked(id, |waiter| Some(waiter.client) == first) {
-            stats::record_grant();
             super::commands::STATS.waiter_granted(now_ms().saturating_sub(waiter.blocked_at_ms));
             if let Some(request) = &waiter.call.request {
                 remember_grant(ctx, name, &waiter.owner, request, Grant::count(1));
@@ -374,7 +372,6 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     }
     look(&ctx, &id);
     for waiter in take_blocked(&id, |waiter| waiter.client == client) {
-        stats::record_wait_timeout();
         super::commands::STATS.wait_timeout();
         let ran_out = waiter.ask_again();
         unblock(&ctx, waiter, ran_out);

@@ -201,7 +201,6 @@ pub fn grant_next(ctx: &Context, name: &RedisString, key: &mut RedisLock) {
             }
             Ok(outcome) => {
                 stats::record_acquire(outcome);
-                stats::record_grant();
                 let now = now_ms();
                 crate::lock::commands::STATS.waiter_granted(now.saturating_sub(waiter.queued_at_ms));
                 let count = acquire_once::granted_count(outcome).unwrap_or_default();
@@ -258,7 +257,6 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     // Bound first: the state's guard must not live into the block below.
     let removed = state().queues.remove(&client);
     if let Some((lock, waiter)) = removed {
-        stats::record_wait_timeout();
         crate::lock::commands::STATS.wait_timeout();
         // A key that is no lock any more (a *STORE overwrote it: no event
         // this module listens to) gets the acquire's error, late or not.

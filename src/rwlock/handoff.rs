@@ -19,7 +19,6 @@ use crate::handoff::glue::{
 use crate::handoff::lease_timers::LeaseTimers;
 use crate::handoff::{Listed, Queues, Waiter, WaiterKind, WAITER_KINDS};
 use crate::lock::acquire_once::Grant;
-use crate::stats;
 use crate::store::{now_ms, RedisKeyspace};
 use crate::term;
 use redis_module::{raw, Context, RedisString, RedisValue};
@@ -122,7 +121,6 @@ fn grant_waiting(ctx: &Context, id: &[u8]) {
                 break;
             }
             Ok(Acquire::Acquired { count }) => {
-                stats::record_grant();
                 super::commands::STATS.waiter_granted(now.saturating_sub(waiter.queued_at_ms));
                 if let Some(request) = &waiter.request {
                     let field = match side {
@@ -193,7 +191,6 @@ unsafe extern "C" fn wait_ran_out(ctx: *mut raw::RedisModuleCtx, data: *mut c_vo
     }
     let removed = state().queues.remove(&client);
     let Some((id, waiter)) = removed else { return };
-    stats::record_wait_timeout();
     super::commands::STATS.wait_timeout();
     let outcome = match waiter.full_reply {
         false => Outcome::HolderPttl,
