@@ -8,7 +8,7 @@ PORT ?= 6379
 RUN_DIR := target/redis
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps java-deps redisson-jars build run test publish-check test-rust test-redis test-valkey test-redis8 test-valkey9 test-java valkey redis8 valkey9 bench faults lint clean
+.PHONY: all deps java-deps redisson-jars build run test publish-check test-rust test-redis test-valkey test-redis8 test-valkey9 test-java valkey redis8 valkey9 bench faults lint map clean
 # One target at a time: tools/suite.py runs the tests side by side itself.
 .NOTPARALLEL:
 
@@ -286,6 +286,12 @@ faults: deps java-deps
 
 lint: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# How the code hangs together, for the record: the largest import cycle per
+# crate, the link-time registries, the INFO counters, and what each
+# primitive touches outside its folder.
+map:
+	python3 tools/map.py
 
 clean:
 	$(CARGO) clean

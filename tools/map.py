@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""The map's figures, for the record (`make map`): how the code hangs together.
+
+- the largest import cycle of each crate (files that import each other
+  through `use crate::…`, `super::…` and paths; a parent's `mod child;` is
+  not an import);
+- the link-time registries (`#[distributed_slice]`) and how many files add
+  to each;
+- the INFO counters;
+- for each primitive folder `src/<primitive>/`, the files outside it that
+  name it (its module path or its commands' prefix): what adding a
+  primitive like it touches.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CRATES = {
+    "rlock (src/)": "src",
+    "rlock-client": "client/src",
+    "rlock-protocol": "protocol/src",
+    "testkit": "testkit/src",
+    "rlock-bench": "bench/src",
+    "rlock-faults": "faults/src",
+    "rust-peer": "interop/rust-peer/src",
+}
+PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+BRACED = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{([^}]*)\}")
+
+
+def modules(src):
+    """Module path (tuple) -> file, for every .rs under src."""
+    found = {}
+    for path in src.rglob("*.rs"):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] in ("mod", "lib", "main"):
+            parts = parts[:-1]
+        found[tuple(parts)] = path
+    return found
+
+
+def module_of(path, src):
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    if parts[-1] in ("mod", "lib", "main"):
+        parts = parts[:-1]
+    return tuple(parts)
+
+
+def strip_comments(text):
+    return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
+
+
+def references(text):
+    """Every path the code names from `crate`, `super` or `self`."""
+    found = []
+    for anchor, prefix, inner in BRACED.findall(text):
+        for item in inner.split(","):
+            item = item.strip().split(" as ")[0].strip()
+            if item and item != "self" and re.match(r"[A-Za-z_]", item):
+                found.append((anchor, prefix.strip(":").split("::") + item.split("::") if prefix else item.split("::")))
+    for anchor, rest in PATH.findall(text):
+        found.append((anchor, rest.strip(":").split("::")))
+    return found
+
+
+def resolve(anchor, names, here, is_mod_file, known):
+    """The file a path lands in: its longest prefix that is a module."""
+    if anchor == "crate":
+        base = ()
+    else:
+        # `self` is the file's module; `super` its parent (a mod.rs file is
+        # its folder's module, so its parent is the folder's parent).
+        base = here
+        names = list(names)
+        if anchor == "super":
+            base = base[:-1]
+        while names and names[0] == "super":
+            base = base[:-1]
+            names = names[1:]
+    path = tuple(base) + tuple(names)
+    for end in range(len(path), -1, -1):
+        if path[:end] in known:
+            return path[:end]
+    return None
+
+
+def graph(src):
+    known = modules(src)
+    edges = {module: set() for module in known}
+    for module, path in known.items():
+        text = strip_comments(path.read_text())
+        is_mod_file = path.name in ("mod.rs", "lib.rs", "main.rs")
+        for anchor, names in references(text):
+            target = resolve(anchor, names, module, is_mod_file, known)
+            if target is not None and target != module:
+                edges[module].add(target)
+    return known, edges
+
+
+def strongly_connected(edges):
+    """Tarjan's components, iteratively."""
+    index, low, on_stack, stack, components, counter = {}, {}, set(), [], [], [0]
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, iter(edges[start]))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges[child])))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    components.append(component)
+    return components
+
+
+def largest_cycles():
+    print("## Largest import cycle per crate\n")
+    print("| crate | files | largest cycle | its files |")
+    print("| --- | --- | --- | --- |")
+    for crate, folder in CRATES.items():
+        src = ROOT / folder
+        known, edges = graph(src)
+        cycles = sorted((c for c in strongly_connected(edges) if len(c) > 1), key=len, reverse=True)
+        largest = cycles[0] if cycles else []
+        names = ", ".join(sorted(str(known[m].relative_to(ROOT)) for m in largest)) or "none"
+        print(f"| {crate} | {len(known)} | {len(largest)} | {names} |")
+    print()
+
+
+def registries():
+    print("## Link-time registries (`#[distributed_slice]`) in src/\n")
+    print("| registry | declared in | files that add to it |")
+    print("| --- | --- | --- |")
+    texts = {p: p.read_text() for p in (ROOT / "src").rglob("*.rs")}
+    declared = {}
+    for path, text in texts.items():
+        for name in re.findall(r"#\[(?:linkme::)?distributed_slice\]\s*(?:///[^\n]*\s*)*pub static (\w+)", text):
+            declared[name] = path
+    for name, path in sorted(declared.items()):
+        adding = re.compile(rf"distributed_slice\([^)]*\b{name}\)")
+        # Macros that add an entry (`command!`, `kind_stats!`) count where they are used.
+        macros = {m for text in texts.values() if adding.search(text)
+                  for m in re.findall(r"macro_rules! (\w+)", text)
+                  if adding.search(text.split(f"macro_rules! {m}", 1)[1].split("\n}\n", 1)[0])}
+        adders = [p for p, text in texts.items()
+                  if (adding.search(text) and not any(f"macro_rules! {m}" in text for m in macros))
+                  or any(re.search(rf"\b{m}!\(", text) for m in macros)]
+        print(f"| `{name}` | `{path.relative_to(ROOT)}` | {len(adders)} |")
+    print()
+
+
+def counters():
+    stats = (ROOT / "src/stats.rs").read_text()
+    fields = stats.split("const FIELDS", 1)[1].split("];", 1)[0]
+    own = len(re.findall(r"Field::Counter\(", fields))
+    sums = len(re.findall(r"Field::SumOfKinds\(", fields))
+    per_kind = re.search(r"fn fields\(&self\) -> \[\(&'static str, &AtomicU64\); (\d+)\]", stats)
+    kinds = len(re.findall(r"kind_stats!\(\w+, \"", "".join(p.read_text() for p in (ROOT / "src").rglob("*.rs"))))
+    print("## INFO counters\n")
+    print(f"- {own} counters of their own, {sums} fields that are sums of per-kind counters (counted once, by kind)")
+    print(f"- {per_kind.group(1) if per_kind else '?'} counters per kind, {kinds} kinds")
+    print()
+
+
+def command_prefixes(folder):
+    prefixes = set()
+    for path in (folder / "commands").glob("*.rs"):
+        prefixes.update(p.upper() for p in re.findall(r'name: c"([a-zA-Z]+)\.', path.read_text()))
+    return prefixes
+
+
+def coupling():
+    print("## What a primitive touches outside its folder\n")
+    print("Files outside `src/<primitive>/` that name the primitive (its module path `crate::<primitive>`")
+    print("or `<primitive>::`, or its commands' prefix such as `RSEM.`), across the repository:\n")
+    print("| primitive | command prefixes | files outside its folder |")
+    print("| --- | --- | --- |")
+    sources = [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in (".rs", ".md", ".java", ".py", ".lua")
+               and not any(part in ("target", ".git", "node_modules") for part in p.parts)]
+    texts = {p: p.read_text(errors="replace") for p in sources}
+    for folder in sorted((ROOT / "src").iterdir()):
+        if not (folder / "commands").is_dir() or folder.name == "commands":
+            continue
+        prefixes = command_prefixes(folder) or {"RLOCK"}
+        patterns = [re.compile(rf"\bcrate::{folder.name}\b|\b{folder.name}::")]
+        patterns += [re.compile(rf"\b{prefix}\.[A-Z]") for prefix in prefixes]
+        outside = [p for p, text in texts.items() if folder not in p.parents and p != ROOT / "src" / f"{folder.name}.rs"
+                   and any(pattern.search(text) for pattern in patterns)]
+        print(f"| `{folder.name}` | {', '.join(sorted(prefixes))} | {len(outside)} |")
+    print()
+
+
+def main():
+    largest_cycles()
+    registries()
+    counters()
+    coupling()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
