@@ -12,8 +12,9 @@
 use crate::engine::lock_state::LockId;
 use crate::engine::protocol;
 use crate::error::Error;
-use crate::transport::connection::{key_slot, Connection};
+use crate::transport::connection::Connection;
 use crate::transport::latch_sweeper::LatchSweeper;
+use rlock_protocol::key_slot;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One acquire's request id, and the key its grant is recorded at.

@@ -7,7 +7,8 @@ use crate::engine::lock_state::LockId;
 use crate::engine::protocol;
 use crate::error::{Error, Result};
 use crate::shared::Shared;
-use crate::transport::connection::{key_slot, Connection};
+use crate::transport::connection::Connection;
+use rlock_protocol::key_slot;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 

@@ -22,7 +22,6 @@
 //! commands are independent, send again only what was redirected: see
 //! `node_pipelines`.
 
-use crate::transport::connection::key_slot;
 use crate::transport::node_connections::NodeConnections;
 use crate::transport::slot_map::Node;
 use crate::transport::slot_map_cache::SlotMapCache;
@@ -30,6 +29,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Arg, Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
+use rlock_protocol::key_slot;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -226,6 +226,3 @@ impl NodeReplies {
         Self { replies: vec![Err(err); count], all_answered: false }
     }
 }
-
-/// A key's cluster slot (shared with the module).
-pub(crate) use rlock_protocol::key_slot;

@@ -14,10 +14,10 @@
 //! own connection to the owner by its map, until a redirect hands it back)
 //! and a `tracing` warning (target `rlock`) says so, at most once a try.
 
-use crate::transport::connection::key_slot;
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
 use redis::Value;
+use rlock_protocol::key_slot;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

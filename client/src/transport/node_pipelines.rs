@@ -18,12 +18,13 @@
 //! next round is the retry.
 
 use crate::transport::cluster_nodes::{redirect, routing_key, ClusterNodes, Request};
-use crate::transport::connection::{key_slot, NodeReplies};
+use crate::transport::connection::NodeReplies;
 use crate::transport::slot_map::{timed_out, Node};
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
+use rlock_protocol::key_slot;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 

@@ -7,11 +7,12 @@
 //! subscriptions' supervisor replaces it. A cluster connection reconnects
 //! and resubscribes node by node by itself.
 
-use crate::transport::connection::{key_slot, Deployment};
+use crate::transport::connection::Deployment;
 use redis::aio::{AsyncPushSender, MultiplexedConnection};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult};
+use rlock_protocol::key_slot;
 
 impl Deployment {
     pub fn is_cluster(&self) -> bool {

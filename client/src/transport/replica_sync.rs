@@ -4,8 +4,9 @@
 //! lock the old primary granted but had not yet replicated.
 
 use crate::error::Result;
-use crate::transport::connection::{key_slot, within, Connection, Deployment, ReplyBound};
+use crate::transport::connection::{within, Connection, Deployment, ReplyBound};
 use crate::transport::slot_map::Node;
+use rlock_protocol::key_slot;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
