@@ -6,7 +6,8 @@ use crate::transport::replica_sync::ReplicaSync;
 use std::future::Future;
 use std::time::Duration;
 
-/// Client settings. Start from [`ClientOptions::default`].
+/// Client settings: start from [`ClientOptions::default`] and change what
+/// you need with its `with_*` methods (the one way to set each).
 ///
 /// ```
 /// use rlock_client::{ClientOptions, ReplicaSync, RetryOptions};
@@ -17,49 +18,17 @@ use std::time::Duration;
 ///     .with_retry(RetryOptions::new(5, Duration::from_millis(200)))
 ///     .with_replica_sync(ReplicaSync::Off)
 ///     .with_blocking_connections(0); // every waiter waits by pub/sub, as Redisson's
-/// assert_eq!(options.watchdog_timeout, Duration::from_secs(10));
 /// // Then Client::connect(redis_client, options), or connect_cluster, connect_sentinel.
 /// ```
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct ClientOptions {
-    /// The lease of locks taken without an explicit one, renewed every
-    /// third of it while held (Redisson's `lockWatchdogTimeout`). Default 30 s.
-    pub watchdog_timeout: Duration,
-    /// How transient failures (connection loss, failover) are retried.
-    pub retry: RetryOptions,
-    /// Whether acquires wait for replicas. Default: all connected ones, 1 s.
-    pub replica_sync: ReplicaSync,
-    /// How long a fair lock waiter without a wait limit keeps its place in
-    /// the queue once its turn may have come (Redisson's
-    /// `fairLockWaitTimeout`): a waiter that died leaves it then. Default
-    /// 5 minutes.
-    pub fair_wait_timeout: Duration,
-    /// Connections for the blocking waiting mode: a refused waiter of a
-    /// plain lock blocks on the server (`RLOCK.ACQUIRE … WAIT`) on one of
-    /// these, opened when first needed, and is granted the lock in arrival
-    /// order the moment it frees. Default 8. Waiters beyond this many, and
-    /// on a cluster, with replica sync, or against a module without `WAIT`,
-    /// wait by pub/sub; 0 makes every waiter wait by pub/sub, as Redisson's.
-    pub blocking_connections: usize,
-    /// Whether owner ids given to the `*_with_owner` handles may be used by
-    /// other clients at the same time (a Redisson thread's
-    /// `<uuid>:<thread id>`, another rlock client). Default false: an owner
-    /// id is this client's alone, so every level the server counts for it
-    /// beyond this client's holds is one it gave up (a lease that ran out
-    /// on its clock, a release whose reply was lost), and the next acquire
-    /// gives it back. When true, the client never releases a level it did
-    /// not take: such levels keep the lock until their lease ends. Owner
-    /// ids this client makes (`<client id>:<n>`) are always its alone.
-    pub shared_owner_ids: bool,
-    /// In a cluster: how long an acquire waits for its node's reply (plus
-    /// replica sync's `WAIT` timeout) before the client gives up on that
-    /// node for now: it reads the slot map again from the other nodes and
-    /// settles the acquire by its request id, on the slot's new primary
-    /// when a failover replaced a hung one. Only acquires that carry a
-    /// request id are bounded, and none is ever sent again without it;
-    /// other commands wait for their node as long as it takes. Default 1 s.
-    pub cluster_reply_timeout: Duration,
+    pub(crate) watchdog_timeout: Duration,
+    pub(crate) retry: RetryOptions,
+    pub(crate) replica_sync: ReplicaSync,
+    pub(crate) fair_wait_timeout: Duration,
+    pub(crate) blocking_connections: usize,
+    pub(crate) shared_owner_ids: bool,
+    pub(crate) cluster_reply_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -77,43 +46,66 @@ impl Default for ClientOptions {
 }
 
 impl ClientOptions {
-    /// Sets [`ClientOptions::watchdog_timeout`].
+    /// The lease of locks taken without an explicit one, renewed every
+    /// third of it while held (Redisson's `lockWatchdogTimeout`). Default 30 s.
     pub fn with_watchdog_timeout(mut self, timeout: Duration) -> Self {
         self.watchdog_timeout = timeout;
         self
     }
 
-    /// Sets [`ClientOptions::replica_sync`].
+    /// Whether acquires wait for replicas. Default: all connected ones, 1 s.
     pub fn with_replica_sync(mut self, replica_sync: ReplicaSync) -> Self {
         self.replica_sync = replica_sync;
         self
     }
 
-    /// Sets [`ClientOptions::fair_wait_timeout`].
+    /// How long a fair lock waiter without a wait limit keeps its place in
+    /// the queue once its turn may have come (Redisson's
+    /// `fairLockWaitTimeout`): a waiter that died leaves it then. Default
+    /// 5 minutes.
     pub fn with_fair_wait_timeout(mut self, timeout: Duration) -> Self {
         self.fair_wait_timeout = timeout;
         self
     }
 
-    /// Sets [`ClientOptions::blocking_connections`].
+    /// Connections for the blocking waiting mode: a refused waiter of a
+    /// plain lock blocks on the server (`RLOCK.ACQUIRE … WAIT`) on one of
+    /// these, opened when first needed, and is granted the lock in arrival
+    /// order the moment it frees. Default 8. Waiters beyond this many, and
+    /// on a cluster, with replica sync, or against a module without `WAIT`,
+    /// wait by pub/sub; 0 makes every waiter wait by pub/sub, as Redisson's.
     pub fn with_blocking_connections(mut self, connections: usize) -> Self {
         self.blocking_connections = connections;
         self
     }
 
-    /// Sets [`ClientOptions::shared_owner_ids`].
+    /// Whether owner ids given to the `*_with_owner` handles may be used by
+    /// other clients at the same time (a Redisson thread's
+    /// `<uuid>:<thread id>`, another rlock client). Default false: an owner
+    /// id is this client's alone, so every level the server counts for it
+    /// beyond this client's holds is one it gave up (a lease that ran out
+    /// on its clock, a release whose reply was lost), and the next acquire
+    /// gives it back. When true, the client never releases a level it did
+    /// not take: such levels keep the lock until their lease ends. Owner
+    /// ids this client makes (`<client id>:<n>`) are always its alone.
     pub fn with_shared_owner_ids(mut self, shared: bool) -> Self {
         self.shared_owner_ids = shared;
         self
     }
 
-    /// Sets [`ClientOptions::cluster_reply_timeout`].
+    /// In a cluster: how long an acquire waits for its node's reply (plus
+    /// replica sync's `WAIT` timeout) before the client gives up on that
+    /// node for now: it reads the slot map again from the other nodes and
+    /// settles the acquire by its request id, on the slot's new primary
+    /// when a failover replaced a hung one. Only acquires that carry a
+    /// request id are bounded, and none is ever sent again without it;
+    /// other commands wait for their node as long as it takes. Default 1 s.
     pub fn with_cluster_reply_timeout(mut self, timeout: Duration) -> Self {
         self.cluster_reply_timeout = timeout;
         self
     }
 
-    /// Sets [`ClientOptions::retry`].
+    /// How transient failures (connection loss, failover) are retried.
     pub fn with_retry(mut self, retry: RetryOptions) -> Self {
         self.retry = retry;
         self
@@ -137,15 +129,13 @@ impl ClientOptions {
 ///
 /// // Ride out a failover of a few seconds: 20 retries, 250 ms apart.
 /// let options = ClientOptions::default().with_retry(RetryOptions::new(20, Duration::from_millis(250)));
-/// assert_eq!(options.retry.attempts, 20);
 /// ```
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct RetryOptions {
     /// Retries after the first failure. Default 3.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// Pause before each retry. Default 100 ms.
-    pub delay: Duration,
+    pub(crate) delay: Duration,
 }
 
 impl Default for RetryOptions {
@@ -155,7 +145,8 @@ impl Default for RetryOptions {
 }
 
 impl RetryOptions {
-    /// `attempts` retries, `delay` apart.
+    /// `attempts` retries after the first failure (default 3), `delay`
+    /// apart (default 100 ms).
     pub fn new(attempts: u32, delay: Duration) -> Self {
         Self { attempts, delay }
     }
