@@ -92,6 +92,7 @@ pub fn missing_api() -> Option<&'static str> {
         RedisModule_RegisterCommandFilter,
         RedisModule_ReplyWithArray,
         RedisModule_ReplyWithLongLong,
+        RedisModule_ReplyWithStringBuffer,
         RedisModule_Replicate,
         RedisModule_RetainString,
         RedisModule_ScanCursorCreate,

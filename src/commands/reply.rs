@@ -53,12 +53,36 @@ impl AcquireReply {
         fields(self.pairs())
     }
 
+    /// [`Self::value`], replied now (no array value built and dropped for
+    /// it): the handler's last step, whose own reply is then none.
+    pub fn reply(self, ctx: &Context) -> RedisValue {
+        self.reply_fields(ctx, None)
+    }
+
     /// A fenced acquire's: the same, then `token n` (the grant's fencing
-    /// token, -1 when refused).
-    pub fn value_with_token(self, token: i64) -> RedisValue {
-        let mut pairs = self.pairs();
-        pairs.push(("token", RedisValue::Integer(token)));
-        fields(pairs)
+    /// token, -1 when refused), replied now, as [`Self::reply`].
+    pub fn reply_with_token(self, ctx: &Context, token: i64) -> RedisValue {
+        self.reply_fields(ctx, Some(token))
+    }
+
+    fn reply_fields(self, ctx: &Context, token: Option<i64>) -> RedisValue {
+        let ctx = ctx.get_raw();
+        let fields = [
+            ("granted", i64::from(self.granted)),
+            ("holds", self.holds),
+            ("lease_ms", self.lease_ms),
+            ("waited_ms", self.waited_ms),
+        ];
+        let token = token.map(|token| ("token", token));
+        let count = fields.len() + usize::from(token.is_some());
+        unsafe {
+            api!(RedisModule_ReplyWithArray)(ctx, 2 * count as std::os::raw::c_long);
+            for (name, value) in fields.into_iter().chain(token) {
+                api!(RedisModule_ReplyWithStringBuffer)(ctx, name.as_ptr().cast(), name.len());
+                api!(RedisModule_ReplyWithLongLong)(ctx, value);
+            }
+        }
+        RedisValue::NoReply
     }
 
     fn pairs(self) -> Vec<(&'static str, RedisValue)> {

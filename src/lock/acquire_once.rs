@@ -51,11 +51,18 @@ impl Grant {
 impl Requester<'_> {
     /// `count[,token]:owner_length:owner` then the lock's name.
     fn record_text(&self, grant: Grant) -> Vec<u8> {
-        let counts = match grant.token {
-            None => grant.count.to_string(),
-            Some(token) => format!("{},{token}", grant.count),
-        };
-        [format!("{counts}:{}:", self.owner.len()).as_bytes(), self.owner, self.name].concat()
+        use std::io::Write;
+        // Written into one buffer: the record is made on every grant with
+        // an id, and each allocation costs the module's allocator.
+        let mut text = Vec::with_capacity(48 + self.owner.len() + self.name.len());
+        let _ = write!(text, "{}", grant.count);
+        if let Some(token) = grant.token {
+            let _ = write!(text, ",{token}");
+        }
+        let _ = write!(text, ":{}:", self.owner.len());
+        text.extend_from_slice(self.owner);
+        text.extend_from_slice(self.name);
+        text
     }
 
     /// The grant a record of this requester holds. A record of another

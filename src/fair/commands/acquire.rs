@@ -107,7 +107,7 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
     session.close(ctx, &name, change);
     // A grant sets the lease: a re-entry's too, as Redisson's script.
     let reply = |granted, holds, lease_ms| match full_reply {
-        true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.value(),
+        true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.reply(ctx),
         false if granted => RedisValue::Null,
         false => RedisValue::Integer(lease_ms),
     };

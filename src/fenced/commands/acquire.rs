@@ -71,10 +71,10 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
             // even be a lock now): no lease left.
             let held = !replayed || matches!(keys.hget(name, owner), Ok(Some(_)));
             let lease_ms = if held { pttl(&mut keys, name, now).unwrap_or(0) } else { 0 };
-            AcquireReply { granted: true, holds: count, lease_ms, waited_ms: 0 }.value_with_token(token)
+            AcquireReply { granted: true, holds: count, lease_ms, waited_ms: 0 }.reply_with_token(ctx, token)
         }
         (FencedAcquire::Contended { pttl_ms }, _) if full_reply => {
-            AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value_with_token(-1)
+            AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.reply_with_token(ctx, -1)
         }
         (FencedAcquire::Granted { .. }, Some(ScriptReply::Lock)) => RedisValue::Null,
         (FencedAcquire::Contended { pttl_ms }, Some(ScriptReply::Lock)) => RedisValue::Integer(pttl_ms),

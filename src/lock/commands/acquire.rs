@@ -97,7 +97,7 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
         Once::Replayed(grant) => (grant.count, None),
     };
     let reply = |granted, lease_ms| match full_reply {
-        true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.value(),
+        true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.reply(ctx),
         false if granted => RedisValue::Null,
         false => RedisValue::Integer(lease_ms),
     };

@@ -123,7 +123,7 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
         Ok(status) if holds_of(&status, side) > 0 => status.pttl_ms,
         _ => 0,
     };
-    Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.value())
+    Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.reply(ctx))
 }
 
 /// A refused caller's reply: the lock's PTTL.
