@@ -56,6 +56,17 @@ pub async fn stall(server: &Server, seconds: f64) -> tokio::task::JoinHandle<()>
     tokio::task::spawn_blocking(move || reply(&mut sleeper, b"+OK\r\n"))
 }
 
+/// Postpones every client's commands for `seconds` (`CLIENT PAUSE … ALL`)
+/// and returns once the server has answered the pause: no command sent
+/// from then on runs before the pause ends. Unlike [`stall`], whose
+/// `DEBUG SLEEP` another connection's command can overtake, this leaves no
+/// race; the server's timers go on.
+pub async fn pause_all(server: &Server, seconds: f64) {
+    let ms = (seconds * 1000.0) as u64;
+    let _: () =
+        redis::cmd("CLIENT").arg("PAUSE").arg(ms).arg("ALL").query_async(&mut admin(server).await).await.unwrap();
+}
+
 /// This test binary started again as a worker process in `role`: it runs
 /// only its `worker` test, which reads `RLOCK_WORKER` and `RLOCK_URL`.
 /// Killed when dropped.
