@@ -56,7 +56,7 @@ impl Client {
     pub async fn connect(redis: redis::Client, options: ClientOptions) -> Result<Self> {
         check(&options)?;
         let deployment = Deployment::Single(redis);
-        let connection = deployment.connect(None).await?;
+        let connection = deployment.connect(options.reply_timeout).await?;
         Self::start(deployment, connection, options)
     }
 
@@ -72,7 +72,7 @@ impl Client {
         check(&options)?;
         let slot_map = SlotMapCache::new(nodes.first().cloned());
         let deployment = Deployment::Cluster(nodes, Arc::new(slot_map));
-        let connection = deployment.connect(None).await?;
+        let connection = deployment.connect(options.reply_timeout).await?;
         Self::start(deployment, connection, options)
     }
 
@@ -95,7 +95,7 @@ impl Client {
         let sentinels = sentinels.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;
         check(&options)?;
         let deployment = Deployment::Sentinel(Sentinels::new(sentinels, primary_name, node)?);
-        let connection = deployment.connect(None).await?;
+        let connection = deployment.connect(options.reply_timeout).await?;
         Self::start(deployment, connection, options)
     }
 

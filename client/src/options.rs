@@ -29,6 +29,7 @@ pub struct ClientOptions {
     pub(crate) blocking_connections: usize,
     pub(crate) shared_owner_ids: bool,
     pub(crate) cluster_reply_timeout: Duration,
+    pub(crate) reply_timeout: Option<Duration>,
 }
 
 impl Default for ClientOptions {
@@ -41,6 +42,7 @@ impl Default for ClientOptions {
             blocking_connections: 8,
             shared_owner_ids: false,
             cluster_reply_timeout: Duration::from_secs(1),
+            reply_timeout: None,
         }
     }
 }
@@ -102,6 +104,17 @@ impl ClientOptions {
     /// other commands wait for their node as long as it takes. Default 1 s.
     pub fn with_cluster_reply_timeout(mut self, timeout: Duration) -> Self {
         self.cluster_reply_timeout = timeout;
+        self
+    }
+
+    /// How long a command on the client's shared connection waits for its
+    /// reply before it fails with a timeout (and is retried or settled as
+    /// [`RetryOptions`] says). Default: redis-rs's (500 ms on one server and
+    /// through Sentinel). A loaded server that answers slower than this makes
+    /// calls fail that would have succeeded; a longer one finds a hung server
+    /// later.
+    pub fn with_reply_timeout(mut self, timeout: Duration) -> Self {
+        self.reply_timeout = Some(timeout);
         self
     }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{admin, stall, stallable_server};
+use common::{admin, pause_all, stall, stallable_server};
 use rlock_client::{Client, ClientOptions, Error, ReplicaSync, RetryOptions};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
@@ -131,7 +131,10 @@ async fn a_retried_release_held_up_past_the_latch_lifetime_drops_no_second_level
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_after_a_racing_force_unlock_is_not_reported_lost() {
     let server = Server::shared();
-    let client = Client::connect(server.client(), options()).await.unwrap();
+    // 300 rounds: a reply slower than redis-rs's 500 ms under the suite's
+    // load is no part of the race.
+    let options = options().with_reply_timeout(testkit::PATIENCE);
+    let client = Client::connect(server.client(), options).await.unwrap();
     let forcer = client.lock("forced-race");
     let taker = client.lock("forced-race");
     let mut admin = admin(&server).await;
@@ -169,4 +172,22 @@ async fn timeouts_that_would_hang_or_spin_are_refused_when_the_client_is_built()
     }
     let spinning = options().with_watchdog_timeout(Duration::from_millis(2));
     assert!(matches!(Client::connect(server.client(), spinning).await, Err(Error::InvalidWatchdogTimeout(_))));
+}
+
+/// The reply timeout is the client's to set: a force unlock (never sent
+/// again on a timeout) during a 1 s pause of every client fails at
+/// redis-rs's 500 ms by default, and waits the pause out with a 5 s one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_timeout_is_the_clients_to_set() {
+    let server = Server::shared();
+    for (options, waits_it_out) in [(options(), false), (options().with_reply_timeout(Duration::from_secs(5)), true)] {
+        let client = Client::connect(server.client(), options).await.unwrap();
+        let lock = client.lock("reply-timeout");
+        lock.lock().await.unwrap().unlock().await.unwrap();
+        pause_all(&server, 1.0).await;
+        let forced = lock.force_unlock().await;
+        assert_eq!(forced.is_ok(), waits_it_out, "{forced:?}");
+        let pong: redis::RedisResult<String> = redis::cmd("PING").query_async(&mut admin(&server).await).await;
+        assert!(pong.is_ok(), "the pause waited out: {pong:?}");
+    }
 }
