@@ -17,6 +17,7 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::slice;
+use std::sync::OnceLock;
 
 /// The C entry point Redis calls.
 pub type Entry = extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
@@ -27,6 +28,20 @@ pub struct Command {
     pub flags: &'static CStr,
     pub info: CommandInfo,
     pub keys: info::Keys,
+    /// Where its calls name owners, found from `info` on first use.
+    pub owner_places: OnceLock<grammar::OwnerPlaces>,
+}
+
+impl Command {
+    fn owner_places(&self) -> grammar::OwnerPlaces {
+        *self.owner_places.get_or_init(|| grammar::OwnerPlaces::of(&self.info.grammar(self.keys)))
+    }
+
+    /// Whether a call of `argc` arguments (`arg` reads one) names an empty
+    /// owner, which every command refuses: no holder is told apart by it.
+    fn names_empty_owner<'a>(&self, arg: impl Fn(usize) -> &'a [u8], argc: usize) -> bool {
+        self.owner_places().positions(argc).any(|at| arg(at).is_empty())
+    }
 }
 
 #[distributed_slice]
@@ -55,6 +70,7 @@ macro_rules! command {
             flags: $flags,
             info: $info,
             keys: $keys,
+            owner_places: std::sync::OnceLock::new(),
         };
     };
 }
@@ -88,23 +104,15 @@ pub fn run(
         argv.iter().map(|&arg| RedisString::string_as_slice(arg)).collect()
     };
     let given = raw_args(argv, argc);
-    let grammar = command.info.grammar(command.keys);
-    let reply = if names_empty_owner(&grammar, |at| RedisString::string_as_slice(given[at]), given.len()) {
+    let reply = if command.names_empty_owner(|at| RedisString::string_as_slice(given[at]), given.len()) {
         Err(LockError::OwnerEmpty.into())
     } else {
         let args = decode_args(ctx, argv, argc);
         catch_unwind(AssertUnwindSafe(|| handler(&context, args)))
             .unwrap_or_else(|_| Err(RedisError::Str("ERR rlock internal error: the command was aborted")))
-            .map_err(|err| grammar::explain(err, &grammar, &words(given)))
+            .map_err(|err| grammar::explain(err, &command.info.grammar(command.keys), &words(given)))
     };
     context.reply(reply) as c_int
-}
-
-/// Whether a call of `grammar` of `argc` arguments (`arg` reads one) names
-/// an empty owner, which every command refuses: no holder is told apart
-/// by it.
-fn names_empty_owner<'a>(grammar: &grammar::Grammar, arg: impl Fn(usize) -> &'a [u8], argc: usize) -> bool {
-    grammar::owner_positions(grammar, argc).any(|at| arg(at).is_empty())
 }
 
 /// Whether the native call `argv` (a Redisson script's, rewritten) would
@@ -113,7 +121,7 @@ fn names_empty_owner<'a>(grammar: &grammar::Grammar, arg: impl Fn(usize) -> &'a 
 pub fn refuses_empty_owner(argv: &[&[u8]]) -> bool {
     let Some(name) = argv.first() else { return false };
     let command = COMMANDS.iter().find(|command| command.info.name.to_bytes().eq_ignore_ascii_case(name));
-    command.is_some_and(|command| names_empty_owner(&command.info.grammar(command.keys), |at| argv[at], argv.len()))
+    command.is_some_and(|command| command.names_empty_owner(|at| argv[at], argv.len()))
 }
 
 /// The call's arguments, the command's name first.

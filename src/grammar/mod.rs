@@ -92,21 +92,41 @@ pub fn explain(err: RedisError, grammar: &Grammar, argv: &[&[u8]]) -> RedisError
     RedisError::from(LockError::SyntaxOf(format!("{said}; syntax: {}", syntax_line(grammar))))
 }
 
-/// The argument positions of the command's owners, in a call of `argc`
-/// arguments: the `owner` after the fixed arguments before it, or each
-/// `owner` of its `key owner` pairs.
-pub fn owner_positions(grammar: &Grammar, argc: usize) -> StepBy<Range<usize>> {
-    let is_owner = |arg: &Arg| arg.name.to_bytes() == b"owner";
-    let mut position = 1;
-    for arg in grammar.all_args() {
-        match arg.kind {
-            _ if is_owner(arg) => return (position..argc.min(position + 1)).step_by(1),
-            ArgKind::Repeated(parts) if parts.len() == 2 && is_owner(&parts[1]) => {
-                return (position + 1..argc).step_by(2);
+/// Where a command's calls name their owners: the `owner` after the fixed
+/// arguments before it, or each `owner` of its `key owner` pairs. Found
+/// once per command: every call checks them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerPlaces {
+    None,
+    At(usize),
+    EverySecondFrom(usize),
+}
+
+impl OwnerPlaces {
+    pub fn of(grammar: &Grammar) -> Self {
+        let is_owner = |arg: &Arg| arg.name.to_bytes() == b"owner";
+        let mut position = 1;
+        for arg in grammar.all_args() {
+            match arg.kind {
+                _ if is_owner(arg) => return OwnerPlaces::At(position),
+                ArgKind::Repeated(parts) if parts.len() == 2 && is_owner(&parts[1]) => {
+                    return OwnerPlaces::EverySecondFrom(position + 1);
+                }
+                ArgKind::Key | ArgKind::String | ArgKind::Integer if !arg.optional && arg.token.is_none() => {
+                    position += 1
+                }
+                _ => break,
             }
-            ArgKind::Key | ArgKind::String | ArgKind::Integer if !arg.optional && arg.token.is_none() => position += 1,
-            _ => break,
+        }
+        OwnerPlaces::None
+    }
+
+    /// The owners' positions in a call of `argc` arguments.
+    pub fn positions(self, argc: usize) -> StepBy<Range<usize>> {
+        match self {
+            OwnerPlaces::None => (0..0).step_by(1),
+            OwnerPlaces::At(position) => (position..argc.min(position + 1)).step_by(1),
+            OwnerPlaces::EverySecondFrom(first) => (first..argc).step_by(2),
         }
     }
-    (0..0).step_by(1)
 }

@@ -1,7 +1,7 @@
 //! The grammar on tables shaped as the commands' (the commands' own are
 //! checked against a server: tests/command_docs.rs).
 
-use super::{explain, owner_positions, syntax_line, Arg, ArgKind, Grammar, Keys};
+use super::{explain, syntax_line, Arg, ArgKind, Grammar, Keys, OwnerPlaces};
 use redis_module::RedisError;
 
 const OWNER: Arg = Arg { name: c"owner", kind: ArgKind::String, optional: false, token: None };
@@ -186,7 +186,7 @@ fn owners_are_found_where_the_tables_put_them() {
         (&FORCE, 4, &[]),
     ];
     for (grammar, argc, expected) in table {
-        let found: Vec<usize> = owner_positions(grammar, argc).collect();
+        let found: Vec<usize> = OwnerPlaces::of(grammar).positions(argc).collect();
         assert_eq!(found, expected, "{:?} of {argc} arguments", grammar.name);
     }
 }
