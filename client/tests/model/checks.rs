@@ -216,6 +216,24 @@ impl Model {
         problems
     }
 
+    pub(super) async fn observe(&mut self) -> Option<Observed> {
+        let mut pipe = redis::pipe();
+        for name in LOCKS {
+            pipe.cmd("HGETALL").arg(name).cmd("PTTL").arg(name);
+        }
+        let channels: Vec<Vec<u8>> = LOCKS.iter().map(|name| rlock_client::release_channel(name.as_bytes())).collect();
+        pipe.cmd("PUBSUB").arg("NUMSUB").arg(&channels).cmd("PUBSUB").arg("CHANNELS");
+        let mut replies: Vec<redis::Value> = pipe.query_async(&mut self.admin).await.ok()?;
+        let all_channels: Vec<Vec<u8>> = redis::from_redis_value(replies.pop()?).ok()?;
+        let numsub: Vec<(Vec<u8>, i64)> = redis::from_redis_value(replies.pop()?).ok()?;
+        let mut locks = vec![];
+        for pair in replies.chunks(2) {
+            let holds = redis::from_redis_value(pair[0].clone()).ok()?;
+            locks.push(LockView { holds, pttl: redis::from_redis_value(pair[1].clone()).ok()? });
+        }
+        Some(Observed { locks, numsub: numsub.into_iter().map(|(_, n)| n).collect(), channels: all_channels })
+    }
+
     pub(super) fn live(&self, lock: usize) -> impl Iterator<Item = &Held> + '_ {
         self.guards.iter().filter(move |g| g.lock == lock && !g.guard.is_lost())
     }
