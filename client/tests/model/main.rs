@@ -120,25 +120,55 @@ struct Held {
     owner: Vec<u8>,
     /// A fixed lease ends on the server between these instants.
     lease_ends: Option<(Instant, Instant)>,
-    /// [`Model::faults`] when the guard was asked for.
-    faults: u64,
-    /// [`Model::deletes`] when the guard was asked for.
-    deletes: u64,
+    asked: Asked,
+    /// The lock call returned it already lost: its lease ran out before
+    /// the client could hand it over (a reply taken late by a starved
+    /// process, a resend that replayed a grant whose hold had expired).
+    handed_over_lost: bool,
     doom: Option<Doom>,
     seen_lost: bool,
     /// The marker published once it was granted (see [`expiries`]).
+    marker: Option<Marked>,
+}
+
+/// A marker published after a grant (see [`expiries`]), and whether the
+/// guard's owner held the lock then (a marker placed at a check, not at
+/// once, assumes it did).
+#[derive(Debug, Clone, Copy)]
+struct Marked {
+    marker: u64,
+    held: bool,
+}
+
+/// What the model knew when a lock call was made.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    /// [`Model::faults`] then.
+    faults: u64,
+    /// [`Model::deletes`] then.
+    deletes: u64,
+    /// A marker published just before the call (see [`expiries`]); none
+    /// while the server sleeps.
     marker: Option<u64>,
+}
+
+/// A guard as a lock call returned it: whether it was lost then, and the
+/// marker published at once after (none while the server sleeps, or when
+/// the server did not answer).
+struct HandedOver {
+    guard: Guard,
+    lost: bool,
+    marked: Option<Marked>,
 }
 
 struct Pending {
     id: usize,
-    task: JoinHandle<rlock_client::Result<Guard>>,
+    task: JoinHandle<rlock_client::Result<HandedOver>>,
     at: At,
     epoch: u64,
     owner: Vec<u8>,
     closed_at_spawn: bool,
-    faults: u64,
-    deletes: u64,
+    asked: Asked,
 }
 
 struct Slot {
