@@ -89,16 +89,23 @@ impl Model {
             || self.excused_until.get(owner).is_some_and(|&until| now < until)
     }
 
-    /// Marks the guards taken since the last marker: an expiry of their
+    /// Marks the guards taken since the last marker, and those whose
+    /// marker the subscriber missed (it was away): an expiry of their
     /// lock's key after it ended their hold.
     pub(super) async fn mark_new_guards(&mut self) {
-        if self.guards.iter().all(|g| g.marker.is_some()) {
+        let unmarked =
+            |held: &Held, expiries: &expiries::Expiries| held.marker.is_none_or(|m| !expiries.seen(m.marker));
+        if !self.guards.iter().any(|g| unmarked(g, &self.expiries)) {
             return;
         }
         // Not seen (the subscriber away): no expiry can excuse them.
         let Some(marker) = self.expiries.barrier(&mut self.admin).await else { return };
-        for held in self.guards.iter_mut().filter(|g| g.marker.is_none()) {
-            held.marker = Some(marker);
+        // Every marker published before the barrier is in by now, unless the
+        // subscriber missed it.
+        for index in 0..self.guards.len() {
+            if unmarked(&self.guards[index], &self.expiries) {
+                self.guards[index].marker = Some(Marked { marker, held: true });
+            }
         }
     }
 
@@ -107,15 +114,17 @@ impl Model {
     /// a watchdog lease); never by another guard's release. A watchdog
     /// lease that ran out on the server (a client starved of the CPU for
     /// longer than a lease renews late) shows as an expiry of the lock's
-    /// key after the guard's marker; a release never does.
+    /// key after the guard's marker (published as the lock call returned,
+    /// with a read that its owner held the lock then); a release never
+    /// does.
     async fn check_vanished_only_by_expiry(&mut self, server: &Observed) {
         let now = Instant::now();
         let unexplained = |held: &Held| {
             held.doom.is_none()
                 && !server.locks[held.lock].holds.contains_key(&held.owner)
                 && held.lease_ends.is_none_or(|(earliest, _)| now < earliest)
-                && held.faults == self.faults
-                && held.deletes == self.deletes
+                && held.asked.faults == self.faults
+                && held.asked.deletes == self.deletes
         };
         let vanished: Vec<usize> = (0..self.guards.len()).filter(|&i| unexplained(&self.guards[i])).collect();
         if vanished.is_empty() {
@@ -125,19 +134,29 @@ impl Model {
         for index in vanished {
             let held = &self.guards[index];
             let key = LOCKS[held.lock].as_bytes();
-            let expired = match (held.marker, barrier) {
+            let expired_since = |since: Option<u64>| match (since, barrier) {
                 (Some(since), Some(until)) => self.expiries.expired_between(key, since, until),
                 _ => false,
             };
-            if !expired {
-                self.fail(&format!(
+            // An expiry after a marker ends only a hold present at it. A
+            // guard the client handed over lost was never held by its
+            // account: its lease ran out first (its key may have expired
+            // before the marker), which an expiry since the call shows.
+            let ended_after_marker = held.marker.is_some_and(|m| m.held && expired_since(Some(m.marker)));
+            let why = match (ended_after_marker, held.handed_over_lost && expired_since(held.asked.marker)) {
+                (true, _) => "its key expired on the server, its watchdog late",
+                (false, true) => "handed over lost, its key expired since the call",
+                (false, false) => self.fail(&format!(
                     "the hold of G{} ({}) vanished: no delete, no fault, lease not over, key not expired; another \
-                     release took it",
+                     release took it (lost: {}, handed over lost: {}, marker {:?})",
                     held.id,
-                    self.label(&held.owner)
-                ));
-            }
-            self.log.push(format!("     (G{}: its key expired on the server, its watchdog late)", held.id));
+                    self.label(&held.owner),
+                    held.guard.is_lost(),
+                    held.handed_over_lost,
+                    held.marker
+                )),
+            };
+            self.log.push(format!("     (G{}: {why})", held.id));
             self.guards[index].doom = Some(Doom::HoldGone);
         }
     }
@@ -214,6 +233,24 @@ impl Model {
             problems.push(format!("channel {} subscribed", String::from_utf8_lossy(channel)));
         }
         problems
+    }
+
+    pub(super) async fn observe(&mut self) -> Option<Observed> {
+        let mut pipe = redis::pipe();
+        for name in LOCKS {
+            pipe.cmd("HGETALL").arg(name).cmd("PTTL").arg(name);
+        }
+        let channels: Vec<Vec<u8>> = LOCKS.iter().map(|name| rlock_client::release_channel(name.as_bytes())).collect();
+        pipe.cmd("PUBSUB").arg("NUMSUB").arg(&channels).cmd("PUBSUB").arg("CHANNELS");
+        let mut replies: Vec<redis::Value> = pipe.query_async(&mut self.admin).await.ok()?;
+        let all_channels: Vec<Vec<u8>> = redis::from_redis_value(replies.pop()?).ok()?;
+        let numsub: Vec<(Vec<u8>, i64)> = redis::from_redis_value(replies.pop()?).ok()?;
+        let mut locks = vec![];
+        for pair in replies.chunks(2) {
+            let holds = redis::from_redis_value(pair[0].clone()).ok()?;
+            locks.push(LockView { holds, pttl: redis::from_redis_value(pair[1].clone()).ok()? });
+        }
+        Some(Observed { locks, numsub: numsub.into_iter().map(|(_, n)| n).collect(), channels: all_channels })
     }
 
     pub(super) fn live(&self, lock: usize) -> impl Iterator<Item = &Held> + '_ {

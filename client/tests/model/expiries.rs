@@ -52,11 +52,21 @@ impl Expiries {
     }
 
     /// Publishes a new marker; returns it.
-    async fn mark(&mut self, admin: &mut redis::aio::ConnectionManager) -> u64 {
-        self.next_marker += 1;
-        let marker = self.next_marker;
+    pub async fn mark(&mut self, admin: &mut redis::aio::ConnectionManager) -> u64 {
+        let marker = self.reserve();
         let _: redis::RedisResult<i64> = redis::cmd("PUBLISH").arg(MARKERS).arg(marker).query_async(admin).await;
         marker
+    }
+
+    /// A new marker, to publish later (with [`mark_holder`]).
+    pub fn reserve(&mut self) -> u64 {
+        self.next_marker += 1;
+        self.next_marker
+    }
+
+    /// Whether `marker` reached the subscriber.
+    pub fn seen(&self, marker: u64) -> bool {
+        self.position(marker).is_some()
     }
 
     /// Publishes a marker until the subscriber sees one (at most
@@ -88,6 +98,21 @@ impl Expiries {
     fn position(&self, marker: u64) -> Option<usize> {
         self.events.lock().unwrap().iter().position(|event| *event == Event::Marker(marker))
     }
+}
+
+/// Publishes `marker` with a read of whether `owner` holds `key`, in one
+/// transaction: an expiry of `key` after the marker ended a hold present
+/// then. `None` when the server did not answer.
+pub async fn mark_holder(
+    admin: &mut redis::aio::ConnectionManager,
+    marker: u64,
+    key: &str,
+    owner: &[u8],
+) -> Option<super::Marked> {
+    let mut read_and_mark = redis::pipe();
+    read_and_mark.atomic().cmd("HEXISTS").arg(key).arg(owner).cmd("PUBLISH").arg(MARKERS).arg(marker).ignore();
+    let (held,): (bool,) = read_and_mark.query_async(admin).await.ok()?;
+    Some(super::Marked { marker, held })
 }
 
 impl Drop for Expiries {

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 mod checks;
+mod draw;
 mod expiries;
 mod ops;
 
@@ -119,25 +120,55 @@ struct Held {
     owner: Vec<u8>,
     /// A fixed lease ends on the server between these instants.
     lease_ends: Option<(Instant, Instant)>,
-    /// [`Model::faults`] when the guard was asked for.
-    faults: u64,
-    /// [`Model::deletes`] when the guard was asked for.
-    deletes: u64,
+    asked: Asked,
+    /// The lock call returned it already lost: its lease ran out before
+    /// the client could hand it over (a reply taken late by a starved
+    /// process, a resend that replayed a grant whose hold had expired).
+    handed_over_lost: bool,
     doom: Option<Doom>,
     seen_lost: bool,
     /// The marker published once it was granted (see [`expiries`]).
+    marker: Option<Marked>,
+}
+
+/// A marker published after a grant (see [`expiries`]), and whether the
+/// guard's owner held the lock then (a marker placed at a check, not at
+/// once, assumes it did).
+#[derive(Debug, Clone, Copy)]
+struct Marked {
+    marker: u64,
+    held: bool,
+}
+
+/// What the model knew when a lock call was made.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    /// [`Model::faults`] then.
+    faults: u64,
+    /// [`Model::deletes`] then.
+    deletes: u64,
+    /// A marker published just before the call (see [`expiries`]); none
+    /// while the server sleeps.
     marker: Option<u64>,
+}
+
+/// A guard as a lock call returned it: whether it was lost then, and the
+/// marker published at once after (none while the server sleeps, or when
+/// the server did not answer).
+struct HandedOver {
+    guard: Guard,
+    lost: bool,
+    marked: Option<Marked>,
 }
 
 struct Pending {
     id: usize,
-    task: JoinHandle<rlock_client::Result<Guard>>,
+    task: JoinHandle<rlock_client::Result<HandedOver>>,
     at: At,
     epoch: u64,
     owner: Vec<u8>,
     closed_at_spawn: bool,
-    faults: u64,
-    deletes: u64,
+    asked: Asked,
 }
 
 struct Slot {
@@ -284,85 +315,6 @@ impl Model {
         self.next_id
     }
 
-    // ---- drawing steps ----
-
-    fn draw(&self, rng: &mut Rng, kinds: &[(&'static str, u64)]) -> Op {
-        let may_reconnect = kinds.iter().any(|(kind, _)| *kind == "client");
-        if let Some(slot) = (0..CLIENTS).find(|&s| self.slots[s].client.is_none()) {
-            if may_reconnect && rng.chance(15) {
-                return Op::NewClient { slot };
-            }
-        }
-        for _ in 0..1000 {
-            let kind = pick_weighted(rng, kinds);
-            if let Some(op) = self.propose(rng, kind) {
-                return op;
-            }
-        }
-        self.fail("RLOCK_MODEL_OPS allows no operation in this state")
-    }
-
-    fn propose(&self, rng: &mut Rng, kind: &str) -> Option<Op> {
-        let mut at = At {
-            slot: rng.below(CLIENTS as u64) as usize,
-            lock: rng.below(LOCKS.len() as u64) as usize,
-            handle: rng.below(HANDLES as u64) as usize,
-        };
-        // Often the owner of an existing guard: reentry, and re-locking
-        // after the hold was deleted, are where bookkeeping goes wrong.
-        if !self.guards.is_empty() && rng.chance(40) {
-            at = self.owners[&rng.pick(&self.guards).owner].at;
-        }
-        let lease_ms = 200 + rng.below(LONGEST_LEASE_MS - 199);
-        let guard = (!self.guards.is_empty()).then(|| rng.pick(&self.guards).id);
-        let task = (!self.pending.is_empty()).then(|| rng.pick(&self.pending).id);
-        let lock = rng.below(LOCKS.len() as u64) as usize;
-        match kind {
-            "try_lock" => {
-                let via = *rng.pick(&[Via::Handle, Via::Clone, Via::SameOwner]);
-                let wait_ms = if rng.chance(50) { 0 } else { 50 + rng.below(251) };
-                let lease_ms = rng.chance(30).then_some(lease_ms);
-                let via = if self.slots[at.slot].client.is_none() { Via::Handle } else { via };
-                self.may_acquire(at, lease_ms.is_some()).then_some(Op::TryLock { at, via, wait_ms, lease_ms })
-            }
-            "lock_with_lease" => {
-                self.may_acquire(at, true).then_some(Op::LockWithLease { at, lease_ms, bound_ms: 200 + rng.below(601) })
-            }
-            "spawn_lock" => {
-                (self.pending.len() < MAX_PENDING && self.may_acquire(at, false)).then_some(Op::SpawnLock { at })
-            }
-            "collect" => task.map(|task| Op::Collect { task }),
-            "abort" => task.map(|task| Op::Abort { task }),
-            "unlock" => guard.map(|guard| Op::Unlock { guard }),
-            "drop" => guard.map(|guard| Op::Drop { guard }),
-            "delete" => Some(Op::Delete { lock }),
-            "force_release" => Some(Op::ForceRelease { lock }),
-            "restart" => Some(Op::Restart { lose_data: rng.chance(25) }),
-            "stall" => None, // drawn apart: it wraps a step
-            "client" => {
-                let slot = at.slot;
-                Some(if self.slots[slot].client.is_none() { Op::NewClient { slot } } else { Op::DropClient { slot } })
-            }
-            other => panic!("unknown operation kind {other:?} in RLOCK_MODEL_OPS"),
-        }
-    }
-
-    /// Whether an acquire through `at` keeps every owner's holds of one
-    /// renewal kind: a fixed lease shared with other holds (reentry resets
-    /// the key's TTL) has no single meaning, so the model avoids it.
-    fn may_acquire(&self, at: At, fixed: bool) -> bool {
-        if self.guards.len() >= MAX_GUARDS {
-            return false;
-        }
-        let owner = self.handle(at).owner();
-        let mine = || self.guards.iter().filter(|g| g.lock == at.lock && g.owner == owner);
-        let fixed_active =
-            mine().any(|g| g.lease_ends.is_some_and(|(_, latest)| !g.guard.is_lost() || Instant::now() < latest));
-        let watchdog_live = mine().any(|g| g.lease_ends.is_none() && !g.guard.is_lost());
-        let pending = self.pending.iter().any(|p| p.at.lock == at.lock && p.owner == owner);
-        !fixed_active && !(fixed && (watchdog_live || pending))
-    }
-
     // ---- running steps ----
 
     /// Sends `DEBUG SLEEP` on a connection of its own, before the step's
@@ -389,16 +341,4 @@ impl Model {
         }
         self.faults += 1;
     }
-}
-
-fn pick_weighted(rng: &mut Rng, kinds: &[(&'static str, u64)]) -> &'static str {
-    let total: u64 = kinds.iter().map(|(_, weight)| weight).sum();
-    let mut draw = rng.below(total.max(1));
-    for (kind, weight) in kinds {
-        if draw < *weight {
-            return kind;
-        }
-        draw -= weight;
-    }
-    panic!("RLOCK_MODEL_OPS selects no known operation kind")
 }

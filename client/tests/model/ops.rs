@@ -15,9 +15,18 @@ impl Model {
 
     async fn run_op(&mut self, op: &Op, stalled: bool) -> String {
         match *op {
-            Op::TryLock { at, via, wait_ms, lease_ms } => self.try_lock(at, via, wait_ms, lease_ms).await,
-            Op::LockWithLease { at, lease_ms, bound_ms } => self.lock_with_lease(at, lease_ms, bound_ms).await,
-            Op::SpawnLock { at } => self.spawn_lock(at),
+            Op::TryLock { at, via, wait_ms, lease_ms } => {
+                let asked = self.ask(stalled).await;
+                self.try_lock(at, via, (wait_ms, lease_ms), asked).await
+            }
+            Op::LockWithLease { at, lease_ms, bound_ms } => {
+                let asked = self.ask(stalled).await;
+                self.lock_with_lease(at, lease_ms, bound_ms, asked).await
+            }
+            Op::SpawnLock { at } => {
+                let asked = self.ask(stalled).await;
+                self.spawn_lock(at, asked)
+            }
             Op::Collect { task } => self.collect(task).await,
             Op::Abort { task } => self.abort(task).await,
             Op::Unlock { guard } => self.unlock(guard, stalled).await,
@@ -30,7 +39,39 @@ impl Model {
         }
     }
 
-    pub(super) async fn try_lock(&mut self, at: At, via: Via, wait_ms: u64, lease_ms: Option<u64>) -> String {
+    /// What the model knows as a lock call is made; a marker published
+    /// first, unless the server sleeps (a guard taken then is excused by
+    /// the stall).
+    async fn ask(&mut self, stalled: bool) -> Asked {
+        let marker = match stalled {
+            true => None,
+            false => Some(self.expiries.mark(&mut self.admin).await),
+        };
+        Asked { faults: self.faults, deletes: self.deletes, marker }
+    }
+
+    /// `guard` as its lock call returned it: lost or not, read at once
+    /// (a loss later may be a vanish the checks judge), then the marker.
+    async fn hand_over(&mut self, guard: Guard, lock: usize, asked: Asked) -> HandedOver {
+        let lost = guard.is_lost();
+        let marked = match asked.marker {
+            // The server sleeps: the marker would wait for it.
+            None => None,
+            Some(_) => {
+                let marker = self.expiries.reserve();
+                expiries::mark_holder(&mut self.admin, marker, LOCKS[lock], guard.lock().owner()).await
+            }
+        };
+        HandedOver { guard, lost, marked }
+    }
+
+    pub(super) async fn try_lock(
+        &mut self,
+        at: At,
+        via: Via,
+        (wait_ms, lease_ms): (u64, Option<u64>),
+        asked: Asked,
+    ) -> String {
         let started = Instant::now();
         let lock = match (via, &self.slots[at.slot].client) {
             (Via::SameOwner, Some(client)) => client.lock_with_owner(LOCKS[at.lock], self.handle(at).owner()),
@@ -38,45 +79,62 @@ impl Model {
         };
         let lease = lease_ms.map(Duration::from_millis);
         match lock.try_lock(Duration::from_millis(wait_ms), lease).await {
-            Ok(Some(guard)) => self.acquired(at, guard, lease.map(|lease| (started, lease))),
+            Ok(Some(guard)) => {
+                let handed_over = self.hand_over(guard, at.lock, asked).await;
+                self.acquired(at, handed_over, lease.map(|lease| (started, lease)), asked)
+            }
             Ok(None) if self.slots[at.slot].client.is_none() => self.fail("try_lock on a dropped client: Ok(None)"),
             Ok(None) => "busy".into(),
             Err(err) => self.acquire_failed(at, err),
         }
     }
 
-    pub(super) async fn lock_with_lease(&mut self, at: At, lease_ms: u64, bound_ms: u64) -> String {
+    pub(super) async fn lock_with_lease(&mut self, at: At, lease_ms: u64, bound_ms: u64, asked: Asked) -> String {
         let lease = Duration::from_millis(lease_ms);
         let started = Instant::now();
         let attempt = tokio::time::timeout(Duration::from_millis(bound_ms), self.handle(at).lock_with_lease(lease));
         match attempt.await {
-            Ok(Ok(guard)) => self.acquired(at, guard, Some((started, lease))),
+            Ok(Ok(guard)) => {
+                let handed_over = self.hand_over(guard, at.lock, asked).await;
+                self.acquired(at, handed_over, Some((started, lease)), asked)
+            }
             Ok(Err(err)) => self.acquire_failed(at, err),
             Err(_) if self.slots[at.slot].client.is_none() => self.fail("lock on a dropped client kept waiting"),
             Err(_) => "gave up (future dropped)".into(),
         }
     }
 
-    pub(super) fn spawn_lock(&mut self, at: At) -> String {
+    pub(super) fn spawn_lock(&mut self, at: At, asked: Asked) -> String {
         let lock = self.handle(at).clone();
         let owner = lock.owner().to_vec();
-        let task = tokio::spawn(async move { lock.lock().await });
+        let (mut admin, marker) = (self.admin.clone(), self.expiries.reserve());
+        let task = tokio::spawn(async move {
+            let guard = lock.lock().await?;
+            let lost = guard.is_lost();
+            let marked = expiries::mark_holder(&mut admin, marker, LOCKS[at.lock], guard.lock().owner()).await;
+            Ok(HandedOver { guard, lost, marked })
+        });
         let (id, epoch) = (self.new_id(), self.slots[at.slot].epoch);
         let closed_at_spawn = self.slots[at.slot].client.is_none();
-        let (faults, deletes) = (self.faults, self.deletes);
-        self.pending.push(Pending { id, task, at, epoch, owner, closed_at_spawn, faults, deletes });
+        self.pending.push(Pending { id, task, at, epoch, owner, closed_at_spawn, asked });
         format!("task T{id}")
     }
 
     /// A guard from a lock call through `at` (with a fixed lease: asked for
     /// at `.0`): it holds for the handle's owner.
-    pub(super) fn acquired(&mut self, at: At, guard: Guard, lease: Option<(Instant, Duration)>) -> String {
+    pub(super) fn acquired(
+        &mut self,
+        at: At,
+        handed_over: HandedOver,
+        lease: Option<(Instant, Duration)>,
+        asked: Asked,
+    ) -> String {
         if self.slots[at.slot].client.is_none() {
-            self.fail(&format!("a lock call on a dropped client returned a guard {guard:?}"));
+            self.fail(&format!("a lock call on a dropped client returned a guard {:?}", handed_over.guard));
         }
         let epoch = self.slots[at.slot].epoch;
         let lease_ends = lease.map(|(started, lease)| (started + lease, Instant::now() + lease));
-        self.add_guard(at, epoch, guard, lease_ends, (self.faults, self.deletes))
+        self.add_guard(at, epoch, handed_over, lease_ends, asked)
     }
 
     /// Adds a guard got through `at`'s handle (or its clone, or its owner)
@@ -85,9 +143,9 @@ impl Model {
         &mut self,
         at: At,
         epoch: u64,
-        guard: Guard,
+        HandedOver { guard, lost: handed_over_lost, marked }: HandedOver,
         lease_ends: Option<(Instant, Instant)>,
-        (faults, deletes): (u64, u64),
+        asked: Asked,
     ) -> String {
         let owner = guard.lock().owner().to_vec();
         let handles_owner = &self.slots[at.slot].handles[at.lock][at.handle];
@@ -105,14 +163,17 @@ impl Model {
             epoch,
             owner,
             lease_ends,
-            faults,
-            deletes,
+            asked,
+            handed_over_lost,
             doom,
             seen_lost: false,
-            marker: None,
+            marker: marked,
         };
         self.guards.push(held);
-        format!("G{id}")
+        match handed_over_lost {
+            true => format!("G{id} (lost)"),
+            false => format!("G{id}"),
+        }
     }
 
     pub(super) fn acquire_failed(&self, at: At, err: Error) -> String {
@@ -160,21 +221,18 @@ impl Model {
     pub(super) fn finish(
         &mut self,
         pending: Pending,
-        result: Result<rlock_client::Result<Guard>, tokio::task::JoinError>,
+        result: Result<rlock_client::Result<HandedOver>, tokio::task::JoinError>,
     ) -> String {
         let name = format!("T{}", pending.id);
         match result {
-            Ok(Ok(guard)) if pending.closed_at_spawn => {
+            Ok(Ok(HandedOver { guard, .. })) if pending.closed_at_spawn => {
                 self.fail(&format!("{name}: lock() on a dropped client returned {guard:?}"))
             }
-            Ok(Ok(guard)) if guard.lock().owner() != pending.owner => {
+            Ok(Ok(HandedOver { guard, .. })) if guard.lock().owner() != pending.owner => {
                 self.fail(&format!("{name}: {guard:?} does not hold for its handle's owner"))
             }
-            Ok(Ok(guard)) => {
-                format!(
-                    "{name} -> {}",
-                    self.add_guard(pending.at, pending.epoch, guard, None, (pending.faults, pending.deletes))
-                )
+            Ok(Ok(handed_over)) => {
+                format!("{name} -> {}", self.add_guard(pending.at, pending.epoch, handed_over, None, pending.asked))
             }
             Ok(Err(Error::ClientClosed)) if self.closed(pending.at.slot, pending.epoch) => {
                 format!("{name} -> Err(ClientClosed)")
@@ -323,23 +381,5 @@ impl Model {
         pipe.cmd("HGET").arg(LOCKS[lock]).arg(owner).cmd("PTTL").arg(LOCKS[lock]);
         let (count, pttl): (Option<i64>, i64) = pipe.query_async(&mut self.admin).await.ok()?;
         Some((count.unwrap_or(0), pttl))
-    }
-
-    pub(super) async fn observe(&mut self) -> Option<Observed> {
-        let mut pipe = redis::pipe();
-        for name in LOCKS {
-            pipe.cmd("HGETALL").arg(name).cmd("PTTL").arg(name);
-        }
-        let channels: Vec<Vec<u8>> = LOCKS.iter().map(|name| rlock_client::release_channel(name.as_bytes())).collect();
-        pipe.cmd("PUBSUB").arg("NUMSUB").arg(&channels).cmd("PUBSUB").arg("CHANNELS");
-        let mut replies: Vec<redis::Value> = pipe.query_async(&mut self.admin).await.ok()?;
-        let all_channels: Vec<Vec<u8>> = redis::from_redis_value(replies.pop()?).ok()?;
-        let numsub: Vec<(Vec<u8>, i64)> = redis::from_redis_value(replies.pop()?).ok()?;
-        let mut locks = vec![];
-        for pair in replies.chunks(2) {
-            let holds = redis::from_redis_value(pair[0].clone()).ok()?;
-            locks.push(LockView { holds, pttl: redis::from_redis_value(pair[1].clone()).ok()? });
-        }
-        Some(Observed { locks, numsub: numsub.into_iter().map(|(_, n)| n).collect(), channels: all_channels })
     }
 }
