@@ -84,18 +84,30 @@ pub fn show(gauges: Gauges) {
     let _ = GAUGES.set(gauges);
 }
 
-/// The counters of one kind of lock, shown as `rlock_<kind>_<counter>`.
-/// Each kind declares its own and registers it in [`KINDS`].
-pub struct KindStats {
-    kind: &'static str,
-    acquired: AtomicU64,
-    refused: AtomicU64,
-    renew_refused: AtomicU64,
-    waiter_grants: AtomicU64,
-    wait_timeouts: AtomicU64,
-    deadlocks: AtomicU64,
-    lapsed_with_waiters: AtomicU64,
+/// Declares [`KindStats`] with its counters, each named once: the field,
+/// its zero and its INFO name (`rlock_<kind>_<counter>`, in this order).
+macro_rules! kind_counters {
+    ($($counter:ident),* $(,)?) => {
+        /// The counters of one kind of lock, shown as `rlock_<kind>_<counter>`.
+        /// Each kind declares its own and registers it in [`KINDS`].
+        pub struct KindStats {
+            kind: &'static str,
+            $($counter: AtomicU64,)*
+        }
+
+        impl KindStats {
+            pub const fn new(kind: &'static str) -> Self {
+                KindStats { kind, $($counter: AtomicU64::new(0),)* }
+            }
+
+            fn fields(&self) -> impl Iterator<Item = (&'static str, &AtomicU64)> {
+                [$((stringify!($counter), &self.$counter),)*].into_iter()
+            }
+        }
+    };
 }
+
+kind_counters!(acquired, refused, renew_refused, waiter_grants, wait_timeouts, deadlocks, lapsed_with_waiters);
 
 #[distributed_slice]
 pub static KINDS: [&'static KindStats];
@@ -111,19 +123,6 @@ macro_rules! kind_stats {
 pub(crate) use kind_stats;
 
 impl KindStats {
-    pub const fn new(kind: &'static str) -> Self {
-        KindStats {
-            kind,
-            acquired: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            renew_refused: AtomicU64::new(0),
-            waiter_grants: AtomicU64::new(0),
-            wait_timeouts: AtomicU64::new(0),
-            deadlocks: AtomicU64::new(0),
-            lapsed_with_waiters: AtomicU64::new(0),
-        }
-    }
-
     /// An acquire granted (a re-entry too), or refused (contention, a
     /// lock-delay).
     pub fn acquire(&self, granted: bool) {
@@ -153,18 +152,6 @@ impl KindStats {
     /// holder's lease ran out instead of a release.
     pub fn lapsed_with_waiters(&self) {
         bump(&self.lapsed_with_waiters);
-    }
-
-    fn fields(&self) -> [(&'static str, &AtomicU64); 7] {
-        [
-            ("acquired", &self.acquired),
-            ("refused", &self.refused),
-            ("renew_refused", &self.renew_refused),
-            ("waiter_grants", &self.waiter_grants),
-            ("wait_timeouts", &self.wait_timeouts),
-            ("deadlocks", &self.deadlocks),
-            ("lapsed_with_waiters", &self.lapsed_with_waiters),
-        ]
     }
 }
 

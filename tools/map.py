@@ -179,11 +179,12 @@ def counters():
     fields = stats.split("const FIELDS", 1)[1].split("];", 1)[0]
     own = len(re.findall(r"Field::Counter\(", fields))
     sums = len(re.findall(r"Field::SumOfKinds\(", fields))
-    per_kind = re.search(r"fn fields\(&self\) -> \[\(&'static str, &AtomicU64\); (\d+)\]", stats)
+    per_kind = re.search(r"^kind_counters!\(([^)]*)\)", stats, re.M)
     kinds = len(re.findall(r"kind_stats!\(\w+, \"", "".join(p.read_text() for p in (ROOT / "src").rglob("*.rs"))))
     print("## INFO counters\n")
     print(f"- {own} counters of their own, {sums} fields that are sums of per-kind counters (counted once, by kind)")
-    print(f"- {per_kind.group(1) if per_kind else '?'} counters per kind, {kinds} kinds")
+    per_kind = len(per_kind.group(1).split(",")) if per_kind else "?"
+    print(f"- {per_kind} counters per kind (each named once, in `kind_counters!`), {kinds} kinds")
     print()
 
 
