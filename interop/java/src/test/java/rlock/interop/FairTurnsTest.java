@@ -9,9 +9,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -45,9 +47,15 @@ class FairTurnsTest extends RedissonTest {
     }
 
     /**
-     * Waiters 100 ms apart, each with a 1 s lease and a 10 s wait, none
+     * Waiters queued one after another, each with a 1 s lease, none
      * unlocking: every lease runs out, and each waiter's turn comes then.
-     * All of them get the lock, in arrival order.
+     * All of them get the lock, in arrival order. What the server shows
+     * bounds each turn, not one wait for the whole chain: the lock's
+     * keyspace events alternate, each lease running out ({@code expired})
+     * within {@link #PATIENCE} of its end, the next grant ({@code hset})
+     * within {@link #PATIENCE} of that. On a loaded machine late hand-offs
+     * add up over the chain: 10 s waits ran out before the 8th turn under
+     * the full suite, every head told in time.
      */
     @Test
     void leasesRunningOutPassTheLockDownTheLine(TestInfo info) throws Exception {
@@ -58,32 +66,100 @@ class FairTurnsTest extends RedissonTest {
                 "as Lua, Redisson's scripts before 3.45 do not pass a chain of leases on");
         String name = name(info, "fair");
         int waiters = 8;
+        long lease = 1000;
+        // Each turn takes at most the lease and two bounds: no waiter gives up first.
+        long wait = waiters * (lease + 2 * PATIENCE.toMillis());
         List<Integer> order = Collections.synchronizedList(new ArrayList<>());
         ExecutorService pool = Executors.newFixedThreadPool(waiters);
-        for (int i = 0; i < waiters; i++) {
-            int me = i;
-            pool.submit(() -> {
-                try {
-                    if (redisson.getFairLock(name).tryLock(10, 1, TimeUnit.SECONDS)) {
-                        order.add(me);
+        try (LockEvents events = new LockEvents(server, name); Resp resp = server.resp()) {
+            for (int i = 0; i < waiters; i++) {
+                int me = i;
+                pool.submit(() -> {
+                    try {
+                        if (redisson.getFairLock(name).tryLock(wait, lease, TimeUnit.MILLISECONDS)) {
+                            order.add(me);
+                        }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
                     }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
-            // Queued (or granted) before the next one starts: the arrival order is known.
-            try (Resp resp = server.resp()) {
+                });
+                // Queued (or granted) before the next one starts: the arrival order is known.
                 eventually("waiter " + me + " queued or granted",
                         () -> (Long) resp.cmd("LLEN", "redisson_lock_queue:{" + name + "}") + order.size() > me);
             }
+            long granted = events.next("hset", System.currentTimeMillis(), "waiter 0 granted");
+            for (int turn = 1; turn < waiters; turn++) {
+                long ranOut = events.next("expired", granted + lease, "waiter " + (turn - 1) + "'s lease running out");
+                granted = events.next("hset", ranOut, "waiter " + turn + " granted once that lease ran out");
+            }
+            events.next("expired", granted + lease, "the last lease running out");
+        } finally {
+            pool.shutdown();
         }
-        pool.shutdown();
-        assertTrue(pool.awaitTermination(20, TimeUnit.SECONDS), "every waiter is done within its wait");
+        assertTrue(pool.awaitTermination(PATIENCE.toMillis(), TimeUnit.MILLISECONDS), "every waiter is done");
         List<Integer> expected = new ArrayList<>();
         for (int i = 0; i < waiters; i++) {
             expected.add(i);
         }
         assertEquals(expected, order, "each got the lock when the lease before it ran out");
+    }
+
+    /**
+     * The keyspace events of one lock's hash as the server sends them
+     * (grants and leases running out), each with when it arrived; the
+     * server's setting for them is put back at the end.
+     */
+    private static final class LockEvents implements AutoCloseable {
+        private final Resp config;
+        private final Resp subscriber;
+        private final String before;
+        private final BlockingQueue<String> arrived = new LinkedBlockingQueue<>();
+        private final List<String> seen = new ArrayList<>();
+        private final long start = System.currentTimeMillis();
+
+        LockEvents(RlockServer server, String name) throws Exception {
+            config = server.resp();
+            before = (String) ((List<?>) config.cmd("CONFIG", "GET", "notify-keyspace-events")).get(1);
+            config.cmd("CONFIG", "SET", "notify-keyspace-events", "Khx");
+            subscriber = server.resp();
+            subscriber.timeout(0);
+            subscriber.call("SUBSCRIBE", "__keyspace@0__:" + name);
+            Thread reader = new Thread(() -> {
+                try {
+                    while (true) {
+                        List<?> message = (List<?>) subscriber.read();
+                        arrived.add(System.currentTimeMillis() + " " + message.get(2));
+                    }
+                } catch (Exception closed) {
+                    // the subscriber's connection closed: done
+                }
+            }, "lock-events");
+            reader.setDaemon(true);
+            reader.start();
+        }
+
+        /**
+         * Waits for the next event, which must be {@code event}, at most
+         * {@link #PATIENCE} after {@code since}; returns when it arrived.
+         */
+        long next(String event, long since, String what) throws InterruptedException {
+            long left = since + PATIENCE.toMillis() - System.currentTimeMillis();
+            String next = arrived.poll(Math.max(left, 0), TimeUnit.MILLISECONDS);
+            assertNotNull(next, what + ": no event within " + PATIENCE.toMillis() + " ms; events so far " + seen);
+            String[] parts = next.split(" ");
+            long at = Long.parseLong(parts[0]);
+            seen.add(parts[1] + "@" + (at - start));
+            assertEquals(event, parts[1], what + ": events so far " + seen);
+            assertTrue(at - since <= PATIENCE.toMillis(), what + ": events so far " + seen);
+            return at;
+        }
+
+        @Override
+        public void close() {
+            subscriber.close();
+            config.cmd("CONFIG", "SET", "notify-keyspace-events", before);
+            config.close();
+        }
     }
 
     /**
