@@ -30,22 +30,17 @@ PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 BRACED = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{([^}]*)\}")
 
 
-def modules(src):
-    """Module path (tuple) -> file, for every .rs under src."""
-    found = {}
-    for path in src.rglob("*.rs"):
-        parts = list(path.relative_to(src).with_suffix("").parts)
-        if parts[-1] in ("mod", "lib", "main"):
-            parts = parts[:-1]
-        found[tuple(parts)] = path
-    return found
-
-
 def module_of(path, src):
+    """A file's module path: `a/b.rs` and `a/b/mod.rs` are `a::b`."""
     parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] in ("mod", "lib", "main"):
         parts = parts[:-1]
     return tuple(parts)
+
+
+def modules(src):
+    """Module path (tuple) -> file, for every .rs under src."""
+    return {module_of(path, src): path for path in src.rglob("*.rs")}
 
 
 def strip_comments(text):
@@ -65,13 +60,13 @@ def references(text):
     return found
 
 
-def resolve(anchor, names, here, is_mod_file, known):
+def resolve(anchor, names, here, known):
     """The file a path lands in: its longest prefix that is a module."""
     if anchor == "crate":
         base = ()
     else:
-        # `self` is the file's module; `super` its parent (a mod.rs file is
-        # its folder's module, so its parent is the folder's parent).
+        # `self` is the file's module; `super` its parent (a mod.rs file's
+        # module is its folder's, see module_of).
         base = here
         names = list(names)
         if anchor == "super":
@@ -91,9 +86,8 @@ def graph(src):
     edges = {module: set() for module in known}
     for module, path in known.items():
         text = strip_comments(path.read_text())
-        is_mod_file = path.name in ("mod.rs", "lib.rs", "main.rs")
         for anchor, names in references(text):
-            target = resolve(anchor, names, module, is_mod_file, known)
+            target = resolve(anchor, names, module, known)
             if target is not None and target != module:
                 edges[module].add(target)
     return known, edges
