@@ -50,7 +50,7 @@ pub struct AcquireReply {
 impl AcquireReply {
     /// `granted 0|1 holds n lease_ms n waited_ms n`, as STATUS replies.
     pub fn value(self) -> RedisValue {
-        fields(self.pairs())
+        fields(self.pairs().into_iter().map(|(name, value)| (name, RedisValue::Integer(value))).collect())
     }
 
     /// [`Self::value`], replied now (no array value built and dropped for
@@ -67,17 +67,11 @@ impl AcquireReply {
 
     fn reply_fields(self, ctx: &Context, token: Option<i64>) -> RedisValue {
         let ctx = ctx.get_raw();
-        let fields = [
-            ("granted", i64::from(self.granted)),
-            ("holds", self.holds),
-            ("lease_ms", self.lease_ms),
-            ("waited_ms", self.waited_ms),
-        ];
         let token = token.map(|token| ("token", token));
-        let count = fields.len() + usize::from(token.is_some());
+        let count = self.pairs().len() + usize::from(token.is_some());
         unsafe {
             api!(RedisModule_ReplyWithArray)(ctx, 2 * count as std::os::raw::c_long);
-            for (name, value) in fields.into_iter().chain(token) {
+            for (name, value) in self.pairs().into_iter().chain(token) {
                 api!(RedisModule_ReplyWithStringBuffer)(ctx, name.as_ptr().cast(), name.len());
                 api!(RedisModule_ReplyWithLongLong)(ctx, value);
             }
@@ -85,12 +79,13 @@ impl AcquireReply {
         RedisValue::NoReply
     }
 
-    fn pairs(self) -> Vec<(&'static str, RedisValue)> {
-        vec![
-            ("granted", RedisValue::Integer(i64::from(self.granted))),
-            ("holds", RedisValue::Integer(self.holds)),
-            ("lease_ms", RedisValue::Integer(self.lease_ms)),
-            ("waited_ms", RedisValue::Integer(self.waited_ms)),
+    /// The reply's fields, in order: both forms are made from these.
+    fn pairs(self) -> [(&'static str, i64); 4] {
+        [
+            ("granted", i64::from(self.granted)),
+            ("holds", self.holds),
+            ("lease_ms", self.lease_ms),
+            ("waited_ms", self.waited_ms),
         ]
     }
 }
