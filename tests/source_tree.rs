@@ -1,7 +1,9 @@
-//! docs/ARCHITECTURE.md is the map a newcomer takes the project over with,
-//! so it must stay true: every source file of every crate is named in it,
-//! and every primitive's folder has what its "Where to add a primitive"
-//! checklist names. No server: these read the tree.
+//! Checks of the source tree itself. No server: these read the tree.
+//! - docs/ARCHITECTURE.md is the map a newcomer takes the project over
+//!   with, so it must stay true: every source file of every crate is named
+//!   in it, and every primitive's folder has what its "Where to add a
+//!   primitive" checklist names.
+//! - Every module API function the module calls is in the load-time check.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -121,4 +123,29 @@ fn every_primitive_folder_has_what_the_checklist_names() {
         primitives.push(name);
     }
     assert!(primitives.len() >= 8, "only {primitives:?} found as primitives");
+}
+
+/// Every module API function the module calls must be in the load-time
+/// check (`src/api.rs`), or a server without it would crash at the call
+/// instead of refusing the module. Every file under `src/` is read, so a
+/// new file that calls `api!` is covered without being listed.
+#[test]
+fn every_module_api_called_is_checked_at_load() {
+    let checked = include_str!("../src/api.rs").split_once("first_missing!(\n").expect("the check list").1;
+    let checked = checked.split(')').next().unwrap_or_default();
+    let mut calling = 0;
+    for file in rust_files(&repository().join("src")) {
+        let source = fs::read_to_string(repository().join("src").join(&file)).expect("a source file");
+        let calls: Vec<&str> = source
+            .split("api!(")
+            .skip(1)
+            .map(|call| call.split(')').next().unwrap_or_default())
+            .filter(|name| name.starts_with("RedisModule_"))
+            .collect();
+        calling += usize::from(!calls.is_empty());
+        for name in calls {
+            assert!(checked.contains(name), "{name} is called in src/{file} but not checked at load");
+        }
+    }
+    assert!(calling >= 20, "only {calling} files call api!: the walk missed some");
 }
