@@ -103,7 +103,12 @@ impl Shared {
 
     /// What the next acquire must do to sync replicas (`None`: nothing).
     pub async fn replica_sync_plan(&self, key: &[u8]) -> Result<Option<Plan>> {
-        self.replica_sync.plan(&self.deployment, &self.connection, key).await
+        if self.replica_sync.surely_unneeded(&self.connection, key) {
+            return Ok(None);
+        }
+        // Boxed: planning may connect, a large future that every acquire's
+        // would otherwise carry (and copy) with replica sync off.
+        Box::pin(self.replica_sync.plan(&self.deployment, &self.connection, key)).await
     }
 
     /// The pub/sub connection, opened on first use.

@@ -122,11 +122,11 @@ pub(crate) async fn run(
     };
     let sent = match blocked.as_mut() {
         None => {
-            let mut sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), (sync, &bound)).await;
+            let mut sent = send(&mut connection, &state.id, (&acquire, requested_at), (sync, &bound)).await;
             if named.is_some() && sent.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
                 named = None;
                 acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
-                sent = send(&mut connection, &state.id, (acquire.clone(), requested_at), (sync, &None)).await;
+                sent = send(&mut connection, &state.id, (&acquire, requested_at), (sync, &None)).await;
             }
             sent
         }
@@ -219,7 +219,7 @@ pub(crate) fn acquire_command(
         acquire.arg(if id.kind == Kind::Fair { "BLOCK" } else { "WAIT" }).arg(block_ms);
     }
     if let Some(named) = named {
-        acquire.arg("ID").arg(&named.request_id);
+        acquire.arg("ID").arg(named.request_id.as_bytes());
     }
     acquire.arg("REPLY").arg("FULL");
     acquire
@@ -311,10 +311,10 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
 async fn send(
     connection: &mut Connection,
     id: &LockId,
-    (acquire, requested_at): (redis::Cmd, Instant),
+    (acquire, requested_at): (&redis::Cmd, Instant),
     (sync, bound): (Option<&Plan>, &ReplyBound),
 ) -> Result<Sent> {
-    let (reply, acknowledged) = acquire_and_wait(connection, id, &acquire, (sync, bound)).await?;
+    let (reply, acknowledged) = acquire_and_wait(connection, id, acquire, (sync, bound)).await?;
     if !reply.granted {
         return Ok(Sent::Refused { retry_ms: reply.lease_ms });
     }
@@ -338,30 +338,26 @@ pub(crate) async fn acquire_and_wait(
     acquire: &redis::Cmd,
     (sync, bound): (Option<&Plan>, &ReplyBound),
 ) -> Result<(FullReply, Option<i64>)> {
-    let mut pipe = redis::pipe();
-    pipe.add_command(acquire.clone());
-    if let Some(plan) = sync {
-        pipe.add_command(plan.wait());
-    }
-    let (_in_flight, bound) = match sync {
-        Some(plan) => {
-            let (in_flight, bound) = plan.in_line(bound);
-            (Some(in_flight), bound)
-        }
-        None => (None, bound.clone()),
+    let Some(plan) = sync else {
+        // Alone: no pipeline to build, and the reply read where it lies.
+        let reply: Value = within(bound, &id.name, acquire.query_async(connection)).await?;
+        return Ok((FullReply::parse(&reply, id.kind)?, None));
     };
+    let mut pipe = redis::pipe();
+    pipe.add_command(acquire.clone()).add_command(plan.wait());
+    let (_in_flight, bound) = plan.in_line(bound);
     let replies: Vec<Value> = within(&bound, &id.name, pipe.ignore_errors().query_async(connection)).await?;
     if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
         return Err(redis::RedisError::from(err.clone()).into());
     }
     let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
-    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?.clone(), id.kind)?;
-    let acknowledged = match sync {
-        Some(_) if reply.granted => Some(
-            redis::from_redis_value(replies.last().ok_or_else(unexpected)?.clone())
+    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?, id.kind)?;
+    let acknowledged = match reply.granted {
+        true => Some(
+            redis::from_redis_value_ref(replies.last().ok_or_else(unexpected)?)
                 .map_err(|err| Error::UnexpectedReply(err.to_string()))?,
         ),
-        _ => None,
+        false => None,
     };
     Ok((reply, acknowledged))
 }

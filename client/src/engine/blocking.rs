@@ -155,7 +155,7 @@ pub(crate) async fn send(
     };
     let received_at = Instant::now();
     let refused = |retry_ms| Ok(Ok(Sent::Refused { retry_ms }));
-    match reply.map_err(Error::from).and_then(|reply| FullReply::parse(reply, id.kind)) {
+    match reply.map_err(Error::from).and_then(|reply| FullReply::parse(&reply, id.kind)) {
         // The cancelled call's reply: nothing was granted.
         Err(Error::Redis(_)) if cancelled => match shared.is_closed() {
             true => Err(CallEnded(Err(Error::ClientClosed))),
@@ -208,7 +208,7 @@ async fn cancel(lock: &Handle, named: Option<&Named>, queue_wait_ms: Option<i64>
             false
         }
         (None, Some(named)) => {
-            let cancel = lock.id().cancel_request(&named.request_id);
+            let cancel = lock.id().cancel_request(named.request_id.as_bytes());
             matches!(cancel.query_async::<i64>(&mut connection.clone()).await, Ok(1))
         }
         (None, None) => false,

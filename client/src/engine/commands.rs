@@ -27,12 +27,12 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn prefix(self, verb: &str) -> &'static str {
+    fn prefix(self, verb: &str) -> &'static [u8] {
         match self {
-            Kind::Fenced if verb == "ACQUIRE" => "RFENCED",
-            Kind::Plain | Kind::Fenced => "RLOCK",
-            Kind::Fair => "RFAIR",
-            Kind::Read | Kind::Write => "RRW",
+            Kind::Fenced if verb == "ACQUIRE" => b"RFENCED",
+            Kind::Plain | Kind::Fenced => b"RLOCK",
+            Kind::Fair => b"RFAIR",
+            Kind::Read | Kind::Write => b"RRW",
         }
     }
 
@@ -79,7 +79,14 @@ impl Kind {
     fn cmd(self, verb: &str, name: &[u8]) -> Cmd {
         // Sized for the longest (a latched release): no regrowth per argument.
         let mut cmd = Cmd::with_capacity(9, 128 + 2 * name.len());
-        cmd.arg([self.prefix(verb), ".", verb].concat()).arg(name);
+        // Joined on the stack: every request names its command.
+        let (prefix, verb) = (self.prefix(verb), verb.as_bytes());
+        let mut command = [0; 32];
+        let length = prefix.len() + 1 + verb.len();
+        command[..prefix.len()].copy_from_slice(prefix);
+        command[prefix.len()] = b'.';
+        command[prefix.len() + 1..length].copy_from_slice(verb);
+        cmd.arg(&command[..length]).arg(name);
         cmd
     }
 }
@@ -161,7 +168,7 @@ impl LockId {
 
     /// `RLOCK.CANCEL`: ends this owner's blocked acquire sent with
     /// `ID request_id` (1), or finds none (0: it ended already).
-    pub fn cancel_request(&self, request_id: &str) -> Cmd {
+    pub fn cancel_request(&self, request_id: &[u8]) -> Cmd {
         let mut cmd = self.kind.cmd("CANCEL", &self.name);
         cmd.arg(&*self.owner).arg(request_id);
         cmd
@@ -183,10 +190,30 @@ pub struct FullReply {
 }
 
 impl FullReply {
-    pub fn parse(reply: Value, kind: Kind) -> Result<Self> {
+    pub fn parse(reply: &Value, kind: Kind) -> Result<Self> {
         let unexpected = || Error::UnexpectedReply(format!("acquire replied {reply:?}"));
-        let pairs: Vec<(String, i64)> = redis::from_redis_value(reply.clone()).map_err(|_| unexpected())?;
-        let field = |name: &str| pairs.iter().find(|(field, _)| field == name).map(|(_, value)| *value);
+        // Read in place: every acquire's reply passes here.
+        let (map, items): (&[(Value, Value)], &[Value]) = match reply {
+            Value::Map(map) => (map, &[]),
+            Value::Array(items) if items.len() % 2 == 0 => (&[], items),
+            _ => return Err(unexpected()),
+        };
+        let pairs = map.iter().map(|(field, value)| (field, value));
+        let pairs = pairs.chain(items.chunks_exact(2).map(|pair| (&pair[0], &pair[1])));
+        let integer = |value: &Value| match value {
+            Value::Int(value) => Some(*value),
+            value => redis::from_redis_value_ref(value).ok(),
+        };
+        let named = |field: &Value, name: &str| match field {
+            Value::BulkString(bytes) => bytes == name.as_bytes(),
+            Value::SimpleString(text) => text == name,
+            _ => false,
+        };
+        if pairs.clone().any(|(_, value)| integer(value).is_none()) {
+            return Err(unexpected());
+        }
+        let field =
+            |name: &str| pairs.clone().find(|(field, _)| named(field, name)).and_then(|(_, value)| integer(value));
         let token = field("token");
         let no_token = match kind {
             Kind::Fenced => token.is_none_or(|token| token < 1),
@@ -242,7 +269,7 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redis::Value::{BulkString, Int, Nil};
+    use redis::Value::{Array, BulkString, Int, Map, Nil};
 
     fn id(kind: Kind) -> LockId {
         LockId { name: b"orders".as_slice().into(), owner: b"u:1".as_slice().into(), kind }
@@ -275,7 +302,7 @@ mod tests {
             (id(Kind::Write).status(), "RRW.STATUS orders u:1"),
             (id(Kind::Read).force_release(), "RRW.FORCERELEASE orders READ"),
             (id(Kind::Fair).cancel(300), "RFAIR.CANCEL orders u:1 WAIT 300"),
-            (id(Kind::Plain).cancel_request("r-7"), "RLOCK.CANCEL orders u:1 r-7"),
+            (id(Kind::Plain).cancel_request(b"r-7"), "RLOCK.CANCEL orders u:1 r-7"),
             (id(Kind::Fenced).acquire(100, Some(7)), "RFENCED.ACQUIRE orders u:1 100"),
             (id(Kind::Fenced).release(100, None), "RLOCK.RELEASE orders u:1 100"),
             (id(Kind::Fenced).renew(100), "RLOCK.RENEW orders u:1 100"),
@@ -320,11 +347,29 @@ mod tests {
             (with_token(1, 0), fenced, None),
             (pairs(&full(2, 900)), plain, None),
             (pairs(&[("granted", Int(1)), ("holds", Int(1))]), plain, None),
+            (pairs(&[full(1, 900), vec![("holds", BulkString(b"many".to_vec()))]].concat()), plain, None),
+            (Array(vec![BulkString(b"granted".to_vec())]), plain, None),
+            // RESP3's map, and a number sent as a string.
+            (
+                Map(full(1, 900).into_iter().map(|(name, value)| (BulkString(name.into()), value)).collect()),
+                plain,
+                Some(reply(true, 900, None)),
+            ),
+            (
+                pairs(&[
+                    ("granted", Int(1)),
+                    ("holds", BulkString(b"1".to_vec())),
+                    ("lease_ms", Int(900)),
+                    ("waited_ms", Int(40)),
+                ]),
+                plain,
+                Some(reply(true, 900, None)),
+            ),
             (Nil, plain, None),
             (Int(900), plain, None),
         ];
         for (reply, kind, expected) in cases {
-            assert_eq!(FullReply::parse(reply.clone(), kind).ok(), expected, "{reply:?} of {kind:?}");
+            assert_eq!(FullReply::parse(&reply, kind).ok(), expected, "{reply:?} of {kind:?}");
         }
     }
 

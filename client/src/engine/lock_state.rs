@@ -21,9 +21,19 @@ pub(crate) struct LockId {
 }
 
 impl LockId {
-    /// The lock's name and owner, for `tracing` fields.
-    pub fn traced(&self) -> (String, String) {
-        (String::from_utf8_lossy(&self.name).into_owned(), String::from_utf8_lossy(&self.owner).into_owned())
+    /// The lock's name and owner, for `tracing` fields: formatted only
+    /// when a subscriber records them (every acquire and release traces).
+    pub fn traced(&self) -> (Lossy<'_>, Lossy<'_>) {
+        (Lossy(&self.name), Lossy(&self.owner))
+    }
+}
+
+/// Bytes shown as text, invalid UTF-8 replaced (`String::from_utf8_lossy`).
+pub(crate) struct Lossy<'a>(&'a [u8]);
+
+impl std::fmt::Display for Lossy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(self.0))
     }
 }
 

@@ -10,7 +10,7 @@
 //! changing anything; the client then stops asking).
 
 use crate::engine::lock_state::LockId;
-use crate::engine::protocol;
+use crate::engine::protocol::{self, RequestId};
 use crate::error::Error;
 use crate::transport::connection::Connection;
 use crate::transport::latch_sweeper::LatchSweeper;
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One acquire's request id, and the key its grant is recorded at.
 pub(crate) struct Named {
-    pub request_id: String,
+    pub request_id: RequestId,
     record_key: Vec<u8>,
 }
 

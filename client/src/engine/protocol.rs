@@ -33,11 +33,24 @@ pub fn clamp_lease_ms(lease: Duration) -> i64 {
 /// Unique without a system call per release: a random 128-bit base per
 /// process, its low bits XORed with a counter (two processes' ids meet only
 /// if their bases differ in the low 64 bits alone: chance 2^-64).
-pub fn request_id() -> String {
+pub fn request_id() -> RequestId {
     static BASE: LazyLock<u128> = LazyLock::new(|| uuid::Uuid::new_v4().as_u128());
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let id = *BASE ^ u128::from(NEXT.fetch_add(1, Ordering::Relaxed));
-    uuid::Uuid::from_u128(id).simple().to_string()
+    let mut digits = [0; 32];
+    uuid::Uuid::from_u128(id).simple().encode_lower(&mut digits);
+    RequestId(digits)
+}
+
+/// A request id's 32 hex digits, kept inline (every acquire and release
+/// makes one).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestId([u8; 32]);
+
+impl RequestId {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 #[cfg(test)]
@@ -46,9 +59,9 @@ mod tests {
 
     #[test]
     fn request_ids_are_32_hex_digits_and_never_repeat() {
-        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| request_id()).collect();
+        let ids: std::collections::HashSet<RequestId> = (0..10_000).map(|_| request_id()).collect();
         assert_eq!(ids.len(), 10_000);
-        assert!(ids.iter().all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())));
+        assert!(ids.iter().all(|id| id.as_bytes().iter().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())));
     }
 
     #[test]

@@ -78,8 +78,11 @@ impl Handle {
                 false => {
                     let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
                     let settled_by = give_up_at.map(|at| at + CANCEL_GRACE);
-                    until(settled_by, blocking::attempt(self, renewal, lease, (left, queue_wait_ms), give_up_at))
-                        .await?
+                    // Boxed: only a try past the first blocks, and its large
+                    // future would make every acquire's larger (each is
+                    // moved into its box above: a copy per call).
+                    let blocked = blocking::attempt(self, renewal, lease, (left, queue_wait_ms), give_up_at);
+                    until(settled_by, Box::pin(blocked)).await?
                 }
             };
             let (attempted, blocked) = match blocked {

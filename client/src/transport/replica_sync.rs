@@ -129,6 +129,17 @@ impl ReplicaSyncState {
         Self { mode, connection, in_flight, known_replicas, reply_timeout }
     }
 
+    /// Whether the next acquire of `key` surely needs no `WAIT`, known
+    /// without a request: sync off, or no replica connected when last
+    /// counted (the common case, checked before any future is made).
+    pub fn surely_unneeded(&self, main: &Connection, key: &[u8]) -> bool {
+        match self.mode {
+            ReplicaSync::Off => true,
+            ReplicaSync::Replicas { count, .. } => count == 0,
+            ReplicaSync::AllReplicas { .. } => self.known_replicas(main, key).1 == Some(0),
+        }
+    }
+
     /// The plan for the next acquire of `key`; `None` when no `WAIT` is needed.
     pub async fn plan(&self, deployment: &Deployment, main: &Connection, key: &[u8]) -> Result<Option<Plan>> {
         let (required, timeout) = match self.mode {
@@ -159,12 +170,8 @@ impl ReplicaSyncState {
 
     /// Replicas connected to the primary that serves `key`.
     async fn connected_replicas(&self, main: &Connection, key: &[u8]) -> Result<u32> {
-        let slot = match main {
-            Connection::Single(_) | Connection::Sentinel(_) => 0,
-            Connection::Cluster(_) => key_slot(key),
-        };
-        let cached = self.known_replicas.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&slot).copied();
-        if let Some((count, _)) = cached.filter(|(_, at)| at.elapsed() < REPLICA_COUNT_TTL) {
+        let (slot, known) = self.known_replicas(main, key);
+        if let Some(count) = known {
             return Ok(count);
         }
         let mut info = redis::cmd("INFO");
@@ -182,5 +189,16 @@ impl ReplicaSyncState {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(slot, (count, Instant::now()));
         Ok(count)
+    }
+
+    /// The slot of `key`'s primary (0 outside a cluster), and its replicas
+    /// as counted within [`REPLICA_COUNT_TTL`].
+    fn known_replicas(&self, main: &Connection, key: &[u8]) -> (u16, Option<u32>) {
+        let slot = match main {
+            Connection::Single(_) | Connection::Sentinel(_) => 0,
+            Connection::Cluster(_) => key_slot(key),
+        };
+        let cached = self.known_replicas.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&slot).copied();
+        (slot, cached.filter(|(_, at)| at.elapsed() < REPLICA_COUNT_TTL).map(|(count, _)| count))
     }
 }
