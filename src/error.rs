@@ -120,6 +120,9 @@ pub enum LockError {
     /// The caller's ACL does not let it read a key given as an argument
     /// of a command that declares no key (`RLOCK.WAITERS`).
     KeyArgumentPermission,
+    /// `HOLDS expected`: the owner holds `held` levels, neither the
+    /// caller's count nor one more (see `lock::acquire_holding`).
+    StaleHolds { held: i64, expected: i64 },
 }
 
 impl LockError {
@@ -174,6 +177,9 @@ impl LockError {
             Self::ArgumentNotInteger(name) => return format!("ERR {name} must be an integer").into(),
             Self::ArgumentNegative(name) => return format!("ERR {name} must be a non-negative integer").into(),
             Self::Syntax(expected) => return format!("ERR syntax error: {expected}").into(),
+            Self::StaleHolds { held, expected } => {
+                return format!("STALEHOLDS the owner holds {held} levels, not {expected} or one more").into()
+            }
             Self::SyntaxOf(explained) => return format!("ERR syntax error: {explained}").into(),
             Self::StoredNotInteger(key) => {
                 return format!("ERR the value at '{}' is not an integer", key.escape_ascii()).into()

@@ -10,6 +10,7 @@ use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lease::expiry;
 
+pub mod acquire_holding;
 pub mod acquire_once;
 #[cfg(not(test))]
 pub(crate) mod commands;
@@ -229,7 +230,7 @@ pub fn parse_hold_count(value: &[u8]) -> Result<i64, LockError> {
 }
 
 /// The owner's hold count, checking the key type first.
-fn held_count<S: LockStore>(store: &S, owner: &S::Owner) -> Result<Option<i64>, LockError> {
+pub(crate) fn held_count<S: LockStore>(store: &S, owner: &S::Owner) -> Result<Option<i64>, LockError> {
     match store.kind() {
         KeyType::Missing => Ok(None),
         KeyType::Hash => store.hold_count(owner),

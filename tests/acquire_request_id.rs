@@ -252,3 +252,61 @@ fn rlock_cancel_ends_a_waiting_call_by_its_request_id() {
     let err = error_text(redis::cmd("RLOCK.CANCEL").arg("k").arg("a").query::<Value>(&mut con));
     assert!(err.contains("wrong number of arguments"), "{err}");
 }
+
+#[test]
+fn an_acquire_with_holds_replays_its_grant_with_no_record() {
+    let server = Server::shared();
+    let mut con = server.connection();
+    let records = |con: &mut Connection| -> Vec<String> { con.keys("rlock_acquire_record:{held}*").unwrap() };
+    assert_eq!(acquire(&mut con, "held", "a", &["HOLDS", "0"]), Value::Nil);
+    assert_eq!(acquire(&mut con, "held", "a", &["HOLDS", "0"]), Value::Nil, "the resend");
+    assert_eq!(holds(&mut con, "held", "a"), Some(1));
+    let (granted, levels, lease_ms, _) = full(acquire(&mut con, "held", "a", &["HOLDS", "1", "REPLY", "FULL"]));
+    assert_eq!((granted, levels), (1, 2));
+    assert!((59_000..=60_000).contains(&lease_ms), "{lease_ms}");
+    let _: () = con.pexpire("held", 5_000).unwrap();
+    let (granted, levels, lease_ms, _) = full(acquire(&mut con, "held", "a", &["HOLDS", "1", "REPLY", "FULL"]));
+    assert_eq!((granted, levels), (1, 2), "the re-entry's resend");
+    assert!(lease_ms <= 5_000, "a replay changes nothing, the lease neither: {lease_ms}");
+    assert_eq!(holds(&mut con, "held", "a"), Some(2));
+    assert!(records(&mut con).is_empty(), "no record: {:?}", records(&mut con));
+
+    // Neither the caller's count nor one more: its holds ended, nothing changes.
+    let stale =
+        redis::cmd("RLOCK.ACQUIRE").arg("held").arg("a").arg(LONG_LEASE).arg(&["HOLDS", "5"]).query::<Value>(&mut con);
+    assert_eq!(error_text(stale), "STALEHOLDS the owner holds 2 levels, not 5 or one more");
+    assert_eq!(holds(&mut con, "held", "a"), Some(2));
+    let _: () = con.del("held").unwrap();
+    let stale =
+        redis::cmd("RLOCK.ACQUIRE").arg("held").arg("a").arg(LONG_LEASE).arg(&["HOLDS", "2"]).query::<Value>(&mut con);
+    assert_eq!(error_text(stale), "STALEHOLDS the owner holds 0 levels, not 2 or one more");
+    assert_eq!(holds(&mut con, "held", "a"), None);
+
+    // Another holder: refused as without HOLDS.
+    acquire(&mut con, "held", "b", &[]);
+    let Value::Int(pttl) = acquire(&mut con, "held", "a", &["HOLDS", "0"]) else { panic!("refused") };
+    assert!(pttl > 59_000, "{pttl}");
+}
+
+#[test]
+fn holds_is_a_count_and_takes_no_other_way_to_resend_or_wait() {
+    let server = Server::shared();
+    let mut con = server.connection();
+    let reply = |con: &mut Connection, extra: &[&str]| {
+        error_text(
+            redis::cmd("RLOCK.ACQUIRE").arg("holds-syntax").arg("a").arg(LONG_LEASE).arg(extra).query::<Value>(con),
+        )
+    };
+    for count in ["-1", "x", "1.5", ""] {
+        assert_eq!(reply(&mut con, &["HOLDS", count]), "ERR n must be a non-negative integer", "{count}");
+    }
+    assert_eq!(reply(&mut con, &["HOLDS"]), "ERR n must be a non-negative integer");
+    for extra in [&["HOLDS", "0", "ID", "r1"][..], &["HOLDS", "0", "WAIT", "100"], &["NOREENTRY", "HOLDS", "0"]] {
+        let syntax =
+            "ERR syntax error: HOLDS takes no NOREENTRY, WAIT or ID; syntax: RLOCK.ACQUIRE key owner [lease_ms] \
+                      [NOREENTRY] [HOLDS n] [WAIT wait_ms] [ID request_id [PX window_ms]] [REPLY FULL]";
+        assert_eq!(reply(&mut con, extra), syntax, "{extra:?}");
+    }
+    let exists: bool = con.exists("holds-syntax").unwrap();
+    assert!(!exists, "a refused call writes nothing");
+}

@@ -310,6 +310,9 @@ pub const REQUEST_ID: Arg = Arg { name: c"request_id", kind: ArgKind::String, op
 
 /// `NOREENTRY`, the keyword of an acquire that refuses its owner's re-entry.
 pub const NO_REENTRY: &[u8] = b"NOREENTRY";
+pub const HOLDS: &[u8] = b"HOLDS";
+/// `[HOLDS n]`
+pub const HOLDS_ARG: Arg = Arg { name: c"n", kind: ArgKind::Integer, optional: true, token: Some(c"HOLDS") };
 /// `[NOREENTRY]`
 pub const NO_REENTRY_ARG: Arg =
     Arg { name: c"noreentry", kind: ArgKind::PureToken, optional: true, token: Some(c"NOREENTRY") };

@@ -1,6 +1,6 @@
 use crate::commands::args::{
-    is_keyword, parse_optional_lease, AcquireOptions, Args, Blocking, LEASE_MS, NO_REENTRY, NO_REENTRY_ARG, OWNER,
-    REPLY_FULL, REQUEST, WAIT_MS,
+    is_keyword, parse_optional_lease, AcquireOptions, Args, Blocking, HOLDS, HOLDS_ARG, LEASE_MS, NO_REENTRY,
+    NO_REENTRY_ARG, OWNER, REPLY_FULL, REQUEST, WAIT_MS,
 };
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
@@ -8,6 +8,7 @@ use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
 use crate::handoff::blocking::{self, BlockedAcquire};
 use crate::handoff::deadlock_check;
+use crate::lock::acquire_holding::acquire_holding;
 use crate::lock::acquire_once::{self, Once, Requester};
 use crate::lock::{self, Acquire, LockStore};
 use crate::stats;
@@ -16,8 +17,8 @@ use crate::term;
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 
-/// `RLOCK.ACQUIRE key owner [lease_ms] [NOREENTRY] [WAIT wait_ms] [ID
-/// request_id [PX window_ms]] [REPLY FULL]`: nil when acquired or
+/// `RLOCK.ACQUIRE key owner [lease_ms] [NOREENTRY] [HOLDS n] [WAIT wait_ms]
+/// [ID request_id [PX window_ms]] [REPLY FULL]`: nil when acquired or
 /// re-entered, else the current holder's PTTL.
 /// - `NOREENTRY`: an owner that holds the lock already is refused with an
 ///   error (Redisson's non-reentrant lock); not with `ID`, whose resend
@@ -29,16 +30,26 @@ use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 ///   with the same id replies that grant again and adds no level. A resend
 ///   while the first call is still blocked ends it: with `WAIT` it takes
 ///   over its place, without it runs now.
+/// - `HOLDS n`: the owner's levels as the caller counts them; a resend
+///   replies the first send's grant, with no record (see
+///   `lock::acquire_holding`). Not with `NOREENTRY`, `WAIT` or `ID`.
 /// - `REPLY FULL`: the reply is [`AcquireReply`].
 pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
-    let lease_ms = parse_optional_lease(&mut args, &[NO_REENTRY, b"WAIT", b"ID", b"PX", b"REPLY"])?;
+    let lease_ms = parse_optional_lease(&mut args, &[NO_REENTRY, HOLDS, b"WAIT", b"ID", b"PX", b"REPLY"])?;
     let no_reentry = args.next_if(|arg| is_keyword(arg, NO_REENTRY)).is_some();
+    let holding = match args.next_if(|arg| is_keyword(arg, HOLDS)) {
+        None => None,
+        Some(_) => Some(parse_holds(args.next())?),
+    };
     let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
     if no_reentry && request.is_some() {
         return Err(LockError::Syntax("NOREENTRY takes no ID").into());
+    }
+    if holding.is_some() && (no_reentry || request.is_some() || wait_ms.is_some()) {
+        return Err(LockError::Syntax("HOLDS takes no NOREENTRY, WAIT or ID").into());
     }
     let now = now_ms();
     let clock = (now, term::delay());
@@ -47,9 +58,10 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     if no_reentry && lock::holds(&key, &owner)? {
         return Err(LockError::NonReentrant.into());
     }
-    let once = match &request {
-        None => Once::Ran(lock::acquire(&mut key, &owner, lease_ms, clock)?),
-        Some(request) => {
+    let once = match (&request, holding) {
+        (None, None) => Once::Ran(lock::acquire(&mut key, &owner, lease_ms, clock)?),
+        (None, Some(expected)) => acquire_holding(&mut key, &owner, lease_ms, expected, clock)?,
+        (Some(request), _) => {
             let mut record = RedisLatch::open_record(ctx, name.as_slice(), &request.id)?;
             let requester = Requester { name: name.as_slice(), owner: owner.as_slice() };
             // The first call of this request still waits: one call of a
@@ -111,6 +123,12 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     })
 }
 
+/// `n` of `HOLDS n`: a count of levels, 0 or more.
+fn parse_holds(arg: Option<RedisString>) -> Result<i64, LockError> {
+    let count = arg.and_then(|arg| std::str::from_utf8(arg.as_slice()).ok().and_then(|text| text.parse().ok()));
+    count.filter(|count: &i64| *count >= 0).ok_or(LockError::ArgumentNegative("n"))
+}
+
 /// What is left of the lease after a grant: 0 for a replayed grant whose
 /// hold is gone since.
 fn lease_left(key: &RedisLock, owner: &RedisString, once: &Once<Acquire>, now: i64) -> i64 {
@@ -131,10 +149,10 @@ command!(
     c"write deny-oom fast",
     CommandInfo {
         name: c"rlock.acquire",
-        summary: c"Takes the lock for owner, or re-enters it (nil); else the holder's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. NOREENTRY refuses the owner's re-entry with an error; ID makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
+        summary: c"Takes the lock for owner, or re-enters it (nil); else the holder's PTTL, or with WAIT blocks until granted in arrival order (nil) or wait_ms passes. NOREENTRY refuses the owner's re-entry with an error; ID, or HOLDS with the owner's levels as the caller counts them, makes a resend reply the first grant; REPLY FULL replies granted, holds, lease_ms and waited_ms.",
         arity: -3,
         complexity: c"O(1); with WAIT, O(N) where N is the number of waits the deadlock check follows",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE,
-        args: &[OWNER, LEASE_MS, NO_REENTRY_ARG, WAIT_MS, REQUEST, REPLY_FULL],
+        args: &[OWNER, LEASE_MS, NO_REENTRY_ARG, HOLDS_ARG, WAIT_MS, REQUEST, REPLY_FULL],
     },
 );
