@@ -30,7 +30,7 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
             &["write", "denyoom", "fast"],
             -3,
             &["RW", "access", "update"],
-            &["key", "owner", "lease_ms", "noreentry", "wait_ms", "request", "reply"],
+            &["key", "owner", "lease_ms", "noreentry", "n", "wait_ms", "request", "reply"],
         ),
         ("RLOCK.RENEW", &["k", "owner"], &["write", "fast"], -3, &["RW", "update"], &["key", "owner", "lease_ms"]),
         (

@@ -31,6 +31,8 @@ pub(crate) struct Shared {
     /// Set when the server refused an acquire record key (ACL): acquires
     /// go without a request id from then on.
     pub record_refused: AtomicBool,
+    /// The module refused `HOLDS` (one older than it): acquires name themselves.
+    pub holds_refused: AtomicBool,
     pub latch_sweeper: Arc<LatchSweeper>,
     pub watchdog: Watchdog,
     /// Where background work (acquire attempts, releases) runs, also when
@@ -77,6 +79,7 @@ impl Shared {
             registry,
             latch_refused: AtomicBool::new(false),
             record_refused: AtomicBool::new(false),
+            holds_refused: AtomicBool::new(false),
             latch_sweeper,
             watchdog,
             runtime: tokio::runtime::Handle::current(),

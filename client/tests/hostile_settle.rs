@@ -37,21 +37,18 @@ async fn a_settled_acquire_still_needs_the_replicas() {
 }
 
 /// An ACL user whose key patterns leave out `rlock_acquire_record:*`
-/// acquires without request ids. Such an acquire whose reply is lost (a
-/// stall longer than the response timeout) is not granted as far as its
-/// caller knows (the error, or no lock within its wait); the grant it
-/// made is a level the client does not count, and the owner's next acquire
-/// sees it in its reply and gives it back.
+/// acquires fenced locks without request ids. Such an acquire whose reply
+/// is lost (a stall longer than the response timeout) is not granted as
+/// far as its caller knows (the error, or no lock within its wait); the
+/// grant it made is a level the client does not count, and the owner's
+/// next acquire sees it in its reply and gives it back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_acquire_without_an_id_is_given_back_by_the_next_acquire() {
     let server = stallable_server();
     let mut con = server.connection();
-    let url = acl_user_url(&server, "nameless", &["~unnamed", "~redisson_unlock_latch:*"]);
-    let redis = redis::Client::open(url).unwrap();
-    let config = redis::aio::ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_millis(100)));
-    let connection = redis::aio::ConnectionManager::new_with_config(redis.clone(), config).await.unwrap();
-    let client = Client::with_connection(redis, connection, ClientOptions::default()).unwrap();
-    let lock = client.lock("unnamed");
+    let patterns = ["~unnamed", "~redisson_unlock_latch:*", "~redisson_lock_token:*"];
+    let client = recordless_client(&server, "nameless", &patterns).await;
+    let lock = client.fenced_lock("unnamed");
     // Learns that it may not record: later acquires go without an id.
     lock.lock().await.unwrap().unlock().await.unwrap();
 
@@ -66,6 +63,46 @@ async fn a_lost_acquire_without_an_id_is_given_back_by_the_next_acquire() {
     eventually!("the level nothing counted was given back", count(&mut con) == Some(1));
     guard.unlock().await.unwrap();
     assert!(!con.exists::<_, bool>("unnamed").unwrap(), "free after the one unlock");
+}
+
+/// The same user's plain lock needs no record: its acquire names the
+/// owner's count (`HOLDS`), so a lost reply is settled by a resend, which
+/// the server answers from that count. The grant is the caller's, or given
+/// back when the caller stopped waiting; never a level nothing counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_acquire_of_a_plain_lock_is_settled_without_a_record() {
+    let server = stallable_server();
+    let mut con = server.connection();
+    let client = recordless_client(&server, "countless", &["~counted", "~redisson_unlock_latch:*"]).await;
+    let lock = client.lock("counted");
+    lock.lock().await.unwrap().unlock().await.unwrap();
+
+    let stalled = stall(&server, 0.5).await;
+    let tried = lock.try_lock(Duration::ZERO, None).await;
+    stalled.await.unwrap();
+    let count = |con: &mut redis::Connection| con.hget::<_, _, Option<i64>>("counted", lock.owner()).unwrap();
+    let guard = match tried {
+        Ok(Some(guard)) => guard,
+        // The caller was told of the lost reply; the settled grant went back.
+        Ok(None) | Err(_) => {
+            eventually!("the settled grant was given back", count(&mut con).is_none());
+            lock.lock().await.unwrap()
+        }
+    };
+    assert_eq!(count(&mut con), Some(1), "one level, however the reply went");
+    guard.unlock().await.unwrap();
+    assert!(!con.exists::<_, bool>("counted").unwrap(), "free after the one unlock");
+    let denied: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut con).unwrap();
+    assert!(denied.is_empty(), "no key was refused: {denied:?}");
+}
+
+/// A client of the ACL user `user` (on the keys of `key_patterns`) whose
+/// replies time out after 100 ms.
+async fn recordless_client(server: &Server, user: &str, key_patterns: &[&str]) -> Client {
+    let redis = redis::Client::open(acl_user_url(server, user, key_patterns)).unwrap();
+    let config = redis::aio::ConnectionManagerConfig::new().set_response_timeout(Some(Duration::from_millis(100)));
+    let connection = redis::aio::ConnectionManager::new_with_config(redis.clone(), config).await.unwrap();
+    Client::with_connection(redis, connection, ClientOptions::default()).unwrap()
 }
 
 /// A user with every command and channel, on the keys of `key_patterns`.

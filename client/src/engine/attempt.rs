@@ -6,21 +6,18 @@
 //! acquire whose reply never came is never sent again blindly: its outcome
 //! is settled first.
 
+use crate::engine::acquire_request::{acquire_command, send_first, Naming, Sent};
 use crate::engine::blocking::{self, Blocked};
-use crate::engine::commands::{FullReply, Kind};
 use crate::engine::handle::Handle;
 use crate::engine::hold::Hold;
 use crate::engine::holds::{Ended, Renewal};
-use crate::engine::lock_state::LockId;
-use crate::engine::named::{refuses_record, Named};
 use crate::engine::protocol;
 use crate::engine::release::release;
 use crate::engine::resend::{resend, ResentGrant};
 use crate::engine::run_to_end::run_to_end;
 use crate::error::{Error, Result};
-use crate::transport::connection::{within, Connection, ReplyBound};
+use crate::transport::connection::Connection;
 use crate::transport::replica_sync::Plan;
-use redis::Value;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -31,26 +28,6 @@ pub(crate) enum Attempt {
     /// the lock has no expiry). The holder's PTTL, or a fair lock's hint.
     Refused {
         retry_ms: i64,
-    },
-}
-
-/// What one acquire request came to.
-pub(crate) enum Sent {
-    Refused {
-        retry_ms: i64,
-    },
-    /// `observed`: the owner's count right after the grant; `token`: a
-    /// fenced lock's fencing token (0 for other kinds); `lease_start`: when
-    /// its lease started at the earliest, by this clock.
-    Granted {
-        observed: i64,
-        token: i64,
-        lease_start: Instant,
-    },
-    /// Granted, but fewer replicas than required acknowledged it.
-    Unsynced {
-        acknowledged: i64,
-        required: u32,
     },
 }
 
@@ -108,34 +85,26 @@ pub(crate) async fn run(
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let sync = sync.as_ref();
     let mut connection = sync.map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
-    // An acquire names itself: when its reply is lost, sending it again
-    // gets its outcome (a grant is replayed, adding no level); a blocked
-    // call can be cancelled by its name.
-    let mut named = Named::new(&shared.record_refused, &connection, &state.id);
-    let mut acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), named.as_ref());
-    // In a cluster a named acquire waits a bounded time for its node: the
-    // resend below settles it, on the slot's new owner after a failover.
+    // An acquire is made safe to send again (see `acquire_request`): when
+    // its reply is lost, sending it again gets its outcome (a grant is
+    // replayed, adding no level); a blocked call is cancelled by its id.
+    let mut naming = Naming::new(shared, &connection, state, (counted, blocking));
+    // In a cluster a resendable acquire waits a bounded time for its node:
+    // the resend below settles it, on the slot's new owner after a failover.
     let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
-    let bound = match named {
-        Some(_) => connection.reply_bound(shared.options.cluster_reply_timeout.saturating_add(sync_wait)),
-        None => None,
-    };
-    let sent = match blocked.as_mut() {
+    let reply_bound = shared.options.cluster_reply_timeout.saturating_add(sync_wait);
+    let (mut acquire, sent) = match blocked.as_mut() {
         None => {
-            let mut sent = send(&mut connection, &state.id, (&acquire, requested_at), (sync, &bound)).await;
-            if named.is_some() && sent.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
-                named = None;
-                acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), None);
-                sent = send(&mut connection, &state.id, (&acquire, requested_at), (sync, &None)).await;
-            }
-            sent
+            let call = (lease_ms, queue_wait_ms, requested_at);
+            send_first(shared, state, (&mut connection, reply_bound), call, (&mut naming, sync)).await
         }
         Some(blocked) => {
             let call = (lease_ms, queue_wait_ms, requested_at);
-            match blocking::send(&lock, blocked, call, named.as_ref(), &mut reply_tx).await {
-                Ok(sent) => sent,
+            let acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), naming.parts());
+            match blocking::send(&lock, blocked, call, naming.named.as_ref(), &mut reply_tx).await {
+                Ok(sent) => (acquire, sent),
                 Err(CallEnded(answer)) => {
-                    if let Some(named) = named.take() {
+                    if let Some(named) = naming.named.take() {
                         named.done(&shared.latch_sweeper);
                     }
                     return drop(reply_tx.send(answer));
@@ -150,7 +119,7 @@ pub(crate) async fn run(
     let unsettled = |err: &Error| err.is_transient() && (blocking || !err.surely_not_run());
     // The outcome is in: the record may go (a resend keeps it for now).
     if !sent.as_ref().is_err_and(unsettled) {
-        if let Some(named) = named.take() {
+        if let Some(named) = naming.named.take() {
             named.done(&shared.latch_sweeper);
         }
     }
@@ -166,7 +135,9 @@ pub(crate) async fn run(
             }
             return;
         }
-        Ok(Sent::Granted { observed, token, lease_start }) => (observed, token, lease_start, None, reply_tx),
+        Ok(Sent::Granted { observed, token, lease_start, lease_left }) => {
+            (observed, token, lease_start, lease_left, reply_tx)
+        }
         Ok(Sent::Unsynced { acknowledged, required }) => {
             give_back(&lock, &connection).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
@@ -176,11 +147,14 @@ pub(crate) async fn run(
                 // No grant can follow once the server dropped the call.
                 blocking::kill(&lock, blocked).await;
                 // The same request without WAIT or BLOCK, resent below.
-                acquire = acquire_command(&state.id, lease_ms, (None, None), named.as_ref());
+                acquire = acquire_command(&state.id, lease_ms, (None, None), naming.parts());
             }
-            // Sent without an id: see the module docs of `resend`.
-            let Some(named) = named else { return drop(reply_tx.send(Err(err))) };
-            let resent = resend(&lock, &mut connection, (&acquire, named, sync), counted, err, reply_tx).await;
+            // Sent without an id or a count: see the module docs of `resend`.
+            if !naming.resendable() {
+                return drop(reply_tx.send(Err(err)));
+            }
+            let again = (&acquire, naming.named, sync);
+            let resent = resend(&lock, &mut connection, again, counted, err, reply_tx).await;
             let Some(ResentGrant { observed, lease_left, token, acknowledged, reply_tx }) = resent else { return };
             // Each resend carries its own WAIT, right behind it on its node.
             if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
@@ -204,26 +178,6 @@ pub(crate) async fn run(
 /// How a blocking call ended without a grant to record: the caller's
 /// answer.
 pub(crate) struct CallEnded(pub Result<Attempt>);
-
-/// The acquire of `id` with the full reply, and its request id when
-/// named. `block_ms`: a blocking call (a plain lock's `WAIT`, a fair
-/// waiter's `BLOCK` after its queue wait).
-pub(crate) fn acquire_command(
-    id: &LockId,
-    lease_ms: i64,
-    (queue_wait_ms, block_ms): (Option<i64>, Option<i64>),
-    named: Option<&Named>,
-) -> redis::Cmd {
-    let mut acquire = id.acquire(lease_ms, queue_wait_ms);
-    if let Some(block_ms) = block_ms {
-        acquire.arg(if id.kind == Kind::Fair { "BLOCK" } else { "WAIT" }).arg(block_ms);
-    }
-    if let Some(named) = named {
-        acquire.arg("ID").arg(named.request_id.as_bytes());
-    }
-    acquire.arg("REPLY").arg("FULL");
-    acquire
-}
 
 /// A grant to record: how it was asked for, and what is known of it.
 pub(crate) struct Granted {
@@ -303,61 +257,4 @@ pub(crate) async fn give_up_place(lock: &Handle, connection: &Connection, wait_m
     let send = || async { Ok(cancel.query_async::<()>(&mut connection.clone()).await?) };
     // Gone with the client, or refused: the place lapses at its deadline.
     let _ = lock.shared().options.retry.run(Error::is_transient, send).await;
-}
-
-/// The `acquire` (`requested_at`: when it is sent); then WAIT when
-/// replicas must acknowledge (see [`acquire_and_wait`]). The full reply
-/// gives the owner's count after a grant.
-async fn send(
-    connection: &mut Connection,
-    id: &LockId,
-    (acquire, requested_at): (&redis::Cmd, Instant),
-    (sync, bound): (Option<&Plan>, &ReplyBound),
-) -> Result<Sent> {
-    let (reply, acknowledged) = acquire_and_wait(connection, id, acquire, (sync, bound)).await?;
-    if !reply.granted {
-        return Ok(Sent::Refused { retry_ms: reply.lease_ms });
-    }
-    if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
-        if acknowledged < i64::from(plan.required) {
-            return Ok(Sent::Unsynced { acknowledged, required: plan.required });
-        }
-    }
-    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at })
-}
-
-/// `acquire`, then `WAIT` when replicas must acknowledge, in one pipeline:
-/// one round trip, on one node (in a cluster the pipeline goes where its
-/// acquire goes, so the `WAIT` counts the replicas of the node that ran
-/// it, right after it). Waited for at most `bound` (see [`within`]),
-/// longer behind other synced acquires (see [`Plan::in_line`]). The
-/// acquire's full reply, and the `WAIT`'s acknowledgements after a grant.
-pub(crate) async fn acquire_and_wait(
-    connection: &mut Connection,
-    id: &LockId,
-    acquire: &redis::Cmd,
-    (sync, bound): (Option<&Plan>, &ReplyBound),
-) -> Result<(FullReply, Option<i64>)> {
-    let Some(plan) = sync else {
-        // Alone: no pipeline to build, and the reply read where it lies.
-        let reply: Value = within(bound, &id.name, acquire.query_async(connection)).await?;
-        return Ok((FullReply::parse(&reply, id.kind)?, None));
-    };
-    let mut pipe = redis::pipe();
-    pipe.add_command(acquire.clone()).add_command(plan.wait());
-    let (_in_flight, bound) = plan.in_line(bound);
-    let replies: Vec<Value> = within(&bound, &id.name, pipe.ignore_errors().query_async(connection)).await?;
-    if let Some(Value::ServerError(err)) = replies.iter().find(|reply| matches!(reply, Value::ServerError(_))) {
-        return Err(redis::RedisError::from(err.clone()).into());
-    }
-    let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
-    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?, id.kind)?;
-    let acknowledged = match reply.granted {
-        true => Some(
-            redis::from_redis_value_ref(replies.last().ok_or_else(unexpected)?)
-                .map_err(|err| Error::UnexpectedReply(err.to_string()))?,
-        ),
-        false => None,
-    };
-    Ok((reply, acknowledged))
 }

@@ -111,6 +111,11 @@ impl Holds {
         Self { shared_owner: true, ..Self::default() }
     }
 
+    /// Whether other clients may count levels of this owner too.
+    pub fn is_shared_owner(&self) -> bool {
+        self.shared_owner
+    }
+
     /// Holds this client counts: what the server's count should be.
     pub fn count(&self) -> usize {
         self.holds.len()

@@ -2,6 +2,7 @@
 //! waits), the hold bookkeeping, releases, settling a lost reply, the
 //! watchdog, and each kind's commands. Crate-internal.
 
+pub(crate) mod acquire_request;
 pub(crate) mod attempt;
 pub(crate) mod blocking;
 pub(crate) mod channel_wait;

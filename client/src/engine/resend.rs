@@ -3,12 +3,17 @@
 //! request id, and the server replays a grant it recorded (adding no
 //! level) or runs the acquire now ([`resend`]).
 //!
-//! An acquire sent without an id (where the module cannot record one)
+//! An acquire with `HOLDS` is sent again as it was: the server answers
+//! from the owner's count (see `acquire_request`); `STALEHOLDS` then means
+//! the first send ran nothing and this client's holds ended.
+//!
+//! An acquire sent with neither (where the module cannot record an id)
 //! is not settled: its caller gets the error, and a grant it may have made
 //! is a level the client does not count, which the owner's next acquire
 //! sees in its reply and gives back (or which ends with its lease).
 
-use crate::engine::attempt::{acquire_and_wait, give_back, Attempt};
+use crate::engine::acquire_request::{acquire_and_wait, stale_holds};
+use crate::engine::attempt::{give_back, Attempt};
 use crate::engine::handle::Handle;
 use crate::engine::named::Named;
 use crate::error::{Error, Result};
@@ -45,14 +50,16 @@ pub(crate) struct ResentGrant {
 pub(crate) async fn resend(
     lock: &Handle,
     connection: &mut Connection,
-    (again, named, sync): (&redis::Cmd, Named, Option<&Plan>),
+    (again, named, sync): (&redis::Cmd, Option<Named>, Option<&Plan>),
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
 ) -> Option<ResentGrant> {
     let answered = resend_until_answered(lock, connection, (again, sync), counted, err, reply_tx).await;
     // The outcome is in (or nobody waits for it): the record may go.
-    named.done(&lock.shared().latch_sweeper);
+    if let Some(named) = named {
+        named.done(&lock.shared().latch_sweeper);
+    }
     answered
 }
 
@@ -76,6 +83,15 @@ async fn resend_until_answered(
         match acquire_and_wait(connection, &state.id, again, (sync, &bound)).await {
             Ok((reply, acknowledged)) => break (reply, acknowledged, sent_at),
             Err(_) if shared.is_closed() => return None,
+            // This client's holds ended, and the first send ran nothing:
+            // refused, for the caller to ask again at once.
+            Err(err) if stale_holds(&err).is_some() => {
+                state.update(|holds| ((), holds.refused()));
+                if let Some((reply_tx, _)) = caller.take() {
+                    let _ = reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 }));
+                }
+                return None;
+            }
             Err(err) if !err.is_transient() => {
                 if counted > 0 {
                     state.lose();
