@@ -100,14 +100,14 @@ impl Ratios {
 pub const ABOUT: &str = "\
 Uncontended lock+unlock cycles per second, each task on its own lock; the loops take turns, 2 s
 each, three rounds, and each figure is the median of its rounds. rlock-client runs `lock()` and
-`unlock()` (watchdog lease, request ids, its own connection). The others run on one shared
-redis-rs connection: Redisson 4.7.0's wire cycle as Redisson sends it (`EVALSHA` of its acquire
-text, `EVALSHA` of its latched unlock text with the lock's channel, a fresh latch key, `publish`
-and a 20000 ms latch, then the `DEL` of the latch sent after the unlock's reply without waiting
-for it, as Redisson's `unlockInnerAsync` does); the pre-3.24 bare script loop (acquire and
-unlock texts without a latch, nothing else); the bare native loop (`RLOCK.ACQUIRE` and
-`RLOCK.RELEASE`, nothing else); and the client's commands sent bare (what rlock-client sends
-per cycle, with no client logic).
+`unlock()` (watchdog lease, acquires resendable by the owner's count, latched releases, its own
+connection). The others run on one shared redis-rs connection: Redisson 4.7.0's wire cycle as
+Redisson sends it (`EVALSHA` of its acquire text, `EVALSHA` of its latched unlock text with the
+lock's channel, a fresh latch key, `publish` and a 20000 ms latch, then the `DEL` of the latch sent
+after the unlock's reply without waiting for it, as Redisson's `unlockInnerAsync` does); the
+pre-3.24 bare script loop (acquire and unlock texts without a latch, nothing else); the bare native
+loop (`RLOCK.ACQUIRE` and `RLOCK.RELEASE`, nothing else); and the client's commands sent bare (what
+rlock-client sends per cycle, with no client logic).
 ";
 
 pub async fn run(server: &Server) -> (Table, Table, Ratios) {

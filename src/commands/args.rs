@@ -242,22 +242,23 @@ impl AcquireOptions {
         };
         let mut options = Self { wait_ms: None, request: None, full_reply: false };
         let mut args = args.peekable();
-        let mut seen = Vec::new();
+        // Each keyword once; compared in place (every acquire parses these).
+        let mut seen = [false; 3];
         while let Some(keyword) = args.next() {
-            let keyword = keyword.as_slice().to_ascii_uppercase();
-            if seen.contains(&keyword) {
-                return Err(LockError::Syntax(syntax).into());
+            let which = [b"WAIT".as_slice(), b"ID", b"REPLY"].iter().position(|word| is_keyword(&keyword, word));
+            match which {
+                Some(which) if !seen[which] => seen[which] = true,
+                _ => return Err(LockError::Syntax(syntax).into()),
             }
-            match keyword.as_slice() {
-                b"WAIT" if blocking == Blocking::Allowed => {
+            match which {
+                Some(0) if blocking == Blocking::Allowed => {
                     let wait_ms = args.next().ok_or(LockError::WaitSyntax)?;
                     options.wait_ms = Some(lease::parse_wait_ms(wait_ms.as_slice())?);
                 }
-                b"ID" => options.request = Some(parse_request(&mut args)?),
-                b"REPLY" => options.full_reply = parse_reply_full(args.next())?,
+                Some(1) => options.request = Some(parse_request(&mut args)?),
+                Some(2) => options.full_reply = parse_reply_full(args.next())?,
                 _ => return Err(LockError::Syntax(syntax).into()),
             }
-            seen.push(keyword);
         }
         Ok(options)
     }

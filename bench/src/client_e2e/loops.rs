@@ -100,14 +100,14 @@ pub fn script_cycle(
 }
 
 /// Keys a loop of the client's commands deletes in one `DEL`, as the
-/// client's sweeper gathers the latch and record keys it no longer needs.
+/// client's sweeper gathers the latch keys it no longer needs.
 const SWEEP_EVERY: usize = 16;
 
 /// The ceilings a client on this machine can reach: a loop with no client
 /// logic at all, sending `RLOCK.ACQUIRE` and `RLOCK.RELEASE` bare, or
 /// (`as_client`) sending exactly what rlock-client sends per cycle: the
-/// acquire named with a request id and `REPLY FULL`, the release with its
-/// unlock latch, and a `DEL` of the record and latch keys every
+/// acquire with the owner's count (`HOLDS 0`) and `REPLY FULL`, the release
+/// with its unlock latch, and a `DEL` of the latch keys every
 /// [`SWEEP_EVERY`] cycles.
 pub fn bare_cycle(
     connection: ConnectionManager,
@@ -128,10 +128,9 @@ pub fn bare_cycle(
             let mut keys = vec![];
             if as_client {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
-                let (acquire_id, release_id) = (format!("{id}-a"), format!("{id}-r"));
-                acquire.arg("ID").arg(&acquire_id).arg("REPLY").arg("FULL");
+                let release_id = format!("{id}-r");
+                acquire.arg("HOLDS").arg(0).arg("REPLY").arg("FULL");
                 release.arg("ID").arg(&release_id).arg("PX").arg(LEASE_MS);
-                keys.push(rlock_protocol::acquire_record_key(name.as_bytes(), acquire_id.as_bytes()));
                 keys.push(rlock_protocol::unlock_latch_key(name.as_bytes(), release_id.as_bytes()));
             }
             let _: redis::Value = acquire.query_async(&mut connection).await.expect("acquire");
@@ -139,7 +138,7 @@ pub fn bare_cycle(
             let batch = {
                 let mut pending = swept[task].lock().expect("sweep list");
                 pending.extend(keys);
-                (pending.len() >= 2 * SWEEP_EVERY).then(|| std::mem::take(&mut *pending))
+                (pending.len() >= SWEEP_EVERY).then(|| std::mem::take(&mut *pending))
             };
             if let Some(batch) = batch {
                 let _: i64 = redis::cmd("DEL").arg(batch).query_async(&mut connection).await.expect("del");
