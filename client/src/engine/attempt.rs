@@ -101,7 +101,7 @@ pub(crate) async fn run(
         Some(blocked) => {
             let call = (lease_ms, queue_wait_ms, requested_at);
             let acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), naming.parts());
-            match blocking::send(&lock, blocked, call, naming.named.as_ref(), &mut reply_tx).await {
+            match Box::pin(blocking::send(&lock, blocked, call, naming.named.as_ref(), &mut reply_tx)).await {
                 Ok(sent) => (acquire, sent),
                 Err(CallEnded(answer)) => {
                     if let Some(named) = naming.named.take() {
@@ -130,7 +130,7 @@ pub(crate) async fn run(
             // Queued for a caller who is gone: nobody will take the turn.
             if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() && !blocking {
                 if let Some(wait_ms) = queue_wait_ms {
-                    give_up_place(&lock, &connection, wait_ms).await;
+                    Box::pin(give_up_place(&lock, &connection, wait_ms)).await;
                 }
             }
             return;
@@ -139,13 +139,13 @@ pub(crate) async fn run(
             (observed, token, lease_start, lease_left, reply_tx)
         }
         Ok(Sent::Unsynced { acknowledged, required }) => {
-            give_back(&lock, &connection).await;
+            Box::pin(give_back(&lock, &connection)).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
         Err(err) if unsettled(&err) => {
             if let Some(blocked) = blocked {
                 // No grant can follow once the server dropped the call.
-                blocking::kill(&lock, blocked).await;
+                Box::pin(blocking::kill(&lock, blocked)).await;
                 // The same request without WAIT or BLOCK, resent below.
                 acquire = acquire_command(&state.id, lease_ms, (None, None), naming.parts());
             }
@@ -154,12 +154,12 @@ pub(crate) async fn run(
                 return drop(reply_tx.send(Err(err)));
             }
             let again = (&acquire, naming.named, sync);
-            let resent = resend(&lock, &mut connection, again, counted, err, reply_tx).await;
+            let resent = Box::pin(resend(&lock, &mut connection, again, counted, err, reply_tx)).await;
             let Some(ResentGrant { observed, lease_left, token, acknowledged, reply_tx }) = resent else { return };
             // Each resend carries its own WAIT, right behind it on its node.
             if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
                 if acknowledged < i64::from(plan.required) {
-                    give_back(&lock, &connection).await;
+                    Box::pin(give_back(&lock, &connection)).await;
                     let required = plan.required;
                     return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
                 }
@@ -172,7 +172,9 @@ pub(crate) async fn run(
     };
     let granted = Granted { renewal, lease, lease_sent, requested_at: lease_start, observed, lease_left, token };
     let orphaned = grant(&lock, granted, reply_tx);
-    release_orphans(&lock, &connection, orphaned).await;
+    if orphaned > 0 {
+        Box::pin(release_orphans(&lock, &connection, orphaned)).await;
+    }
 }
 
 /// How a blocking call ended without a grant to record: the caller's

@@ -67,8 +67,16 @@ impl LockState {
             tracing::warn!(target: "rlock", lock = %name, owner = %owner, kind = ?self.id.kind, "lock lost");
         }
         if inner.holds.incarnation() != before {
-            // Receivers of the old signal see it closed: stale, so lost.
-            inner.lost = watch::channel(false).0;
+            match inner.lost.receiver_count() {
+                // Nobody holds the old signal: it is reset in place (every
+                // first acquire after a full release starts an incarnation).
+                0 => drop(inner.lost.send_if_modified(|lost| {
+                    *lost = false;
+                    false
+                })),
+                // Receivers of the old signal see it closed: stale, so lost.
+                _ => inner.lost = watch::channel(false).0,
+            }
         }
         value
     }
