@@ -225,3 +225,48 @@ pub(crate) async fn acquire_and_wait(
     };
     Ok((reply, acknowledged))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error reply as redis-rs reads it off the wire.
+    fn reply(line: &str) -> Error {
+        match redis::parse_redis_value(format!("-{line}\r\n").as_bytes()) {
+            Ok(Value::ServerError(err)) => Error::Redis(err.into()),
+            other => panic!("not an error reply: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn stale_holds_are_read_from_the_refusal() {
+        let cases = [
+            ("STALEHOLDS the owner holds 0 levels, not 2 or one more", Some(0)),
+            ("STALEHOLDS the owner holds 3 levels, not 1 or one more", Some(3)),
+            ("STALEHOLDS something else", None),
+            ("ERR the owner holds 0 levels", None),
+            ("NOPERM this user has no permissions to access the acquire record key 'k'", None),
+        ];
+        for (line, held) in cases {
+            assert_eq!(stale_holds(&reply(line)), held, "{line}");
+        }
+    }
+
+    #[test]
+    fn only_a_syntax_error_is_a_module_without_holds() {
+        // What a module older than HOLDS replies to it (its acquire's options).
+        let older = "ERR syntax error: after owner and lease_ms, only WAIT wait_ms, ID request_id \
+                     [PX window_ms] and REPLY FULL, each once; syntax: RLOCK.ACQUIRE key owner [lease_ms]";
+        let cases = [
+            (older, true),
+            ("STALEHOLDS the owner holds 0 levels, not 2 or one more", false),
+            ("ERR n must be a non-negative integer", false),
+            ("WRONGTYPE Operation against a key holding the wrong kind of value", false),
+        ];
+        for (line, refusal) in cases {
+            let refused = AtomicBool::new(false);
+            assert_eq!(refuses_holds(&refused, &reply(line)), refusal, "{line}");
+            assert_eq!(refused.load(Ordering::Relaxed), refusal, "{line}");
+        }
+    }
+}
