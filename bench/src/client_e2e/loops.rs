@@ -106,7 +106,7 @@ const SWEEP_EVERY: usize = 16;
 /// The ceilings a client on this machine can reach: a loop with no client
 /// logic at all, sending `RLOCK.ACQUIRE` and `RLOCK.RELEASE` bare, or
 /// (`as_client`) sending exactly what rlock-client sends per cycle: the
-/// acquire with the owner's count (`HOLDS 0`) and `REPLY FULL`, the release
+/// acquire with the owner's count (`HOLDS 0`, the short reply), the release
 /// with its unlock latch, and a `DEL` of the latch keys every
 /// [`SWEEP_EVERY`] cycles.
 pub fn bare_cycle(
@@ -129,7 +129,7 @@ pub fn bare_cycle(
             if as_client {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
                 let release_id = format!("{id}-r");
-                acquire.arg("HOLDS").arg(0).arg("REPLY").arg("FULL");
+                acquire.arg("HOLDS").arg(0);
                 release.arg("ID").arg(&release_id).arg("PX").arg(LEASE_MS);
                 keys.push(rlock_protocol::unlock_latch_key(name.as_bytes(), release_id.as_bytes()));
             }

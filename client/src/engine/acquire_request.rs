@@ -28,14 +28,11 @@ pub(crate) enum Sent {
     },
     /// `observed`: the owner's count right after the grant; `token`: a
     /// fenced lock's fencing token (0 for other kinds); `lease_start`: when
-    /// its lease started at the earliest, by this clock; `lease_left`: the
-    /// lease the reply read, `(sent at, left)`, for a grant that may be an
-    /// earlier one replayed (`HOLDS`).
+    /// its lease started at the earliest, by this clock.
     Granted {
         observed: i64,
         token: i64,
         lease_start: Instant,
-        lease_left: Option<(Instant, Duration)>,
     },
     /// Granted, but fewer replicas than required acknowledged it.
     Unsynced {
@@ -85,44 +82,49 @@ impl Naming {
 
 /// The first send of an acquire on the shared connection, with the
 /// fallbacks above (each at most once). `reply_bound`: how long a
-/// resendable request waits for its node (see [`within`]). Returns the
-/// command last sent, for a resend.
+/// resendable request waits for its node (see [`within`]). `naming` is
+/// left as last sent, for a resend.
 pub(crate) async fn send_first(
     shared: &Shared,
     state: &LockState,
     (connection, reply_bound): (&mut Connection, Duration),
     call: (i64, Option<i64>, Instant),
     (naming, sync): (&mut Naming, Option<&Plan>),
-) -> (redis::Cmd, Result<Sent>) {
+) -> Result<Sent> {
     let id = &state.id;
-    let (mut acquire, mut sent) = send_named(connection, (id, call, reply_bound), naming, sync).await;
+    let mut sent = send_named(connection, (id, call, reply_bound), naming, sync).await;
     if naming.holds.is_some() && sent.as_ref().is_err_and(|err| refuses_holds(&shared.holds_refused, err)) {
         *naming = Naming { named: Named::new(&shared.record_refused, connection, id), holds: None };
-        (acquire, sent) = send_named(connection, (id, call, reply_bound), naming, sync).await;
+        sent = send_named(connection, (id, call, reply_bound), naming, sync).await;
     }
     if naming.named.is_some() && sent.as_ref().is_err_and(|err| refuses_record(&shared.record_refused, err)) {
         naming.named = None;
-        (acquire, sent) = send_named(connection, (id, call, reply_bound), naming, sync).await;
+        sent = send_named(connection, (id, call, reply_bound), naming, sync).await;
     }
     if let Some(held) = sent.as_ref().err().and_then(stale_holds) {
         state.update(|holds| ((), holds.refused()));
         naming.holds = Some(held);
-        (acquire, sent) = send_named(connection, (id, call, reply_bound), naming, sync).await;
+        sent = send_named(connection, (id, call, reply_bound), naming, sync).await;
     }
-    (acquire, sent)
+    sent
 }
 
-/// The acquire `naming` names, sent once.
+/// The acquire `naming` names, sent once. With `HOLDS`, the short reply
+/// says all (the owner's count after a grant is one more than sent), and
+/// costs the client a ninth of the full one to read.
 async fn send_named(
     connection: &mut Connection,
     (id, (lease_ms, queue_wait_ms, requested_at), reply_bound): (&LockId, (i64, Option<i64>, Instant), Duration),
     naming: &Naming,
     sync: Option<&Plan>,
-) -> (redis::Cmd, Result<Sent>) {
-    let acquire = acquire_command(id, lease_ms, (queue_wait_ms, None), naming.parts());
+) -> Result<Sent> {
+    let form = match naming.holds {
+        Some(holds) => ReplyForm::Short { holds },
+        None => ReplyForm::Full,
+    };
+    let acquire = acquire_command(id, lease_ms, (queue_wait_ms, None), naming.parts(), form);
     let bound = if naming.resendable() { connection.reply_bound(reply_bound) } else { None };
-    let sent = send(connection, id, (&acquire, requested_at, naming.holds.is_some()), (sync, &bound)).await;
-    (acquire, sent)
+    send(connection, id, (&acquire, form, requested_at), (sync, &bound)).await
 }
 
 /// The levels a `STALEHOLDS` refusal says the owner holds.
@@ -144,14 +146,25 @@ fn refuses_holds(refused: &AtomicBool, err: &Error) -> bool {
     refusal
 }
 
-/// The acquire of `id` with the full reply, and what makes it safe to send
-/// again (see [`Naming`]). `block_ms`: a blocking call (a plain lock's
-/// `WAIT`, a fair waiter's `BLOCK` after its queue wait).
+/// Which reply an acquire asks for.
+#[derive(Clone, Copy)]
+pub(crate) enum ReplyForm {
+    /// Nil or the holder's PTTL, for a `HOLDS holds` acquire's first send.
+    Short { holds: usize },
+    /// `REPLY FULL`: a resend's (a replayed grant's lease left is read),
+    /// and every acquire without `HOLDS`.
+    Full,
+}
+
+/// The acquire of `id` with the reply `form`, and what makes it safe to
+/// send again (see [`Naming`]). `block_ms`: a blocking call (a plain
+/// lock's `WAIT`, a fair waiter's `BLOCK` after its queue wait).
 pub(crate) fn acquire_command(
     id: &LockId,
     lease_ms: i64,
     (queue_wait_ms, block_ms): (Option<i64>, Option<i64>),
     (named, holds): (Option<&Named>, Option<usize>),
+    form: ReplyForm,
 ) -> redis::Cmd {
     let mut acquire = id.acquire(lease_ms, queue_wait_ms);
     if let Some(block_ms) = block_ms {
@@ -163,20 +176,22 @@ pub(crate) fn acquire_command(
     if let Some(holds) = holds {
         acquire.arg("HOLDS").arg(holds);
     }
-    acquire.arg("REPLY").arg("FULL");
+    if let ReplyForm::Full = form {
+        acquire.arg("REPLY").arg("FULL");
+    }
     acquire
 }
 
 /// The `acquire` (`requested_at`: when it is sent); then WAIT when
-/// replicas must acknowledge (see [`acquire_and_wait`]). The full reply
-/// gives the owner's count after a grant.
+/// replicas must acknowledge (see [`acquire_and_wait`]). The reply gives
+/// the owner's count after a grant.
 async fn send(
     connection: &mut Connection,
     id: &LockId,
-    (acquire, requested_at, holds): (&redis::Cmd, Instant, bool),
+    (acquire, form, requested_at): (&redis::Cmd, ReplyForm, Instant),
     (sync, bound): (Option<&Plan>, &ReplyBound),
 ) -> Result<Sent> {
-    let (reply, acknowledged) = acquire_and_wait(connection, id, acquire, (sync, bound)).await?;
+    let (reply, acknowledged) = acquire_and_wait(connection, id, (acquire, form), (sync, bound)).await?;
     if !reply.granted {
         return Ok(Sent::Refused { retry_ms: reply.lease_ms });
     }
@@ -185,9 +200,7 @@ async fn send(
             return Ok(Sent::Unsynced { acknowledged, required: plan.required });
         }
     }
-    let lease_left = u64::try_from(reply.lease_ms).ok().filter(|_| holds);
-    let lease_left = lease_left.map(|ms| (requested_at, Duration::from_millis(ms)));
-    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at, lease_left })
+    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at })
 }
 
 /// `acquire`, then `WAIT` when replicas must acknowledge, in one pipeline:
@@ -195,17 +208,22 @@ async fn send(
 /// acquire goes, so the `WAIT` counts the replicas of the node that ran
 /// it, right after it). Waited for at most `bound` (see [`within`]),
 /// longer behind other synced acquires (see [`Plan::in_line`]). The
-/// acquire's full reply, and the `WAIT`'s acknowledgements after a grant.
+/// acquire's reply (sent in `form`), and the `WAIT`'s acknowledgements
+/// after a grant.
 pub(crate) async fn acquire_and_wait(
     connection: &mut Connection,
     id: &LockId,
-    acquire: &redis::Cmd,
+    (acquire, form): (&redis::Cmd, ReplyForm),
     (sync, bound): (Option<&Plan>, &ReplyBound),
 ) -> Result<(FullReply, Option<i64>)> {
+    let parse = |reply: &Value| match form {
+        ReplyForm::Short { holds } => FullReply::from_short(reply, holds),
+        ReplyForm::Full => FullReply::parse(reply, id.kind),
+    };
     let Some(plan) = sync else {
         // Alone: no pipeline to build, and the reply read where it lies.
         let reply: Value = within(bound, &id.name, acquire.query_async(connection)).await?;
-        return Ok((FullReply::parse(&reply, id.kind)?, None));
+        return Ok((parse(&reply)?, None));
     };
     let mut pipe = redis::pipe();
     pipe.add_command(acquire.clone()).add_command(plan.wait());
@@ -215,7 +233,7 @@ pub(crate) async fn acquire_and_wait(
         return Err(redis::RedisError::from(err.clone()).into());
     }
     let unexpected = || Error::UnexpectedReply(format!("{replies:?}"));
-    let reply = FullReply::parse(replies.first().ok_or_else(unexpected)?, id.kind)?;
+    let reply = parse(replies.first().ok_or_else(unexpected)?)?;
     let acknowledged = match reply.granted {
         true => Some(
             redis::from_redis_value_ref(replies.last().ok_or_else(unexpected)?)

@@ -6,7 +6,7 @@
 //! acquire whose reply never came is never sent again blindly: its outcome
 //! is settled first.
 
-use crate::engine::acquire_request::{acquire_command, send_first, Naming, Sent};
+use crate::engine::acquire_request::{acquire_command, send_first, Naming, ReplyForm, Sent};
 use crate::engine::blocking::{self, Blocked};
 use crate::engine::handle::Handle;
 use crate::engine::hold::Hold;
@@ -93,16 +93,12 @@ pub(crate) async fn run(
     // the resend below settles it, on the slot's new owner after a failover.
     let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
     let reply_bound = shared.options.cluster_reply_timeout.saturating_add(sync_wait);
-    let (mut acquire, sent) = match blocked.as_mut() {
-        None => {
-            let call = (lease_ms, queue_wait_ms, requested_at);
-            send_first(shared, state, (&mut connection, reply_bound), call, (&mut naming, sync)).await
-        }
+    let call = (lease_ms, queue_wait_ms, requested_at);
+    let sent = match blocked.as_mut() {
+        None => send_first(shared, state, (&mut connection, reply_bound), call, (&mut naming, sync)).await,
         Some(blocked) => {
-            let call = (lease_ms, queue_wait_ms, requested_at);
-            let acquire = acquire_command(&state.id, lease_ms, (queue_wait_ms, None), naming.parts());
             match Box::pin(blocking::send(&lock, blocked, call, naming.named.as_ref(), &mut reply_tx)).await {
-                Ok(sent) => (acquire, sent),
+                Ok(sent) => sent,
                 Err(CallEnded(answer)) => {
                     if let Some(named) = naming.named.take() {
                         named.done(&shared.latch_sweeper);
@@ -135,24 +131,24 @@ pub(crate) async fn run(
             }
             return;
         }
-        Ok(Sent::Granted { observed, token, lease_start, lease_left }) => {
-            (observed, token, lease_start, lease_left, reply_tx)
-        }
+        Ok(Sent::Granted { observed, token, lease_start }) => (observed, token, lease_start, None, reply_tx),
         Ok(Sent::Unsynced { acknowledged, required }) => {
             Box::pin(give_back(&lock, &connection)).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
         Err(err) if unsettled(&err) => {
+            // A blocked call is resent without WAIT or BLOCK.
+            let mut resent_wait = queue_wait_ms;
             if let Some(blocked) = blocked {
                 // No grant can follow once the server dropped the call.
                 Box::pin(blocking::kill(&lock, blocked)).await;
-                // The same request without WAIT or BLOCK, resent below.
-                acquire = acquire_command(&state.id, lease_ms, (None, None), naming.parts());
+                resent_wait = None;
             }
             // Sent without an id or a count: see the module docs of `resend`.
             if !naming.resendable() {
                 return drop(reply_tx.send(Err(err)));
             }
+            let acquire = acquire_command(&state.id, lease_ms, (resent_wait, None), naming.parts(), ReplyForm::Full);
             let again = (&acquire, naming.named, sync);
             let resent = Box::pin(resend(&lock, &mut connection, again, counted, err, reply_tx)).await;
             let Some(ResentGrant { observed, lease_left, token, acknowledged, reply_tx }) = resent else { return };

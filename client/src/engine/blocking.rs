@@ -30,7 +30,7 @@
 //! `BLOCK`), the waiter waits by pub/sub as before. A fair waiter killed
 //! on the server leaves the queue there too.
 
-use crate::engine::acquire_request::{acquire_command, Sent};
+use crate::engine::acquire_request::{acquire_command, ReplyForm, Sent};
 use crate::engine::attempt::{give_up_place, run, Attempt, CallEnded, Transport};
 use crate::engine::channel_wait::{until, REPLY_GRACE};
 use crate::engine::commands::{FullReply, Kind};
@@ -130,7 +130,7 @@ pub(crate) async fn send(
     let (shared, id) = (lock.shared(), lock.id());
     // The full reply says how long the server kept the call: the grant's
     // lease starts when it is granted, not when it was asked for.
-    let acquire = acquire_command(id, lease_ms, (queue_wait_ms, Some(blocked.wait_ms)), (named, None));
+    let acquire = acquire_command(id, lease_ms, (queue_wait_ms, Some(blocked.wait_ms)), (named, None), ReplyForm::Full);
     let mut closed = shared.closed();
     let (reply, cancelled) = {
         let request = acquire.query_async::<Value>(&mut blocked.pooled.dedicated().connection);
@@ -165,7 +165,7 @@ pub(crate) async fn send(
         Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => refused(retry_ms),
         Ok(FullReply { granted: true, holds, waited_ms, .. }) => {
             let lease_start = lease_start(requested_at, received_at, waited_ms);
-            Ok(Ok(Sent::Granted { observed: holds, token: 0, lease_start, lease_left: None }))
+            Ok(Ok(Sent::Granted { observed: holds, token: 0, lease_start }))
         }
         // An ACL refusing the record key, or a module without WAIT (or
         // BLOCK): wait by pub/sub from now on.

@@ -190,6 +190,19 @@ pub struct FullReply {
 }
 
 impl FullReply {
+    /// What a `HOLDS n` acquire's short reply says: nil, granted (the owner
+    /// then holds `n + 1`: run now or replayed); an integer, refused with
+    /// the holder's PTTL. A reply of one value, where the full one is nine
+    /// for the client to parse. `lease_ms` of a grant is -1: not read.
+    pub fn from_short(reply: &Value, holds: usize) -> Result<Self> {
+        let refused = |retry_ms| Self { granted: false, holds: 0, lease_ms: retry_ms, waited_ms: 0, token: None };
+        match reply {
+            Value::Nil => Ok(Self { granted: true, holds: holds as i64 + 1, lease_ms: -1, waited_ms: 0, token: None }),
+            Value::Int(retry_ms) => Ok(refused(*retry_ms)),
+            _ => Err(Error::UnexpectedReply(format!("acquire replied {reply:?}"))),
+        }
+    }
+
     pub fn parse(reply: &Value, kind: Kind) -> Result<Self> {
         let unexpected = || Error::UnexpectedReply(format!("acquire replied {reply:?}"));
         // Read in place: every acquire's reply passes here.
@@ -269,7 +282,7 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redis::Value::{Array, BulkString, Int, Map, Nil};
+    use redis::Value::{Array, BulkString, Int, Map, Nil, Okay};
 
     fn id(kind: Kind) -> LockId {
         LockId { name: b"orders".as_slice().into(), owner: b"u:1".as_slice().into(), kind }
@@ -370,6 +383,24 @@ mod tests {
         ];
         for (reply, kind, expected) in cases {
             assert_eq!(FullReply::parse(&reply, kind).ok(), expected, "{reply:?} of {kind:?}");
+        }
+    }
+
+    #[test]
+    fn short_replies_of_holds_acquires() {
+        let granted = |holds| Some(FullReply { granted: true, holds, lease_ms: -1, waited_ms: 0, token: None });
+        let refused =
+            |retry_ms| Some(FullReply { granted: false, holds: 0, lease_ms: retry_ms, waited_ms: 0, token: None });
+        let cases = [
+            (Nil, 0, granted(1)),
+            (Nil, 2, granted(3)),
+            (Int(900), 0, refused(900)),
+            (Int(-1), 1, refused(-1)),
+            (Okay, 0, None),
+            (pairs(&[("granted", Int(1))]), 0, None),
+        ];
+        for (reply, holds, expected) in cases {
+            assert_eq!(FullReply::from_short(&reply, holds).ok(), expected, "{reply:?} after HOLDS {holds}");
         }
     }
 

@@ -12,7 +12,7 @@
 //! is a level the client does not count, which the owner's next acquire
 //! sees in its reply and gives back (or which ends with its lease).
 
-use crate::engine::acquire_request::{acquire_and_wait, stale_holds};
+use crate::engine::acquire_request::{acquire_and_wait, stale_holds, ReplyForm};
 use crate::engine::attempt::{give_back, Attempt};
 use crate::engine::handle::Handle;
 use crate::engine::named::Named;
@@ -80,7 +80,7 @@ async fn resend_until_answered(
     let bound = connection.reply_bound(shared.options.cluster_reply_timeout.saturating_add(sync_wait));
     let (reply, acknowledged, sent_at) = loop {
         let sent_at = Instant::now();
-        match acquire_and_wait(connection, &state.id, again, (sync, &bound)).await {
+        match acquire_and_wait(connection, &state.id, (again, ReplyForm::Full), (sync, &bound)).await {
             Ok((reply, acknowledged)) => break (reply, acknowledged, sent_at),
             Err(_) if shared.is_closed() => return None,
             // This client's holds ended, and the first send ran nothing:
