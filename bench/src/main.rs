@@ -323,21 +323,20 @@ const NOTES: &str = "
 - **End to end.** The bare script loop is two round trips per cycle and nothing else.
   rlock-client does more per cycle, for safety: each release carries Redisson's unlock latch
   (the module also writes a latch key, and the client deletes it after the reply) so that a
-  release whose reply was lost can be retried without dropping a second level; each acquire
-  carries a request id, whose record key the module writes, replicates and announces and the
-  client deletes the same way, so that an acquire whose reply was lost can be sent again and
-  get its first outcome; each acquire and release runs to its end even when its caller is
-  cancelled; and every hold is tracked for the watchdog and the lost signal. The last two
-  columns are the ceilings: \"bare native\" sends `RLOCK.ACQUIRE` and `RLOCK.RELEASE` with
-  nothing else, \"client's commands\" sends exactly what rlock-client sends (named acquires
-  with `REPLY FULL`, latched releases, a `DEL` of the record and latch keys every 16 cycles)
-  with no client logic at all. rlock-client stays close to the second; the gap between the two
-  ceilings is the price of the idempotent acquire and release (two keys written, replicated,
-  announced and deleted per cycle: about as much server work as the lock itself). At 1 task
-  no client can be much faster than the script loop: the cycle is two loopback round trips
-  and the client's own work, which the script loop pays too, and the scripts' whole server
-  time is under a fifth of it. On this 2-core machine the client process shares the cores
-  with the server; figures are medians of 3 interleaved rounds, and still vary by ±20%.
+  release whose reply was lost can be retried without dropping a second level; each plain
+  acquire names the owner's count (`HOLDS n`), so that one whose reply was lost can be sent
+  again and get its first outcome with nothing written; each acquire and release runs to its
+  end even when its caller is cancelled; and every hold is tracked for the watchdog and the
+  lost signal. The last two columns are the ceilings: \"bare native\" sends `RLOCK.ACQUIRE`
+  and `RLOCK.RELEASE` with nothing else, \"client's commands\" sends exactly what rlock-client
+  sends (`HOLDS 0` acquires with the short reply, latched releases, a `DEL` of the latch keys
+  every 16 cycles) with no client logic at all. rlock-client stays close to the second; the gap
+  between the two ceilings is the price of the latch (a key written, replicated, announced and
+  deleted per cycle). At 1 task no client can be much faster than the script loop: the cycle
+  is two loopback round trips and the client's own work, which the script loop pays too, and
+  the scripts' whole server time is under a fifth of it. On this 2-core machine the client
+  process shares the cores with the server; figures are medians of 3 interleaved rounds, and
+  still vary by ±20%.
 - **Hand-off.** Pub/sub waiting hands the lock over in a fraction of a millisecond; polling
   costs about the polling interval. As in Redisson, a release message wakes one waiter per
   client, so acquire calls per hand-off stay flat as waiters grow within one client: the
