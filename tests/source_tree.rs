@@ -149,3 +149,66 @@ fn every_module_api_called_is_checked_at_load() {
     }
     assert!(calling >= 20, "only {calling} files call api!: the walk missed some");
 }
+
+/// Functions longer than this are split, in the module and the client:
+/// a stranger reads each one whole. Tests and data tables are exempt.
+const LONGEST_FUNCTION: usize = 80;
+
+/// Functions that are tables of data: a message or a name per case.
+const DATA_TABLES: [(&str, &str); 2] = [("src/error.rs", "message"), ("src/api.rs", "missing_api")];
+
+/// Every function of `source` with its name and length in lines (from
+/// its `fn` line to the brace that closes it at the same indentation),
+/// up to a `#[cfg(test)]` module.
+fn function_lengths(source: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = source.lines().take_while(|line| *line != "#[cfg(test)]").collect();
+    let mut functions = vec![];
+    for (start, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let Some(after) = code.split_once("fn ").filter(|(before, _)| is_fn_prefix(before)).map(|(_, after)| after)
+        else {
+            continue;
+        };
+        let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // A declaration without a body (a trait's) ends on its own line.
+        let closing = format!("{indent}}}");
+        match lines[start..].iter().position(|line| *line == closing) {
+            Some(end) if !code.ends_with(';') => functions.push((name, end + 1)),
+            _ => {}
+        }
+    }
+    functions
+}
+
+/// Whether `before` (what precedes `fn ` on its line) makes it a function's definition.
+fn is_fn_prefix(before: &str) -> bool {
+    before.split_whitespace().all(|word| {
+        matches!(word, "pub" | "async" | "unsafe" | "const" | "extern" | "\"C\"") || word.starts_with("pub(")
+    })
+}
+
+#[test]
+fn no_function_is_longer_than_the_limit() {
+    let mut long = vec![];
+    for root in ["src", "client/src"] {
+        for file in rust_files(&repository().join(root)) {
+            if file.ends_with("tests.rs") || file.starts_with("tests/") || file.contains("/tests/") {
+                continue;
+            }
+            let path = format!("{root}/{file}");
+            let source = fs::read_to_string(repository().join(&path)).expect("a source file");
+            for (name, length) in function_lengths(&source) {
+                if length > LONGEST_FUNCTION && !DATA_TABLES.contains(&(path.as_str(), name.as_str())) {
+                    long.push(format!("{path}: {name} ({length} lines)"));
+                }
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over {LONGEST_FUNCTION} lines: {long:#?}");
+    let tables = fs::read_to_string(repository().join("src/error.rs")).expect("src/error.rs");
+    assert!(
+        function_lengths(&tables).iter().any(|(name, length)| name == "message" && *length > 20),
+        "the walk sees no functions"
+    );
+}

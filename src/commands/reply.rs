@@ -59,6 +59,17 @@ impl AcquireReply {
         self.reply_fields(ctx, None)
     }
 
+    /// An acquire's reply as asked: with `REPLY FULL` these fields
+    /// ([`Self::reply`]); else nil for a grant, and for a refusal the
+    /// integer `lease_ms` (the holder's PTTL, or a fair lock's hint).
+    pub fn short_or_full(self, ctx: &Context, full_reply: bool) -> RedisValue {
+        match full_reply {
+            true => self.reply(ctx),
+            false if self.granted => RedisValue::Null,
+            false => RedisValue::Integer(self.lease_ms),
+        }
+    }
+
     /// A fenced acquire's: the same, then `token n` (the grant's fencing
     /// token, -1 when refused), replied now, as [`Self::reply`].
     pub fn reply_with_token(self, ctx: &Context, token: i64) -> RedisValue {

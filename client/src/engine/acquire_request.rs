@@ -15,6 +15,7 @@ use crate::engine::named::{refuses_record, Named};
 use crate::error::{Error, Result};
 use crate::shared::Shared;
 use crate::transport::connection::{within, Connection, ReplyBound};
+use crate::transport::latch_sweeper::LatchSweeper;
 use crate::transport::replica_sync::Plan;
 use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,6 +78,13 @@ impl Naming {
 
     pub fn parts(&self) -> (Option<&Named>, Option<usize>) {
         (self.named.as_ref(), self.holds)
+    }
+
+    /// The outcome is in: an id's record may go.
+    pub fn done(&mut self, sweeper: &LatchSweeper) {
+        if let Some(named) = self.named.take() {
+            named.done(sweeper);
+        }
     }
 }
 

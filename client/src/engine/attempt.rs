@@ -70,13 +70,8 @@ pub(crate) async fn run(
         Transport::Blocking(blocked) => (None, Some(blocked)),
     };
     let blocking = blocked.is_some();
-    if shared.is_closed() {
-        return drop(reply_tx.send(Err(Error::ClientClosed)));
-    }
-    // A blocking call is for a lock this owner does not hold: held
-    // meanwhile through another handle, the shared attempt re-enters.
-    if blocking && state.read(|holds| holds.count()) > 0 {
-        return drop(reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 })));
+    if let Some(answer) = not_sent(&lock, blocking) {
+        return drop(reply_tx.send(answer));
     }
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
@@ -91,8 +86,7 @@ pub(crate) async fn run(
     let mut naming = Naming::new(shared, &connection, state, (counted, blocking));
     // In a cluster a resendable acquire waits a bounded time for its node:
     // the resend below settles it, on the slot's new owner after a failover.
-    let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
-    let reply_bound = shared.options.cluster_reply_timeout.saturating_add(sync_wait);
+    let reply_bound = shared.options.cluster_reply_timeout.saturating_add(sync.map_or(Duration::ZERO, |p| p.timeout));
     let call = (lease_ms, queue_wait_ms, requested_at);
     let sent = match blocked.as_mut() {
         None => send_first(shared, state, (&mut connection, reply_bound), call, (&mut naming, sync)).await,
@@ -100,9 +94,7 @@ pub(crate) async fn run(
             match Box::pin(blocking::send(&lock, blocked, call, naming.named.as_ref(), &mut reply_tx)).await {
                 Ok(sent) => sent,
                 Err(CallEnded(answer)) => {
-                    if let Some(named) = naming.named.take() {
-                        named.done(&shared.latch_sweeper);
-                    }
+                    naming.done(&shared.latch_sweeper);
                     return drop(reply_tx.send(answer));
                 }
             }
@@ -115,21 +107,12 @@ pub(crate) async fn run(
     let unsettled = |err: &Error| err.is_transient() && (blocking || !err.surely_not_run());
     // The outcome is in: the record may go (a resend keeps it for now).
     if !sent.as_ref().is_err_and(unsettled) {
-        if let Some(named) = naming.named.take() {
-            named.done(&shared.latch_sweeper);
-        }
+        naming.done(&shared.latch_sweeper);
     }
     let (observed, token, lease_start, lease_left, reply_tx) = match sent {
         Ok(Sent::Refused { retry_ms }) => {
-            // Our owner no longer holds it.
-            state.update(|holds| ((), holds.refused()));
-            // Queued for a caller who is gone: nobody will take the turn.
-            if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() && !blocking {
-                if let Some(wait_ms) = queue_wait_ms {
-                    Box::pin(give_up_place(&lock, &connection, wait_ms)).await;
-                }
-            }
-            return;
+            let place = queue_wait_ms.filter(|_| !blocking);
+            return Box::pin(refused(&lock, &connection, retry_ms, place, reply_tx)).await;
         }
         Ok(Sent::Granted { observed, token, lease_start }) => (observed, token, lease_start, None, reply_tx),
         Ok(Sent::Unsynced { acknowledged, required }) => {
@@ -137,29 +120,9 @@ pub(crate) async fn run(
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
         }
         Err(err) if unsettled(&err) => {
-            // A blocked call is resent without WAIT or BLOCK.
-            let mut resent_wait = queue_wait_ms;
-            if let Some(blocked) = blocked {
-                // No grant can follow once the server dropped the call.
-                Box::pin(blocking::kill(&lock, blocked)).await;
-                resent_wait = None;
-            }
-            // Sent without an id or a count: see the module docs of `resend`.
-            if !naming.resendable() {
-                return drop(reply_tx.send(Err(err)));
-            }
-            let acquire = acquire_command(&state.id, lease_ms, (resent_wait, None), naming.parts(), ReplyForm::Full);
-            let again = (&acquire, naming.named, sync);
-            let resent = Box::pin(resend(&lock, &mut connection, again, counted, err, reply_tx)).await;
-            let Some(ResentGrant { observed, lease_left, token, acknowledged, reply_tx }) = resent else { return };
-            // Each resend carries its own WAIT, right behind it on its node.
-            if let (Some(plan), Some(acknowledged)) = (sync, acknowledged) {
-                if acknowledged < i64::from(plan.required) {
-                    Box::pin(give_back(&lock, &connection)).await;
-                    let required = plan.required;
-                    return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));
-                }
-            }
+            let call = (lease_ms, queue_wait_ms, counted);
+            let settled = Box::pin(settle(&lock, &mut connection, (blocked, naming, sync), call, err, reply_tx));
+            let Some(ResentGrant { observed, lease_left, token, reply_tx, .. }) = settled.await else { return };
             // The grant may have run long after the request (a stalled
             // server): the lease the resend saw is the better estimate.
             (observed, token.unwrap_or(0), requested_at, lease_left, reply_tx)
@@ -171,6 +134,73 @@ pub(crate) async fn run(
     if orphaned > 0 {
         Box::pin(release_orphans(&lock, &connection, orphaned)).await;
     }
+}
+
+/// The answer to an attempt that is not sent: the client closed, or a
+/// blocking call for a lock this owner holds meanwhile through another
+/// handle (a blocking call is for a lock the owner does not hold; the
+/// shared attempt re-enters).
+fn not_sent(lock: &Handle, blocking: bool) -> Option<Result<Attempt>> {
+    if lock.shared().is_closed() {
+        return Some(Err(Error::ClientClosed));
+    }
+    (blocking && lock.state().read(|holds| holds.count()) > 0).then_some(Ok(Attempt::Refused { retry_ms: 0 }))
+}
+
+/// A refusal: this owner no longer holds the lock. A fair waiter queued
+/// (`place`: its queue wait) for a caller who is gone gives its place up:
+/// nobody would take the turn.
+async fn refused(
+    lock: &Handle,
+    connection: &Connection,
+    retry_ms: i64,
+    place: Option<i64>,
+    reply_tx: oneshot::Sender<Result<Attempt>>,
+) {
+    lock.state().update(|holds| ((), holds.refused()));
+    if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
+        if let Some(wait_ms) = place {
+            give_up_place(lock, connection, wait_ms).await;
+        }
+    }
+}
+
+/// Settles an acquire whose outcome `err` left unknown: a blocked call is
+/// taken off the server first, then the acquire is sent again (without
+/// `WAIT` or `BLOCK`, asking for the full reply) until the server answers.
+/// The grant found, acknowledged by enough replicas; `None` when the
+/// attempt ended here (its caller answered).
+async fn settle(
+    lock: &Handle,
+    connection: &mut Connection,
+    (blocked, naming, sync): (Option<Blocked>, Naming, Option<&Plan>),
+    (lease_ms, queue_wait_ms, counted): (i64, Option<i64>, usize),
+    err: Error,
+    reply_tx: oneshot::Sender<Result<Attempt>>,
+) -> Option<ResentGrant> {
+    let mut resent_wait = queue_wait_ms;
+    if let Some(blocked) = blocked {
+        // No grant can follow once the server dropped the call.
+        blocking::kill(lock, blocked).await;
+        resent_wait = None;
+    }
+    // Sent without an id or a count: see the module docs of `resend`.
+    if !naming.resendable() {
+        let _ = reply_tx.send(Err(err));
+        return None;
+    }
+    let acquire = acquire_command(&lock.state().id, lease_ms, (resent_wait, None), naming.parts(), ReplyForm::Full);
+    let resent = resend(lock, connection, (&acquire, naming.named, sync), counted, err, reply_tx).await?;
+    // Each resend carries its own WAIT, right behind it on its node.
+    if let (Some(plan), Some(acknowledged)) = (sync, resent.acknowledged) {
+        if acknowledged < i64::from(plan.required) {
+            give_back(lock, connection).await;
+            let required = plan.required;
+            let _ = resent.reply_tx.send(Err(Error::ReplicaSync { acknowledged, required }));
+            return None;
+        }
+    }
+    Some(resent)
 }
 
 /// How a blocking call ended without a grant to record: the caller's

@@ -18,7 +18,7 @@ use crate::lease;
 use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::store::{now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
-use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString};
 use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
 
 const SYNTAX: LockError = LockError::Syntax(
@@ -106,10 +106,8 @@ fn acquire(ctx: &Context, args: Args) -> RedisResult {
     };
     session.close(ctx, &name, change);
     // A grant sets the lease: a re-entry's too, as Redisson's script.
-    let reply = |granted, holds, lease_ms| match full_reply {
-        true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.reply(ctx),
-        false if granted => RedisValue::Null,
-        false => RedisValue::Integer(lease_ms),
+    let reply = |granted, holds, lease_ms| {
+        AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.short_or_full(ctx, full_reply)
     };
     let outcome = outcome?;
     if let Once::Ran(ran) = &outcome {

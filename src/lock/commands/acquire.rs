@@ -15,7 +15,7 @@ use crate::stats;
 use crate::store::{now_ms, RedisLatch, RedisLock};
 use crate::term;
 use redis_module::raw;
-use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString};
 
 /// `RLOCK.ACQUIRE key owner [lease_ms] [NOREENTRY] [HOLDS n] [WAIT wait_ms]
 /// [ID request_id [PX window_ms]] [REPLY FULL]`: nil when acquired or
@@ -35,22 +35,8 @@ use redis_module::{Context, NextArg, RedisResult, RedisString, RedisValue};
 ///   `lock::acquire_holding`). Not with `NOREENTRY`, `WAIT` or `ID`.
 /// - `REPLY FULL`: the reply is [`AcquireReply`].
 pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
-    let mut args = args.into_iter().skip(1).peekable();
-    let name = args.next_arg()?;
-    let owner = args.next_arg()?;
-    let lease_ms = parse_optional_lease(&mut args, &[NO_REENTRY, HOLDS, b"WAIT", b"ID", b"PX", b"REPLY"])?;
-    let no_reentry = args.next_if(|arg| is_keyword(arg, NO_REENTRY)).is_some();
-    let holding = match args.next_if(|arg| is_keyword(arg, HOLDS)) {
-        None => None,
-        Some(_) => Some(parse_holds(args.next())?),
-    };
-    let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
-    if no_reentry && request.is_some() {
-        return Err(LockError::Syntax("NOREENTRY takes no ID").into());
-    }
-    if holding.is_some() && (no_reentry || request.is_some() || wait_ms.is_some()) {
-        return Err(LockError::Syntax("HOLDS takes no NOREENTRY, WAIT or ID").into());
-    }
+    let AcquireArgs { name, owner, lease_ms, no_reentry, holding, options } = AcquireArgs::parse(args)?;
+    let AcquireOptions { wait_ms, request, full_reply } = options;
     let now = now_ms();
     let clock = (now, term::delay());
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
@@ -108,11 +94,8 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
         }
         Once::Replayed(grant) => (grant.count, None),
     };
-    let reply = |granted, lease_ms| match full_reply {
-        true => AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.reply(ctx),
-        false if granted => RedisValue::Null,
-        false => RedisValue::Integer(lease_ms),
-    };
+    let reply =
+        |granted, lease_ms| AcquireReply { granted, holds, lease_ms, waited_ms: 0 }.short_or_full(ctx, full_reply);
     Ok(match (refused_pttl, wait_ms) {
         (None, _) => reply(true, pttl),
         (Some(_), Some(wait_ms)) if blocks => {
@@ -124,6 +107,39 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
 }
 
 /// `n` of `HOLDS n`: a count of levels, 0 or more.
+/// `RLOCK.ACQUIRE`'s arguments, the combinations it refuses refused.
+struct AcquireArgs {
+    name: RedisString,
+    owner: RedisString,
+    lease_ms: i64,
+    no_reentry: bool,
+    /// `HOLDS n`: the owner's levels as the caller counts them.
+    holding: Option<i64>,
+    options: AcquireOptions,
+}
+
+impl AcquireArgs {
+    fn parse(args: Args) -> Result<Self, RedisError> {
+        let mut args = args.into_iter().skip(1).peekable();
+        let name = args.next_arg()?;
+        let owner = args.next_arg()?;
+        let lease_ms = parse_optional_lease(&mut args, &[NO_REENTRY, HOLDS, b"WAIT", b"ID", b"PX", b"REPLY"])?;
+        let no_reentry = args.next_if(|arg| is_keyword(arg, NO_REENTRY)).is_some();
+        let holding = match args.next_if(|arg| is_keyword(arg, HOLDS)) {
+            None => None,
+            Some(_) => Some(parse_holds(args.next())?),
+        };
+        let options = AcquireOptions::parse(args, Blocking::Allowed)?;
+        if no_reentry && options.request.is_some() {
+            return Err(LockError::Syntax("NOREENTRY takes no ID").into());
+        }
+        if holding.is_some() && (no_reentry || options.request.is_some() || options.wait_ms.is_some()) {
+            return Err(LockError::Syntax("HOLDS takes no NOREENTRY, WAIT or ID").into());
+        }
+        Ok(Self { name, owner, lease_ms, no_reentry, holding, options })
+    }
+}
+
 fn parse_holds(arg: Option<RedisString>) -> Result<i64, LockError> {
     let count = arg.and_then(|arg| std::str::from_utf8(arg.as_slice()).ok().and_then(|text| text.parse().ok()));
     count.filter(|count: &i64| *count >= 0).ok_or(LockError::ArgumentNegative("n"))

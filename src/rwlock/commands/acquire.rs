@@ -12,7 +12,7 @@ use crate::lock::acquire_once::{once, vouch, Grant, Once, Requester};
 use crate::rwlock::{check_owner, handoff, Acquire, ReadWriteLock, Side, Status};
 use crate::store::{lua_number_text, now_ms, RedisKeyspace, RedisLatch};
 use crate::term;
-use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
+use redis_module::{raw, Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
 use rlock_protocol::rwlock_write_field;
 
 /// `RRW.ACQUIRE key owner READ|WRITE [lease_ms] [WAIT wait_ms] [ID
@@ -24,17 +24,9 @@ use rlock_protocol::rwlock_write_field;
 /// `LIKESCRIPT` (last, with none of those): a write re-entry sets the TTL
 /// to the PTTL plus the lease, a read one to the lease, as Redisson's
 /// scripts do (the read's before 3.11.1).
-fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
-    let like_script = take_like_script(&mut args, 5);
-    let mut args = args.into_iter().skip(1).peekable();
-    let name = args.next_arg()?;
-    let owner_arg = args.next_arg()?;
-    let side = parse_side(&args.next_arg()?)?;
-    let lease_ms = parse_optional_lease(&mut args, &[b"WAIT", b"ID", b"PX", b"REPLY", b"LIKESCRIPT"])?;
-    let AcquireOptions { wait_ms, request, full_reply } = AcquireOptions::parse(args, Blocking::Allowed)?;
-    if like_script && (wait_ms.is_some() || request.is_some() || full_reply) {
-        return Err(LockError::Syntax("LIKESCRIPT takes no WAIT, ID or REPLY").into());
-    }
+fn acquire(ctx: &Context, args: Args) -> RedisResult {
+    let AcquireArgs { name, owner: owner_arg, side, lease_ms, like_script, options } = AcquireArgs::parse(args)?;
+    let AcquireOptions { wait_ms, request, full_reply } = options;
     let now = now_ms();
     let may_block = wait_ms.is_some() && blocking::may_block(ctx);
     let lock = match like_script {
@@ -84,34 +76,19 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     // Read only where the reply or a refused caller's wait needs it: the
     // plain grant (Redisson's call) replies nil.
     let mut status = || lock.status(&mut keys, Some(owner), now);
-    let holds_of = |status: &Status, side| match status.owner {
-        Some((reads, writes)) => {
-            if side == Side::Read {
-                reads
-            } else {
-                writes
-            }
-        }
-        None => 0,
-    };
     let holds = match (once, full_reply) {
         (Once::Ran(Acquire::Contended { pttl_ms }), _) => {
             // A holder refused (an upgrade, a lock-delay) is not queued
             // behind the waiters its own holds keep out.
             if let (Some(wait_ms), true) = (wait_ms, may_block) {
                 let holder =
-                    status().is_ok_and(|status| holds_of(&status, Side::Read) + holds_of(&status, Side::Write) > 0);
-                if holder {
-                    return Ok(contended_reply(pttl_ms, full_reply));
+                    status().is_ok_and(|status| status.owner.is_some_and(|(reads, writes)| reads + writes > 0));
+                if !holder {
+                    drop(keys);
+                    return block_unless_deadlocked(ctx, (&name, side), blocked(wait_ms, request));
                 }
-                drop(keys);
-                if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), owner) {
-                    super::STATS.deadlock();
-                    return Err(LockError::Deadlock(cycle).into());
-                }
-                return Ok(handoff::block(ctx, &name, side, blocked(wait_ms, request)));
             }
-            return Ok(contended_reply(pttl_ms, full_reply));
+            return Ok(contended_reply(ctx, pttl_ms, full_reply));
         }
         (_, false) => return Ok(RedisValue::Null),
         (Once::Ran(Acquire::Acquired { count }), true) => count,
@@ -126,12 +103,54 @@ fn acquire(ctx: &Context, mut args: Args) -> RedisResult {
     Ok(AcquireReply { granted: true, holds, lease_ms, waited_ms: 0 }.reply(ctx))
 }
 
-/// A refused caller's reply: the lock's PTTL.
-fn contended_reply(pttl_ms: i64, full_reply: bool) -> RedisValue {
-    match full_reply {
-        false => RedisValue::Integer(pttl_ms),
-        true => AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.value(),
+/// `RRW.ACQUIRE`'s arguments, the combinations it refuses refused.
+struct AcquireArgs {
+    name: RedisString,
+    owner: RedisString,
+    side: Side,
+    lease_ms: i64,
+    like_script: bool,
+    options: AcquireOptions,
+}
+
+impl AcquireArgs {
+    fn parse(mut args: Args) -> Result<Self, RedisError> {
+        let like_script = take_like_script(&mut args, 5);
+        let mut args = args.into_iter().skip(1).peekable();
+        let name = args.next_arg()?;
+        let owner = args.next_arg()?;
+        let side = parse_side(&args.next_arg()?)?;
+        let lease_ms = parse_optional_lease(&mut args, &[b"WAIT", b"ID", b"PX", b"REPLY", b"LIKESCRIPT"])?;
+        let options = AcquireOptions::parse(args, Blocking::Allowed)?;
+        if like_script && (options.wait_ms.is_some() || options.request.is_some() || options.full_reply) {
+            return Err(LockError::Syntax("LIKESCRIPT takes no WAIT, ID or REPLY").into());
+        }
+        Ok(Self { name, owner, side, lease_ms, like_script, options })
     }
+}
+
+/// The owner's holds of `side`.
+fn holds_of(status: &Status, side: Side) -> i64 {
+    match (status.owner, side) {
+        (Some((reads, _)), Side::Read) => reads,
+        (Some((_, writes)), Side::Write) => writes,
+        (None, _) => 0,
+    }
+}
+
+/// Blocks a refused caller of `side` until granted or its wait ends,
+/// unless its wait would close a cycle of waits (a deadlock).
+fn block_unless_deadlocked(ctx: &Context, (name, side): (&RedisString, Side), acquire: BlockedAcquire) -> RedisResult {
+    if let Some(cycle) = deadlock_check::cycle_closed_by(ctx, name.as_slice(), acquire.owner.as_slice()) {
+        super::STATS.deadlock();
+        return Err(LockError::Deadlock(cycle).into());
+    }
+    Ok(handoff::block(ctx, name, side, acquire))
+}
+
+/// A refused caller's reply: the lock's PTTL.
+fn contended_reply(ctx: &Context, pttl_ms: i64, full_reply: bool) -> RedisValue {
+    AcquireReply { granted: false, holds: 0, lease_ms: pttl_ms, waited_ms: 0 }.short_or_full(ctx, full_reply)
 }
 
 command!(
