@@ -227,6 +227,27 @@ async fn kinds_sharing_an_owner_id_never_give_back_each_others_levels() {
     assert!(client.lock("x").try_lock(Duration::ZERO, None).await.unwrap().is_some());
 }
 
+/// The same, the plain lock taken after the fenced one and re-entered: a
+/// plain acquire names the levels its own holds count (`HOLDS n`), which
+/// the server's count (the fenced level too) does not match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_reentry_beside_a_fenced_hold_of_its_owner_keeps_both() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let (plain, fenced) = (client.lock_with_owner("y", "me"), client.fenced_lock_with_owner("y", "me"));
+    let fenced_guard = fenced.lock().await.unwrap();
+    let outer = plain.lock().await.unwrap();
+    let inner = plain.lock().await.unwrap();
+    assert_eq!(hold_count(&server, "y", b"me").await, 3);
+    assert!(!outer.is_lost() && !inner.is_lost() && !fenced_guard.is_lost(), "a hold taken for lost");
+    inner.unlock().await.unwrap();
+    outer.unlock().await.unwrap();
+    assert_eq!(hold_count(&server, "y", b"me").await, 1);
+    assert!(!fenced_guard.is_lost());
+    fenced_guard.unlock().await.unwrap();
+    assert_eq!(hold_count(&server, "y", b"me").await, 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_during_a_stall_is_applied_once() {
     let server = stallable_server();

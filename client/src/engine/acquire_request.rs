@@ -52,9 +52,10 @@ pub(crate) struct Naming {
 impl Naming {
     /// For an acquire of `state` sent on `connection` while this client
     /// counts `counted` levels: `HOLDS` for a plain lock whose owner only
-    /// this client counts (not for a blocking call, which is cancelled by
-    /// its id), where the module takes it; else an id where the module can
-    /// record one.
+    /// this client counts, and only this kind of its handles (a fair or a
+    /// fenced lock of the same name and owner id adds to the server's
+    /// count), not for a blocking call (cancelled by its id), where the
+    /// module takes it; else an id where the module can record one.
     pub fn new(
         shared: &Shared,
         connection: &Connection,
@@ -64,7 +65,8 @@ impl Naming {
         let counts = state.id.kind == Kind::Plain
             && !blocking
             && !state.read(|holds| holds.is_shared_owner())
-            && !shared.holds_refused.load(Ordering::Relaxed);
+            && !shared.holds_refused.load(Ordering::Relaxed)
+            && !state.shares_count();
         match counts {
             true => Self { named: None, holds: Some(counted) },
             false => Self { named: Named::new(&shared.record_refused, connection, &state.id), holds: None },

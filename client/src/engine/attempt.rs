@@ -243,7 +243,7 @@ pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<R
     });
     lock.shared().registry.note_lease_end(lease_end);
     // Levels beyond this kind's holds may be another kind's of this owner.
-    let orphaned = match orphaned > 0 && lock.shared().registry.shares_count(&state.id) {
+    let orphaned = match orphaned > 0 && state.shares_count() {
         true => 0,
         false => orphaned,
     };

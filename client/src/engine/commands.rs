@@ -27,6 +27,8 @@ pub enum Kind {
 }
 
 impl Kind {
+    pub(crate) const ALL: [Kind; 5] = [Kind::Plain, Kind::Fair, Kind::Read, Kind::Write, Kind::Fenced];
+
     fn prefix(self, verb: &str) -> &'static [u8] {
         match self {
             Kind::Fenced if verb == "ACQUIRE" => b"RFENCED",

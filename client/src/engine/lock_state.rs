@@ -42,7 +42,10 @@ pub(crate) struct LockState {
     /// Held across each acquire and release request and its bookkeeping,
     /// so that the hold count this client keeps follows the server's even
     /// when calls on one lock race (never while waiting for a release).
-    pub gate: tokio::sync::Mutex<()>,
+    /// One gate for the kinds whose holds the server counts as one (a
+    /// plain, a fair and a fenced lock of one name and owner id): their
+    /// requests too go one at a time.
+    pub gate: Arc<tokio::sync::Mutex<()>>,
     inner: Mutex<Inner>,
     lost_count: Arc<AtomicU64>,
 }
@@ -55,6 +58,14 @@ struct Inner {
 }
 
 impl LockState {
+    /// Whether a live state of another kind counts its holds in the same
+    /// server count (one owner id used for a plain and a fenced lock on
+    /// one name, say): the levels beyond one kind's holds may then be the
+    /// other's. Such states share their gate (see [`Registry::state`]).
+    pub fn shares_count(&self) -> bool {
+        Arc::strong_count(&self.gate) > 1
+    }
+
     /// Runs `change` on the holds and signals a loss it reports.
     pub fn update<T>(&self, change: impl FnOnce(&mut Holds) -> (T, Ended)) -> T {
         let mut inner = self.lock();
@@ -161,16 +172,19 @@ impl Registry {
     }
 
     /// The state of `id`, shared with every other live handle on it;
-    /// `shared_owner`: other clients may use its owner id too.
+    /// `shared_owner`: other clients may use its owner id too. A new state
+    /// takes the gate of a live state of another kind that the server
+    /// counts with it, if any.
     pub fn state(&self, id: LockId, shared_owner: bool) -> Arc<LockState> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(state) = states.get(&id).and_then(Weak::upgrade) {
             return state;
         }
         let holds = if shared_owner { Holds::for_shared_owner() } else { Holds::default() };
+        let gate = Self::counted_with(&states, &id).next().map_or_else(Arc::default, |other| other.gate.clone());
         let state = Arc::new(LockState {
             id: id.clone(),
-            gate: tokio::sync::Mutex::new(()),
+            gate,
             inner: Mutex::new(Inner { holds, lost: watch::channel(false).0 }),
             lost_count: self.lost_count.clone(),
         });
@@ -178,18 +192,16 @@ impl Registry {
         state
     }
 
-    /// Whether a live state of another kind counts its holds in the same
-    /// server count as `id`'s (one owner id used for a plain and a fenced
-    /// lock on one name, say): the levels beyond one kind's holds may then
-    /// be the other's.
-    pub fn shares_count(&self, id: &LockId) -> bool {
-        let states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        states.iter().any(|(other, state)| {
-            other.kind != id.kind
-                && other.kind.shares_counts_with(id.kind)
-                && (&other.name, &other.owner) == (&id.name, &id.owner)
-                && state.strong_count() > 0
-        })
+    /// The live states of other kinds whose holds the server counts with
+    /// `id`'s (the same name and owner id), looked up kind by kind.
+    fn counted_with<'a>(
+        states: &'a HashMap<LockId, Weak<LockState>>,
+        id: &'a LockId,
+    ) -> impl Iterator<Item = Arc<LockState>> + 'a {
+        Kind::ALL
+            .into_iter()
+            .filter(|kind| *kind != id.kind && kind.shares_counts_with(id.kind))
+            .filter_map(|kind| states.get(&LockId { kind, ..id.clone() }).and_then(Weak::upgrade))
     }
 
     /// The live states (forgetting the dead ones).
