@@ -182,6 +182,38 @@ async fn a_level_given_up_on_the_clients_clock_is_given_back_by_the_next_acquire
     assert!(!lock.is_locked().await.unwrap(), "a forgotten level kept the lock");
 }
 
+/// A level given up on the client's clock (its lease, counted from the
+/// send, ended during a stall) is still on the server, so the owner's next
+/// acquire, `HOLDS 0`, finds 1 and is answered as a replayed grant: no
+/// level added, and the lease left as it stands, not the one asked for.
+/// The client must learn that lease (the full reply's), or it believes a
+/// lock the server expires at once held for the whole new lease, while
+/// another owner takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_answered_by_a_level_given_up_keeps_that_levels_lease() {
+    let server = stallable_server();
+    // Replies wait out the stall (no resend), and no watchdog round (10 s)
+    // checks the hold before the end of this test.
+    let patient = options().with_watchdog_timeout(Duration::from_secs(30)).with_reply_timeout(Duration::from_secs(5));
+    let client = Client::connect(server.client(), patient).await.unwrap();
+    let lock = client.lock("replayed-lease");
+    let stalled = stall(&server, 0.8).await;
+    let given_up = lock.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    stalled.await.unwrap();
+    tokio::time::timeout(PATIENCE, given_up.lost()).await.expect("its lease, counted from the send, ran out");
+    assert_eq!(hold_count(&server, "replayed-lease", lock.owner()).await, 1, "the server still counts the level");
+
+    let current = lock.try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await.unwrap().expect("granted");
+    let other = Client::connect(server.client(), options()).await.unwrap();
+    let taken = other.lock("replayed-lease").try_lock(PATIENCE, Some(Duration::from_secs(10))).await.unwrap();
+    let _taken = taken.expect("the level's lease ran out on the server, and another owner took the lock");
+    // The server let the lock go at the old level's lease: the client
+    // knew that lease, and the guard is lost by then (at most a moment
+    // after, the signal being set by a task of its own).
+    let lost = tokio::time::timeout(Duration::from_secs(1), current.lost()).await;
+    assert!(lost.is_ok(), "another owner holds the lock, yet the guard is not lost: its lease was taken as 10 s");
+}
+
 /// Two clients sharing an owner id (`shared_owner_ids`): a level one of
 /// them gave up because its lease ran out is not taken for the other
 /// client's levels at its next acquire; without the option, an owner id is
