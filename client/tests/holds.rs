@@ -280,6 +280,30 @@ async fn a_plain_reentry_beside_a_fenced_hold_of_its_owner_keeps_both() {
     assert_eq!(hold_count(&server, "y", b"me").await, 0);
 }
 
+/// A plain lock's acquire names the owner's count as the plain handle
+/// counts it (`HOLDS n`); a fenced hold of the same name and owner is a
+/// level of that count too, so a plain re-entry after it finds `n + 1` and
+/// is answered as a replay: no level added. The plain unlocks then take
+/// the fenced hold's level, and the lock is free while the fenced guard
+/// looks held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_reentry_after_another_kinds_hold_of_the_owner_adds_a_level() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("z", "me");
+    let fenced = client.fenced_lock_with_owner("z", "me");
+    let first = plain.lock().await.unwrap();
+    let fencing = fenced.lock().await.unwrap();
+    let again = plain.lock().await.unwrap();
+    assert_eq!(hold_count(&server, "z", b"me").await, 3, "the plain re-entry added no level");
+    again.unlock().await.unwrap();
+    first.unlock().await.unwrap();
+    assert!(!fencing.is_lost());
+    let other = client.lock("z").try_lock(Duration::ZERO, None).await.unwrap();
+    assert!(other.is_none(), "another owner took the lock while the fenced guard holds it");
+    fencing.unlock().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_during_a_stall_is_applied_once() {
     let server = stallable_server();
