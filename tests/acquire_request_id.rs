@@ -259,7 +259,12 @@ fn an_acquire_with_holds_replays_its_grant_with_no_record() {
     let mut con = server.connection();
     let records = |con: &mut Connection| -> Vec<String> { con.keys("rlock_acquire_record:{held}*").unwrap() };
     assert_eq!(acquire(&mut con, "held", "a", &["HOLDS", "0"]), Value::Nil);
-    assert_eq!(acquire(&mut con, "held", "a", &["HOLDS", "0"]), Value::Nil, "the resend");
+    // A replay replies in full even when asked short: its lease is the
+    // earlier grant's, not the one asked for.
+    let _: () = con.pexpire("held", 7_000).unwrap();
+    let (granted, levels, lease_ms, _) = full(acquire(&mut con, "held", "a", &["HOLDS", "0"]));
+    assert_eq!((granted, levels), (1, 1), "the resend");
+    assert!((1..=7_000).contains(&lease_ms), "the lease as it stands: {lease_ms}");
     assert_eq!(holds(&mut con, "held", "a"), Some(1));
     let (granted, levels, lease_ms, _) = full(acquire(&mut con, "held", "a", &["HOLDS", "1", "REPLY", "FULL"]));
     assert_eq!((granted, levels), (1, 2));

@@ -140,7 +140,7 @@ impl Client {
     /// A new handle on the lock `name`, with its own owner id
     /// `<client id>:<n>`. Reentrant through this handle (and its clones).
     pub fn lock(&self, name: impl AsRef<[u8]>) -> Lock {
-        self.lock_with_owner(name, self.next_owner())
+        Lock::minted(self.shared.clone(), name.as_ref(), self.next_owner().as_bytes())
     }
 
     /// A handle on the lock `name` with an explicit owner id: two handles

@@ -116,7 +116,13 @@ impl<K: LockKind> std::fmt::Debug for Lock<K> {
 
 impl<K: LockKind> Lock<K> {
     pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
-        Self { handle: Handle::new(shared, name, owner, K::KIND), kind: PhantomData }
+        Self { handle: Handle::new(shared, name, (owner, false), K::KIND), kind: PhantomData }
+    }
+
+    /// A handle whose owner id was made for it just now (no level of it on
+    /// the server yet).
+    pub(crate) fn minted(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
+        Self { handle: Handle::new(shared, name, (owner, true), K::KIND), kind: PhantomData }
     }
 
     /// The lock's name: its Redis key.

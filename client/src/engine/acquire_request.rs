@@ -29,11 +29,15 @@ pub(crate) enum Sent {
     },
     /// `observed`: the owner's count right after the grant; `token`: a
     /// fenced lock's fencing token (0 for other kinds); `lease_start`: when
-    /// its lease started at the earliest, by this clock.
+    /// its lease started at the earliest, by this clock; `lease_left`: the
+    /// lease the reply read, `(sent at, left)`, for a grant replayed to a
+    /// first send (`HOLDS`: a level this client gave up on its clock that
+    /// the server still counts).
     Granted {
         observed: i64,
         token: i64,
         lease_start: Instant,
+        lease_left: Option<(Instant, Duration)>,
     },
     /// Granted, but fewer replicas than required acknowledged it.
     Unsynced {
@@ -51,11 +55,16 @@ pub(crate) struct Naming {
 
 impl Naming {
     /// For an acquire of `state` sent on `connection` while this client
-    /// counts `counted` levels: `HOLDS` for a plain lock whose owner only
-    /// this client counts, and only this kind of its handles (a fair or a
-    /// fenced lock of the same name and owner id adds to the server's
-    /// count), not for a blocking call (cancelled by its id), where the
-    /// module takes it; else an id where the module can record one.
+    /// counts `counted` levels: `HOLDS` for a plain lock whose owner's
+    /// levels on the server are exactly the ones counted here (see
+    /// [`Holds::counted_exactly`](crate::engine::holds::Holds::counted_exactly):
+    /// no level given up on this clock that the server may count still, no
+    /// other client counting the owner), and whose count no fair or fenced
+    /// handle of the same name and owner id adds to; not for a blocking
+    /// call (cancelled by its id); where the module takes it. Else an id
+    /// where the module can record one: the acquire then runs (a fresh
+    /// lease, a re-entry), where `HOLDS` would take a level left behind for
+    /// its grant.
     pub fn new(
         shared: &Shared,
         connection: &Connection,
@@ -64,7 +73,7 @@ impl Naming {
     ) -> Self {
         let counts = state.id.kind == Kind::Plain
             && !blocking
-            && !state.read(|holds| holds.is_shared_owner())
+            && state.read(|holds| holds.counted_exactly())
             && !shared.holds_refused.load(Ordering::Relaxed)
             && !state.shares_count();
         match counts {
@@ -159,7 +168,8 @@ fn refuses_holds(refused: &AtomicBool, err: &Error) -> bool {
 /// Which reply an acquire asks for.
 #[derive(Clone, Copy)]
 pub(crate) enum ReplyForm {
-    /// Nil or the holder's PTTL, for a `HOLDS holds` acquire's first send.
+    /// Nil or the holder's PTTL (or a replay in full), for a `HOLDS holds`
+    /// acquire's first send.
     Short { holds: usize },
     /// `REPLY FULL`: a resend's (a replayed grant's lease left is read),
     /// and every acquire without `HOLDS`.
@@ -210,7 +220,11 @@ async fn send(
             return Ok(Sent::Unsynced { acknowledged, required: plan.required });
         }
     }
-    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at })
+    // The short form reads a lease only from a replay, replied in full.
+    let replayed = matches!(form, ReplyForm::Short { .. });
+    let lease_left = u64::try_from(reply.lease_ms).ok().filter(|_| replayed);
+    let lease_left = lease_left.map(|ms| (requested_at, Duration::from_millis(ms)));
+    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at, lease_left })
 }
 
 /// `acquire`, then `WAIT` when replicas must acknowledge, in one pipeline:

@@ -80,9 +80,8 @@ pub(crate) async fn run(
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let sync = sync.as_ref();
     let mut connection = sync.map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
-    // An acquire is made safe to send again (see `acquire_request`): when
-    // its reply is lost, sending it again gets its outcome (a grant is
-    // replayed, adding no level); a blocked call is cancelled by its id.
+    // Safe to send again (see `acquire_request`): a resend gets a lost
+    // reply's outcome, adding no level; a blocked call is cancelled by id.
     let mut naming = Naming::new(shared, &connection, state, (counted, blocking));
     // In a cluster a resendable acquire waits a bounded time for its node:
     // the resend below settles it, on the slot's new owner after a failover.
@@ -114,7 +113,9 @@ pub(crate) async fn run(
             let place = queue_wait_ms.filter(|_| !blocking);
             return Box::pin(refused(&lock, &connection, retry_ms, place, reply_tx)).await;
         }
-        Ok(Sent::Granted { observed, token, lease_start }) => (observed, token, lease_start, None, reply_tx),
+        Ok(Sent::Granted { observed, token, lease_start, lease_left }) => {
+            (observed, token, lease_start, lease_left, reply_tx)
+        }
         Ok(Sent::Unsynced { acknowledged, required }) => {
             Box::pin(give_back(&lock, &connection)).await;
             return drop(reply_tx.send(Err(Error::ReplicaSync { acknowledged, required })));

@@ -165,7 +165,7 @@ pub(crate) async fn send(
         Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => refused(retry_ms),
         Ok(FullReply { granted: true, holds, waited_ms, .. }) => {
             let lease_start = lease_start(requested_at, received_at, waited_ms);
-            Ok(Ok(Sent::Granted { observed: holds, token: 0, lease_start }))
+            Ok(Ok(Sent::Granted { observed: holds, token: 0, lease_start, lease_left: None }))
         }
         // An ACL refusing the record key, or a module without WAIT (or
         // BLOCK): wait by pub/sub from now on.

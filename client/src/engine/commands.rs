@@ -192,15 +192,17 @@ pub struct FullReply {
 }
 
 impl FullReply {
-    /// What a `HOLDS n` acquire's short reply says: nil, granted (the owner
-    /// then holds `n + 1`: run now or replayed); an integer, refused with
-    /// the holder's PTTL. A reply of one value, where the full one is nine
-    /// for the client to parse. `lease_ms` of a grant is -1: not read.
+    /// What a plain lock's `HOLDS n` acquire asked for the short reply
+    /// says: nil, granted now (the owner then holds `n + 1`, the lease the
+    /// one asked for; `lease_ms` is -1, not read); an integer, refused with
+    /// the holder's PTTL; the full reply, a grant replayed (its lease is an
+    /// earlier one's). One value to parse where the full reply is nine.
     pub fn from_short(reply: &Value, holds: usize) -> Result<Self> {
         let refused = |retry_ms| Self { granted: false, holds: 0, lease_ms: retry_ms, waited_ms: 0, token: None };
         match reply {
             Value::Nil => Ok(Self { granted: true, holds: holds as i64 + 1, lease_ms: -1, waited_ms: 0, token: None }),
             Value::Int(retry_ms) => Ok(refused(*retry_ms)),
+            Value::Array(_) | Value::Map(_) => Self::parse(reply, Kind::Plain),
             _ => Err(Error::UnexpectedReply(format!("acquire replied {reply:?}"))),
         }
     }
@@ -400,6 +402,12 @@ mod tests {
             (Int(-1), 1, refused(-1)),
             (Okay, 0, None),
             (pairs(&[("granted", Int(1))]), 0, None),
+            // A replay, replied in full.
+            (
+                pairs(&[("granted", Int(1)), ("holds", Int(1)), ("lease_ms", Int(700)), ("waited_ms", Int(0))]),
+                0,
+                Some(FullReply { granted: true, holds: 1, lease_ms: 700, waited_ms: 0, token: None }),
+            ),
         ];
         for (reply, holds, expected) in cases {
             assert_eq!(FullReply::from_short(&reply, holds).ok(), expected, "{reply:?} after HOLDS {holds}");

@@ -15,11 +15,12 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
-    pub fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8], kind: Kind) -> Self {
+    /// `minted`: `owner` was made for this handle just now.
+    pub fn new(shared: Arc<Shared>, name: &[u8], (owner, minted): (&[u8], bool), kind: Kind) -> Self {
         let id = LockId { name: name.into(), owner: owner.into(), kind };
         let channel = id.channel().into();
         let own_id = owner.strip_prefix(shared.id.to_string().as_bytes()).is_some_and(|rest| rest.starts_with(b":"));
-        let state = shared.registry.state(id, shared.options.shared_owner_ids && !own_id);
+        let state = shared.registry.state(id, shared.options.shared_owner_ids && !own_id, minted);
         Self { shared, state, channel }
     }
 

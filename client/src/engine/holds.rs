@@ -102,6 +102,9 @@ pub(crate) struct Holds {
     /// [`Holds::for_shared_owner`]): levels beyond this client's count may
     /// be theirs.
     shared_owner: bool,
+    /// The server counts exactly these holds of this owner, under the lease
+    /// estimated here (see [`Holds::counted_exactly`]).
+    exact: bool,
 }
 
 impl Holds {
@@ -111,9 +114,24 @@ impl Holds {
         Self { shared_owner: true, ..Self::default() }
     }
 
-    /// Whether other clients may count levels of this owner too.
-    pub fn is_shared_owner(&self) -> bool {
-        self.shared_owner
+    /// The holds of an owner id minted for this client just now: the
+    /// server counts none of its levels yet.
+    pub fn fresh() -> Self {
+        Self { exact: true, ..Self::default() }
+    }
+
+    /// Whether the server counts exactly the holds counted here, and no
+    /// level beyond them: then an acquire naming that count is granted
+    /// afresh (a level added, the lease sent set), never a replay of an
+    /// earlier grant, and its short reply tells all. Not so until a reply
+    /// shows the owner's count (a handle on an owner id used before), nor
+    /// once a level may have stayed behind on the server (a lease given up
+    /// on this clock, a release whose reply was lost, levels to give
+    /// back): an acquire then finding one more is answered as a replay,
+    /// with that level's lease as it stands, which only the full reply
+    /// tells.
+    pub fn counted_exactly(&self) -> bool {
+        self.exact
     }
 
     /// Holds this client counts: what the server's count should be.
@@ -155,6 +173,8 @@ impl Holds {
     /// checked against the holds counted here: fewer than one more means
     /// they were lost meanwhile (the grant started afresh), and they end.
     pub fn granted_after(&mut self, observed: i64) -> Ended {
+        // Levels beyond the holds, to give back, may stay behind.
+        self.exact = false;
         match usize::try_from(observed).unwrap_or(0) > self.holds.len() || self.holds.is_empty() {
             true => Ended::No,
             false => self.end(Ended::Lost),
@@ -186,6 +206,7 @@ impl Holds {
         self.leased(requested_at, lease_sent);
         let beyond = observed.saturating_sub(self.holds.len());
         let orphaned = if self.shared_owner { 0 } else { beyond };
+        self.exact = observed == self.holds.len() && !self.shared_owner;
         (Ticket { incarnation: self.incarnation, hold: hold.id }, ended, orphaned)
     }
 
@@ -210,11 +231,25 @@ impl Holds {
             return Ended::No;
         }
         self.holds.retain(|hold| hold.id != ticket.hold);
+        // The server now counts none of this owner's levels.
+        let none_left = |holds: &mut Self, ended| {
+            holds.exact = !holds.shared_owner;
+            ended
+        };
         match reply {
-            Released::NotHeld => self.end(Ended::Lost),
+            Released::NotHeld => {
+                let ended = self.end(Ended::Lost);
+                none_left(self, ended)
+            }
             // The server had fewer holds than counted: the rest are gone.
-            Released::Fully if !self.holds.is_empty() => self.end(Ended::Lost),
-            Released::Fully => self.end(Ended::Released),
+            Released::Fully if !self.holds.is_empty() => {
+                let ended = self.end(Ended::Lost);
+                none_left(self, ended)
+            }
+            Released::Fully => {
+                let ended = self.end(Ended::Released);
+                none_left(self, ended)
+            }
             // No hold left here, yet the server still counts one: not ours
             // to release (another process may share the owner id). It
             // expires with the lease just sent.
@@ -234,6 +269,7 @@ impl Holds {
         if !self.is_current(ticket) {
             return Ended::No;
         }
+        self.exact = false;
         self.holds.retain(|hold| hold.id != ticket.hold);
         if self.holds.is_empty() {
             self.end(Ended::Released)
@@ -288,7 +324,11 @@ impl Holds {
         }
     }
 
+    /// Ends the incarnation; its levels may stay behind on the server
+    /// (a lease given up on this clock, a refusal of the owner's own
+    /// re-entry, a release of unknown outcome) until a reply shows them.
     fn end(&mut self, how: Ended) -> Ended {
+        self.exact = false;
         self.holds.clear();
         self.lease = LeaseEstimate::default();
         self.incarnation += 1;

@@ -172,15 +172,20 @@ impl Registry {
     }
 
     /// The state of `id`, shared with every other live handle on it;
-    /// `shared_owner`: other clients may use its owner id too. A new state
-    /// takes the gate of a live state of another kind that the server
-    /// counts with it, if any.
-    pub fn state(&self, id: LockId, shared_owner: bool) -> Arc<LockState> {
+    /// `shared_owner`: other clients may use its owner id too; `minted`:
+    /// its owner id was made for this handle just now (the server counts
+    /// none of its levels). A new state takes the gate of a live state of
+    /// another kind that the server counts with it, if any.
+    pub fn state(&self, id: LockId, shared_owner: bool, minted: bool) -> Arc<LockState> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(state) = states.get(&id).and_then(Weak::upgrade) {
             return state;
         }
-        let holds = if shared_owner { Holds::for_shared_owner() } else { Holds::default() };
+        let holds = match (shared_owner, minted) {
+            (true, _) => Holds::for_shared_owner(),
+            (false, true) => Holds::fresh(),
+            (false, false) => Holds::default(),
+        };
         let gate = Self::counted_with(&states, &id).next().map_or_else(Arc::default, |other| other.gate.clone());
         let state = Arc::new(LockState {
             id: id.clone(),

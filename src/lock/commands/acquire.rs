@@ -32,7 +32,8 @@ use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString};
 ///   over its place, without it runs now.
 /// - `HOLDS n`: the owner's levels as the caller counts them; a resend
 ///   replies the first send's grant, with no record (see
-///   `lock::acquire_holding`). Not with `NOREENTRY`, `WAIT` or `ID`.
+///   `lock::acquire_holding`), always as `REPLY FULL` would: the lease
+///   left is an earlier grant's. Not with `NOREENTRY`, `WAIT` or `ID`.
 /// - `REPLY FULL`: the reply is [`AcquireReply`].
 pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     let AcquireArgs { name, owner, lease_ms, no_reentry, holding, options } = AcquireArgs::parse(args)?;
@@ -66,6 +67,9 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
             acquire_once::acquire_once(&mut key, (&mut record, requester), &owner, lease_ms, request.window_ms, clock)?
         }
     };
+    // A HOLDS call that replays replies in full: its lease is an earlier
+    // grant's (or a level its caller gave up), not the one asked for.
+    let full_reply = full_reply || (holding.is_some() && matches!(once, Once::Replayed(_)));
     // Only a full reply tells a grant's lease; a bare grant replies nil.
     let pttl = if full_reply { lease_left(&key, &owner, &once, now) } else { 0 };
     // A holder refused (its re-entry, by a lock-delay) is not queued behind

@@ -205,3 +205,48 @@ fn holds_given_up_on_the_clock_are_lost_and_a_refusal_ends_them() {
     next(&mut holds, Renewal::Fixed, ms(100), t0);
     assert_eq!(holds.refused(), Ended::Lost);
 }
+
+#[test]
+fn the_count_is_exact_only_while_no_level_can_stay_behind_on_the_server() {
+    let t0 = Instant::now();
+    // An owner id used before: unknown until a reply shows the count.
+    let mut holds = Holds::default();
+    assert!(!holds.counted_exactly());
+    let (first, _) = next(&mut holds, Renewal::Fixed, ms(100), t0);
+    assert!(holds.counted_exactly(), "the grant's reply showed the count");
+    let (second, _) = next(&mut holds, Renewal::Fixed, ms(100), t0);
+    assert!(holds.counted_exactly());
+    // A release of unknown outcome: its level may stay behind.
+    assert_eq!(holds.forget(&second), Ended::No);
+    assert!(!holds.counted_exactly());
+    next(&mut holds, Renewal::Fixed, ms(100), t0);
+    assert_eq!(holds.released(&first, Released::Fully, Some(ms(100)), t0), Ended::Lost);
+    assert!(holds.counted_exactly(), "the key is gone: no level left");
+
+    // A minted owner id: none of its levels on the server yet.
+    let mut holds = Holds::fresh();
+    assert!(holds.counted_exactly());
+    next(&mut holds, Renewal::Fixed, ms(100), t0);
+    // A lease given up on this clock: the server may count it still.
+    assert_eq!(holds.expire_overdue(t0 + ms(100)), Ended::Lost);
+    assert!(!holds.counted_exactly());
+    // Seen again, one level beyond the holds: to give back, maybe left.
+    let (_, _, orphaned) = holds.granted(Renewal::Fixed, ms(100), ms(100), t0 + ms(200), 2);
+    assert_eq!(orphaned, 1);
+    assert!(!holds.counted_exactly());
+
+    // A refusal of the owner's own re-entry (a lock-delay) leaves its levels.
+    let mut holds = Holds::fresh();
+    next(&mut holds, Renewal::Fixed, ms(100), t0);
+    assert_eq!(holds.refused(), Ended::Lost);
+    assert!(!holds.counted_exactly());
+    // With nothing held, a refusal is another owner's hold: still none here.
+    let mut holds = Holds::fresh();
+    assert_eq!(holds.refused(), Ended::No);
+    assert!(holds.counted_exactly());
+
+    // Levels of a shared owner id are never counted exactly.
+    let mut holds = Holds::for_shared_owner();
+    next(&mut holds, Renewal::Fixed, ms(100), t0);
+    assert!(!holds.counted_exactly());
+}

@@ -131,7 +131,7 @@ impl Harness {
     /// (kept alive) and its lost signal.
     fn hold(&self, renewal: Renewal, lease: Duration) -> (Arc<LockState>, watch::Receiver<bool>) {
         let id = LockId { name: b"orders".as_slice().into(), owner: b"u:1".as_slice().into(), kind: Kind::Plain };
-        let state = self.registry.state(id, false);
+        let state = self.registry.state(id, false, false);
         let now = Instant::now();
         let (ticket, lease_end) = state.update(|holds| {
             let (ticket, ended, _) = holds.granted(renewal, lease, lease, now, 1);
