@@ -279,6 +279,37 @@ async fn a_plain_reentry_beside_a_fenced_hold_of_its_owner_keeps_both() {
     assert_eq!(hold_count(&server, "y", b"me").await, 0);
 }
 
+/// A fenced hold of the plain lock's owner id, given up on the client's
+/// clock (a stall made its lease look ended) while the server still counts
+/// its level, and its handle dropped: the plain lock's count was exact
+/// before, and nothing of the fenced lock's made it inexact, so its next
+/// acquire (`HOLDS 0`) found the fenced level and was answered as a replay:
+/// the lease asked for (10 s) was not set, the level's 300 ms was the lock's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_acquire_after_another_kinds_level_given_up_gets_the_lease_it_asked_for() {
+    let server = stallable_server();
+    let patient = options().with_watchdog_timeout(Duration::from_secs(30)).with_reply_timeout(Duration::from_secs(5));
+    let client = Client::connect(server.client(), patient).await.unwrap();
+    let plain = client.lock_with_owner("kinds-replayed-lease", "me");
+    // A full cycle: the key is gone, and the plain lock counts its 0 exactly.
+    plain.lock().await.unwrap().unlock().await.unwrap();
+    {
+        let fenced = client.fenced_lock_with_owner("kinds-replayed-lease", "me");
+        let stalled = stall(&server, 0.8).await;
+        let given_up = fenced.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+        stalled.await.unwrap();
+        tokio::time::timeout(PATIENCE, given_up.lost()).await.expect("its lease, counted from the send, ran out");
+        assert_eq!(hold_count(&server, "kinds-replayed-lease", b"me").await, 1, "the server still counts the level");
+    }
+    let current = plain.try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await.unwrap().expect("granted");
+    let pttl: i64 =
+        redis::cmd("PTTL").arg("kinds-replayed-lease").query_async(&mut admin(&server).await).await.unwrap();
+    assert!(pttl > 5_000, "the lease asked for (10 s) is the lock's: PTTL {pttl}");
+    assert!(!current.is_lost());
+    current.unlock().await.unwrap();
+    eventually!("no level left", hold_count(&server, "kinds-replayed-lease", b"me").await == 0);
+}
+
 /// A plain lock's acquire names the owner's count as the plain handle
 /// counts it (`HOLDS n`); a fenced hold of the same name and owner is a
 /// level of that count too, so a plain re-entry after it finds `n + 1` and
