@@ -279,6 +279,28 @@ async fn a_plain_reentry_beside_a_fenced_hold_of_its_owner_keeps_both() {
     assert_eq!(hold_count(&server, "y", b"me").await, 0);
 }
 
+/// A re-entry never shortens the lease the holds already taken need; a
+/// fenced (or fair) acquire of the plain lock's owner id is a re-entry on
+/// the server (one count, one key, one expiry), yet it sent only the lease
+/// its own kind's holds need: a 300 ms fenced hold cut the plain hold's
+/// 10 s to 300 ms, and another owner took the lock while the plain guard
+/// looked held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_kinds_short_reentry_keeps_the_plain_holds_lease() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("kinds-lease", "me");
+    let fenced = client.fenced_lock_with_owner("kinds-lease", "me");
+    let outer = plain.lock_with_lease(Duration::from_secs(10)).await.unwrap();
+    let inner = fenced.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    inner.unlock().await.unwrap();
+    let other = client.lock("kinds-lease");
+    let taken = other.try_lock(Duration::from_secs(1), None).await.unwrap();
+    assert!(taken.is_none() || outer.is_lost(), "another owner took the lock while the plain guard looked held");
+    assert!(!outer.is_lost());
+    outer.unlock().await.unwrap();
+}
+
 /// A fenced hold of the plain lock's owner id, given up on the client's
 /// clock (a stall made its lease look ended) while the server still counts
 /// its level, and its handle dropped: the plain lock's count was exact
