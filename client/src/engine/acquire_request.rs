@@ -75,7 +75,7 @@ impl Naming {
             && !blocking
             && state.read(|holds| holds.counted_exactly())
             && !shared.holds_refused.load(Ordering::Relaxed)
-            && !state.shares_count();
+            && !state.counted_with_others();
         match counts {
             true => Self { named: None, holds: Some(counted) },
             false => Self { named: Named::new(&shared.record_refused, connection, &state.id), holds: None },

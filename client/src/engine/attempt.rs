@@ -75,8 +75,7 @@ pub(crate) async fn run(
     }
     let requested_at = Instant::now();
     let watchdog = shared.options.watchdog_timeout;
-    let (counted, lease_sent) =
-        state.read(|holds| (holds.count(), holds.lease_for_acquire(lease, requested_at, watchdog)));
+    let (counted, lease_sent) = state.lease_for_acquire(lease, requested_at, watchdog);
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     let sync = sync.as_ref();
     let mut connection = sync.map_or_else(|| shared.connection.clone(), |plan| plan.connection.clone());
@@ -274,7 +273,9 @@ pub(crate) async fn release_orphans(lock: &Handle, connection: &Connection, orph
 pub(crate) async fn give_back(lock: &Handle, connection: &Connection) {
     let (shared, state) = (lock.shared(), lock.state());
     let watchdog = shared.options.watchdog_timeout;
-    let lease = state.read(|holds| holds.lease_needed(Instant::now(), watchdog)).unwrap_or(watchdog);
+    let now = Instant::now();
+    let own = state.read(|holds| holds.lease_needed(now, watchdog));
+    let lease = own.max(state.siblings_lease_needed(now, watchdog)).unwrap_or(watchdog);
     let _ = release(shared, connection, &state.id, protocol::clamp_lease_ms(lease)).await;
 }
 

@@ -71,6 +71,8 @@ async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Resul
     }) else {
         return Err(Error::NotOwner);
     };
+    let siblings = state.siblings_lease_needed(requested_at, watchdog);
+    let lease_sent = siblings.map_or(lease_sent, |needed| needed.max(lease_sent));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     match release(shared, &shared.connection, &state.id, lease_ms).await {
         Ok(reply) => {

@@ -46,6 +46,10 @@ pub(crate) struct LockState {
     /// plain, a fair and a fenced lock of one name and owner id): their
     /// requests too go one at a time.
     pub gate: Arc<tokio::sync::Mutex<()>>,
+    /// The states of other kinds that count their holds with this one's,
+    /// made while this one lived (never forgotten: see
+    /// [`LockState::counted_with_others`]).
+    siblings: Mutex<Vec<Weak<LockState>>>,
     inner: Mutex<Inner>,
     lost_count: Arc<AtomicU64>,
 }
@@ -64,6 +68,38 @@ impl LockState {
     /// other's. Such states share their gate (see [`Registry::state`]).
     pub fn shares_count(&self) -> bool {
         Arc::strong_count(&self.gate) > 1
+    }
+
+    /// Whether a state of another kind counting its holds with this one's
+    /// has lived beside it at any time: its levels may still be on the
+    /// server (one given up on this client's clock, a release without a
+    /// reply) after it is gone, and nothing here counts them, so this
+    /// state's count is never taken as the server's (no `HOLDS`).
+    pub fn counted_with_others(&self) -> bool {
+        !self.siblings.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
+    /// The lease the holds of the live states of other kinds counted with
+    /// this one need from `now`: the server keeps one expiry for all of
+    /// them, so every acquire, release and renewal sets at least that.
+    pub fn siblings_lease_needed(&self, now: Instant, watchdog: std::time::Duration) -> Option<std::time::Duration> {
+        let siblings: Vec<Arc<LockState>> =
+            self.siblings.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect();
+        siblings.iter().filter_map(|sibling| sibling.read(|holds| holds.lease_needed(now, watchdog))).max()
+    }
+
+    /// The holds counted here, and the lease to send with an acquire for
+    /// `lease` (see [`Holds::lease_for_acquire`]): never shorter than what
+    /// the holds of the kinds counted with this one need either.
+    pub fn lease_for_acquire(
+        &self,
+        lease: std::time::Duration,
+        now: Instant,
+        watchdog: std::time::Duration,
+    ) -> (usize, std::time::Duration) {
+        let (counted, own) = self.read(|holds| (holds.count(), holds.lease_for_acquire(lease, now, watchdog)));
+        let siblings = self.siblings_lease_needed(now, watchdog);
+        (counted, siblings.map_or(own, |needed| needed.max(own)))
     }
 
     /// Runs `change` on the holds and signals a loss it reports.
@@ -186,13 +222,19 @@ impl Registry {
             (false, true) => Holds::fresh(),
             (false, false) => Holds::default(),
         };
-        let gate = Self::counted_with(&states, &id).next().map_or_else(Arc::default, |other| other.gate.clone());
+        let others: Vec<Arc<LockState>> = Self::counted_with(&states, &id).collect();
+        let gate = others.first().map_or_else(Arc::default, |other| other.gate.clone());
+        let siblings = Mutex::new(others.iter().map(Arc::downgrade).collect());
         let state = Arc::new(LockState {
             id: id.clone(),
             gate,
+            siblings,
             inner: Mutex::new(Inner { holds, lost: watch::channel(false).0 }),
             lost_count: self.lost_count.clone(),
         });
+        for other in &others {
+            other.siblings.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&state));
+        }
         states.insert(id, Arc::downgrade(&state));
         state
     }

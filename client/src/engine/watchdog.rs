@@ -155,6 +155,14 @@ impl Watchdog {
             .into_iter()
             .filter_map(|state| {
                 let (incarnation, upkeep) = state.read(|holds| (holds.incarnation(), holds.upkeep(now, timeout)));
+                // One expiry for the kinds counted together: a renewal
+                // keeps what the other kinds' holds need too.
+                let upkeep = match upkeep {
+                    Some(Upkeep::Renew(lease)) => Some(Upkeep::Renew(
+                        state.siblings_lease_needed(now, timeout).map_or(lease, |needed| needed.max(lease)),
+                    )),
+                    other => other,
+                };
                 Some(Task { state, incarnation, upkeep: upkeep? })
             })
             .collect();
