@@ -301,6 +301,38 @@ async fn another_kinds_short_reentry_keeps_the_plain_holds_lease() {
     outer.unlock().await.unwrap();
 }
 
+/// Kinds counted together share one gate, and a fair waiter blocking on
+/// the server holds it for its whole call (up to 30 s); the watchdog marks
+/// a hold lost on a refused renewal only when it gets the gate at once (a
+/// request in flight settles the holds itself). The plain hold of the same
+/// owner, deleted and taken by another owner meanwhile, is then reported
+/// lost when its lease ends by the client's clock (the refused renewal set
+/// none), not at the refused renewal: later, never after the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_hold_is_reported_lost_while_a_fair_waiter_of_its_owner_blocks() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("kinds-gate", "me");
+    let held = plain.lock().await.unwrap();
+    let rounds = client.watchdog_stats().rounds;
+    eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
+    // Right after a round: the next is 667 ms away.
+    let _: () = redis::cmd("DEL").arg("kinds-gate").query_async(&mut admin(&server).await).await.unwrap();
+    let other_client = self::client(&server).await;
+    let other = other_client.lock("kinds-gate").lock().await.unwrap();
+    let fair = client.fair_lock_with_owner("kinds-gate", "me");
+    let waiter = tokio::spawn(async move { fair.lock().await.map(drop) });
+    let blocked = || async {
+        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(&server).await).await.unwrap();
+        info.contains("blocked_clients:1")
+    };
+    eventually!("the fair waiter blocked on the server", blocked().await);
+    let lost = tokio::time::timeout(WATCHDOG * 2, held.lost()).await;
+    assert!(lost.is_ok(), "another owner holds the lock, yet the plain guard looks held");
+    other.unlock().await.unwrap();
+    waiter.await.unwrap().unwrap();
+}
+
 /// A fenced hold of the plain lock's owner id, given up on the client's
 /// clock (a stall made its lease look ended) while the server still counts
 /// its level, and its handle dropped: the plain lock's count was exact
