@@ -333,6 +333,45 @@ async fn a_plain_hold_is_reported_lost_while_a_fair_waiter_of_its_owner_blocks()
     waiter.await.unwrap().unwrap();
 }
 
+/// The same, the other owner releasing while the fair waiter blocks: the
+/// fair waiter is granted (the owner's count is 1: its level alone), and
+/// the plain hold, whose level was deleted, is renewed from then on by
+/// the fair level (one count for both kinds): it looked held for ever, and
+/// its unlock released the fair hold's level, so that another owner took
+/// the lock while the fair guard looked held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_hold_deleted_while_a_fair_waiter_of_its_owner_blocks_is_not_renewed_by_the_fair_grant() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("kinds-gate-grant", "me");
+    let held = plain.lock().await.unwrap();
+    let rounds = client.watchdog_stats().rounds;
+    eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
+    // Right after a round: the next is 667 ms away, the lease ends in 2 s.
+    let _: () = redis::cmd("DEL").arg("kinds-gate-grant").query_async(&mut admin(&server).await).await.unwrap();
+    let other_client = self::client(&server).await;
+    let other = other_client.lock("kinds-gate-grant").lock().await.unwrap();
+    let fair = client.fair_lock_with_owner("kinds-gate-grant", "me");
+    let waiter = tokio::spawn(async move { fair.lock().await });
+    let blocked = || async {
+        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(&server).await).await.unwrap();
+        info.contains("blocked_clients:1")
+    };
+    eventually!("the fair waiter blocked on the server", blocked().await);
+    other.unlock().await.unwrap();
+    let fair_guard = waiter.await.unwrap().unwrap();
+    assert_eq!(hold_count(&server, "kinds-gate-grant", b"me").await, 1, "the fair level alone");
+    // Past the plain hold's lease by the client's clock, renewed or not.
+    let rounds = client.watchdog_stats().rounds;
+    eventually!("four more rounds", client.watchdog_stats().rounds >= rounds + 4);
+    assert!(held.is_lost(), "the plain hold's level was deleted, yet it looks held");
+    let _ = held.unlock().await;
+    assert!(!fair_guard.is_lost());
+    let taken = other_client.lock("kinds-gate-grant").try_lock(Duration::ZERO, None).await.unwrap();
+    assert!(taken.is_none(), "another owner took the lock while the fair guard looked held");
+    fair_guard.unlock().await.unwrap();
+}
+
 /// A fenced hold of the plain lock's owner id, given up on the client's
 /// clock (a stall made its lease look ended) while the server still counts
 /// its level, and its handle dropped: the plain lock's count was exact
