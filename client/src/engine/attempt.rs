@@ -228,7 +228,11 @@ pub(crate) struct Granted {
 pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<Result<Attempt>>) -> usize {
     let Granted { renewal, lease, lease_sent, requested_at, observed, lease_left, token } = granted;
     let state = lock.state();
-    let (ticket, orphaned, lease_end) = state.update(|holds| {
+    // Counted with other kinds' holds (their requests wait for this one's
+    // gate): fewer levels than all of them and this grant, and theirs ended.
+    let siblings = state.siblings_count();
+    let (ticket, orphaned, lease_end, siblings_ended) = state.update(|holds| {
+        let siblings_ended = siblings > 0 && usize::try_from(observed).unwrap_or(0) <= holds.count() + siblings;
         let (ticket, mut ended, orphaned) = holds.granted(renewal, lease, lease_sent, requested_at, observed);
         if let Some((read_at, left)) = lease_left {
             holds.leased(read_at, left);
@@ -239,8 +243,11 @@ pub(crate) fn grant(lock: &Handle, granted: Granted, reply_tx: oneshot::Sender<R
         if ended == Ended::No {
             ended = holds.expire_overdue(Instant::now());
         }
-        ((ticket, orphaned, holds.expires_at()), ended)
+        ((ticket, orphaned, holds.expires_at(), siblings_ended), ended)
     });
+    if siblings_ended {
+        state.lose_siblings();
+    }
     lock.shared().registry.note_lease_end(lease_end);
     // Levels beyond this kind's holds may be another kind's of this owner.
     let orphaned = match orphaned > 0 && state.shares_count() {

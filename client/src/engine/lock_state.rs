@@ -83,9 +83,24 @@ impl LockState {
     /// this one need from `now`: the server keeps one expiry for all of
     /// them, so every acquire, release and renewal sets at least that.
     pub fn siblings_lease_needed(&self, now: Instant, watchdog: std::time::Duration) -> Option<std::time::Duration> {
-        let siblings: Vec<Arc<LockState>> =
-            self.siblings.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect();
-        siblings.iter().filter_map(|sibling| sibling.read(|holds| holds.lease_needed(now, watchdog))).max()
+        self.live_siblings().iter().filter_map(|sibling| sibling.read(|holds| holds.lease_needed(now, watchdog))).max()
+    }
+
+    fn live_siblings(&self) -> Vec<Arc<LockState>> {
+        self.siblings.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// The holds the live states of other kinds counted with this one
+    /// count: levels of the same count on the server.
+    pub fn siblings_count(&self) -> usize {
+        self.live_siblings().iter().map(|sibling| sibling.read(|holds| holds.count())).sum()
+    }
+
+    /// A grant of this kind found fewer levels on the server than every
+    /// kind counted with it holds here, plus one: the earlier holds ended
+    /// (a delete, a lease run out), the other kinds' with them.
+    pub fn lose_siblings(&self) {
+        self.live_siblings().iter().for_each(|sibling| sibling.lose());
     }
 
     /// The holds counted here, and the lease to send with an acquire for
