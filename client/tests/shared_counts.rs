@@ -1,0 +1,204 @@
+//! Kinds whose holds the server counts as one: a plain, a fair and a
+//! fenced lock of one name and owner id (`*_with_owner`) are levels of one
+//! hash field with one expiry. Each kind's grants, leases and losses must
+//! leave the others' holds as they are.
+
+mod common;
+
+use common::counts::{client, hold_count, options, WATCHDOG};
+use common::{admin, stall, stallable_server};
+use rlock_client::Client;
+use std::time::Duration;
+use testkit::{eventually, Server, PATIENCE};
+
+/// One owner id used for a plain, a fenced and a fair lock on one name: the
+/// server counts their holds as one, so each kind's grant sees the others'
+/// levels and must not give them back (a reviewer's double grant: the
+/// fenced acquire released the plain hold's level, and after the plain
+/// unlock another owner took the lock while the fenced guard looked held).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinds_sharing_an_owner_id_never_give_back_each_others_levels() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("x", "me");
+    let (fenced, fair) = (client.fenced_lock_with_owner("x", "me"), client.fair_lock_with_owner("x", "me"));
+    let first = plain.lock().await.unwrap();
+    let second = fenced.lock().await.unwrap();
+    let third = fair.lock().await.unwrap();
+    eventually!("no level given back", hold_count(&server, "x", b"me").await == 3);
+    first.unlock().await.unwrap();
+    second.unlock().await.unwrap();
+    assert!(client.lock("x").try_lock(Duration::ZERO, None).await.unwrap().is_none(), "the fair hold still holds it");
+    assert!(!third.is_lost());
+    third.unlock().await.unwrap();
+    assert!(client.lock("x").try_lock(Duration::ZERO, None).await.unwrap().is_some());
+}
+
+/// The same, the plain lock taken after the fenced one and re-entered: a
+/// plain acquire names the levels its own holds count (`HOLDS n`), which
+/// the server's count (the fenced level too) does not match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_reentry_beside_a_fenced_hold_of_its_owner_keeps_both() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let (plain, fenced) = (client.lock_with_owner("y", "me"), client.fenced_lock_with_owner("y", "me"));
+    let fenced_guard = fenced.lock().await.unwrap();
+    let outer = plain.lock().await.unwrap();
+    let inner = plain.lock().await.unwrap();
+    assert_eq!(hold_count(&server, "y", b"me").await, 3);
+    assert!(!outer.is_lost() && !inner.is_lost() && !fenced_guard.is_lost(), "a hold taken for lost");
+    inner.unlock().await.unwrap();
+    outer.unlock().await.unwrap();
+    assert_eq!(hold_count(&server, "y", b"me").await, 1);
+    assert!(!fenced_guard.is_lost());
+    fenced_guard.unlock().await.unwrap();
+    assert_eq!(hold_count(&server, "y", b"me").await, 0);
+}
+
+/// A re-entry never shortens the lease the holds already taken need; a
+/// fenced (or fair) acquire of the plain lock's owner id is a re-entry on
+/// the server (one count, one key, one expiry), yet it sent only the lease
+/// its own kind's holds need: a 300 ms fenced hold cut the plain hold's
+/// 10 s to 300 ms, and another owner took the lock while the plain guard
+/// looked held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_kinds_short_reentry_keeps_the_plain_holds_lease() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("kinds-lease", "me");
+    let fenced = client.fenced_lock_with_owner("kinds-lease", "me");
+    let outer = plain.lock_with_lease(Duration::from_secs(10)).await.unwrap();
+    let inner = fenced.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+    inner.unlock().await.unwrap();
+    let other = client.lock("kinds-lease");
+    let taken = other.try_lock(Duration::from_secs(1), None).await.unwrap();
+    assert!(taken.is_none() || outer.is_lost(), "another owner took the lock while the plain guard looked held");
+    assert!(!outer.is_lost());
+    outer.unlock().await.unwrap();
+}
+
+/// Kinds counted together share one gate, and a fair waiter blocking on
+/// the server holds it for its whole call (up to 30 s); the watchdog marks
+/// a hold lost on a refused renewal only when it gets the gate at once (a
+/// request in flight settles the holds itself). The plain hold of the same
+/// owner, deleted and taken by another owner meanwhile, is then reported
+/// lost when its lease ends by the client's clock (the refused renewal set
+/// none), not at the refused renewal: later, never after the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_hold_is_reported_lost_while_a_fair_waiter_of_its_owner_blocks() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("kinds-gate", "me");
+    let held = plain.lock().await.unwrap();
+    let rounds = client.watchdog_stats().rounds;
+    eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
+    // Right after a round: the next is 667 ms away.
+    let _: () = redis::cmd("DEL").arg("kinds-gate").query_async(&mut admin(&server).await).await.unwrap();
+    let other_client = self::client(&server).await;
+    let other = other_client.lock("kinds-gate").lock().await.unwrap();
+    let fair = client.fair_lock_with_owner("kinds-gate", "me");
+    let waiter = tokio::spawn(async move { fair.lock().await.map(drop) });
+    let blocked = || async {
+        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(&server).await).await.unwrap();
+        info.contains("blocked_clients:1")
+    };
+    eventually!("the fair waiter blocked on the server", blocked().await);
+    let lost = tokio::time::timeout(WATCHDOG * 2, held.lost()).await;
+    assert!(lost.is_ok(), "another owner holds the lock, yet the plain guard looks held");
+    other.unlock().await.unwrap();
+    waiter.await.unwrap().unwrap();
+}
+
+/// The same, the other owner releasing while the fair waiter blocks: the
+/// fair waiter is granted (the owner's count is 1: its level alone), and
+/// the plain hold, whose level was deleted, is renewed from then on by
+/// the fair level (one count for both kinds): it looked held for ever, and
+/// its unlock released the fair hold's level, so that another owner took
+/// the lock while the fair guard looked held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_hold_deleted_while_a_fair_waiter_of_its_owner_blocks_is_not_renewed_by_the_fair_grant() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("kinds-gate-grant", "me");
+    let held = plain.lock().await.unwrap();
+    let rounds = client.watchdog_stats().rounds;
+    eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
+    // Right after a round: the next is 667 ms away, the lease ends in 2 s.
+    let _: () = redis::cmd("DEL").arg("kinds-gate-grant").query_async(&mut admin(&server).await).await.unwrap();
+    let other_client = self::client(&server).await;
+    let other = other_client.lock("kinds-gate-grant").lock().await.unwrap();
+    let fair = client.fair_lock_with_owner("kinds-gate-grant", "me");
+    let waiter = tokio::spawn(async move { fair.lock().await });
+    let blocked = || async {
+        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(&server).await).await.unwrap();
+        info.contains("blocked_clients:1")
+    };
+    eventually!("the fair waiter blocked on the server", blocked().await);
+    other.unlock().await.unwrap();
+    let fair_guard = waiter.await.unwrap().unwrap();
+    assert_eq!(hold_count(&server, "kinds-gate-grant", b"me").await, 1, "the fair level alone");
+    // Past the plain hold's lease by the client's clock, renewed or not.
+    let rounds = client.watchdog_stats().rounds;
+    eventually!("four more rounds", client.watchdog_stats().rounds >= rounds + 4);
+    assert!(held.is_lost(), "the plain hold's level was deleted, yet it looks held");
+    let _ = held.unlock().await;
+    assert!(!fair_guard.is_lost());
+    let taken = other_client.lock("kinds-gate-grant").try_lock(Duration::ZERO, None).await.unwrap();
+    assert!(taken.is_none(), "another owner took the lock while the fair guard looked held");
+    fair_guard.unlock().await.unwrap();
+}
+
+/// A fenced hold of the plain lock's owner id, given up on the client's
+/// clock (a stall made its lease look ended) while the server still counts
+/// its level, and its handle dropped: the plain lock's count was exact
+/// before, and nothing of the fenced lock's made it inexact, so its next
+/// acquire (`HOLDS 0`) found the fenced level and was answered as a replay:
+/// the lease asked for (10 s) was not set, the level's 300 ms was the lock's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_acquire_after_another_kinds_level_given_up_gets_the_lease_it_asked_for() {
+    let server = stallable_server();
+    let patient = options().with_watchdog_timeout(Duration::from_secs(30)).with_reply_timeout(Duration::from_secs(5));
+    let client = Client::connect(server.client(), patient).await.unwrap();
+    let plain = client.lock_with_owner("kinds-replayed-lease", "me");
+    // A full cycle: the key is gone, and the plain lock counts its 0 exactly.
+    plain.lock().await.unwrap().unlock().await.unwrap();
+    {
+        let fenced = client.fenced_lock_with_owner("kinds-replayed-lease", "me");
+        let stalled = stall(&server, 0.8).await;
+        let given_up = fenced.lock_with_lease(Duration::from_millis(300)).await.unwrap();
+        stalled.await.unwrap();
+        tokio::time::timeout(PATIENCE, given_up.lost()).await.expect("its lease, counted from the send, ran out");
+        assert_eq!(hold_count(&server, "kinds-replayed-lease", b"me").await, 1, "the server still counts the level");
+    }
+    let current = plain.try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await.unwrap().expect("granted");
+    let pttl: i64 =
+        redis::cmd("PTTL").arg("kinds-replayed-lease").query_async(&mut admin(&server).await).await.unwrap();
+    assert!(pttl > 5_000, "the lease asked for (10 s) is the lock's: PTTL {pttl}");
+    assert!(!current.is_lost());
+    current.unlock().await.unwrap();
+    eventually!("no level left", hold_count(&server, "kinds-replayed-lease", b"me").await == 0);
+}
+
+/// A plain lock's acquire names the owner's count as the plain handle
+/// counts it (`HOLDS n`); a fenced hold of the same name and owner is a
+/// level of that count too, so a plain re-entry after it finds `n + 1` and
+/// is answered as a replay: no level added. The plain unlocks then take
+/// the fenced hold's level, and the lock is free while the fenced guard
+/// looks held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_reentry_after_another_kinds_hold_of_the_owner_adds_a_level() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let plain = client.lock_with_owner("z", "me");
+    let fenced = client.fenced_lock_with_owner("z", "me");
+    let first = plain.lock().await.unwrap();
+    let fencing = fenced.lock().await.unwrap();
+    let again = plain.lock().await.unwrap();
+    assert_eq!(hold_count(&server, "z", b"me").await, 3, "the plain re-entry added no level");
+    again.unlock().await.unwrap();
+    first.unlock().await.unwrap();
+    assert!(!fencing.is_lost());
+    let other = client.lock("z").try_lock(Duration::ZERO, None).await.unwrap();
+    assert!(other.is_none(), "another owner took the lock while the fenced guard holds it");
+    fencing.unlock().await.unwrap();
+}
