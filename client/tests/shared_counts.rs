@@ -7,7 +7,8 @@ mod common;
 
 use common::counts::{client, hold_count, options, WATCHDOG};
 use common::{admin, stall, stallable_server};
-use rlock_client::Client;
+use rlock_client::kind::Fair;
+use rlock_client::{Client, Guard};
 use std::time::Duration;
 use testkit::{eventually, Server, PATIENCE};
 
@@ -87,26 +88,11 @@ async fn another_kinds_short_reentry_keeps_the_plain_holds_lease() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_hold_is_reported_lost_while_a_fair_waiter_of_its_owner_blocks() {
     let server = Server::shared();
-    let client = client(&server).await;
-    let plain = client.lock_with_owner("kinds-gate", "me");
-    let held = plain.lock().await.unwrap();
-    let rounds = client.watchdog_stats().rounds;
-    eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
-    // Right after a round: the next is 667 ms away.
-    let _: () = redis::cmd("DEL").arg("kinds-gate").query_async(&mut admin(&server).await).await.unwrap();
-    let other_client = self::client(&server).await;
-    let other = other_client.lock("kinds-gate").lock().await.unwrap();
-    let fair = client.fair_lock_with_owner("kinds-gate", "me");
-    let waiter = tokio::spawn(async move { fair.lock().await.map(drop) });
-    let blocked = || async {
-        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(&server).await).await.unwrap();
-        info.contains("blocked_clients:1")
-    };
-    eventually!("the fair waiter blocked on the server", blocked().await);
-    let lost = tokio::time::timeout(WATCHDOG * 2, held.lost()).await;
+    let scene = delete_under_a_fair_waiter(&server, "kinds-gate").await;
+    let lost = tokio::time::timeout(WATCHDOG * 2, scene.held.lost()).await;
     assert!(lost.is_ok(), "another owner holds the lock, yet the plain guard looks held");
-    other.unlock().await.unwrap();
-    waiter.await.unwrap().unwrap();
+    scene.other.unlock().await.unwrap();
+    scene.waiter.await.unwrap().unwrap().unlock().await.unwrap();
 }
 
 /// The same, the other owner releasing while the fair waiter blocks: the
@@ -118,22 +104,8 @@ async fn a_plain_hold_is_reported_lost_while_a_fair_waiter_of_its_owner_blocks()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_hold_deleted_while_a_fair_waiter_of_its_owner_blocks_is_not_renewed_by_the_fair_grant() {
     let server = Server::shared();
-    let client = client(&server).await;
-    let plain = client.lock_with_owner("kinds-gate-grant", "me");
-    let held = plain.lock().await.unwrap();
-    let rounds = client.watchdog_stats().rounds;
-    eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
-    // Right after a round: the next is 667 ms away, the lease ends in 2 s.
-    let _: () = redis::cmd("DEL").arg("kinds-gate-grant").query_async(&mut admin(&server).await).await.unwrap();
-    let other_client = self::client(&server).await;
-    let other = other_client.lock("kinds-gate-grant").lock().await.unwrap();
-    let fair = client.fair_lock_with_owner("kinds-gate-grant", "me");
-    let waiter = tokio::spawn(async move { fair.lock().await });
-    let blocked = || async {
-        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(&server).await).await.unwrap();
-        info.contains("blocked_clients:1")
-    };
-    eventually!("the fair waiter blocked on the server", blocked().await);
+    let DeletedUnderAFairWaiter { client, held, other_client, other, waiter } =
+        delete_under_a_fair_waiter(&server, "kinds-gate-grant").await;
     other.unlock().await.unwrap();
     let fair_guard = waiter.await.unwrap().unwrap();
     assert_eq!(hold_count(&server, "kinds-gate-grant", b"me").await, 1, "the fair level alone");
@@ -146,6 +118,36 @@ async fn a_plain_hold_deleted_while_a_fair_waiter_of_its_owner_blocks_is_not_ren
     let taken = other_client.lock("kinds-gate-grant").try_lock(Duration::ZERO, None).await.unwrap();
     assert!(taken.is_none(), "another owner took the lock while the fair guard looked held");
     fair_guard.unlock().await.unwrap();
+}
+
+/// A plain hold of the owner `me` on `name`, its key deleted right after a
+/// watchdog round (the next is 667 ms away, the lease ends in 2 s) and the
+/// lock taken by another owner, and a fair waiter of `me` blocked on the
+/// server behind it.
+struct DeletedUnderAFairWaiter {
+    client: Client,
+    held: Guard,
+    other_client: Client,
+    other: Guard,
+    waiter: tokio::task::JoinHandle<rlock_client::Result<Guard<Fair>>>,
+}
+
+async fn delete_under_a_fair_waiter(server: &Server, name: &'static str) -> DeletedUnderAFairWaiter {
+    let client = client(server).await;
+    let held = client.lock_with_owner(name, "me").lock().await.unwrap();
+    let rounds = client.watchdog_stats().rounds;
+    eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
+    let _: () = redis::cmd("DEL").arg(name).query_async(&mut admin(server).await).await.unwrap();
+    let other_client = self::client(server).await;
+    let other = other_client.lock(name).lock().await.unwrap();
+    let fair = client.fair_lock_with_owner(name, "me");
+    let waiter = tokio::spawn(async move { fair.lock().await });
+    let blocked = || async {
+        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(server).await).await.unwrap();
+        info.contains("blocked_clients:1")
+    };
+    eventually!("the fair waiter blocked on the server", blocked().await);
+    DeletedUnderAFairWaiter { client, held, other_client, other, waiter }
 }
 
 /// A fenced hold of the plain lock's owner id, given up on the client's
