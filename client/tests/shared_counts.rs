@@ -104,15 +104,15 @@ async fn a_plain_hold_is_reported_lost_while_a_fair_waiter_of_its_owner_blocks()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_hold_deleted_while_a_fair_waiter_of_its_owner_blocks_is_not_renewed_by_the_fair_grant() {
     let server = Server::shared();
-    let DeletedUnderAFairWaiter { client, held, other_client, other, waiter } =
+    let DeletedUnderAFairWaiter { client: _client, held, other_client, other, waiter } =
         delete_under_a_fair_waiter(&server, "kinds-gate-grant").await;
     other.unlock().await.unwrap();
     let fair_guard = waiter.await.unwrap().unwrap();
     assert_eq!(hold_count(&server, "kinds-gate-grant", b"me").await, 1, "the fair level alone");
-    // Past the plain hold's lease by the client's clock, renewed or not.
-    let rounds = client.watchdog_stats().rounds;
-    eventually!("four more rounds", client.watchdog_stats().rounds >= rounds + 4);
-    assert!(held.is_lost(), "the plain hold's level was deleted, yet it looks held");
+    // Its level was deleted: lost by the fair grant, or by its lease's end
+    // on the client's clock (2 s) at the latest; renewed by the fair level
+    // it would look held for ever.
+    eventually!("the plain hold, whose level was deleted, lost", held.is_lost());
     let _ = held.unlock().await;
     assert!(!fair_guard.is_lost());
     let taken = other_client.lock("kinds-gate-grant").try_lock(Duration::ZERO, None).await.unwrap();
