@@ -71,8 +71,7 @@ async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Resul
     }) else {
         return Err(Error::NotOwner);
     };
-    let siblings = state.siblings_lease_needed(requested_at, watchdog);
-    let lease_sent = siblings.map_or(lease_sent, |needed| needed.max(lease_sent));
+    let lease_sent = state.at_least_siblings_lease(lease_sent, requested_at, watchdog);
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     match release(shared, &shared.connection, &state.id, lease_ms).await {
         Ok(reply) => {

@@ -65,9 +65,9 @@ impl LockState {
     /// Whether a live state of another kind counts its holds in the same
     /// server count (one owner id used for a plain and a fenced lock on
     /// one name, say): the levels beyond one kind's holds may then be the
-    /// other's. Such states share their gate (see [`Registry::state`]).
+    /// other's.
     pub fn shares_count(&self) -> bool {
-        Arc::strong_count(&self.gate) > 1
+        !self.live_siblings().is_empty()
     }
 
     /// Whether a state of another kind counting its holds with this one's
@@ -84,6 +84,17 @@ impl LockState {
     /// them, so every acquire, release and renewal sets at least that.
     pub fn siblings_lease_needed(&self, now: Instant, watchdog: std::time::Duration) -> Option<std::time::Duration> {
         self.live_siblings().iter().filter_map(|sibling| sibling.read(|holds| holds.lease_needed(now, watchdog))).max()
+    }
+
+    /// `lease`, or longer where the holds of the kinds counted with this
+    /// one need more (see [`Self::siblings_lease_needed`]).
+    pub fn at_least_siblings_lease(
+        &self,
+        lease: std::time::Duration,
+        now: Instant,
+        watchdog: std::time::Duration,
+    ) -> std::time::Duration {
+        self.siblings_lease_needed(now, watchdog).map_or(lease, |needed| needed.max(lease))
     }
 
     fn live_siblings(&self) -> Vec<Arc<LockState>> {
@@ -113,8 +124,7 @@ impl LockState {
         watchdog: std::time::Duration,
     ) -> (usize, std::time::Duration) {
         let (counted, own) = self.read(|holds| (holds.count(), holds.lease_for_acquire(lease, now, watchdog)));
-        let siblings = self.siblings_lease_needed(now, watchdog);
-        (counted, siblings.map_or(own, |needed| needed.max(own)))
+        (counted, self.at_least_siblings_lease(own, now, watchdog))
     }
 
     /// Runs `change` on the holds and signals a loss it reports.

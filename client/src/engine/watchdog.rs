@@ -158,9 +158,9 @@ impl Watchdog {
                 // One expiry for the kinds counted together: a renewal
                 // keeps what the other kinds' holds need too.
                 let upkeep = match upkeep {
-                    Some(Upkeep::Renew(lease)) => Some(Upkeep::Renew(
-                        state.siblings_lease_needed(now, timeout).map_or(lease, |needed| needed.max(lease)),
-                    )),
+                    Some(Upkeep::Renew(lease)) => {
+                        Some(Upkeep::Renew(state.at_least_siblings_lease(lease, now, timeout)))
+                    }
                     other => other,
                 };
                 Some(Task { state, incarnation, upkeep: upkeep? })
