@@ -231,25 +231,12 @@ impl Holds {
             return Ended::No;
         }
         self.holds.retain(|hold| hold.id != ticket.hold);
-        // The server now counts none of this owner's levels.
-        let none_left = |holds: &mut Self, ended| {
-            holds.exact = !holds.shared_owner;
-            ended
-        };
         match reply {
-            Released::NotHeld => {
-                let ended = self.end(Ended::Lost);
-                none_left(self, ended)
-            }
+            // The key is gone: the server counts none of this owner's levels.
+            Released::NotHeld => self.end_with_none_left(Ended::Lost),
             // The server had fewer holds than counted: the rest are gone.
-            Released::Fully if !self.holds.is_empty() => {
-                let ended = self.end(Ended::Lost);
-                none_left(self, ended)
-            }
-            Released::Fully => {
-                let ended = self.end(Ended::Released);
-                none_left(self, ended)
-            }
+            Released::Fully if !self.holds.is_empty() => self.end_with_none_left(Ended::Lost),
+            Released::Fully => self.end_with_none_left(Ended::Released),
             // No hold left here, yet the server still counts one: not ours
             // to release (another process may share the owner id). It
             // expires with the lease just sent.
@@ -322,6 +309,14 @@ impl Holds {
             true => self.end(Ended::Lost),
             false => Ended::No,
         }
+    }
+
+    /// Ends the incarnation after a reply showed the key gone: the server
+    /// counts none of the owner's levels (unless another client shares it).
+    fn end_with_none_left(&mut self, how: Ended) -> Ended {
+        let ended = self.end(how);
+        self.exact = !self.shared_owner;
+        ended
     }
 
     /// Ends the incarnation; its levels may stay behind on the server
