@@ -121,7 +121,7 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         (0..argc).map(|i| bytes(api!(RedisModule_CommandFilterArgGet)(fctx, i))).collect();
     let server = Server { cluster: store::cluster_mode() };
     let Some(Rewrite { argv, channel }) = rewrite(known, &args, server) else { return };
-    if registry::refuses_empty_owner(&argv.iter().collect::<SmallVec<[&[u8]; 16]>>()) {
+    if registry::refuses_empty_owner(argv.len(), |at| argv.arg(at)) {
         return;
     }
     // Every string of the native call is held (retained or made) before

@@ -183,6 +183,12 @@ impl Argv {
         self.args.len()
     }
 
+    /// Argument `at` (of [`len`](Self::len)).
+    pub fn arg(&self, at: usize) -> &[u8] {
+        let (start, end, _) = self.args[at];
+        &self.bytes[start as usize..end as usize]
+    }
+
     /// Each argument, with the address its bytes were copied from.
     pub fn sourced(&self) -> impl Iterator<Item = (&[u8], usize)> {
         let bytes = self.bytes.as_slice();

@@ -108,3 +108,11 @@ fn a_latch_key_names_its_request_id() {
     assert_eq!(latch_request_id(b"n", b"redisson_unlock_latch:{m}:r1"), None);
     assert_eq!(latch_request_id(b"n", b"redisson_unlock_latch:{n}r1"), None);
 }
+
+#[test]
+fn an_argv_reads_each_argument_by_place_as_it_was_pushed() {
+    let argv: Argv = [&b"RLOCK.ACQUIRE"[..], b"", b"name"].into_iter().collect();
+    assert_eq!(argv.len(), 3);
+    assert_eq!((argv.arg(0), argv.arg(1), argv.arg(2)), (&b"RLOCK.ACQUIRE"[..], &b""[..], &b"name"[..]));
+    assert!(argv.iter().eq((0..argv.len()).map(|at| argv.arg(at))));
+}
