@@ -19,6 +19,7 @@ mod lease;
 mod load_args;
 mod lock;
 mod permit_semaphore;
+mod primitive;
 mod redisson;
 mod rwlock;
 mod semaphore;
@@ -72,6 +73,8 @@ mod module {
             ctx.log_warning("rlock: cannot follow the server's cron: a stall does not start the lock-delay again");
         }
         stats::show(stats::Gauges {
+            kinds: crate::primitive::all().filter_map(|primitive| primitive.stats).collect(),
+            families: crate::primitive::families().collect(),
             role_changes: term::role_changes,
             fencing_token_floor: term::token_floor,
             lock_delay_left_ms: || term::delay().left_ms(),

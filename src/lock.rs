@@ -18,6 +18,7 @@ pub(crate) mod commands;
 mod fixtures;
 mod inspect;
 pub mod latch;
+mod primitive;
 pub mod redisson;
 
 /// RLock's view of its one key: a hash of `owner -> hold count` with an

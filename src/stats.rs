@@ -1,7 +1,7 @@
 //! Counters shown in the `INFO rlock` section.
 
 use crate::lock::{Acquire, ForceRelease, Release, Renew};
-use crate::redisson::scripts::FAMILIES;
+use crate::redisson::scripts::Family;
 use linkme::distributed_slice;
 use redis_module::server_events::INFO_COMMAND_HANDLER_LIST;
 use redis_module::{InfoContext, RedisResult};
@@ -60,15 +60,18 @@ impl Field {
     fn value(&self) -> u64 {
         match self {
             Field::Counter(counter) => counter.load(Ordering::Relaxed),
-            Field::SumOfKinds(counter) => KINDS.iter().map(|kind| counter(kind).load(Ordering::Relaxed)).sum(),
+            Field::SumOfKinds(counter) => kinds().map(|kind| counter(kind).load(Ordering::Relaxed)).sum(),
         }
     }
 }
 
 /// What INFO shows that other parts of the module keep (the server's term,
-/// the lock-delay, the callers blocked on the server), handed in at load
-/// so that the counters import none of them.
+/// the lock-delay, the callers blocked on the server, each primitive's
+/// counters and Redisson scripts), handed in at load so that the counters
+/// import none of them.
 pub struct Gauges {
+    pub kinds: Vec<&'static KindStats>,
+    pub families: Vec<&'static Family>,
     pub role_changes: fn() -> u64,
     pub fencing_token_floor: fn() -> i64,
     pub lock_delay_left_ms: fn() -> i64,
@@ -84,12 +87,17 @@ pub fn show(gauges: Gauges) {
     let _ = GAUGES.set(gauges);
 }
 
+/// Every kind's counters (none before load).
+fn kinds() -> impl Iterator<Item = &'static KindStats> {
+    GAUGES.get().into_iter().flat_map(|gauges| gauges.kinds.iter().copied())
+}
+
 /// Declares [`KindStats`] with its counters, each named once: the field,
 /// its zero and its INFO name (`rlock_<kind>_<counter>`, in this order).
 macro_rules! kind_counters {
     ($($counter:ident),* $(,)?) => {
         /// The counters of one kind of lock, shown as `rlock_<kind>_<counter>`.
-        /// Each kind declares its own and registers it in [`KINDS`].
+        /// Each kind declares its own in its primitive's descriptor.
         pub struct KindStats {
             kind: &'static str,
             $($counter: AtomicU64,)*
@@ -108,19 +116,6 @@ macro_rules! kind_counters {
 }
 
 kind_counters!(acquired, refused, renew_refused, waiter_grants, wait_timeouts, deadlocks, lapsed_with_waiters);
-
-#[distributed_slice]
-pub static KINDS: [&'static KindStats];
-
-/// Declares a kind's [`KindStats`] as `$name` and registers it.
-macro_rules! kind_stats {
-    ($name:ident, $kind:literal) => {
-        pub static $name: $crate::stats::KindStats = $crate::stats::KindStats::new($kind);
-        #[linkme::distributed_slice($crate::stats::KINDS)]
-        static REGISTERED: &$crate::stats::KindStats = &$name;
-    };
-}
-pub(crate) use kind_stats;
 
 impl KindStats {
     /// An acquire granted (a re-entry too), or refused (contention, a
@@ -225,12 +220,12 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
     for (name, field) in &FIELDS {
         ctx.add_info_field_long_long(name, field.value() as i64);
     }
-    // Redisson's scripts the filter ran as native commands, per primitive.
-    for family in FAMILIES {
-        let count = family.native.load(Ordering::Relaxed) as i64;
-        ctx.add_info_field_long_long(&format!("redisson_native_{}", family.name), count);
-    }
     if let Some(gauges) = GAUGES.get() {
+        // Redisson's scripts the filter ran as native commands, per primitive.
+        for family in &gauges.families {
+            let count = family.native.load(Ordering::Relaxed) as i64;
+            ctx.add_info_field_long_long(&format!("redisson_native_{}", family.name), count);
+        }
         // Failover: role changes seen, and the least fenced token of this term.
         ctx.add_info_field_long_long("role_changes", (gauges.role_changes)() as i64);
         ctx.add_info_field_long_long("fencing_token_floor", (gauges.fencing_token_floor)());
@@ -241,7 +236,7 @@ fn add_info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
         ctx.add_info_field_long_long("blocked", (gauges.blocked)() as i64);
     }
     // Per kind of lock, and the server-side waits by how long they took.
-    for kind in KINDS {
+    for kind in kinds() {
         for (name, counter) in kind.fields() {
             ctx.add_info_field_long_long(&format!("{}_{name}", kind.kind), counter.load(Ordering::Relaxed) as i64);
         }

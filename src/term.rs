@@ -11,6 +11,7 @@ use crate::api::subscribe_to_server_event;
 use crate::config;
 use crate::delay::{stalled, Delay};
 use crate::fenced::term_floor;
+use crate::primitive;
 use crate::store::now_ms;
 use linkme::distributed_slice;
 use redis_module::server_events::{ServerRole, CONFIG_CHANGED_SERVER_EVENTS_LIST, ROLE_CHANGED_SERVER_EVENTS_LIST};
@@ -59,7 +60,7 @@ unsafe extern "C" fn cron(ctx: *mut raw::RedisModuleCtx, _: raw::RedisModuleEven
     CRON_PERIOD_MS.store(1_000 / i64::from(hz.max(1)), Ordering::Relaxed);
     if stalled {
         let ctx = Context::new(ctx);
-        DELAY_MOVED.iter().for_each(|moved| moved(&ctx));
+        delay_moved(&ctx);
     }
 }
 
@@ -93,10 +94,11 @@ fn seen_running() -> bool {
     true
 }
 
-/// What must look again when the lock-delay's end moves (a promotion, a
-/// `CONFIG SET rlock.lock-delay-ms`): whatever waits for its end.
-#[distributed_slice]
-pub static DELAY_MOVED: [fn(&Context)];
+/// Tells whatever waits for the lock-delay's end that it moved (a
+/// promotion, a `CONFIG SET rlock.lock-delay-ms`): each primitive's hook.
+fn delay_moved(ctx: &Context) {
+    primitive::all().filter_map(|primitive| primitive.delay_moved).for_each(|moved| moved(ctx));
+}
 
 #[distributed_slice(ROLE_CHANGED_SERVER_EVENTS_LIST)]
 fn role_changed(ctx: &Context, role: ServerRole) {
@@ -104,14 +106,14 @@ fn role_changed(ctx: &Context, role: ServerRole) {
     if role == ServerRole::Primary {
         begin_term();
         ctx.log_notice(&format!("rlock: promoted; fenced tokens from now on are at least {}", token_floor()));
-        DELAY_MOVED.iter().for_each(|moved| moved(ctx));
+        delay_moved(ctx);
     }
 }
 
 #[distributed_slice(CONFIG_CHANGED_SERVER_EVENTS_LIST)]
 fn config_changed(ctx: &Context, names: &[&str]) {
     if names.contains(&"rlock.lock-delay-ms") {
-        DELAY_MOVED.iter().for_each(|moved| moved(ctx));
+        delay_moved(ctx);
     }
 }
 

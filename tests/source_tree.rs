@@ -95,19 +95,30 @@ fn every_source_file_is_named_in_the_map() {
 }
 
 /// The files the checklist asks of every primitive's folder.
-const CHECKLIST: [&str; 3] = ["mod.rs", "tests.rs", "commands/mod.rs"];
+const CHECKLIST: [&str; 4] = ["mod.rs", "tests.rs", "commands/mod.rs", "primitive.rs"];
 
 /// Every folder `src/<primitive>/` with commands has its logic, its unit
-/// tests and its commands' folder, as "Where to add a primitive" says
+/// tests, its commands' folder and its descriptor, and is named in
+/// `src/primitive.rs`'s `ORDER`, as "Where to add a primitive" says
 /// (RLock's logic is `src/lock.rs`, beside its folder).
 #[test]
 fn every_primitive_folder_has_what_the_checklist_names() {
     let checklist = MAP.split("## Where to add a primitive").nth(1).expect("the checklist section");
     let checklist = checklist.split("\n## ").next().unwrap_or_default();
-    for name in ["`src/<primitive>/`", "`mod.rs`", "`tests.rs`", "`src/<primitive>/commands/`"] {
+    let checklist_names = [
+        "`src/<primitive>/`",
+        "`mod.rs`",
+        "`tests.rs`",
+        "`src/<primitive>/commands/`",
+        "`src/<primitive>/primitive.rs`",
+        "`ORDER`",
+    ];
+    for name in checklist_names {
         assert!(checklist.contains(name), "the checklist no longer names {name}");
     }
     let src = repository().join("src");
+    let order = fs::read_to_string(src.join("primitive.rs")).expect("src/primitive.rs");
+    let order = order.split("pub const ORDER").nth(1).and_then(|rest| rest.split("];").next()).expect("ORDER");
     let mut primitives = vec![];
     for entry in fs::read_dir(&src).expect("src") {
         let folder = entry.expect("a folder entry").path();
@@ -120,6 +131,7 @@ fn every_primitive_folder_has_what_the_checklist_names() {
                 folder.join(wanted).exists() || (wanted == "mod.rs" && src.join(format!("{name}.rs")).exists());
             assert!(present, "src/{name}/ lacks {wanted}, which the checklist names");
         }
+        assert!(order.contains(&format!("\"{name}\",")), "src/primitive.rs's ORDER does not name {name}");
         primitives.push(name);
     }
     assert!(primitives.len() >= 8, "only {primitives:?} found as primitives");

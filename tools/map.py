@@ -157,7 +157,7 @@ def registries():
             declared[name] = path
     for name, path in sorted(declared.items()):
         adding = re.compile(rf"distributed_slice\([^)]*\b{name}\)")
-        # Macros that add an entry (`command!`, `kind_stats!`) count where they are used.
+        # Macros that add an entry (`command!`) count where they are used.
         macros = {m for text in texts.values() if adding.search(text)
                   for m in re.findall(r"macro_rules! (\w+)", text)
                   if adding.search(text.split(f"macro_rules! {m}", 1)[1].split("\n}\n", 1)[0])}
@@ -174,7 +174,7 @@ def counters():
     own = len(re.findall(r"Field::Counter\(", fields))
     sums = len(re.findall(r"Field::SumOfKinds\(", fields))
     per_kind = re.search(r"^kind_counters!\(([^)]*)\)", stats, re.M)
-    kinds = len(re.findall(r"kind_stats!\(\w+, \"", "".join(p.read_text() for p in (ROOT / "src").rglob("*.rs"))))
+    kinds = len(re.findall(r"KindStats::new\(\"", "".join(p.read_text() for p in (ROOT / "src").rglob("*.rs"))))
     print("## INFO counters\n")
     print(f"- {own} counters of their own, {sums} fields that are sums of per-kind counters (counted once, by kind)")
     per_kind = len(per_kind.group(1).split(",")) if per_kind else "?"

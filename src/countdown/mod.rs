@@ -15,6 +15,7 @@ mod tests;
 
 #[cfg(not(test))]
 mod commands;
+mod primitive;
 mod redisson;
 
 use crate::error::LockError;

@@ -7,12 +7,11 @@
 
 use super::{OPEN_MESSAGE, SET_MESSAGE};
 use crate::lock::parse_hold_count;
-use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{Call, Family, Known, Rewrite};
 use crate::redisson::via::{last_names_publish, rewrite_via_naming_channel, text_names_publish, Publishing};
 use rlock_protocol::{count_down_latch_channel_parts, is_joined};
 
-#[linkme::distributed_slice(FAMILIES)]
-static LATCH: Family = Family::new("latch", &SCRIPTS);
+pub(super) static LATCH: Family = Family::new("latch", &SCRIPTS);
 
 const SCRIPTS: [Known; 6] = [
     // RedissonCountDownLatch.countDownAsync, 3.22.0 .. 4.7.0

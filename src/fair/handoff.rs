@@ -22,7 +22,7 @@ use crate::handoff::glue::{
     unblock_client, Client, MayWrite, Outcome,
 };
 use crate::handoff::owner_waits::OwnerWaits;
-use crate::handoff::{Listed, WaiterKind, WAITER_KINDS};
+use crate::handoff::{Listed, WaiterKind};
 use crate::lock::acquire_once::Grant;
 use crate::store::{now_ms, RedisKeyspace};
 use crate::term;
@@ -68,8 +68,7 @@ pub(super) fn locks() -> MutexGuard<'static, HashMap<Vec<u8>, Lock>> {
     LOCKS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-#[linkme::distributed_slice(WAITER_KINDS)]
-static FAIR_WAITERS: WaiterKind = WaiterKind {
+pub(super) static FAIR_WAITERS: WaiterKind = WaiterKind {
     anyone_waits: || waiting() > 0,
     waiting,
     // Also the locks with native waiters that poll: a DEL or an expiry
@@ -93,7 +92,6 @@ static FAIR_WAITERS: WaiterKind = WaiterKind {
     waits_of: |owner| owner_waits().locks_of(owner),
     freed: look,
     flushed: forget_unblocked,
-    stats: &super::commands::STATS,
 };
 
 /// After a FLUSH or SWAPDB: the memory of locks nobody blocks on goes

@@ -2,17 +2,14 @@
 //! of waiters, each with the time left to its deadline. Without waiters
 //! Redisson keeps no queue, and a fair lock reads as a lock.
 
-use crate::inspect::{companion_type, hash_holders, ttl_ms, Detail, Inspection, Inspector, INSPECTORS};
+use crate::inspect::{companion_type, hash_holders, ttl_ms, Detail, Inspection};
 use crate::keyspace::{KeyType, Keyspace, Result};
 use rlock_protocol::{fair_queue_key, fair_timeout_key};
-
-#[linkme::distributed_slice(INSPECTORS)]
-static FAIR: Inspector = Inspector { rank: 1, inspect };
 
 /// Waiters listed at most; `queued` counts them all.
 const LISTED: usize = 1_000;
 
-fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+pub(super) fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
     let (queue, timeouts) = (fair_queue_key(name), fair_timeout_key(name));
     let hash = keys.key_type(name)?;
     if !matches!(hash, KeyType::Hash | KeyType::Missing) || companion_type(keys, &queue)? != KeyType::List {

@@ -11,6 +11,7 @@ mod hint_tests;
 mod inspect;
 #[cfg(test)]
 mod model_tests;
+mod primitive;
 mod queue;
 mod redisson;
 #[cfg(test)]

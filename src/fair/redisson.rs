@@ -14,12 +14,11 @@
 
 use crate::lease::{parse_latch_ms, parse_lease_ms, parse_wait_ms};
 use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
-use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{Call, Family, Known, Rewrite};
 use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
 use rlock_protocol::{fair_queue_key_parts, fair_timeout_key_parts, fair_waiter_channel, is_joined};
 
-#[linkme::distributed_slice(FAMILIES)]
-static FAIR: Family = Family::new("fair", &SCRIPTS);
+pub(super) static FAIR: Family = Family::new("fair", &SCRIPTS);
 
 const SCRIPTS: [Known; 14] = [
     // RedissonFairLock.tryLockInnerAsync, 3.31.0 .. 4.7.0

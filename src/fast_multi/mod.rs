@@ -14,6 +14,7 @@ mod tests;
 
 #[cfg(not(test))]
 mod commands;
+mod primitive;
 mod redisson;
 
 use crate::error::LockError;

@@ -2,10 +2,9 @@
 //! `RFASTMULTI.RENEW` call it becomes (see `redisson::scripts`).
 
 use crate::lease::parse_lease_ms;
-use crate::redisson::scripts::{is_clock, is_time, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{is_clock, is_time, Call, Family, Known, Rewrite};
 
-#[linkme::distributed_slice(FAMILIES)]
-static FAST_MULTI: Family = Family::new("fast_multi", &SCRIPTS);
+pub(super) static FAST_MULTI: Family = Family::new("fast_multi", &SCRIPTS);
 
 const SCRIPTS: [Known; 2] = [
     // renewal/FastMultilockTask.renew, 3.44.0 .. 4.1.0; renewal/FastMultilockTask.buildChunk, 4.2.0 .. 4.7.0

@@ -1,15 +1,12 @@
 //! The fenced lock to `RLOCK.INSPECT`: a lock's hash (or none, once a
 //! token was given) and the last token given.
 
-use crate::inspect::{companion_type, hash_holders, ttl_ms, Detail, Inspection, Inspector, INSPECTORS};
+use crate::inspect::{companion_type, hash_holders, ttl_ms, Detail, Inspection};
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
 use rlock_protocol::fenced_token_key;
 
-#[linkme::distributed_slice(INSPECTORS)]
-static FENCED: Inspector = Inspector { rank: 2, inspect };
-
-fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+pub(super) fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
     let hash = keys.key_type(name)?;
     let token_key = fenced_token_key(name);
     if !matches!(hash, KeyType::Hash | KeyType::Missing) || companion_type(keys, &token_key)? != KeyType::String {

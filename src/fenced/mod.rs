@@ -24,6 +24,7 @@ mod tests;
 #[cfg(not(test))]
 mod commands;
 mod inspect;
+mod primitive;
 mod redisson;
 
 use crate::delay::Delay;

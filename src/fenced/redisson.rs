@@ -5,11 +5,10 @@
 //! Release, renewal and force release are RLock's scripts.
 
 use crate::lease::parse_lease_ms;
-use crate::redisson::scripts::{is_time, native, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{is_time, native, Call, Family, Known, Rewrite};
 use rlock_protocol::{fenced_token_key_parts, is_joined};
 
-#[linkme::distributed_slice(FAMILIES)]
-static FENCED: Family = Family::new("fenced", &SCRIPTS);
+pub(super) static FENCED: Family = Family::new("fenced", &SCRIPTS);
 
 const SCRIPTS: [Known; 2] = [
     // RedissonFencedLock.tryLockInnerAsync (lockAndGetToken), 3.19.0 .. 4.7.0

@@ -41,7 +41,7 @@ use super::glue::{
     unblock_client, Client, Disconnected, MayWrite, Outcome,
 };
 use super::lease_timers::LeaseTimers;
-use super::{Listed, Queues, Request, Waiter, WAITER_KINDS};
+use super::{Listed, Queues, Request, Waiter};
 use crate::api::api;
 use crate::commands::reply::AcquireReply;
 use crate::delay::Delay;
@@ -49,7 +49,8 @@ use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lock::acquire_once::{self, Grant};
 use crate::lock::{self, Acquire, LockStore};
-use crate::stats;
+use crate::primitive::{self, waiter_kinds, Primitive};
+use crate::stats::{self, KindStats};
 use crate::store::{now_ms, RedisLock};
 use crate::term;
 use redis_module::{raw, Context, RedisString, RedisValue};
@@ -80,11 +81,11 @@ pub(super) fn locks_with_waiters() -> Vec<Vec<u8>> {
 
 /// Callers blocked now, over all locks and kinds.
 pub fn waiting() -> usize {
-    state().queues.waiting() + WAITER_KINDS.iter().map(|kind| (kind.waiting)()).sum::<usize>()
+    state().queues.waiting() + waiter_kinds().map(|kind| (kind.waiting)()).sum::<usize>()
 }
 
 pub(super) fn nobody_waits() -> bool {
-    state().queues.is_empty() && WAITER_KINDS.iter().all(|kind| !(kind.anyone_waits)())
+    state().queues.is_empty() && waiter_kinds().all(|kind| !(kind.anyone_waits)())
 }
 
 /// Whether this call may block: not inside MULTI or a script (or where
@@ -148,14 +149,14 @@ pub fn block(ctx: &Context, name: &RedisString, acquire: BlockedAcquire) -> Redi
 /// Every caller blocked on the server now, of every kind.
 pub fn listed() -> Vec<Listed> {
     let mut listed = state().queues.listed();
-    WAITER_KINDS.iter().for_each(|kind| listed.extend((kind.listed)()));
+    waiter_kinds().for_each(|kind| listed.extend((kind.listed)()));
     listed
 }
 
 /// The locks (ids) `owner`'s callers are blocked on, of every kind.
 pub(super) fn waits_of(owner: &[u8]) -> Vec<Vec<u8>> {
     let mut locks = state().queues.waits_of(owner);
-    WAITER_KINDS.iter().for_each(|kind| locks.extend((kind.waits_of)(owner)));
+    waiter_kinds().for_each(|kind| locks.extend((kind.waits_of)(owner)));
     locks
 }
 
@@ -346,7 +347,7 @@ unsafe extern "C" fn freed_elsewhere(ctx: *mut raw::RedisModuleCtx, data: *mut c
     state().scheduled.remove(&lock);
     let ctx = Context::new(ctx);
     grant_if_free(&ctx, &lock);
-    for kind in WAITER_KINDS.iter().filter(|kind| (kind.waits_on)(&lock)) {
+    for kind in waiter_kinds().filter(|kind| (kind.waits_on)(&lock)) {
         (kind.freed)(&ctx, &lock);
     }
 }
@@ -356,14 +357,15 @@ pub(super) fn count_lapse(id: &[u8]) {
     if state().queues.has_waiters(id) {
         crate::lock::commands::STATS.lapsed_with_waiters();
     }
-    WAITER_KINDS.iter().filter(|kind| (kind.waits_on)(id)).for_each(|kind| kind.stats.lapsed_with_waiters());
+    let waited = |primitive: &&Primitive| primitive.waiters.is_some_and(|kind| (kind.waits_on)(id));
+    primitive::all().filter(waited).filter_map(|primitive| primitive.stats).for_each(KindStats::lapsed_with_waiters);
 }
 
 /// Schedules a grant check of lock `id` on a timer in `after_ms`, once.
 pub(crate) fn schedule_grant(ctx: &Context, id: &[u8], after_ms: i64) {
     let schedule = {
         let mut state = state();
-        (state.queues.has_waiters(id) || WAITER_KINDS.iter().any(|kind| (kind.waits_on)(id)))
+        (state.queues.has_waiters(id) || waiter_kinds().any(|kind| (kind.waits_on)(id)))
             && state.scheduled.insert(id.to_vec())
     };
     if schedule {

@@ -5,8 +5,8 @@
 
 use super::blocking::{count_lapse, locks_with_waiters, nobody_waits, schedule_grant};
 use super::glue::lock_id;
-use super::WAITER_KINDS;
 use crate::api::{api, subscribe_to_server_event};
+use crate::primitive::waiter_kinds;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
@@ -58,16 +58,16 @@ fn flushed(ctx: &Context, subevent: redis_module::server_events::FlushSubevent) 
 /// After a FLUSH or SWAPDB: what each kind remembers of keys may be gone,
 /// and every lock with waiters gets a grant check.
 fn check_every_lock(ctx: &Context) {
-    WAITER_KINDS.iter().for_each(|kind| (kind.flushed)(ctx));
+    waiter_kinds().for_each(|kind| (kind.flushed)(ctx));
     recheck_every_lock(ctx);
 }
 
 /// Schedules a grant check of every lock with waiters. Also when the
-/// lock-delay's end moved: each check arms its lock's timer anew.
-#[linkme::distributed_slice(crate::term::DELAY_MOVED)]
-fn recheck_every_lock(ctx: &Context) {
+/// lock-delay's end moved (RLock's hook): each check arms its lock's
+/// timer anew.
+pub(crate) fn recheck_every_lock(ctx: &Context) {
     let mut locks = locks_with_waiters();
-    locks.extend(WAITER_KINDS.iter().flat_map(|kind| (kind.locks)()));
+    locks.extend(waiter_kinds().flat_map(|kind| (kind.locks)()));
     locks.iter().for_each(|id| schedule_grant(ctx, id, 0));
 }
 

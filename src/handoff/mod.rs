@@ -21,9 +21,10 @@ mod tests;
 use owner_waits::OwnerWaits;
 use std::collections::{HashMap, VecDeque};
 
-/// Another kind of blocked waiter (the fair lock's), registered with
-/// `linkme`: the events that may free a lock (deletes, expiries,
-/// overwrites) reach it through the hand-off's keyspace callback.
+/// Another kind of blocked waiter (the fair lock's, the read-write
+/// lock's), named by its primitive's descriptor (`primitive`): the events
+/// that may free a lock (deletes, expiries, overwrites) reach it through
+/// the hand-off's keyspace callback.
 #[cfg(not(test))]
 pub struct WaiterKind {
     /// Whether any caller of this kind is blocked.
@@ -43,13 +44,7 @@ pub struct WaiterKind {
     pub freed: fn(&redis_module::Context, &[u8]),
     /// A FLUSH or SWAPDB ran: what the kind remembers of keys may be gone.
     pub flushed: fn(&redis_module::Context),
-    /// The kind's `INFO` counters.
-    pub stats: &'static crate::stats::KindStats,
 }
-
-#[cfg(not(test))]
-#[linkme::distributed_slice]
-pub static WAITER_KINDS: [WaiterKind];
 
 /// A caller blocked on the server, as `RLOCK.WAITERS` tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]

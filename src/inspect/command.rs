@@ -5,6 +5,7 @@ use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
 use crate::commands::reply::fields;
 use crate::handoff::glue::lock_id;
+use crate::primitive;
 use crate::store::{now_ms, RedisKeyspace};
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisResult, RedisValue};
@@ -19,7 +20,7 @@ fn inspect_key(ctx: &Context, args: Args) -> RedisResult {
     let name = args.next_arg()?;
     args.done()?;
     let mut keys = RedisKeyspace::open_to_inspect(ctx, &name);
-    let inspection = inspect(&mut keys, name.as_slice(), now_ms())?;
+    let inspection = inspect(&mut keys, name.as_slice(), now_ms(), primitive::inspectors())?;
     drop(keys);
     let waiters = waiters_on(ctx, Some(&lock_id(ctx, name.as_slice())));
     Ok(value(inspection, waiters))

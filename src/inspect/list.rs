@@ -6,6 +6,7 @@ use crate::commands::reply::fields;
 use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lock::{parse_hold_count, LockStore};
+use crate::primitive;
 use crate::rwlock::MAX_READ_HOLDS;
 use crate::store::{now_ms, Caller, RedisKeyspace, RedisLock};
 use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString, RedisValue};
@@ -69,7 +70,7 @@ fn list(ctx: &Context, args: Args) -> RedisResult {
             continue;
         }
         let mut keyspace = RedisKeyspace::open_to_inspect(ctx, &name);
-        let Ok(found) = inspect(&mut keyspace, &key, now) else { continue };
+        let Ok(found) = inspect(&mut keyspace, &key, now, primitive::inspectors()) else { continue };
         let wanted = match kind {
             Some(kind) => found.kind == kind,
             None => LISTED_KINDS.contains(&found.kind),

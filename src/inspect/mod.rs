@@ -1,9 +1,10 @@
 //! `RLOCK.INSPECT`: what a key holds, told to an operator: the kind of
 //! lock, its holders with their holds and leases, and what the kind has
 //! besides (a fenced lock's token, a fair lock's queue, a semaphore's
-//! permits). Each kind registers an [`Inspector`] beside its logic; the
-//! most specific one that recognises the key describes it. Reads only;
-//! a derived key the caller may not read is taken as missing.
+//! permits). Each kind's descriptor (`primitive`) names its [`Inspect`],
+//! beside its logic; the first that recognises the key, in the
+//! descriptors' order (the most specific first), describes it. Reads
+//! only; a derived key the caller may not read is taken as missing.
 
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
@@ -54,22 +55,16 @@ pub struct Inspection {
 /// Describes a key of one kind; `None` when the key is not of that kind.
 pub type Inspect = fn(&mut dyn Keyspace, &[u8], i64) -> Result<Option<Inspection>>;
 
-pub struct Inspector {
-    /// Tried before higher ranks: a kind whose keys another kind's look
-    /// like (a fair lock's hash is a lock's) ranks lower.
-    pub rank: u8,
-    pub inspect: Inspect,
-}
-
-#[linkme::distributed_slice]
-pub static INSPECTORS: [Inspector];
-
-/// The description of `name` at `now_ms`.
-pub fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Inspection> {
-    let mut inspectors: Vec<&Inspector> = INSPECTORS.iter().collect();
-    inspectors.sort_by_key(|inspector| inspector.rank);
-    for inspector in inspectors {
-        if let Some(found) = (inspector.inspect)(keys, name, now_ms)? {
+/// The description of `name` at `now_ms`: by the first of `inspectors`
+/// (`primitive::inspectors()`) that recognises it.
+pub fn inspect(
+    keys: &mut dyn Keyspace,
+    name: &[u8],
+    now_ms: i64,
+    inspectors: impl IntoIterator<Item = Inspect>,
+) -> Result<Inspection> {
+    for inspect in inspectors {
+        if let Some(found) = inspect(keys, name, now_ms)? {
             return Ok(found);
         }
     }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::keyspace::memory::MemoryKeyspace as Keys;
+use crate::primitive;
 
 const NOW: i64 = 1_000_000;
 
@@ -91,7 +92,7 @@ fn each_kind_is_told_by_its_keys() {
     for (state, kind, ttl_ms, holders, details) in cases {
         let mut keys = Keys::at(state.clone(), NOW);
         let expected = Inspection { kind, ttl_ms, holders, details };
-        assert_eq!(inspect(&mut keys, b"k", NOW), Ok(expected), "{state:?}");
+        assert_eq!(inspect(&mut keys, b"k", NOW, primitive::inspectors()), Ok(expected), "{state:?}");
         assert!(keys.effects.is_empty(), "reads only: {:?}", keys.effects);
     }
 }

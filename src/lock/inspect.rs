@@ -1,13 +1,10 @@
 //! RLock to `RLOCK.INSPECT`: any hash with holds that no more specific
 //! kind claims.
 
-use crate::inspect::{hash_holders, ttl_ms, Inspection, Inspector, INSPECTORS};
+use crate::inspect::{hash_holders, ttl_ms, Inspection};
 use crate::keyspace::{KeyType, Keyspace, Result};
 
-#[linkme::distributed_slice(INSPECTORS)]
-static LOCK: Inspector = Inspector { rank: 9, inspect };
-
-fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+pub(super) fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
     if keys.key_type(name)? != KeyType::Hash {
         return Ok(None);
     }

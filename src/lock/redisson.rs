@@ -3,11 +3,10 @@
 
 use crate::lease::{parse_latch_ms, parse_lease_ms};
 use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
-use crate::redisson::scripts::{Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{Call, Family, Known, Rewrite};
 use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
 
-#[linkme::distributed_slice(FAMILIES)]
-static LOCK: Family = Family::new("lock", &SCRIPTS);
+pub(super) static LOCK: Family = Family::new("lock", &SCRIPTS);
 
 const SCRIPTS: [Known; 13] = [
     // RedissonLock.tryLockInnerAsync, 3.19.0 .. 4.7.0

@@ -3,18 +3,15 @@
 //! with its lease. With no
 //! permit taken Redisson keeps no set of them, and it reads as a counter.
 
-use crate::inspect::{companion_type, ttl_ms, Detail, Holder, Inspection, Inspector, INSPECTORS};
+use crate::inspect::{companion_type, ttl_ms, Detail, Holder, Inspection};
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
 use rlock_protocol::{permit_timeout_key, PERMIT_NEVER_EXPIRES};
 
-#[linkme::distributed_slice(INSPECTORS)]
-static PERMIT_SEMAPHORE: Inspector = Inspector { rank: 0, inspect };
-
 /// Permits listed at most; `taken` counts them all.
 const LISTED: usize = 1_000;
 
-fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+pub(super) fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
     let timeouts = permit_timeout_key(name);
     if !matches!(keys.key_type(name)?, KeyType::String | KeyType::Missing)
         || companion_type(keys, &timeouts)? != KeyType::Zset

@@ -22,6 +22,7 @@
 mod tests;
 
 mod inspect;
+mod primitive;
 mod redisson;
 mod script;
 

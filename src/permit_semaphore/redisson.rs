@@ -11,12 +11,11 @@
 //! PEXPIRE/PEXPIREAT/PERSIST of both keys).
 
 use crate::lock::parse_hold_count;
-use crate::redisson::scripts::{is_clock, publish_command, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{is_clock, publish_command, Call, Family, Known, Rewrite};
 use crate::redisson::via::rewrite_via;
 use rlock_protocol::{is_joined, permit_timeout_key, semaphore_channel_parts, PERMIT_NEVER_EXPIRES};
 
-#[linkme::distributed_slice(FAMILIES)]
-static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
+pub(super) static PERMIT_SEMAPHORE: Family = Family::new("permit_semaphore", &SCRIPTS);
 
 const SCRIPTS: [Known; 21] = [
     // RedissonPermitExpirableSemaphore.tryAcquireAsync, 3.22.0 .. 3.23.3

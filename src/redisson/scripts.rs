@@ -2,9 +2,9 @@
 //! and how each call becomes a native command. Pure: unit-tested without
 //! Redis; `filter` applies it to the server's argv.
 //!
-//! Each primitive registers its texts in [`FAMILIES`] from a `redisson.rs`
-//! of its own folder (see `lock/redisson.rs`): adding a primitive's scripts
-//! touches neither this file nor the filter.
+//! Each primitive names its texts (a [`Family`], in a `redisson.rs` of its
+//! own folder, see `lock/redisson.rs`) in its descriptor (`primitive`):
+//! adding a primitive's scripts touches neither this file nor the filter.
 //!
 //! A call is rewritten only when the native command answers exactly as
 //! the script would, with the same effects: the keys and the channel the
@@ -46,10 +46,6 @@ pub struct Known {
     pub len: usize,
     pub rewrite: fn(&Call) -> Option<Rewrite>,
 }
-
-/// Every primitive's scripts.
-#[linkme::distributed_slice]
-pub static FAMILIES: [Family];
 
 mod index;
 pub use index::prepare;

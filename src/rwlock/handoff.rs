@@ -17,7 +17,7 @@ use crate::handoff::glue::{
     unblock_client, Client, Outcome,
 };
 use crate::handoff::lease_timers::LeaseTimers;
-use crate::handoff::{Listed, Queues, Waiter, WaiterKind, WAITER_KINDS};
+use crate::handoff::{Listed, Queues, Waiter, WaiterKind};
 use crate::lock::acquire_once::Grant;
 use crate::store::{now_ms, RedisKeyspace};
 use crate::term;
@@ -41,8 +41,7 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-#[linkme::distributed_slice(WAITER_KINDS)]
-static READ_WRITE_WAITERS: WaiterKind = WaiterKind {
+pub(super) static READ_WRITE_WAITERS: WaiterKind = WaiterKind {
     anyone_waits: || !state().queues.is_empty(),
     waiting: || state().queues.waiting(),
     waits_on: |id| state().queues.has_waiters(id),
@@ -51,7 +50,6 @@ static READ_WRITE_WAITERS: WaiterKind = WaiterKind {
     waits_of: |owner| state().queues.waits_of(owner),
     freed: grant_waiting,
     flushed: |_| {},
-    stats: &super::commands::STATS,
 };
 
 /// Blocks the caller, refused `side` of `name`, until it is granted (nil)

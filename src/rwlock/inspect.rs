@@ -1,15 +1,12 @@
 //! The read-write lock to `RLOCK.INSPECT`: a hash with a `mode`; each
 //! holder on its side, a reader with the lease of its longest hold.
 
-use crate::inspect::{self, Detail, Holder, Inspection, Inspector, INSPECTORS, WRITE_SUFFIX};
+use crate::inspect::{self, Detail, Holder, Inspection, WRITE_SUFFIX};
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
 use rlock_protocol::rwlock_timeout_key;
 
-#[linkme::distributed_slice(INSPECTORS)]
-static RWLOCK: Inspector = Inspector { rank: 0, inspect };
-
-fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+pub(super) fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
     if keys.key_type(name)? != KeyType::Hash {
         return Ok(None);
     }

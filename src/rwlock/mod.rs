@@ -10,6 +10,7 @@ mod like_script;
 pub use like_script::positive_count;
 #[cfg(test)]
 mod like_script_tests;
+mod primitive;
 mod redisson;
 #[cfg(test)]
 mod tests;

@@ -10,13 +10,10 @@
 
 use super::{check_owner, positive_count, READ_RELEASED, WRITE_RELEASED};
 use crate::lease::{parse_latch_ms, parse_lease_ms};
-use crate::redisson::scripts::{
-    is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite, FAMILIES,
-};
+use crate::redisson::scripts::{is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite};
 use rlock_protocol::{is_joined, rwlock_channel_parts, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
 
-#[linkme::distributed_slice(FAMILIES)]
-static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
+pub(super) static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
 
 const SCRIPTS: [Known; 18] = [
     // RedissonWriteLock.tryLockInnerAsync, 3.10.6 .. 4.7.0

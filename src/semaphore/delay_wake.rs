@@ -9,7 +9,6 @@ use crate::api::api;
 use crate::handoff::glue::{lock_id, select_lock, start_timer, stop_timer, timer_data};
 use crate::store::{now_ms, RedisKeyspace};
 use crate::term;
-use linkme::distributed_slice;
 use redis_module::{raw, Context, RedisString};
 use std::collections::HashMap;
 use std::os::raw::c_void;
@@ -49,8 +48,7 @@ fn arm(ctx: &Context, id: &[u8]) {
 }
 
 /// The delay's end moved: every wake follows it.
-#[distributed_slice(term::DELAY_MOVED)]
-fn delay_moved(ctx: &Context) {
+pub(super) fn delay_moved(ctx: &Context) {
     let ids: Vec<Vec<u8>> = armed().keys().cloned().collect();
     ids.iter().for_each(|id| arm(ctx, id));
 }

@@ -2,14 +2,11 @@
 //! keeps both as a bare integer (permits, or the count), so the key
 //! alone cannot tell them apart: a `counter`.
 
-use crate::inspect::{ttl_ms, Detail, Inspection, Inspector, INSPECTORS};
+use crate::inspect::{ttl_ms, Detail, Inspection};
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
 
-#[linkme::distributed_slice(INSPECTORS)]
-static COUNTER: Inspector = Inspector { rank: 9, inspect };
-
-fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
+pub(super) fn inspect(keys: &mut dyn Keyspace, name: &[u8], now_ms: i64) -> Result<Option<Inspection>> {
     if keys.key_type(name)? != KeyType::String {
         return Ok(None);
     }

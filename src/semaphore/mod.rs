@@ -20,6 +20,7 @@ mod commands;
 #[cfg(not(test))]
 mod delay_wake;
 mod inspect;
+mod primitive;
 mod redisson;
 
 use crate::delay::Delay;

@@ -7,12 +7,11 @@
 
 use crate::lease::parse_ttl_ms;
 use crate::lock::parse_hold_count;
-use crate::redisson::scripts::{is_time, native, Call, Family, Known, Rewrite, FAMILIES};
+use crate::redisson::scripts::{is_time, native, Call, Family, Known, Rewrite};
 use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
 use rlock_protocol::{is_joined, semaphore_channel_parts};
 
-#[linkme::distributed_slice(FAMILIES)]
-static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
+pub(super) static SEMAPHORE: Family = Family::new("semaphore", &SCRIPTS);
 
 const SCRIPTS: [Known; 14] = [
     // RedissonSemaphore.addPermitsAsync, 3.12.0 .. 3.16.1 (publishes nothing)

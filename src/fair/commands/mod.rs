@@ -7,4 +7,5 @@ mod release;
 mod renew;
 mod status;
 
-crate::stats::kind_stats!(STATS, "fair");
+/// This kind's `INFO` counters.
+pub static STATS: crate::stats::KindStats = crate::stats::KindStats::new("fair");

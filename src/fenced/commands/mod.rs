@@ -4,4 +4,5 @@
 mod acquire;
 mod token;
 
-crate::stats::kind_stats!(STATS, "fenced");
+/// This kind's `INFO` counters.
+pub static STATS: crate::stats::KindStats = crate::stats::KindStats::new("fenced");

@@ -9,4 +9,5 @@ pub(crate) mod renew;
 mod renew_all;
 mod status;
 
-crate::stats::kind_stats!(STATS, "plain");
+/// This kind's `INFO` counters.
+pub static STATS: crate::stats::KindStats = crate::stats::KindStats::new("plain");

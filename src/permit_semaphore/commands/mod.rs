@@ -12,7 +12,8 @@ mod try_acquire;
 mod try_set_permits;
 mod update_lease;
 
-crate::stats::kind_stats!(STATS, "permit_semaphore");
+/// This kind's `INFO` counters.
+pub static STATS: crate::stats::KindStats = crate::stats::KindStats::new("permit_semaphore");
 
 use crate::commands::args::{is_keyword, parse_non_negative, take_trailing, take_via, Args, VIA};
 use crate::commands::info::{Arg, ArgKind};

@@ -2,7 +2,8 @@
 //! `EVALSHA`) or by its body (an `EVAL`), with no text hashed or digest
 //! decoded that cannot be a known one.
 
-use super::{Family, Known, FAMILIES};
+use super::{Family, Known};
+use crate::primitive;
 use std::sync::OnceLock;
 
 /// The text whose SHA-1 is `sha` (EVALSHA takes it in either case): found
@@ -21,7 +22,7 @@ pub(super) fn by_sha(sha: &[u8]) -> Option<(&'static Family, &'static Known)> {
 
 /// The text `body`: hashed only when its length is one of a known text.
 pub(super) fn by_body(body: &[u8]) -> Option<(&'static Family, &'static Known)> {
-    FAMILIES.iter().flat_map(|family| family.scripts).find(|known| known.len == body.len())?;
+    primitive::families().flat_map(|family| family.scripts).find(|known| known.len == body.len())?;
     by_digest(&sha1_smol::Sha1::from(body).digest().bytes())
 }
 
@@ -46,8 +47,7 @@ type Indexed = (u64, Digest, &'static Family, &'static Known);
 fn with_key(key: u64) -> impl Iterator<Item = &'static Indexed> {
     static INDEX: OnceLock<Vec<Indexed>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
-        let mut index: Vec<_> = FAMILIES
-            .iter()
+        let mut index: Vec<_> = primitive::families()
             .flat_map(|family| family.scripts.iter().map(move |known| (family, known)))
             .filter_map(|(family, known)| {
                 let digest = decode_sha1(known.sha1.as_bytes())?;

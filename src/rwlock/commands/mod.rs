@@ -9,7 +9,8 @@ mod renew;
 mod renew_reads;
 mod status;
 
-crate::stats::kind_stats!(STATS, "read_write");
+/// This kind's `INFO` counters.
+pub static STATS: crate::stats::KindStats = crate::stats::KindStats::new("read_write");
 
 use super::Side;
 use crate::commands::args::is_keyword;

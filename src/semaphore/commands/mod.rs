@@ -7,7 +7,8 @@ mod release;
 mod try_acquire;
 mod try_set_permits;
 
-crate::stats::kind_stats!(STATS, "semaphore");
+/// This kind's `INFO` counters.
+pub static STATS: crate::stats::KindStats = crate::stats::KindStats::new("semaphore");
 
 use crate::commands::info::{Arg, ArgKind};
 use crate::semaphore::Semaphore;
