@@ -224,3 +224,17 @@ fn no_function_is_longer_than_the_limit() {
         "the walk sees no functions"
     );
 }
+
+/// The files outside its folder a new primitive edits, as the map lists
+/// them (`make map` counts them), exist: the list names real files.
+#[test]
+fn the_files_a_new_primitive_edits_outside_its_folder_exist() {
+    let listed = MAP.split("<!-- outside-folder -->").nth(1).expect("the outside-folder list");
+    let listed = listed.split("<!-- /outside-folder -->").next().unwrap_or_default();
+    let paths: Vec<&str> =
+        listed.split('`').skip(1).step_by(2).filter(|path| path.contains('/') || path.ends_with(".md")).collect();
+    assert!(paths.len() >= 8, "only {paths:?} listed");
+    for path in paths {
+        assert!(repository().join(path).is_file(), "the map lists {path}, which is no file");
+    }
+}

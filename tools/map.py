@@ -210,10 +210,25 @@ def coupling():
     print()
 
 
+def checklist():
+    """The files outside its folder a new primitive edits, as docs/ARCHITECTURE.md lists them."""
+    text = (ROOT / "docs/ARCHITECTURE.md").read_text()
+    listed = text.split("<!-- outside-folder -->", 1)[1].split("<!-- /outside-folder -->", 1)[0]
+    items = listed.split("\n- ")[1:]
+    paths = [[f for f in re.findall(r"`([^`]+)`", item) if "/" in f or f.endswith(".md")] for item in items]
+    every = [f for item, group in zip(items, paths) if not item.startswith("a lock kind") for f in group]
+    lock_kind = [f for item, group in zip(items, paths) if item.startswith("a lock kind") for f in group]
+    print("## Adding a primitive: files edited outside its folder\n")
+    print(f"A dry run of \"Where to add a primitive\": {len(every)} files for any primitive"
+          f" ({', '.join(every)}), {len(every) + len(lock_kind)} for a lock kind (also {', '.join(lock_kind)}).")
+    print()
+
+
 def main():
     largest_cycles()
     registries()
     counters()
+    checklist()
     coupling()
 
 
