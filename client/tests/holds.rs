@@ -165,6 +165,32 @@ async fn a_level_given_up_on_the_clients_clock_is_given_back_by_the_next_acquire
     assert!(!lock.is_locked().await.unwrap(), "a forgotten level kept the lock");
 }
 
+/// A plain re-entry sent while the holds it counts are gone from the
+/// server (deleted unnoticed: a long watchdog period), whose reply is
+/// lost to a stall: the resends are refused as `STALEHOLDS`, the holds end
+/// as lost, and, as docs/client.md says, the acquire is asked again from
+/// the owner's count: the lock is free, so even a try with no wait takes
+/// it (it answered "taken" instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resend_refused_as_stale_asks_again_from_the_owners_count() {
+    let server = stallable_server();
+    let options = options().with_watchdog_timeout(Duration::from_secs(60));
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let lock = client.lock("stale-resend");
+    let outer = lock.lock().await.unwrap();
+    let _: i64 = redis::cmd("DEL").arg("stale-resend").query_async(&mut admin(&server).await).await.unwrap();
+    // The first send waits out the stall, past the reply timeout (500 ms).
+    let stalled = stall(&server, 1.0).await;
+    let got = lock.try_lock(Duration::ZERO, None).await.unwrap();
+    stalled.await.unwrap();
+    assert!(outer.is_lost(), "the deleted hold is not reported lost");
+    let guard = got.expect("the lock is free, yet the try answered that it stayed taken");
+    assert!(!guard.is_lost());
+    assert_eq!(hold_count(&server, "stale-resend", lock.owner()).await, 1);
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap(), "a level was left behind");
+}
+
 /// A level given up on the client's clock (its lease, counted from the
 /// send, ended during a stall) is still on the server. Named by the
 /// owner's count (`HOLDS 0`), the next acquire would find 1 and be
