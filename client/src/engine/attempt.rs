@@ -13,7 +13,7 @@ use crate::engine::hold::Hold;
 use crate::engine::holds::{Ended, Renewal};
 use crate::engine::protocol;
 use crate::engine::release::release;
-use crate::engine::resend::{resend, ResentGrant};
+use crate::engine::resend::{resend, Again, ResentGrant};
 use crate::engine::run_to_end::run_to_end;
 use crate::error::{Error, Result};
 use crate::transport::connection::Connection;
@@ -189,8 +189,11 @@ async fn settle(
         let _ = reply_tx.send(Err(err));
         return None;
     }
-    let acquire = acquire_command(&lock.state().id, lease_ms, (resent_wait, None), naming.parts(), ReplyForm::Full);
-    let resent = resend(lock, connection, (&acquire, naming.named, sync), counted, err, reply_tx).await?;
+    let id = &lock.state().id;
+    let acquire = acquire_command(id, lease_ms, (resent_wait, None), naming.parts(), ReplyForm::Full);
+    let holding = |held| acquire_command(id, lease_ms, (resent_wait, None), (None, Some(held)), ReplyForm::Full);
+    let again = Again { acquire: &acquire, holding: &holding };
+    let resent = resend(lock, connection, (again, naming.named, sync), counted, err, reply_tx).await?;
     // Each resend carries its own WAIT, right behind it on its node.
     if let (Some(plan), Some(acknowledged)) = (sync, resent.acknowledged) {
         if acknowledged < i64::from(plan.required) {

@@ -50,7 +50,7 @@ pub(crate) struct ResentGrant {
 pub(crate) async fn resend(
     lock: &Handle,
     connection: &mut Connection,
-    (again, named, sync): (&redis::Cmd, Option<Named>, Option<&Plan>),
+    (again, named, sync): (Again<'_>, Option<Named>, Option<&Plan>),
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
@@ -63,10 +63,17 @@ pub(crate) async fn resend(
     answered
 }
 
+/// The acquire to send again, and for a `HOLDS` acquire refused as
+/// `STALEHOLDS`, the same acquire naming the count the server has.
+pub(crate) struct Again<'a> {
+    pub acquire: &'a redis::Cmd,
+    pub holding: &'a (dyn Fn(usize) -> redis::Cmd + Sync),
+}
+
 async fn resend_until_answered(
     lock: &Handle,
     connection: &mut Connection,
-    (again, sync): (&redis::Cmd, Option<&Plan>),
+    (again, sync): (Again<'_>, Option<&Plan>),
     counted: usize,
     err: Error,
     reply_tx: oneshot::Sender<Result<Attempt>>,
@@ -78,19 +85,28 @@ async fn resend_until_answered(
     // looked up again, and the next try goes to its new owner.
     let sync_wait = sync.map_or(Duration::ZERO, |plan| plan.timeout);
     let bound = connection.reply_bound(shared.options.cluster_reply_timeout.saturating_add(sync_wait));
+    let mut asked_again: Option<redis::Cmd> = None;
     let (reply, acknowledged, sent_at) = loop {
         let sent_at = Instant::now();
-        match acquire_and_wait(connection, &state.id, (again, ReplyForm::Full), (sync, &bound)).await {
+        let acquire = asked_again.as_ref().unwrap_or(again.acquire);
+        match acquire_and_wait(connection, &state.id, (acquire, ReplyForm::Full), (sync, &bound)).await {
             Ok((reply, acknowledged)) => break (reply, acknowledged, sent_at),
             Err(_) if shared.is_closed() => return None,
             // This client's holds ended, and the first send ran nothing:
-            // refused, for the caller to ask again at once.
+            // they end here too, and while the caller waits the acquire is
+            // asked again (once) from the owner's count, as a first send's
+            // is; else refused, for the caller to ask again at once.
             Err(err) if stale_holds(&err).is_some() => {
                 state.update(|holds| ((), holds.refused()));
-                if let Some((reply_tx, _)) = caller.take() {
-                    let _ = reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 }));
+                match stale_holds(&err).filter(|_| caller.is_some() && asked_again.is_none()) {
+                    Some(held) => asked_again = Some((again.holding)(held)),
+                    None => {
+                        if let Some((reply_tx, _)) = caller.take() {
+                            let _ = reply_tx.send(Ok(Attempt::Refused { retry_ms: 0 }));
+                        }
+                        return None;
+                    }
                 }
-                return None;
             }
             Err(err) if !err.is_transient() => {
                 if counted > 0 {
