@@ -218,6 +218,42 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
     assert_eq!(rlock_info(&mut promoted, "role_changes"), 2);
 }
 
+/// `HOLDS n` on a promoted replica in its lock-delay: a client that counts
+/// 0 levels after its release (taken by the old primary, which then granted
+/// the lock to another owner) finds the hold whose release never reached
+/// the replica, one more than it counts. That level is no grant of this
+/// call: answered as a replay it would be a second holder during the delay
+/// that exists to refuse one. It is refused as the acquire without `HOLDS`
+/// is, and changes nothing.
+#[test]
+fn a_holds_acquire_finding_one_more_level_is_refused_during_the_lock_delay() {
+    let primary = Server::start();
+    let replica = Server::builder().module_arg("lock-delay-ms").module_arg(&LONG.to_string()).start();
+    replica.replicate(&primary);
+    let mut con = primary.connection();
+    assert_eq!(acquire(&mut con, "held", "o1"), None);
+    let acknowledged: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut con).unwrap();
+    assert_eq!(acknowledged, 1);
+    let mut promoted = replica.connection();
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut promoted).unwrap();
+    let released: i64 = redis::cmd("RLOCK.RELEASE").arg("held").arg("o1").query(&mut con).unwrap();
+    assert_eq!(released, 1);
+    assert_eq!(acquire(&mut con, "held", "o4"), None);
+    let holds = |con: &mut Connection, extra: &[&str]| -> Value {
+        redis::cmd("RLOCK.ACQUIRE").arg("held").arg("o1").arg(LEASE).arg("HOLDS").arg(0).arg(extra).query(con).unwrap()
+    };
+    let refused = holds(&mut promoted, &[]);
+    assert!(matches!(refused, Value::Int(pttl) if is_rest_of_long_delay(pttl)), "granted in the delay: {refused:?}");
+    let (granted, levels, lease_ms, _) = full_reply(holds(&mut promoted, &["REPLY", "FULL"]));
+    assert!(granted == 0 && levels == 0 && is_rest_of_long_delay(lease_ms), "{granted} {levels} {lease_ms}");
+    let count: i64 = promoted.hget("held", "o1").unwrap();
+    assert_eq!(count, 1, "nothing changed");
+    // Past the delay, one more level is the replay it stands for.
+    set_delay(&mut promoted, 0);
+    let (granted, levels, _, _) = full_reply(holds(&mut promoted, &[]));
+    assert_eq!((granted, levels), (1, 1));
+}
+
 /// Callers blocked during the delay are granted at its end: RLock's and
 /// the read-write lock's `WAIT`, the fair lock's `BLOCK`; a semaphore's refused caller gets a
 /// release message then.
