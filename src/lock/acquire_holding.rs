@@ -3,7 +3,9 @@
 //! - `n`: nothing of this call ran yet; the acquire runs.
 //! - `n + 1`: an earlier send of this very call was granted (only this
 //!   caller changes the owner's levels, one call at a time); its grant is
-//!   replayed and no level is added.
+//!   replayed and no level is added. Not during a lock-delay: there the
+//!   level may be one whose release the old primary took, and the call is
+//!   refused as the acquire is.
 //! - anything else: the caller's count is stale (its holds ended: a lease
 //!   ran out, a force release, a delete); nothing changes, and the caller
 //!   learns the levels the owner holds.
@@ -29,6 +31,10 @@ pub fn acquire_holding<S: LockStore>(
     let held = held_count(store, owner)?.unwrap_or(0);
     match held.checked_sub(expected) {
         Some(0) => Ok(Once::Ran(acquire(store, owner, lease_ms, clock)?)),
+        // In a lock-delay one more level may be a hold whose release the
+        // old primary took, no grant of this call: refused, as the
+        // acquire itself is then (nothing changes).
+        Some(1) if clock.1.refuses() => Ok(Once::Ran(acquire(store, owner, lease_ms, clock)?)),
         Some(1) => Ok(Once::Replayed(Grant::count(held))),
         _ => Err(LockError::StaleHolds { held, expected }),
     }
@@ -111,5 +117,14 @@ mod tests {
             assert_eq!(got, reply, "{name}");
             assert_eq!(store.effects, effects, "{name}");
         }
+    }
+
+    #[test]
+    fn one_more_level_during_a_lock_delay_is_refused_not_replayed() {
+        let mut store = hash(&[("a", "1")], Some(NOW + 5));
+        let delay = Delay::left(2_000);
+        let got = with_lock(&mut store, |lock| acquire_holding(lock, b"a".as_slice(), LEASE, 0, (NOW, delay)));
+        assert_eq!(got, Ok(Once::Ran(Acquire::Contended { pttl_ms: 2_000 })));
+        assert!(store.effects.is_empty(), "{:?}", store.effects);
     }
 }
