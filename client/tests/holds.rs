@@ -191,6 +191,32 @@ async fn a_resend_refused_as_stale_asks_again_from_the_owners_count() {
     assert!(!lock.is_locked().await.unwrap(), "a level was left behind");
 }
 
+/// A release the server undid (a failover to a replica it had not reached,
+/// a restart from an AOF that lost its last second; written back here by
+/// hand with 300 ms of lease left) leaves one level more than the client
+/// counts: its next acquire, `HOLDS 0`, is answered as a replay, with that
+/// level's lease as it stands. The guard, a watchdog hold, was reported
+/// lost when those 300 ms ended, no renewal tried (a round comes every
+/// 667 ms), on a lock nobody else held; an acquire named by id gets the
+/// lease it asks for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_acquire_answered_as_a_replay_gets_the_lease_it_asked_for() {
+    let server = Server::shared();
+    let client = client(&server).await;
+    let lock = client.lock("undone-release");
+    lock.lock().await.unwrap().unlock().await.unwrap();
+    let mut admin = admin(&server).await;
+    let _: () =
+        redis::cmd("HSET").arg("undone-release").arg(lock.owner()).arg(1).query_async(&mut admin).await.unwrap();
+    let _: () = redis::cmd("PEXPIRE").arg("undone-release").arg(300).query_async(&mut admin).await.unwrap();
+    let guard = lock.try_lock(Duration::ZERO, None).await.unwrap().expect("granted");
+    tokio::time::sleep(WATCHDOG).await;
+    assert!(!guard.is_lost(), "a watchdog hold lost at the replayed level's lease end");
+    assert_eq!(hold_count(&server, "undone-release", lock.owner()).await, 1);
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
 /// A level given up on the client's clock (its lease, counted from the
 /// send, ended during a stall) is still on the server. Named by the
 /// owner's count (`HOLDS 0`), the next acquire would find 1 and be
