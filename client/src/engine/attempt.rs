@@ -131,8 +131,40 @@ pub(crate) async fn run(
     };
     let granted = Granted { renewal, lease, lease_sent, requested_at: lease_start, observed, lease_left, token };
     let orphaned = grant(&lock, granted, reply_tx);
+    let short_replay = lease_left.is_some_and(|(_, left)| left < lease_sent);
+    Box::pin(after_grant(&lock, &connection, orphaned, short_replay.then_some(lease_sent))).await;
+}
+
+/// After a grant is handed over, before this lock's next call (the gate is
+/// still held): levels nothing tracks are given back, and a replayed
+/// grant's short lease is renewed to `renew`.
+async fn after_grant(lock: &Handle, connection: &Connection, orphaned: usize, renew: Option<Duration>) {
     if orphaned > 0 {
-        Box::pin(release_orphans(&lock, &connection, orphaned)).await;
+        release_orphans(lock, connection, orphaned).await;
+    }
+    if let Some(lease_sent) = renew {
+        renew_replayed(lock, connection, lease_sent).await;
+    }
+}
+
+/// A grant replayed with less lease left than was sent (a level the server
+/// counted beyond this client's holds, its lease as it stood; a grant that
+/// waited out a stall) gets the lease sent at once, as an acquire that ran
+/// would have set it: the watchdog's next round may come after that
+/// lease's end. Call it holding the lock's gate.
+async fn renew_replayed(lock: &Handle, connection: &Connection, lease_sent: Duration) {
+    let state = lock.state();
+    let Some(incarnation) = state.read(|holds| (holds.count() > 0).then(|| holds.incarnation())) else { return };
+    let sent_at = Instant::now();
+    let renew = state.id.renew(protocol::clamp_lease_ms(lease_sent));
+    match renew.query_async::<i64>(&mut connection.clone()).await {
+        Ok(1) => state.update(|holds| {
+            holds.renewed(incarnation, sent_at, lease_sent);
+            ((), Ended::No)
+        }),
+        Ok(_) => state.lose_incarnation(incarnation),
+        // Unanswered: the watchdog, or the lease estimate, settles it.
+        Err(_) => {}
     }
 }
 
