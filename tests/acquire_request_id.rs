@@ -302,7 +302,7 @@ fn holds_is_a_count_and_takes_no_other_way_to_resend_or_wait() {
             redis::cmd("RLOCK.ACQUIRE").arg("holds-syntax").arg("a").arg(LONG_LEASE).arg(extra).query::<Value>(con),
         )
     };
-    for count in ["-1", "x", "1.5", ""] {
+    for count in ["-1", "x", "1.5", "", "+1", "01", " 1"] {
         assert_eq!(reply(&mut con, &["HOLDS", count]), "ERR n must be a non-negative integer", "{count}");
     }
     assert_eq!(reply(&mut con, &["HOLDS"]), "ERR n must be a non-negative integer");
