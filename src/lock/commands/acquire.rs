@@ -110,7 +110,6 @@ pub fn acquire(ctx: &Context, args: Args) -> RedisResult {
     })
 }
 
-/// `n` of `HOLDS n`: a count of levels, 0 or more.
 /// `RLOCK.ACQUIRE`'s arguments, the combinations it refuses refused.
 struct AcquireArgs {
     name: RedisString,
@@ -144,8 +143,10 @@ impl AcquireArgs {
     }
 }
 
+/// `n` of `HOLDS n`: a count of levels, 0 or more, written as Redis
+/// writes integers (no sign, no leading zero).
 fn parse_holds(arg: Option<RedisString>) -> Result<i64, LockError> {
-    let count = arg.and_then(|arg| std::str::from_utf8(arg.as_slice()).ok().and_then(|text| text.parse().ok()));
+    let count = arg.and_then(|arg| lock::parse_hold_count(arg.as_slice()).ok());
     count.filter(|count: &i64| *count >= 0).ok_or(LockError::ArgumentNegative("n"))
 }
 
