@@ -217,6 +217,29 @@ async fn a_first_acquire_answered_as_a_replay_gets_the_lease_it_asked_for() {
     assert!(!lock.is_locked().await.unwrap());
 }
 
+/// A lock-delay (docs/safety.md) refuses even a holder's re-entry, with
+/// the delay's rest as contention would be; the holds the server has stay
+/// and renew. The client took the refusal for another owner's hold: it
+/// ended the outer hold as lost, stopped renewing it, and the lock expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentry_refused_by_a_lock_delay_keeps_the_outer_hold() {
+    let server = Server::start();
+    let client = client(&server).await;
+    let lock = client.lock("delayed");
+    let outer = lock.lock().await.unwrap();
+    let mut admin = admin(&server).await;
+    let delay = |ms: i64| redis::cmd("CONFIG").arg("SET").arg("rlock.lock-delay-ms").arg(ms).clone();
+    // The term began at the server's start: the delay lasts from there.
+    let _: () = delay(600_000).query_async(&mut admin).await.unwrap();
+    assert!(lock.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "no re-entry in the delay");
+    tokio::time::sleep(WATCHDOG).await;
+    assert!(!outer.is_lost(), "the outer hold, still the server's, was ended as lost");
+    assert_eq!(hold_count(&server, "delayed", lock.owner()).await, 1, "the outer hold was not renewed");
+    let _: () = delay(0).query_async(&mut admin).await.unwrap();
+    outer.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
 /// A level given up on the client's clock (its lease, counted from the
 /// send, ended during a stall) is still on the server. Named by the
 /// owner's count (`HOLDS 0`), the next acquire would find 1 and be
