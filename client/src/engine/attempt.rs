@@ -179,9 +179,9 @@ fn not_sent(lock: &Handle, blocking: bool) -> Option<Result<Attempt>> {
     (blocking && lock.state().read(|holds| holds.count()) > 0).then_some(Ok(Attempt::Refused { retry_ms: 0 }))
 }
 
-/// A refusal: this owner no longer holds the lock. A fair waiter queued
-/// (`place`: its queue wait) for a caller who is gone gives its place up:
-/// nobody would take the turn.
+/// A refusal: this owner no longer holds the lock (see [`end_refused`]).
+/// A fair waiter queued (`place`: its queue wait) for a caller who is gone
+/// gives its place up: nobody would take the turn.
 async fn refused(
     lock: &Handle,
     connection: &Connection,
@@ -189,12 +189,26 @@ async fn refused(
     place: Option<i64>,
     reply_tx: oneshot::Sender<Result<Attempt>>,
 ) {
-    lock.state().update(|holds| ((), holds.refused()));
+    end_refused(lock).await;
     if reply_tx.send(Ok(Attempt::Refused { retry_ms })).is_err() {
         if let Some(wait_ms) = place {
             give_up_place(lock, connection, wait_ms).await;
         }
     }
+}
+
+/// An acquire was refused: another owner has the lock, so none of this
+/// owner's levels are left, and its holds end as lost. Unless the server
+/// still counts them: a lock-delay refuses even a holder's re-entry, and
+/// the holds it has stay and renew. A holder asks (STATUS) before it ends
+/// its holds; unanswered, they end. Call it holding the lock's gate.
+pub(crate) async fn end_refused(lock: &Handle) {
+    let state = lock.state();
+    let counted = state.read(|holds| holds.count());
+    if counted > 0 && lock.status().await.is_ok_and(|status| status.hold_count >= counted as i64) {
+        return;
+    }
+    state.update(|holds| ((), holds.refused()));
 }
 
 /// Settles an acquire whose outcome `err` left unknown: a blocked call is

@@ -13,7 +13,7 @@
 //! sees in its reply and gives back (or which ends with its lease).
 
 use crate::engine::acquire_request::{acquire_and_wait, stale_holds, ReplyForm};
-use crate::engine::attempt::{give_back, Attempt};
+use crate::engine::attempt::{end_refused, give_back, Attempt};
 use crate::engine::handle::Handle;
 use crate::engine::named::Named;
 use crate::error::{Error, Result};
@@ -121,8 +121,9 @@ async fn resend_until_answered(
         }
     };
     if !reply.granted {
-        // Another owner has it: none of this owner's levels are left.
-        state.update(|holds| ((), holds.refused()));
+        // Another owner has it: none of this owner's levels are left (or a
+        // lock-delay refused a holder's re-entry: see `end_refused`).
+        end_refused(lock).await;
         if let Some((reply_tx, _)) = caller {
             let _ = reply_tx.send(Ok(Attempt::Refused { retry_ms: reply.lease_ms }));
         }
