@@ -4,13 +4,19 @@
 
 mod common;
 
-use common::counts::{client, hold_count, options, WATCHDOG};
-use common::{admin, numsub, stall, stallable_server};
+use common::counts::{client, hold_count, options};
+use common::{admin, numsub, renewals, stall, stallable_server, KEEPING_WATCHDOG};
 use rlock_client::{Client, ClientOptions, Error, RetryOptions};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use testkit::{eventually, Server, PATIENCE};
+
+/// A client whose watchdog keeps its leases through the suite's load
+/// (see [`KEEPING_WATCHDOG`]), for the tests that watch renewals.
+async fn keeping_client(server: &Server) -> Client {
+    Client::connect(server.client(), options().with_watchdog_timeout(KEEPING_WATCHDOG)).await.expect("client")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_of_a_closed_client_gets_no_guard() {
@@ -36,16 +42,20 @@ async fn a_waiter_of_a_closed_client_gets_no_guard() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_fixed_reentry_keeps_the_outer_hold_renewed() {
     let server = Server::shared();
-    let client = client(&server).await;
+    let client = keeping_client(&server).await;
     let lock = client.lock("nested");
     let outer = lock.lock().await.unwrap();
     let inner = lock.try_lock(Duration::ZERO, Some(Duration::from_millis(300))).await.unwrap().expect("re-entered");
     assert!(lock.remaining_lease().await.unwrap().unwrap() > Duration::from_millis(300), "the re-entry cut the lease");
     inner.unlock().await.unwrap();
 
+    // The outer hold's lease goes on being renewed, to the watchdog's
+    // timeout, and never runs out (the server shows both).
+    let lease = renewals(&server, "nested", 3).await;
+    assert!(lease > KEEPING_WATCHDOG * 2 / 3, "renewed to the watchdog's timeout: {lease:?}");
     let other = client.lock("nested");
     assert!(
-        other.try_lock(WATCHDOG * 2, None).await.unwrap().is_none(),
+        other.try_lock(Duration::ZERO, None).await.unwrap().is_none(),
         "another owner took the lock while the outer hold was live"
     );
     assert!(!outer.is_lost());
@@ -56,12 +66,14 @@ async fn a_short_fixed_reentry_keeps_the_outer_hold_renewed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_reentry_outliving_its_lease_keeps_the_watchdog_hold() {
     let server = Server::shared();
-    let client = client(&server).await;
+    let client = keeping_client(&server).await;
     let lock = client.lock("nested-live");
     let outer = lock.lock().await.unwrap();
     let inner = lock.lock_with_lease(Duration::from_millis(200)).await.unwrap();
+    // Renewed past the inner hold's lease, never running out.
+    renewals(&server, "nested-live", 3).await;
     let other = client.lock("nested-live");
-    assert!(other.try_lock(WATCHDOG * 2, None).await.unwrap().is_none(), "taken while held twice");
+    assert!(other.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "taken while held twice");
     assert!(!outer.is_lost() && !inner.is_lost());
     assert_eq!(lock.hold_count().await.unwrap(), 2);
     inner.unlock().await.unwrap();
@@ -334,7 +346,7 @@ async fn a_force_unlock_whose_reply_was_lost_is_not_sent_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlock_racing_lock_on_one_handle_keeps_the_new_hold() {
     let server = Server::shared();
-    let client = client(&server).await;
+    let client = keeping_client(&server).await;
     let lock = client.lock("racing");
     let mut guard = lock.lock().await.unwrap();
     for round in 0..300 {
@@ -344,8 +356,9 @@ async fn unlock_racing_lock_on_one_handle_keeps_the_new_hold() {
         assert!(!guard.is_lost(), "round {round}: the new guard is reported lost");
         assert_eq!(hold_count(&server, "racing", lock.owner()).await, 1, "round {round}");
     }
+    renewals(&server, "racing", 3).await;
     let other = client.lock("racing");
-    assert!(other.try_lock(WATCHDOG * 2, None).await.unwrap().is_none(), "the last hold was not renewed");
+    assert!(other.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "the last hold was not renewed");
     assert!(!guard.is_lost());
     guard.unlock().await.unwrap();
 }

@@ -118,6 +118,40 @@ pub mod hostile;
 pub mod recorder;
 pub mod stalls;
 
+/// A watchdog timeout for the tests that keep a lock through renewals: a
+/// round every 1.33 s and 2.67 s of slack before a lease ends. Under the
+/// suite's load a 2 s timeout (1.33 s of slack) was not enough: renewals
+/// came late in three test binaries within the same few seconds.
+pub const KEEPING_WATCHDOG: Duration = Duration::from_secs(4);
+
+/// Waits until the server shows `count` renewals of `key`'s lease, each
+/// seen as its PTTL rising between two looks, and returns the PTTL just
+/// after the last one. Fails as soon as the key has no lease or is gone
+/// (its lease ran out: nobody renewed it in time), or when a renewal takes
+/// longer than [`testkit::PATIENCE`].
+pub async fn renewals(server: &Server, key: &str, count: usize) -> Duration {
+    async fn pttl(con: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
+        redis::cmd("PTTL").arg(key).query_async(con).await.unwrap()
+    }
+    let mut con = admin(server).await;
+    let mut last = pttl(&mut con, key).await;
+    for renewal in 1..=count {
+        let deadline = std::time::Instant::now() + testkit::PATIENCE;
+        loop {
+            let now = pttl(&mut con, key).await;
+            assert!(now > 0, "`{key}` has no lease left (PTTL {now}) waiting for renewal {renewal} of {count}");
+            let renewed = now > last;
+            last = now;
+            if renewed {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "renewal {renewal} of `{key}` not seen within PATIENCE");
+            tokio::time::sleep(testkit::POLL).await;
+        }
+    }
+    Duration::from_millis(last as u64)
+}
+
 /// A counter of the module's `INFO rlock` section (0 when absent).
 pub async fn info(server: &Server, name: &str) -> i64 {
     testkit::rlock_info_async(&mut admin(server).await, name).await
