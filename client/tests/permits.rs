@@ -13,9 +13,10 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 mod common;
 
 const LEASE: Duration = Duration::from_millis(1000);
-/// Time for a dead holder's permits to come back, past its lease: the
-/// reclaim happens at the next RPSEM command, which the test polls for.
-const RETURN_MARGIN: Duration = Duration::from_millis(500);
+/// The worker's renewed lease: renewed every second, 2 s of slack for its
+/// process under the suite's load (with 1 s, a renewal came more than the
+/// 667 ms of slack late, on Redis 7.0 and Valkey 8.1).
+const HOLDER_LEASE: Duration = Duration::from_secs(3);
 const HELD_MARKER: &str = "rlock-permits-held";
 const HELD_PERMITS: u32 = 2;
 
@@ -30,7 +31,7 @@ async fn worker() {
     let semaphore = client.permit_semaphore("pool");
     let mut permits = vec![];
     for _ in 0..HELD_PERMITS {
-        permits.push(semaphore.acquire_with(PermitOptions::renewed(LEASE)).await.unwrap());
+        permits.push(semaphore.acquire_with(PermitOptions::renewed(HOLDER_LEASE)).await.unwrap());
     }
     println!("{HELD_MARKER}");
     std::future::pending::<()>().await;
@@ -46,17 +47,43 @@ async fn renewed_permits_of_a_sigkilled_holder_come_back_after_one_lease() {
     let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
     while !lines.next_line().await.unwrap().expect("the holder exited").contains(HELD_MARKER) {}
 
-    // Held past several leases: the holder's client renews them.
-    // Time is under test: unrenewed, the leases would run out within it (the renewals are another process's).
-    tokio::time::sleep(LEASE * 3).await;
-    assert_eq!(semaphore.acquired().await.unwrap(), i64::from(HELD_PERMITS), "renewed while the holder lives");
+    // Held past several leases: the holder's client renews them. The
+    // server shows each permit's lease end (its score); both must move a
+    // lease past the first lease's end, while neither lapses.
+    let mut admin = common::admin(&server).await;
+    let first_end = *lease_ends(&mut admin).await.iter().max().unwrap();
+    let renewed_past = first_end + HOLDER_LEASE.as_millis() as i64;
+    eventually!("renewed a lease past the first lease's end", {
+        assert_eq!(semaphore.acquired().await.unwrap(), i64::from(HELD_PERMITS), "renewed while the holder lives");
+        lease_ends(&mut admin).await.iter().all(|&end| end > renewed_past)
+    });
 
     holder.start_kill().unwrap();
     holder.wait().await.unwrap();
     let killed = Instant::now();
-    eventually!("the permits came back", LEASE + RETURN_MARGIN, semaphore.available().await.unwrap() == 3);
+    // Nobody renews them now: their leases end at most one lease after the
+    // kill, and the first call after that gives them back.
+    let killed_at = server_time_ms(&mut admin).await;
+    let last_end = *lease_ends(&mut admin).await.iter().max().unwrap();
+    assert!(last_end <= killed_at + HOLDER_LEASE.as_millis() as i64, "a lease ends {last_end}, killed at {killed_at}");
+    assert_eq!(semaphore.available().await.unwrap(), 3 - i64::from(HELD_PERMITS), "back before their leases ended");
+    eventually!("the server's clock past the leases' end", server_time_ms(&mut admin).await > last_end + 1);
+    assert_eq!(semaphore.available().await.unwrap(), 3, "the permits came back at their leases' end");
     let back = killed.elapsed();
-    eprintln!("permits: a SIGKILLed holder's permits came back {back:?} after the kill (lease {LEASE:?})");
+    eprintln!("permits: a SIGKILLed holder's permits came back {back:?} after the kill (lease {HOLDER_LEASE:?})");
+}
+
+/// The lease ends of the permits of "pool", in the server's Unix ms.
+async fn lease_ends(admin: &mut redis::aio::MultiplexedConnection) -> Vec<i64> {
+    let ends: Vec<(Vec<u8>, i64)> =
+        admin.zrange_withscores(rlock_protocol::permit_timeout_key(b"pool"), 0, -1).await.unwrap();
+    assert_eq!(ends.len(), HELD_PERMITS as usize, "the holder's permits: {ends:?}");
+    ends.into_iter().map(|(_, end)| end).collect()
+}
+
+async fn server_time_ms(admin: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query_async(admin).await.unwrap();
+    seconds * 1000 + micros / 1000
 }
 
 #[tokio::test]
