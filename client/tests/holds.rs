@@ -51,7 +51,7 @@ async fn a_short_fixed_reentry_keeps_the_outer_hold_renewed() {
 
     // The outer hold's lease goes on being renewed, to the watchdog's
     // timeout, and never runs out (the server shows both).
-    let lease = renewals(&server, "nested", 3).await;
+    let lease = renewals(&server, "nested", 2).await;
     assert!(lease > KEEPING_WATCHDOG * 2 / 3, "renewed to the watchdog's timeout: {lease:?}");
     let other = client.lock("nested");
     assert!(
@@ -71,7 +71,7 @@ async fn a_fixed_reentry_outliving_its_lease_keeps_the_watchdog_hold() {
     let outer = lock.lock().await.unwrap();
     let inner = lock.lock_with_lease(Duration::from_millis(200)).await.unwrap();
     // Renewed past the inner hold's lease, never running out.
-    renewals(&server, "nested-live", 3).await;
+    renewals(&server, "nested-live", 2).await;
     let other = client.lock("nested-live");
     assert!(other.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "taken while held twice");
     assert!(!outer.is_lost() && !inner.is_lost());
@@ -356,7 +356,7 @@ async fn unlock_racing_lock_on_one_handle_keeps_the_new_hold() {
         assert!(!guard.is_lost(), "round {round}: the new guard is reported lost");
         assert_eq!(hold_count(&server, "racing", lock.owner()).await, 1, "round {round}");
     }
-    renewals(&server, "racing", 3).await;
+    renewals(&server, "racing", 2).await;
     let other = client.lock("racing");
     assert!(other.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "the last hold was not renewed");
     assert!(!guard.is_lost());
