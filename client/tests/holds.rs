@@ -214,7 +214,7 @@ async fn a_resend_refused_as_stale_asks_again_from_the_owners_count() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_acquire_answered_as_a_replay_gets_the_lease_it_asked_for() {
     let server = Server::shared();
-    let client = client(&server).await;
+    let client = keeping_client(&server).await;
     let lock = client.lock("undone-release");
     lock.lock().await.unwrap().unlock().await.unwrap();
     let mut admin = admin(&server).await;
@@ -222,7 +222,8 @@ async fn a_first_acquire_answered_as_a_replay_gets_the_lease_it_asked_for() {
         redis::cmd("HSET").arg("undone-release").arg(lock.owner()).arg(1).query_async(&mut admin).await.unwrap();
     let _: () = redis::cmd("PEXPIRE").arg("undone-release").arg(300).query_async(&mut admin).await.unwrap();
     let guard = lock.try_lock(Duration::ZERO, None).await.unwrap().expect("granted");
-    tokio::time::sleep(WATCHDOG).await;
+    // Past the replayed level's 300 ms, the lease goes on being renewed.
+    renewals(&server, "undone-release", 1).await;
     assert!(!guard.is_lost(), "a watchdog hold lost at the replayed level's lease end");
     assert_eq!(hold_count(&server, "undone-release", lock.owner()).await, 1);
     guard.unlock().await.unwrap();
@@ -236,7 +237,7 @@ async fn a_first_acquire_answered_as_a_replay_gets_the_lease_it_asked_for() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reentry_refused_by_a_lock_delay_keeps_the_outer_hold() {
     let server = Server::start();
-    let client = client(&server).await;
+    let client = keeping_client(&server).await;
     let lock = client.lock("delayed");
     let outer = lock.lock().await.unwrap();
     let mut admin = admin(&server).await;
@@ -244,7 +245,8 @@ async fn a_reentry_refused_by_a_lock_delay_keeps_the_outer_hold() {
     // The term began at the server's start: the delay lasts from there.
     let _: () = delay(600_000).query_async(&mut admin).await.unwrap();
     assert!(lock.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "no re-entry in the delay");
-    tokio::time::sleep(WATCHDOG).await;
+    // The outer hold goes on being renewed (the lease would otherwise run out).
+    renewals(&server, "delayed", 2).await;
     assert!(!outer.is_lost(), "the outer hold, still the server's, was ended as lost");
     assert_eq!(hold_count(&server, "delayed", lock.owner()).await, 1, "the outer hold was not renewed");
     let _: () = delay(0).query_async(&mut admin).await.unwrap();
