@@ -190,11 +190,12 @@ fn a_restart_begins_a_lock_delay() {
     assert!(acquire(&mut con, "free", "o1").is_some_and(is_rest_of_long_delay));
 }
 
-/// A promoted replica begins a term: the holds it was sent go on; a grant
-/// the old primary made that never reached it is not made again, nor is a
-/// re-entry of a hold whose release never reached it.
-#[test]
-fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
+/// `o1` holds `held` on a primary, replicated and acknowledged; the
+/// replica (with a long lock-delay) is promoted, and then the old primary,
+/// cut off, takes `o1`'s release and grants `held` to `o4`, neither of
+/// which the new primary hears of. The servers (kept alive), a connection
+/// to the old primary and one to the promoted replica.
+fn o1s_release_lost_to_a_promotion() -> ([Server; 2], Connection, Connection) {
     let primary = Server::start();
     let replica = Server::builder().module_arg("lock-delay-ms").module_arg(&LONG.to_string()).start();
     replica.replicate(&primary);
@@ -204,11 +205,18 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
     assert_eq!(acknowledged, 1);
     let mut promoted = replica.connection();
     let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut promoted).unwrap();
-    // The old primary, cut off, takes a release and grants locks the new
-    // one never hears of.
     let released: i64 = redis::cmd("RLOCK.RELEASE").arg("held").arg("o1").query(&mut con).unwrap();
     assert_eq!(released, 1);
     assert_eq!(acquire(&mut con, "held", "o4"), None);
+    ([primary, replica], con, promoted)
+}
+
+/// A promoted replica begins a term: the holds it was sent go on; a grant
+/// the old primary made that never reached it is not made again, nor is a
+/// re-entry of a hold whose release never reached it.
+#[test]
+fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
+    let (_servers, mut con, mut promoted) = o1s_release_lost_to_a_promotion();
     assert_eq!(acquire(&mut con, "lost", "o2"), None);
     let renewed: i64 = redis::cmd("RLOCK.RENEW").arg("held").arg("o1").arg(LEASE).query(&mut promoted).unwrap();
     assert_eq!(renewed, 1, "the replicated hold renews");
@@ -227,18 +235,7 @@ fn a_promoted_replica_grants_nothing_new_during_its_lock_delay() {
 /// is, and changes nothing.
 #[test]
 fn a_holds_acquire_finding_one_more_level_is_refused_during_the_lock_delay() {
-    let primary = Server::start();
-    let replica = Server::builder().module_arg("lock-delay-ms").module_arg(&LONG.to_string()).start();
-    replica.replicate(&primary);
-    let mut con = primary.connection();
-    assert_eq!(acquire(&mut con, "held", "o1"), None);
-    let acknowledged: i64 = redis::cmd("WAIT").arg(1).arg(5_000).query(&mut con).unwrap();
-    assert_eq!(acknowledged, 1);
-    let mut promoted = replica.connection();
-    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut promoted).unwrap();
-    let released: i64 = redis::cmd("RLOCK.RELEASE").arg("held").arg("o1").query(&mut con).unwrap();
-    assert_eq!(released, 1);
-    assert_eq!(acquire(&mut con, "held", "o4"), None);
+    let (_servers, _, mut promoted) = o1s_release_lost_to_a_promotion();
     let holds = |con: &mut Connection, extra: &[&str]| -> Value {
         redis::cmd("RLOCK.ACQUIRE").arg("held").arg("o1").arg(LEASE).arg("HOLDS").arg(0).arg(extra).query(con).unwrap()
     };
