@@ -73,7 +73,7 @@ mod module {
             ctx.log_warning("rlock: cannot follow the server's cron: a stall does not start the lock-delay again");
         }
         stats::show(stats::Gauges {
-            kinds: crate::primitive::all().filter_map(|primitive| primitive.stats).collect(),
+            kinds: crate::primitive::all().filter_map(|primitive| primitive.glue.stats).collect(),
             families: crate::primitive::families().collect(),
             role_changes: term::role_changes,
             fencing_token_floor: term::token_floor,

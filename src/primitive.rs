@@ -18,16 +18,38 @@ pub struct Primitive {
     pub inspect: Option<Inspect>,
     /// Redisson's scripts that run as its commands.
     pub scripts: Option<&'static Family>,
-    /// Its `INFO` counters (`rlock_<kind>_<counter>`).
+    /// What its Redis side adds (left out of unit-test builds, as the glue
+    /// is).
     #[cfg(not(test))]
-    pub stats: Option<&'static crate::stats::KindStats>,
-    /// Its callers blocked on the server, beside RLock's own hand-off.
-    #[cfg(not(test))]
-    pub waiters: Option<&'static crate::handoff::WaiterKind>,
-    /// What looks again when the lock-delay's end moves (a promotion, a
-    /// `CONFIG SET rlock.lock-delay-ms`).
-    #[cfg(not(test))]
-    pub delay_moved: Option<fn(&redis_module::Context)>,
+    pub glue: glue::Glue,
+}
+
+#[cfg(not(test))]
+pub mod glue {
+    use super::all;
+    use crate::handoff::WaiterKind;
+    use crate::stats::KindStats;
+
+    /// A primitive's Redis side, as the module's shared glue needs it.
+    pub struct Glue {
+        /// Its `INFO` counters (`rlock_<kind>_<counter>`).
+        pub stats: Option<&'static KindStats>,
+        /// Its callers blocked on the server, beside RLock's own hand-off.
+        pub waiters: Option<&'static WaiterKind>,
+        /// What looks again when the lock-delay's end moves (a promotion,
+        /// a `CONFIG SET rlock.lock-delay-ms`).
+        pub delay_moved: Option<fn(&redis_module::Context)>,
+    }
+
+    impl Glue {
+        /// Nothing: what a descriptor's glue leaves unnamed.
+        pub const NONE: Glue = Glue { stats: None, waiters: None, delay_moved: None };
+    }
+
+    /// The kinds whose callers block on the server beside RLock's.
+    pub fn waiter_kinds() -> impl Iterator<Item = &'static WaiterKind> {
+        all().filter_map(|primitive| primitive.glue.waiters)
+    }
 }
 
 #[linkme::distributed_slice]
@@ -65,12 +87,6 @@ pub fn all() -> impl Iterator<Item = &'static Primitive> {
 /// The inspectors, in order.
 pub fn inspectors() -> impl Iterator<Item = Inspect> {
     all().filter_map(|primitive| primitive.inspect)
-}
-
-/// The kinds whose callers block on the server beside RLock's.
-#[cfg(not(test))]
-pub fn waiter_kinds() -> impl Iterator<Item = &'static crate::handoff::WaiterKind> {
-    all().filter_map(|primitive| primitive.waiters)
 }
 
 /// Every primitive's Redisson scripts.

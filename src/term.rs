@@ -97,7 +97,7 @@ fn seen_running() -> bool {
 /// Tells whatever waits for the lock-delay's end that it moved (a
 /// promotion, a `CONFIG SET rlock.lock-delay-ms`): each primitive's hook.
 fn delay_moved(ctx: &Context) {
-    primitive::all().filter_map(|primitive| primitive.delay_moved).for_each(|moved| moved(ctx));
+    primitive::all().filter_map(|primitive| primitive.glue.delay_moved).for_each(|moved| moved(ctx));
 }
 
 #[distributed_slice(ROLE_CHANGED_SERVER_EVENTS_LIST)]

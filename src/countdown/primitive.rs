@@ -10,9 +10,5 @@ static COUNTDOWN: Primitive = Primitive {
     inspect: None,
     scripts: Some(&super::redisson::LATCH),
     #[cfg(not(test))]
-    stats: None,
-    #[cfg(not(test))]
-    waiters: None,
-    #[cfg(not(test))]
-    delay_moved: None,
+    glue: crate::primitive::glue::Glue::NONE,
 };

@@ -9,9 +9,9 @@ static FAIR: Primitive = Primitive {
     inspect: Some(super::inspect::inspect),
     scripts: Some(&super::redisson::FAIR),
     #[cfg(not(test))]
-    stats: Some(&super::commands::STATS),
-    #[cfg(not(test))]
-    waiters: Some(&super::handoff::FAIR_WAITERS),
-    #[cfg(not(test))]
-    delay_moved: None,
+    glue: crate::primitive::glue::Glue {
+        stats: Some(&super::commands::STATS),
+        waiters: Some(&super::handoff::FAIR_WAITERS),
+        ..crate::primitive::glue::Glue::NONE
+    },
 };

@@ -9,9 +9,5 @@ static FAST_MULTI: Primitive = Primitive {
     inspect: None,
     scripts: Some(&super::redisson::FAST_MULTI),
     #[cfg(not(test))]
-    stats: None,
-    #[cfg(not(test))]
-    waiters: None,
-    #[cfg(not(test))]
-    delay_moved: None,
+    glue: crate::primitive::glue::Glue::NONE,
 };

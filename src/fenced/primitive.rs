@@ -9,9 +9,5 @@ static FENCED: Primitive = Primitive {
     inspect: Some(super::inspect::inspect),
     scripts: Some(&super::redisson::FENCED),
     #[cfg(not(test))]
-    stats: Some(&super::commands::STATS),
-    #[cfg(not(test))]
-    waiters: None,
-    #[cfg(not(test))]
-    delay_moved: None,
+    glue: crate::primitive::glue::Glue { stats: Some(&super::commands::STATS), ..crate::primitive::glue::Glue::NONE },
 };

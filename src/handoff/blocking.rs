@@ -49,7 +49,8 @@ use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lock::acquire_once::{self, Grant};
 use crate::lock::{self, Acquire, LockStore};
-use crate::primitive::{self, waiter_kinds, Primitive};
+use crate::primitive::glue::waiter_kinds;
+use crate::primitive::{self, Primitive};
 use crate::stats::{self, KindStats};
 use crate::store::{now_ms, RedisLock};
 use crate::term;
@@ -357,8 +358,11 @@ pub(super) fn count_lapse(id: &[u8]) {
     if state().queues.has_waiters(id) {
         crate::lock::commands::STATS.lapsed_with_waiters();
     }
-    let waited = |primitive: &&Primitive| primitive.waiters.is_some_and(|kind| (kind.waits_on)(id));
-    primitive::all().filter(waited).filter_map(|primitive| primitive.stats).for_each(KindStats::lapsed_with_waiters);
+    let waited = |primitive: &&Primitive| primitive.glue.waiters.is_some_and(|kind| (kind.waits_on)(id));
+    primitive::all()
+        .filter(waited)
+        .filter_map(|primitive| primitive.glue.stats)
+        .for_each(KindStats::lapsed_with_waiters);
 }
 
 /// Schedules a grant check of lock `id` on a timer in `after_ms`, once.

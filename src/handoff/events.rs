@@ -6,7 +6,7 @@
 use super::blocking::{count_lapse, locks_with_waiters, nobody_waits, schedule_grant};
 use super::glue::lock_id;
 use crate::api::{api, subscribe_to_server_event};
-use crate::primitive::waiter_kinds;
+use crate::primitive::glue::waiter_kinds;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};

@@ -9,9 +9,9 @@ static LOCK: Primitive = Primitive {
     inspect: Some(super::inspect::inspect),
     scripts: Some(&super::redisson::LOCK),
     #[cfg(not(test))]
-    stats: Some(&super::commands::STATS),
-    #[cfg(not(test))]
-    waiters: None,
-    #[cfg(not(test))]
-    delay_moved: Some(crate::handoff::events::recheck_every_lock),
+    glue: crate::primitive::glue::Glue {
+        stats: Some(&super::commands::STATS),
+        delay_moved: Some(crate::handoff::events::recheck_every_lock),
+        ..crate::primitive::glue::Glue::NONE
+    },
 };

@@ -9,9 +9,5 @@ static PERMIT_SEMAPHORE: Primitive = Primitive {
     inspect: Some(super::inspect::inspect),
     scripts: Some(&super::redisson::PERMIT_SEMAPHORE),
     #[cfg(not(test))]
-    stats: Some(&super::commands::STATS),
-    #[cfg(not(test))]
-    waiters: None,
-    #[cfg(not(test))]
-    delay_moved: None,
+    glue: crate::primitive::glue::Glue { stats: Some(&super::commands::STATS), ..crate::primitive::glue::Glue::NONE },
 };

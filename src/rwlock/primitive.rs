@@ -9,9 +9,9 @@ static RWLOCK: Primitive = Primitive {
     inspect: Some(super::inspect::inspect),
     scripts: Some(&super::redisson::RWLOCK),
     #[cfg(not(test))]
-    stats: Some(&super::commands::STATS),
-    #[cfg(not(test))]
-    waiters: Some(&super::handoff::READ_WRITE_WAITERS),
-    #[cfg(not(test))]
-    delay_moved: None,
+    glue: crate::primitive::glue::Glue {
+        stats: Some(&super::commands::STATS),
+        waiters: Some(&super::handoff::READ_WRITE_WAITERS),
+        ..crate::primitive::glue::Glue::NONE
+    },
 };

@@ -9,9 +9,9 @@ static SEMAPHORE: Primitive = Primitive {
     inspect: Some(super::inspect::inspect),
     scripts: Some(&super::redisson::SEMAPHORE),
     #[cfg(not(test))]
-    stats: Some(&super::commands::STATS),
-    #[cfg(not(test))]
-    waiters: None,
-    #[cfg(not(test))]
-    delay_moved: Some(super::delay_wake::delay_moved),
+    glue: crate::primitive::glue::Glue {
+        stats: Some(&super::commands::STATS),
+        delay_moved: Some(super::delay_wake::delay_moved),
+        ..crate::primitive::glue::Glue::NONE
+    },
 };
