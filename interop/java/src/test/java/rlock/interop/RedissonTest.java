@@ -61,8 +61,13 @@ public abstract class RedissonTest {
 
     /** A Redisson client of another server than the shared one. */
     protected static RedissonClient client(RlockServer server) {
+        return client(server, WATCHDOG_MS);
+    }
+
+    /** A Redisson client of {@code server} whose lockWatchdogTimeout is {@code watchdogMs}. */
+    protected static RedissonClient client(RlockServer server, long watchdogMs) {
         Config config = new Config();
-        config.setLockWatchdogTimeout(WATCHDOG_MS);
+        config.setLockWatchdogTimeout(watchdogMs);
         config.useSingleServer()
                 .setAddress(server.url())
                 .setConnectionMinimumIdleSize(2)
