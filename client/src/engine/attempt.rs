@@ -158,10 +158,7 @@ async fn renew_replayed(lock: &Handle, connection: &Connection, lease_sent: Dura
     let sent_at = Instant::now();
     let renew = state.id.renew(protocol::clamp_lease_ms(lease_sent));
     match renew.query_async::<i64>(&mut connection.clone()).await {
-        Ok(1) => state.update(|holds| {
-            holds.renewed(incarnation, sent_at, lease_sent);
-            ((), Ended::No)
-        }),
+        Ok(1) => state.renewed(incarnation, sent_at, lease_sent),
         Ok(_) => state.lose_incarnation(incarnation),
         // Unanswered: the watchdog, or the lease estimate, settles it.
         Err(_) => {}

@@ -8,6 +8,7 @@ use crate::engine::holds::{Ended, Holds, Ticket};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -172,6 +173,15 @@ impl LockState {
     /// The holds of the current incarnation are gone.
     pub fn lose(&self) {
         self.update(|holds| ((), holds.lose(holds.incarnation())));
+    }
+
+    /// The server renewed the holds of `incarnation` at `sent_at` for
+    /// `lease` (nothing, if it is over).
+    pub fn renewed(&self, incarnation: u64, sent_at: Instant, lease: Duration) {
+        self.update(|holds| {
+            holds.renewed(incarnation, sent_at, lease);
+            ((), Ended::No)
+        });
     }
 
     /// The holds of `incarnation` are gone (nothing, if it is over).

@@ -7,7 +7,7 @@
 //! kept failing until the lease ran out.
 
 use crate::engine::commands::Status;
-use crate::engine::holds::{Ended, Upkeep};
+use crate::engine::holds::Upkeep;
 use crate::engine::lock_state::{LockState, Registry};
 use crate::engine::protocol;
 use crate::transport::connection::{Connection, NodeReplies};
@@ -216,10 +216,7 @@ impl Watchdog {
 fn apply(task: &Task, reply: redis::RedisResult<redis::Value>, sent_at: Instant) {
     let held = match (task.upkeep, reply) {
         (Upkeep::Renew(lease), Ok(redis::Value::Int(1))) => {
-            task.state.update(|holds| {
-                holds.renewed(task.incarnation, sent_at, lease);
-                ((), Ended::No)
-            });
+            task.state.renewed(task.incarnation, sent_at, lease);
             let (name, owner) = task.state.id.traced();
             tracing::trace!(target: "rlock", lock = %name, owner = %owner, lease_ms = lease.as_millis() as u64, "renewed");
             true
