@@ -58,6 +58,9 @@ pub struct ServerBuilder {
     wrapper: Vec<String>,
     /// The server binary when not [`server_bin`].
     binary: Option<String>,
+    /// A cluster node: a bus port is chosen with the server's, at each
+    /// attempt at a port.
+    cluster_bus: bool,
 }
 
 impl ServerBuilder {
@@ -89,11 +92,11 @@ impl ServerBuilder {
 
     /// A cluster node. Its bus port is chosen explicitly: the default, the
     /// port plus 10000, may not exist for an OS-assigned port.
-    pub fn cluster(self) -> Self {
+    pub fn cluster(mut self) -> Self {
+        self.cluster_bus = true;
         self.config("cluster-enabled", "yes")
             .config("cluster-config-file", "nodes.conf")
             .config("cluster-node-timeout", "2000")
-            .config("cluster-port", &free_port().to_string())
     }
 
     /// A `--name value` server option.
@@ -120,15 +123,16 @@ impl ServerBuilder {
     /// argument, say) and returns its log.
     pub fn start_expecting_failure(self) -> String {
         let mut server = self.unstarted();
+        let mut tried = vec![];
         for _ in 0..PORT_ATTEMPTS {
-            server.port = free_port();
+            server.take_ports(free_ports);
             match server.spawn() {
                 Ok(()) => panic!("redis-server started, but should have refused to:\n{}", server.log()),
-                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) if log.contains("Address already in use") => tried.push(server.ports_and(&log)),
                 Err(log) => return log,
             }
         }
-        panic!("no free port after {PORT_ATTEMPTS} attempts");
+        panic!("no free port after {PORT_ATTEMPTS} attempts: {}", tried.join("\n"));
     }
 
     /// Whether a server this builder starts may be lent to another test
@@ -139,7 +143,7 @@ impl ServerBuilder {
 
     fn unstarted(self) -> Server {
         let dir = tempfile::Builder::new().prefix("rlock-redis-").tempdir().expect("temp dir");
-        Server { builder: self, dir, port: 0, child: None }
+        Server { builder: self, dir, port: 0, bus_port: None, child: None }
     }
 }
 
@@ -148,6 +152,8 @@ pub struct Server {
     builder: ServerBuilder,
     dir: tempfile::TempDir,
     port: u16,
+    /// A cluster node's bus port (`cluster-port`).
+    bus_port: Option<u16>,
     child: Option<Child>,
 }
 
@@ -158,7 +164,15 @@ impl Server {
     }
 
     pub fn builder() -> ServerBuilder {
-        ServerBuilder { module: true, module_args: vec![], config: vec![], conf: None, wrapper: vec![], binary: None }
+        ServerBuilder {
+            module: true,
+            module_args: vec![],
+            config: vec![],
+            conf: None,
+            wrapper: vec![],
+            binary: None,
+            cluster_bus: false,
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -256,15 +270,41 @@ impl Server {
     }
 
     fn spawn_on_free_port(&mut self) {
+        self.spawn_on(free_ports);
+    }
+
+    /// Starts on ports from `choose` (given how many: the server's, then a
+    /// cluster node's bus port), all chosen again for each attempt that
+    /// found one taken. A port the OS reported free may be taken before the
+    /// server binds it (by another test's server, given the same port by
+    /// its own `free_ports`): the bus port as well as the server's, so a
+    /// retry that kept the bus port failed the same way each time.
+    fn spawn_on(&mut self, mut choose: impl FnMut(usize) -> Vec<u16>) {
+        let mut tried = vec![];
         for _ in 0..PORT_ATTEMPTS {
-            self.port = free_port();
+            self.take_ports(&mut choose);
             match self.spawn() {
                 Ok(()) => return,
-                Err(log) if log.contains("Address already in use") || log.starts_with(ANOTHER_SERVER) => continue,
+                Err(log) if log.contains("Address already in use") || log.starts_with(ANOTHER_SERVER) => {
+                    tried.push(self.ports_and(&log));
+                }
                 Err(log) => panic!("redis-server did not start:\n{log}"),
             }
         }
-        panic!("no free port after {PORT_ATTEMPTS} attempts");
+        panic!("no free port after {PORT_ATTEMPTS} attempts: {}", tried.join("\n"));
+    }
+
+    fn take_ports(&mut self, mut choose: impl FnMut(usize) -> Vec<u16>) {
+        let ports = choose(1 + usize::from(self.builder.cluster_bus));
+        self.port = ports[0];
+        self.bus_port = ports.get(1).copied();
+    }
+
+    /// The ports of a failed attempt and the line of `log` that says why
+    /// (the last: the log file goes on across attempts).
+    fn ports_and(&self, log: &str) -> String {
+        let why = log.lines().rfind(|line| line.contains("in use") || line.starts_with(ANOTHER_SERVER));
+        format!("port {}, bus port {:?}: {}", self.port, self.bus_port, why.unwrap_or("?"))
     }
 
     /// Starts the process and waits until it answers PING; on failure the
@@ -299,6 +339,9 @@ impl Server {
         }
         for (name, value) in &self.builder.config {
             command.arg(format!("--{name}")).arg(value);
+        }
+        if let Some(bus) = self.bus_port {
+            command.arg("--cluster-port").arg(bus.to_string());
         }
         let program = command.get_program().to_string_lossy().into_owned();
         self.child = Some(command.spawn().map_err(|e| format!("spawn {program}: {e}"))?);
@@ -361,10 +404,15 @@ pub fn send_signal(pid: u32, signal: &str) {
 }
 
 pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("an OS-assigned port")
+    free_ports(1)[0]
+}
+
+/// `count` ports the OS reported free, distinct: each is held until all
+/// are chosen (a port let go may be handed out again at once).
+pub(crate) fn free_ports(count: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> =
+        (0..count).map(|_| TcpListener::bind("127.0.0.1:0").expect("an OS-assigned port")).collect();
+    listeners.iter().map(|listener| listener.local_addr().expect("a bound listener").port()).collect()
 }
 
 #[cfg(test)]
@@ -382,5 +430,42 @@ mod tests {
         assert!(failed.starts_with(ANOTHER_SERVER) || failed.contains("Address already in use"), "{failed}");
         let mut con = first.connection();
         assert_eq!(redis::cmd("PING").query::<String>(&mut con).unwrap(), "PONG");
+    }
+
+    /// Ports for a cluster node whose bus port is taken (held here) at
+    /// the first `taken_for` attempts.
+    fn bus_port_taken(taken: &TcpListener, mut taken_for: usize) -> impl FnMut(usize) -> Vec<u16> + '_ {
+        move |count| {
+            let mut ports = free_ports(count);
+            if taken_for > 0 {
+                taken_for -= 1;
+                ports[1] = taken.local_addr().unwrap().port();
+            }
+            ports
+        }
+    }
+
+    /// A cluster node whose bus port was taken between choosing and binding
+    /// it starts on ports chosen again, the bus port with them (kept, the
+    /// bus port failed every attempt: "no free port after 5 attempts").
+    #[test]
+    fn a_cluster_node_whose_bus_port_is_taken_starts_on_other_ports() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut node = Server::builder().without_module().cluster().unstarted();
+        node.spawn_on(bus_port_taken(&taken, 1));
+        let id: String = redis::cmd("CLUSTER").arg("MYID").query(&mut node.connection()).unwrap();
+        assert!(!id.is_empty(), "a cluster node");
+        assert_ne!(node.bus_port, Some(taken.local_addr().unwrap().port()));
+        node.restart();
+        assert_eq!(redis::cmd("PING").query::<String>(&mut node.connection()).unwrap(), "PONG");
+    }
+
+    /// A bus port taken at every attempt fails naming it and why.
+    #[test]
+    #[should_panic(expected = "no free port after 5 attempts")]
+    fn a_bus_port_taken_at_every_attempt_fails_saying_so() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut node = Server::builder().without_module().cluster().unstarted();
+        node.spawn_on(bus_port_taken(&taken, PORT_ATTEMPTS));
     }
 }
