@@ -44,7 +44,11 @@ public abstract class RedissonTest {
     @BeforeAll
     void startRedisson() {
         server = RlockServer.shared();
-        redisson = client();
+        try {
+            redisson = client();
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("Redisson could not start on the server: " + server.describe(), e);
+        }
     }
 
     @AfterAll

@@ -25,6 +25,8 @@ import java.util.stream.Stream;
 public final class RlockServer implements AutoCloseable {
     private static final long READY_TIMEOUT_MS = 20_000;
     private static final int PORT_ATTEMPTS = 5;
+    /** How a start that found another server on its port fails. */
+    private static final String ANOTHER_SERVER = "another server answers on port";
     private static RlockServer shared;
     private static RuntimeException sharedFailure;
 
@@ -102,17 +104,20 @@ public final class RlockServer implements AutoCloseable {
     public static RlockServer start(Supplier<List<String>> extraArgs) {
         try {
             RlockServer server = new RlockServer(extraArgs);
+            List<String> tried = new ArrayList<>();
             for (int attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
                 server.port = freePort();
                 String failure = server.spawn();
                 if (failure == null) {
                     return server;
                 }
-                if (!failure.contains("Address already in use")) {
+                if (!failure.contains("Address already in use") && !failure.startsWith(ANOTHER_SERVER)) {
                     throw new IllegalStateException("server did not start:\n" + failure);
                 }
+                tried.add(failure.lines().filter(line -> line.contains("in use") || line.startsWith(ANOTHER_SERVER))
+                        .findFirst().orElse("port " + server.port));
             }
-            throw new IllegalStateException("no free port after " + PORT_ATTEMPTS + " attempts");
+            throw new IllegalStateException("no free port after " + PORT_ATTEMPTS + " attempts: " + tried);
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
@@ -124,7 +129,12 @@ public final class RlockServer implements AutoCloseable {
         }
     }
 
-    /** Starts the process; null when it answers PING, else why not (with its log). */
+    /**
+     * Starts the process; null once it answers PING, else why not (with its log). The answer
+     * must be this process's (INFO names it): a port found free may be taken before the server
+     * binds it, by another test's server given the same port, which then answers while this
+     * one fails to bind (Redisson then connected to a server that went away with its test).
+     */
     private String spawn() throws IOException {
         List<String> command = new ArrayList<>(List.of(serverBin(),
                 "--port", Integer.toString(port), "--bind", "127.0.0.1",
@@ -147,7 +157,14 @@ public final class RlockServer implements AutoCloseable {
             }
             try (Resp resp = new Resp(port)) {
                 if ("PONG".equals(resp.call("PING"))) {
-                    return null;
+                    String answered = processId(resp);
+                    long own = process.pid();
+                    if (answered.equals(Long.toString(own))) {
+                        return null;
+                    }
+                    stop();
+                    return ANOTHER_SERVER + " " + port + " (process " + answered + ", this one " + own + ")\n"
+                            + log();
                 }
             } catch (IOException notYet) {
                 // not listening yet
@@ -156,6 +173,39 @@ public final class RlockServer implements AutoCloseable {
         }
         process.destroyForcibly();
         return "not ready within " + READY_TIMEOUT_MS + " ms\n" + log();
+    }
+
+    /** The process_id INFO server names on {@code resp}'s server. */
+    private static String processId(Resp resp) throws IOException {
+        String info = String.valueOf(resp.call("INFO", "server"));
+        return info.lines().filter(line -> line.startsWith("process_id:"))
+                .map(line -> line.substring("process_id:".length()).trim()).findFirst().orElse("?");
+    }
+
+    /**
+     * What a test that cannot reach this server needs to know: the port, whether the process
+     * lives, and what answers on the port (this process, another, or nothing).
+     */
+    public String describe() {
+        StringBuilder text = new StringBuilder("port " + port + ", server process ");
+        Process running = process;
+        if (running == null) {
+            text.append("stopped");
+        } else {
+            text.append(running.pid()).append(running.isAlive() ? " alive" : " exited with " + running.exitValue());
+        }
+        text.append("; on the port: ");
+        try (Resp resp = new Resp(port)) {
+            text.append(resp.call("PING")).append(" from process ").append(processId(resp));
+        } catch (IOException | RuntimeException e) {
+            text.append(e);
+        }
+        String[] lines = log().split("\n");
+        text.append("; its log's last lines:\n");
+        for (int i = Math.max(0, lines.length - 30); i < lines.length; i++) {
+            text.append(lines[i]).append('\n');
+        }
+        return text.toString();
     }
 
     /** This server's directory (a cluster node's nodes.conf lives there). */
@@ -194,8 +244,8 @@ public final class RlockServer implements AutoCloseable {
         return text.toString();
     }
 
-    @Override
-    public synchronized void close() {
+    /** Stops the process, if any. */
+    private synchronized void stop() {
         if (process != null) {
             process.destroy();
             try {
@@ -208,6 +258,11 @@ public final class RlockServer implements AutoCloseable {
             }
             process = null;
         }
+    }
+
+    @Override
+    public synchronized void close() {
+        stop();
         try (Stream<Path> files = Files.walk(dir)) {
             files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         } catch (IOException ignored) {
