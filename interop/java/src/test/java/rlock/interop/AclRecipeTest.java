@@ -79,6 +79,7 @@ class AclRecipeTest {
                 .setUsername(recipe.user())
                 .setPassword(recipe.password())
                 .setClientName("app-service")
+                .setTimeout(RedissonTest.RESPONSE_TIMEOUT_MS)
                 // Pings within the test (30 s by default).
                 .setPingConnectionInterval(200)
                 .setConnectionMinimumIdleSize(2)

@@ -58,6 +58,7 @@ class ClusterTest {
         config.setLockWatchdogTimeout(RedissonTest.WATCHDOG_MS);
         ClusterServersConfig servers = config.useClusterServers()
                 .setScanInterval(2000)
+                .setTimeout(RedissonTest.RESPONSE_TIMEOUT_MS)
                 .setMasterConnectionMinimumIdleSize(2)
                 .setSubscriptionConnectionMinimumIdleSize(1);
         cluster.urls().forEach(servers::addNodeAddress);

@@ -38,6 +38,15 @@ public abstract class RedissonTest {
     /** How long a test waits for something the server should show soon (generous: the suite runs under load). */
     public static final Duration PATIENCE = Duration.ofSeconds(10);
 
+    /**
+     * Redisson's response timeout in these tests (its default is 3 s). Past it Redisson sends the
+     * command again, and a script whose first send was only late then runs twice: a server stalled
+     * 4.5 s during a re-entrant lock() left a hold count of 3 for 2 lock() calls, with 2 lock
+     * scripts counted where 1 ran with this timeout (Redis 8.0, native, Redisson 3.23.5). The
+     * suite can stall a process for 2-3 s: a test once counted 7 spin-lock scripts for 6 calls.
+     */
+    public static final int RESPONSE_TIMEOUT_MS = 10_000;
+
     protected RlockServer server;
     protected RedissonClient redisson;
 
@@ -74,6 +83,7 @@ public abstract class RedissonTest {
         config.setLockWatchdogTimeout(watchdogMs);
         config.useSingleServer()
                 .setAddress(server.url())
+                .setTimeout(RESPONSE_TIMEOUT_MS)
                 .setConnectionMinimumIdleSize(2)
                 .setConnectionPoolSize(24)
                 .setSubscriptionConnectionMinimumIdleSize(1);
