@@ -139,8 +139,8 @@ class NativeModeTest extends RedissonTest {
      * (natively renewing none of its locks, as Lua renews those before that
      * key; docs/redisson.md, Errors), Redisson logs it, and its watchdog goes
      * on renewing once the key is gone. Its own client, with twice the
-     * watchdog timeout: a renewal every 3.3 s, 6.7 s to spare. With the
-     * class's 5 s (3.3 s to spare) the suite once starved the client past
+     * watchdog timeout: a renewal every 4 s, 8 s to spare. With the
+     * class's then 5 s (3.3 s to spare) the suite once starved the client past
      * the lease of the lock taken after the refusal (PTTL -2, Redis 8.0,
      * native): the JVM frozen (SIGSTOP) from that lock for 5.5 s fails it
      * so in both modes, for 3.6 s in neither.

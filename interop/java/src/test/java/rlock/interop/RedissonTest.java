@@ -29,11 +29,11 @@ import org.redisson.config.Config;
 @ExtendWith(RedissonTest.LogOnFailure.class)
 public abstract class RedissonTest {
     /**
-     * Redisson's lockWatchdogTimeout in these tests: a renewal every 1.7 s, so that a test sees
-     * several, with 3 s to spare: a renewal may come more than a second late while the suite runs
-     * side by side.
+     * Redisson's lockWatchdogTimeout in these tests: a renewal every 2 s, so that a test sees
+     * several, with 4 s to spare: the side-by-side suite can stall a process for 2-3 s (with 5 s,
+     * 3.3 s to spare, it once starved a client past its lease).
      */
-    public static final long WATCHDOG_MS = 5000;
+    public static final long WATCHDOG_MS = 6000;
 
     /** How long a test waits for something the server should show soon (generous: the suite runs under load). */
     public static final Duration PATIENCE = Duration.ofSeconds(10);
