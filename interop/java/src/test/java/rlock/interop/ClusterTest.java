@@ -63,7 +63,7 @@ class ClusterTest {
                 .setSubscriptionConnectionMinimumIdleSize(1);
         cluster.urls().forEach(servers::addNodeAddress);
         redisson = Redisson.create(config);
-        rust = new Peer(String.join(",", cluster.urls()), 3000);
+        rust = new Peer(String.join(",", cluster.urls()), Peer.WATCHDOG_MS);
         System.out.printf("[Redisson %s on %s] cluster of 3 primaries up in %d ms%n", RedissonTest.version(),
                 RlockServer.serverBin(), System.currentTimeMillis() - start);
     }

@@ -83,7 +83,7 @@ class FencedLockTest extends RedissonTest {
         String name = name(info, "fenced");
         RFencedLock lock = redisson.getFencedLock(name);
         List<Long> tokens = new ArrayList<>();
-        try (Peer rust = new Peer(server, 3000)) {
+        try (Peer rust = new Peer(server, Peer.WATCHDOG_MS)) {
             for (int round = 0; round < 5; round++) {
                 tokens.add(lock.lockAndGetToken());
                 lock.unlock();

@@ -121,8 +121,8 @@ class InteropTest extends PeerTest {
         assertFalse(lock.isHeldByCurrentThread());
         assertEquals(0, lock.getHoldCount());
         long ttl = lock.remainTimeToLive();
-        assertTrue(ttl > 0 && ttl <= 3000, "the rlock-client watchdog's lease, remainTimeToLive " + ttl);
-        awaitRenewals(name, 2); // by rlock-client's watchdog (every second)
+        assertTrue(ttl > 0 && ttl <= Peer.WATCHDOG_MS, "the rlock-client watchdog's lease, remainTimeToLive " + ttl);
+        awaitRenewals(name, 2); // by rlock-client's watchdog (every third of its timeout)
         assertTrue(lock.forceUnlock());
         try {
             rust.call("unlock " + name);

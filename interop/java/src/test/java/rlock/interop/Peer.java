@@ -17,6 +17,13 @@ import java.util.concurrent.TimeUnit;
  * the test's stderr. Killed on close.
  */
 public final class Peer implements AutoCloseable {
+    /**
+     * The peer's watchdog timeout in the tests: a renewal every 2 s, 4 s to spare. With 3 s (a
+     * renewal every second, 2 s to spare) the suite once starved the peer past a lease it kept
+     * (PTTL -2): the side-by-side suite can stall a process for 2-3 s.
+     */
+    public static final long WATCHDOG_MS = 6000;
+
     private final Process process;
     private final Writer stdin;
     private final BufferedReader stdout;

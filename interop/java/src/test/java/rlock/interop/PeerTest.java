@@ -9,7 +9,7 @@ abstract class PeerTest extends RedissonTest {
 
     @BeforeAll
     void startPeer() {
-        rust = new Peer(server, 3000);
+        rust = new Peer(server, Peer.WATCHDOG_MS);
     }
 
     @AfterAll
