@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! lock KIND NAME              -> ok <acquired_us> <token>     (KIND: lock|fenced|fair)
-//! lock lock NAME LEASE_MS     -> ok <acquired_us> 0           (a lease instead of the watchdog)
+//! lock lock NAME LEASE_MS     -> ok <acquired_us> 0           (a lease instead of the watchdog; fair too)
 //! trylock KIND NAME WAIT_MS   -> ok 1 <token> | ok 0
 //! unlock NAME                 -> ok <released_us>   (the time just before the release)
 //! held NAME                   -> ok <hold_count of the handle's owner>
@@ -144,9 +144,11 @@ impl Peer {
                     }
                     "fair" => {
                         let lock = self.client.fair_lock(name);
-                        match wait {
-                            None => Some(lock.lock().await?),
-                            Some(wait) => lock.try_lock(wait, None).await?,
+                        let lease = words.get(3).filter(|_| wait.is_none()).map(|ms| ms.parse()).transpose()?;
+                        match (wait, lease) {
+                            (None, Some(lease)) => Some(lock.lock_with_lease(Duration::from_millis(lease)).await?),
+                            (None, None) => Some(lock.lock().await?),
+                            (Some(wait), _) => lock.try_lock(wait, None).await?,
                         }
                         .map(Held::Fair)
                     }

@@ -19,8 +19,20 @@ import rlock.interop.FairQueue.Waiter;
  * (see {@link FairQueue} for how arrival and grant order are known).
  */
 class FairInteropTest extends PeerTest {
-    /** A hand-off woken by the release (message or server grant), not by a hint or a lease running out. */
-    private static final long HANDOFF_BOUND_MS = 1000;
+    /**
+     * A hand-off woken by the release (message or server grant), not by a hint or a lease running
+     * out: 1 s for a loaded machine and 3 s for a process the side-by-side suite stalls (a hand-off
+     * once took 2.5 s against 1 s). The holder's lease ({@link #HOLDER_LEASE_MS}) keeps every
+     * waiter's hint far beyond it.
+     */
+    private static final long HANDOFF_BOUND_MS = 4000;
+    /**
+     * The first holder's lease. Each waiter's hint, which a waiter that missed its wake-up would
+     * sleep, is this lease (the first queued) or more (the ones behind it). Under the watchdog's
+     * lease (5 or 6 s, less the time since its renewal) the first waiter's hint could fall within
+     * the bound.
+     */
+    private static final long HOLDER_LEASE_MS = 60_000;
     /** The tryLock wait of a waiter that gives up: long enough for the ones behind it to queue first. */
     private static final long GIVE_UP_MS = 1500;
 
@@ -45,7 +57,7 @@ class FairInteropTest extends PeerTest {
     @Test
     void oneQueueSharedInArrivalOrder(TestInfo info) throws Exception {
         FairQueue fair = new FairQueue(redisson, rust, name(info, "fair"));
-        rust.call("lock fair " + fair.name);
+        rust.call("lock fair " + fair.name + " " + HOLDER_LEASE_MS);
         long grantedBefore = granted();
         List<Waiter> waiters = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
@@ -75,7 +87,7 @@ class FairInteropTest extends PeerTest {
     @Test
     void aJavaWaiterInTheMiddleGivesUp(TestInfo info) throws Exception {
         FairQueue fair = new FairQueue(redisson, rust, name(info, "fair"));
-        fair.lock.lock();
+        fair.lock.lock(HOLDER_LEASE_MS, TimeUnit.MILLISECONDS);
         long grantedBefore = granted();
         List<Waiter> waiters = new ArrayList<>();
         Waiter quitter = null;
@@ -111,7 +123,7 @@ class FairInteropTest extends PeerTest {
     @Test
     void rustWaitersInTheMiddleGiveUp(TestInfo info) throws Exception {
         FairQueue fair = new FairQueue(redisson, rust, name(info, "fair"));
-        rust.call("lock fair " + fair.name);
+        rust.call("lock fair " + fair.name + " " + HOLDER_LEASE_MS);
         List<Waiter> waiters = new ArrayList<>();
         List<Waiter> quitters = new ArrayList<>();
         for (String tag : List.of("J0", "B1", "J2", "P3", "J4", "B5")) {
