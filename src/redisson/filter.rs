@@ -26,13 +26,15 @@
 //!   the module. Where it cannot (Redis 7.0), ACL is not checked: see
 //!   docs/redisson.md.
 
+mod call_args;
+
 use super::keywords::Keywords;
 use super::scripts::{identify, rewrite, Rewrite, Server};
 use crate::api::api;
 use crate::commands::registry;
 use crate::{config, stats, store};
+use call_args::{CallArgs, Slots, MAX_ARGS, MAX_NATIVE};
 use redis_module::{raw, Context};
-use smallvec::SmallVec;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -43,11 +45,8 @@ use std::sync::{Mutex, PoisonError};
 /// itself gets none). Created once at load, never freed.
 static FILTER_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(ptr::null_mut());
 
-/// The fewest arguments of a script call (`EVALSHA sha numkeys key`), and
-/// the most the filter looks at (Redisson's batch renewals name up to 100
-/// locks: more than this stays with Lua).
+/// The fewest arguments of a script call (`EVALSHA sha numkeys key`).
 const MIN_ARGS: c_int = 4;
-const MAX_ARGS: c_int = 256;
 
 /// The filter, registered while the setting is `native` only: while it is
 /// `off`, Redis runs no filter of this module, and every other command
@@ -102,14 +101,15 @@ extern "C" fn filter(fctx: *mut raw::RedisModuleCommandFilterCtx) {
 
 unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let argc = api!(RedisModule_CommandFilterArgsCount)(fctx);
-    if !(MIN_ARGS..=MAX_ARGS).contains(&argc) {
+    if !(MIN_ARGS..=MAX_ARGS as c_int).contains(&argc) {
         return;
     }
-    let command = bytes(api!(RedisModule_CommandFilterArgGet)(fctx, 0));
+    let mut call = CallArgs::new();
+    let command = call.push(api!(RedisModule_CommandFilterArgGet)(fctx, 0));
     if command.len() != 4 && command.len() != 7 {
         return;
     }
-    let script = bytes(api!(RedisModule_CommandFilterArgGet)(fctx, 1));
+    let script = call.push(api!(RedisModule_CommandFilterArgGet)(fctx, 1));
     // Every EVAL/EVALSHA passes here: its arguments are gathered only for
     // a known text.
     let Some((family, known)) = identify(&[command, script]) else { return };
@@ -117,66 +117,73 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     if api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
         return;
     }
-    let args: SmallVec<[&[u8]; 16]> =
-        (0..argc).map(|i| bytes(api!(RedisModule_CommandFilterArgGet)(fctx, i))).collect();
+    call.read_rest(fctx, argc as usize);
     let server = Server { cluster: store::cluster_mode() };
-    let Some(Rewrite { argv, channel }) = rewrite(known, &args, server) else { return };
+    let Some(Rewrite { argv, channel }) = rewrite(known, call.bytes.as_slice(), server) else { return };
     if registry::refuses_empty_owner(argv.len(), |at| argv.arg(at)) {
         return;
     }
     // Every string of the native call is held (retained or made) before
     // any place is replaced: a place's old string may be needed later on.
-    let mut strings: SmallVec<[*mut raw::RedisModuleString; 16]> = SmallVec::new();
+    let mut strings: Slots<*mut raw::RedisModuleString, MAX_NATIVE> = Slots::new();
     // A panic under the lock (a bug) leaves the table whole: it is still used.
     let mut keywords = KEYWORDS.lock().unwrap_or_else(PoisonError::into_inner);
     for (arg, source) in argv.sourced() {
-        strings.push(native_string(fctx, &args, &mut keywords, arg, source));
+        if !strings.push(native_string(&call, &mut keywords, arg, source)) {
+            // Cannot happen (see MAX_NATIVE): the call stays with Lua.
+            strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
+            return;
+        }
     }
     drop(keywords);
-    if knows_caller() && !caller_may(ctx, fctx, argc, &mut strings, channel.as_deref()) {
-        strings.into_iter().for_each(|arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
+    if knows_caller() && !caller_may(ctx, fctx, &mut call, &mut strings, channel.as_deref()) {
+        strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
         stats::record_redisson_acl_lua();
         return;
     }
-    let count = strings.len() as c_int;
-    // A native call may be longer than the script call (an option the
-    // script's text implies, such as `MISSING 1`): the rest is appended.
-    for (i, arg) in (0..).zip(strings) {
-        if i >= argc {
-            api!(RedisModule_CommandFilterArgInsert)(fctx, i, arg);
-        } else if api!(RedisModule_CommandFilterArgGet)(fctx, i) == arg {
-            // Already in its place: only the hold taken above is let go.
-            api!(RedisModule_FreeString)(ptr::null_mut(), arg);
-        } else {
-            api!(RedisModule_CommandFilterArgReplace)(fctx, i, arg);
-        }
-    }
-    for _ in count..argc {
-        api!(RedisModule_CommandFilterArgDelete)(fctx, count);
-    }
+    place(fctx, call.strings.as_slice(), strings.as_slice());
     family.record_native();
 }
 
-/// A native argument as a string for Redis, held for it: a keyword's
-/// shared string (looked up first: one hash); the call's own argument
-/// where the rewrite took it from the call's keys and arguments (found by
-/// address: the name, owner, lease…), retained rather than copied; else a
-/// new string.
+/// Puts the native call's strings in the call's places: a place whose
+/// string stays lets go of the hold taken on it; a native call longer
+/// than the script call (an option the script's text implies, such as
+/// `MISSING 1`) is appended to; a shorter one loses the rest.
+unsafe fn place(
+    fctx: *mut raw::RedisModuleCommandFilterCtx,
+    originals: &[*mut raw::RedisModuleString],
+    native: &[*mut raw::RedisModuleString],
+) {
+    for (i, &arg) in native.iter().enumerate() {
+        match originals.get(i) {
+            None => _ = api!(RedisModule_CommandFilterArgInsert)(fctx, i as c_int, arg),
+            Some(&original) if original == arg => api!(RedisModule_FreeString)(ptr::null_mut(), arg),
+            Some(_) => _ = api!(RedisModule_CommandFilterArgReplace)(fctx, i as c_int, arg),
+        }
+    }
+    for _ in native.len()..originals.len() {
+        api!(RedisModule_CommandFilterArgDelete)(fctx, native.len() as c_int);
+    }
+}
+
+/// A native argument as a string for Redis, held for it: the call's own
+/// argument where the rewrite took it from the call's keys and arguments
+/// (found by address: the name, owner, lease…), retained rather than
+/// copied; else a keyword's shared string; else a new string.
 #[inline]
 unsafe fn native_string(
-    fctx: *mut raw::RedisModuleCommandFilterCtx,
-    originals: &[&[u8]],
+    call: &CallArgs,
     keywords: &mut Keywords,
     arg: &[u8],
     source: usize,
 ) -> *mut raw::RedisModuleString {
-    let keyword = keywords.get(arg).map(|string| string as *mut raw::RedisModuleString);
-    let own = || {
-        let own = originals.iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source);
-        let own = own.filter(|&i| originals[FIRST_KEY + i].len() == arg.len());
-        own.map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, (FIRST_KEY + i) as c_int))
+    let own = call.bytes.as_slice().iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source);
+    let own = own.map(|i| FIRST_KEY + i).filter(|&i| call.bytes.as_slice()[i].len() == arg.len());
+    let string = match own {
+        Some(i) => Some(call.strings.as_slice()[i]),
+        None => keywords.get(arg).map(|string| string as *mut raw::RedisModuleString),
     };
-    match keyword.or_else(own).or_else(|| keyword_string(keywords, arg)) {
+    match string.or_else(|| keyword_string(keywords, arg)) {
         Some(string) => {
             api!(RedisModule_RetainString)(ptr::null_mut(), string);
             string
@@ -221,8 +228,8 @@ unsafe fn keyword_string(known: &mut Keywords, arg: &[u8]) -> Option<*mut raw::R
 unsafe fn caller_may(
     ctx: *mut raw::RedisModuleCtx,
     fctx: *mut raw::RedisModuleCommandFilterCtx,
-    argc: c_int,
-    native: &mut [*mut raw::RedisModuleString],
+    call: &mut CallArgs,
+    native: &mut Slots<*mut raw::RedisModuleString, MAX_NATIVE>,
     channel: Option<&[u8]>,
 ) -> bool {
     let (Some(client_id), Some(user_name), Some(check_command)) = (
@@ -243,9 +250,9 @@ unsafe fn caller_may(
         return false;
     }
     let ok = raw::REDISMODULE_OK as c_int;
-    let mut original: SmallVec<[_; 16]> = (0..argc).map(|i| api!(RedisModule_CommandFilterArgGet)(fctx, i)).collect();
-    let allowed = check_command(user, original.as_mut_ptr(), original.len() as c_int) == ok
-        && check_command(user, native.as_mut_ptr(), native.len() as c_int) == ok
+    let (call_len, native_len) = (call.strings.as_slice().len() as c_int, native.as_slice().len() as c_int);
+    let allowed = check_command(user, call.strings.as_mut_ptr(), call_len) == ok
+        && check_command(user, native.as_mut_ptr(), native_len) == ok
         && channel.is_none_or(|channel| {
             let channel = api!(RedisModule_CreateString)(ctx, channel.as_ptr().cast(), channel.len());
             let flags = raw::REDISMODULE_CMD_CHANNEL_PUBLISH as c_int;
@@ -255,11 +262,4 @@ unsafe fn caller_may(
         });
     api!(RedisModule_FreeModuleUser)(user);
     allowed
-}
-
-/// The bytes of a string Redis owns, valid while the call lasts.
-unsafe fn bytes<'a>(arg: *mut raw::RedisModuleString) -> &'a [u8] {
-    let mut len = 0;
-    let data = raw::string_ptr_len(arg, &mut len);
-    std::slice::from_raw_parts(data.cast::<u8>(), len)
 }

@@ -113,15 +113,16 @@ impl std::ops::Deref for Channel {
     }
 }
 
+// `from_slice` copies at once; `into` would push byte by byte.
 impl From<&[u8]> for Channel {
     fn from(bytes: &[u8]) -> Self {
-        Self(bytes.into())
+        Self(SmallVec::from_slice(bytes))
     }
 }
 
 impl From<&&[u8]> for Channel {
     fn from(bytes: &&[u8]) -> Self {
-        Self((*bytes).into())
+        Self(SmallVec::from_slice(bytes))
     }
 }
 
@@ -138,7 +139,7 @@ impl From<Vec<u8>> for Channel {
 /// rather than by comparing bytes. Equal when the arguments' bytes are.
 #[derive(Default, Clone)]
 pub struct Argv {
-    bytes: SmallVec<[u8; 128]>,
+    bytes: SmallVec<[u8; 256]>,
     /// Each argument's start and end in `bytes`, and the address it was
     /// copied from.
     args: SmallVec<[(u32, u32, usize); 12]>,
@@ -153,25 +154,34 @@ impl Argv {
     /// `SmallVec` checks where its buffer is at every step: about 100
     /// instructions an argument pushed one by one).
     pub fn extend_from_slices(&mut self, args: &[&[u8]]) {
-        let total: usize = args.iter().map(|arg| arg.len()).sum();
+        self.extend_from_groups(&[args]);
+    }
+
+    /// Appends each group's arguments in turn, with one reservation.
+    fn extend_from_groups(&mut self, groups: &[&[&[u8]]]) {
+        let (total, count) = groups
+            .iter()
+            .flat_map(|group| group.iter())
+            .fold((0, 0), |(total, count), arg| (total + arg.len(), count + 1));
         self.bytes.reserve(total);
-        self.args.reserve(args.len());
-        let (mut end, count) = (self.bytes.len(), self.args.len());
+        self.args.reserve(count);
+        let (mut end, mut at) = (self.bytes.len(), self.args.len());
         let (bytes, places) = (self.bytes.as_mut_ptr(), self.args.as_mut_ptr());
-        for (i, arg) in args.iter().enumerate() {
+        for arg in groups.iter().flat_map(|group| group.iter()) {
             let start = end;
             end += arg.len();
-            // SAFETY: `total` bytes and `args.len()` places were reserved
-            // past the lengths, and are written before the lengths cover them.
+            // SAFETY: `total` bytes and `count` places were reserved past
+            // the lengths, and are written before the lengths cover them.
             unsafe {
                 std::ptr::copy_nonoverlapping(arg.as_ptr(), bytes.add(start), arg.len());
-                places.add(count + i).write((start as u32, end as u32, arg.as_ptr() as usize));
+                places.add(at).write((start as u32, end as u32, arg.as_ptr() as usize));
             }
+            at += 1;
         }
         // SAFETY: written above.
         unsafe {
             self.bytes.set_len(end);
-            self.args.set_len(count + args.len());
+            self.args.set_len(at);
         }
     }
 
@@ -306,8 +316,14 @@ pub fn latch_request_id<'a>(name: &[u8], latch: &'a [u8]) -> Option<&'a [u8]> {
 /// Builds a native argv from byte strings: the call's own (borrowed from
 /// it, as given), constants, or bytes the rewrite made.
 pub fn native(args: &[&[u8]]) -> Argv {
+    native_joined(&[args])
+}
+
+/// [`native`] of several groups of arguments, one after the other, with
+/// no copy of the groups joined.
+pub fn native_joined(groups: &[&[&[u8]]]) -> Argv {
     let mut argv = Argv::default();
-    argv.extend_from_slices(args);
+    argv.extend_from_groups(groups);
     argv
 }
 

@@ -2,7 +2,7 @@
 //! the native call that names it (`VIA`), shared by the primitives whose
 //! commands take it.
 
-use super::scripts::{native, publish_command, Call, Rewrite};
+use super::scripts::{native_joined, publish_command, Call, Rewrite};
 
 /// A script's arguments before its publish command, and that command.
 pub type Publishing<'a> = (&'a [&'a [u8]], &'static [u8]);
@@ -29,20 +29,8 @@ pub fn rewrite_via_naming_channel(command: &[&[u8]], publish: &[u8], channel: &[
     rewrite_via_then(command, publish, channel, &[b"CHANNEL", channel])
 }
 
-/// `command`, `VIA publish` and `tail`, collected at once.
+/// `command`, `VIA publish` and `tail`, copied with one reservation.
 fn rewrite_via_then(command: &[&[u8]], publish: &[u8], channel: &[u8], tail: &[&[u8]]) -> Rewrite {
-    let via: [&[u8]; 2] = [b"VIA", publish];
-    let mut all: [&[u8]; 16] = [&[]; 16];
-    let count = command.len() + via.len() + tail.len();
-    let argv = if count <= all.len() {
-        // One copy of them all (each copy has a fixed cost).
-        all.iter_mut().zip(command.iter().chain(&via).chain(tail)).for_each(|(place, arg)| *place = arg);
-        native(&all[..count])
-    } else {
-        let mut argv = native(command);
-        argv.extend_from_slices(&via);
-        argv.extend_from_slices(tail);
-        argv
-    };
+    let argv = native_joined(&[command, &[b"VIA", publish], tail]);
     Rewrite { argv, channel: Some(channel.into()) }
 }
