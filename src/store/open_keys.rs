@@ -21,19 +21,40 @@ struct OpenKey {
     key: SignalOnWriteKey,
     /// The derived key's name; `None` for the command's own key. Compared
     /// in place (no copy of its bytes: one allocation less per key).
-    derived: Option<RedisString>,
+    derived: Option<NameString>,
     /// Its list iterator may be stale (see [`OpenKeys::listed`]).
     list_used: bool,
 }
 impl OpenKey {
     /// Its name's bytes; `own`: the command's key's.
     fn bytes<'n>(&'n self, own: &'n [u8]) -> &'n [u8] {
-        self.derived.as_ref().map_or(own, RedisString::as_slice)
+        self.derived.as_ref().map_or(own, NameString::bytes)
     }
 
     /// Its name; `own`: the command's key.
     fn name(&self, own: &RedisString) -> *mut raw::RedisModuleString {
-        self.derived.as_ref().map_or(own.inner, |name| name.inner)
+        self.derived.as_ref().map_or(own.inner, |name| name.string.inner)
+    }
+}
+
+/// A module string made for a name (a derived key, a channel), its bytes
+/// read once: names are compared on every touch, and each read of a module
+/// string's bytes is a call into the server.
+pub(super) struct NameString {
+    pub string: RedisString,
+    start: *const u8,
+    len: usize,
+}
+
+impl NameString {
+    pub fn new(string: RedisString) -> Self {
+        let (start, len) = string.as_cstr_ptr_and_len();
+        Self { string, start: start.cast(), len }
+    }
+
+    /// The string's bytes: they live and stay unchanged as long as it does.
+    pub fn bytes(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.start, self.len) }
     }
 }
 
@@ -103,9 +124,9 @@ impl<'a> OpenKeys<'a> {
                 }
                 return Err(LockError::NoKeyPermission(key.to_vec()));
             }
-            Some(derived)
+            Some(NameString::new(derived))
         };
-        let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |name| name.inner));
+        let opened = self.open_key(derived.as_ref().map_or(self.name.inner, |name| name.string.inner));
         self.open.push(OpenKey { key: opened, derived, list_used: false });
         if self.open.len() > INDEXED_FROM {
             match &mut self.index {
