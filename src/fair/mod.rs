@@ -39,15 +39,17 @@ use crate::keyspace::{parse_count, pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
 pub use crate::lock::Release;
 use queue::{expect_type, Waiters};
-use rlock_protocol::{fair_queue_key, fair_timeout_key, fair_waiter_channel};
+use rlock_protocol::{fair_queue_key_parts, fair_timeout_key_parts, fair_waiter_channel};
 pub use tick::{Blocked, Change, Tick, Told};
 pub use waits::{AskedAgain, Hints, Wait, Waits};
 
-/// The keys of one fair lock.
+/// The keys of one fair lock: its name, queue and deadlines, one after
+/// the other in one buffer (one allocation per command, not three).
 pub struct FairLock {
-    pub name: Vec<u8>,
-    queue: Vec<u8>,
-    timeouts: Vec<u8>,
+    names: Vec<u8>,
+    /// Where the name ends and the queue's name begins, and where that ends.
+    name_end: usize,
+    queue_end: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +84,27 @@ pub struct Status {
 
 impl FairLock {
     pub fn new(name: &[u8]) -> Self {
-        Self { name: name.to_vec(), queue: fair_queue_key(name), timeouts: fair_timeout_key(name) }
+        let (queue, timeouts) = (fair_queue_key_parts(name), fair_timeout_key_parts(name));
+        let len = |parts: &[&[u8]]| parts.iter().map(|part| part.len()).sum::<usize>();
+        let mut names = Vec::with_capacity(name.len() + len(&queue) + len(&timeouts));
+        names.extend_from_slice(name);
+        let name_end = names.len();
+        queue.iter().for_each(|part| names.extend_from_slice(part));
+        let queue_end = names.len();
+        timeouts.iter().for_each(|part| names.extend_from_slice(part));
+        Self { names, name_end, queue_end }
+    }
+
+    pub fn name(&self) -> &[u8] {
+        &self.names[..self.name_end]
+    }
+
+    fn queue(&self) -> &[u8] {
+        &self.names[self.name_end..self.queue_end]
+    }
+
+    fn timeouts(&self) -> &[u8] {
+        &self.names[self.queue_end..]
     }
 
     /// Reads the lock's type and the owner's count, then the waiters.
@@ -93,16 +115,16 @@ impl FairLock {
         waits: &Waits,
         now_ms: i64,
     ) -> Result<(Option<i64>, Waiters)> {
-        expect_type(keys, &self.name, KeyType::Hash)?;
+        expect_type(keys, self.name(), KeyType::Hash)?;
         let count = match owner {
-            Some(owner) => parse_count(keys.hget(&self.name, owner)?)?,
+            Some(owner) => parse_count(keys.hget(self.name(), owner)?)?,
             None => None,
         };
-        Ok((count, Waiters::read(keys, (&self.queue, &self.timeouts), waits, now_ms)?))
+        Ok((count, Waiters::read(keys, (self.queue(), self.timeouts()), waits, now_ms)?))
     }
 
     fn purge<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters) -> Result<()> {
-        waiters.purge(keys, &self.queue, &self.timeouts)
+        waiters.purge(keys, self.queue(), self.timeouts())
     }
 
     /// The head was told its turn came: its deadline becomes now plus its
@@ -111,7 +133,7 @@ impl FairLock {
     /// theirs, which never come before the head's turn ends.)
     fn turn_starts<K: Keyspace>(&self, keys: &mut K, waiters: &mut Waiters, waits: &Waits, now_ms: i64) -> Result<()> {
         match waiters.head().and_then(|head| waits.get(head)) {
-            Some(wait_ms) => waiters.set_head_deadline(keys, &self.timeouts, now_ms.saturating_add(wait_ms), waits),
+            Some(wait_ms) => waiters.set_head_deadline(keys, self.timeouts(), now_ms.saturating_add(wait_ms), waits),
             None => Ok(()),
         }
     }
@@ -119,7 +141,7 @@ impl FairLock {
     /// Tells the head waiter, if any, that the lock is free.
     fn wake_head<K: Keyspace>(&self, keys: &mut K, waiters: &Waiters) -> Result<()> {
         match waiters.head() {
-            Some(head) => keys.publish(&fair_waiter_channel(&self.name, head), rlock_protocol::UNLOCK_MESSAGE),
+            Some(head) => keys.publish(&fair_waiter_channel(self.name(), head), rlock_protocol::UNLOCK_MESSAGE),
             None => Ok(()),
         }
     }
@@ -152,9 +174,9 @@ impl FairLock {
         owner: &[u8],
         (expire_at, wait_ms): (i64, i64),
     ) -> Result<()> {
-        waiters.take_turn(keys, (&self.queue, &self.timeouts), owner, (expire_at, wait_ms), waits)?;
-        keys.hset(&self.name, &[(owner, b"1")])?;
-        keys.set_expire_at(&self.name, expire_at)
+        waiters.take_turn(keys, (self.queue(), self.timeouts()), owner, (expire_at, wait_ms), waits)?;
+        keys.hset(self.name(), &[(owner, b"1")])?;
+        keys.set_expire_at(self.name(), expire_at)
     }
 
     /// [`Self::acquire_shifting`] by `wait_ms`, else Redisson's default.
@@ -188,7 +210,7 @@ impl FairLock {
     ) -> Result<Acquire> {
         let expire_at = expiry(now_ms, lease_ms)?;
         let (count, mut waiters) = self.read(keys, Some(owner), waits, now_ms)?;
-        let free = keys.key_type(&self.name)? == KeyType::Missing;
+        let free = keys.key_type(self.name())? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
         let turn = free && waiters.head().is_none_or(|head| head == owner);
         let outcome = if turn && !delay.refuses() {
@@ -201,22 +223,22 @@ impl FairLock {
             }
         } else if let Some(count) = count {
             let count = count.checked_add(1).ok_or(LockError::HoldCountOverflow)?;
-            keys.hincr_by(&self.name, owner, 1, count)?;
-            keys.set_expire_at(&self.name, expire_at)?;
+            keys.hincr_by(self.name(), owner, 1, count)?;
+            keys.set_expire_at(self.name(), expire_at)?;
             Acquire::Reentered { count }
         } else if let Some(wait) = wait {
-            let pttl_ms = delay.pttl(pttl(keys, &self.name, now_ms)?);
+            let pttl_ms = delay.pttl(pttl(keys, self.name(), now_ms)?);
             waits.record(owner, wait);
-            let keys_of_queue = (self.queue.as_slice(), self.timeouts.as_slice());
+            let keys_of_queue = (self.queue(), self.timeouts());
             // What Redisson's script replies: a newcomer's base; to one that
             // asks again, the PTTL, or before 3.32 its deadline less its wait.
             let redissons = match waiters.position(owner) {
                 None => waiters.enqueue(keys, keys_of_queue, owner, (pttl_ms, wait.ms, wait.hints), now_ms)?,
                 Some(position) => {
                     let ahead = waiters.live[position].score.saturating_sub(wait.ms).saturating_sub(now_ms);
-                    let lease_end = keys.expire_at(&self.name)?.unwrap_or(now_ms).max(now_ms);
+                    let lease_end = keys.expire_at(self.name())?.unwrap_or(now_ms).max(now_ms);
                     let turn = lease_end.max(now_ms.saturating_add(delay.left_ms()));
-                    waiters.heartbeat(keys, &self.timeouts, (position, turn, wait.ms), waits)?;
+                    waiters.heartbeat(keys, self.timeouts(), (position, turn, wait.ms), waits)?;
                     match wait.hints {
                         Hints::Redisson(AskedAgain::Ahead) => ahead,
                         _ => pttl_ms,
@@ -246,9 +268,9 @@ impl FairLock {
     ) -> Result<Change> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
         let was_head = waiters.head() == Some(owner);
-        let free = keys.key_type(&self.name)? == KeyType::Missing;
+        let free = keys.key_type(self.name())? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
-        waiters.give_up(keys, &self.queue, &self.timeouts, owner, wait_ms)?;
+        waiters.give_up(keys, self.queue(), self.timeouts(), owner, wait_ms)?;
         let told = was_head && free && waiters.head().is_some();
         if told {
             self.turn_starts(keys, &mut waiters, waits, now_ms)?;
@@ -277,7 +299,7 @@ impl FairLock {
             }
         }
         let (count, mut waiters) = self.read(keys, Some(owner), waits, now_ms)?;
-        let free = keys.key_type(&self.name)? == KeyType::Missing;
+        let free = keys.key_type(self.name())? == KeyType::Missing;
         self.purge(keys, &mut waiters)?;
         let outcome = match count {
             _ if free => {
@@ -286,14 +308,14 @@ impl FairLock {
             }
             None => return Ok((Release::NotHeld, false)),
             Some(count) if count > 1 => {
-                keys.hincr_by(&self.name, owner, -1, count - 1)?;
-                keys.set_expire_at(&self.name, expire_at)?;
+                keys.hincr_by(self.name(), owner, -1, count - 1)?;
+                keys.set_expire_at(self.name(), expire_at)?;
                 Release::Decremented { count: count - 1 }
             }
             Some(_) => {
                 self.turn_starts(keys, &mut waiters, waits, now_ms)?;
-                keys.announce(&self.name, Moot::HashIncrement)?;
-                keys.delete(&self.name)?;
+                keys.announce(self.name(), Moot::HashIncrement)?;
+                keys.delete(self.name())?;
                 self.wake_head(keys, &waiters)?;
                 Release::Released
             }
@@ -310,7 +332,7 @@ impl FairLock {
     /// anyone is left queued.
     pub fn force_release<K: Keyspace>(&self, keys: &mut K, waits: &mut Waits, now_ms: i64) -> Result<(bool, bool)> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
-        let fields = keys.hgetall(&self.name)?;
+        let fields = keys.hgetall(self.name())?;
         if fields.iter().any(|(_, value)| parse_count(Some(value.clone())).is_err()) {
             return Err(LockError::NotALock);
         }
@@ -319,7 +341,7 @@ impl FairLock {
             return Ok((false, false));
         }
         self.turn_starts(keys, &mut waiters, waits, now_ms)?;
-        keys.delete(&self.name)?;
+        keys.delete(self.name())?;
         self.wake_head(keys, &waiters)?;
         waits.sync(&waiters);
         Ok((true, waiters.head().is_some()))
@@ -336,9 +358,9 @@ impl FairLock {
     ) -> Result<Status> {
         let (count, waiters) = self.read(keys, owner, waits, now_ms)?;
         Ok(Status {
-            locked: keys.key_type(&self.name)? == KeyType::Hash,
-            pttl_ms: pttl(keys, &self.name, now_ms)?,
-            holders: keys.hgetall(&self.name)?.len() as i64,
+            locked: keys.key_type(self.name())? == KeyType::Hash,
+            pttl_ms: pttl(keys, self.name(), now_ms)?,
+            holders: keys.hgetall(self.name())?.len() as i64,
             owner: owner
                 .map(|owner| (count.unwrap_or(0), waiters.position(owner).map_or(0, |position| position as i64 + 1))),
             queued: waiters.live.len() as i64,

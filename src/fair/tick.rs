@@ -93,7 +93,7 @@ impl FairLock {
         (now_ms, delay): (i64, Delay),
     ) -> Result<Tick> {
         let (_, mut waiters) = self.read(keys, None, waits, now_ms)?;
-        let free = keys.key_type(&self.name)? == KeyType::Missing && !delay.lasts();
+        let free = keys.key_type(self.name())? == KeyType::Missing && !delay.lasts();
         self.purge(keys, &mut waiters)?;
         let find = |owner: &[u8]| blocked.iter().find(|waiter| waiter.owner == owner);
         let mut tick = Tick {
@@ -117,7 +117,7 @@ impl FairLock {
             _ => {}
         }
         let delay_end = delay.lasts().then(|| now_ms.saturating_add(delay.left_ms()));
-        let lease_end = match (keys.key_type(&self.name)?, keys.expire_at(&self.name)?, delay_end) {
+        let lease_end = match (keys.key_type(self.name())?, keys.expire_at(self.name())?, delay_end) {
             (KeyType::Missing, _, delay_end) => delay_end,
             (_, Some(lease_end), Some(delay_end)) => Some(lease_end.max(delay_end)),
             (_, lease_end, _) => lease_end,
@@ -125,12 +125,12 @@ impl FairLock {
         for waiter in blocked {
             if let Some(position) = waiters.position(waiter.owner) {
                 let turn = lease_end.unwrap_or(now_ms).max(now_ms);
-                waiters.heartbeat(keys, &self.timeouts, (position, turn, waiter.wait_ms), waits)?;
+                waiters.heartbeat(keys, self.timeouts(), (position, turn, waiter.wait_ms), waits)?;
             }
         }
         waits.sync(&waiters);
         tick.queued = waiters.head().is_some();
-        let free = keys.key_type(&self.name)? == KeyType::Missing && !delay.lasts();
+        let free = keys.key_type(self.name())? == KeyType::Missing && !delay.lasts();
         tick.told = waiters.head().filter(|_| free).map(<[u8]>::to_vec);
         tick.next_at = next_look(&waiters, blocked, free, lease_end).map(|at| at.max(now_ms + 1));
         Ok(tick)
