@@ -70,6 +70,13 @@ impl RwHash {
         self.holds.iter().find(|(held, _)| held == field).map_or(0, |(_, count)| *count)
     }
 
+    /// The hold count of `owner`'s write hold (field `<owner>:write`), 0
+    /// when absent; its field is not made to be looked up.
+    pub fn write_count(&self, owner: &[u8]) -> i64 {
+        let is_owners = |field: &[u8]| field.strip_suffix(WRITE_SUFFIX) == Some(owner);
+        self.holds.iter().find(|(field, _)| is_owners(field)).map_or(0, |(_, count)| *count)
+    }
+
     /// The reader fields (a writer's ends with `:write`) and their counts.
     pub fn readers(&self) -> impl Iterator<Item = (&[u8], i64)> {
         self.holds.iter().filter(|(field, _)| !is_write_field(field)).map(|(field, count)| (field.as_slice(), *count))
@@ -86,6 +93,9 @@ impl RwHash {
     }
 }
 
+/// What a write hold's field adds to its owner.
+const WRITE_SUFFIX: &[u8] = b":write";
+
 pub fn is_write_field(field: &[u8]) -> bool {
-    field.ends_with(b":write")
+    field.ends_with(WRITE_SUFFIX)
 }

@@ -27,7 +27,7 @@ use crate::keyspace::{pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
 use crate::semaphore::LuaNumberText;
 use hash::{is_write_field, Mode, RwHash};
-use rlock_protocol::{rwlock_channel, rwlock_timeout_key, rwlock_write_field};
+use rlock_protocol::{rwlock_channel_parts, rwlock_timeout_key, rwlock_write_field, with_joined};
 
 /// Which side of the lock a command is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +72,6 @@ pub struct Status {
 /// The keys of one read-write lock.
 pub struct ReadWriteLock<'a> {
     pub name: &'a [u8],
-    channel: Vec<u8>,
     /// Set when acquires act as Redisson's scripts (`LIKESCRIPT`): a write
     /// re-entry grows the TTL, a read one sets it to the lease.
     like_script: Option<LuaNumberText>,
@@ -103,7 +102,7 @@ const WRITE_RELEASED: &[u8] = b"1";
 
 impl<'a> ReadWriteLock<'a> {
     pub fn new(name: &'a [u8]) -> Self {
-        Self { name, channel: rwlock_channel(name), like_script: None }
+        Self { name, like_script: None }
     }
 
     /// Redisson's acquires (`LIKESCRIPT`): a write re-entry sets the TTL to
@@ -112,6 +111,12 @@ impl<'a> ReadWriteLock<'a> {
     /// text before 3.11.1) sets it to the lease.
     pub fn like_redissons_script(self, lua_number: LuaNumberText) -> Self {
         Self { like_script: Some(lua_number), ..self }
+    }
+
+    /// Publishes `message` on the lock's channel, its name joined on the
+    /// stack: most commands publish nothing.
+    fn publish<K: Keyspace>(&self, keys: &mut K, message: &[u8]) -> Result<()> {
+        with_joined(&rwlock_channel_parts(self.name), |channel| keys.publish(channel, message))
     }
 
     fn timeout_key(&self, field: &[u8], n: i64) -> Vec<u8> {
@@ -144,8 +149,7 @@ impl<'a> ReadWriteLock<'a> {
         check_owner(owner)?;
         let expire_at = expiry(now_ms, lease_ms)?;
         let hash = RwHash::read(keys, self.name)?;
-        let write_field = rwlock_write_field(owner);
-        let writer_holds = hash.count(&write_field) > 0;
+        let writer_holds = hash.write_count(owner) > 0;
         let grantable = match (side, hash.mode) {
             (_, None) | (Side::Read, Some(Mode::Read)) => true,
             (Side::Read, Some(Mode::Write)) | (Side::Write, Some(Mode::Write)) => writer_holds,
@@ -177,11 +181,12 @@ impl<'a> ReadWriteLock<'a> {
                 count
             }
             (Side::Write, None) => {
-                keys.hset(self.name, &[(b"mode", b"write"), (&write_field, b"1")])?;
+                keys.hset(self.name, &[(b"mode", b"write"), (&rwlock_write_field(owner), b"1")])?;
                 keys.set_expire_at(self.name, expire_at)?;
                 1
             }
             (Side::Write, Some(Mode::Write)) if writer_holds => {
+                let write_field = rwlock_write_field(owner);
                 let count = hash.count(&write_field).checked_add(1).ok_or(LockError::HoldCountOverflow)?;
                 // Redisson adds the lease to the PTTL here, so the TTL grows
                 // with every re-entry (#891, #1110); never shortened instead,
@@ -222,7 +227,7 @@ impl<'a> ReadWriteLock<'a> {
         let outcome = match side {
             _ if hash.mode.is_none() => {
                 let message = if side == Side::Read { READ_RELEASED } else { WRITE_RELEASED };
-                keys.publish(&self.channel, message)?;
+                self.publish(keys, message)?;
                 Release::NotHeld { published: true }
             }
             Side::Read => self.release_read(keys, &hash, owner, now_ms)?,
@@ -301,7 +306,7 @@ impl<'a> ReadWriteLock<'a> {
                     Some(own_timeout) => keys.delete_both(own_timeout, self.name)?,
                     None => keys.delete(self.name)?,
                 }
-                keys.publish(&self.channel, READ_RELEASED)?;
+                self.publish(keys, READ_RELEASED)?;
                 Ok(Release::Released)
             }
         }
@@ -329,7 +334,7 @@ impl<'a> ReadWriteLock<'a> {
         } else {
             keys.announce(self.name, Moot::HashDelete)?;
             keys.delete(self.name)?;
-            keys.publish(&self.channel, WRITE_RELEASED)?;
+            self.publish(keys, WRITE_RELEASED)?;
         }
         Ok(Release::Released)
     }
@@ -343,7 +348,7 @@ impl<'a> ReadWriteLock<'a> {
         let expire_at = expiry(now_ms, lease_ms)?;
         let hash = RwHash::read(keys, self.name)?;
         let reads = hash.count(owner);
-        if reads == 0 && hash.count(&rwlock_write_field(owner)) == 0 {
+        if reads == 0 && hash.write_count(owner) == 0 {
             return Ok(false);
         }
         hash.check_read_holds(0)?;
@@ -375,7 +380,7 @@ impl<'a> ReadWriteLock<'a> {
             _ => return Ok(false),
         };
         keys.delete(self.name)?;
-        keys.publish(&self.channel, message)?;
+        self.publish(keys, message)?;
         Ok(true)
     }
 
@@ -384,7 +389,7 @@ impl<'a> ReadWriteLock<'a> {
     pub fn status<K: Keyspace>(&self, keys: &mut K, owner: Option<&[u8]>, now_ms: i64) -> Result<Status> {
         owner.map(check_owner).transpose()?;
         let hash = RwHash::read(keys, self.name)?;
-        let owner = owner.map(|owner| (hash.count(owner), hash.count(&rwlock_write_field(owner))));
+        let owner = owner.map(|owner| (hash.count(owner), hash.write_count(owner)));
         let readers = hash.readers().count() as i64;
         Ok(Status { mode: hash.mode.map(Mode::name), pttl_ms: pttl(keys, self.name, now_ms)?, readers, owner })
     }
