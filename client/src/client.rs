@@ -1,8 +1,9 @@
+use crate::engine::kind::Kind;
 use crate::engine::lock_state::Registry;
 use crate::engine::watchdog::WatchdogStats;
 use crate::error::Result;
 use crate::listing::LockListing;
-use crate::lock::{FairLock, FencedLock, Lock};
+use crate::lock::Lock;
 use crate::options::{check, ClientOptions};
 use crate::rwlock::ReadWriteLock;
 use crate::shared::Shared;
@@ -19,7 +20,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 /// A connection to a Redis server with the rlock module, and the source of
-/// lock handles: [`Lock`], [`FairLock`], [`ReadWriteLock`].
+/// handles: [`Lock`] of every [`Kind`], [`ReadWriteLock`], the synchronizers.
 ///
 /// Cloning is cheap and shares everything: the connection, the pub/sub
 /// connection, the watchdog and the client id. When the last clone is
@@ -137,51 +138,54 @@ impl Client {
         self.shared.id
     }
 
-    /// A new handle on the lock `name`, with its own owner id
-    /// `<client id>:<n>`. Reentrant through this handle (and its clones).
+    /// A new handle on the lock `name` (Redisson's `getLock`), with its
+    /// own owner id `<client id>:<n>`. Reentrant through this handle (and
+    /// its clones).
     pub fn lock(&self, name: impl AsRef<[u8]>) -> Lock {
-        Lock::minted(self.shared.clone(), name.as_ref(), self.next_owner().as_bytes())
-    }
-
-    /// A handle on the lock `name` with an explicit owner id: two handles
-    /// with the same owner are the same holder (for hand-off between tasks,
-    /// or to act for a Redisson thread `<uuid>:<thread id>`).
-    pub fn lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> Lock {
-        Lock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+        self.new_owner().lock(name)
     }
 
     /// A new handle on the fair lock `name` (Redisson's `getFairLock`),
     /// with its own owner id.
-    pub fn fair_lock(&self, name: impl AsRef<[u8]>) -> FairLock {
-        self.fair_lock_with_owner(name, self.next_owner())
-    }
-
-    /// A handle on the fair lock `name` with an explicit owner id.
-    pub fn fair_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> FairLock {
-        FairLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+    pub fn fair_lock(&self, name: impl AsRef<[u8]>) -> Lock {
+        self.new_owner().fair_lock(name)
     }
 
     /// A new handle on the fenced lock `name` (Redisson's `getFencedLock`),
     /// with its own owner id.
-    pub fn fenced_lock(&self, name: impl AsRef<[u8]>) -> FencedLock {
-        self.fenced_lock_with_owner(name, self.next_owner())
-    }
-
-    /// A handle on the fenced lock `name` with an explicit owner id.
-    pub fn fenced_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> FencedLock {
-        FencedLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+    pub fn fenced_lock(&self, name: impl AsRef<[u8]>) -> Lock {
+        self.new_owner().fenced_lock(name)
     }
 
     /// A new handle on the read-write lock `name` (Redisson's
     /// `getReadWriteLock`), with its own owner id for both sides.
     pub fn read_write_lock(&self, name: impl AsRef<[u8]>) -> ReadWriteLock {
-        self.read_write_lock_with_owner(name, self.next_owner())
+        self.new_owner().read_write_lock(name)
     }
 
-    /// A handle on the read-write lock `name` with an explicit owner id
-    /// (the base id `<uuid>:<thread id>`: the write side adds `:write`).
-    pub fn read_write_lock_with_owner(&self, name: impl AsRef<[u8]>, owner: impl AsRef<[u8]>) -> ReadWriteLock {
-        ReadWriteLock::new(self.shared.clone(), name.as_ref(), owner.as_ref())
+    /// The handles of an explicit owner id: two handles with the same
+    /// owner are the same holder (for hand-off between tasks, or to act for
+    /// a Redisson thread `<uuid>:<thread id>`: see
+    /// [`ClientOptions::with_shared_owner_ids`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
+    /// let task = client.owned_by("worker-7");
+    /// let guard = task.lock("orders:42").lock().await?;
+    /// // Another handle of the same owner: a re-entry, not a wait.
+    /// let again = task.lock("orders:42").lock().await?;
+    /// again.unlock().await?;
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn owned_by(&self, owner: impl AsRef<[u8]>) -> Owner {
+        Owner { shared: self.shared.clone(), id: owner.as_ref().into(), minted: false }
+    }
+
+    /// A new owner id, `<client id>:<n>`, made for the handles taken from it.
+    fn new_owner(&self) -> Owner {
+        let n = self.shared.next_owner.fetch_add(1, Ordering::Relaxed);
+        Owner { shared: self.shared.clone(), id: format!("{}:{n}", self.shared.id).into_bytes().into(), minted: true }
     }
 
     /// The semaphore `name` (Redisson's `getSemaphore`).
@@ -199,11 +203,54 @@ impl Client {
     pub fn count_down_latch(&self, name: impl AsRef<[u8]>) -> CountDownLatch {
         CountDownLatch::new(self.shared.clone(), name.as_ref())
     }
+}
 
-    /// A new owner id, `<client id>:<n>`.
-    fn next_owner(&self) -> String {
-        let n = self.shared.next_owner.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{n}", self.shared.id)
+/// One owner id of a client, the source of its lock handles: from
+/// [`Client::owned_by`].
+#[derive(Clone)]
+pub struct Owner {
+    shared: Arc<Shared>,
+    id: Arc<[u8]>,
+    /// The id was made by this client for these handles (no level of it on
+    /// the server yet).
+    minted: bool,
+}
+
+impl std::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Owner").field(&String::from_utf8_lossy(&self.id)).finish()
+    }
+}
+
+impl Owner {
+    /// The owner id: the hash field its holds are kept under.
+    pub fn id(&self) -> &[u8] {
+        &self.id
+    }
+
+    /// A handle on the lock `name` (Redisson's `RLock`).
+    pub fn lock(&self, name: impl AsRef<[u8]>) -> Lock {
+        self.handle(name.as_ref(), Kind::Plain)
+    }
+
+    /// A handle on the fair lock `name`.
+    pub fn fair_lock(&self, name: impl AsRef<[u8]>) -> Lock {
+        self.handle(name.as_ref(), Kind::Fair)
+    }
+
+    /// A handle on the fenced lock `name`.
+    pub fn fenced_lock(&self, name: impl AsRef<[u8]>) -> Lock {
+        self.handle(name.as_ref(), Kind::Fenced)
+    }
+
+    /// A handle on the read-write lock `name` (this id is the base id
+    /// `<uuid>:<thread id>`: the write side adds `:write`).
+    pub fn read_write_lock(&self, name: impl AsRef<[u8]>) -> ReadWriteLock {
+        ReadWriteLock::new(self.shared.clone(), name.as_ref(), (&self.id, self.minted))
+    }
+
+    fn handle(&self, name: &[u8], kind: Kind) -> Lock {
+        Lock::new(self.shared.clone(), name, (&self.id, self.minted), kind)
     }
 }
 

@@ -74,7 +74,8 @@ pub enum Error {
     /// untangle it. Only waits blocked on the server are seen
     /// ([`ClientOptions::blocking_connections`](crate::ClientOptions)), and
     /// an owner is a handle's: a task that takes several locks is one
-    /// owner to the server only through `*_with_owner` handles.
+    /// owner to the server only through the handles of one
+    /// [`Client::owned_by`](crate::Client::owned_by).
     #[error("deadlock: {cycle}")]
     Deadlock {
         /// The cycle as the server names it: `o1 waits for b held by o2, …`.

@@ -1,6 +1,5 @@
 use crate::engine::hold::Hold;
 use crate::error::Result;
-use crate::kind::{Fenced, LockKind, Plain};
 use crate::lock::Lock;
 use std::future::Future;
 
@@ -27,24 +26,24 @@ use std::future::Future;
 /// # Ok(()) }
 /// ```
 #[must_use = "the lock is released when the guard is dropped"]
-pub struct Guard<K: LockKind = Plain> {
-    lock: Lock<K>,
+pub struct Guard {
+    lock: Lock,
     hold: Hold,
 }
 
-impl<K: LockKind> std::fmt::Debug for Guard<K> {
+impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guard").field("lock", &self.lock).field("lost", &self.is_lost()).finish()
     }
 }
 
-impl<K: LockKind> Guard<K> {
-    pub(crate) fn new(lock: Lock<K>, hold: Hold) -> Self {
+impl Guard {
+    pub(crate) fn new(lock: Lock, hold: Hold) -> Self {
         Self { lock, hold }
     }
 
     /// The lock this guard holds.
-    pub fn lock(&self) -> &Lock<K> {
+    pub fn lock(&self) -> &Lock {
         &self.lock
     }
 
@@ -73,15 +72,14 @@ impl<K: LockKind> Guard<K> {
             let _ = lost.wait_for(|lost| *lost).await;
         }
     }
-}
 
-impl Guard<Fenced> {
-    /// The fencing token of this acquire: greater than every token issued
-    /// for the lock before it (re-entries included). Pass it with every
-    /// write the lock protects, and have the store refuse a token lower
-    /// than the highest it has seen: a holder whose lease ran out while it
-    /// was paused then cannot overwrite its successor's work.
-    pub fn token(&self) -> i64 {
+    /// A fenced lock's fencing token of this acquire (`None` for other
+    /// kinds): greater than every token issued for the lock before it
+    /// (re-entries included). Pass it with every write the lock protects,
+    /// and have the store refuse a token lower than the highest it has
+    /// seen ([`Fence`](crate::Fence)): a holder whose lease ran out while
+    /// it was paused then cannot overwrite its successor's work.
+    pub fn token(&self) -> Option<i64> {
         self.hold.token
     }
 }

@@ -1,19 +1,20 @@
 use crate::engine::handle::Handle;
 use crate::engine::holds::Renewal;
+use crate::engine::kind::Kind;
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::info::LockInfo;
-use crate::kind::{Fair, Fenced, LockKind, Plain, Read, Write};
 use crate::shared::Shared;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A handle on one lock, with one owner id. Get it from
+/// A handle on one lock of one [`Kind`], with one owner id. Get it from
 /// [`Client::lock`](crate::Client::lock) (Redisson's `RLock`),
-/// [`Client::fair_lock`](crate::Client::fair_lock), or the sides of
+/// [`Client::fair_lock`](crate::Client::fair_lock),
+/// [`Client::fenced_lock`](crate::Client::fenced_lock), or the sides of
 /// [`Client::read_write_lock`](crate::Client::read_write_lock). Every kind
-/// has the same methods and guarantees; only the waiting differs.
+/// has the same methods and guarantees; only the waiting differs (and a
+/// fenced lock's guard carries a token).
 ///
 /// The lock is reentrant through the handle, its clones and every other
 /// handle of this client with the same owner and kind: each successful
@@ -39,90 +40,31 @@ use std::time::Duration;
 /// }
 /// # Ok(()) }
 /// ```
-pub struct Lock<K: LockKind = Plain> {
+#[derive(Clone)]
+pub struct Lock {
     handle: Handle,
-    kind: PhantomData<K>,
 }
 
-/// Redisson's fair lock: waiters get it in the order they first asked.
-/// Each waits on a channel of its own, told when its turn comes; one that
-/// gives up (its limit passes, its future is dropped) leaves the queue at
-/// once.
-///
-/// ```no_run
-/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
-/// let lock: rlock_client::FairLock = client.fair_lock("jobs:queue");
-/// let guard = lock.lock().await?; // served in arrival order
-/// guard.unlock().await?;
-/// # Ok(()) }
-/// ```
-pub type FairLock = Lock<Fair>;
-
-/// Redisson's fenced lock: an `RLock` whose every acquire (re-entries
-/// too) takes a fencing token, [`Guard::token`](crate::Guard::token),
-/// strictly greater than all earlier ones for the lock.
-///
-/// ```no_run
-/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
-/// let lock: rlock_client::FencedLock = client.fenced_lock("report:daily");
-/// let guard = lock.lock().await?;
-/// let token = guard.token(); // send it with every write the lock protects
-/// println!("writing with token {token}");
-/// guard.unlock().await?;
-/// # Ok(()) }
-/// ```
-pub type FencedLock = Lock<Fenced>;
-
-/// The read side of a [`ReadWriteLock`](crate::ReadWriteLock): held by any
-/// number of readers at once, never while someone else writes.
-///
-/// ```no_run
-/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
-/// let read: rlock_client::ReadLock = client.read_write_lock("catalog").read();
-/// let guard = read.lock().await?; // other readers may hold it too
-/// guard.unlock().await?;
-/// # Ok(()) }
-/// ```
-pub type ReadLock = Lock<Read>;
-
-/// The write side of a [`ReadWriteLock`](crate::ReadWriteLock): one writer,
-/// no readers but the writer itself (a writer may take the read side too;
-/// a reader never gets the write side while it reads, as in Redisson).
-///
-/// ```no_run
-/// # async fn example(client: rlock_client::Client) -> rlock_client::Result<()> {
-/// let write: rlock_client::WriteLock = client.read_write_lock("catalog").write();
-/// let guard = write.lock().await?; // no reader, no other writer
-/// guard.unlock().await?;
-/// # Ok(()) }
-/// ```
-pub type WriteLock = Lock<Write>;
-
-impl<K: LockKind> Clone for Lock<K> {
-    fn clone(&self) -> Self {
-        Self { handle: self.handle.clone(), kind: PhantomData }
-    }
-}
-
-impl<K: LockKind> std::fmt::Debug for Lock<K> {
+impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("kind", &K::KIND)
+            .field("kind", &self.kind())
             .field("name", &String::from_utf8_lossy(self.name()))
             .field("owner", &String::from_utf8_lossy(self.owner()))
             .finish()
     }
 }
 
-impl<K: LockKind> Lock<K> {
-    pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
-        Self { handle: Handle::new(shared, name, (owner, false), K::KIND), kind: PhantomData }
+impl Lock {
+    /// `minted`: the owner id was made for this handle just now (no level
+    /// of it on the server yet).
+    pub(crate) fn new(shared: Arc<Shared>, name: &[u8], (owner, minted): (&[u8], bool), kind: Kind) -> Self {
+        Self { handle: Handle::new(shared, name, (owner, minted), kind) }
     }
 
-    /// A handle whose owner id was made for it just now (no level of it on
-    /// the server yet).
-    pub(crate) fn minted(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
-        Self { handle: Handle::new(shared, name, (owner, true), K::KIND), kind: PhantomData }
+    /// Which kind of lock this is: its commands and waiting rules.
+    pub fn kind(&self) -> Kind {
+        self.handle.id().kind
     }
 
     /// The lock's name: its Redis key.
@@ -149,13 +91,13 @@ impl<K: LockKind> Lock<K> {
 
     /// Waits, without limit, until the lock is ours. The lease is the
     /// watchdog timeout, renewed until the guard is unlocked or dropped.
-    pub async fn lock(&self) -> Result<Guard<K>> {
+    pub async fn lock(&self) -> Result<Guard> {
         self.acquire(Renewal::Watchdog, None, None).await
     }
 
     /// Waits, without limit, until the lock is ours for `lease`. No
     /// watchdog: the hold ends with its lease.
-    pub async fn lock_with_lease(&self, lease: Duration) -> Result<Guard<K>> {
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<Guard> {
         self.acquire(Renewal::Fixed, Some(lease), None).await
     }
 
@@ -164,13 +106,13 @@ impl<K: LockKind> Lock<K> {
     /// fair lock tried with a zero `wait` is not queued (Redisson's
     /// `tryLock()`); with a longer one its place in the queue lasts `wait`
     /// once its turn may have come (Redisson's `tryLock(wait, ..)`).
-    pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<Guard<K>>> {
+    pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<Guard>> {
         let renewal = if lease.is_some() { Renewal::Fixed } else { Renewal::Watchdog };
         let hold = self.handle.acquire(renewal, lease, Some(wait)).await?;
         Ok(hold.map(|hold| Guard::new(self.clone(), hold)))
     }
 
-    async fn acquire(&self, renewal: Renewal, lease: Option<Duration>, limit: Option<Duration>) -> Result<Guard<K>> {
+    async fn acquire(&self, renewal: Renewal, lease: Option<Duration>, limit: Option<Duration>) -> Result<Guard> {
         loop {
             if let Some(hold) = self.handle.acquire(renewal, lease, limit).await? {
                 return Ok(Guard::new(self.clone(), hold));

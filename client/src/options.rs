@@ -81,7 +81,7 @@ impl ClientOptions {
         self
     }
 
-    /// Whether owner ids given to the `*_with_owner` handles may be used by
+    /// Whether owner ids given to [`Client::owned_by`](crate::Client::owned_by) may be used by
     /// other clients at the same time (a Redisson thread's
     /// `<uuid>:<thread id>`, another rlock client). Default false: an owner
     /// id is this client's alone, so every level the server counts for it

@@ -1,4 +1,5 @@
-use crate::lock::{ReadLock, WriteLock};
+use crate::engine::kind::Kind;
+use crate::lock::Lock;
 use crate::shared::Shared;
 use std::sync::Arc;
 
@@ -23,8 +24,8 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone)]
 pub struct ReadWriteLock {
-    read: ReadLock,
-    write: WriteLock,
+    read: Lock,
+    write: Lock,
 }
 
 impl std::fmt::Debug for ReadWriteLock {
@@ -37,8 +38,11 @@ impl std::fmt::Debug for ReadWriteLock {
 }
 
 impl ReadWriteLock {
-    pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: &[u8]) -> Self {
-        Self { read: ReadLock::new(shared.clone(), name, owner), write: WriteLock::new(shared, name, owner) }
+    pub(crate) fn new(shared: Arc<Shared>, name: &[u8], owner: (&[u8], bool)) -> Self {
+        Self {
+            read: Lock::new(shared.clone(), name, owner, Kind::Read),
+            write: Lock::new(shared, name, owner, Kind::Write),
+        }
     }
 
     /// The lock's name: its Redis key.
@@ -52,13 +56,15 @@ impl ReadWriteLock {
         self.read.owner()
     }
 
-    /// The read side.
-    pub fn read(&self) -> ReadLock {
+    /// The read side ([`Kind::Read`]): held by any number of readers at
+    /// once, never while someone else writes.
+    pub fn read(&self) -> Lock {
         self.read.clone()
     }
 
-    /// The write side.
-    pub fn write(&self) -> WriteLock {
+    /// The write side ([`Kind::Write`]): one writer, no readers but the
+    /// writer itself.
+    pub fn write(&self) -> Lock {
         self.write.clone()
     }
 }

@@ -239,7 +239,7 @@ async fn a_wait_dropped_as_it_is_granted_leaves_no_hold() {
     guard.unlock().await.unwrap();
 }
 
-/// Two tasks, each an owner (`lock_with_owner`), each holding a lock the
+/// Two tasks, each an owner (`Client::owned_by`), each holding a lock the
 /// other waits for on the server: the wait that closes the cycle ends at
 /// once with `Error::Deadlock`, naming it; the other is granted once the
 /// lock it waits for is let go.
@@ -247,8 +247,7 @@ async fn a_wait_dropped_as_it_is_granted_leaves_no_hold() {
 async fn a_wait_that_closes_a_cycle_is_told_deadlock() {
     let server = Server::shared();
     let client = blocking_client(&server, 2).await;
-    let (first, second) =
-        (|name| client.lock_with_owner(name, "task-1"), |name| client.lock_with_owner(name, "task-2"));
+    let (first, second) = (|name| client.owned_by("task-1").lock(name), |name| client.owned_by("task-2").lock(name));
     let a = first("a").lock().await.unwrap();
     let _b = second("b").lock().await.unwrap();
     let waiting = tokio::spawn({
@@ -290,7 +289,7 @@ async fn info_tells_the_holders_and_the_waiters_on_the_server() {
     let fenced = client.fenced_lock("f");
     let guard = fenced.lock().await.unwrap();
     let found = fenced.info().await.unwrap();
-    assert_eq!((found.kind.as_str(), found.token), ("fenced", Some(guard.token())));
+    assert_eq!((found.kind.as_str(), found.token), ("fenced", guard.token()));
     assert_eq!(client.lock("missing").info().await.unwrap().kind, "none");
 }
 

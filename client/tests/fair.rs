@@ -84,7 +84,7 @@ async fn a_waiter_whose_future_is_dropped_leaves_the_queue() {
     let server = Server::start();
     let client = client(&server).await;
     let holder = client.fair_lock("dropped").lock_with_lease(LONG_LEASE).await.unwrap();
-    let waiter = client.fair_lock_with_owner("dropped", "gone");
+    let waiter = client.owned_by("gone").fair_lock("dropped");
     let waiting = tokio::spawn(async move { waiter.lock().await });
     eventually!("queued", queue(&server, "dropped", b"gone").await == (1, 1));
     waiting.abort();
@@ -99,7 +99,7 @@ async fn a_wait_dropped_at_any_point_leaves_no_queue_entry_and_no_hold() {
     let server = Server::start();
     let client = client(&server).await;
     let holder = client.fair_lock("cancel-safe").lock_with_lease(LONG_LEASE).await.unwrap();
-    let waiter = client.fair_lock_with_owner("cancel-safe", "impatient");
+    let waiter = client.owned_by("impatient").fair_lock("cancel-safe");
     // Cut short before, during and after its attempts are in flight.
     for micros in (0..3_000).step_by(100) {
         let _ = tokio::time::timeout(Duration::from_micros(micros), waiter.lock()).await;
@@ -121,14 +121,14 @@ async fn a_waiter_that_gives_up_hands_its_turn_to_the_next_at_once() {
     let client = client(&server).await;
     let holder = client.fair_lock("give-up").lock_with_lease(LONG_LEASE).await.unwrap();
     // Redisson's no-wait tryLock(): refused, never queued.
-    let polite = client.fair_lock_with_owner("give-up", "polite");
+    let polite = client.owned_by("polite").fair_lock("give-up");
     assert!(polite.try_lock(Duration::ZERO, None).await.unwrap().is_none());
     assert_eq!(queue(&server, "give-up", b"polite").await, (0, 0));
 
-    let first = client.fair_lock_with_owner("give-up", "first");
+    let first = client.owned_by("first").fair_lock("give-up");
     let trying = tokio::spawn(async move { first.try_lock(Duration::from_millis(500), None).await });
     eventually!("first queued", queue(&server, "give-up", b"first").await == (1, 1));
-    let second = client.fair_lock_with_owner("give-up", "second");
+    let second = client.owned_by("second").fair_lock("give-up");
     let waiting = tokio::spawn(async move { second.lock().await });
     eventually!("second queued", queue(&server, "give-up", b"second").await == (2, 2));
     assert!(trying.await.unwrap().unwrap().is_none(), "first gave up");
@@ -148,7 +148,7 @@ async fn the_fair_lock_is_reentrant_and_the_queue_waits_for_the_last_release() {
     let outer = lock.lock().await.unwrap();
     let inner = lock.try_lock(Duration::ZERO, None).await.unwrap().expect("re-entered");
     assert_eq!(lock.hold_count().await.unwrap(), 2);
-    let other = client.fair_lock_with_owner("reentrant", "other");
+    let other = client.owned_by("other").fair_lock("reentrant");
     let waiting = tokio::spawn({
         let other = other.clone();
         async move { other.lock().await }

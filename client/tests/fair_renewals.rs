@@ -146,7 +146,7 @@ async fn release_sweep(server: &Arc<Server>, short: &Client, long: &Client, swee
             let grants = Arc::new(Mutex::new(Vec::new()));
             let mut tasks = Vec::new();
             for (owner, client) in OWNERS.into_iter().zip([&short, &short, &long]) {
-                let lock = client.fair_lock_with_owner(&name, owner);
+                let lock = client.owned_by(owner).fair_lock(&name);
                 let grants = grants.clone();
                 tasks.push(tokio::spawn(async move {
                     let guard = lock.lock().await.unwrap();

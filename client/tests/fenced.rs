@@ -4,7 +4,7 @@
 //! from a holder whose lease ran out.
 
 use redis::AsyncCommands;
-use rlock_client::{Client, ClientOptions, FencedLock, Guard, ReplicaSync};
+use rlock_client::{Client, ClientOptions, Guard, Lock, ReplicaSync};
 use std::time::Duration;
 use testkit::{eventually, Rng, Server, PATIENCE};
 
@@ -15,14 +15,14 @@ const MAX_REENTRIES: usize = 3;
 
 /// Random acquires (re-entries up to MAX_REENTRIES deep) and releases
 /// until `acquires` tokens were taken; every token must beat `last`.
-async fn run_phase(lock: &FencedLock, rng: &mut Rng, acquires: usize, last: &mut i64) {
-    let mut guards: Vec<Guard<rlock_client::kind::Fenced>> = vec![];
+async fn run_phase(lock: &Lock, rng: &mut Rng, acquires: usize, last: &mut i64) {
+    let mut guards: Vec<Guard> = vec![];
     let mut taken = 0;
     while taken < acquires {
         if guards.len() < MAX_REENTRIES && (guards.is_empty() || rng.chance(60)) {
             let guard = lock.lock().await.unwrap();
-            assert!(guard.token() > *last, "token {} after {last}", guard.token());
-            *last = guard.token();
+            assert!(guard.token().unwrap() > *last, "token {} after {last}", guard.token().unwrap());
+            *last = guard.token().unwrap();
             guards.push(guard);
             taken += 1;
         } else {
@@ -94,7 +94,7 @@ async fn a_store_that_refuses_stale_tokens_takes_no_write_from_a_lapsed_holder()
 
     // A holds with a short fixed lease, writes, then stalls past it.
     let a = client.fenced_lock("orders").lock_with_lease(Duration::from_millis(100)).await.unwrap();
-    store.write(a.token(), "from A").unwrap();
+    store.write(a.token().unwrap(), "from A").unwrap();
     tokio::time::timeout(testkit::PATIENCE, a.lost()).await.expect("A's lease ran out");
     // The client's estimate ends first; the server's lease right after.
     let mut admin = common::admin(&server).await;
@@ -102,9 +102,9 @@ async fn a_store_that_refuses_stale_tokens_takes_no_write_from_a_lapsed_holder()
 
     // B takes over and writes; A wakes up and tries to write.
     let b = client.fenced_lock("orders").try_lock(Duration::ZERO, None).await.unwrap().expect("free");
-    assert!(b.token() > a.token());
-    store.write(b.token(), "from B").unwrap();
-    assert_eq!(store.write(a.token(), "late A"), Err(b.token()), "a stale token is refused");
+    assert!(b.token().unwrap() > a.token().unwrap());
+    store.write(b.token().unwrap(), "from B").unwrap();
+    assert_eq!(store.write(a.token().unwrap(), "late A"), Err(b.token().unwrap()), "a stale token is refused");
     assert_eq!(store.value.as_deref(), Some("from B"));
     assert!(matches!(a.unlock().await, Err(rlock_client::Error::NotOwner)));
     b.unlock().await.unwrap();
@@ -120,14 +120,14 @@ async fn a_fenced_grant_whose_reply_was_lost_is_resent_under_its_id_and_keeps_it
     let lock = client.fenced_lock("f");
     // Warm: the client knows its replicas, so the acquire is the first request.
     let warm = lock.lock().await.unwrap();
-    let first = warm.token();
+    let first = warm.token().unwrap();
     warm.unlock().await.unwrap();
     let stalled = common::stall(&server, 0.3).await;
     let guard = lock.lock().await.unwrap();
     stalled.await.unwrap();
     let mut admin = common::admin(&server).await;
     let issued: i64 = redis::cmd("RFENCED.TOKEN").arg("f").query_async(&mut admin).await.unwrap();
-    assert_eq!((guard.token(), issued), (first + 1, first + 1), "one grant, its token replayed to the resend");
+    assert_eq!((guard.token().unwrap(), issued), (first + 1, first + 1), "one grant, its token replayed to the resend");
     let holds: i64 = admin.hget("f", lock.owner()).await.unwrap();
     assert_eq!(holds, 1, "the resends added no level");
     guard.unlock().await.unwrap();

@@ -164,13 +164,13 @@ async fn a_level_given_up_on_the_clients_clock_is_given_back_by_the_next_acquire
     // The same with every handle on that owner dropped in between: the
     // client still remembers the level for the owner's next acquire.
     {
-        let lock = client.lock_with_owner("given-up", "worker-1");
+        let lock = client.owned_by("worker-1").lock("given-up");
         let stalled = stall(&server, 0.5).await;
         let given_up = lock.lock_with_lease(Duration::from_millis(100)).await.unwrap();
         stalled.await.unwrap();
         tokio::time::timeout(PATIENCE, given_up.lost()).await.expect("its lease ran out during the stall");
     }
-    let lock = client.lock_with_owner("given-up", "worker-1");
+    let lock = client.owned_by("worker-1").lock("given-up");
     let current = lock.try_lock(Duration::ZERO, Some(Duration::from_secs(10))).await.unwrap().expect("re-entered");
     eventually!("the level given up was given back", hold_count(&server, "given-up", b"worker-1").await == 1);
     current.unlock().await.unwrap();
@@ -294,7 +294,7 @@ async fn with_shared_owner_ids_a_client_never_gives_back_another_clients_level()
     let server = Server::shared();
     let connect = || Client::connect(server.client(), options().with_shared_owner_ids(true));
     let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
-    let (on_a, on_b) = (a.lock_with_owner("shared", "o"), b.lock_with_owner("shared", "o"));
+    let (on_a, on_b) = (a.owned_by("o").lock("shared"), b.owned_by("o").lock("shared"));
     let ran_out = on_a.lock_with_lease(Duration::from_millis(100)).await.unwrap();
     tokio::time::timeout(PATIENCE, ran_out.lost()).await.expect("reported lost at its lease's end");
     eventually!("the key expired", !on_a.is_locked().await.unwrap());

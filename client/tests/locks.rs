@@ -83,7 +83,7 @@ async fn handles_have_distinct_owners_unless_given_one() {
     let guard = a.lock().await.unwrap();
     assert!(b.try_lock(Duration::from_millis(50), None).await.unwrap().is_none());
 
-    let same_owner = client.lock_with_owner("shared", a.owner());
+    let same_owner = client.owned_by(a.owner()).lock("shared");
     let handed_off = same_owner.try_lock(Duration::ZERO, None).await.unwrap().expect("same owner re-enters");
     assert_eq!(same_owner.hold_count().await.unwrap(), 2);
     handed_off.unlock().await.unwrap();

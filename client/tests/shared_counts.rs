@@ -1,5 +1,5 @@
 //! Kinds whose holds the server counts as one: a plain, a fair and a
-//! fenced lock of one name and owner id (`*_with_owner`) are levels of one
+//! fenced lock of one name and owner id (`Client::owned_by`) are levels of one
 //! hash field with one expiry. Each kind's grants, leases and losses must
 //! leave the others' holds as they are.
 
@@ -7,7 +7,6 @@ mod common;
 
 use common::counts::{client, hold_count, options, WATCHDOG};
 use common::{admin, stall, stallable_server};
-use rlock_client::kind::Fair;
 use rlock_client::{Client, Guard};
 use std::time::Duration;
 use testkit::{eventually, Server, PATIENCE};
@@ -21,8 +20,8 @@ use testkit::{eventually, Server, PATIENCE};
 async fn kinds_sharing_an_owner_id_never_give_back_each_others_levels() {
     let server = Server::shared();
     let client = client(&server).await;
-    let plain = client.lock_with_owner("x", "me");
-    let (fenced, fair) = (client.fenced_lock_with_owner("x", "me"), client.fair_lock_with_owner("x", "me"));
+    let me = client.owned_by("me");
+    let (plain, fenced, fair) = (me.lock("x"), me.fenced_lock("x"), me.fair_lock("x"));
     let first = plain.lock().await.unwrap();
     let second = fenced.lock().await.unwrap();
     let third = fair.lock().await.unwrap();
@@ -42,7 +41,8 @@ async fn kinds_sharing_an_owner_id_never_give_back_each_others_levels() {
 async fn a_plain_reentry_beside_a_fenced_hold_of_its_owner_keeps_both() {
     let server = Server::shared();
     let client = client(&server).await;
-    let (plain, fenced) = (client.lock_with_owner("y", "me"), client.fenced_lock_with_owner("y", "me"));
+    let me = client.owned_by("me");
+    let (plain, fenced) = (me.lock("y"), me.fenced_lock("y"));
     let fenced_guard = fenced.lock().await.unwrap();
     let outer = plain.lock().await.unwrap();
     let inner = plain.lock().await.unwrap();
@@ -66,8 +66,8 @@ async fn a_plain_reentry_beside_a_fenced_hold_of_its_owner_keeps_both() {
 async fn another_kinds_short_reentry_keeps_the_plain_holds_lease() {
     let server = Server::shared();
     let client = client(&server).await;
-    let plain = client.lock_with_owner("kinds-lease", "me");
-    let fenced = client.fenced_lock_with_owner("kinds-lease", "me");
+    let plain = client.owned_by("me").lock("kinds-lease");
+    let fenced = client.owned_by("me").fenced_lock("kinds-lease");
     let outer = plain.lock_with_lease(Duration::from_secs(10)).await.unwrap();
     let inner = fenced.lock_with_lease(Duration::from_millis(300)).await.unwrap();
     inner.unlock().await.unwrap();
@@ -129,18 +129,18 @@ struct DeletedUnderAFairWaiter {
     held: Guard,
     other_client: Client,
     other: Guard,
-    waiter: tokio::task::JoinHandle<rlock_client::Result<Guard<Fair>>>,
+    waiter: tokio::task::JoinHandle<rlock_client::Result<Guard>>,
 }
 
 async fn delete_under_a_fair_waiter(server: &Server, name: &'static str) -> DeletedUnderAFairWaiter {
     let client = client(server).await;
-    let held = client.lock_with_owner(name, "me").lock().await.unwrap();
+    let held = client.owned_by("me").lock(name).lock().await.unwrap();
     let rounds = client.watchdog_stats().rounds;
     eventually!("a watchdog round", client.watchdog_stats().rounds > rounds);
     let _: () = redis::cmd("DEL").arg(name).query_async(&mut admin(server).await).await.unwrap();
     let other_client = self::client(server).await;
     let other = other_client.lock(name).lock().await.unwrap();
-    let fair = client.fair_lock_with_owner(name, "me");
+    let fair = client.owned_by("me").fair_lock(name);
     let waiter = tokio::spawn(async move { fair.lock().await });
     let blocked = || async {
         let info: String = redis::cmd("INFO").arg("clients").query_async(&mut admin(server).await).await.unwrap();
@@ -161,11 +161,11 @@ async fn a_plain_acquire_after_another_kinds_level_given_up_gets_the_lease_it_as
     let server = stallable_server();
     let patient = options().with_watchdog_timeout(Duration::from_secs(30)).with_reply_timeout(Duration::from_secs(5));
     let client = Client::connect(server.client(), patient).await.unwrap();
-    let plain = client.lock_with_owner("kinds-replayed-lease", "me");
+    let plain = client.owned_by("me").lock("kinds-replayed-lease");
     // A full cycle: the key is gone, and the plain lock counts its 0 exactly.
     plain.lock().await.unwrap().unlock().await.unwrap();
     {
-        let fenced = client.fenced_lock_with_owner("kinds-replayed-lease", "me");
+        let fenced = client.owned_by("me").fenced_lock("kinds-replayed-lease");
         let stalled = stall(&server, 0.8).await;
         let given_up = fenced.lock_with_lease(Duration::from_millis(300)).await.unwrap();
         stalled.await.unwrap();
@@ -191,8 +191,8 @@ async fn a_plain_acquire_after_another_kinds_level_given_up_gets_the_lease_it_as
 async fn a_plain_reentry_after_another_kinds_hold_of_the_owner_adds_a_level() {
     let server = Server::shared();
     let client = client(&server).await;
-    let plain = client.lock_with_owner("z", "me");
-    let fenced = client.fenced_lock_with_owner("z", "me");
+    let plain = client.owned_by("me").lock("z");
+    let fenced = client.owned_by("me").fenced_lock("z");
     let first = plain.lock().await.unwrap();
     let fencing = fenced.lock().await.unwrap();
     let again = plain.lock().await.unwrap();

@@ -9,7 +9,8 @@
 //! neither), and `STALEHOLDS`: this client's holds ended on the server, so
 //! they end here too, and the owner's count is sent once more.
 
-use crate::engine::commands::{FullReply, Kind};
+use crate::engine::commands::FullReply;
+use crate::engine::kind::Kind;
 use crate::engine::lock_state::{LockId, LockState};
 use crate::engine::named::{refuses_record, Named};
 use crate::error::{Error, Result};
@@ -28,14 +29,14 @@ pub(crate) enum Sent {
         retry_ms: i64,
     },
     /// `observed`: the owner's count right after the grant; `token`: a
-    /// fenced lock's fencing token (0 for other kinds); `lease_start`: when
+    /// fenced lock's fencing token (`None` for other kinds); `lease_start`: when
     /// its lease started at the earliest, by this clock; `lease_left`: the
     /// lease the reply read, `(sent at, left)`, for a grant replayed to a
     /// first send (`HOLDS`: a level this client gave up on its clock that
     /// the server still counts).
     Granted {
         observed: i64,
-        token: i64,
+        token: Option<i64>,
         lease_start: Instant,
         lease_left: Option<(Instant, Duration)>,
     },
@@ -224,7 +225,7 @@ async fn send(
     let replayed = matches!(form, ReplyForm::Short { .. });
     let lease_left = u64::try_from(reply.lease_ms).ok().filter(|_| replayed);
     let lease_left = lease_left.map(|ms| (requested_at, Duration::from_millis(ms)));
-    Ok(Sent::Granted { observed: reply.holds, token: reply.token.unwrap_or(0), lease_start: requested_at, lease_left })
+    Ok(Sent::Granted { observed: reply.holds, token: reply.token, lease_start: requested_at, lease_left })
 }
 
 /// `acquire`, then `WAIT` when replicas must acknowledge, in one pipeline:

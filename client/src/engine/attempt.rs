@@ -125,7 +125,7 @@ pub(crate) async fn run(
             let Some(ResentGrant { observed, lease_left, token, reply_tx, .. }) = settled.await else { return };
             // The grant may have run long after the request (a stalled
             // server): the lease the resend saw is the better estimate.
-            (observed, token.unwrap_or(0), requested_at, lease_left, reply_tx)
+            (observed, token, requested_at, lease_left, reply_tx)
         }
         Err(err) => return drop(reply_tx.send(Err(err))),
     };
@@ -263,8 +263,8 @@ pub(crate) struct Granted {
     pub observed: i64,
     /// The lease left as read later, `(read sent at, lease left)`.
     pub lease_left: Option<(Instant, Duration)>,
-    /// A fenced lock's fencing token (0 for other kinds).
-    pub token: i64,
+    /// A fenced lock's fencing token (`None` for other kinds).
+    pub token: Option<i64>,
 }
 
 /// Records the hold and hands it over; a closed client gives it back.

@@ -33,9 +33,10 @@
 use crate::engine::acquire_request::{acquire_command, ReplyForm, Sent};
 use crate::engine::attempt::{give_up_place, run, Attempt, CallEnded, Transport};
 use crate::engine::channel_wait::{until, REPLY_GRACE};
-use crate::engine::commands::{FullReply, Kind};
+use crate::engine::commands::FullReply;
 use crate::engine::handle::Handle;
 use crate::engine::holds::Renewal;
+use crate::engine::kind::Kind;
 use crate::engine::named::{refuses_record, Named};
 use crate::engine::protocol;
 use crate::engine::run_to_end::run_to_end;
@@ -165,7 +166,7 @@ pub(crate) async fn send(
         Ok(FullReply { granted: false, lease_ms: retry_ms, .. }) => refused(retry_ms),
         Ok(FullReply { granted: true, holds, waited_ms, .. }) => {
             let lease_start = lease_start(requested_at, received_at, waited_ms);
-            Ok(Ok(Sent::Granted { observed: holds, token: 0, lease_start, lease_left: None }))
+            Ok(Ok(Sent::Granted { observed: holds, token: None, lease_start, lease_left: None }))
         }
         // An ACL refusing the record key, or a module without WAIT (or
         // BLOCK): wait by pub/sub from now on.

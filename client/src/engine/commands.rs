@@ -3,32 +3,14 @@
 //! listen on and which messages wake them, and how its STATUS reply reads.
 //! Everything else (attempts, settling, releases, the watchdog) is shared.
 
+use crate::engine::kind::Kind;
 use crate::engine::lock_state::LockId;
 use crate::engine::protocol::clamp_lease_ms;
 use crate::error::{Error, Result};
-use crate::transport::wakeups::WakeRule;
 use redis::{Cmd, Value};
 use std::time::Duration;
 
-/// A kind of lock: its commands and waiting rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// Redisson's RLock: RLOCK.*.
-    Plain,
-    /// Redisson's fair lock: RFAIR.*, a FIFO queue, a channel per waiter.
-    Fair,
-    /// The read side of Redisson's read-write lock: RRW.* READ.
-    Read,
-    /// The write side: RRW.* WRITE.
-    Write,
-    /// Redisson's fenced lock: RFENCED.ACQUIRE (which also replies a
-    /// fencing token), the rest RLOCK.* on the same key.
-    Fenced,
-}
-
 impl Kind {
-    pub(crate) const ALL: [Kind; 5] = [Kind::Plain, Kind::Fair, Kind::Read, Kind::Write, Kind::Fenced];
-
     fn prefix(self, verb: &str) -> &'static [u8] {
         match self {
             Kind::Fenced if verb == "ACQUIRE" => b"RFENCED",
@@ -44,37 +26,6 @@ impl Kind {
             Kind::Read => Some("READ"),
             Kind::Write => Some("WRITE"),
             Kind::Plain | Kind::Fair | Kind::Fenced => None,
-        }
-    }
-
-    /// Whether a release sets the lease of the holds left (a read release
-    /// does not: each read hold keeps its own).
-    pub(crate) fn release_sets_lease(self) -> bool {
-        self != Kind::Read
-    }
-
-    /// Which messages on the kind's channel wake its waiters: a read
-    /// waiter wakes on any (a `0` is a read release that freed the lock,
-    /// which every reader may share); the others as Redisson's.
-    pub(crate) fn wake_rule(self) -> WakeRule {
-        match self {
-            Kind::Read => WakeRule::EveryMessage,
-            Kind::Plain | Kind::Fair | Kind::Write | Kind::Fenced => WakeRule::OneOnRelease,
-        }
-    }
-
-    /// Whether the server counts an owner's holds of both kinds as one
-    /// (plain, fair and fenced locks: the owner's field in the lock hash).
-    pub(crate) fn shares_counts_with(self, other: Kind) -> bool {
-        self.count_field() == other.count_field()
-    }
-
-    /// The field of the kind's STATUS reply that counts the owner's holds.
-    fn count_field(self) -> &'static str {
-        match self {
-            Kind::Plain | Kind::Fair | Kind::Fenced => "hold_count",
-            Kind::Read => "read_count",
-            Kind::Write => "write_count",
         }
     }
 

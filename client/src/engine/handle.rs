@@ -1,7 +1,8 @@
 //! What every lock handle is inside, whatever its kind: the client, the
 //! shared state of its name, owner and kind, and its waiters' channel.
 
-use crate::engine::commands::{Kind, Status};
+use crate::engine::commands::Status;
+use crate::engine::kind::Kind;
 use crate::engine::lock_state::{LockId, LockState};
 use crate::error::{Error, Result};
 use crate::shared::Shared;

@@ -22,12 +22,12 @@ pub(crate) struct Hold {
     pub lost: watch::Receiver<bool>,
     /// False once the hold was given back.
     held: bool,
-    /// A fenced lock's fencing token (0 for other kinds).
-    pub token: i64,
+    /// A fenced lock's fencing token (`None` for other kinds).
+    pub token: Option<i64>,
 }
 
 impl Hold {
-    pub fn new(handle: Handle, ticket: Ticket, lease: Duration, token: i64) -> Self {
+    pub fn new(handle: Handle, ticket: Ticket, lease: Duration, token: Option<i64>) -> Self {
         let lost = handle.state().lost_signal(&ticket);
         Self { handle, ticket, lease, lost, held: true, token }
     }

@@ -3,8 +3,8 @@
 //! the requests that change the holds. The [`Registry`] gives every handle
 //! with the same name and owner the same state.
 
-use crate::engine::commands::Kind;
 use crate::engine::holds::{Ended, Holds, Ticket};
+use crate::engine::kind::Kind;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};

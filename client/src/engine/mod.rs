@@ -10,6 +10,7 @@ pub(crate) mod commands;
 pub(crate) mod handle;
 pub(crate) mod hold;
 pub(crate) mod holds;
+pub(crate) mod kind;
 pub(crate) mod lock_state;
 pub(crate) mod named;
 pub(crate) mod protocol;

@@ -9,10 +9,10 @@
 use crate::engine::attempt::{attempt, give_up_place, Attempt};
 use crate::engine::blocking;
 use crate::engine::channel_wait::{until, wait_settling, Channel, Tried, CANCEL_GRACE};
-use crate::engine::commands::Kind;
 use crate::engine::handle::Handle;
 use crate::engine::hold::Hold;
 use crate::engine::holds::Renewal;
+use crate::engine::kind::Kind;
 use crate::engine::protocol;
 use crate::error::Result;
 use std::sync::atomic::{AtomicBool, Ordering};

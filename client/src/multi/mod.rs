@@ -8,7 +8,6 @@ pub use redlock::{RedLock, RedLockGuard};
 
 use crate::error::{Error, Result};
 use crate::guard::Guard;
-use crate::kind::{LockKind, Plain};
 use crate::lock::Lock;
 use std::future::Future;
 use std::pin::Pin;
@@ -19,8 +18,9 @@ use std::time::{Duration, Instant};
 /// taken in one order, by name and then server, the same in every process
 /// that names its servers alike, so two multi-locks over overlapping sets
 /// cannot deadlock; when one cannot be had, those taken are given back
-/// before trying again. A lock named twice (one name on one server) is
-/// taken once. Each hold is renewed by its client's watchdog (one task per
+/// before trying again. The locks may be of any kinds; a lock named twice
+/// (one name on one server, whatever the kinds) is taken once, through the
+/// first handle given. Each hold is renewed by its client's watchdog (one task per
 /// client renews all its holds).
 ///
 /// ```no_run
@@ -35,14 +35,14 @@ use std::time::{Duration, Instant};
 /// }
 /// # Ok(()) }
 /// ```
-pub struct MultiLock<K: LockKind = Plain> {
-    locks: Vec<Lock<K>>,
+pub struct MultiLock {
+    locks: Vec<Lock>,
 }
 
-impl<K: LockKind> MultiLock<K> {
+impl MultiLock {
     /// The locks to hold at once (of any clients, so of any servers).
-    pub fn new(locks: impl IntoIterator<Item = Lock<K>>) -> Self {
-        let mut locks: Vec<(Vec<u8>, String, Lock<K>)> =
+    pub fn new(locks: impl IntoIterator<Item = Lock>) -> Self {
+        let mut locks: Vec<(Vec<u8>, String, Lock)> =
             locks.into_iter().map(|lock| (lock.name().to_vec(), lock.server(), lock)).collect();
         locks.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         locks.dedup_by(|a, b| (&a.0, &a.1) == (&b.0, &b.1));
@@ -51,7 +51,7 @@ impl<K: LockKind> MultiLock<K> {
 
     /// Waits, without limit, until every lock is ours; the watchdog
     /// renews them.
-    pub async fn lock(&self) -> Result<MultiGuard<K>> {
+    pub async fn lock(&self) -> Result<MultiGuard> {
         loop {
             if let Some(guard) = self.try_lock(Duration::from_secs(60), None).await? {
                 return Ok(guard);
@@ -64,7 +64,7 @@ impl<K: LockKind> MultiLock<K> {
     /// hold ends with it, counted from the first lock's acquire: an attempt
     /// that took longer than the lease to get the last lock gives them all
     /// back and tries again. Without, the watchdog renews them.
-    pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<MultiGuard<K>>> {
+    pub async fn try_lock(&self, wait: Duration, lease: Option<Duration>) -> Result<Option<MultiGuard>> {
         let deadline = Deadline::after(wait);
         loop {
             let started = Instant::now();
@@ -124,19 +124,19 @@ impl Deadline {
 /// # Ok(()) }
 /// ```
 #[must_use = "the locks are released when the guard is dropped"]
-pub struct MultiGuard<K: LockKind = Plain> {
-    guards: Vec<Guard<K>>,
+pub struct MultiGuard {
+    guards: Vec<Guard>,
 }
 
-impl<K: LockKind> std::fmt::Debug for MultiGuard<K> {
+impl std::fmt::Debug for MultiGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MultiGuard").field("guards", &self.guards).finish()
     }
 }
 
-impl<K: LockKind> MultiGuard<K> {
+impl MultiGuard {
     /// The holds, one per lock, in the order they were taken.
-    pub fn guards(&self) -> &[Guard<K>] {
+    pub fn guards(&self) -> &[Guard] {
         &self.guards
     }
 
@@ -152,13 +152,13 @@ impl<K: LockKind> MultiGuard<K> {
 }
 
 /// Gives back holds taken by an attempt that did not get enough of them.
-async fn give_back<K: LockKind>(held: Vec<Guard<K>>) {
+async fn give_back(held: Vec<Guard>) {
     let _ = unlock_all(held).await;
 }
 
 /// Unlocks every guard; after trying them all, the first error, or
 /// [`Error::NotOwner`] when a hold had been lost meanwhile.
-async fn unlock_all<K: LockKind>(guards: Vec<Guard<K>>) -> Result<()> {
+async fn unlock_all(guards: Vec<Guard>) -> Result<()> {
     let (mut first_error, mut lost) = (None, false);
     for guard in guards {
         match guard.unlock().await {
@@ -188,7 +188,7 @@ fn is_unreachable(err: &Error) -> bool {
 }
 
 /// Completes once `enough` of the guards are lost.
-fn lost_when<K: LockKind>(guards: &[Guard<K>], enough: usize) -> impl Future<Output = ()> + Send + 'static {
+fn lost_when(guards: &[Guard], enough: usize) -> impl Future<Output = ()> + Send + 'static {
     let mut signals: Vec<Option<Pin<Box<dyn Future<Output = ()> + Send>>>> =
         guards.iter().map(|guard| Some(Box::pin(guard.lost()) as Pin<Box<dyn Future<Output = ()> + Send>>)).collect();
     let mut lost = 0;

@@ -72,7 +72,7 @@ impl std::fmt::Debug for At {
 }
 
 /// Which `Lock` a try_lock goes through: the handle, a clone of it, or
-/// `lock_with_owner` with the handle's owner (all the same holder).
+/// `owned_by(the handle's owner).lock(..)` (all the same holder).
 #[derive(Debug, Clone, Copy)]
 enum Via {
     Handle,

@@ -74,7 +74,7 @@ impl Model {
     ) -> String {
         let started = Instant::now();
         let lock = match (via, &self.slots[at.slot].client) {
-            (Via::SameOwner, Some(client)) => client.lock_with_owner(LOCKS[at.lock], self.handle(at).owner()),
+            (Via::SameOwner, Some(client)) => client.owned_by(self.handle(at).owner()).lock(LOCKS[at.lock]),
             _ => self.handle(at).clone(),
         };
         let lease = lease_ms.map(Duration::from_millis);

@@ -43,16 +43,10 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncCommands, Cmd, Pipeline, RedisFuture, Value};
-use rlock_client::{Client, ClientOptions, Error, FencedLock, Guard, Lock, Permit};
+use rlock_client::{Client, ClientOptions, Error, Guard, Lock, Permit};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-enum Held {
-    Lock(Guard<rlock_client::kind::Plain>),
-    Fenced(Guard<rlock_client::kind::Fenced>),
-    Fair(Guard<rlock_client::kind::Fair>),
-}
 
 /// Plain commands (the counter's GET/SET, the grant log) to one server or a cluster.
 #[derive(Clone)]
@@ -96,8 +90,8 @@ struct Peer {
     con: Con,
     tasks: HashMap<String, tokio::task::JoinHandle<Result<String, Error>>>,
     locks: HashMap<String, Lock>,
-    fenced: HashMap<String, FencedLock>,
-    held: HashMap<String, Vec<Held>>,
+    fenced: HashMap<String, Lock>,
+    held: HashMap<String, Vec<Guard>>,
     permits: HashMap<String, Permit>,
 }
 
@@ -112,7 +106,7 @@ impl Peer {
         self.locks.entry(name.into()).or_insert_with(|| self.client.lock(name)).clone()
     }
 
-    fn fenced(&mut self, name: &str) -> FencedLock {
+    fn fenced(&mut self, name: &str) -> Lock {
         self.fenced.entry(name.into()).or_insert_with(|| self.client.fenced_lock(name)).clone()
     }
 
@@ -123,45 +117,24 @@ impl Peer {
             "lock" | "trylock" => {
                 let name = arg(2)?;
                 let wait = if words[0] == "trylock" { Some(Duration::from_millis(num(3)?)) } else { None };
-                let held = match arg(1)? {
-                    "lock" => {
-                        let lock = self.lock(name);
-                        let lease = words.get(3).filter(|_| wait.is_none()).map(|ms| ms.parse()).transpose()?;
-                        match (wait, lease) {
-                            (None, Some(lease)) => Some(lock.lock_with_lease(Duration::from_millis(lease)).await?),
-                            (None, None) => Some(lock.lock().await?),
-                            (Some(wait), _) => lock.try_lock(wait, None).await?,
-                        }
-                        .map(Held::Lock)
-                    }
-                    "fenced" => {
-                        let lock = self.fenced(name);
-                        match wait {
-                            None => Some(lock.lock().await?),
-                            Some(wait) => lock.try_lock(wait, None).await?,
-                        }
-                        .map(Held::Fenced)
-                    }
-                    "fair" => {
-                        let lock = self.client.fair_lock(name);
-                        let lease = words.get(3).filter(|_| wait.is_none()).map(|ms| ms.parse()).transpose()?;
-                        match (wait, lease) {
-                            (None, Some(lease)) => Some(lock.lock_with_lease(Duration::from_millis(lease)).await?),
-                            (None, None) => Some(lock.lock().await?),
-                            (Some(wait), _) => lock.try_lock(wait, None).await?,
-                        }
-                        .map(Held::Fair)
-                    }
+                let lock = match arg(1)? {
+                    "lock" => self.lock(name),
+                    "fenced" => self.fenced(name),
+                    "fair" => self.client.fair_lock(name),
                     kind => return Err(format!("unknown kind {kind}").into()),
+                };
+                // A plain or fair lock's command takes a lease.
+                let lease = words.get(3).filter(|_| wait.is_none() && matches!(arg(1), Ok("lock" | "fair")));
+                let held = match (wait, lease.map(|ms| ms.parse()).transpose()?) {
+                    (None, Some(lease)) => Some(lock.lock_with_lease(Duration::from_millis(lease)).await?),
+                    (None, None) => Some(lock.lock().await?),
+                    (Some(wait), _) => lock.try_lock(wait, None).await?,
                 };
                 let at = now_us();
                 match held {
                     None => "ok 0".into(),
                     Some(held) => {
-                        let token = match &held {
-                            Held::Fenced(guard) => guard.token(),
-                            Held::Lock(_) | Held::Fair(_) => 0,
-                        };
+                        let token = held.token().unwrap_or(0);
                         self.held.entry(name.into()).or_default().push(held);
                         if wait.is_some() {
                             format!("ok 1 {token}")
@@ -174,11 +147,7 @@ impl Peer {
             "unlock" => {
                 let held = self.held.get_mut(arg(1)?).and_then(Vec::pop).ok_or("not held here")?;
                 let at = now_us();
-                match held {
-                    Held::Lock(guard) => guard.unlock().await?,
-                    Held::Fenced(guard) => guard.unlock().await?,
-                    Held::Fair(guard) => guard.unlock().await?,
-                }
+                held.unlock().await?;
                 format!("ok {at}")
             }
             "held" => format!("ok {}", self.lock(arg(1)?).hold_count().await?),
@@ -212,7 +181,7 @@ impl Peer {
                 let mut tokens = Vec::new();
                 for _ in 0..num(2)? {
                     let guard = lock.lock().await?;
-                    tokens.push(guard.token().to_string());
+                    tokens.push(guard.token().ok_or("a fenced lock has a token")?.to_string());
                     guard.unlock().await?;
                 }
                 format!("ok {}", tokens.join(" "))

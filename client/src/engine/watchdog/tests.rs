@@ -4,8 +4,8 @@
 //! below is exact.
 
 use super::*;
-use crate::engine::commands::Kind;
 use crate::engine::holds::Renewal;
+use crate::engine::kind::Kind;
 use crate::engine::lock_state::LockId;
 use crate::transport::slot_map::timed_out;
 use redis::Value;
