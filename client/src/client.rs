@@ -223,11 +223,6 @@ impl std::fmt::Debug for Owner {
 }
 
 impl Owner {
-    /// The owner id: the hash field its holds are kept under.
-    pub fn id(&self) -> &[u8] {
-        &self.id
-    }
-
     /// A handle on the lock `name` (Redisson's `RLock`).
     pub fn lock(&self, name: impl AsRef<[u8]>) -> Lock {
         self.handle(name.as_ref(), Kind::Plain)

@@ -120,11 +120,6 @@ impl PermitExpirableSemaphore {
         self.wait(PermitOptions::leased(lease), Some(wait)).await
     }
 
-    /// Takes a permit held as `options` say if one is free within `wait`.
-    pub async fn try_acquire_with(&self, options: PermitOptions, wait: Duration) -> Result<Option<Permit>> {
-        self.wait(options, Some(wait)).await
-    }
-
     async fn wait(&self, options: PermitOptions, limit: Option<Duration>) -> Result<Option<Permit>> {
         let lease_ms = protocol::lease_ms(options.lease)?;
         let channel = rlock_protocol::semaphore_channel(&self.name);
