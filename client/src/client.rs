@@ -10,9 +10,9 @@ use crate::shared::Shared;
 use crate::synchronizers::latch::CountDownLatch;
 use crate::synchronizers::permits::PermitExpirableSemaphore;
 use crate::synchronizers::semaphore::Semaphore;
+use crate::transport::cluster::Seeds;
 use crate::transport::connection::{Connection, Deployment};
 use crate::transport::sentinel::Sentinels;
-use crate::transport::slot_map_cache::SlotMapCache;
 use redis::aio::ConnectionManager;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -71,8 +71,7 @@ impl Client {
     ) -> Result<Self> {
         let nodes = nodes.into_iter().map(T::into_connection_info).collect::<redis::RedisResult<Vec<_>>>()?;
         check(&options)?;
-        let slot_map = SlotMapCache::new(nodes.first().cloned());
-        let deployment = Deployment::Cluster(nodes, Arc::new(slot_map));
+        let deployment = Deployment::Cluster(Seeds::new(nodes));
         let connection = deployment.connect(options.reply_timeout).await?;
         Self::start(deployment, connection, options)
     }

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::info::{bytes, int, lease, pairs, text};
 use crate::shared::Shared;
-use crate::transport::slot_map::Node;
+use crate::transport::cluster::Node;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;

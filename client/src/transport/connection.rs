@@ -1,15 +1,12 @@
 //! Connections to one server or to a Redis Cluster, for commands (pub/sub:
 //! see pubsub.rs).
 
-use crate::transport::cluster_nodes::ClusterNodes;
+use crate::transport::cluster::{Cluster, Node, Seeds};
 use crate::transport::sentinel::{PrimaryConnection, Sentinels};
-use crate::transport::slot_map::{timed_out, Node};
-use crate::transport::slot_map_cache::SlotMapCache;
+use crate::transport::{timed_out, NodeReplies};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::ClusterClientBuilder;
-use redis::{Cmd, ConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Where the client connects.
@@ -18,7 +15,7 @@ pub(crate) enum Deployment {
     Single(redis::Client),
     /// Seed nodes of a cluster, and the slot map every connection to it
     /// shares.
-    Cluster(Vec<ConnectionInfo>, Arc<SlotMapCache>),
+    Cluster(Seeds),
     /// The primary Redis Sentinel names, whichever it is now.
     Sentinel(Sentinels),
 }
@@ -29,8 +26,8 @@ impl Deployment {
     pub fn label(&self) -> String {
         match self {
             Deployment::Single(client) => client.get_connection_info().addr().to_string(),
-            Deployment::Cluster(nodes, _) => {
-                let nodes: Vec<String> = nodes.iter().map(|node| node.addr().to_string()).collect();
+            Deployment::Cluster(seeds) => {
+                let nodes: Vec<String> = seeds.nodes().iter().map(|node| node.addr().to_string()).collect();
                 format!("cluster {}", nodes.join(","))
             }
             Deployment::Sentinel(sentinels) => format!("sentinel {}", sentinels.label()),
@@ -47,14 +44,7 @@ impl Deployment {
                 }
                 Connection::Single(ConnectionManager::new_with_config(client.clone(), config).await?)
             }
-            Deployment::Cluster(nodes, slot_map) => {
-                let mut builder = ClusterClientBuilder::new(nodes.clone());
-                if let Some(timeout) = response_timeout {
-                    builder = builder.response_timeout(timeout);
-                }
-                let connection = builder.build()?.get_async_connection().await?;
-                Connection::Cluster(ClusterNodes::new(connection, slot_map.clone(), slot_map.nodes.clone()))
-            }
+            Deployment::Cluster(seeds) => Connection::Cluster(seeds.connect(response_timeout).await?),
             Deployment::Sentinel(sentinels) => {
                 // Boxed: its future would deepen every caller's type past the compiler's limit.
                 Connection::Sentinel(Box::pin(PrimaryConnection::connect(sentinels.clone(), response_timeout)).await?)
@@ -83,7 +73,7 @@ impl Deployment {
 #[derive(Clone)]
 pub(crate) enum Connection {
     Single(ConnectionManager),
-    Cluster(ClusterNodes),
+    Cluster(Cluster),
     Sentinel(PrimaryConnection),
 }
 
@@ -112,7 +102,7 @@ impl ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match self {
             Connection::Single(c) => c.get_db(),
-            Connection::Cluster(c) => c.connection.get_db(),
+            Connection::Cluster(c) => c.get_db(),
             Connection::Sentinel(c) => c.get_db(),
         }
     }
@@ -174,7 +164,7 @@ impl Connection {
 
 /// How long a settleable request may keep its caller waiting on a
 /// cluster node: the cluster and the bound (see [`within`]).
-pub(crate) type ReplyBound = Option<(ClusterNodes, Duration)>;
+pub(crate) type ReplyBound = Option<(Cluster, Duration)>;
 
 /// Waits for `request`, a request for `key`, as long as it takes; with a
 /// `bound` (a cluster's), that long at most: then the request is abandoned,
@@ -210,19 +200,5 @@ async fn one_pipeline(
         Ok(Ok(replies)) => NodeReplies { replies, all_answered: true },
         Ok(Err(err)) => NodeReplies::failed(count, err),
         Err(_) => NodeReplies::failed(count, timed_out("the server")),
-    }
-}
-
-/// One reply per command of [`Connection::per_node_pipelines`].
-pub(crate) struct NodeReplies {
-    pub replies: Vec<RedisResult<Value>>,
-    /// False when some node failed or timed out (or was unknown): its
-    /// commands' replies are that error.
-    pub all_answered: bool,
-}
-
-impl NodeReplies {
-    pub fn failed(count: usize, err: RedisError) -> Self {
-        Self { replies: vec![Err(err); count], all_answered: false }
     }
 }

@@ -48,9 +48,10 @@ impl Deployment {
             Deployment::Sentinel(sentinels) => {
                 PubSubConnection::Single(resp3_pubsub(&sentinels.primary().await?, push).await?)
             }
-            Deployment::Cluster(nodes, _) => {
-                let builder =
-                    ClusterClientBuilder::new(nodes.clone()).use_protocol(ProtocolVersion::RESP3).push_sender(push);
+            Deployment::Cluster(seeds) => {
+                let builder = ClusterClientBuilder::new(seeds.nodes().to_vec())
+                    .use_protocol(ProtocolVersion::RESP3)
+                    .push_sender(push);
                 PubSubConnection::Cluster(builder.build()?.get_async_connection().await?)
             }
         })

@@ -4,8 +4,8 @@
 //! lock the old primary granted but had not yet replicated.
 
 use crate::error::Result;
+use crate::transport::cluster::Node;
 use crate::transport::connection::{within, Connection, Deployment, ReplyBound};
-use crate::transport::slot_map::Node;
 use rlock_protocol::key_slot;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

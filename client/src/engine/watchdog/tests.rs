@@ -7,7 +7,7 @@ use super::*;
 use crate::engine::holds::Renewal;
 use crate::engine::kind::Kind;
 use crate::engine::lock_state::LockId;
-use crate::transport::slot_map::timed_out;
+use crate::transport::timed_out;
 use redis::Value;
 use std::collections::VecDeque;
 use tokio::sync::mpsc;

@@ -11,15 +11,15 @@
 //! and forth until redis-rs's retries ran out, failing every command in it.
 //! On the client's own connections a MOVED or ASK hands the slot's range
 //! back to redis-rs, and the redirected commands alone are sent again
-//! through it ([`ClusterNodes::follow_redirects`]: the watchdog's commands
+//! through it ([`Cluster::follow_redirects`]: the watchdog's commands
 //! may run twice). A node some of whose commands still fail or time out,
 //! or a key whose slot has no known owner, makes the next call read the
 //! slot map again. Failed commands are not retried here: the caller's
 //! next round is the retry.
 
-use crate::transport::cluster_nodes::{redirect, routing_key, ClusterNodes, Request};
-use crate::transport::connection::NodeReplies;
-use crate::transport::slot_map::{timed_out, Node};
+use super::node_connections::Node;
+use super::{redirect, routing_key, Cluster, Request};
+use crate::transport::{timed_out, NodeReplies};
 use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
@@ -28,7 +28,7 @@ use rlock_protocol::key_slot;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-impl ClusterNodes {
+impl Cluster {
     /// Runs single-key `(key, command)` pairs, one batch per primary;
     /// `timeout` bounds the slot map refresh and each node's batch.
     pub async fn per_node_pipelines(&self, commands: Vec<(Vec<u8>, Cmd)>, timeout: Duration) -> NodeReplies {

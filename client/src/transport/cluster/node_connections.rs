@@ -8,15 +8,28 @@
 //! No response timeout: a caller that may give up bounds its own wait, and
 //! nothing is ever sent again here.
 
-use crate::transport::slot_map::Node;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, RedisResult};
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// How long opening a connection to a node may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A node's address as CLUSTER SLOTS names it (and redis-rs routes by).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Node {
+    pub host: String,
+    pub port: u16,
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
 
 pub(crate) struct NodeConnections {
     /// A seed node's settings (database, credentials, TLS): each node's

@@ -1,5 +1,5 @@
 //! Handing rerouted slot ranges back to redis-rs (see
-//! [`SlotMapCache::route`](crate::transport::slot_map_cache::SlotMapCache::route)):
+//! [`SlotMapCache::route`](super::slot_map_cache::SlotMapCache::route)):
 //! after a map read, one key of each rerouted range is read (`EXISTS`)
 //! through redis-rs's own routing, within the read's timeout. A range whose
 //! read answers goes by redis-rs again: redis-rs reached the slot's owner,

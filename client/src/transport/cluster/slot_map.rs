@@ -1,33 +1,20 @@
 //! Which primary serves each cluster slot, as CLUSTER SLOTS says, and
 //! reading it from the nodes without waiting on a hung one. The map as
 //! this client last read it, and which slots it routes by it: see
-//! [`SlotMapCache`](crate::transport::slot_map_cache::SlotMapCache).
+//! [`SlotMapCache`](super::slot_map_cache::SlotMapCache).
 
-use crate::transport::node_connections::NodeConnections;
+use super::node_connections::{Node, NodeConnections};
+use crate::transport::timed_out;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{RedisError, RedisResult, Value};
 use std::collections::HashSet;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// A refresh asks this many nodes at once and takes the first answer, so
 /// that one hung node cannot hold it up.
 const REFRESH_FAN_OUT: usize = 3;
-
-/// A node's address as CLUSTER SLOTS names it (and redis-rs routes by).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Node {
-    pub host: String,
-    pub port: u16,
-}
-
-impl fmt::Display for Node {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.host, self.port)
-    }
-}
 
 /// Cluster slots: 0 to 16383.
 pub(crate) const SLOTS: usize = 16384;
@@ -144,11 +131,6 @@ pub(crate) async fn read_slot_map(
         }
     }
     Err(last_error.unwrap_or_else(|| (redis::ErrorKind::ClusterConnectionNotFound, "no node to ask").into()))
-}
-
-/// The error of a request that got no answer within its timeout.
-pub(crate) fn timed_out(what: impl fmt::Display) -> RedisError {
-    std::io::Error::new(std::io::ErrorKind::TimedOut, format!("{what}: no reply in time")).into()
 }
 
 #[cfg(test)]

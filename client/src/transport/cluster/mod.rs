@@ -1,12 +1,19 @@
-//! The client's connection to a cluster: redis-rs's cluster connection,
-//! but for the slots the slot map reroutes (see
-//! [`SlotMapCache::route`]): those go to their owner by the client's map,
+//! The client's routing in a Redis Cluster, all of it: [`Cluster`] is the
+//! one type the rest of the client sees, and it owns the rest (the slot
+//! map as the client last read it, shared by its connections:
+//! `slot_map_cache.rs`, read by `slot_map.rs`, its rerouted ranges handed
+//! back by `handback.rs`; the client's own connections to single nodes:
+//! `node_connections.rs`; the watchdog's batches per primary:
+//! `pipelines.rs`).
+//!
+//! A [`Cluster`] is redis-rs's cluster connection, but for the slots the
+//! slot map reroutes (see [`SlotMapCache::route`]): those go to their owner by the client's map,
 //! on the client's own connection to it, as does everything for a node
 //! that owns such slots (redis-rs may not know it yet). Neither that
 //! connection nor the main cluster connection has a response timeout, so
 //! nothing is ever sent again by itself; a caller that may give up
 //! waiting bounds its own wait and reports the slot
-//! ([`ClusterNodes::reroute`]).
+//! ([`Cluster::reroute`]).
 //!
 //! On the client's own connections a MOVED or ASK hands the slot's range
 //! back to redis-rs, and the request is sent again through it, which
@@ -20,15 +27,23 @@
 //! would run those twice; none is sent here, and the acquire is
 //! idempotent by its request id besides.) Per-node pipelines, whose
 //! commands are independent, send again only what was redirected: see
-//! `node_pipelines`.
+//! `pipelines.rs`.
 
-use crate::transport::node_connections::NodeConnections;
-use crate::transport::slot_map::Node;
-use crate::transport::slot_map_cache::SlotMapCache;
+mod handback;
+mod node_connections;
+mod pipelines;
+mod slot_map;
+mod slot_map_cache;
+
+pub(crate) use self::node_connections::Node;
+
+use self::node_connections::NodeConnections;
+use self::slot_map_cache::SlotMapCache;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Arg, Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
+use redis::{Arg, Cmd, ConnectionInfo, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
 use rlock_protocol::key_slot;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,23 +51,48 @@ use std::time::Duration;
 /// The module's commands that name no key first.
 const KEYLESS: [&[u8]; 2] = [b"RLOCK.LIST", b"RLOCK.WAITERS"];
 
+/// A cluster's seed nodes, and the slot map every connection of the
+/// client to it shares.
+#[derive(Clone)]
+pub(crate) struct Seeds {
+    nodes: Vec<ConnectionInfo>,
+    slot_map: Arc<SlotMapCache>,
+}
+
+impl Seeds {
+    pub fn new(nodes: Vec<ConnectionInfo>) -> Self {
+        let slot_map = Arc::new(SlotMapCache::new(nodes.first().cloned()));
+        Self { nodes, slot_map }
+    }
+
+    pub fn nodes(&self) -> &[ConnectionInfo] {
+        &self.nodes
+    }
+
+    /// A connection for commands; `response_timeout` overrides redis-rs's.
+    pub async fn connect(&self, response_timeout: Option<Duration>) -> RedisResult<Cluster> {
+        let mut builder = ClusterClientBuilder::new(self.nodes.clone());
+        if let Some(timeout) = response_timeout {
+            builder = builder.response_timeout(timeout);
+        }
+        let connection = builder.build()?.get_async_connection().await?;
+        Ok(Cluster { connection, slot_map: self.slot_map.clone(), nodes: self.slot_map.nodes.clone() })
+    }
+}
+
 /// A cluster connection with the slot map its clones (and the client's
 /// other connections to the cluster) share, and the client's own
 /// connections to single nodes it sends rerouted commands on: the slot
 /// map's, or (replica sync, whose `WAIT`s block their connection) a set
 /// of its own.
 #[derive(Clone)]
-pub(crate) struct ClusterNodes {
-    pub connection: ClusterConnection,
-    pub(crate) slot_map: Arc<SlotMapCache>,
-    pub(crate) nodes: Arc<NodeConnections>,
+pub(crate) struct Cluster {
+    connection: ClusterConnection,
+    slot_map: Arc<SlotMapCache>,
+    nodes: Arc<NodeConnections>,
 }
 
-impl ClusterNodes {
-    pub fn new(connection: ClusterConnection, slot_map: Arc<SlotMapCache>, nodes: Arc<NodeConnections>) -> Self {
-        Self { connection, slot_map, nodes }
-    }
-
+impl Cluster {
     /// The same cluster connection with the client's own connections to
     /// single nodes apart from this one's (see [`NodeConnections::apart`]).
     pub fn apart(self) -> Self {
@@ -134,7 +174,7 @@ impl ClusterNodes {
 /// A module command (`RLOCK.ACQUIRE`, `RSEM.RELEASE`…), or a pipeline
 /// that starts with one, goes to its key's owner by the client's map when
 /// the map reroutes the slot; anything else by redis-rs's routing.
-impl ConnectionLike for ClusterNodes {
+impl ConnectionLike for Cluster {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let Some(slot) = routing_key(cmd).map(key_slot) else { return self.connection.req_packed_command(cmd) };
         Box::pin(async move {
@@ -168,19 +208,19 @@ impl ConnectionLike for ClusterNodes {
 }
 
 /// MOVED or ASK: the node does not serve the slot (now), and ran nothing.
-pub(crate) fn redirect(value: &Value) -> bool {
+fn redirect(value: &Value) -> bool {
     matches!(value, Value::ServerError(err) if matches!(err.code(), "MOVED" | "ASK"))
 }
 
 /// A command or a pipeline (its offset and count) for one node.
 #[derive(Clone, Copy)]
-pub(crate) enum Request<'a> {
+enum Request<'a> {
     Cmd(&'a Cmd),
     Pipeline(&'a Pipeline, usize, usize),
 }
 
 /// Its reply.
-pub(crate) enum Reply {
+enum Reply {
     Single(Value),
     Multiple(Vec<Value>),
 }
@@ -222,7 +262,7 @@ impl Reply {
 
 /// The key a module command names first, which redis-rs routes it by;
 /// `None` for other commands and the module's keyless ones.
-pub(crate) fn routing_key(cmd: &Cmd) -> Option<&[u8]> {
+fn routing_key(cmd: &Cmd) -> Option<&[u8]> {
     let mut args = cmd.args_iter().map(|arg| match arg {
         Arg::Simple(arg) => arg,
         _ => &[],

@@ -5,9 +5,9 @@
 //! redis-rs learns of it (redis-rs reads its own map again only on a
 //! redirect, which a hung old primary never sends).
 
-use crate::transport::handback::Handback;
-use crate::transport::node_connections::NodeConnections;
-use crate::transport::slot_map::{read_slot_map, Node, SlotMap, SLOTS};
+use super::handback::Handback;
+use super::node_connections::{Node, NodeConnections};
+use super::slot_map::{read_slot_map, SlotMap, SLOTS};
 use redis::cluster_async::ClusterConnection;
 use redis::{ConnectionInfo, RedisResult};
 use std::collections::HashSet;
@@ -189,7 +189,7 @@ impl SlotMapCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::slot_map::tests::{address, map, node};
+    use crate::transport::cluster::slot_map::tests::{address, map, node};
     use redis::Value;
 
     #[test]
