@@ -238,3 +238,16 @@ fn the_files_a_new_primitive_edits_outside_its_folder_exist() {
         assert!(repository().join(path).is_file(), "the map lists {path}, which is no file");
     }
 }
+
+/// No import cycle in any crate spans more than three files (`make map`
+/// prints each crate's largest; `tools/map.py --check-cycles` fails over the
+/// limit).
+#[test]
+fn no_import_cycle_spans_more_than_three_files() {
+    let run = std::process::Command::new("python3")
+        .arg(repository().join("tools/map.py"))
+        .arg("--check-cycles")
+        .output()
+        .expect("python3 runs tools/map.py");
+    assert!(run.status.success(), "{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+}

@@ -47,33 +47,59 @@ def strip_comments(text):
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
 
 
+def inline_module_spans(text):
+    """The spans of `mod name { … }` blocks written inside a file."""
+    spans = []
+    for found in re.finditer(r"\bmod\s+[A-Za-z_][A-Za-z0-9_]*\s*\{", text):
+        depth, end = 0, found.end() - 1
+        for end in range(found.end() - 1, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        spans.append((found.start(), end))
+    return spans
+
+
 def references(text):
-    """Every path the code names from `crate`, `super` or `self`."""
+    """Every path the code names from `crate`, `super` or `self`, with how
+    deep in the file's inline modules it is written (`super` there is
+    resolved from the inline module, not the file)."""
+    spans = inline_module_spans(text)
+
+    def depth(at):
+        return sum(start <= at <= end for start, end in spans)
+
     found = []
-    for anchor, prefix, inner in BRACED.findall(text):
+    for match in BRACED.finditer(text):
+        anchor, prefix, inner = match.groups()
         for item in inner.split(","):
             item = item.strip().split(" as ")[0].strip()
             if item and item != "self" and re.match(r"[A-Za-z_]", item):
-                found.append((anchor, prefix.strip(":").split("::") + item.split("::") if prefix else item.split("::")))
-    for anchor, rest in PATH.findall(text):
-        found.append((anchor, rest.strip(":").split("::")))
+                names = prefix.strip(":").split("::") + item.split("::") if prefix else item.split("::")
+                found.append((anchor, names, depth(match.start())))
+    for match in PATH.finditer(text):
+        anchor, rest = match.groups()
+        found.append((anchor, rest.strip(":").split("::"), depth(match.start())))
     return found
 
 
-def resolve(anchor, names, here, known):
+def resolve(anchor, names, here, known, inline_depth=0):
     """The file a path lands in: its longest prefix that is a module."""
     if anchor == "crate":
         base = ()
     else:
-        # `self` is the file's module; `super` its parent (a mod.rs file's
-        # module is its folder's, see module_of).
-        base = here
+        # `self` is the module the path is written in: the file's (a mod.rs
+        # file's module is its folder's, see module_of), or one of its inline
+        # modules (None here); `super` is that module's parent.
+        base = list(here) + [None] * inline_depth
         names = list(names)
         if anchor == "super":
             base = base[:-1]
         while names and names[0] == "super":
             base = base[:-1]
             names = names[1:]
+        if None in base:
+            return here
     path = tuple(base) + tuple(names)
     for end in range(len(path), -1, -1):
         if path[:end] in known:
@@ -86,8 +112,8 @@ def graph(src):
     edges = {module: set() for module in known}
     for module, path in known.items():
         text = strip_comments(path.read_text())
-        for anchor, names in references(text):
-            target = resolve(anchor, names, module, known)
+        for anchor, names, inline_depth in references(text):
+            target = resolve(anchor, names, module, known, inline_depth)
             if target is not None and target != module:
                 edges[module].add(target)
     return known, edges
@@ -132,18 +158,33 @@ def strongly_connected(edges):
     return components
 
 
+# No import cycle in any crate may span more files than this (issue 42).
+CYCLE_LIMIT = 3
+
+
+def crate_cycles():
+    """Each crate's file count and its largest import cycle (file paths)."""
+    for crate, folder in CRATES.items():
+        known, edges = graph(ROOT / folder)
+        cycles = sorted((c for c in strongly_connected(edges) if len(c) > 1), key=len, reverse=True)
+        yield crate, len(known), sorted(str(known[m].relative_to(ROOT)) for m in (cycles[0] if cycles else []))
+
+
 def largest_cycles():
     print("## Largest import cycle per crate\n")
     print("| crate | files | largest cycle | its files |")
     print("| --- | --- | --- | --- |")
-    for crate, folder in CRATES.items():
-        src = ROOT / folder
-        known, edges = graph(src)
-        cycles = sorted((c for c in strongly_connected(edges) if len(c) > 1), key=len, reverse=True)
-        largest = cycles[0] if cycles else []
-        names = ", ".join(sorted(str(known[m].relative_to(ROOT)) for m in largest)) or "none"
-        print(f"| {crate} | {len(known)} | {len(largest)} | {names} |")
+    for crate, files, largest in crate_cycles():
+        print(f"| {crate} | {files} | {len(largest)} | {', '.join(largest) or 'none'} |")
     print()
+
+
+def check_cycles():
+    """`--check-cycles`: fails when a crate's largest cycle is over the limit."""
+    over = [(crate, largest) for crate, _, largest in crate_cycles() if len(largest) > CYCLE_LIMIT]
+    for crate, largest in over:
+        print(f"{crate}: an import cycle of {len(largest)} files (limit {CYCLE_LIMIT}): {', '.join(largest)}")
+    return 1 if over else 0
 
 
 def registries():
@@ -225,6 +266,8 @@ def checklist():
 
 
 def main():
+    if sys.argv[1:] == ["--check-cycles"]:
+        return check_cycles()
     largest_cycles()
     registries()
     counters()
