@@ -163,7 +163,6 @@ async fn a_lost_reentry_is_resent_and_counted_once() {
 /// client guide says: a second run would drop another level. Its
 /// connection is cut after the server ran it, before the reply came.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails: redis-rs's cluster connection resends a request whose connection dropped (RetryMethod::Reconnect); the fix sends requests that must run once on the client's own node connections, following MOVED/ASK itself"]
 async fn an_unlatched_release_whose_connection_dropped_is_not_run_again_in_a_cluster() {
     let cluster = Cluster::start(3, 0);
     // Every node announces a proxy in front of it, which the client connects to.

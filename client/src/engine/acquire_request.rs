@@ -18,6 +18,7 @@ use crate::shared::Shared;
 use crate::transport::connection::{within, Connection, ReplyBound};
 use crate::transport::latch_sweeper::LatchSweeper;
 use crate::transport::replica_sync::Plan;
+use redis::aio::ConnectionLike;
 use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -143,8 +144,12 @@ async fn send_named(
         None => ReplyForm::Full,
     };
     let acquire = acquire_command(id, lease_ms, (queue_wait_ms, None), naming.parts(), form);
-    let bound = if naming.resendable() { connection.reply_bound(reply_bound) } else { None };
-    send(connection, id, (&acquire, form, requested_at), (sync, &bound)).await
+    let request = (&acquire, form, requested_at);
+    match naming.resendable() {
+        true => send(connection, id, request, (sync, &connection.reply_bound(reply_bound))).await,
+        // Neither named nor counted: nothing may send it again (see `transport::cluster::send_once`).
+        false => send(&mut connection.once(reply_bound), id, request, (sync, &None)).await,
+    }
 }
 
 /// The levels a `STALEHOLDS` refusal says the owner holds.
@@ -207,7 +212,7 @@ pub(crate) fn acquire_command(
 /// replicas must acknowledge (see [`acquire_and_wait`]). The reply gives
 /// the owner's count after a grant.
 async fn send(
-    connection: &mut Connection,
+    connection: &mut (impl ConnectionLike + Send),
     id: &LockId,
     (acquire, form, requested_at): (&redis::Cmd, ReplyForm, Instant),
     (sync, bound): (Option<&Plan>, &ReplyBound),
@@ -236,7 +241,7 @@ async fn send(
 /// acquire's reply (sent in `form`), and the `WAIT`'s acknowledgements
 /// after a grant.
 pub(crate) async fn acquire_and_wait(
-    connection: &mut Connection,
+    connection: &mut (impl ConnectionLike + Send),
     id: &LockId,
     (acquire, form): (&redis::Cmd, ReplyForm),
     (sync, bound): (Option<&Plan>, &ReplyBound),

@@ -53,9 +53,10 @@ impl Handle {
         self.shared.options.retry.run(Error::is_transient, read).await
     }
 
-    /// The kind's FORCERELEASE, sent once: when its reply is lost, the
-    /// error is returned rather than a second one that could delete a
-    /// holder who took the lock in between. True when it deleted the lock.
+    /// The kind's FORCERELEASE, sent once (also in a cluster, see
+    /// `transport::cluster::send_once`): when its reply is lost, the error is
+    /// returned rather than a second one that could delete a holder who
+    /// took the lock in between. True when it deleted the lock.
     pub async fn force_release(&self) -> Result<bool> {
         let retry = &self.shared.options.retry;
         let force_release = self.id().force_release();
@@ -72,7 +73,8 @@ impl Handle {
                 (state, incarnation)
             })
             .collect();
-        let send = || async { Ok(force_release.query_async::<i64>(&mut self.shared.connection.clone()).await?) };
+        let once = || self.shared.connection.once(self.shared.options.cluster_reply_timeout);
+        let send = || async { Ok(force_release.query_async::<i64>(&mut once()).await?) };
         // Refused connections never carried the command: only those are sent again.
         let deleted = retry.run(Error::is_connection_refusal, send).await?;
         if deleted == 1 {

@@ -19,10 +19,11 @@ const RESPONSE_BOUND: Duration = Duration::from_secs(1);
 /// Releases one hold of `id` on `connection`, setting `lease_ms` when one
 /// remains. Transient failures are retried with the same request id.
 ///
-/// Without a latch a release is sent once: in a cluster, for a name with
-/// `{` but no hash tag (its latch key is in another slot, which the module
-/// refuses), and for an ACL user who may not touch latch keys (the module
-/// refuses before changing anything; the client then stops asking).
+/// Without a latch a release is sent once (see `transport::cluster::send_once`;
+/// in a cluster no layer sends it again either): in a cluster, for a name
+/// with `{` but no hash tag (its latch key is in another slot, which the
+/// module refuses), and for an ACL user who may not touch latch keys (the
+/// module refuses before changing anything; the client then stops asking).
 pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockId, lease_ms: i64) -> Result<Released> {
     let retry = &shared.options.retry;
     let request_id = protocol::request_id();
@@ -36,7 +37,12 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     let lifetime = window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window);
     let reply = loop {
         let release = id.release(lease_ms, latched.then_some((request_id.as_bytes(), lifetime)));
-        let send = || async { Ok(release.query_async::<Option<i64>>(&mut connection.clone()).await?) };
+        let send = || async {
+            Ok(match latched {
+                true => release.query_async::<Option<i64>>(&mut connection.clone()).await?,
+                false => release.query_async(&mut connection.once(shared.options.cluster_reply_timeout)).await?,
+            })
+        };
         // Latched, a release is sent again: a repeat replies what it did.
         match retry.run(|err| latched && err.is_transient(), send).await {
             // Only a refusal of the latch key itself (the module names it).

@@ -1,7 +1,7 @@
 //! Redisson's `RCountDownLatch` over the module's `RLATCH.*` commands.
 
 use crate::engine::channel_wait::{wait_for, Channel, Tried, FALLBACK_PERIOD};
-use crate::engine::requests::{command, query, read};
+use crate::engine::requests::{command, query, read, send};
 use crate::error::Result;
 use crate::shared::Shared;
 use crate::transport::wakeups::WakeRule;
@@ -95,7 +95,7 @@ impl CountDownLatch {
         let channel = Channel { key: &self.name, name: &channel, rule: WakeRule::EveryMessage };
         let count = command("RLATCH.COUNT", &self.name);
         wait_for(&self.shared, channel, limit, || async {
-            let count: i64 = query(&self.shared, &self.name, &count).await?;
+            let count: i64 = send(&self.shared, &self.name, &count).await?;
             Ok(if count <= 0 { Tried::Done(()) } else { Tried::Again(FALLBACK_PERIOD) })
         })
         .await

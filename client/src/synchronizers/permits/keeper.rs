@@ -3,7 +3,7 @@
 
 use super::{PermitExpirableSemaphore, PermitOptions};
 use crate::engine::protocol;
-use crate::engine::requests::{command, query};
+use crate::engine::requests::{command, send};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -58,7 +58,8 @@ async fn keep(semaphore: &PermitExpirableSemaphore, id: &[u8], options: PermitOp
             return;
         }
         let sent_at = Instant::now();
-        match query::<i64>(shared, &semaphore.name, &update).await {
+        // A renewal may run twice: the shared connection's fast path.
+        match send::<i64>(shared, &semaphore.name, &update).await {
             Ok(1) => {
                 lease_end = sent_at + options.lease;
                 next = sent_at + period;

@@ -10,10 +10,11 @@
 //! slot map reroutes (see [`SlotMapCache::route`]): those go to their owner by the client's map,
 //! on the client's own connection to it, as does everything for a node
 //! that owns such slots (redis-rs may not know it yet). Neither that
-//! connection nor the main cluster connection has a response timeout, so
-//! nothing is ever sent again by itself; a caller that may give up
-//! waiting bounds its own wait and reports the slot
-//! ([`Cluster::reroute`]).
+//! connection nor the main cluster connection has a response timeout; a
+//! caller that may give up waiting bounds its own wait and reports the
+//! slot ([`Cluster::reroute`]). redis-rs's connection still sends a
+//! request again by itself when its connection dropped (and at once after
+//! other I/O errors): requests that must run once go by `send_once`.
 //!
 //! On the client's own connections a MOVED or ASK hands the slot's range
 //! back to redis-rs, and the request is sent again through it, which
@@ -32,6 +33,7 @@
 mod handback;
 mod node_connections;
 mod pipelines;
+mod send_once;
 mod slot_map;
 mod slot_map_cache;
 
@@ -262,7 +264,7 @@ impl Reply {
 
 /// The key a module command names first, which redis-rs routes it by;
 /// `None` for other commands and the module's keyless ones.
-fn routing_key(cmd: &Cmd) -> Option<&[u8]> {
+pub(crate) fn routing_key(cmd: &Cmd) -> Option<&[u8]> {
     let mut args = cmd.args_iter().map(|arg| match arg {
         Arg::Simple(arg) => arg,
         _ => &[],

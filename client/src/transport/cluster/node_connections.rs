@@ -3,7 +3,8 @@
 //! (it keeps connections to the primaries it knows, and a command routed
 //! by address to any other node makes it reconnect to every seed node,
 //! holding up all of its commands the while): the nodes a slot map is read
-//! from, and a slot's new owner before redis-rs has learned of it.
+//! from, a slot's new owner before redis-rs has learned of it, and every
+//! request that must run once (see `send_once`).
 //!
 //! No response timeout: a caller that may give up bounds its own wait, and
 //! nothing is ever sent again here.

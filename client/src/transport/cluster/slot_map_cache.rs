@@ -162,6 +162,12 @@ impl SlotMapCache {
         }
     }
 
+    /// A request's connection to the slot's owner failed: the map is read
+    /// again before the next one (the owner may have changed).
+    pub fn refresh(&self) {
+        self.state().stale = true;
+    }
+
     /// A node answered MOVED or ASK for `slot`, routed by this map: its
     /// range goes by redis-rs's routing again (which follows the redirect
     /// and learns from it), and the map is read again.
