@@ -23,7 +23,12 @@ struct Proxy {
     /// The next request containing these bytes is passed on, and its
     /// connection cut as the server's reply comes, which is never passed on.
     cut_after: Arc<Mutex<Option<Vec<u8>>>>,
+    /// Run when that reply comes, before the connection is cut.
+    on_cut: Arc<Mutex<Option<OnCut>>>,
 }
+
+/// What a proxy runs as it cuts a connection.
+type OnCut = Box<dyn FnOnce() + Send>;
 
 impl Proxy {
     async fn start(upstream: u16) -> Self {
@@ -33,8 +38,15 @@ impl Proxy {
         let (holding, _) = watch::channel(false);
         let (cut, _) = watch::channel(0);
         let cut_after = Arc::new(Mutex::new(None::<Vec<u8>>));
-        let proxy =
-            Self { port, held: held.clone(), holding: holding.clone(), cut: cut.clone(), cut_after: cut_after.clone() };
+        let on_cut = Arc::new(Mutex::new(None::<OnCut>));
+        let proxy = Self {
+            port,
+            held: held.clone(),
+            holding: holding.clone(),
+            cut: cut.clone(),
+            cut_after: cut_after.clone(),
+            on_cut: on_cut.clone(),
+        };
         tokio::spawn(async move {
             loop {
                 let (client, _) = listener.accept().await.unwrap();
@@ -45,7 +57,7 @@ impl Proxy {
                 let mut cut_up = cut.subscribe();
                 let mut cut_down = cut.subscribe();
                 let (cut_after, armed) = (cut_after.clone(), Arc::new(AtomicBool::new(false)));
-                let disarm = armed.clone();
+                let (disarm, on_cut) = (armed.clone(), on_cut.clone());
                 tokio::spawn(async move {
                     let mut buffer = [0; 4096];
                     loop {
@@ -74,6 +86,10 @@ impl Proxy {
                                 let Ok(n @ 1..) = read else { return };
                                 if disarm.load(Ordering::SeqCst) {
                                     // The reply is dropped, and the client's connection closed.
+                                    let on_cut = on_cut.lock().unwrap().take();
+                                    if let Some(on_cut) = on_cut {
+                                        on_cut();
+                                    }
                                     return;
                                 }
                                 if client_write.write_all(&buffer[..n]).await.is_err() {
@@ -158,14 +174,10 @@ async fn a_lost_reentry_is_resent_and_counted_once() {
     );
 }
 
-/// A release that carries no unlock latch (in a cluster, a name with `{`
-/// and no hash tag: its latch would be in another slot) is sent once, the
-/// client guide says: a second run would drop another level. Its
-/// connection is cut after the server ran it, before the reply came.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unlatched_release_whose_connection_dropped_is_not_run_again_in_a_cluster() {
+/// A cluster of three primaries, each announcing a proxy in front of it,
+/// and a client connected through the proxies: `(node port, its proxy)`.
+async fn proxied_cluster() -> (Cluster, Vec<(u16, Proxy)>, Client) {
     let cluster = Cluster::start(3, 0);
-    // Every node announces a proxy in front of it, which the client connects to.
     let mut proxies = Vec::new();
     for node in &cluster.nodes {
         let proxy = Proxy::start(node.port()).await;
@@ -186,15 +198,30 @@ async fn an_unlatched_release_whose_connection_dropped_is_not_run_again_in_a_clu
     let urls: Vec<String> = proxies.iter().map(|(_, proxy)| proxy.url()).collect();
     let options = ClientOptions::default().with_replica_sync(rlock_client::ReplicaSync::Off);
     let client = Client::connect_cluster(urls, options).await.unwrap();
+    (cluster, proxies, client)
+}
+
+/// The node that owns `name`'s slot (the nodes name it by its proxy), and
+/// that proxy.
+fn owner_of<'a>(cluster: &'a Cluster, proxies: &'a [(u16, Proxy)], name: &str) -> (&'a Server, &'a Proxy) {
+    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(name).query(&mut cluster.nodes[0].connection()).unwrap();
+    let owner = cluster.slot_owner(slot).unwrap();
+    let (node_port, proxy) = proxies.iter().find(|(_, proxy)| proxy.port == owner).unwrap();
+    (cluster.node(*node_port), proxy)
+}
+
+/// A release that carries no unlock latch (in a cluster, a name with `{`
+/// and no hash tag: its latch would be in another slot) is sent once, the
+/// client guide says: a second run would drop another level. Its
+/// connection is cut after the server ran it, before the reply came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlatched_release_whose_connection_dropped_is_not_run_again_in_a_cluster() {
+    let (cluster, proxies, client) = proxied_cluster().await;
     let name = "unlatched{release";
     let lock = client.lock(name);
     let outer = lock.lock().await.unwrap();
     let inner = lock.lock().await.unwrap();
-    let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(name).query(&mut cluster.nodes[0].connection()).unwrap();
-    // The owner, as the nodes name it: by its proxy.
-    let owner = cluster.slot_owner(slot).unwrap();
-    let (node_port, proxy) = proxies.iter().find(|(_, proxy)| proxy.port == owner).unwrap();
-    let node = cluster.node(*node_port);
+    let (node, proxy) = owner_of(&cluster, &proxies, name);
     let before = common::stalls::calls(node, "rlock.release");
     *proxy.cut_after.lock().unwrap() = Some(b"RLOCK.RELEASE".to_vec());
     let unlocked = inner.unlock().await;
@@ -204,5 +231,38 @@ async fn an_unlatched_release_whose_connection_dropped_is_not_run_again_in_a_clu
         (runs, count, outer.is_lost()),
         (1, Some(1), false),
         "the release ran {runs} times (unlock: {unlocked:?}); the owner's count {count:?}"
+    );
+}
+
+/// A force unlock is sent once, the client guide says: a second one could
+/// delete a holder who took the lock in between. Its connection is cut
+/// after the server ran it, and another owner takes the lock before the
+/// client can notice the cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_force_unlock_whose_connection_dropped_is_not_run_again_in_a_cluster() {
+    let (cluster, proxies, client) = proxied_cluster().await;
+    let name = "forced:unlock";
+    let (node, proxy) = owner_of(&cluster, &proxies, name);
+    let take = |owner: &str| {
+        let taken: Option<i64> =
+            redis::cmd("RLOCK.ACQUIRE").arg(name).arg(owner).arg(30_000).query(&mut node.connection()).unwrap();
+        assert_eq!(taken, None, "{owner} takes the lock");
+    };
+    take("first-holder");
+    let before = common::stalls::calls(node, "rlock.forcerelease");
+    let mut next_holder = node.connection();
+    *proxy.on_cut.lock().unwrap() = Some(Box::new(move || {
+        let taken: Option<i64> =
+            redis::cmd("RLOCK.ACQUIRE").arg(name).arg("next-holder").arg(30_000).query(&mut next_holder).unwrap();
+        assert_eq!(taken, None, "the next holder takes the lock the force unlock freed");
+    }));
+    *proxy.cut_after.lock().unwrap() = Some(b"RLOCK.FORCERELEASE".to_vec());
+    let forced = client.lock(name).force_unlock().await;
+    let runs = common::stalls::calls(node, "rlock.forcerelease") - before;
+    let holder: Option<i64> = redis::cmd("HGET").arg(name).arg("next-holder").query(&mut node.connection()).unwrap();
+    assert_eq!(
+        (runs, holder),
+        (1, Some(1)),
+        "the force unlock ran {runs} times (force_unlock: {forced:?}); the next holder's count {holder:?}"
     );
 }
