@@ -6,6 +6,7 @@ use crate::engine::holds::Released;
 use crate::engine::lock_state::LockId;
 use crate::engine::protocol;
 use crate::error::{Error, Result};
+use crate::options::RetryOptions;
 use crate::shared::Shared;
 use crate::transport::connection::Connection;
 use rlock_protocol::key_slot;
@@ -13,7 +14,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Longest a server may take to answer one request before the client
-/// gives up on it (redis-rs's default response timeout is 500 ms).
+/// gives up on it, at the least (redis-rs's default response timeout is
+/// 500 ms); a longer configured reply timeout counts instead.
 const RESPONSE_BOUND: Duration = Duration::from_secs(1);
 
 /// Releases one hold of `id` on `connection`, setting `lease_ms` when one
@@ -30,11 +32,7 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     let latch_key = protocol::unlock_latch_key(&id.name, request_id.as_bytes());
     let same_slot = !connection.is_cluster() || key_slot(&latch_key) == key_slot(&id.name);
     let mut latched = same_slot && !shared.latch_refused.load(Ordering::Relaxed);
-    // A retry may sit queued behind a stalled server and run late: the latch
-    // must outlive it, or the lock first (the lease this release sets, or a
-    // renewal sent before the retry, ends within this).
-    let window = retry.delay.saturating_add(RESPONSE_BOUND).saturating_mul(retry.attempts.saturating_add(1));
-    let lifetime = window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window);
+    let lifetime = latch_lifetime(retry, shared.options.reply_timeout, lease_ms);
     let reply = loop {
         let release = id.release(lease_ms, latched.then_some((request_id.as_bytes(), lifetime)));
         let send = || async {
@@ -70,8 +68,41 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     Ok(released)
 }
 
+/// How long a release's unlock latch lives. A retry may sit queued behind
+/// a stalled server and run late: the latch must outlive it, or the lock
+/// first (the lease this release sets, or a renewal sent before the retry,
+/// ends within this). Each attempt may wait for its reply the larger of
+/// [`RESPONSE_BOUND`] and the configured `reply_timeout`.
+fn latch_lifetime(retry: &RetryOptions, reply_timeout: Option<Duration>, lease_ms: i64) -> Duration {
+    let response_bound = reply_timeout.map_or(RESPONSE_BOUND, |timeout| timeout.max(RESPONSE_BOUND));
+    let window = retry.delay.saturating_add(response_bound).saturating_mul(retry.attempts.saturating_add(1));
+    window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window)
+}
+
 /// Whether a NOPERM refusal is about the unlock latch key: RLOCK.RELEASE
 /// names its role, the family's releases the key.
 fn names_latch_key(detail: &str) -> bool {
     detail.contains("unlock latch key") || detail.contains("'redisson_unlock_latch:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latch_outlives_every_attempt_at_the_longer_of_1_s_and_the_reply_timeout_and_the_lease() {
+        let retry = RetryOptions::new(3, Duration::from_millis(100));
+        let s = Duration::from_secs;
+        // (reply timeout, lease ms, lifetime): two windows of 4 attempts, and the lease.
+        let cases = [
+            (None, 0, Duration::from_millis(2 * 4 * 1100)),
+            (Some(Duration::from_millis(500)), 0, Duration::from_millis(2 * 4 * 1100)),
+            (Some(s(3)), 0, Duration::from_millis(2 * 4 * 3100)),
+            (Some(s(3)), 30_000, Duration::from_millis(2 * 4 * 3100 + 30_000)),
+            (None, -1, Duration::from_millis(2 * 4 * 1100)),
+        ];
+        for (reply_timeout, lease_ms, lifetime) in cases {
+            assert_eq!(latch_lifetime(&retry, reply_timeout, lease_ms), lifetime, "{reply_timeout:?}, {lease_ms} ms");
+        }
+    }
 }
