@@ -29,12 +29,13 @@
 mod call_args;
 
 use super::keywords::Keywords;
-use super::scripts::{identify, rewrite, Rewrite, Server};
+use super::scripts::{identify, rewrite, Argv, Rewrite, Server};
 use crate::api::api;
 use crate::commands::registry;
 use crate::{config, stats, store};
 use call_args::{CallArgs, Slots, MAX_ARGS, MAX_NATIVE};
 use redis_module::{raw, Context};
+use std::ops::RangeInclusive;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -120,16 +121,17 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     call.read_rest(fctx, argc as usize);
     let server = Server { cluster: store::cluster_mode() };
     let Some(Rewrite { argv, channel }) = rewrite(known, call.bytes.as_slice(), server) else { return };
-    if registry::refuses_empty_owner(argv.len(), |at| argv.arg(at)) {
+    // A panic under the lock (a bug) leaves the table whole: it is still used.
+    let mut keywords = KEYWORDS.lock().unwrap_or_else(PoisonError::into_inner);
+    if refuses_empty_owner(&keywords, &argv) {
         return;
     }
     // Every string of the native call is held (retained or made) before
     // any place is replaced: a place's old string may be needed later on.
     let mut strings: Slots<*mut raw::RedisModuleString, MAX_NATIVE> = Slots::new();
-    // A panic under the lock (a bug) leaves the table whole: it is still used.
-    let mut keywords = KEYWORDS.lock().unwrap_or_else(PoisonError::into_inner);
+    let own_starts = call.starts(FIRST_KEY);
     for (arg, source) in argv.sourced() {
-        if !strings.push(native_string(&call, &mut keywords, arg, source)) {
+        if !strings.push(native_string(&call, &own_starts, &mut keywords, arg, source)) {
             // Cannot happen (see MAX_NATIVE): the call stays with Lua.
             strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
             return;
@@ -166,22 +168,43 @@ unsafe fn place(
     }
 }
 
+/// Whether the native command refuses `argv` for an empty owner (see
+/// `registry::Command::names_empty_owner`): its command is found with its
+/// name's keyword string (resolved when that was made), or by name when
+/// the table does not keep it.
+fn refuses_empty_owner(keywords: &Keywords<Keyword>, argv: &Argv) -> bool {
+    if argv.len() == 0 {
+        return false;
+    }
+    let name = argv.arg(0);
+    let command = match keywords.get(name) {
+        Some((_, command)) => command,
+        None => registry::named(name),
+    };
+    command.is_some_and(|command| command.names_empty_owner(|at| argv.arg(at), argv.len()))
+}
+
 /// A native argument as a string for Redis, held for it: the call's own
 /// argument where the rewrite took it from the call's keys and arguments
-/// (found by address: the name, owner, lease…), retained rather than
+/// (found by address: the name, owner, lease…; no walk over them for an
+/// address outside `own_starts`, a keyword's), retained rather than
 /// copied; else a keyword's shared string; else a new string.
 #[inline]
 unsafe fn native_string(
     call: &CallArgs,
-    keywords: &mut Keywords,
+    own_starts: &RangeInclusive<usize>,
+    keywords: &mut Keywords<Keyword>,
     arg: &[u8],
     source: usize,
 ) -> *mut raw::RedisModuleString {
-    let own = call.bytes.as_slice().iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source);
+    let own = match own_starts.contains(&source) {
+        true => call.bytes.as_slice().iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source),
+        false => None,
+    };
     let own = own.map(|i| FIRST_KEY + i).filter(|&i| call.bytes.as_slice()[i].len() == arg.len());
     let string = match own {
         Some(i) => Some(call.strings.as_slice()[i]),
-        None => keywords.get(arg).map(|string| string as *mut raw::RedisModuleString),
+        None => keywords.get(arg).map(|(string, _)| string as *mut raw::RedisModuleString),
     };
     match string.or_else(|| keyword_string(keywords, arg)) {
         Some(string) => {
@@ -207,17 +230,21 @@ const FIRST_KEY: usize = 3;
 /// strings per call again. No command stores an argument string as a
 /// key's value (which FLUSHALL ASYNC could free on another thread): the
 /// store writes copies.
-static KEYWORDS: Mutex<Keywords> = Mutex::new(Keywords::new());
+static KEYWORDS: Mutex<Keywords<Keyword>> = Mutex::new(Keywords::new());
+
+/// A keyword's shared string (its address), and the command it names if
+/// it is a command's name (resolved once, when the string is made).
+type Keyword = (usize, Option<&'static registry::Command>);
 
 /// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]).
 /// Made and kept on first sight (after a miss in `known.get`).
-unsafe fn keyword_string(known: &mut Keywords, arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
+unsafe fn keyword_string(known: &mut Keywords<Keyword>, arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
     if !known.would_keep(arg) {
         return None;
     }
     // No context: never freed.
     let string = api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len());
-    known.insert(arg, string as usize);
+    known.insert(arg, (string as usize, registry::named(arg)));
     Some(string)
 }
 

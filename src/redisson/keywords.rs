@@ -1,7 +1,7 @@
 //! The filter's table of keyword strings (see `filter`): the keywords and
 //! command names rewrites add, each mapped to the one string made for it.
-//! Pure: the values are the strings' addresses, made and kept by the
-//! filter. Every native argument not taken from the call is looked up
+//! Pure: the values are the filter's (each string's address, made and
+//! kept by it, and the command a name names). Every native argument not taken from the call is looked up
 //! here, so a lookup is a hash of a few bytes and one comparison, not a
 //! walk over every keyword.
 
@@ -13,24 +13,24 @@ pub const MOST: usize = 64;
 const SLOTS: usize = 128;
 
 #[derive(Clone, Copy)]
-struct Entry {
+struct Entry<V> {
     bytes: [u8; LONGEST],
     len: u8,
-    value: usize,
+    value: V,
 }
 
-pub struct Keywords {
-    slots: [Option<Entry>; SLOTS],
+pub struct Keywords<V: Copy> {
+    slots: [Option<Entry<V>>; SLOTS],
     count: usize,
 }
 
-impl Keywords {
+impl<V: Copy> Keywords<V> {
     pub const fn new() -> Self {
         Self { slots: [None; SLOTS], count: 0 }
     }
 
     /// The value kept for `arg`.
-    pub fn get(&self, arg: &[u8]) -> Option<usize> {
+    pub fn get(&self, arg: &[u8]) -> Option<V> {
         match self.probe(arg)? {
             (_, Some(entry)) => Some(entry.value),
             (_, None) => None,
@@ -47,7 +47,7 @@ impl Keywords {
 
     /// Keeps `value` for `arg` if it [would keep](Self::would_keep) it;
     /// whether kept.
-    pub fn insert(&mut self, arg: &[u8], value: usize) -> bool {
+    pub fn insert(&mut self, arg: &[u8], value: V) -> bool {
         if !self.would_keep(arg) {
             return false;
         }
@@ -61,7 +61,7 @@ impl Keywords {
 
     /// The slot of `arg`, and its entry if kept (`None` for an argument
     /// no keyword can be: empty or too long).
-    fn probe(&self, arg: &[u8]) -> Option<(usize, Option<Entry>)> {
+    fn probe(&self, arg: &[u8]) -> Option<(usize, Option<Entry<V>>)> {
         let (&first, &last) = (arg.first()?, arg.last()?);
         if arg.len() > LONGEST {
             return None;

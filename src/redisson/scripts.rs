@@ -263,10 +263,13 @@ pub fn identify(args: &[&[u8]]) -> Option<(&'static Family, &'static Known)> {
 /// writes it is taken.
 pub fn rewrite(known: &Known, args: &[&[u8]], server: Server) -> Option<Rewrite> {
     let [_, _, numkeys, rest @ ..] = args else { return None };
-    if numkeys.first() == Some(&b'0') || !numkeys.iter().all(u8::is_ascii_digit) {
+    if numkeys.first().is_none_or(|&first| first == b'0') || !numkeys.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let count: usize = std::str::from_utf8(numkeys).ok()?.parse().ok()?;
+    // Digits only (checked above): no UTF-8 check, no sign to parse.
+    let count = numkeys
+        .iter()
+        .try_fold(0usize, |count, digit| count.checked_mul(10)?.checked_add(usize::from(digit - b'0')))?;
     if count > rest.len() {
         return None;
     }

@@ -70,6 +70,14 @@ impl<'a> CallArgs<'a> {
         arg
     }
 
+    /// The lowest and highest address at which an argument from `first` on
+    /// starts: no such argument starts outside them.
+    pub fn starts(&self, first: usize) -> std::ops::RangeInclusive<usize> {
+        let starts = self.bytes.as_slice().iter().skip(first).map(|arg| arg.as_ptr() as usize);
+        let (low, high) = starts.fold((usize::MAX, 0), |(low, high), start| (low.min(start), high.max(start)));
+        low..=high
+    }
+
     /// Reads the rest of the call's `argc` arguments (at most
     /// [`MAX_ARGS`]), in place (they are kilobytes: never moved).
     ///

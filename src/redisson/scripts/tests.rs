@@ -27,6 +27,7 @@ fn numkeys_splits_keys_from_arguments_and_is_taken_only_as_redis_writes_it() {
         (b"+2", None),
         (b"-1", None),
         (b"", None),
+        (b"99999999999999999999999", None),
         (b"0", None),
     ];
     for (numkeys, expected) in cases {
