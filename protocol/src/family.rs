@@ -45,12 +45,16 @@ fn suffix_with_room(name: &[u8], suffix: &[u8], room: usize) -> Vec<u8> {
 }
 
 fn push_tagged(out: &mut Vec<u8>, name: &[u8]) {
+    tagged_parts(name).iter().for_each(|part| out.extend_from_slice(part));
+}
+
+/// A name as Redisson tags it, as parts: `{name}`, or `name` when it
+/// already contains a `{`.
+fn tagged_parts(name: &[u8]) -> [&[u8]; 3] {
     if name.contains(&b'{') {
-        out.extend_from_slice(name);
+        [b"", name, b""]
     } else {
-        out.push(b'{');
-        out.extend_from_slice(name);
-        out.push(b'}');
+        [b"{", name, b"}"]
     }
 }
 
@@ -105,11 +109,24 @@ pub fn rwlock_key_prefix(name: &[u8]) -> Vec<u8> {
     derived
 }
 
+/// [`rwlock_key_prefix`] as the parts it joins, for a caller that
+/// compares a prefix with them in place.
+pub fn rwlock_key_prefix_parts(name: &[u8]) -> [&[u8]; 3] {
+    tagged_parts(name)
+}
+
 /// The prefix of an owner's read holds' timeout keys, the script's `P`:
 /// `{name}:owner:rwlock_timeout`, or `name:owner:rwlock_timeout` when the
 /// name has a `{`.
 pub fn rwlock_timeout_prefix(name: &[u8], owner: &[u8]) -> Vec<u8> {
     timeout_prefix_with_room(name, owner, 0)
+}
+
+/// [`rwlock_timeout_prefix`] as the parts it joins (see
+/// [`rwlock_key_prefix_parts`]).
+pub fn rwlock_timeout_prefix_parts<'a>(name: &'a [u8], owner: &'a [u8]) -> [&'a [u8]; 6] {
+    let [open, name, close] = tagged_parts(name);
+    [open, name, close, b":", owner, b":rwlock_timeout"]
 }
 
 /// [`rwlock_timeout_prefix`] in a buffer with `room` bytes to spare: one
@@ -182,6 +199,14 @@ pub fn fenced_token_key_parts(name: &[u8]) -> [&[u8]; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_read_write_lock_prefixes_parts_join_to_the_prefixes() {
+        for name in [&b"n"[..], b"{n}x", b"a{b", b"", b"\x00\xff"] {
+            assert_eq!(rwlock_key_prefix_parts(name).concat(), rwlock_key_prefix(name));
+            assert_eq!(rwlock_timeout_prefix_parts(name, b"o:1").concat(), rwlock_timeout_prefix(name, b"o:1"));
+        }
+    }
 
     #[test]
     fn prefix_and_suffix_tag_a_name_without_braces() {

@@ -10,8 +10,10 @@
 
 use super::{check_owner, positive_count, READ_RELEASED, WRITE_RELEASED};
 use crate::lease::{parse_latch_ms, parse_lease_ms};
-use crate::redisson::scripts::{is_time, latch_request_id, native, publish_command, Call, Family, Known, Rewrite};
-use rlock_protocol::{is_joined, rwlock_channel_parts, rwlock_key_prefix, rwlock_timeout_prefix, rwlock_write_field};
+use crate::redisson::scripts::{is_time, latch_request_id, native, native_joined, publish_command};
+use crate::redisson::scripts::{Call, Family, Known, Rewrite};
+use rlock_protocol::{is_joined, rwlock_channel_parts, rwlock_key_prefix_parts, rwlock_timeout_prefix_parts};
+use smallvec::SmallVec;
 
 pub(super) static RWLOCK: Family = Family::new("rwlock", &SCRIPTS);
 
@@ -102,7 +104,7 @@ fn owner_taken(owner: &[u8]) -> bool {
 fn write_acquire(call: &Call) -> Option<Rewrite> {
     let ([name], [lease, write_field]) = (call.keys, call.argv) else { return None };
     let owner = write_field.strip_suffix(b":write")?;
-    let derived = *write_field == rwlock_write_field(owner);
+    let derived = is_write_field(write_field, owner);
     (derived && owner_taken(owner) && is_time(lease, parse_lease_ms)).then(|| Rewrite {
         argv: native(&[b"RRW.ACQUIRE", name, owner, b"WRITE", lease, b"LIKESCRIPT"]),
         channel: None,
@@ -117,10 +119,10 @@ const LIKE_3_10: &[&[u8]] = &[b"LIKESCRIPT"];
 /// `tail`: what the text's era adds to the native call.
 fn read_acquire(call: &Call, tail: &[&[u8]]) -> Option<Rewrite> {
     let ([name, timeouts], [lease, owner, write_field]) = (call.keys, call.argv) else { return None };
-    let derived = *timeouts == rwlock_timeout_prefix(name, owner) && *write_field == rwlock_write_field(owner);
-    let argv: Vec<&[u8]> = [&[b"RRW.ACQUIRE", *name, owner, b"READ", lease][..], tail].concat();
-    (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, timeouts))
-        .then(|| Rewrite { argv: native(&argv), channel: None })
+    let derived = is_joined(timeouts, &rwlock_timeout_prefix_parts(name, owner)) && is_write_field(write_field, owner);
+    (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, timeouts)).then(
+        || Rewrite { argv: native_joined(&[&[b"RRW.ACQUIRE", name, owner, b"READ", lease], tail]), channel: None },
+    )
 }
 
 /// KEYS name.
@@ -132,7 +134,7 @@ fn read_locked(call: &Call) -> Option<Rewrite> {
 /// KEYS name, every hold's prefix; ARGV lease, owner.
 fn renew_all(call: &Call) -> Option<Rewrite> {
     let ([name, holds], [lease, owner]) = (call.keys, call.argv) else { return None };
-    let derived = *holds == rwlock_key_prefix(name);
+    let derived = is_joined(holds, &rwlock_key_prefix_parts(name));
     (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, holds))
         .then(|| Rewrite { argv: native(&[b"RRW.RENEW", name, owner, lease, b"LIKESCRIPT"]), channel: None })
 }
@@ -153,7 +155,7 @@ fn renew_reads(call: &Call) -> Option<Rewrite> {
         let [name, holds] = pair else { return None };
         let [count, after @ ..] = rest else { return None };
         let owners = after.get(..positive_count(count)?)?;
-        let derived = *holds == rwlock_key_prefix(name) && owners.iter().all(|owner| owner_taken(owner));
+        let derived = is_joined(holds, &rwlock_key_prefix_parts(name)) && owners.iter().all(|owner| owner_taken(owner));
         if !(derived && call.same_slot(first, name) && call.prefix_in_slot(name, holds)) {
             return None;
         }
@@ -175,13 +177,15 @@ fn renew_reads(call: &Call) -> Option<Rewrite> {
 fn read_release(call: &Call, era: Era) -> Option<Rewrite> {
     let EraCall { keys, args, tail } = EraCall::split(call, era, 4, 2)?;
     let ([name, channel, timeouts, holds], [message, owner]) = (keys, args) else { return None };
-    let derived = *timeouts == rwlock_timeout_prefix(name, owner) && *holds == rwlock_key_prefix(name);
+    let derived = is_joined(timeouts, &rwlock_timeout_prefix_parts(name, owner))
+        && is_joined(holds, &rwlock_key_prefix_parts(name));
     if !(derived && owner_taken(owner) && call.prefix_in_slot(name, holds)) {
         return None;
     }
-    let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"READ"][..], &tail].concat();
-    is_channel(call, name, channel, message, READ_RELEASED)
-        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.into()) })
+    is_channel(call, name, channel, message, READ_RELEASED).then(|| Rewrite {
+        argv: native_joined(&[&[b"RRW.RELEASE", name, owner, b"READ"], &tail]),
+        channel: Some(channel.into()),
+    })
 }
 
 /// KEYS name, channel; ARGV message, lease, owner's write field; then the
@@ -190,9 +194,10 @@ fn write_release(call: &Call, era: Era) -> Option<Rewrite> {
     let EraCall { keys, args, tail } = EraCall::split(call, era, 2, 3)?;
     let ([name, channel], [message, lease, write_field]) = (keys, args) else { return None };
     let owner = write_field.strip_suffix(b":write").filter(|owner| owner_taken(owner))?;
-    let argv: Vec<&[u8]> = [&[b"RRW.RELEASE", *name, owner, b"WRITE", lease][..], &tail].concat();
-    (is_time(lease, parse_lease_ms) && is_channel(call, name, channel, message, WRITE_RELEASED))
-        .then(|| Rewrite { argv: native(&argv), channel: Some(channel.into()) })
+    (is_time(lease, parse_lease_ms) && is_channel(call, name, channel, message, WRITE_RELEASED)).then(|| Rewrite {
+        argv: native_joined(&[&[b"RRW.RELEASE", name, owner, b"WRITE", lease], &tail]),
+        channel: Some(channel.into()),
+    })
 }
 
 /// A release call of some era: the text's own keys and arguments, and the
@@ -202,7 +207,8 @@ fn write_release(call: &Call, era: Era) -> Option<Rewrite> {
 struct EraCall<'a> {
     keys: &'a [&'a [u8]],
     args: &'a [&'a [u8]],
-    tail: Vec<&'a [u8]>,
+    /// At most `ID request_id PX latch_ms MISSING 1 VIA publish`: inline.
+    tail: SmallVec<[&'a [u8]; 8]>,
 }
 
 impl<'a> EraCall<'a> {
@@ -211,7 +217,7 @@ impl<'a> EraCall<'a> {
         let (keys, latch) = call.keys.split_at_checked(own_keys)?;
         let (args, added) = call.argv.split_at_checked(own_args)?;
         let name = keys.first()?;
-        let mut tail: Vec<&[u8]> = Vec::new();
+        let mut tail: SmallVec<[&[u8]; 8]> = SmallVec::new();
         let publish = match (era.publish_argument, era.latched, latch, added) {
             (false, false, [], []) => b"PUBLISH",
             (true, false, [], [publish]) => publish_command(publish)?,
@@ -244,6 +250,11 @@ fn force_release(call: &Call, force: Force) -> Option<Rewrite> {
         argv: native(&[b"RRW.FORCERELEASE", name, force.side, b"VIA", publish]),
         channel: Some(channel.into()),
     })
+}
+
+/// Whether `write_field` is the write hold's field of `owner`.
+fn is_write_field(write_field: &[u8], owner: &[u8]) -> bool {
+    is_joined(write_field, &[owner, b":write"])
 }
 
 /// The channel `RRW.*` publishes on, in the name's slot, and the message
