@@ -80,10 +80,13 @@ pub fn fair_timeout_key_parts(name: &[u8]) -> [&[u8]; 4] {
 
 /// The channel on which one fair-lock waiter is told its turn has come.
 pub fn fair_waiter_channel(name: &[u8], owner: &[u8]) -> Vec<u8> {
-    let mut channel = crate::release_channel(name);
-    channel.push(b':');
-    channel.extend_from_slice(owner);
-    channel
+    fair_waiter_channel_parts(name, owner).concat()
+}
+
+/// [`fair_waiter_channel`] as the parts it joins (see [`prefix_parts`]).
+pub fn fair_waiter_channel_parts<'a>(name: &'a [u8], owner: &'a [u8]) -> [&'a [u8]; 6] {
+    let [prefix, open, name, close] = crate::release_channel_parts(name);
+    [prefix, open, name, close, b":", owner]
 }
 
 /// The read-write lock's channel, shared by readers and writers.

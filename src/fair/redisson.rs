@@ -14,9 +14,9 @@
 
 use crate::lease::{parse_latch_ms, parse_lease_ms, parse_wait_ms};
 use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
-use crate::redisson::scripts::{Call, Family, Known, Rewrite};
+use crate::redisson::scripts::{Call, Channel, Family, Known, Rewrite};
 use rlock_protocol::DEFAULT_FAIR_WAIT_MS;
-use rlock_protocol::{fair_queue_key_parts, fair_timeout_key_parts, fair_waiter_channel, is_joined};
+use rlock_protocol::{fair_queue_key_parts, fair_timeout_key_parts, fair_waiter_channel_parts, is_joined};
 
 pub(super) static FAIR: Family = Family::new("fair", &SCRIPTS);
 
@@ -109,7 +109,7 @@ fn give_up(call: &Call) -> Option<Rewrite> {
     if let Some(other) = names.get(1) {
         argv.extend([&b"OR"[..], other]);
     }
-    Some(Rewrite { argv: native(&argv), channel: Some(any_waiter_channel(name).into()) })
+    Some(Rewrite { argv: native(&argv), channel: Some(any_waiter_channel(name)) })
 }
 
 /// KEYS name, queue, deadlines, channel, latch; ARGV message, lease,
@@ -126,7 +126,7 @@ fn release_latched(call: &Call) -> Option<Rewrite> {
         && call.same_slot(name, latch))
     .then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms]),
-        channel: Some(any_waiter_channel(name).into()),
+        channel: Some(any_waiter_channel(name)),
     })
 }
 
@@ -138,7 +138,7 @@ fn release_via(call: &Call) -> Option<Rewrite> {
     };
     is_release(call, (name, queue, deadlines, channel), (message, lease, now), Some(publish)).then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease]),
-        channel: Some(any_waiter_channel(name).into()),
+        channel: Some(any_waiter_channel(name)),
     })
 }
 
@@ -150,7 +150,7 @@ fn release_publish(call: &Call) -> Option<Rewrite> {
     };
     is_release(call, (name, queue, deadlines, channel), (message, lease, now), None).then(|| Rewrite {
         argv: native(&[b"RFAIR.RELEASE", name, owner, lease]),
-        channel: Some(any_waiter_channel(name).into()),
+        channel: Some(any_waiter_channel(name)),
     })
 }
 
@@ -174,10 +174,7 @@ fn is_force_release(
     publish: Option<&[u8]>,
 ) -> Option<Rewrite> {
     (is_queue(call, name, queue, deadlines) && is_waiter_channels(call, name, channel, message, publish) && is_now(now))
-        .then(|| Rewrite {
-            argv: native(&[b"RFAIR.FORCERELEASE", name]),
-            channel: Some(any_waiter_channel(name).into()),
-        })
+        .then(|| Rewrite { argv: native(&[b"RFAIR.FORCERELEASE", name]), channel: Some(any_waiter_channel(name)) })
 }
 
 fn is_release(
@@ -231,8 +228,8 @@ fn names_of_queue(queue: &[u8]) -> Vec<&[u8]> {
 /// channel, unknown until it runs, so the caller must be allowed every
 /// waiter channel of the lock (a pattern such as `redisson_lock__channel:*`
 /// matches this literal `…:*`).
-fn any_waiter_channel(name: &[u8]) -> Vec<u8> {
-    fair_waiter_channel(name, b"*")
+fn any_waiter_channel(name: &[u8]) -> Channel {
+    Channel::joined(&fair_waiter_channel_parts(name, b"*"))
 }
 
 #[cfg(test)]

@@ -101,8 +101,8 @@ pub struct Rewrite {
     pub channel: Option<Channel>,
 }
 
-/// A channel a rewrite names, inline for a usual name: a `&[u8]` or a
-/// `Vec<u8>` becomes one with `.into()`.
+/// A channel a rewrite names, inline for a usual name: a `&[u8]` becomes
+/// one with `.into()`, a derived name with [`Channel::joined`].
 #[derive(Debug, PartialEq, Eq)]
 pub struct Channel(SmallVec<[u8; 64]>);
 
@@ -110,6 +110,15 @@ impl std::ops::Deref for Channel {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         &self.0
+    }
+}
+
+impl Channel {
+    /// `parts` joined, inline for a usual name (no `Vec` made first).
+    pub fn joined(parts: &[&[u8]]) -> Self {
+        let mut bytes = SmallVec::new();
+        parts.iter().for_each(|part| bytes.extend_from_slice(part));
+        Self(bytes)
     }
 }
 
@@ -123,12 +132,6 @@ impl From<&[u8]> for Channel {
 impl From<&&[u8]> for Channel {
     fn from(bytes: &&[u8]) -> Self {
         Self(SmallVec::from_slice(bytes))
-    }
-}
-
-impl From<Vec<u8>> for Channel {
-    fn from(bytes: Vec<u8>) -> Self {
-        Self(bytes.into())
     }
 }
 

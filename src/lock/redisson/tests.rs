@@ -73,7 +73,7 @@ fn the_release_takes_its_request_id_from_the_latch_key_and_its_publish_command()
     ];
     let expected = Rewrite {
         argv: argv(&["RLOCK.RELEASE", "n", "u:1", "30000", "ID", "0123abcd", "PX", "13500", "VIA", "SPUBLISH"]),
-        channel: Some(b"redisson_lock__channel:{n}".to_vec().into()),
+        channel: Some(b"redisson_lock__channel:{n}".as_slice().into()),
     };
     assert_eq!(rewritten(call, false), Some(expected));
     assert!(rewritten(call, true).is_some(), "one slot");
@@ -98,7 +98,7 @@ fn the_force_release_checks_channel_and_message() {
     let call: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"a{t}", b"redisson_lock__channel:a{t}", b"0", b"publish"];
     let expected = Rewrite {
         argv: argv(&["RLOCK.FORCERELEASE", "a{t}", "VIA", "PUBLISH"]),
-        channel: Some(b"redisson_lock__channel:a{t}".to_vec().into()),
+        channel: Some(b"redisson_lock__channel:a{t}".as_slice().into()),
     };
     assert_eq!(rewritten(call, true), Some(expected));
     let odd: &[&[u8]] = &[b"EVALSHA", FORCE, b"2", b"{}x", b"redisson_lock__channel:{}x", b"0", b"publish"];
