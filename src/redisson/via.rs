@@ -2,7 +2,7 @@
 //! the native call that names it (`VIA`), shared by the primitives whose
 //! commands take it.
 
-use super::scripts::{native_joined, publish_command, Call, Rewrite};
+use super::scripts::{publish_command, Argv, Call, Rewrite};
 
 /// A script's arguments before its publish command, and that command.
 pub type Publishing<'a> = (&'a [&'a [u8]], &'static [u8]);
@@ -29,8 +29,10 @@ pub fn rewrite_via_naming_channel(command: &[&[u8]], publish: &[u8], channel: &[
     rewrite_via_then(command, publish, channel, &[b"CHANNEL", channel])
 }
 
-/// `command`, `VIA publish` and `tail`, copied with one reservation.
+/// `command`, `VIA publish` and `tail`, copied with one reservation into
+/// the rewrite's own argv (no argv moved into it after).
 fn rewrite_via_then(command: &[&[u8]], publish: &[u8], channel: &[u8], tail: &[&[u8]]) -> Rewrite {
-    let argv = native_joined(&[command, &[b"VIA", publish], tail]);
-    Rewrite { argv, channel: Some(channel.into()) }
+    let mut rewrite = Rewrite { argv: Argv::default(), channel: Some(channel.into()) };
+    rewrite.argv.extend_from_groups(&[command, &[b"VIA", publish], tail]);
+    rewrite
 }
