@@ -201,3 +201,79 @@ fn a_cluster_down_grants_nothing_until_it_is_back() {
         }
     }
 }
+
+/// The latched release of one level of `kind`, held twice by `holder`:
+/// `RLOCK.RELEASE name holder LEASE ID again PX LEASE` (the mode after the
+/// owner for a read-write lock).
+fn latched_release(kind: &Kind) -> redis::Cmd {
+    let mut release = kind.release("holder");
+    if kind.name == "rw" {
+        release.arg("WRITE");
+    }
+    release.arg(LEASE).arg("ID").arg("again").arg("PX").arg(LEASE);
+    release
+}
+
+/// A release whose reply was lost is sent again with its request id; a
+/// resharding tool may meanwhile have moved the lock's key and its unlock
+/// latch (both in the lock's slot) in different `MIGRATE` batches. The
+/// resend must never release a second level: wherever it runs it either
+/// replays the latch or is told to ask again (as Redis tells Redisson's
+/// unlock script, whose keys include the latch: `TRYAGAIN`).
+#[test]
+#[ignore = "fails: the module checks no migration state for the latch; the fix (branch latch-migration-fix: TRYAGAIN unless the lock and latch are on one node) also refuses every latched release during a migration, as Redis refuses Redisson's unlock script, which needs a decision"]
+fn a_release_resent_while_its_latch_and_lock_are_on_two_nodes_drops_no_second_level() {
+    let cluster = Cluster::start(3, 0);
+    for kind in &KINDS[..2] {
+        for latch_first in [false, true] {
+            let name = kind.name;
+            let latch = format!("redisson_unlock_latch:{{{name}}}:again");
+            let source = cluster.primary_for(name.as_bytes());
+            let mut holder = source.connection();
+            for _ in 0..2 {
+                let granted: Value = kind.ask("holder").query(&mut holder).unwrap();
+                assert_eq!(granted, Value::Nil, "{name}: the holder's grant");
+            }
+            let first: i64 = latched_release(kind).query(&mut holder).unwrap();
+            assert_eq!(first, 0, "{name}: the first send released one level of two");
+
+            let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(name).query(&mut holder).unwrap();
+            let mut slot_move = cluster.begin_move(slot);
+            let moved = if latch_first { latch.as_str() } else { name };
+            redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(slot_move.target_port)
+                .arg("")
+                .arg(0)
+                .arg(2_000)
+                .arg("KEYS")
+                .arg(moved)
+                .query::<()>(&mut slot_move.source)
+                .unwrap();
+            // The resend, where the client sends it (the slot's owner), and
+            // where an ASK sends it on.
+            let resend = latched_release(kind).query::<i64>(&mut slot_move.source);
+            let resend = match resend {
+                Err(err) if err.code() == Some("ASK") => {
+                    let mut pipe = redis::pipe();
+                    pipe.cmd("ASKING").ignore().add_command(latched_release(kind));
+                    pipe.query::<(i64,)>(&mut slot_move.target).map(|(reply,)| reply)
+                }
+                other => other,
+            };
+            match resend {
+                Ok(replayed) => assert_eq!(replayed, 0, "{name}, {moved} moved first: the resend's reply"),
+                Err(err) => assert_eq!(err.code(), Some("TRYAGAIN"), "{name}, {moved} moved first: {err:?}"),
+            }
+            slot_move.move_keys();
+            let _: () = redis::cmd("ASKING").query(&mut slot_move.target).unwrap();
+            let field = if kind.name == "rw" { "holder:write" } else { "holder" };
+            let held: Option<i64> = redis::cmd("HGET").arg(name).arg(field).query(&mut slot_move.target).unwrap();
+            let target_port = slot_move.target_port;
+            slot_move.finish(&cluster);
+            let mut target = cluster.node(target_port).connection();
+            let _: Value = redis::cmd("DEL").arg(name).arg(&latch).query(&mut target).unwrap();
+            assert_eq!(held, Some(1), "{name}, {moved} moved first: the level left after the resend");
+        }
+    }
+}
