@@ -17,7 +17,7 @@ mod replicated;
 
 pub use acl::Caller;
 pub use keyspace::RedisKeyspace;
-pub use latch::RedisLatch;
+pub use latch::{on_one_node, RedisLatch};
 
 use crate::api::api;
 use crate::error::LockError;

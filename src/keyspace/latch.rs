@@ -76,6 +76,11 @@ impl UnlockLatch {
         request.map(|(request_id, latch_ms)| Self::new(name, request_id, latch_ms, now_ms)).transpose()
     }
 
+    /// The latch's key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
     /// [`recorded`] in `keys`.
     pub fn recorded<K: Keyspace>(&self, keys: &mut K) -> Result<Option<bool>> {
         recorded(&mut KeyspaceKey { keys, key: &self.key })

@@ -15,7 +15,7 @@ use crate::api::api;
 use crate::error::LockError;
 use crate::keyspace::latch::RequestKey;
 use crate::keyspace::KeyType;
-use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString};
+use redis_module::{raw, Context, NotifyEvent, RedisError, RedisString, RedisValue};
 use rlock_protocol::{acquire_record_key, key_slot, unlock_latch_key_parts};
 use std::os::raw::c_int;
 
@@ -36,6 +36,7 @@ impl<'a> RedisLatch<'a> {
         if cluster_mode() && key_slot(name.as_slice()) != key_slot(lock_name.as_slice()) {
             return Err(LockError::LatchCrossSlot.into());
         }
+        on_one_node(ctx, lock_name.as_slice(), name.as_slice())?;
         Self::open_checked(ctx, name, "unlock latch key")
     }
 
@@ -46,6 +47,7 @@ impl<'a> RedisLatch<'a> {
         if cluster_mode() && key_slot(&name_bytes) != key_slot(lock_name) {
             return Err(LockError::DerivedKeyCrossSlot(name_bytes).into());
         }
+        on_one_node(ctx, lock_name, &name_bytes)?;
         Self::open_checked(ctx, RedisString::create_from_slice(ctx.get_raw(), &name_bytes), "acquire record key")
     }
 
@@ -104,6 +106,20 @@ impl RequestKey for RedisLatch<'_> {
         self.write(text, at_ms);
         Ok(())
     }
+}
+
+/// In cluster mode, refuses with `TRYAGAIN` unless the lock's key and its
+/// request key `key` are both on this node, or both missing here (as Redis
+/// routes Redisson's scripts, whose keys include the latch). A resharding
+/// tool moves a slot's keys in batches: a release (or an acquire) resent
+/// while its latch and the lock sit on two nodes would find the lock
+/// without the latch and run again. A module's call gets Redis's routing
+/// check, with the caller's `ASKING`.
+pub fn on_one_node(ctx: &Context, lock_name: &[u8], key: &[u8]) -> Result<(), LockError> {
+    if cluster_mode() && !matches!(ctx.call("EXISTS", &[lock_name, key]), Ok(RedisValue::Integer(_))) {
+        return Err(LockError::SlotNotServed);
+    }
+    Ok(())
 }
 
 /// Refuses with NOPERM, naming the key (`what` it is), unless the calling

@@ -4,7 +4,7 @@ use crate::commands::registry::command;
 use crate::commands::reply;
 use crate::fair::handoff::{Change, Session};
 use crate::fair::FairLock;
-use crate::store::{now_ms, RedisKeyspace};
+use crate::store::{now_ms, on_one_node, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult};
 
 /// `RFAIR.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]`: nil
@@ -17,6 +17,9 @@ fn release(ctx: &Context, args: Args) -> RedisResult {
     let owner = args.next_arg()?;
     let now = now_ms();
     let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now, &[b"ID", b"PX"])?;
+    if let Some(latch) = &latch {
+        on_one_node(ctx, name.as_slice(), latch.key())?;
+    }
     let mut keys = RedisKeyspace::open(ctx, &name);
     let mut session = Session::open(ctx, name.as_slice());
     let lock = FairLock::new(name.as_slice());

@@ -6,7 +6,7 @@ use crate::commands::info::{Arg, ArgKind, CommandInfo};
 use crate::commands::registry::command;
 use crate::error::LockError;
 use crate::rwlock::{handoff, ReadWriteLock, Release};
-use crate::store::{now_ms, RedisKeyspace};
+use crate::store::{now_ms, on_one_node, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]
@@ -25,6 +25,9 @@ fn release(ctx: &Context, mut args: Args) -> RedisResult {
     let side = parse_side(&args.next_arg()?)?;
     let now = now_ms();
     let (lease_ms, latch) = parse_release_tail(args, name.as_slice(), now, &[b"ID", b"PX", b"MISSING", b"VIA"])?;
+    if let Some(latch) = &latch {
+        on_one_node(ctx, name.as_slice(), latch.key())?;
+    }
     let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let lock = ReadWriteLock::new(name.as_slice());
     let released = lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)?;
