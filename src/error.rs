@@ -49,6 +49,10 @@ pub enum LockError {
     /// In cluster mode, a blocked caller's lock is not served here any
     /// more: its slot moved, or is moving and its key has gone.
     SlotNotServed,
+    /// In cluster mode, a request's keys (the lock and its unlock latch or
+    /// acquire record) are split between two nodes while their slot
+    /// migrates: Redis's own reply to a multi-key command then.
+    KeysSplit,
     /// In cluster mode, the unlock latch key hashes to another slot than
     /// the lock (the lock name has a `{` but no proper hash tag).
     LatchCrossSlot,
@@ -150,6 +154,7 @@ impl LockError {
             Self::KeyArgumentPermission => "NOPERM this user has no permissions to access one of the keys used as arguments",
             Self::WaitCancelled => "ERR the wait was cancelled (RLOCK.CANCEL or RRW.CANCEL)",
             Self::SlotNotServed => "TRYAGAIN the lock's slot moved, or is moving, to another node: ask again",
+            Self::KeysSplit => "TRYAGAIN Multiple keys request during rehashing of slot",
             Self::LatchCrossSlot => {
                 "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag"
             }

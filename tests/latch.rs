@@ -183,6 +183,15 @@ fn in_cluster_mode_a_latch_key_in_another_slot_is_refused() {
     let text = error_text(run(&mut con, &[b"RLOCK.RELEASE", b"a{b", b"o", b"ID", b"r"]));
     assert_eq!(text, "ERR the unlock latch key hashes to another slot than the lock: give the lock name a hash tag");
     assert_eq!(fields(&mut con, b"a{b"), HashMap::from([(b"o".to_vec(), b"1".to_vec())]), "nothing released");
+    // The families' releases too: refused for good, never TRYAGAIN (a
+    // client would ask again and again).
+    for release in [
+        &[b"RRW.RELEASE".as_slice(), b"a{b", b"o", b"WRITE", b"ID", b"r"][..],
+        &[b"RFAIR.RELEASE", b"a{b", b"o", b"ID", b"r"],
+    ] {
+        let text = error_text(run(&mut con, release));
+        assert!(text.starts_with("ERR ") && text.contains("another slot"), "{}: {text}", release[0].escape_ascii());
+    }
     for name in [b"plain".as_slice(), b"{tag}x"] {
         run(&mut con, &[b"RLOCK.ACQUIRE", name, b"o"]).unwrap();
         assert_eq!(run(&mut con, &[b"RLOCK.RELEASE", name, b"o", b"ID", b"r"]).unwrap(), Value::Int(1));

@@ -108,16 +108,21 @@ impl RequestKey for RedisLatch<'_> {
     }
 }
 
-/// In cluster mode, refuses with `TRYAGAIN` unless the lock's key and its
-/// request key `key` are both on this node, or both missing here (as Redis
-/// routes Redisson's scripts, whose keys include the latch). A resharding
-/// tool moves a slot's keys in batches: a release (or an acquire) resent
-/// while its latch and the lock sit on two nodes would find the lock
-/// without the latch and run again. A module's call gets Redis's routing
-/// check, with the caller's `ASKING`.
+/// In cluster mode, refuses with Redis's `TRYAGAIN` unless the lock's key
+/// and its request key `key` (unlock latch or acquire record) are both on
+/// this node, as Redis routes Redisson's scripts, whose keys include the
+/// latch. A resharding tool moves a slot's keys in batches: a release (or
+/// an acquire) resent while its latch (or record) and the lock sit on two
+/// nodes would find the lock without it and run again. A module's call
+/// gets Redis's routing check, with the caller's `ASKING`. A `key` of
+/// another slot is left to the caller's refusal, which lasts (`TRYAGAIN`
+/// would have a client ask again for ever).
 pub fn on_one_node(ctx: &Context, lock_name: &[u8], key: &[u8]) -> Result<(), LockError> {
-    if cluster_mode() && !matches!(ctx.call("EXISTS", &[lock_name, key]), Ok(RedisValue::Integer(_))) {
-        return Err(LockError::SlotNotServed);
+    if cluster_mode()
+        && key_slot(lock_name) == key_slot(key)
+        && !matches!(ctx.call("EXISTS", &[lock_name, key]), Ok(RedisValue::Integer(_)))
+    {
+        return Err(LockError::KeysSplit);
     }
     Ok(())
 }
