@@ -28,7 +28,7 @@ async fn a_hold_is_not_lost_when_its_migrating_slot_gets_a_lock_on_the_target() 
     let source = cluster.primary_for(b"{r}");
     let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg("{r}").query(&mut source.connection()).unwrap();
     let guard = client.lock("{r}held").lock().await.unwrap();
-    let moving = cluster.begin_move(slot);
+    let mut moving = cluster.begin_move(slot);
     // A new name of the slot: absent on the owner, so acquired on the target (ASK).
     let other = client.lock("{r}other").try_lock(Duration::from_secs(3), Some(Duration::from_secs(30))).await;
     let other = other.unwrap().expect("granted on the target");
@@ -50,6 +50,32 @@ async fn a_hold_is_not_lost_when_its_migrating_slot_gets_a_lock_on_the_target() 
     assert!((5..=7).contains(&renewals), "{renewals} renewals on the owner in 6 rounds");
     let target = cluster.node(moving.target_port);
     assert_eq!(calls(target, "rlock.renew"), 0, "a renewal ran where its key is not");
-    guard.unlock().await.unwrap();
+    // A latched release in a slot whose keys are on two nodes is told
+    // TRYAGAIN (as Redis tells Redisson's unlock script): the unlock waits,
+    // the hold kept, until the slot's keys are on one node.
+    let refused_before = failed_calls(source, "rlock.release");
+    let unlock = guard.unlock();
+    let finish = async {
+        testkit::eventually!("the release told TRYAGAIN", failed_calls(source, "rlock.release") > refused_before);
+        let counts: Vec<String> = redis::cmd("HVALS").arg("{r}held").query(&mut source.connection()).unwrap();
+        assert_eq!(counts, ["1"], "still held while the unlock waits");
+        moving.move_keys();
+        moving.finish(&cluster);
+    };
+    let (unlocked, ()) = tokio::join!(unlock, finish);
+    unlocked.expect("unlocked once the slot's keys are on one node");
+    let mut target = target.connection();
+    let held: bool = redis::cmd("EXISTS").arg("{r}held").query(&mut target).unwrap();
+    assert!(!held, "released on the slot's new owner");
     other.unlock().await.unwrap();
+    let held: bool = redis::cmd("EXISTS").arg("{r}other").query(&mut target).unwrap();
+    assert!(!held, "the lock granted on the target released");
+}
+
+/// How many calls of `command` on `node` replied an error (`failed_calls`).
+fn failed_calls(node: &testkit::Server, command: &str) -> u64 {
+    let stats = testkit::info_field(&mut node.connection(), "commandstats", &format!("cmdstat_{command}"));
+    stats
+        .and_then(|stats| stats.split(',').find_map(|part| part.strip_prefix("failed_calls=")?.parse().ok()))
+        .unwrap_or(0)
 }
