@@ -11,7 +11,9 @@ use std::time::Duration;
 mod migration_support;
 
 use migration_support::{Kind, LEASE};
-use testkit::{error_text, eventually, info_field, server_time_ms, Cluster, PATIENCE};
+use testkit::redisson_lock;
+use testkit::UNLOCK_MESSAGE;
+use testkit::{error_text, eventually, info_field, release_channel, rlock_info, server_time_ms, Cluster, PATIENCE};
 
 const KINDS: [Kind; 3] = [Kind::lock("lock"), Kind::write("rw"), Kind::fair("fair")];
 
@@ -267,6 +269,46 @@ fn an_acquire_resent_while_its_record_and_lock_are_on_two_nodes_takes_no_second_
             let held = resent_while_split(&cluster, kind, resend, acquire);
             assert_eq!(held, Some(1), "{name}: the levels after the resend");
         }
+    }
+}
+
+/// Redisson's own unlock, run natively: the filter makes its `EVALSHA`
+/// (keys: the lock, its channel, its latch) an `RLOCK.RELEASE … ID`, whose
+/// one declared key is the lock, so Redis's routing checks the lock only:
+/// the latch is the command's to check. Its resend in a split slot must
+/// release no second level either, as the script's would not.
+#[test]
+fn redissons_unlock_run_natively_and_resent_while_its_latch_and_lock_are_on_two_nodes_drops_no_second_level() {
+    let cluster = Cluster::start_with(3, 0, |node| node.module_arg("redisson-scripts").module_arg("native"));
+    let scripts = redisson_lock::scripts(redisson_lock::VERSION);
+    assert_eq!(scripts.unlock, redisson_lock::Unlock::Latch);
+    let kind = &KINDS[0];
+    let name = kind.name;
+    let latch = format!("redisson_unlock_latch:{{{name}}}:again");
+    let unlock = || {
+        let mut unlock = redis::cmd("EVALSHA");
+        unlock.arg(redisson_lock::sha1_hex(&scripts.release)).arg(3).arg(name).arg(release_channel(name.as_bytes()));
+        unlock.arg(&latch).arg(UNLOCK_MESSAGE).arg(LEASE).arg("holder").arg("publish").arg(LEASE);
+        unlock
+    };
+    let native = || -> i64 {
+        let nodes = cluster.urls().into_iter().map(|url| redis::Client::open(url).unwrap().get_connection().unwrap());
+        nodes.map(|mut con| rlock_info(&mut con, "redisson_native_lock")).sum()
+    };
+    for latch_first in [false, true] {
+        let mut holder = cluster.primary_for(name.as_bytes()).connection();
+        for _ in 0..2 {
+            let granted: Value = kind.ask("holder").query(&mut holder).unwrap();
+            assert_eq!(granted, Value::Nil, "the holder's grant");
+        }
+        let first: i64 = unlock().query(&mut holder).unwrap();
+        assert_eq!(first, 0, "the first send released one level of two");
+        let before = native();
+        let what = format!("{} moved first", if latch_first { "the latch" } else { "the lock" });
+        let resend = Resend { request_key: &latch, request_key_first: latch_first, replay: Value::Int(0), what };
+        let held = resent_while_split(&cluster, kind, resend, unlock);
+        assert_eq!(held, Some(1), "the level left after the resend");
+        assert!(native() > before, "the resend ran natively");
     }
 }
 
