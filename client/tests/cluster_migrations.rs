@@ -57,6 +57,8 @@ async fn a_hold_is_not_lost_when_its_migrating_slot_gets_a_lock_on_the_target() 
     let unlock = guard.unlock();
     let finish = async {
         testkit::eventually!("the release told TRYAGAIN", failed_calls(source, "rlock.release") > refused_before);
+        // Longer than the lease (three rounds of the watchdog): renewed meanwhile.
+        wait_for_rounds(&client, client.watchdog_stats().rounds + 3).await;
         let counts: Vec<String> = redis::cmd("HVALS").arg("{r}held").query(&mut source.connection()).unwrap();
         assert_eq!(counts, ["1"], "still held while the unlock waits");
         moving.move_keys();
