@@ -85,16 +85,7 @@ fn a_fair_lock_half_migrated_gets_no_key_rewritten_on_the_node_it_is_leaving() {
     let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(name).query(&mut holder).unwrap();
     let mut slot_move = cluster.begin_move(slot);
     // The first batch: the deadlines only.
-    redis::cmd("MIGRATE")
-        .arg("127.0.0.1")
-        .arg(slot_move.target_port)
-        .arg("")
-        .arg(0)
-        .arg(2_000)
-        .arg("KEYS")
-        .arg(&timeouts)
-        .query::<()>(&mut slot_move.source)
-        .unwrap();
+    slot_move.migrate(&[&timeouts]);
     // The holder's watchdog renews (an `expire` event: the server looks at the queue).
     let renewed: i64 = redis::cmd("RFAIR.RENEW").arg(name).arg("holder").arg(LEASE).query(&mut holder).unwrap();
     assert_eq!(renewed, 1, "renewed");
@@ -224,28 +215,19 @@ fn latched_release(kind: &Kind) -> redis::Cmd {
 /// Redisson's unlock script, whose keys include the latch: `TRYAGAIN`).
 #[test]
 fn a_release_resent_while_its_latch_and_lock_are_on_two_nodes_drops_no_second_level() {
-    for kind in &KINDS {
-        for latch_first in [false, true] {
-            // A cluster of its own: on Redis 8, a slot moved back and forth by
-            // `CLUSTER SETSLOT` sometimes went back to a node of a higher config
-            // epoch that had let it go.
-            let cluster = Cluster::start(3, 0);
-            let name = kind.name;
-            let mut holder = cluster.primary_for(name.as_bytes()).connection();
-            for _ in 0..2 {
-                let granted: Value = kind.ask("holder").query(&mut holder).unwrap();
-                assert_eq!(granted, Value::Nil, "{name}: the holder's grant");
-            }
-            let first: i64 = latched_release(kind).query(&mut holder).unwrap();
-            assert_eq!(first, 0, "{name}: the first send released one level of two");
+    each_kind_and_split_order(|kind, cluster, latch_first| {
+        let name = kind.name;
+        let mut holder = cluster.primary_for(name.as_bytes()).connection();
+        held_twice(kind, &mut holder);
+        let first: i64 = latched_release(kind).query(&mut holder).unwrap();
+        assert_eq!(first, 0, "{name}: the first send released one level of two");
 
-            let latch = format!("redisson_unlock_latch:{{{name}}}:again");
-            let what = format!("{name}, {} moved first", if latch_first { "the latch" } else { "the lock" });
-            let resend = Resend { request_key: &latch, request_key_first: latch_first, replay: Value::Int(0), what };
-            let held = resent_while_split(&cluster, kind, resend, || latched_release(kind));
-            assert_eq!(held, Some(1), "{name}: the level left after the resend");
-        }
-    }
+        let latch = format!("redisson_unlock_latch:{{{name}}}:again");
+        let resend =
+            Resend { request_key: ("the latch", &latch), request_key_first: latch_first, replay: Value::Int(0) };
+        let held = resent_while_split(cluster, kind, resend, || latched_release(kind));
+        assert_eq!(held, Some(1), "{name}: the level left after the resend");
+    });
 }
 
 /// The twin of the release's: an acquire with a request id whose reply
@@ -254,28 +236,22 @@ fn a_release_resent_while_its_latch_and_lock_are_on_two_nodes_drops_no_second_le
 /// the record or is told `TRYAGAIN`.
 #[test]
 fn an_acquire_resent_while_its_record_and_lock_are_on_two_nodes_takes_no_second_level() {
-    for kind in &KINDS {
-        for record_first in [false, true] {
-            // A cluster of its own: on Redis 8, a slot moved back and forth by
-            // `CLUSTER SETSLOT` sometimes went back to a node of a higher config
-            // epoch that had let it go.
-            let cluster = Cluster::start(3, 0);
-            let name = kind.name;
-            let acquire = || {
-                let mut acquire = kind.ask("holder");
-                acquire.arg("ID").arg("again").arg("PX").arg(LEASE);
-                acquire
-            };
-            let granted: Value = acquire().query(&mut cluster.primary_for(name.as_bytes()).connection()).unwrap();
-            assert_eq!(granted, Value::Nil, "{name}: the first send's grant");
+    each_kind_and_split_order(|kind, cluster, record_first| {
+        let name = kind.name;
+        let acquire = || {
+            let mut acquire = kind.ask("holder");
+            acquire.arg("ID").arg("again").arg("PX").arg(LEASE);
+            acquire
+        };
+        let granted: Value = acquire().query(&mut cluster.primary_for(name.as_bytes()).connection()).unwrap();
+        assert_eq!(granted, Value::Nil, "{name}: the first send's grant");
 
-            let record = format!("rlock_acquire_record:{{{name}}}:again");
-            let what = format!("{name}, {} moved first", if record_first { "the record" } else { "the lock" });
-            let resend = Resend { request_key: &record, request_key_first: record_first, replay: Value::Nil, what };
-            let held = resent_while_split(&cluster, kind, resend, acquire);
-            assert_eq!(held, Some(1), "{name}: the levels after the resend");
-        }
-    }
+        let record = format!("rlock_acquire_record:{{{name}}}:again");
+        let resend =
+            Resend { request_key: ("the record", &record), request_key_first: record_first, replay: Value::Nil };
+        let held = resent_while_split(cluster, kind, resend, acquire);
+        assert_eq!(held, Some(1), "{name}: the levels after the resend");
+    });
 }
 
 /// Redisson's own unlock, run natively: the filter makes its `EVALSHA`
@@ -296,37 +272,59 @@ fn redissons_unlock_run_natively_and_resent_while_its_latch_and_lock_are_on_two_
         unlock.arg(&latch).arg(UNLOCK_MESSAGE).arg(LEASE).arg("holder").arg("publish").arg(LEASE);
         unlock
     };
-    for latch_first in [false, true] {
-        let cluster = Cluster::start_with(3, 0, |node| node.module_arg("redisson-scripts").module_arg("native"));
+    let start = || Cluster::start_with(3, 0, |node| node.module_arg("redisson-scripts").module_arg("native"));
+    each_split_order(start, |cluster, latch_first| {
         let native = || -> i64 {
             let nodes =
                 cluster.urls().into_iter().map(|url| redis::Client::open(url).unwrap().get_connection().unwrap());
             nodes.map(|mut con| rlock_info(&mut con, "redisson_native_lock")).sum()
         };
         let mut holder = cluster.primary_for(name.as_bytes()).connection();
-        for _ in 0..2 {
-            let granted: Value = kind.ask("holder").query(&mut holder).unwrap();
-            assert_eq!(granted, Value::Nil, "the holder's grant");
-        }
+        held_twice(kind, &mut holder);
         let first: i64 = unlock().query(&mut holder).unwrap();
         assert_eq!(first, 0, "the first send released one level of two");
         let before = native();
-        let what = format!("{} moved first", if latch_first { "the latch" } else { "the lock" });
-        let resend = Resend { request_key: &latch, request_key_first: latch_first, replay: Value::Int(0), what };
-        let held = resent_while_split(&cluster, kind, resend, unlock);
+        let resend =
+            Resend { request_key: ("the latch", &latch), request_key_first: latch_first, replay: Value::Int(0) };
+        let held = resent_while_split(cluster, kind, resend, unlock);
         assert_eq!(held, Some(1), "the level left after the resend");
         assert!(native() > before, "the resend ran natively");
+    });
+}
+
+/// Runs `case` for each order a split slot's keys can move in (`true`:
+/// the request's key first), each on a cluster of its own (`start`): on
+/// Redis 8, a slot moved back and forth by `CLUSTER SETSLOT` sometimes went
+/// back to a node of a higher config epoch that had let it go.
+fn each_split_order(start: impl Fn() -> Cluster, mut case: impl FnMut(&Cluster, bool)) {
+    for request_key_first in [false, true] {
+        case(&start(), request_key_first);
+    }
+}
+
+/// [`each_split_order`] for each kind of lock, on plain clusters.
+fn each_kind_and_split_order(mut case: impl FnMut(&Kind, &Cluster, bool)) {
+    for kind in &KINDS {
+        each_split_order(|| Cluster::start(3, 0), |cluster, first| case(kind, cluster, first));
+    }
+}
+
+/// `holder` takes `kind`'s lock twice (a re-entry).
+fn held_twice(kind: &Kind, holder: &mut Connection) {
+    for _ in 0..2 {
+        let granted: Value = kind.ask("holder").query(holder).unwrap();
+        assert_eq!(granted, Value::Nil, "{}: the holder's grant", kind.name);
     }
 }
 
 /// A request sent again while its slot's keys are split: which key
-/// (`request_key`, the latch or record, or the lock) moves first, and the
-/// reply the first send's (`replay`) that the resend may give.
+/// (`request_key`, the latch or record, named and spelled, or the lock)
+/// moves first, and the reply the first send's (`replay`) that the resend
+/// may give.
 struct Resend<'a> {
-    request_key: &'a str,
+    request_key: (&'static str, &'a str),
     request_key_first: bool,
     replay: Value,
-    what: String,
 }
 
 /// Starts moving the slot of `kind`'s lock, `MIGRATE`s its key or its
@@ -339,24 +337,16 @@ struct Resend<'a> {
 fn resent_while_split(
     cluster: &Cluster,
     kind: &Kind,
-    Resend { request_key, request_key_first, replay, what }: Resend,
+    Resend { request_key: (request_key_named, request_key), request_key_first, replay }: Resend,
     request: impl Fn() -> redis::Cmd,
 ) -> Option<i64> {
     let name = kind.name;
+    let what = format!("{name}, {} moved first", if request_key_first { request_key_named } else { "the lock" });
     let mut source = cluster.primary_for(name.as_bytes()).connection();
     let slot: i64 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(name).query(&mut source).unwrap();
     let mut slot_move = cluster.begin_move(slot);
     let moved = if request_key_first { request_key } else { name };
-    redis::cmd("MIGRATE")
-        .arg("127.0.0.1")
-        .arg(slot_move.target_port)
-        .arg("")
-        .arg(0)
-        .arg(2_000)
-        .arg("KEYS")
-        .arg(moved)
-        .query::<()>(&mut slot_move.source)
-        .unwrap();
+    slot_move.migrate(&[moved]);
     let resend = request().query::<Value>(&mut slot_move.source);
     let resend = match resend {
         Err(err) if err.code() == Some("ASK") => {

@@ -207,7 +207,6 @@ pub struct SlotMove {
 impl SlotMove {
     /// `MIGRATE`s the slot's keys to the target, until the source has none.
     pub fn move_keys(&mut self) {
-        const MIGRATE_TIMEOUT_MS: u64 = 2_000;
         loop {
             let keys: Vec<String> = redis::cmd("CLUSTER")
                 .arg("GETKEYSINSLOT")
@@ -218,17 +217,24 @@ impl SlotMove {
             if keys.is_empty() {
                 return;
             }
-            redis::cmd("MIGRATE")
-                .arg("127.0.0.1")
-                .arg(self.target_port)
-                .arg("")
-                .arg(0)
-                .arg(MIGRATE_TIMEOUT_MS)
-                .arg("KEYS")
-                .arg(&keys)
-                .query::<()>(&mut self.source)
-                .expect("MIGRATE");
+            self.migrate(&keys);
         }
+    }
+
+    /// `MIGRATE`s `keys` to the target in one batch, as a resharding tool
+    /// moves a slot's keys (the rest stay on the source).
+    pub fn migrate<K: redis::ToRedisArgs>(&mut self, keys: &[K]) {
+        const MIGRATE_TIMEOUT_MS: u64 = 2_000;
+        redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(self.target_port)
+            .arg("")
+            .arg(0)
+            .arg(MIGRATE_TIMEOUT_MS)
+            .arg("KEYS")
+            .arg(keys)
+            .query::<()>(&mut self.source)
+            .expect("MIGRATE");
     }
 
     /// Gives the slot to the target, and tells every node that answers
