@@ -163,10 +163,10 @@ fn redirected_to(reply: &Reply) -> Option<(bool, Node)> {
         Reply::Single(value) => value,
         Reply::Multiple(values) => values.first()?,
     };
-    let Value::ServerError(err) = value.clone() else { return None };
     if !redirect(value) {
         return None;
     }
+    let Value::ServerError(err) = value.clone() else { return None };
     let moved = err.code() == "MOVED";
     let err = RedisError::from(err);
     let (address, _) = err.redirect_node()?;
