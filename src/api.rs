@@ -16,6 +16,17 @@ macro_rules! api {
 }
 pub(crate) use api;
 
+/// The bytes of a module string, in place (no copy).
+///
+/// # Safety
+/// `string` is a live module string, and neither freed nor changed while
+/// the bytes are used.
+pub unsafe fn string_bytes<'a>(string: *mut raw::RedisModuleString) -> &'a [u8] {
+    let mut len = 0;
+    let data = raw::string_ptr_len(string, &mut len);
+    std::slice::from_raw_parts(data.cast::<u8>(), len)
+}
+
 /// Subscribes `callback` to the server event `id` (a raw subscription:
 /// redis-module's own passes some events' data on wrongly, the cron's
 /// `hz` among them); false when the server refuses it.

@@ -19,7 +19,7 @@ pub use acl::Caller;
 pub use keyspace::RedisKeyspace;
 pub use latch::{on_one_node, RedisLatch};
 
-use crate::api::api;
+use crate::api::{api, string_bytes};
 use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lock::{parse_hold_count, LockStore};
@@ -119,11 +119,8 @@ impl LockStore for RedisLock<'_> {
         if value.is_null() {
             return Ok(None);
         }
-        let mut len = 0;
-        let count = unsafe {
-            let bytes = raw::string_ptr_len(value, &mut len);
-            parse_hold_count(std::slice::from_raw_parts(bytes.cast::<u8>(), len))
-        };
+        // SAFETY: `value` is the field's value, ours until freed below.
+        let count = parse_hold_count(unsafe { string_bytes(value) });
         unsafe { api!(RedisModule_FreeString)(self.ctx.get_raw(), value) };
         count.map(Some)
     }
@@ -265,8 +262,7 @@ pub fn lua_number_text(x: f64) -> Vec<u8> {
     }
     unsafe {
         let text = api!(RedisModule_CreateStringFromDouble)(ptr::null_mut(), x);
-        let mut len = 0;
-        let bytes = std::slice::from_raw_parts(raw::string_ptr_len(text, &mut len).cast::<u8>(), len).to_vec();
+        let bytes = string_bytes(text).to_vec();
         api!(RedisModule_FreeString)(ptr::null_mut(), text);
         bytes
     }

@@ -5,7 +5,7 @@
 
 use super::blocking::{count_lapse, locks_with_waiters, nobody_waits, schedule_grant};
 use super::glue::lock_id;
-use crate::api::{api, subscribe_to_server_event};
+use crate::api::{api, string_bytes, subscribe_to_server_event};
 use crate::primitive::glue::waiter_kinds;
 use redis_module::{raw, Context};
 use std::ffi::CStr;
@@ -35,8 +35,7 @@ unsafe extern "C" fn key_event(
     if nobody_waits() || !FREEING_EVENTS.contains(&event) {
         return raw::REDISMODULE_OK as c_int;
     }
-    let mut len = 0;
-    let name = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(key, &mut len).cast::<u8>(), len) };
+    let name = unsafe { string_bytes(key) };
     let ctx = Context::new(ctx);
     let id = lock_id(&ctx, name);
     if event == c"expired" {

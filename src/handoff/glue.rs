@@ -3,7 +3,7 @@
 //! their replies.
 
 use super::Request;
-use crate::api::api;
+use crate::api::{api, string_bytes};
 use crate::lease::expiry;
 use crate::lock;
 use crate::lock::acquire_once::{remember, Grant, Requester};
@@ -209,9 +209,7 @@ unsafe fn holder_pttl(ctx: *mut raw::RedisModuleCtx, argv: *mut *mut raw::RedisM
     if argc < 2 || argv.is_null() {
         return 0;
     }
-    let mut len = 0;
-    let name = unsafe { raw::string_ptr_len(*argv.add(1), &mut len) };
-    let name = RedisString::create_from_slice(ctx, unsafe { std::slice::from_raw_parts(name.cast(), len) });
+    let name = RedisString::create_from_slice(ctx, unsafe { string_bytes(*argv.add(1)) });
     refused_pttl(&Context::new(ctx), &name)
 }
 

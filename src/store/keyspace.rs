@@ -12,7 +12,7 @@ use super::acl::Caller;
 use super::open_keys::OpenKeys;
 use super::replicated::Argument;
 use super::{publish_via, replicate, Via};
-use crate::api::api;
+use crate::api::{api, string_bytes};
 use crate::error::LockError;
 use crate::keyspace::{parse_counter, KeyType, Keyspace, Moot, Result};
 use redis_module::{raw, Context, NotifyEvent, RedisString};
@@ -168,13 +168,8 @@ impl Keyspace for RedisKeyspace<'_> {
             value: *mut raw::RedisModuleString,
             visit: *mut c_void,
         ) {
-            let bytes = |string: *mut raw::RedisModuleString| {
-                let mut len = 0;
-                let start = raw::string_ptr_len(string, &mut len);
-                unsafe { std::slice::from_raw_parts(start.cast::<u8>(), len) }
-            };
             let visit = unsafe { &mut *visit.cast::<Visit>() };
-            visit(bytes(field), bytes(value));
+            visit(unsafe { string_bytes(field) }, unsafe { string_bytes(value) });
         }
         // Through the handle already open: no second lookup.
         let mut visit: Visit = visit;

@@ -2,6 +2,7 @@
 //! its bytes), and the native call's strings, both on the stack: the
 //! filter's hot path allocates nothing and asks Redis for no argument twice.
 
+use crate::api::string_bytes;
 use redis_module::raw;
 use std::mem::MaybeUninit;
 
@@ -64,7 +65,7 @@ impl<'a> CallArgs<'a> {
     /// `string` is the call's, live while the filter runs.
     #[inline]
     pub unsafe fn push(&mut self, string: *mut raw::RedisModuleString) -> &'a [u8] {
-        let arg = bytes(string);
+        let arg = string_bytes(string);
         self.strings.push(string);
         self.bytes.push(arg);
         arg
@@ -89,14 +90,4 @@ impl<'a> CallArgs<'a> {
             self.push(crate::api::api!(RedisModule_CommandFilterArgGet)(fctx, i as std::os::raw::c_int));
         }
     }
-}
-
-/// The bytes of a string Redis owns, valid while the call lasts.
-///
-/// # Safety
-/// `arg` is a live string, and stays unchanged while the bytes are used.
-pub unsafe fn bytes<'a>(arg: *mut raw::RedisModuleString) -> &'a [u8] {
-    let mut len = 0;
-    let data = raw::string_ptr_len(arg, &mut len);
-    std::slice::from_raw_parts(data.cast::<u8>(), len)
 }

@@ -2,7 +2,7 @@
 //! keys checked on first touch), key-API strings, and keyspace events.
 
 use super::RedisKeyspace;
-use crate::api::api;
+use crate::api::{api, string_bytes};
 use crate::keyspace::Result;
 use crate::store::notify;
 use redis_module::{raw, NotifyEvent, RedisString};
@@ -47,9 +47,7 @@ impl RedisKeyspace<'_> {
 
     /// A key-API string as bytes, freed.
     pub(super) fn take(&self, value: *mut raw::RedisModuleString) -> Vec<u8> {
-        let mut len = 0;
-        let bytes = unsafe { std::slice::from_raw_parts(raw::string_ptr_len(value, &mut len).cast::<u8>(), len) };
-        let bytes = bytes.to_vec();
+        let bytes = unsafe { string_bytes(value) }.to_vec();
         unsafe { api!(RedisModule_FreeString)(self.ctx.get_raw(), value) };
         bytes
     }
