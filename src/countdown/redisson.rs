@@ -29,15 +29,15 @@ const SCRIPTS: [Known; 6] = [
 ];
 
 /// KEYS name, channel; ARGV `0`, publish command (older texts: `0`).
-fn count_down(call: &Call) -> Option<Rewrite> {
+fn count_down<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     count_down_with(call, last_names_publish(call)?)
 }
 
-fn count_down_older(call: &Call) -> Option<Rewrite> {
+fn count_down_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     count_down_with(call, text_names_publish(call))
 }
 
-fn count_down_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+fn count_down_with<'a>(call: &Call<'a>, (argv, publish): Publishing<'a>) -> Option<Rewrite<'a>> {
     let ([name, channel], [message]) = (call.keys, argv) else { return None };
     let taken = *message == OPEN_MESSAGE && is_latch_channel(call, name, channel);
     taken.then(|| rewrite_via_naming_channel(&[b"RLATCH.COUNTDOWN", name], publish, channel))
@@ -46,15 +46,15 @@ fn count_down_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> 
 /// KEYS name, channel; ARGV `1`, count, publish command (older texts:
 /// `1`, count). The script stores the count as given: only one the
 /// command takes and writes back the same way is rewritten.
-fn try_set_count(call: &Call) -> Option<Rewrite> {
+fn try_set_count<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     try_set_count_with(call, last_names_publish(call)?)
 }
 
-fn try_set_count_older(call: &Call) -> Option<Rewrite> {
+fn try_set_count_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     try_set_count_with(call, text_names_publish(call))
 }
 
-fn try_set_count_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+fn try_set_count_with<'a>(call: &Call<'a>, (argv, publish): Publishing<'a>) -> Option<Rewrite<'a>> {
     let ([name, channel], [message, count]) = (call.keys, argv) else { return None };
     let count_taken = parse_hold_count(count).is_ok_and(|count| count >= 0);
     let taken = *message == SET_MESSAGE && count_taken && is_latch_channel(call, name, channel);
@@ -62,15 +62,15 @@ fn try_set_count_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrit
 }
 
 /// KEYS name, channel; ARGV `1`, publish command (older texts: `1`).
-fn delete(call: &Call) -> Option<Rewrite> {
+fn delete<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     delete_with(call, last_names_publish(call)?)
 }
 
-fn delete_older(call: &Call) -> Option<Rewrite> {
+fn delete_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     delete_with(call, text_names_publish(call))
 }
 
-fn delete_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+fn delete_with<'a>(call: &Call<'a>, (argv, publish): Publishing<'a>) -> Option<Rewrite<'a>> {
     let ([name, channel], [message]) = (call.keys, argv) else { return None };
     let taken = *message == SET_MESSAGE && is_latch_channel(call, name, channel);
     taken.then(|| rewrite_via_naming_channel(&[b"RLATCH.DELETE", name], publish, channel))

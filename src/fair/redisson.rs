@@ -54,7 +54,7 @@ const SCRIPTS: [Known; 14] = [
 /// KEYS name, queue, deadlines; ARGV lease, owner, now, wait. `wait` only
 /// moves script waiters' deadlines when the caller takes its turn: the
 /// native no-wait form's `SHIFT` (by default Redisson's 300000).
-fn acquire_no_wait(call: &Call) -> Option<Rewrite> {
+fn acquire_no_wait<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, queue, deadlines], [lease, owner, now, wait]) = (call.keys, call.argv) else { return None };
     let taken = is_queue(call, name, queue, deadlines) && is_time(lease, parse_lease_ms) && is_now(now);
     if !(taken && is_time(wait, parse_wait_ms)) {
@@ -72,17 +72,17 @@ fn acquire_no_wait(call: &Call) -> Option<Rewrite> {
 /// RedissonLock.tryAcquireAsync), and Redisson's arithmetic for the
 /// waiter's deadline and hint (`REDISSON`: 3.32+ tells a waiter that asks
 /// again the lock's PTTL); the server keeps it alive while it asks again.
-fn acquire_waiting(call: &Call) -> Option<Rewrite> {
+fn acquire_waiting<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     acquire_waiting_told(call, b"PTTL")
 }
 
 /// The texts before 3.32 tell a waiter that asks again the time to the
 /// deadline ahead of it.
-fn acquire_waiting_told_ahead(call: &Call) -> Option<Rewrite> {
+fn acquire_waiting_told_ahead<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     acquire_waiting_told(call, b"AHEAD")
 }
 
-fn acquire_waiting_told(call: &Call, asked_again: &[u8]) -> Option<Rewrite> {
+fn acquire_waiting_told<'a>(call: &Call<'a>, asked_again: &'a [u8]) -> Option<Rewrite<'a>> {
     let ([name, queue, deadlines], [lease, owner, wait, now]) = (call.keys, call.argv) else { return None };
     (is_queue(call, name, queue, deadlines)
         && is_time(lease, parse_lease_ms)
@@ -98,7 +98,7 @@ fn acquire_waiting_told(call: &Call, asked_again: &[u8]) -> Option<Rewrite> {
 /// lock: it is read from the queue's key. A name without braces, `n`,
 /// shares Redisson's queue keys with `{n}`: then `OR {n}`, and the command
 /// tells them apart by the state.
-fn give_up(call: &Call) -> Option<Rewrite> {
+fn give_up<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([queue, deadlines], [owner, wait]) = (call.keys, call.argv) else { return None };
     let names = names_of_queue(queue);
     let name = names.first()?;
@@ -114,7 +114,7 @@ fn give_up(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name, queue, deadlines, channel, latch; ARGV message, lease,
 /// owner, now, publish command, latch px.
-fn release_latched(call: &Call) -> Option<Rewrite> {
+fn release_latched<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, queue, deadlines, channel, latch], [message, lease, owner, now, publish, latch_ms]) =
         (call.keys, call.argv)
     else {
@@ -132,7 +132,7 @@ fn release_latched(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name, queue, deadlines, channel; ARGV message, lease, owner, now,
 /// publish command.
-fn release_via(call: &Call) -> Option<Rewrite> {
+fn release_via<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, queue, deadlines, channel], [message, lease, owner, now, publish]) = (call.keys, call.argv) else {
         return None;
     };
@@ -144,7 +144,7 @@ fn release_via(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name, queue, deadlines, channel; ARGV message, lease, owner, now
 /// (the text publishes with `publish`).
-fn release_publish(call: &Call) -> Option<Rewrite> {
+fn release_publish<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, queue, deadlines, channel], [message, lease, owner, now]) = (call.keys, call.argv) else {
         return None;
     };
@@ -155,24 +155,24 @@ fn release_publish(call: &Call) -> Option<Rewrite> {
 }
 
 /// KEYS name, queue, deadlines, channel; ARGV message, now, publish command.
-fn force_release_via(call: &Call) -> Option<Rewrite> {
+fn force_release_via<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, queue, deadlines, channel], [message, now, publish]) = (call.keys, call.argv) else { return None };
     is_force_release(call, (name, queue, deadlines, channel), (message, now), Some(publish))
 }
 
 /// KEYS name, queue, deadlines, channel; ARGV message, now (the text
 /// publishes with `publish`).
-fn force_release_publish(call: &Call) -> Option<Rewrite> {
+fn force_release_publish<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, queue, deadlines, channel], [message, now]) = (call.keys, call.argv) else { return None };
     is_force_release(call, (name, queue, deadlines, channel), (message, now), None)
 }
 
-fn is_force_release(
+fn is_force_release<'a>(
     call: &Call,
-    (name, queue, deadlines, channel): (&[u8], &[u8], &[u8], &[u8]),
+    (name, queue, deadlines, channel): (&'a [u8], &[u8], &[u8], &[u8]),
     (message, now): (&[u8], &[u8]),
     publish: Option<&[u8]>,
-) -> Option<Rewrite> {
+) -> Option<Rewrite<'a>> {
     (is_queue(call, name, queue, deadlines) && is_waiter_channels(call, name, channel, message, publish) && is_now(now))
         .then(|| Rewrite { argv: native(&[b"RFAIR.FORCERELEASE", name]), channel: Some(any_waiter_channel(name)) })
 }
@@ -228,7 +228,7 @@ fn names_of_queue(queue: &[u8]) -> Vec<&[u8]> {
 /// channel, unknown until it runs, so the caller must be allowed every
 /// waiter channel of the lock (a pattern such as `redisson_lock__channel:*`
 /// matches this literal `…:*`).
-fn any_waiter_channel(name: &[u8]) -> Channel {
+fn any_waiter_channel(name: &[u8]) -> Channel<'static> {
     Channel::joined(&fair_waiter_channel_parts(name, b"*"))
 }
 

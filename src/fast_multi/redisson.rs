@@ -20,18 +20,24 @@ const SCRIPTS: [Known; 2] = [
 // a group of more than 249 values: the filter looks at 256 arguments at most.
 
 /// KEYS group; ARGV lease, now, owner, fields.
-fn renew(call: &Call) -> Option<Rewrite> {
+fn renew<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [lease, now, owner, fields @ ..] = call.argv else { return None };
     renewal(call, owner, lease, now, fields)
 }
 
 /// KEYS group; ARGV owner, lease, now, fields.
-fn renew_owner_first(call: &Call) -> Option<Rewrite> {
+fn renew_owner_first<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [owner, lease, now, fields @ ..] = call.argv else { return None };
     renewal(call, owner, lease, now, fields)
 }
 
-fn renewal(call: &Call, owner: &[u8], lease: &[u8], now: &[u8], fields: &[&[u8]]) -> Option<Rewrite> {
+fn renewal<'a>(
+    call: &Call<'a>,
+    owner: &'a [u8],
+    lease: &'a [u8],
+    now: &'a [u8],
+    fields: &[&'a [u8]],
+) -> Option<Rewrite<'a>> {
     let [group] = call.keys else { return None };
     if fields.is_empty() || !is_time(lease, parse_lease_ms) || !is_clock(now) {
         return None;

@@ -19,16 +19,16 @@ const SCRIPTS: [Known; 2] = [
 
 /// KEYS name, token counter; ARGV lease, owner. Replies `[-1, token]` or
 /// `[pttl, -1]`.
-fn acquire_with_token(call: &Call) -> Option<Rewrite> {
+fn acquire_with_token<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     acquire(call, b"TOKEN")
 }
 
 /// The same keys and arguments; replies nil or the PTTL, as RLock's.
-fn acquire_as_lock(call: &Call) -> Option<Rewrite> {
+fn acquire_as_lock<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     acquire(call, b"LOCK")
 }
 
-fn acquire(call: &Call, reply: &[u8]) -> Option<Rewrite> {
+fn acquire<'a>(call: &Call<'a>, reply: &'a [u8]) -> Option<Rewrite<'a>> {
     let ([name, token_key], [lease, owner]) = (call.keys, call.argv) else { return None };
     let taken = is_joined(token_key, &fenced_token_key_parts(name))
         && call.same_slot(name, token_key)

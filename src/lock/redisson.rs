@@ -42,14 +42,14 @@ const SCRIPTS: [Known; 13] = [
 // 3.10.0 .. 3.10.5 (it publishes for a lock already gone).
 
 /// KEYS name; ARGV lease, owner.
-fn acquire(call: &Call) -> Option<Rewrite> {
+fn acquire<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [lease, owner]) = (call.keys, call.argv) else { return None };
     is_time(lease, parse_lease_ms)
         .then(|| Rewrite { argv: native(&[b"RLOCK.ACQUIRE", name, owner, lease]), channel: None })
 }
 
 /// KEYS name; ARGV lease, owner.
-fn renew(call: &Call) -> Option<Rewrite> {
+fn renew<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [lease, owner]) = (call.keys, call.argv) else { return None };
     is_time(lease, parse_lease_ms)
         .then(|| Rewrite { argv: native(&[b"RLOCK.RENEW", name, owner, lease]), channel: None })
@@ -57,14 +57,14 @@ fn renew(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name; ARGV lease, owner, the error a re-entry replies (Redisson's
 /// own, which the native command replies).
-fn acquire_non_reentrant(call: &Call) -> Option<Rewrite> {
+fn acquire_non_reentrant<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [lease, owner, error]) = (call.keys, call.argv) else { return None };
     (is_time(lease, parse_lease_ms) && error == b"NON_REENTRANT_REACQUIRE")
         .then(|| Rewrite { argv: native(&[b"RLOCK.ACQUIRE", name, owner, lease, b"NOREENTRY"]), channel: None })
 }
 
 /// KEYS lock names; ARGV lease, then each lock's owner.
-fn renew_all(call: &Call) -> Option<Rewrite> {
+fn renew_all<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let (lease, owners) = call.argv.split_first()?;
     if owners.len() != call.keys.len() || !is_time(lease, parse_lease_ms) {
         return None;
@@ -77,7 +77,7 @@ fn renew_all(call: &Call) -> Option<Rewrite> {
 }
 
 /// KEYS name, latch; ARGV lease, owner, latch px (nothing published).
-fn spin_release(call: &Call) -> Option<Rewrite> {
+fn spin_release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, latch], [lease, owner, latch_ms]) = (call.keys, call.argv) else { return None };
     if !(is_time(lease, parse_lease_ms) && is_time(latch_ms, parse_latch_ms) && call.same_slot(name, latch)) {
         return None;
@@ -88,29 +88,29 @@ fn spin_release(call: &Call) -> Option<Rewrite> {
 }
 
 /// KEYS name; ARGV lease, owner (nothing published).
-fn spin_release_plain(call: &Call) -> Option<Rewrite> {
+fn spin_release_plain<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [lease, owner]) = (call.keys, call.argv) else { return None };
     is_time(lease, parse_lease_ms)
         .then(|| Rewrite { argv: native(&[b"RLOCK.RELEASE", name, owner, lease, b"VIA", b"NONE"]), channel: None })
 }
 
 /// KEYS name: whatever it holds is deleted, nothing published.
-fn spin_force_release(call: &Call) -> Option<Rewrite> {
+fn spin_force_release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], []) = (call.keys, call.argv) else { return None };
     Some(Rewrite { argv: native(&[b"RLOCK.FORCERELEASE", name, b"VIA", b"NONE"]), channel: None })
 }
 
 /// KEYS name, channel; ARGV message, lease, owner (`publish` in the text).
-fn release_plain(call: &Call) -> Option<Rewrite> {
+fn release_plain<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     unlatched_release(call, text_names_publish(call))
 }
 
 /// KEYS name, channel; ARGV message, lease, owner, publish command.
-fn release_publish(call: &Call) -> Option<Rewrite> {
+fn release_publish<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     unlatched_release(call, last_names_publish(call)?)
 }
 
-fn unlatched_release(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+fn unlatched_release<'a>(call: &Call<'a>, (argv, publish): Publishing<'a>) -> Option<Rewrite<'a>> {
     let ([name, channel], [message, lease, owner]) = (call.keys, argv) else { return None };
     (is_release_channel(name, channel, message) && is_time(lease, parse_lease_ms) && call.same_slot(name, channel))
         .then(|| rewrite_via(&[b"RLOCK.RELEASE", name, owner, lease], publish, channel))
@@ -118,7 +118,7 @@ fn unlatched_release(call: &Call, (argv, publish): Publishing) -> Option<Rewrite
 
 /// KEYS name, channel, latch; ARGV message, lease, owner, publish command,
 /// latch px.
-fn release(call: &Call) -> Option<Rewrite> {
+fn release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, channel, latch], [message, lease, owner, publish, latch_ms]) = (call.keys, call.argv) else {
         return None;
     };
@@ -136,16 +136,16 @@ fn release(call: &Call) -> Option<Rewrite> {
 }
 
 /// KEYS name, channel; ARGV message, publish command.
-fn force_release(call: &Call) -> Option<Rewrite> {
+fn force_release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     forced(call, last_names_publish(call)?)
 }
 
 /// KEYS name, channel; ARGV message (`publish` in the text).
-fn force_release_plain(call: &Call) -> Option<Rewrite> {
+fn force_release_plain<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     forced(call, text_names_publish(call))
 }
 
-fn forced(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+fn forced<'a>(call: &Call<'a>, (argv, publish): Publishing<'a>) -> Option<Rewrite<'a>> {
     let ([name, channel], [message]) = (call.keys, argv) else { return None };
     (is_release_channel(name, channel, message) && call.same_slot(name, channel))
         .then(|| rewrite_via(&[b"RLOCK.FORCERELEASE", name], publish, channel))

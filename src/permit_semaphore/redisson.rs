@@ -62,21 +62,21 @@ const SCRIPTS: [Known; 21] = [
     Known { sha1: "575a088d37e6b44b707ce3103c04a03c2cd504bd", len: 221, rewrite: add_permits_older },
 ];
 
-fn available(call: &Call) -> Option<Rewrite> {
+fn available<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     reclaiming(call, b"RPSEM.AVAILABLE")
 }
 
-fn acquired(call: &Call) -> Option<Rewrite> {
+fn acquired<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     reclaiming(call, b"RPSEM.ACQUIRED")
 }
 
-fn permits(call: &Call) -> Option<Rewrite> {
+fn permits<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     reclaiming(call, b"RPSEM.PERMITS")
 }
 
 /// KEYS name, timeouts, channel; ARGV now, publish command: the texts that
 /// reclaim every permit scored 0 .. now, then read.
-fn reclaiming(call: &Call, command: &[u8]) -> Option<Rewrite> {
+fn reclaiming<'a>(call: &Call<'a>, command: &'a [u8]) -> Option<Rewrite<'a>> {
     let [name, timeouts, channel] = call.keys else { return None };
     let [now, publish] = call.argv else { return None };
     at_clock(call, [name, timeouts, channel], &[command, name], now, publish)
@@ -85,7 +85,7 @@ fn reclaiming(call: &Call, command: &[u8]) -> Option<Rewrite> {
 /// KEYS name, timeouts, channel; ARGV permits (as many as ids), the lease's
 /// end (their score), now, the score of a permit that never expires,
 /// publish command, ids.
-fn try_acquire(call: &Call) -> Option<Rewrite> {
+fn try_acquire<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [name, timeouts, channel] = call.keys else { return None };
     let [permits, until, now, never, publish, ids @ ..] = call.argv else { return None };
     let as_many = !ids.is_empty() && *permits == ids.len().to_string().as_bytes();
@@ -97,7 +97,7 @@ fn try_acquire(call: &Call) -> Option<Rewrite> {
 /// Its texts of 3.12.0 .. 3.23.3: KEYS as the newer; ARGV 1 (one
 /// permit), the lease's end, the id, now, the score of a permit that never
 /// expires, publish command (3.22.0 on). They reply the id.
-fn try_acquire_one(call: &Call) -> Option<Rewrite> {
+fn try_acquire_one<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [name, timeouts, channel] = call.keys else { return None };
     let [b"1", until, id, now, never, publish] = call.argv else { return None };
     (is_clock(until) && *never == PERMIT_NEVER_EXPIRES.to_string().as_bytes()).then_some(())?;
@@ -105,29 +105,29 @@ fn try_acquire_one(call: &Call) -> Option<Rewrite> {
     at_clock(call, [name, timeouts, channel], &command, now, publish)
 }
 
-fn try_acquire_older(call: &Call) -> Option<Rewrite> {
+fn try_acquire_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, try_acquire_one)
 }
 
 /// KEYS name, channel, timeouts; ARGV id, 1 (the permits it returns),
 /// now, publish command.
-fn release(call: &Call) -> Option<Rewrite> {
+fn release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [name, channel, timeouts] = call.keys else { return None };
     let [id, b"1", now, publish] = call.argv else { return None };
     at_clock(call, [name, timeouts, channel], &[b"RPSEM.RELEASE", name, id], now, publish)
 }
 
-fn release_all(call: &Call) -> Option<Rewrite> {
+fn release_all<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     release_ids(call, b"ALL")
 }
 
-fn release_any(call: &Call) -> Option<Rewrite> {
+fn release_any<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     release_ids(call, b"ANY")
 }
 
 /// KEYS name, channel, timeouts; ARGV count (unread), now, publish
 /// command, ids (one or more: ZREM takes no fewer).
-fn release_ids(call: &Call, marker: &[u8]) -> Option<Rewrite> {
+fn release_ids<'a>(call: &Call<'a>, marker: &'a [u8]) -> Option<Rewrite<'a>> {
     let [name, channel, timeouts] = call.keys else { return None };
     let [_, now, publish, ids @ ..] = call.argv else { return None };
     (!ids.is_empty()).then_some(())?;
@@ -138,7 +138,7 @@ fn release_ids(call: &Call, marker: &[u8]) -> Option<Rewrite> {
 
 /// KEYS name, timeouts, channel; ARGV id, the score of a permit that never
 /// expires, now, publish command.
-fn lease(call: &Call) -> Option<Rewrite> {
+fn lease<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [name, timeouts, channel] = call.keys else { return None };
     let [id, never, now, publish] = call.argv else { return None };
     (*never == PERMIT_NEVER_EXPIRES.to_string().as_bytes()).then_some(())?;
@@ -147,7 +147,7 @@ fn lease(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name, timeouts, channel; ARGV id, the lease's end (the new score),
 /// now, publish command.
-fn update_lease(call: &Call) -> Option<Rewrite> {
+fn update_lease<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [name, timeouts, channel] = call.keys else { return None };
     let [id, until, now, publish] = call.argv else { return None };
     is_clock(until).then_some(())?;
@@ -157,7 +157,7 @@ fn update_lease(call: &Call) -> Option<Rewrite> {
 /// KEYS name, channel; ARGV delta, publish command. The script publishes
 /// the delta as given, the command as it writes a number: only integers
 /// written as Rust writes them are rewritten.
-fn add_permits(call: &Call) -> Option<Rewrite> {
+fn add_permits<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [name, channel] = call.keys else { return None };
     let [delta, publish] = call.argv else { return None };
     let publish = publish_command(publish)?;
@@ -168,20 +168,20 @@ fn add_permits(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name, channel, timeouts; ARGV permits, publish command: permits
 /// the command takes (0 or more) and Lua's doubles hold exactly.
-fn set_permits(call: &Call) -> Option<Rewrite> {
+fn set_permits<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     set_permits_with(call, &[])
 }
 
 /// Its texts of 3.19.1 .. 3.23.3, which write even when the count is right.
-fn set_permits_always(call: &Call) -> Option<Rewrite> {
+fn set_permits_always<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     set_permits_with(call, &[b"ALWAYS"])
 }
 
-fn set_permits_older(call: &Call) -> Option<Rewrite> {
+fn set_permits_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, set_permits_always)
 }
 
-fn set_permits_with(call: &Call, always: &[&[u8]]) -> Option<Rewrite> {
+fn set_permits_with<'a>(call: &Call<'a>, always: &[&'a [u8]]) -> Option<Rewrite<'a>> {
     let [name, channel, timeouts] = call.keys else { return None };
     let [permits, publish] = call.argv else { return None };
     let publish = publish_command(publish)?;
@@ -191,45 +191,45 @@ fn set_permits_with(call: &Call, always: &[&[u8]]) -> Option<Rewrite> {
 }
 
 /// The texts before 3.22.0 name `publish`: as the newer ones given it as
-/// their last argument.
-fn naming_publish(call: &Call, newer: fn(&Call) -> Option<Rewrite>) -> Option<Rewrite> {
+/// their last argument (copied: rare).
+fn naming_publish<'a>(call: &Call<'a>, newer: for<'b> fn(&Call<'b>) -> Option<Rewrite<'b>>) -> Option<Rewrite<'a>> {
     let argv: Vec<&[u8]> = call.argv.iter().copied().chain([&b"publish"[..]]).collect();
-    newer(&Call { argv: &argv, ..*call })
+    newer(&Call { argv: &argv, ..*call }).map(Rewrite::into_made)
 }
 
-fn available_older(call: &Call) -> Option<Rewrite> {
+fn available_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, available)
 }
 
-fn acquired_older(call: &Call) -> Option<Rewrite> {
+fn acquired_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, acquired)
 }
 
-fn permits_older(call: &Call) -> Option<Rewrite> {
+fn permits_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, permits)
 }
 
-fn release_older(call: &Call) -> Option<Rewrite> {
+fn release_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, release)
 }
 
-fn update_lease_older(call: &Call) -> Option<Rewrite> {
+fn update_lease_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, update_lease)
 }
 
-fn add_permits_older(call: &Call) -> Option<Rewrite> {
+fn add_permits_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     naming_publish(call, add_permits)
 }
 
 /// `command AT now VIA publish`, when the keys are the semaphore's own
 /// (in the name's slot) and `now` a clock the command reads as Redis does.
-fn at_clock(
+fn at_clock<'a>(
     call: &Call,
-    [name, timeouts, channel]: [&[u8]; 3],
-    command: &[&[u8]],
-    now: &[u8],
+    [name, timeouts, channel]: [&'a [u8]; 3],
+    command: &[&'a [u8]],
+    now: &'a [u8],
     publish: &[u8],
-) -> Option<Rewrite> {
+) -> Option<Rewrite<'a>> {
     let publish = publish_command(publish)?;
     let ours = is_semaphores(call, [name, timeouts, channel]);
     (ours && is_clock(now)).then(|| rewrite_via(&[command, &[b"AT", now]].concat(), publish, channel))

@@ -130,15 +130,15 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // any place is replaced: a place's old string may be needed later on.
     let mut strings: Slots<*mut raw::RedisModuleString, MAX_NATIVE> = Slots::new();
     let own_starts = call.starts(FIRST_KEY);
-    for (arg, source) in argv.sourced() {
-        if !strings.push(native_string(&call, &own_starts, &mut keywords, arg, source)) {
+    for arg in argv.iter() {
+        if !strings.push(native_string(&call, &own_starts, &mut keywords, arg)) {
             // Cannot happen (see MAX_NATIVE): the call stays with Lua.
             strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
             return;
         }
     }
     drop(keywords);
-    if knows_caller() && !caller_may(ctx, fctx, &mut call, &mut strings, channel.as_deref()) {
+    if knows_caller() && !caller_may(ctx, fctx, &mut call.strings, &mut strings, channel.as_deref()) {
         strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
         stats::record_redisson_acl_lua();
         return;
@@ -195,8 +195,8 @@ unsafe fn native_string(
     own_starts: &RangeInclusive<usize>,
     keywords: &mut Keywords<Keyword>,
     arg: &[u8],
-    source: usize,
 ) -> *mut raw::RedisModuleString {
+    let source = arg.as_ptr() as usize;
     let own = match own_starts.contains(&source) {
         true => call.bytes.as_slice().iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source),
         false => None,
@@ -255,7 +255,7 @@ unsafe fn keyword_string(known: &mut Keywords<Keyword>, arg: &[u8]) -> Option<*m
 unsafe fn caller_may(
     ctx: *mut raw::RedisModuleCtx,
     fctx: *mut raw::RedisModuleCommandFilterCtx,
-    call: &mut CallArgs,
+    call: &mut Slots<*mut raw::RedisModuleString, MAX_ARGS>,
     native: &mut Slots<*mut raw::RedisModuleString, MAX_NATIVE>,
     channel: Option<&[u8]>,
 ) -> bool {
@@ -277,8 +277,8 @@ unsafe fn caller_may(
         return false;
     }
     let ok = raw::REDISMODULE_OK as c_int;
-    let (call_len, native_len) = (call.strings.as_slice().len() as c_int, native.as_slice().len() as c_int);
-    let allowed = check_command(user, call.strings.as_mut_ptr(), call_len) == ok
+    let (call_len, native_len) = (call.as_slice().len() as c_int, native.as_slice().len() as c_int);
+    let allowed = check_command(user, call.as_mut_ptr(), call_len) == ok
         && check_command(user, native.as_mut_ptr(), native_len) == ok
         && channel.is_none_or(|channel| {
             let channel = api!(RedisModule_CreateString)(ctx, channel.as_ptr().cast(), channel.len());

@@ -44,7 +44,7 @@ impl Family {
 pub struct Known {
     pub sha1: &'static str,
     pub len: usize,
-    pub rewrite: fn(&Call) -> Option<Rewrite>,
+    pub rewrite: for<'a> fn(&Call<'a>) -> Option<Rewrite<'a>>,
 }
 
 mod index;
@@ -94,102 +94,110 @@ impl Call<'_> {
 }
 
 /// A call as the native command, and the channel the script publishes
-/// on (for the ACL check: the native command does not check it).
+/// on (for the ACL check: the native command does not check it). Borrows
+/// the call's arguments (`'a`).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Rewrite {
-    pub argv: Argv,
-    pub channel: Option<Channel>,
+pub struct Rewrite<'a> {
+    pub argv: Argv<'a>,
+    pub channel: Option<Channel<'a>>,
 }
 
-/// A channel a rewrite names, inline for a usual name: a `&[u8]` becomes
-/// one with `.into()`, a derived name with [`Channel::joined`].
-#[derive(Debug, PartialEq, Eq)]
-pub struct Channel(SmallVec<[u8; 64]>);
-
-impl std::ops::Deref for Channel {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0
+impl Rewrite<'_> {
+    /// The same rewrite owning every byte (for a rewrite of arguments it
+    /// made itself, and for tests).
+    pub fn into_made<'b>(self) -> Rewrite<'b> {
+        let mut argv = Argv::default();
+        self.argv.iter().for_each(|arg| argv.push_made(arg));
+        Rewrite { argv, channel: self.channel.map(|channel| Channel::joined(&[&channel])) }
     }
 }
 
-impl Channel {
+/// A channel a rewrite names: one of the call's (`.into()`), or a derived
+/// name ([`Channel::joined`]), inline for a usual name.
+pub enum Channel<'a> {
+    Lent(&'a [u8]),
+    Joined(SmallVec<[u8; 64]>),
+}
+
+impl std::ops::Deref for Channel<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Channel::Lent(bytes) => bytes,
+            Channel::Joined(bytes) => bytes,
+        }
+    }
+}
+
+impl Channel<'_> {
     /// `parts` joined, inline for a usual name (no `Vec` made first).
     pub fn joined(parts: &[&[u8]]) -> Self {
         let mut bytes = SmallVec::new();
         parts.iter().for_each(|part| bytes.extend_from_slice(part));
-        Self(bytes)
+        Self::Joined(bytes)
     }
 }
 
-// `from_slice` copies at once; `into` would push byte by byte.
-impl From<&[u8]> for Channel {
-    fn from(bytes: &[u8]) -> Self {
-        Self(SmallVec::from_slice(bytes))
+impl<'a> From<&'a [u8]> for Channel<'a> {
+    fn from(bytes: &'a [u8]) -> Self {
+        Self::Lent(bytes)
     }
 }
 
-impl From<&&[u8]> for Channel {
-    fn from(bytes: &&[u8]) -> Self {
-        Self(SmallVec::from_slice(bytes))
+impl<'a> From<&&'a [u8]> for Channel<'a> {
+    fn from(bytes: &&'a [u8]) -> Self {
+        Self::Lent(bytes)
     }
 }
 
-/// A native call's arguments, copied into one inline buffer (a call of a
-/// usual size allocates nothing), each with the address it was copied
-/// from: the filter gives back the call's own argument string for an
-/// argument that is one, found by that address (never read through)
-/// rather than by comparing bytes. Equal when the arguments' bytes are.
+impl PartialEq for Channel<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Channel<'_> {}
+
+impl std::fmt::Debug for Channel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        String::from_utf8_lossy(self).fmt(f)
+    }
+}
+
+/// A native call's arguments: the call's own and constants lent, not
+/// copied (the filter finds the call's own string of an argument by its
+/// address), and the few a rewrite makes (a count it writes, say) kept
+/// inline. Equal when the arguments' bytes are.
 #[derive(Default, Clone)]
-pub struct Argv {
-    bytes: SmallVec<[u8; 256]>,
-    /// Each argument's start and end in `bytes`, and the address it was
-    /// copied from.
-    args: SmallVec<[(u32, u32, usize); 12]>,
+pub struct Argv<'a> {
+    args: SmallVec<[Piece<'a>; 12]>,
+    made: SmallVec<[u8; 32]>,
 }
 
-impl Argv {
-    pub fn push(&mut self, arg: &[u8]) {
-        self.extend_from_slices(&[arg]);
+/// An argument: lent, or made (its start and end in `Argv::made`).
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    Lent(&'a [u8]),
+    Made(u32, u32),
+}
+
+impl<'a> Argv<'a> {
+    pub fn push(&mut self, arg: &'a [u8]) {
+        self.args.push(Piece::Lent(arg));
     }
 
-    /// Appends `args`, each copied once, with one reservation for all (a
-    /// `SmallVec` checks where its buffer is at every step: about 100
-    /// instructions an argument pushed one by one).
-    pub fn extend_from_slices(&mut self, args: &[&[u8]]) {
-        self.extend_from_groups(&[args]);
+    /// Appends a copy of `arg`, which the rewrite made.
+    pub fn push_made(&mut self, arg: &[u8]) {
+        let start = self.made.len() as u32;
+        self.made.extend_from_slice(arg);
+        self.args.push(Piece::Made(start, self.made.len() as u32));
     }
 
-    /// Appends each group's arguments in turn, with one reservation (the
-    /// groups walked by nested loops: `flat_map` costs more per argument).
-    pub(super) fn extend_from_groups(&mut self, groups: &[&[&[u8]]]) {
-        let (mut total, mut count) = (0, 0);
+    /// Appends each group's arguments in turn, with one reservation.
+    pub(super) fn extend_from_groups(&mut self, groups: &[&[&'a [u8]]]) {
+        self.args.reserve(groups.iter().map(|group| group.len()).sum());
         for group in groups {
-            count += group.len();
-            total += group.iter().map(|arg| arg.len()).sum::<usize>();
-        }
-        self.bytes.reserve(total);
-        self.args.reserve(count);
-        let (mut end, mut at) = (self.bytes.len(), self.args.len());
-        let (bytes, places) = (self.bytes.as_mut_ptr(), self.args.as_mut_ptr());
-        for group in groups {
-            for arg in *group {
-                let start = end;
-                end += arg.len();
-                // SAFETY: `total` bytes and `count` places were reserved
-                // past the lengths, and are written before the lengths
-                // cover them.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(arg.as_ptr(), bytes.add(start), arg.len());
-                    places.add(at).write((start as u32, end as u32, arg.as_ptr() as usize));
-                }
-                at += 1;
-            }
-        }
-        // SAFETY: written above.
-        unsafe {
-            self.bytes.set_len(end);
-            self.args.set_len(at);
+            self.args.extend(group.iter().map(|&arg| Piece::Lent(arg)));
         }
     }
 
@@ -199,36 +207,36 @@ impl Argv {
 
     /// Argument `at` (of [`len`](Self::len)).
     pub fn arg(&self, at: usize) -> &[u8] {
-        let (start, end, _) = self.args[at];
-        &self.bytes[start as usize..end as usize]
+        self.piece(self.args[at])
     }
 
-    /// Each argument, with the address its bytes were copied from.
-    pub fn sourced(&self) -> impl Iterator<Item = (&[u8], usize)> {
-        let bytes = self.bytes.as_slice();
-        self.args.iter().map(move |&(start, end, source)| (&bytes[start as usize..end as usize], source))
+    fn piece(&self, piece: Piece<'a>) -> &[u8] {
+        match piece {
+            Piece::Lent(arg) => arg,
+            Piece::Made(start, end) => &self.made[start as usize..end as usize],
+        }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
-        self.sourced().map(|(arg, _)| arg)
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + use<'_, 'a> {
+        self.args.iter().map(|&piece| self.piece(piece))
     }
 }
 
-impl PartialEq for Argv {
+impl PartialEq for Argv<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
-impl Eq for Argv {}
+impl Eq for Argv<'_> {}
 
-impl std::fmt::Debug for Argv {
+impl std::fmt::Debug for Argv<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter().map(String::from_utf8_lossy)).finish()
     }
 }
 
-impl<'a> FromIterator<&'a [u8]> for Argv {
+impl<'a> FromIterator<&'a [u8]> for Argv<'a> {
     fn from_iter<I: IntoIterator<Item = &'a [u8]>>(args: I) -> Self {
         let mut argv = Argv::default();
         args.into_iter().for_each(|arg| argv.push(arg));
@@ -236,19 +244,18 @@ impl<'a> FromIterator<&'a [u8]> for Argv {
     }
 }
 
-/// Owned arguments, for tests: a rewrite borrows the call's (their
-/// addresses find the call's own strings), so none is built this way.
+/// Owned arguments, for tests.
 #[cfg(test)]
-impl FromIterator<Vec<u8>> for Argv {
+impl FromIterator<Vec<u8>> for Argv<'static> {
     fn from_iter<I: IntoIterator<Item = Vec<u8>>>(args: I) -> Self {
         let mut argv = Argv::default();
-        args.into_iter().for_each(|arg| argv.push(&arg));
+        args.into_iter().for_each(|arg| argv.push_made(&arg));
         argv
     }
 }
 
 #[cfg(test)]
-impl From<Vec<Vec<u8>>> for Argv {
+impl From<Vec<Vec<u8>>> for Argv<'static> {
     fn from(args: Vec<Vec<u8>>) -> Self {
         args.into_iter().collect()
     }
@@ -269,7 +276,7 @@ pub fn identify(args: &[&[u8]]) -> Option<(&'static Family, &'static Known)> {
 /// The native form of a call of `known` (`args` is the whole call), or
 /// `None` when it must run as Lua. Only a `numkeys` written as Redisson
 /// writes it is taken.
-pub fn rewrite(known: &Known, args: &[&[u8]], server: Server) -> Option<Rewrite> {
+pub fn rewrite<'a>(known: &Known, args: &'a [&'a [u8]], server: Server) -> Option<Rewrite<'a>> {
     let [_, _, numkeys, rest @ ..] = args else { return None };
     if numkeys.first().is_none_or(|&first| first == b'0') || !numkeys.iter().all(u8::is_ascii_digit) {
         return None;
@@ -326,13 +333,13 @@ pub fn latch_request_id<'a>(name: &[u8], latch: &'a [u8]) -> Option<&'a [u8]> {
 
 /// Builds a native argv from byte strings: the call's own (borrowed from
 /// it, as given), constants, or bytes the rewrite made.
-pub fn native(args: &[&[u8]]) -> Argv {
+pub fn native<'a>(args: &[&'a [u8]]) -> Argv<'a> {
     native_joined(&[args])
 }
 
 /// [`native`] of several groups of arguments, one after the other, with
 /// no copy of the groups joined.
-pub fn native_joined(groups: &[&[&[u8]]]) -> Argv {
+pub fn native_joined<'a>(groups: &[&[&'a [u8]]]) -> Argv<'a> {
     let mut argv = Argv::default();
     argv.extend_from_groups(groups);
     argv
@@ -341,21 +348,21 @@ pub fn native_joined(groups: &[&[&[u8]]]) -> Argv {
 /// Test helpers for each primitive's table.
 #[cfg(test)]
 pub mod testing {
-    use super::{identify, rewrite, Rewrite, Server};
+    use super::{identify, rewrite, Channel, Rewrite, Server};
 
     /// The rewrite of `EVALSHA sha numkeys keys... argv...` (`args` from
     /// numkeys on), checking the text is `family`'s.
-    pub fn rewritten(family: &str, sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+    pub fn rewritten(family: &str, sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite<'static>> {
         let (found, known) = identify(&[b"EVALSHA", sha]).expect("a known text");
         assert_eq!(found.name, family);
         let call: Vec<&[u8]> = [&b"EVALSHA"[..], sha].into_iter().chain(args.iter().copied()).collect();
-        rewrite(known, &call, Server::plain(cluster))
+        rewrite(known, &call, Server::plain(cluster)).map(Rewrite::into_made)
     }
 
     /// A native call `args` announced on `channel`.
-    pub fn native(args: &[&str], channel: Option<&[u8]>) -> Option<Rewrite> {
-        let argv = args.iter().map(|arg| arg.as_bytes()).collect();
-        Some(Rewrite { argv, channel: channel.map(Into::into) })
+    pub fn native(args: &[&str], channel: Option<&[u8]>) -> Option<Rewrite<'static>> {
+        let argv = args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
+        Some(Rewrite { argv, channel: channel.map(|channel| Channel::joined(&[channel])) })
     }
 }
 

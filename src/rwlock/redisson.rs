@@ -101,7 +101,7 @@ fn owner_taken(owner: &[u8]) -> bool {
 }
 
 /// KEYS name; ARGV lease, owner's write field.
-fn write_acquire(call: &Call) -> Option<Rewrite> {
+fn write_acquire<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [lease, write_field]) = (call.keys, call.argv) else { return None };
     let owner = write_field.strip_suffix(b":write")?;
     let derived = is_write_field(write_field, owner);
@@ -117,7 +117,7 @@ const LIKE_3_10: &[&[u8]] = &[b"LIKESCRIPT"];
 
 /// KEYS name, owner's hold prefix; ARGV lease, owner, owner's write field.
 /// `tail`: what the text's era adds to the native call.
-fn read_acquire(call: &Call, tail: &[&[u8]]) -> Option<Rewrite> {
+fn read_acquire<'a>(call: &Call<'a>, tail: &[&'a [u8]]) -> Option<Rewrite<'a>> {
     let ([name, timeouts], [lease, owner, write_field]) = (call.keys, call.argv) else { return None };
     let derived = is_joined(timeouts, &rwlock_timeout_prefix_parts(name, owner)) && is_write_field(write_field, owner);
     (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, timeouts)).then(
@@ -126,13 +126,13 @@ fn read_acquire(call: &Call, tail: &[&[u8]]) -> Option<Rewrite> {
 }
 
 /// KEYS name.
-fn read_locked(call: &Call) -> Option<Rewrite> {
+fn read_locked<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], []) = (call.keys, call.argv) else { return None };
     Some(Rewrite { argv: native(&[b"RRW.READLOCKED", name]), channel: None })
 }
 
 /// KEYS name, every hold's prefix; ARGV lease, owner.
-fn renew_all(call: &Call) -> Option<Rewrite> {
+fn renew_all<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, holds], [lease, owner]) = (call.keys, call.argv) else { return None };
     let derived = is_joined(holds, &rwlock_key_prefix_parts(name));
     (derived && owner_taken(owner) && is_time(lease, parse_lease_ms) && call.prefix_in_slot(name, holds))
@@ -143,7 +143,7 @@ fn renew_all(call: &Call) -> Option<Rewrite> {
 /// each lock the number of owners and the owners. Every argument must be
 /// used, each count written as `RRW.RENEWREADS` takes it (Lua's `tonumber`
 /// takes more), every name in one slot within a cluster.
-fn renew_reads(call: &Call) -> Option<Rewrite> {
+fn renew_reads<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [lease, rest @ ..] = call.argv else { return None };
     let (pairs, mut rest) = (call.keys.chunks_exact(2), rest);
     let first = call.keys.first()?;
@@ -168,13 +168,15 @@ fn renew_reads(call: &Call) -> Option<Rewrite> {
     }
     let numkeys = (call.keys.len() / 2).to_string();
     let names = pairs.map(|pair| pair[0]);
-    let argv: Vec<&[u8]> = [&b"RRW.RENEWREADS"[..], numkeys.as_bytes()].into_iter().chain(names).chain(tail).collect();
-    Some(Rewrite { argv: native(&argv), channel: None })
+    let mut argv = native(&[b"RRW.RENEWREADS"]);
+    argv.push_made(numkeys.as_bytes());
+    names.chain(tail).for_each(|arg| argv.push(arg));
+    Some(Rewrite { argv, channel: None })
 }
 
 /// KEYS name, channel, owner's hold prefix, every hold's prefix; ARGV
 /// message, owner; then the era's (see [`EraCall`]).
-fn read_release(call: &Call, era: Era) -> Option<Rewrite> {
+fn read_release<'a>(call: &Call<'a>, era: Era) -> Option<Rewrite<'a>> {
     let EraCall { keys, args, tail } = EraCall::split(call, era, 4, 2)?;
     let ([name, channel, timeouts, holds], [message, owner]) = (keys, args) else { return None };
     let derived = is_joined(timeouts, &rwlock_timeout_prefix_parts(name, owner))
@@ -190,7 +192,7 @@ fn read_release(call: &Call, era: Era) -> Option<Rewrite> {
 
 /// KEYS name, channel; ARGV message, lease, owner's write field; then the
 /// era's (see [`EraCall`]).
-fn write_release(call: &Call, era: Era) -> Option<Rewrite> {
+fn write_release<'a>(call: &Call<'a>, era: Era) -> Option<Rewrite<'a>> {
     let EraCall { keys, args, tail } = EraCall::split(call, era, 2, 3)?;
     let ([name, channel], [message, lease, write_field]) = (keys, args) else { return None };
     let owner = write_field.strip_suffix(b":write").filter(|owner| owner_taken(owner))?;
@@ -239,7 +241,7 @@ impl<'a> EraCall<'a> {
 }
 
 /// KEYS name, channel; ARGV message, and from 3.22 the publish command.
-fn force_release(call: &Call, force: Force) -> Option<Rewrite> {
+fn force_release<'a>(call: &Call<'a>, force: Force) -> Option<Rewrite<'a>> {
     let publish = match (force.publish_argument, call.argv) {
         (true, [_, publish]) => publish_command(publish)?,
         (false, [_]) => b"PUBLISH",

@@ -52,7 +52,7 @@ const SCRIPTS: [Known; 14] = [
 
 /// KEYS name; ARGV permits. The script compares `tonumber`s, which the
 /// command's LIKESCRIPT does too.
-fn try_acquire(call: &Call) -> Option<Rewrite> {
+fn try_acquire<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [permits]) = (call.keys, call.argv) else { return None };
     let taken = parse_hold_count(permits).is_ok_and(|permits| permits >= 0);
     taken.then(|| Rewrite { argv: native(&[b"RSEM.TRYACQUIRE", name, permits, b"LIKESCRIPT"]), channel: None })
@@ -61,20 +61,20 @@ fn try_acquire(call: &Call) -> Option<Rewrite> {
 /// KEYS name, channel; ARGV permits, publish command (older texts:
 /// permits). Only permits Redisson sends (1 or more) are rewritten: the
 /// script's INCRBY of 0 is still a write, which the command skips.
-fn release(call: &Call) -> Option<Rewrite> {
+fn release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     release_with(call, last_names_publish(call)?, false)
 }
 
-fn release_older(call: &Call) -> Option<Rewrite> {
+fn release_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     release_with(call, text_names_publish(call), false)
 }
 
 /// As release; the script answers 0 on a missing key, else 1.
-fn release_if_exists(call: &Call) -> Option<Rewrite> {
+fn release_if_exists<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     release_with(call, last_names_publish(call)?, true)
 }
 
-fn release_with(call: &Call, (argv, publish): Publishing, if_exists: bool) -> Option<Rewrite> {
+fn release_with<'a>(call: &Call<'a>, (argv, publish): Publishing<'a>, if_exists: bool) -> Option<Rewrite<'a>> {
     let ([name, channel], [permits]) = (call.keys, argv) else { return None };
     if !(parse_hold_count(permits).is_ok_and(|permits| permits > 0) && is_semaphore_channel(call, name, channel)) {
         return None;
@@ -87,27 +87,32 @@ fn release_with(call: &Call, (argv, publish): Publishing, if_exists: bool) -> Op
 /// KEYS name, channel; ARGV permits, publish command (older texts:
 /// permits). The script stores and publishes the permits as given: only
 /// ones the command takes and writes back the same way are rewritten.
-fn try_set_permits(call: &Call) -> Option<Rewrite> {
+fn try_set_permits<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let (argv, publish) = last_names_publish(call)?;
     let [permits] = argv else { return None };
     try_set_permits_with(call, permits, None, publish)
 }
 
-fn try_set_permits_older(call: &Call) -> Option<Rewrite> {
+fn try_set_permits_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let (argv, publish) = text_names_publish(call);
     let [permits] = argv else { return None };
     try_set_permits_with(call, permits, None, publish)
 }
 
 /// KEYS name, channel; ARGV permits, publish command, TTL in ms (SET PX).
-fn try_set_permits_expiring(call: &Call) -> Option<Rewrite> {
+fn try_set_permits_expiring<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let [permits, publish, ttl_ms] = call.argv else { return None };
     let (_, publish) = last_names_publish(&Call { argv: &[publish], ..*call })?;
     is_time(ttl_ms, parse_ttl_ms).then_some(())?;
     try_set_permits_with(call, permits, Some(ttl_ms), publish)
 }
 
-fn try_set_permits_with(call: &Call, permits: &[u8], ttl_ms: Option<&[u8]>, publish: &[u8]) -> Option<Rewrite> {
+fn try_set_permits_with<'a>(
+    call: &Call<'a>,
+    permits: &'a [u8],
+    ttl_ms: Option<&'a [u8]>,
+    publish: &'a [u8],
+) -> Option<Rewrite<'a>> {
     let [name, channel] = call.keys else { return None };
     if !(parse_hold_count(permits).is_ok_and(|permits| permits >= 0) && is_semaphore_channel(call, name, channel)) {
         return None;
@@ -121,22 +126,22 @@ fn try_set_permits_with(call: &Call, permits: &[u8], ttl_ms: Option<&[u8]>, publ
 
 /// KEYS name, channel; ARGV delta, publish command (older texts: delta).
 /// The script adds in Lua's numbers, which the command's `VIA` does too.
-fn add_permits(call: &Call) -> Option<Rewrite> {
+fn add_permits<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     add_permits_with(call, last_names_publish(call)?)
 }
 
-fn add_permits_older(call: &Call) -> Option<Rewrite> {
+fn add_permits_older<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     add_permits_with(call, text_names_publish(call))
 }
 
-fn add_permits_with(call: &Call, (argv, publish): Publishing) -> Option<Rewrite> {
+fn add_permits_with<'a>(call: &Call<'a>, (argv, publish): Publishing<'a>) -> Option<Rewrite<'a>> {
     let ([name, channel], [delta]) = (call.keys, argv) else { return None };
     let taken = parse_hold_count(delta).is_ok() && is_semaphore_channel(call, name, channel);
     taken.then(|| rewrite_via(&[b"RSEM.ADDPERMITS", name, delta], publish, channel))
 }
 
 /// KEYS name; ARGV delta: addPermits before it published.
-fn add_permits_unpublished(call: &Call) -> Option<Rewrite> {
+fn add_permits_unpublished<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [delta]) = (call.keys, call.argv) else { return None };
     let taken = parse_hold_count(delta).is_ok();
     taken.then(|| Rewrite { argv: native(&[b"RSEM.ADDPERMITS", name, delta, b"LIKESCRIPT"]), channel: None })
@@ -144,7 +149,7 @@ fn add_permits_unpublished(call: &Call) -> Option<Rewrite> {
 
 /// KEYS name; ARGV permits, taken away: `value - p` is `value + (-p)` in
 /// Lua's doubles too.
-fn reduce_permits(call: &Call) -> Option<Rewrite> {
+fn reduce_permits<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], [permits]) = (call.keys, call.argv) else { return None };
     let delta = match *permits {
         b"0" => b"0".to_vec(),
@@ -152,12 +157,17 @@ fn reduce_permits(call: &Call) -> Option<Rewrite> {
         digits => [b"-", digits].concat(),
     };
     let taken = parse_hold_count(permits).is_ok() && parse_hold_count(&delta).is_ok();
-    taken.then(|| Rewrite { argv: native(&[b"RSEM.ADDPERMITS", name, &delta, b"LIKESCRIPT"]), channel: None })
+    taken.then(|| {
+        let mut argv = native(&[b"RSEM.ADDPERMITS", name]);
+        argv.push_made(&delta);
+        argv.push(b"LIKESCRIPT");
+        Rewrite { argv, channel: None }
+    })
 }
 
 /// KEYS name; no ARGV. The script replies any string as it is and sets
 /// it to 0 without its TTL: the command's LIKESCRIPT.
-fn drain(call: &Call) -> Option<Rewrite> {
+fn drain<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name], []) = (call.keys, call.argv) else { return None };
     Some(Rewrite { argv: native(&[b"RSEM.DRAIN", name, b"LIKESCRIPT"]), channel: None })
 }

@@ -13,12 +13,12 @@ const OTHER_CHANNEL: &[u8] = b"redisson_countdownlatch__channel__{m}";
 /// becomes (the native argv, or why it stays with Lua).
 type Case<T> = (&'static [u8], &'static [&'static [u8]], T);
 
-fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite<'static>> {
     testing::rewritten("latch", sha, args, cluster)
 }
 
 /// The native call `args`, naming the script's `channel` last.
-fn native(args: &[&str], channel: &[u8]) -> Option<Rewrite> {
+fn native(args: &[&str], channel: &[u8]) -> Option<Rewrite<'static>> {
     let named = std::str::from_utf8(channel).expect("an ASCII channel");
     testing::native(&[args, &["CHANNEL", named]].concat(), Some(channel))
 }

@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite, Server};
+use crate::redisson::scripts::{identify, rewrite, Channel, Rewrite, Server};
 
 const NO_WAIT: &str = "d20501c26a30adf6fb0fe9883bbbcc497e6157e2";
 const NO_WAIT_3_11: &str = "aa0a28d2eb7cbeb50151315a58eb75302d8dfa40";
@@ -26,17 +26,17 @@ fn call(sha: &'static str, keys: &[&'static str], argv: &[&'static str]) -> Vec<
     call
 }
 
-fn rewritten(call: &[Vec<u8>], cluster: bool) -> Option<Rewrite> {
+fn rewritten(call: &[Vec<u8>], cluster: bool) -> Option<Rewrite<'static>> {
     let args: Vec<&[u8]> = call.iter().map(Vec::as_slice).collect();
     let (family, known) = identify(&args).expect("a known text");
     assert_eq!(family.name, "fair");
-    rewrite(known, &args, Server::plain(cluster))
+    rewrite(known, &args, Server::plain(cluster)).map(Rewrite::into_made)
 }
 
-fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite> {
+fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite<'static>> {
     Some(Rewrite {
         argv: argv.iter().map(|arg| arg.as_bytes().to_vec()).collect(),
-        channel: channel.map(|channel| channel.as_bytes().into()),
+        channel: channel.map(|channel| Channel::joined(&[channel.as_bytes()])),
     })
 }
 

@@ -3,7 +3,7 @@ use crate::redisson::scripts::{identify, testing, Rewrite};
 const TASK: &[u8] = b"935362a31ac5b3d6f7c5c3f1e26d9a012f87f2bd";
 const OWNER_FIRST: &[u8] = b"9cdf4e206c51f838a9e65cf6e84613f0de3559cf";
 
-fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite<'static>> {
     testing::rewritten("fast_multi", sha, args, cluster)
 }
 

@@ -4,11 +4,11 @@ const WITH_TOKEN: &[u8] = b"49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45";
 const AS_LOCK: &[u8] = b"46b5551ba403d6152a7a6eca122e08728d6c8c66";
 const TOKEN_KEY: &[u8] = b"redisson_lock_token:{f}";
 
-fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite<'static>> {
     testing::rewritten("fenced", sha, args, cluster)
 }
 
-fn native(args: &[&str]) -> Option<Rewrite> {
+fn native(args: &[&str]) -> Option<Rewrite<'static>> {
     testing::native(args, None)
 }
 

@@ -5,8 +5,8 @@ const RELEASE: &[u8] = b"6866459238a13a701d42f4971f12d9f3a50e2442";
 const FORCE: &[u8] = b"605e338249a7a1d40df83b04f7658354f883b41b";
 const LATCH: &[u8] = b"redisson_unlock_latch:{n}:0123abcd";
 
-fn argv(args: &[&str]) -> Argv {
-    args.iter().map(|arg| arg.as_bytes()).collect()
+fn argv(args: &[&str]) -> Argv<'static> {
+    args.iter().map(|arg| arg.as_bytes().to_vec()).collect()
 }
 
 /// The SHA-1 of the text a call names.
@@ -22,9 +22,9 @@ fn sha(text: &[u8]) -> &str {
 }
 
 /// The rewrite of a call (`args[1]` names the text).
-fn rewritten(args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+fn rewritten(args: &[&[u8]], cluster: bool) -> Option<Rewrite<'static>> {
     let (_, known) = identify(&[b"EVALSHA", args[1]]).expect("a known text");
-    rewrite(known, args, Server::plain(cluster))
+    rewrite(known, args, Server::plain(cluster)).map(Rewrite::into_made)
 }
 
 #[test]

@@ -18,11 +18,11 @@ const NOW: &[u8] = b"1700000000000";
 /// argv before its `VIA`.
 type Case = (&'static [u8], &'static [&'static [u8]], &'static [&'static str]);
 
-fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite<'static>> {
     testing::rewritten("permit_semaphore", sha, args, cluster)
 }
 
-fn native(args: &[&str]) -> Option<Rewrite> {
+fn native(args: &[&str]) -> Option<Rewrite<'static>> {
     testing::native(args, Some(CHANNEL))
 }
 

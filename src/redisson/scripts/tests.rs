@@ -8,10 +8,10 @@ static ECHO: Family =
 static ECHO_PRIMITIVE: Primitive = Primitive { name: "echo", inspect: None, scripts: Some(&ECHO) };
 
 /// The keys and arguments it was given, keys first.
-fn echo(call: &Call) -> Option<Rewrite> {
+fn echo<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let mut argv = vec![call.keys.len().to_string().into_bytes()];
     argv.extend(call.keys.iter().chain(call.argv).map(|arg| arg.to_vec()));
-    Some(Rewrite { argv: argv.into(), channel: None })
+    Some(Rewrite { argv: argv.into(), channel: None }.into_made())
 }
 
 const SHA: &[u8] = b"0000000000000000000000000000000000000001";

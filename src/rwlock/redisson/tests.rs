@@ -1,4 +1,4 @@
-use crate::redisson::scripts::{identify, rewrite, Rewrite, Server};
+use crate::redisson::scripts::{identify, rewrite, Channel, Rewrite, Server};
 
 const READ_ACQUIRE: &str = "95553a6ff11176c18e71344e89d116b06fd6f753";
 const READ_RELEASE: &str = "6e1b10e11ac0a3ed8e902562ecd32ce01b553039";
@@ -26,11 +26,11 @@ fn call<'a>(sha: &'a str, keys: &[&'a str], args: &[&'a str]) -> Vec<String> {
 }
 
 /// Its rewrite outside a cluster (`cluster`: within one).
-fn rewritten(call: &[String], cluster: bool) -> Option<Rewrite> {
+fn rewritten(call: &[String], cluster: bool) -> Option<Rewrite<'static>> {
     let args: Vec<&[u8]> = call.iter().map(|arg| arg.as_bytes()).collect();
     let (family, known) = identify(&args).expect("a known text");
     assert_eq!(family.name, "rwlock");
-    rewrite(known, &args, Server::plain(cluster))
+    rewrite(known, &args, Server::plain(cluster)).map(Rewrite::into_made)
 }
 
 /// The call with argument `index` (of the whole call) replaced.
@@ -40,10 +40,10 @@ fn with(call: &[String], index: usize, value: &str) -> Vec<String> {
     call
 }
 
-fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite> {
+fn expected(argv: &[&str], channel: Option<&str>) -> Option<Rewrite<'static>> {
     Some(Rewrite {
         argv: argv.iter().map(|arg| arg.as_bytes().to_vec()).collect(),
-        channel: channel.map(|channel| channel.as_bytes().into()),
+        channel: channel.map(|channel| Channel::joined(&[channel.as_bytes()])),
     })
 }
 

@@ -18,11 +18,11 @@ const CHANNEL: &[u8] = b"redisson_sc:{s}";
 /// becomes (the native argv, or why it stays with Lua).
 type Case<T> = (&'static [u8], &'static [&'static [u8]], T);
 
-fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite> {
+fn rewritten(sha: &[u8], args: &[&[u8]], cluster: bool) -> Option<Rewrite<'static>> {
     testing::rewritten("semaphore", sha, args, cluster)
 }
 
-fn native(args: &[&str]) -> Option<Rewrite> {
+fn native(args: &[&str]) -> Option<Rewrite<'static>> {
     testing::native(args, Some(CHANNEL))
 }
 
