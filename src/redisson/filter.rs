@@ -29,7 +29,7 @@
 mod call_args;
 
 use super::keywords::Keywords;
-use super::scripts::{identify, rewrite, Argv, Rewrite, Server};
+use super::scripts::{identify, rewrite, Rewrite, Server};
 use crate::api::api;
 use crate::commands::registry;
 use crate::{config, stats, store};
@@ -123,28 +123,38 @@ unsafe fn filter_call(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     let Some(Rewrite { argv, channel }) = rewrite(known, call.bytes.as_slice(), server) else { return };
     // A panic under the lock (a bug) leaves the table whole: it is still used.
     let mut keywords = KEYWORDS.lock().unwrap_or_else(PoisonError::into_inner);
-    if refuses_empty_owner(&keywords, &argv) {
-        return;
-    }
     // Every string of the native call is held (retained or made) before
     // any place is replaced: a place's old string may be needed later on.
     let mut strings: Slots<*mut raw::RedisModuleString, MAX_NATIVE> = Slots::new();
     let own_starts = call.starts(FIRST_KEY);
+    let mut command = None;
     for arg in argv.iter() {
-        if !strings.push(native_string(&call, &own_starts, &mut keywords, arg)) {
+        let (string, keyword) = native_string(&call, &own_starts, &mut keywords, arg);
+        if strings.as_slice().is_empty() {
+            // The name's keyword knows its command (resolved when made).
+            command = keyword.map_or_else(|| registry::named(arg), |(_, command)| command);
+        }
+        if !strings.push(string) {
             // Cannot happen (see MAX_NATIVE): the call stays with Lua.
-            strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
-            return;
+            api!(RedisModule_FreeString)(ptr::null_mut(), string);
+            return free_all(&strings);
         }
     }
     drop(keywords);
+    if command.is_some_and(|command| command.names_empty_owner(|at| argv.arg(at), argv.len())) {
+        return free_all(&strings);
+    }
     if knows_caller() && !caller_may(ctx, fctx, &mut call.strings, &mut strings, channel.as_deref()) {
-        strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
         stats::record_redisson_acl_lua();
-        return;
+        return free_all(&strings);
     }
     place(fctx, call.strings.as_slice(), strings.as_slice());
     family.record_native();
+}
+
+/// Lets go of the native call's strings: the call stays as it came.
+unsafe fn free_all(strings: &Slots<*mut raw::RedisModuleString, MAX_NATIVE>) {
+    strings.as_slice().iter().for_each(|&arg| api!(RedisModule_FreeString)(ptr::null_mut(), arg));
 }
 
 /// Puts the native call's strings in the call's places: a place whose
@@ -168,51 +178,34 @@ unsafe fn place(
     }
 }
 
-/// Whether the native command refuses `argv` for an empty owner (see
-/// `registry::Command::names_empty_owner`): its command is found with its
-/// name's keyword string (resolved when that was made), or by name when
-/// the table does not keep it.
-fn refuses_empty_owner(keywords: &Keywords<Keyword>, argv: &Argv) -> bool {
-    if argv.len() == 0 {
-        return false;
-    }
-    let name = argv.arg(0);
-    let command = match keywords.get(name) {
-        Some((_, command)) => command,
-        None => registry::named(name),
-    };
-    command.is_some_and(|command| command.names_empty_owner(|at| argv.arg(at), argv.len()))
-}
-
 /// A native argument as a string for Redis, held for it: the call's own
 /// argument where the rewrite took it from the call's keys and arguments
 /// (found by address: the name, owner, lease…; no walk over them for an
 /// address outside `own_starts`, a keyword's), retained rather than
-/// copied; else a keyword's shared string; else a new string.
+/// copied; else a keyword's shared string (and its entry); else a new
+/// string.
 #[inline]
 unsafe fn native_string(
     call: &CallArgs,
     own_starts: &RangeInclusive<usize>,
     keywords: &mut Keywords<Keyword>,
     arg: &[u8],
-) -> *mut raw::RedisModuleString {
+) -> (*mut raw::RedisModuleString, Option<Keyword>) {
     let source = arg.as_ptr() as usize;
     let own = match own_starts.contains(&source) {
         true => call.bytes.as_slice().iter().skip(FIRST_KEY).position(|bytes| bytes.as_ptr() as usize == source),
         false => None,
     };
     let own = own.map(|i| FIRST_KEY + i).filter(|&i| call.bytes.as_slice()[i].len() == arg.len());
-    let string = match own {
-        Some(i) => Some(call.strings.as_slice()[i]),
-        None => keywords.get(arg).map(|(string, _)| string as *mut raw::RedisModuleString),
+    let (string, keyword) = match own {
+        Some(i) => (call.strings.as_slice()[i], None),
+        None => match keywords.get(arg).or_else(|| keyword_string(keywords, arg)) {
+            Some(keyword) => (keyword.0 as *mut raw::RedisModuleString, Some(keyword)),
+            None => return (api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()), None),
+        },
     };
-    match string.or_else(|| keyword_string(keywords, arg)) {
-        Some(string) => {
-            api!(RedisModule_RetainString)(ptr::null_mut(), string);
-            string
-        }
-        None => api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len()),
-    }
+    api!(RedisModule_RetainString)(ptr::null_mut(), string);
+    (string, keyword)
 }
 
 /// Where a script call's keys start (`EVALSHA sha numkeys key…`): what
@@ -236,16 +229,18 @@ static KEYWORDS: Mutex<Keywords<Keyword>> = Mutex::new(Keywords::new());
 /// it is a command's name (resolved once, when the string is made).
 type Keyword = (usize, Option<&'static registry::Command>);
 
-/// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]).
-/// Made and kept on first sight (after a miss in `known.get`).
-unsafe fn keyword_string(known: &mut Keywords<Keyword>, arg: &[u8]) -> Option<*mut raw::RedisModuleString> {
+/// The shared string of `arg` when it is a keyword (see [`KEYWORDS`]),
+/// and its entry. Made and kept on first sight (after a miss in
+/// `known.get`).
+unsafe fn keyword_string(known: &mut Keywords<Keyword>, arg: &[u8]) -> Option<Keyword> {
     if !known.would_keep(arg) {
         return None;
     }
     // No context: never freed.
     let string = api!(RedisModule_CreateString)(ptr::null_mut(), arg.as_ptr().cast(), arg.len());
-    known.insert(arg, (string as usize, registry::named(arg)));
-    Some(string)
+    let keyword = (string as usize, registry::named(arg));
+    known.insert(arg, keyword);
+    Some(keyword)
 }
 
 /// Whether the caller's user may run the script call, the native call,

@@ -31,10 +31,7 @@ impl<V: Copy> Keywords<V> {
 
     /// The value kept for `arg`.
     pub fn get(&self, arg: &[u8]) -> Option<V> {
-        match self.probe(arg)? {
-            (_, Some(entry)) => Some(entry.value),
-            (_, None) => None,
-        }
+        Some(self.probe(arg)?.1?.value)
     }
 
     /// Whether [`insert`](Self::insert) would keep `arg`: a keyword
@@ -61,7 +58,7 @@ impl<V: Copy> Keywords<V> {
 
     /// The slot of `arg`, and its entry if kept (`None` for an argument
     /// no keyword can be: empty or too long).
-    fn probe(&self, arg: &[u8]) -> Option<(usize, Option<Entry<V>>)> {
+    fn probe(&self, arg: &[u8]) -> Option<(usize, Option<&Entry<V>>)> {
         let (&first, &last) = (arg.first()?, arg.last()?);
         if arg.len() > LONGEST {
             return None;
@@ -69,9 +66,11 @@ impl<V: Copy> Keywords<V> {
         let hash = arg.len() * 131 + first as usize * 31 + last as usize * 7 + arg[arg.len() / 2] as usize;
         let mut slot = hash % SLOTS;
         loop {
-            match self.slots[slot] {
+            match &self.slots[slot] {
                 None => return Some((slot, None)),
-                Some(entry) if entry.bytes[..entry.len as usize] == *arg => return Some((slot, Some(entry))),
+                Some(entry) if entry.len as usize == arg.len() && entry.bytes[..arg.len()] == *arg => {
+                    return Some((slot, Some(entry)))
+                }
                 Some(_) => slot = (slot + 1) % SLOTS,
             }
         }

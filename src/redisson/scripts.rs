@@ -193,12 +193,23 @@ impl<'a> Argv<'a> {
         self.args.push(Piece::Made(start, self.made.len() as u32));
     }
 
-    /// Appends each group's arguments in turn, with one reservation.
+    /// Appends each group's arguments in turn, with one reservation (a
+    /// `SmallVec` checks where its buffer is at every push or extend).
     pub(super) fn extend_from_groups(&mut self, groups: &[&[&'a [u8]]]) {
-        self.args.reserve(groups.iter().map(|group| group.len()).sum());
+        let count = groups.iter().map(|group| group.len()).sum();
+        self.args.reserve(count);
+        let (start, places) = (self.args.len(), self.args.as_mut_ptr());
+        let mut at = start;
         for group in groups {
-            self.args.extend(group.iter().map(|&arg| Piece::Lent(arg)));
+            for &arg in *group {
+                // SAFETY: `count` places were reserved past the length,
+                // and are written before the length covers them.
+                unsafe { places.add(at).write(Piece::Lent(arg)) };
+                at += 1;
+            }
         }
+        // SAFETY: written above.
+        unsafe { self.args.set_len(start + count) };
     }
 
     pub fn len(&self) -> usize {
