@@ -31,13 +31,7 @@ pub fn is_joined(bytes: &[u8], parts: &[&[u8]]) -> bool {
 /// Redisson's `suffix(name, S)`: `{name}:S`, or `name:S` when the name
 /// already contains a `{`.
 pub fn suffix(name: &[u8], suffix: &[u8]) -> Vec<u8> {
-    suffix_with_room(name, suffix, 0)
-}
-
-/// [`suffix`] in a buffer with `room` bytes to spare for what the caller
-/// appends: one allocation for the whole name.
-fn suffix_with_room(name: &[u8], suffix: &[u8], room: usize) -> Vec<u8> {
-    let mut derived = Vec::with_capacity(name.len() + suffix.len() + 3 + room);
+    let mut derived = Vec::with_capacity(name.len() + suffix.len() + 3);
     push_tagged(&mut derived, name);
     derived.push(b':');
     derived.extend_from_slice(suffix);
@@ -122,7 +116,7 @@ pub fn rwlock_key_prefix_parts(name: &[u8]) -> [&[u8]; 3] {
 /// `{name}:owner:rwlock_timeout`, or `name:owner:rwlock_timeout` when the
 /// name has a `{`.
 pub fn rwlock_timeout_prefix(name: &[u8], owner: &[u8]) -> Vec<u8> {
-    timeout_prefix_with_room(name, owner, 0)
+    rwlock_timeout_prefix_parts(name, owner).concat()
 }
 
 /// [`rwlock_timeout_prefix`] as the parts it joins (see
@@ -132,23 +126,17 @@ pub fn rwlock_timeout_prefix_parts<'a>(name: &'a [u8], owner: &'a [u8]) -> [&'a 
     [open, name, close, b":", owner, b":rwlock_timeout"]
 }
 
-/// [`rwlock_timeout_prefix`] in a buffer with `room` bytes to spare: one
-/// allocation for a whole key (a read acquire and release make one each).
-fn timeout_prefix_with_room(name: &[u8], owner: &[u8], room: usize) -> Vec<u8> {
-    const TAIL: &[u8] = b":rwlock_timeout";
-    let mut prefix = suffix_with_room(name, owner, TAIL.len() + room);
-    prefix.extend_from_slice(TAIL);
-    prefix
-}
-
 /// The timeout key of an owner's `n`-th read hold (a string with the
 /// hold's own expiry). `field` is the hash field, i.e. the owner.
 pub fn rwlock_timeout_key(name: &[u8], field: &[u8], n: i64) -> Vec<u8> {
-    // `:` and an i64's up to 20 characters.
-    let mut key = timeout_prefix_with_room(name, field, 21);
-    key.push(b':');
-    key.extend_from_slice(crate::decimal(n, &mut crate::DecimalBuffer::new()));
-    key
+    rwlock_timeout_key_parts(name, field, crate::decimal(n, &mut crate::DecimalBuffer::new())).concat()
+}
+
+/// [`rwlock_timeout_key`] as the parts it joins, `n` written out (for a
+/// key joined on the stack, see `Joined`).
+pub fn rwlock_timeout_key_parts<'a>(name: &'a [u8], field: &'a [u8], n: &'a [u8]) -> [&'a [u8]; 8] {
+    let [open, name, close, colon, field, tail] = rwlock_timeout_prefix_parts(name, field);
+    [open, name, close, colon, field, tail, b":", n]
 }
 
 /// Redisson's `fairLockWaitTimeout` default (3.46+): the `wait` a fair

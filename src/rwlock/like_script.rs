@@ -7,6 +7,7 @@ use crate::error::LockError;
 use crate::keyspace::{pttl, KeyType, Keyspace, Result};
 use crate::lease::expiry;
 use crate::semaphore::LuaNumberText;
+use rlock_protocol::Joined;
 
 impl ReadWriteLock<'_> {
     /// The expiry `pexpire(name, pttl + lease)` sets, as the script runs
@@ -103,7 +104,7 @@ impl ReadWriteLock<'_> {
     /// The timeout keys of `fields`' holds that exist (of any type: the
     /// script's PEXPIRE takes any), each field's from its count down to 1.
     /// At most [`MAX_READ_HOLDS`] are looked at, all fields together.
-    fn existing_timeouts<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, fields: &[&[u8]]) -> Result<Vec<Vec<u8>>> {
+    fn existing_timeouts<K: Keyspace>(&self, keys: &mut K, hash: &RwHash, fields: &[&[u8]]) -> Result<Vec<Joined>> {
         let total = fields.iter().try_fold(0i64, |total, field| total.checked_add(hash.count(field)));
         if total.is_none_or(|total| total > MAX_READ_HOLDS) {
             return Err(LockError::TooManyReadHolds);
@@ -132,5 +133,5 @@ pub fn positive_count(count: &[u8]) -> Option<usize> {
 /// What one lock's batch renewal will write.
 pub struct RenewPlan {
     any_held: bool,
-    timeouts: Vec<Vec<u8>>,
+    timeouts: Vec<Joined>,
 }

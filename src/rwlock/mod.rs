@@ -27,7 +27,8 @@ use crate::keyspace::{pttl, KeyType, Keyspace, Moot, Result};
 use crate::lease::expiry;
 use crate::semaphore::LuaNumberText;
 use hash::{is_write_field, Mode, RwHash};
-use rlock_protocol::{rwlock_channel_parts, rwlock_timeout_key, rwlock_write_field, with_joined};
+use rlock_protocol::{decimal, rwlock_channel_parts, rwlock_timeout_key_parts, rwlock_write_field, with_joined};
+use rlock_protocol::{DecimalBuffer, Joined};
 
 /// Which side of the lock a command is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,8 +120,10 @@ impl<'a> ReadWriteLock<'a> {
         with_joined(&rwlock_channel_parts(self.name), |channel| keys.publish(channel, message))
     }
 
-    fn timeout_key(&self, field: &[u8], n: i64) -> Vec<u8> {
-        rwlock_timeout_key(self.name, field, n)
+    /// A read hold's timeout key, joined on the stack (a read acquire and
+    /// release each make one).
+    fn timeout_key(&self, field: &[u8], n: i64) -> Joined {
+        Joined::new(&rwlock_timeout_key_parts(self.name, field, decimal(n, &mut DecimalBuffer::new())))
     }
 
     /// Touches a read hold's timeout key; refuses one that is not a string.
@@ -290,7 +293,7 @@ impl<'a> ReadWriteLock<'a> {
                 keys.announce(self.name, Moot::HashDelete)?;
             }
         }
-        let own_timeout = own_timeout_exists.then_some(own_timeout.as_slice());
+        let own_timeout = own_timeout_exists.then_some(&*own_timeout);
         match still_held_until {
             Some(held_until) => {
                 if let Some(own_timeout) = own_timeout {
