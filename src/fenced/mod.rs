@@ -34,7 +34,7 @@ use crate::keyspace::{pttl, KeyType, Keyspace, Result};
 use crate::lease::expiry;
 use crate::lock::acquire_once::granted_count;
 use crate::lock::{self, parse_hold_count, Acquire};
-use rlock_protocol::fenced_token_key;
+use rlock_protocol::{fenced_token_key_parts, Joined};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FencedAcquire {
@@ -58,6 +58,11 @@ pub fn term_floor(term_start_ms: i64) -> i64 {
     term_start_ms.max(0).saturating_mul(TOKENS_PER_MS)
 }
 
+/// The token counter's key, joined on the stack (an acquire reads it).
+fn token_key(name: &[u8]) -> Joined {
+    Joined::new(&fenced_token_key_parts(name))
+}
+
 /// The token after `last`: one more, and never below `floor`; with the
 /// step from `last` (an `INCRBY` a replica can apply). A counter so far
 /// below the floor that the step overflows is refused, as one at the top.
@@ -77,7 +82,7 @@ pub fn acquire<K: Keyspace>(
     lease_ms: i64,
     (now_ms, token_floor, delay): (i64, i64, Delay),
 ) -> Result<FencedAcquire> {
-    let token_key = fenced_token_key(name);
+    let token_key = token_key(name);
     let last = keys.read_counter(&token_key)?.unwrap_or(0);
     // Checked before any write, even if the lock turns out contended.
     let (next, step) = next_token(last, token_floor, &token_key)?;
@@ -115,7 +120,7 @@ pub fn acquire_like_script<K: Keyspace>(
         },
         _ => return Err(LockError::WrongType),
     };
-    let token_key = fenced_token_key(name);
+    let token_key = token_key(name);
     // The script's INCR would refuse a counter that is no integer first.
     let last = keys.read_counter(&token_key)?.unwrap_or(0);
     if delay.refuses() {
@@ -134,5 +139,5 @@ pub fn acquire_like_script<K: Keyspace>(
 
 /// getToken: the last token given, 0 when none was.
 pub fn token<K: Keyspace>(keys: &mut K, name: &[u8]) -> Result<i64> {
-    Ok(keys.read_counter(&fenced_token_key(name))?.unwrap_or(0))
+    Ok(keys.read_counter(&token_key(name))?.unwrap_or(0))
 }

@@ -27,7 +27,7 @@ use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::redisson::lua_number::lua_tonumber;
-use rlock_protocol::semaphore_channel;
+use rlock_protocol::{semaphore_channel_parts, Joined};
 
 /// How the server writes a number a script gives `redis.call`: Lua holds
 /// it as a double.
@@ -56,8 +56,9 @@ impl<'a> Semaphore<'a> {
         Self { name, like_scripts: None }
     }
 
-    fn channel(&self) -> Vec<u8> {
-        semaphore_channel(self.name)
+    /// The channel, joined on the stack (a release publishes on it).
+    fn channel(&self) -> Joined {
+        Joined::new(&semaphore_channel_parts(self.name))
     }
 
     /// The semaphore as Redisson's scripts treat it: a release publishes

@@ -1,5 +1,6 @@
 use super::*;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
+use rlock_protocol::semaphore_channel;
 
 pub(super) const NOW: i64 = 1_000_000;
 const C: &str = "redisson_sc:{s}";
