@@ -85,7 +85,7 @@ pub fn waiting() -> usize {
     state().queues.waiting() + waiter_kinds().map(|kind| (kind.waiting)()).sum::<usize>()
 }
 
-pub(super) fn nobody_waits() -> bool {
+pub(crate) fn nobody_waits() -> bool {
     state().queues.is_empty() && waiter_kinds().all(|kind| !(kind.anyone_waits)())
 }
 

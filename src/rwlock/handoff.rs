@@ -10,7 +10,7 @@
 use super::{Acquire, ReadWriteLock, Side};
 use crate::commands::reply::AcquireReply;
 use crate::error::LockError;
-use crate::handoff::blocking::{may_grant_now, schedule_grant, BlockedAcquire};
+use crate::handoff::blocking::{may_grant_now, nobody_waits, schedule_grant, BlockedAcquire};
 use crate::handoff::events::{subscribe, unsubscribe_if_idle};
 use crate::handoff::glue::{
     error_text, lock_id, refused_pttl, remember_grant, select_lock, start_timer, stop_timer, timer_data,
@@ -93,9 +93,12 @@ pub fn withdraw(ctx: &Context, name: &RedisString, owner: &[u8], request_id: &[u
     true
 }
 
-/// A release of `name`: its waiters get a grant check.
+/// A release of `name`: its waiters get a grant check (no lock id made,
+/// an allocation, when no caller waits at all).
 pub fn released(ctx: &Context, name: &RedisString) {
-    schedule_grant(ctx, &lock_id(ctx, name.as_slice()), 0);
+    if !nobody_waits() {
+        schedule_grant(ctx, &lock_id(ctx, name.as_slice()), 0);
+    }
 }
 
 /// Grants lock `id` to its waiters in order while each may have it (a
