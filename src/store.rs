@@ -23,6 +23,7 @@ use crate::api::{api, string_bytes};
 use crate::error::LockError;
 use crate::keyspace::KeyType;
 use crate::lock::{parse_hold_count, LockStore};
+use crate::redisson::lua_number::LuaText;
 pub use key::set_module_options;
 use key::{key_type_of, SignalOnWriteKey};
 use redis_module::{raw, Context, NotifyEvent, RedisString, ScanKeyCursor};
@@ -256,13 +257,13 @@ pub(crate) fn joined_string(ctx: &Context, parts: &[&[u8]]) -> RedisString {
 /// `x` as `redis.call` gets a script's Lua number: written with `%.17g`
 /// by Redis 7.0, and by Redis 7.2+ and Valkey as the server writes any
 /// double.
-pub fn lua_number_text(x: f64) -> Vec<u8> {
+pub fn lua_number_text(x: f64) -> LuaText {
     if LUA_WRITES_17G.load(Ordering::Relaxed) {
-        return crate::redisson::lua_number::percent_17g(x).into_bytes();
+        return crate::redisson::lua_number::percent_17g(x);
     }
     unsafe {
         let text = api!(RedisModule_CreateStringFromDouble)(ptr::null_mut(), x);
-        let bytes = string_bytes(text).to_vec();
+        let bytes = LuaText::from_slice(string_bytes(text));
         api!(RedisModule_FreeString)(ptr::null_mut(), text);
         bytes
     }

@@ -65,7 +65,7 @@ pub fn renew<K: Keyspace>(
     let mut written: HashSet<Vec<u8>> = HashSet::new();
     let read = |keys: &mut K, written: &HashSet<Vec<u8>>, field: &[u8]| -> Result<Option<Vec<u8>>> {
         match written.contains(field) {
-            true => Ok(Some(new_end_text.clone())),
+            true => Ok(Some(new_end_text.to_vec())),
             false => keys.hget(group, field),
         }
     };

@@ -1,14 +1,14 @@
 use super::*;
 use crate::keyspace::memory::{MemoryKeyspace as Keys, Value};
-use crate::redisson::lua_number::percent_17g;
+use crate::redisson::lua_number::{percent_17g, LuaText};
 
 /// The server's clock; the caller's runs 5 s behind it.
 const NOW: i64 = 1_000_000;
 const CALLER: i64 = NOW - 5_000;
 const LEASE: i64 = 30_000;
 
-fn lua_7_0(x: f64) -> Vec<u8> {
-    percent_17g(x).into_bytes()
+fn lua_7_0(x: f64) -> LuaText {
+    percent_17g(x)
 }
 
 struct Case {

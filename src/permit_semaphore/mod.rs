@@ -33,6 +33,7 @@ use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lease::parse_lease_ms;
+use crate::redisson::lua_number::percent_17g;
 use crate::semaphore::{LuaNumberText, Semaphore};
 use rlock_protocol::{permit_timeout_key, semaphore_channel, PERMIT_NEVER_EXPIRES};
 use std::collections::HashSet;
@@ -106,7 +107,7 @@ pub struct PermitSemaphore {
 impl PermitSemaphore {
     pub fn new(name: &[u8]) -> Self {
         let (timeouts, channel) = (permit_timeout_key(name), semaphore_channel(name));
-        Self { name: name.to_vec(), timeouts, channel, lua_number: script::redis_7_0_number }
+        Self { name: name.to_vec(), timeouts, channel, lua_number: percent_17g }
     }
 
     /// tryAcquire: takes one permit per id, held for `lease`, when that many

@@ -12,7 +12,7 @@ use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
 use crate::lock::parse_hold_count;
-use crate::redisson::lua_number::{lua_tonumber, percent_17g};
+use crate::redisson::lua_number::lua_tonumber;
 use crate::semaphore::LuaNumberText;
 use rlock_protocol::PERMIT_NEVER_EXPIRES;
 
@@ -26,11 +26,6 @@ const TWO_TO_63: f64 = 9_223_372_036_854_775_808.0;
 pub enum ScriptCount {
     Integer(i64),
     Stored(Vec<u8>),
-}
-
-/// Redis 7.0's Lua number in `redis.call`: `%.17g`.
-pub(super) fn redis_7_0_number(x: f64) -> Vec<u8> {
-    percent_17g(x).into_bytes()
 }
 
 /// A Lua number replied as an integer, as Redis does it: a C cast (x86-64's

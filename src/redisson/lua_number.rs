@@ -3,10 +3,28 @@
 //! and Valkey write it as the server writes any double, which the module
 //! asks the server for), and how Lua 5.1's `tonumber` reads a string.
 
+use rlock_protocol::DecimalBuffer;
+use smallvec::SmallVec;
+
+/// A number's text, inline: `%.17g` writes at most 23 bytes
+/// (`-1.2345678901234568e+17`), so the usual count needs no heap string.
+pub type LuaText = SmallVec<[u8; 24]>;
+
 /// `x` as glibc's `%.17g` writes it: 17 significant digits without
 /// trailing zeros, in fixed notation for exponents from -4 to 16, else as
 /// `1.2345e+17`; `nan`, `inf` with their sign.
-pub fn percent_17g(x: f64) -> String {
+pub fn percent_17g(x: f64) -> LuaText {
+    // The common case (counts, permits): an integer below 10^17 is written
+    // with all its digits and no point, as `i64` writes it.
+    if x.fract() == 0.0 && x.abs() < 1e17 && x != 0.0 {
+        return LuaText::from_slice(rlock_protocol::decimal(x as i64, &mut DecimalBuffer::new()));
+    }
+    percent_17g_other(x).into_bytes().into()
+}
+
+/// [`percent_17g`] of any other number: zero, a fraction, 10^17 or more,
+/// `nan`, `inf`.
+fn percent_17g_other(x: f64) -> String {
     let sign = if x.is_sign_negative() { "-" } else { "" };
     if x.is_nan() {
         return format!("{sign}nan");
@@ -16,11 +34,6 @@ pub fn percent_17g(x: f64) -> String {
     }
     if x == 0.0 {
         return format!("{sign}0");
-    }
-    // The common case (counts, permits): an integer below 10^17 is written
-    // with all its digits and no point, as `i64` writes it.
-    if x.fract() == 0.0 && x.abs() < 1e17 {
-        return (x as i64).to_string();
     }
     let scientific = format!("{:.16e}", x.abs());
     let Some((mantissa, exponent)) = scientific.split_once('e') else { return scientific };
@@ -229,7 +242,7 @@ mod tests {
             (f64::NAN, "nan"),
         ];
         for (x, text) in cases {
-            assert_eq!(percent_17g(x), text, "{x}");
+            assert_eq!(&percent_17g(x)[..], text.as_bytes(), "{x}");
         }
     }
 }

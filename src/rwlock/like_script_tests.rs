@@ -8,7 +8,7 @@ use crate::redisson::lua_number::percent_17g;
 const NOW: i64 = 1_000_000;
 
 fn like_script() -> ReadWriteLock<'static> {
-    ReadWriteLock::new(b"rw").like_redissons_script(|x| percent_17g(x).into_bytes())
+    ReadWriteLock::new(b"rw").like_redissons_script(percent_17g)
 }
 
 fn writer(expiry: Option<i64>) -> Vec<(&'static str, Value, Option<i64>)> {

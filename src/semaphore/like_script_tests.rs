@@ -68,7 +68,7 @@ fn drain_like_script_takes_no_permit_while_a_lock_delay_lasts() {
 #[test]
 fn add_permits_like_script_announces_as_each_release_of_the_script_does() {
     let semaphore = Semaphore::new(b"s");
-    let lua_number: LuaNumberText = |x| format!("{x}").into_bytes();
+    let lua_number: LuaNumberText = |x| format!("{x}").into_bytes().into();
     let cases: [(Announce, i64, &[&str]); 4] = [
         (Announce::Nothing, 2, &["SET s 7"]),
         (Announce::Sum, 2, &["SET s 7", "PUBLISH redisson_sc:{s} 7"]),

@@ -26,12 +26,12 @@ mod redisson;
 use crate::delay::Delay;
 use crate::error::LockError;
 use crate::keyspace::{KeyType, Keyspace, Result};
-use crate::redisson::lua_number::lua_tonumber;
-use rlock_protocol::{semaphore_channel_parts, Joined};
+use crate::redisson::lua_number::{lua_tonumber, LuaText};
+use rlock_protocol::{decimal, semaphore_channel_parts, DecimalBuffer, Joined};
 
 /// How the server writes a number a script gives `redis.call`: Lua holds
 /// it as a double.
-pub type LuaNumberText = fn(f64) -> Vec<u8>;
+pub type LuaNumberText = fn(f64) -> LuaText;
 
 /// What Redisson's addPermits scripts publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,8 +141,10 @@ impl<'a> Semaphore<'a> {
         }
         let new = self.add(available.unwrap_or(0), permits)?;
         keys.incr_by(self.name, permits, new)?;
-        let message =
-            self.like_scripts.map_or_else(|| new.to_string().into_bytes(), |lua_number| lua_number(new as f64));
+        let message = self.like_scripts.map_or_else(
+            || LuaText::from_slice(decimal(new, &mut DecimalBuffer::new())),
+            |lua_number| lua_number(new as f64),
+        );
         keys.publish(&channel, &message)?;
         Ok(true)
     }

@@ -345,8 +345,8 @@ fn the_channel_follows_redissons_prefix_rule() {
 
 #[test]
 fn like_redissons_scripts_it_publishes_lua_numbers_and_finds_any_string() {
-    fn lua_number(x: f64) -> Vec<u8> {
-        format!("lua:{x}").into_bytes()
+    fn lua_number(x: f64) -> LuaText {
+        format!("lua:{x}").into_bytes().into()
     }
     let semaphore = Semaphore::new(b"s").like_redissons_scripts(lua_number);
     let mut keys = Keys::at(permits("2", None), NOW);

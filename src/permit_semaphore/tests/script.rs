@@ -1,7 +1,8 @@
 //! The `AT now_ms` form: Redisson's 3.22+ scripts on their own clock.
 
 use super::*;
-use crate::permit_semaphore::script::{redis_7_0_number, ScriptCount};
+use crate::permit_semaphore::script::ScriptCount;
+use crate::redisson::lua_number::percent_17g;
 use crate::semaphore::Announce;
 
 /// The script's clock, later than the server's `NOW` the keyspace has.
@@ -121,7 +122,7 @@ fn set_permits_sets_a_missing_count_or_adds_the_difference_as_lua_writes_it() {
 
 #[test]
 fn counts_are_published_and_replied_as_lua_holds_them_in_a_double() {
-    let expirable = PermitSemaphore::new(b"s").like_redissons_scripts(|x| format!("<{x}>").into_bytes());
+    let expirable = PermitSemaphore::new(b"s").like_redissons_scripts(|x| format!("<{x}>").into_bytes().into());
     let mut keys = Keys::at(semaphore(Some("9007199254740992"), &[("a", NOW)], None), NOW);
     assert_eq!(expirable.available_like_script(&mut keys, AT), Ok(ScriptCount::Integer(9_007_199_254_740_992)));
     assert!(keys.effects.iter().any(|effect| effect == "PUBLISH redisson_sc:{s} <9007199254740992>"));
@@ -132,7 +133,7 @@ fn counts_are_published_and_replied_as_lua_holds_them_in_a_double() {
 fn the_expirable_semaphores_add_permits_publishes_a_positive_delta() {
     let semaphore_of = |stored| Keys::at(semaphore(stored, &[], Some(NOW + 50)), NOW);
     let add = |keys: &mut Keys, delta| {
-        Semaphore::new(b"s").add_permits_like_script(keys, delta, redis_7_0_number, Announce::PositiveDelta)
+        Semaphore::new(b"s").add_permits_like_script(keys, delta, percent_17g, Announce::PositiveDelta)
     };
     let mut keys = semaphore_of(Some("1.5"));
     assert_eq!(add(&mut keys, 2), Ok(()));
