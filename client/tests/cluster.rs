@@ -296,3 +296,50 @@ async fn a_waiter_whose_channel_crosses_the_bus_looks_again_without_a_message() 
         .unwrap();
     drop(holder);
 }
+
+/// The server's view of the client with `id`: its `CLIENT LIST` line.
+fn client_line(node: &testkit::Server, id: &str) -> Option<String> {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut node.connection()).unwrap();
+    list.lines().find(|line| line.starts_with(&format!("id={id} "))).map(str::to_owned)
+}
+
+/// The id of the connection whose last command was `cmd` on `node`.
+fn connection_that_ran(node: &testkit::Server, cmd: &str) -> String {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut node.connection()).unwrap();
+    let line = list.lines().find(|line| line.contains(&format!(" cmd={cmd} "))).expect(cmd);
+    line["id=".len()..].split(' ').next().unwrap().to_owned()
+}
+
+/// An unlatched release (a name with `{` and no hash tag) goes on the
+/// client's own connection to the node. When that connection sat idle and
+/// the server closed it (its `timeout`, or `CLIENT KILL`), the next release
+/// was never written to it: it goes on a new connection, once, and succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_after_its_idle_node_connection_was_closed_goes_on_a_new_one() {
+    let cluster = Cluster::start(3, 0);
+    let client = client_without_sync(&cluster).await;
+    let name = "idle{release";
+    let node = cluster.primary_for(name.as_bytes());
+    let lock = client.lock(name);
+    let mut guards = vec![lock.lock().await.unwrap(), lock.lock().await.unwrap(), lock.lock().await.unwrap()];
+    guards.pop().unwrap().unlock().await.unwrap();
+
+    let idle = connection_that_ran(node, "rlock.release");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("timeout").arg(1).query(&mut node.connection()).unwrap();
+    eventually!("the server's timeout closes the idle connection", client_line(node, &idle).is_none());
+    let released = guards.pop().unwrap().unlock().await;
+    assert!(released.is_ok(), "the release after the server's timeout: {released:?}");
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("timeout").arg(0).query(&mut node.connection()).unwrap();
+
+    let killed = connection_that_ran(node, "rlock.release");
+    // CLIENT LIST's idle is in whole seconds: 2 is idle longer than a second.
+    eventually!(
+        "the connection sits idle",
+        Duration::from_secs(5),
+        client_line(node, &killed).is_some_and(|line| !line.contains(" idle=0 ") && !line.contains(" idle=1 "))
+    );
+    let _: () = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&killed).query(&mut node.connection()).unwrap();
+    let released = guards.pop().unwrap().unlock().await;
+    let exists: bool = redis::cmd("EXISTS").arg(name).query(&mut node.connection()).unwrap();
+    assert!(released.is_ok() && !exists, "the release after CLIENT KILL: {released:?}, the lock still there: {exists}");
+}
