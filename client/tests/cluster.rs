@@ -297,17 +297,21 @@ async fn a_waiter_whose_channel_crosses_the_bus_looks_again_without_a_message() 
     drop(holder);
 }
 
-/// The server's view of the client with `id`: its `CLIENT LIST` line.
-fn client_line(node: &testkit::Server, id: &str) -> Option<String> {
+/// The `CLIENT LIST` line of the first of `node`'s clients that `matches`.
+fn client_line(node: &testkit::Server, matches: impl Fn(&str) -> bool) -> Option<String> {
     let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut node.connection()).unwrap();
-    list.lines().find(|line| line.starts_with(&format!("id={id} "))).map(str::to_owned)
+    list.lines().find(|line| matches(line)).map(str::to_owned)
 }
 
-/// The id of the connection whose last command was `cmd` on `node`.
+/// The id of the connection whose last command on `node` was `cmd`.
 fn connection_that_ran(node: &testkit::Server, cmd: &str) -> String {
-    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut node.connection()).unwrap();
-    let line = list.lines().find(|line| line.contains(&format!(" cmd={cmd} "))).expect(cmd);
+    let line = client_line(node, |line| line.contains(&format!(" cmd={cmd} "))).expect(cmd);
     line["id=".len()..].split(' ').next().unwrap().to_owned()
+}
+
+/// Whether `line` is the client with `id`.
+fn has_id(id: &str) -> impl Fn(&str) -> bool + '_ {
+    move |line| line.starts_with(&format!("id={id} "))
 }
 
 /// An unlatched release (a name with `{` and no hash tag) goes on the
@@ -326,7 +330,7 @@ async fn a_release_after_its_idle_node_connection_was_closed_goes_on_a_new_one()
 
     let idle = connection_that_ran(node, "rlock.release");
     let _: () = redis::cmd("CONFIG").arg("SET").arg("timeout").arg(1).query(&mut node.connection()).unwrap();
-    eventually!("the server's timeout closes the idle connection", client_line(node, &idle).is_none());
+    eventually!("the server's timeout closes the idle connection", client_line(node, has_id(&idle)).is_none());
     let released = guards.pop().unwrap().unlock().await;
     assert!(released.is_ok(), "the release after the server's timeout: {released:?}");
     let _: () = redis::cmd("CONFIG").arg("SET").arg("timeout").arg(0).query(&mut node.connection()).unwrap();
@@ -336,7 +340,7 @@ async fn a_release_after_its_idle_node_connection_was_closed_goes_on_a_new_one()
     eventually!(
         "the connection sits idle",
         Duration::from_secs(5),
-        client_line(node, &killed).is_some_and(|line| !line.contains(" idle=0 ") && !line.contains(" idle=1 "))
+        client_line(node, has_id(&killed)).is_some_and(|line| !line.contains(" idle=0 ") && !line.contains(" idle=1 "))
     );
     let _: () = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&killed).query(&mut node.connection()).unwrap();
     let released = guards.pop().unwrap().unlock().await;

@@ -15,7 +15,9 @@
 //! which never sends anything again), and a `MOVED` or `ASK` is followed
 //! here, to the node it names (`ASKING` in the same pipeline): a redirect
 //! means the node ran nothing. A failed connection is dropped and the map
-//! read again before the next request; the caller gets the error.
+//! read again before the next request; the caller gets the error. (A
+//! connection found closed before the request was given to it is replaced
+//! first: see `NodeConnections::get`.)
 
 use super::{redirect, routing_key, Cluster, Node, Reply, Request};
 use crate::transport::connection::Connection;
