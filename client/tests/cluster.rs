@@ -9,6 +9,7 @@ use testkit::{eventually, Cluster};
 
 mod common;
 
+use common::clients::{client_line, connection_that_ran, has_id, idle_over_a_second};
 use common::stalls::{calls, wait_for_rounds};
 
 const TASKS_PER_LOCK: usize = 4;
@@ -297,23 +298,6 @@ async fn a_waiter_whose_channel_crosses_the_bus_looks_again_without_a_message() 
     drop(holder);
 }
 
-/// The `CLIENT LIST` line of the first of `node`'s clients that `matches`.
-fn client_line(node: &testkit::Server, matches: impl Fn(&str) -> bool) -> Option<String> {
-    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut node.connection()).unwrap();
-    list.lines().find(|line| matches(line)).map(str::to_owned)
-}
-
-/// The id of the connection whose last command on `node` was `cmd`.
-fn connection_that_ran(node: &testkit::Server, cmd: &str) -> String {
-    let line = client_line(node, |line| line.contains(&format!(" cmd={cmd} "))).expect(cmd);
-    line["id=".len()..].split(' ').next().unwrap().to_owned()
-}
-
-/// Whether `line` is the client with `id`.
-fn has_id(id: &str) -> impl Fn(&str) -> bool + '_ {
-    move |line| line.starts_with(&format!("id={id} "))
-}
-
 /// An unlatched release (a name with `{` and no hash tag) goes on the
 /// client's own connection to the node. When that connection sat idle and
 /// the server closed it (its `timeout`, or `CLIENT KILL`), the next release
@@ -336,12 +320,7 @@ async fn a_release_after_its_idle_node_connection_was_closed_goes_on_a_new_one()
     let _: () = redis::cmd("CONFIG").arg("SET").arg("timeout").arg(0).query(&mut node.connection()).unwrap();
 
     let killed = connection_that_ran(node, "rlock.release");
-    // CLIENT LIST's idle is in whole seconds: 2 is idle longer than a second.
-    eventually!(
-        "the connection sits idle",
-        Duration::from_secs(5),
-        client_line(node, has_id(&killed)).is_some_and(|line| !line.contains(" idle=0 ") && !line.contains(" idle=1 "))
-    );
+    eventually!("the connection sits idle", Duration::from_secs(5), idle_over_a_second(node, &killed));
     let _: () = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(&killed).query(&mut node.connection()).unwrap();
     let released = guards.pop().unwrap().unlock().await;
     let exists: bool = redis::cmd("EXISTS").arg(name).query(&mut node.connection()).unwrap();

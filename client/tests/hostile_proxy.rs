@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::clients::{connection_that_ran, idle_over_a_second};
+
 use rlock_client::{Client, ClientOptions, RetryOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -265,4 +267,23 @@ async fn a_force_unlock_whose_connection_dropped_is_not_run_again_in_a_cluster()
         (1, Some(1)),
         "the force unlock ran {runs} times (force_unlock: {forced:?}); the next holder's count {holder:?}"
     );
+}
+
+/// A proxy that closes the client's own connection to a node while it sits
+/// idle (as a proxy's idle timeout does) costs the next unlatched release
+/// nothing: it was never sent, and goes once on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlatched_release_after_a_proxy_closed_its_idle_connection_goes_on_a_new_one() {
+    let (cluster, proxies, client) = proxied_cluster().await;
+    let name = "proxied{idle";
+    let lock = client.lock(name);
+    let outer = lock.lock().await.unwrap();
+    lock.lock().await.unwrap().unlock().await.unwrap();
+    let (node, proxy) = owner_of(&cluster, &proxies, name);
+    let idle = connection_that_ran(node, "rlock.release");
+    eventually!("the connection sits idle", Duration::from_secs(5), idle_over_a_second(node, &idle));
+    proxy.cut.send_modify(|n| *n += 1);
+    let released = outer.unlock().await;
+    let exists: bool = redis::cmd("EXISTS").arg(name).query(&mut node.connection()).unwrap();
+    assert!(released.is_ok() && !exists, "the release after the cut: {released:?}, the lock still there: {exists}");
 }

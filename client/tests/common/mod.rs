@@ -113,6 +113,7 @@ pub async fn take_turns_exclusively(
     }
 }
 
+pub mod clients;
 pub mod counts;
 pub mod hostile;
 pub mod recorder;
