@@ -28,6 +28,11 @@ impl Driver<'_> {
         let State::Waiting { must, .. } = self.actor(uid).unwrap().state else {
             unreachable!("a return while waiting")
         };
+        // The first live waiter's bound counts from the earliest its turn
+        // can have come: the message that told it may have reached the
+        // driver late (the machine stalled it).
+        let wait = self.actor(uid).unwrap().wait;
+        let must = self.model.turn_floor(uid).map_or(must, |turn| must.min(turn + wait));
         if now + STRICT > must {
             if let Some(waiter) = self.model.waiter(uid).filter(|w| w.life == Life::Live) {
                 waiter.life = Life::Lapsed;
@@ -37,7 +42,7 @@ impl Driver<'_> {
             }
         }
         // A lapsed waiter (or one the server dropped after it lapsed) leaves.
-        if self.model.waiter(uid).is_none_or(|w| w.life == Life::Lapsed) {
+        if self.model.waiter(uid).is_none_or(|w| matches!(w.life, Life::Lapsed | Life::Missed)) {
             return self.give_up(uid);
         }
         self.call(uid)
@@ -65,6 +70,7 @@ impl Driver<'_> {
         match reply {
             Value::Nil => {
                 self.note(format!("{uid} acquires"));
+                self.settle_blocked_ahead(uid)?;
                 self.model.grant(uid, (t0, t1), Duration::from_millis(lease as u64))?;
                 self.held(uid, t1);
             }
@@ -110,7 +116,9 @@ impl Driver<'_> {
             if Instant::now() > bound {
                 return Err(format!("{uid}: a BLOCK call neither blocked nor answered within 2 s"));
             }
-            io::wait_events(&self.events, &mut self.backlog, Instant::now() + Duration::from_millis(1));
+            let until = Instant::now() + Duration::from_millis(1);
+            io::wait_events(&self.events, &mut self.backlog, until);
+            self.lag(Instant::now().saturating_duration_since(until));
         }
     }
 
@@ -121,6 +129,7 @@ impl Driver<'_> {
             (State::Blocked { sent }, Ok(Value::Nil)) => {
                 let sent = *sent;
                 self.note(format!("{uid} granted (blocking call)"));
+                self.settle_blocked_ahead(uid)?;
                 self.model.grant(uid, (sent, at), lease)?;
                 self.held(uid, at);
             }
@@ -145,11 +154,13 @@ impl Driver<'_> {
             return self.disconnect(uid, "gives up");
         }
         self.model.script_step = kind == Kind::Script;
+        let sent = Instant::now();
         let reply: redis::RedisResult<Value> = match kind {
             Kind::Script => self.scripts.cancel(NAME, owner.as_bytes(), wait).query(&mut self.con),
             _ => redis::cmd("RFAIR.CANCEL").arg(NAME).arg(&owner).arg("WAIT").arg(wait).query(&mut self.con),
         };
         reply.map_err(|e| format!("{uid}: cancel: {e}"))?;
+        self.lag(sent.elapsed());
         self.model.leave(uid, Instant::now());
         self.remove(uid);
         self.note(format!("{uid} gives up"));
@@ -197,6 +208,7 @@ impl Driver<'_> {
         let actor = self.actor(uid).unwrap();
         let (kind, owner, lease) = (actor.kind, actor.owner.clone(), ms(actor.lease));
         self.model.script_step = kind == Kind::Script;
+        let sent = Instant::now();
         let reply: redis::RedisResult<Value> = match kind {
             Kind::Script => {
                 let now = server_time_ms(&mut self.con);
@@ -207,14 +219,18 @@ impl Driver<'_> {
         };
         let reply = reply.map_err(|e| format!("{uid}: release: {e}"))?;
         let at = Instant::now();
+        self.lag(at - sent);
         self.remove(uid);
         let holds = self.model.holder.as_ref().filter(|hold| hold.uid == uid).map(|hold| hold.lease_end.0);
         match reply {
             Value::Int(1) => {
                 self.stats.releases += 1;
-                self.note(format!("{uid} releases"));
-                if holds.is_some() {
-                    self.model.release(at);
+                let took = (at - sent).as_millis();
+                self.note(format!("{uid} releases (sent {took} ms before)"));
+                // RFAIR.RELEASE (as Redisson's script) replies 1 to a lock
+                // whose lease already ran out: it was free since then.
+                if let Some(lease_end) = holds {
+                    self.model.release((sent.min(lease_end), at));
                 }
             }
             Value::Nil => match holds {

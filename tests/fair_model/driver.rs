@@ -73,6 +73,7 @@ pub struct Stats {
     pub late_returns: u32,
     pub messages: u32,
     pub lapsed: u32,
+    pub missed: u32,
     pub dropped: u32,
     pub checks: u32,
 }
@@ -282,8 +283,17 @@ impl<'s> Driver<'s> {
             disconnected.contains(&uid)
                 || actors.iter().any(|a| a.uid == uid && matches!(a.state, State::Blocked { .. }))
         };
+        let since = |at: Instant| at.saturating_duration_since(self.start).as_millis();
+        let floor = self.model.turn_low.map(since);
         let learned = self.model.check(&snap, in_flight, |uid| leases[&uid]).map_err(|e| {
-            format!("{e}\nsnapshot: holders {:?} pttl {} queue {:?}", snap.holders, snap.pttl, snap.queue)
+            format!(
+                "{e}\nsnapshot: holders {:?} pttl {} queue {:?}, taken at {}-{} ms, turns from {floor:?} ms",
+                snap.holders,
+                snap.pttl,
+                snap.queue,
+                since(snap.taken.0),
+                since(snap.taken.1)
+            )
         })?;
         for uid in learned.granted {
             self.stats.blocked_grants += 1;
@@ -317,8 +327,50 @@ impl<'s> Driver<'s> {
             self.stats.lapsed += 1;
             self.note(format!("{uid} (script) excused: its deadline came, or a script dropped it"));
         }
+        for uid in std::mem::take(&mut self.model.missed) {
+            self.stats.missed += 1;
+            self.note(format!("{uid} missed: dropped past its bound while the machine stalled the driver"));
+        }
+        if let Some(uid) = learned.answered {
+            self.take_answer(uid)?;
+            return self.check();
+        }
         self.model.script_step = false;
         Ok(())
+    }
+
+    /// The server granted `uid` the lock: the blocked waiters ahead of it
+    /// (in arrival order) were no longer queued, so their calls were
+    /// answered (granted before it, or their block ended): their replies
+    /// first.
+    pub fn settle_blocked_ahead(&mut self, uid: Uid) -> Result<(), String> {
+        let ahead = self.model.order.iter().take_while(|w| w.uid != uid).map(|w| w.uid).collect::<Vec<_>>();
+        for waiter in ahead {
+            if self.actor(waiter).is_some_and(|a| matches!(a.state, State::Blocked { .. })) {
+                self.take_answer(waiter)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the reply of `uid`'s blocking call, which the server sent (it
+    /// shows the waiter neither queued nor holding), and acts on it.
+    fn take_answer(&mut self, uid: Uid) -> Result<(), String> {
+        let patience = Instant::now() + testkit::PATIENCE;
+        loop {
+            self.backlog.extend(self.events.try_iter());
+            let reply = self.backlog.iter().position(|e| matches!(e, Event::Reply { uid: u, .. } if *u == uid));
+            if let Some(Event::Reply { uid, reply, at }) = reply.and_then(|at| self.backlog.remove(at)) {
+                self.note(format!("{uid}'s blocking call answered while the driver was away"));
+                return self.on_block_reply(uid, reply, at);
+            }
+            if Instant::now() > patience {
+                return Err(format!("{uid}: neither queued nor holding, and its blocking call not answered"));
+            }
+            let until = Instant::now() + TICK;
+            io::wait_events(&self.events, &mut self.backlog, until);
+            self.lag(Instant::now().saturating_duration_since(until));
+        }
     }
 
     /// `uid` holds the lock since about `at`: plan its release (or not: its

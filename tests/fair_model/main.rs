@@ -20,7 +20,17 @@
 //! Redisson's scripts (testkit's Lua, given the server's clock) or blocking
 //! (`… WAIT … BLOCK`, granted by the server). A waiter the machine made
 //! come back past its bound is excused ("lapsed"), and slack grows with the
-//! lag measured. `RLOCK_SEED` replays a run's choices (timing may differ: the
+//! lag measured. A live waiter the server dropped while the machine stalled
+//! the driver is excused ("missed") only once the earliest the server may
+//! rightly drop it had passed (at the snapshot that shows it gone, or at a
+//! grant to a waiter behind it): its deadline as the server last showed it,
+//! or, once its turn can have come, that turn plus its wait, whichever is
+//! earlier. Its turn comes no earlier than the lock's freeing (the release's
+//! send, the lease's end by the server's PTTL) and the earliest each native
+//! waiter ahead could have left; a drop before that fails the test. The first
+//! live waiter's return is bounded by that earliest turn plus its wait too:
+//! the message that told its turn may reach a stalled driver late.
+//! `RLOCK_SEED` replays a run's choices (timing may differ: the
 //! step log is the reproduction); `RLOCK_FAIR_MODEL_MS` sets a run's length.
 
 mod actions;

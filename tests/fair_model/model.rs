@@ -29,6 +29,10 @@ pub enum Life {
     /// Came back past its bound (the machine lagged, or a script waiter's
     /// deadline moved before its return): it may have lost its place.
     Lapsed,
+    /// Dropped by the server while the driver, stalled by the machine, did
+    /// not call for it: its turn had come and its wait had run out (see
+    /// [`Model::excuse_missed`]).
+    Missed,
 }
 
 #[derive(Debug)]
@@ -76,6 +80,10 @@ pub struct Learned {
     pub dropped: Vec<Uid>,
     /// Script waiters excused: their deadline came, or a script dropped them.
     pub lapsed: Vec<Uid>,
+    /// A blocked waiter the server no longer shows (neither queued nor
+    /// holding): it was answered, and the check stopped short of it; the
+    /// driver takes its reply and checks again.
+    pub answered: Option<Uid>,
 }
 
 #[derive(Default)]
@@ -85,6 +93,17 @@ pub struct Model {
     /// When the lock became free, moved to a later departure ahead of the
     /// first live waiter (its turn comes then).
     pub free_base: Option<Instant>,
+    /// The earliest the turn of the first waiter in `order` can come while
+    /// the lock is free (the freeing's lower bound, moved past the waiters
+    /// the server dropped ahead of it): the floor [`Model::excuse_missed`]
+    /// counts from.
+    pub turn_low: Option<Instant>,
+    /// Live waiters the server dropped once their turn and wait had passed
+    /// while the driver was stalled ([`Life::Missed`]), not yet logged.
+    pub missed: Vec<Uid>,
+    /// The first live waiter still queued, and the earliest its turn can
+    /// come, as [`Model::excuse_missed`] last found them.
+    first_live: Option<(Uid, Instant)>,
     /// Scheduling slack for every time bound (grows with measured lag).
     pub slack: Duration,
     /// The step just checked ran one of Redisson's scripts.
@@ -92,6 +111,10 @@ pub struct Model {
 }
 
 pub type Verdict<T = ()> = Result<T, String>;
+
+/// How far the server's clock (whole ms) may put an event before the
+/// instants the driver bounds it by.
+const CLOCK_TOLERANCE: Duration = Duration::from_millis(2);
 
 fn ms(d: Duration) -> u128 {
     d.as_millis()
@@ -117,6 +140,9 @@ impl Model {
 
     /// `uid` took the lock between `at.0` and `at.1`.
     pub fn grant(&mut self, uid: Uid, at: (Instant, Instant), lease: Duration) -> Verdict {
+        // Nobody ahead of it was queued then (a stall may have kept the
+        // driver from seeing them go).
+        self.excuse_missed((|_| false, |_| false), Some(uid), at.1);
         let ahead = self.live_ahead(uid);
         if !ahead.is_empty() {
             return Err(format!("order: {uid} was granted the lock ahead of live waiters {ahead:?}"));
@@ -139,10 +165,11 @@ impl Model {
         Ok(())
     }
 
-    /// The holder released the lock by `at`.
-    pub fn release(&mut self, at: Instant) {
+    /// The holder released the lock between `at.0` and `at.1`.
+    pub fn release(&mut self, at: (Instant, Instant)) {
         self.holder = None;
-        self.free_base = Some(at);
+        self.free_base = Some(at.1);
+        self.turn_low = Some(at.0);
     }
 
     /// `uid` left the queue by `at` (gave up). When nobody live was ahead
@@ -216,10 +243,14 @@ impl Model {
             }
             (Some(hold), _) => {
                 learned.expired = Some(hold.uid);
-                let end = hold.lease_end.1;
+                let end = hold.lease_end;
                 self.release(end);
             }
             (None, _) => {}
+        }
+        learned.answered = self.excuse_missed((|uid| snap.queue.contains(&uid), &in_flight), server_holder, after);
+        if learned.answered.is_some() {
+            return Ok(learned);
         }
         if let (None, Some(uid)) = (&self.holder, server_holder) {
             if !in_flight(uid) {
@@ -237,6 +268,89 @@ impl Model {
         Ok(learned)
     }
 
+    /// Excuses the live waiters the server no longer queued (`queued`) by
+    /// `by` (up to `stop_at`, the server's holder) where it may have dropped
+    /// them rightly while the driver, stalled by the machine, did not call
+    /// for them ([`Life::Missed`]). A native waiter that does not call is
+    /// kept until its deadline as the server last showed it, or, once its
+    /// turn has come, its turn plus its wait, whichever is earlier (its turn
+    /// sets its deadline to that). Its turn comes no earlier than the lock's
+    /// freeing (the holder's lease end, or `turn_low`), nor than the
+    /// earliest each native waiter ahead that left could have left by the
+    /// same rule; behind a live waiter still queued it has not come. A
+    /// waiter dropped before that stays live, and the queue check fails on
+    /// it: no stall explains it. Stops at a waiter in a BLOCK call that the
+    /// server no longer shows: it was answered, granted (its lease perhaps
+    /// run out since) or its block ended, which only its reply tells; that
+    /// waiter is returned.
+    fn excuse_missed(
+        &mut self,
+        (queued, in_flight): (impl Fn(Uid) -> bool, impl Fn(Uid) -> bool),
+        stop_at: Option<Uid>,
+        by: Instant,
+    ) -> Option<Uid> {
+        self.first_live = None;
+        let base = self.holder.as_ref().map(|hold| hold.lease_end.0).or(self.turn_low)?;
+        // The earliest the next waiter's turn can come; `None` behind a live
+        // waiter still queued.
+        let mut turn = Some(base);
+        // The turn of the first waiter that stays in the order.
+        let mut first_kept = None;
+        for waiter in &mut self.order {
+            let queued = queued(waiter.uid);
+            let native = waiter.kind != Kind::Script;
+            if queued || stop_at == Some(waiter.uid) {
+                first_kept.get_or_insert(turn.unwrap_or(base));
+            }
+            if stop_at == Some(waiter.uid) {
+                break;
+            }
+            let by_turn = turn.map(|turn| turn + waiter.wait);
+            let leaves = [waiter.deadline, by_turn].into_iter().flatten().min();
+            // The next turn comes once this one has left, and not before.
+            let next = turn.map(|turn| leaves.map_or(turn, |at| at.max(turn)));
+            match waiter.life {
+                Life::Live if queued => {
+                    if native && turn.is_some() {
+                        self.first_live = Some((waiter.uid, turn.unwrap_or(base)));
+                    }
+                    turn = None;
+                }
+                // Its deadline decides, as in check_queue: dropped, it left
+                // no later than its turn.
+                Life::Live if !native && waiter.deadline.is_some_and(|at| at <= by + self.slack) => {
+                    waiter.life = Life::Lapsed;
+                    self.missed.push(waiter.uid);
+                }
+                Life::Live if !native => {}
+                // Answered (the server holds a blocked waiter alive): granted
+                // (its lease perhaps run out since), or its block ended.
+                Life::Live if waiter.blocked.is_some() || in_flight(waiter.uid) => return Some(waiter.uid),
+                Life::Live => {
+                    if leaves.is_none_or(|at| at > by + CLOCK_TOLERANCE) {
+                        first_kept.get_or_insert(turn.unwrap_or(base));
+                        break;
+                    }
+                    waiter.life = Life::Missed;
+                    self.missed.push(waiter.uid);
+                    turn = next;
+                }
+                Life::Dead | Life::Missed if native => turn = next,
+                _ => {}
+            }
+        }
+        self.turn_low = Some(first_kept.or(turn).unwrap_or(base));
+        None
+    }
+
+    /// The earliest `uid`'s turn can have come, when it is the first live
+    /// waiter still queued: its return is bounded by that plus its wait
+    /// too, as the message that told its turn may reach a stalled driver
+    /// late (and it was sent no earlier than this).
+    pub fn turn_floor(&self, uid: Uid) -> Option<Instant> {
+        self.first_live.filter(|(first, _)| *first == uid).map(|(_, turn)| turn)
+    }
+
     fn check_queue(&mut self, snap: &Snapshot, learned: &mut Learned) -> Verdict {
         let (before, after) = snap.taken;
         if let Some(stranger) = snap.queue.iter().find(|uid| self.position(**uid).is_none()) {
@@ -248,7 +362,9 @@ impl Model {
             // script step may drop script waiters by Redisson's rules.
             let queued = snap.queue.contains(&waiter.uid);
             let (script, live) = (waiter.kind == Kind::Script, waiter.life == Life::Live);
-            let due = waiter.deadline.is_some_and(|at| at <= before + self.slack);
+            // Due by the latest the server can have read the queue (the
+            // snapshot's end: a stall may fall within it).
+            let due = waiter.deadline.is_some_and(|at| at <= after + self.slack);
             if script && live && (due || (self.script_step && !queued)) {
                 waiter.life = Life::Lapsed;
                 learned.lapsed.push(waiter.uid);
