@@ -15,12 +15,26 @@ use testkit::{eventually, Server};
 // Server stalls, kills, restarts
 // ---------------------------------------------------------------------
 
+/// A watchdog lease longer than any wait below for a key to be freed (up
+/// to 15 s), and than a stall of this process: the tests that hold a lock
+/// and then look for holds left behind run on it. A hold nobody tracks (a
+/// grant the client failed to give back) then outlasts the wait and fails
+/// it, instead of running out unseen, and a tracked hold outlives a loaded
+/// machine's stall: a 600 ms lease ran out while this process got no CPU
+/// for about a second, before the watchdog's next round, and the holder's
+/// unlock met NotOwner (or a waiter was granted beside it).
+const HOLDING_WATCHDOG: Duration = Duration::from_secs(30);
+
+fn holding_options() -> ClientOptions {
+    options().with_watchdog_timeout(HOLDING_WATCHDOG)
+}
+
 /// A SIGSTOPped server under acquires and releases cancelled by timeouts;
 /// after it resumes every hold the client does not track is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_cancelled_while_the_server_is_stopped_leave_no_untracked_hold() {
     let server = Server::shared();
-    let client = client(&server, options()).await;
+    let client = client(&server, holding_options()).await;
     let lock = client.lock("stopped");
     let outer = lock.lock().await.unwrap();
     server.pause();
@@ -84,7 +98,7 @@ async fn a_stall_under_racing_reentries_keeps_counts_in_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_acquire_reply_is_resent_under_its_id_and_granted_once() {
     let server = stallable_server();
-    let client = client(&server, options()).await;
+    let client = client(&server, holding_options()).await;
     let lock = client.lock("resent");
     let stalled = stall(&server, 1.5).await;
     let guard = lock.lock().await.unwrap();
@@ -148,7 +162,7 @@ async fn a_restart_that_loses_the_hold_fires_lost() {
 // ---------------------------------------------------------------------
 
 fn blocking_options() -> ClientOptions {
-    options().with_blocking_connections(4)
+    holding_options().with_blocking_connections(4)
 }
 
 /// A blocked `try_lock` whose limit passes while the server is stopped

@@ -19,9 +19,13 @@ pub async fn admin(server: &Server) -> redis::aio::MultiplexedConnection {
 
 /// A connection config that waits out a loaded machine: redis-rs's own
 /// default (500 ms) timed a counter's SET out under the parallel suite,
-/// and the task died inside the critical section.
+/// and the task died inside the critical section; its 1 s to connect timed
+/// `admin` out when this process stalled for about a second
+/// (`hostile_stalls` under a SIGSTOP of 1 s).
 pub fn patient() -> redis::AsyncConnectionConfig {
-    redis::AsyncConnectionConfig::new().set_response_timeout(Some(testkit::PATIENCE))
+    redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(testkit::PATIENCE))
+        .set_connection_timeout(Some(testkit::PATIENCE))
 }
 
 /// Subscribers of `channel` on the server.
