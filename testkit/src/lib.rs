@@ -79,9 +79,17 @@ pub fn server_time_ms(con: &mut dyn redis::ConnectionLike) -> i64 {
 /// The id of a client that `CLIENT LIST` (its reply, `client_list`) shows
 /// blocked in `RLOCK.ACQUIRE … WAIT`.
 pub fn blocked_acquire_client_id(client_list: &str) -> Option<String> {
+    client_id_of_cmd(client_list, "rlock.acquire")
+}
+
+/// The id of the first client that `CLIENT LIST` (its reply,
+/// `client_list`) shows running, or last having run, `cmd` (in lower case,
+/// as the list writes it).
+pub fn client_id_of_cmd(client_list: &str, cmd: &str) -> Option<String> {
+    let field = format!(" cmd={cmd} ");
     client_list
         .lines()
-        .find(|line| line.contains("cmd=rlock.acquire"))
+        .find(|line| line.contains(&field))
         .and_then(|line| line.split(' ').find_map(|field| field.strip_prefix("id=")))
         .map(str::to_string)
 }

@@ -2,16 +2,18 @@
 
 use testkit::Server;
 
+fn client_list(server: &Server) -> String {
+    redis::cmd("CLIENT").arg("LIST").query(&mut server.connection()).unwrap()
+}
+
 /// The `CLIENT LIST` line of the first of `server`'s clients that `matches`.
 pub fn client_line(server: &Server, matches: impl Fn(&str) -> bool) -> Option<String> {
-    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut server.connection()).unwrap();
-    list.lines().find(|line| matches(line)).map(str::to_owned)
+    client_list(server).lines().find(|line| matches(line)).map(str::to_owned)
 }
 
 /// The id of the connection whose last command on `server` was `cmd`.
 pub fn connection_that_ran(server: &Server, cmd: &str) -> String {
-    let line = client_line(server, |line| line.contains(&format!(" cmd={cmd} "))).expect(cmd);
-    line["id=".len()..].split(' ').next().unwrap().to_owned()
+    testkit::client_id_of_cmd(&client_list(server), cmd).expect(cmd)
 }
 
 /// Whether a line is the client with `id`.
