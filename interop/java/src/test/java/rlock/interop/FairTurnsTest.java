@@ -229,15 +229,16 @@ class FairTurnsTest extends RedissonTest {
             try {
                 eventually("nobody left queued", () -> (Long) resp.cmd("LLEN", queue) == 0);
             } catch (AssertionError left) {
-                String state = "queue " + resp.cmd("LRANGE", queue, "0", "-1") + ", deadlines "
-                        + resp.cmd("ZRANGE", timeouts, "0", "-1", "WITHSCORES") + ", commands " + trace.lines();
+                Object waiters = resp.cmd("LRANGE", queue, "0", "-1");
+                String state = "queue " + waiters + ", deadlines " + resp.cmd("ZRANGE", timeouts, "0", "-1", "WITHSCORES")
+                        + ", commands " + trace.lines();
                 // Redisson's own race, as Lua and natively alike (docs/redisson.md): its give-up
                 // may go on the connection of another call paused before the waiter's own
                 // acquire, run first once writes resume, and the acquire queues the waiter
                 // again. That waiter is dropped once its deadline passes.
                 System.err.println("a waiter left queued by Redisson's give-up race: " + state);
                 String gaveUp = client.getId() + ":" + later.getId();
-                assertEquals(List.of(gaveUp), resp.cmd("LRANGE", queue, "0", "-1"), "only the waiter that gave up: " + state);
+                assertEquals(List.of(gaveUp), waiters, "only the waiter that gave up: " + state);
                 double deadline = Double.parseDouble(String.valueOf(resp.cmd("ZSCORE", timeouts, gaveUp)));
                 assertTrue(deadline <= System.currentTimeMillis() + 3_000 + 60_000, "its deadline the lease and its wait: " + state);
             }
