@@ -148,11 +148,13 @@ impl Driver<'_> {
 
     fn give_up(&mut self, uid: Uid) -> Result<(), String> {
         self.stats.give_ups += 1;
-        let actor = self.actor(uid).unwrap();
-        let (kind, owner, wait) = (actor.kind, actor.owner.clone(), ms(actor.wait));
-        if matches!(actor.state, State::Blocked { .. }) {
-            return self.disconnect(uid, "gives up");
+        if self.cut_off(uid, "gives up")? {
+            return Ok(());
         }
+        let Some(actor) = self.actor(uid).filter(|a| !matches!(a.state, State::Holding { .. })) else {
+            return Ok(());
+        };
+        let (kind, owner, wait) = (actor.kind, actor.owner.clone(), ms(actor.wait));
         self.model.script_step = kind == Kind::Script;
         let sent = Instant::now();
         let reply: redis::RedisResult<Value> = match kind {
@@ -169,8 +171,11 @@ impl Driver<'_> {
 
     fn kill(&mut self, uid: Uid) -> Result<(), String> {
         self.stats.kills += 1;
-        if matches!(self.actor(uid).unwrap().state, State::Blocked { .. }) {
-            return self.disconnect(uid, "killed");
+        if self.cut_off(uid, "killed")? {
+            return Ok(());
+        }
+        if self.actor(uid).is_none_or(|a| matches!(a.state, State::Holding { .. })) {
+            return Ok(());
         }
         if let Some(waiter) = self.model.waiter(uid) {
             waiter.life = Life::Dead;
@@ -180,8 +185,20 @@ impl Driver<'_> {
         Ok(())
     }
 
-    /// Closes a blocked waiter's connection (from the server's side).
-    fn disconnect(&mut self, uid: Uid, why: &str) -> Result<(), String> {
+    /// Closes a blocked waiter's connection (from the server's side), which
+    /// takes it off the queue if it was still blocked. Whether it was: a
+    /// reply already come, or coming before the connection's error, ended
+    /// the block first (acted on here: the waiter now waits or holds).
+    fn cut_off(&mut self, uid: Uid, why: &str) -> Result<bool, String> {
+        if !matches!(self.actor(uid).unwrap().state, State::Blocked { .. }) {
+            return Ok(false);
+        }
+        if let Some((reply, at)) = self.reply_for(uid, Instant::now()) {
+            self.stats.answered_first += 1;
+            self.note(format!("{uid}'s blocking call answered before it {why}"));
+            self.on_block_reply(uid, reply, at)?;
+            return Ok(false);
+        }
         let client_id = self.actor(uid).unwrap().blocker.as_ref().unwrap().client_id;
         let _: Value = redis::cmd("CLIENT")
             .arg("KILL")
@@ -190,6 +207,16 @@ impl Driver<'_> {
             .query(&mut self.con)
             .map_err(|e| format!("CLIENT KILL: {e}"))?;
         let at = Instant::now();
+        match self.reply_for(uid, at + testkit::PATIENCE) {
+            Some((Ok(reply), answered)) => {
+                self.stats.answered_first += 1;
+                self.note(format!("{uid}'s blocking call answered as it {why}"));
+                self.on_block_reply(uid, Ok(reply), answered)?;
+                return Ok(false);
+            }
+            Some((Err(_), _)) => {}
+            None => return Err(format!("{uid}: its blocking call neither answered nor cut off after CLIENT KILL")),
+        }
         if let Some(position) = self.model.position(uid) {
             let waiter = &mut self.model.order[position];
             waiter.life = Life::Gone(at);
@@ -198,10 +225,11 @@ impl Driver<'_> {
             let wait = waiter.wait;
             self.model.take_off_script_deadlines(position + 1, wait);
         }
+        self.stats.cut_off += 1;
         self.disconnected.push(uid);
         self.remove(uid);
         self.note(format!("{uid} {why}: disconnected while blocked"));
-        Ok(())
+        Ok(true)
     }
 
     fn release(&mut self, uid: Uid) -> Result<(), String> {

@@ -5,7 +5,7 @@
 
 use crate::io::{self, Blocker, Event};
 use crate::model::{Kind, Life, Model, Uid, Waiter};
-use redis::Connection;
+use redis::{Connection, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
@@ -70,6 +70,10 @@ pub struct Stats {
     pub expiries: u32,
     pub give_ups: u32,
     pub kills: u32,
+    /// Blocked waiters cut off (killed or gave up) while blocked.
+    pub cut_off: u32,
+    /// Blocking calls answered before their cut-off took effect.
+    pub answered_first: u32,
     pub late_returns: u32,
     pub messages: u32,
     pub lapsed: u32,
@@ -356,20 +360,28 @@ impl<'s> Driver<'s> {
     /// Takes the reply of `uid`'s blocking call, which the server sent (it
     /// shows the waiter neither queued nor holding), and acts on it.
     fn take_answer(&mut self, uid: Uid) -> Result<(), String> {
-        let patience = Instant::now() + testkit::PATIENCE;
+        let Some((reply, at)) = self.reply_for(uid, Instant::now() + testkit::PATIENCE) else {
+            return Err(format!("{uid}: neither queued nor holding, and its blocking call not answered"));
+        };
+        self.note(format!("{uid}'s blocking call answered while the driver was away"));
+        self.on_block_reply(uid, reply, at)
+    }
+
+    /// The reply to `uid`'s blocking call, waited for until `until` (only
+    /// what already came when that has passed).
+    pub fn reply_for(&mut self, uid: Uid, until: Instant) -> Option<(Result<Value, String>, Instant)> {
         loop {
             self.backlog.extend(self.events.try_iter());
-            let reply = self.backlog.iter().position(|e| matches!(e, Event::Reply { uid: u, .. } if *u == uid));
-            if let Some(Event::Reply { uid, reply, at }) = reply.and_then(|at| self.backlog.remove(at)) {
-                self.note(format!("{uid}'s blocking call answered while the driver was away"));
-                return self.on_block_reply(uid, reply, at);
+            let found = self.backlog.iter().position(|e| matches!(e, Event::Reply { uid: u, .. } if *u == uid));
+            if let Some(Event::Reply { reply, at, .. }) = found.and_then(|at| self.backlog.remove(at)) {
+                return Some((reply, at));
             }
-            if Instant::now() > patience {
-                return Err(format!("{uid}: neither queued nor holding, and its blocking call not answered"));
+            if Instant::now() >= until {
+                return None;
             }
-            let until = Instant::now() + TICK;
-            io::wait_events(&self.events, &mut self.backlog, until);
-            self.lag(Instant::now().saturating_duration_since(until));
+            let tick = until.min(Instant::now() + TICK);
+            io::wait_events(&self.events, &mut self.backlog, tick);
+            self.lag(Instant::now().saturating_duration_since(tick));
         }
     }
 
