@@ -4,9 +4,11 @@
 //! script loop, the bare native loop, and the client's own commands sent
 //! with no client logic.
 
+mod counted;
 mod loops;
 
 use crate::report::{ratio, Table};
+pub use counted::{count, ABOUT as COUNTED_ABOUT};
 use loops::{bare_cycle, redisson_cycle, script_cycle, Cycle};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use rlock_client::Client;

@@ -2,6 +2,7 @@
 //! by side in one run, on servers this program starts itself. Prints a
 //! markdown report; `make bench` saves it as BENCHMARKS.md.
 
+mod callgrind;
 mod client_e2e;
 mod fair_handoff;
 mod family_cost;
@@ -58,6 +59,9 @@ async fn main() {
             if only.iter().any(|s| s == "e2e") {
                 let (table, latency, ratios) = client_e2e::run(&server).await;
                 println!("{table}\n{latency}\n- {}", ratios.summary());
+                if !aof {
+                    print_counted_cycles();
+                }
             }
             if !aof && only.iter().any(|s| s == "handoff") {
                 println!("{}", handoff::run(&server).await.0);
@@ -91,6 +95,9 @@ async fn main() {
         println!("{}", client_e2e::ABOUT);
         let (table, latency, ratios) = client_e2e::run(&server).await;
         println!("{table}\n{latency}");
+        if !aof {
+            print_counted_cycles();
+        }
         e2e.push((aof, ratios));
     }
 
@@ -368,3 +375,13 @@ const NOTES: &str = "
   `MULTI`/`EXEC` rows only write: they neither read the queue nor check the ACL of derived keys,
   so they are a floor rather than an equivalent. The scripts run the same reads as Lua calls.
 ";
+
+/// Section 2's cycles counted by callgrind (left out, saying why, where
+/// valgrind is missing).
+fn print_counted_cycles() {
+    println!("{}", client_e2e::COUNTED_ABOUT);
+    match tokio::task::block_in_place(client_e2e::count) {
+        Ok((loops, parts)) => println!("{loops}\n{parts}"),
+        Err(why) => println!("Not counted: {why}\n"),
+    }
+}
