@@ -28,10 +28,13 @@ cycle are the differences between rows: `HOLDS` on the acquire, the release's un
 the sweeper's `DEL`.
 ";
 
-/// A counted row: its label and one lock's cycles, encoded.
+/// One lock's [`SWEEP_EVERY`] cycles from a cycle number, encoded.
+type Cycles = Box<dyn Fn(&[u8], u64) -> Vec<u8>>;
+
+/// A counted row: its label and one lock's cycles.
 struct Row {
     label: &'static str,
-    cycles: Box<dyn Fn(&[u8], u64) -> Vec<u8>>,
+    cycles: Cycles,
     /// Replies to one lock's cycles.
     replies: usize,
 }
