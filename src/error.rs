@@ -32,6 +32,14 @@ pub enum LockError {
     RequestIdMissing,
     /// `PX` without `latch_ms`.
     LatchMissing,
+    /// `LATCH` without a latch key, or with an empty one.
+    LatchKeyMissing,
+    /// `LATCH` naming the lock's own key.
+    LatchKeyIsLock,
+    /// `ID LATCH`: the key specs would take the word after it for a key.
+    RequestIdIsLatch,
+    /// In cluster mode, a declared latch key in another slot than the lock.
+    KeysCrossSlot,
     /// An argument after the lease that is not `ID request_id [PX latch_ms]`.
     ReleaseSyntax,
     /// The unlock latch key exists but holds neither `0` nor `1`.
@@ -144,6 +152,10 @@ impl LockError {
             Self::LatchTooLong => "ERR latch_ms is above the maximum of 31536000000 (365 days)",
             Self::RequestIdMissing => "ERR ID needs a non-empty request_id",
             Self::LatchMissing => "ERR PX needs latch_ms",
+            Self::LatchKeyMissing => "ERR LATCH needs a non-empty latch_key",
+            Self::LatchKeyIsLock => "ERR LATCH latch_key must be another key than the lock's",
+            Self::RequestIdIsLatch => "ERR request_id may not be the word LATCH",
+            Self::KeysCrossSlot => "CROSSSLOT Keys in request don't hash to the same slot",
             Self::ReleaseSyntax => "ERR syntax error: after owner and lease_ms, only ID request_id [PX latch_ms]",
             Self::NotALatch => "ERR the unlock latch key holds something other than 0 or 1",
             Self::NotAnAcquireRecord => "ERR the acquire record key holds something other than a record of a grant",

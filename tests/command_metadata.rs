@@ -61,8 +61,19 @@ fn command_metadata_gives_key_positions_flags_arity_and_docs() {
             (Value::Int(1), Value::Int(1), Value::Int(1))
         );
         let key_specs: Vec<Vec<Value>> = redis::from_redis_value(entry[8].clone()).unwrap();
-        let [key_spec] = key_specs.as_slice() else { panic!("{name}: one key spec, got {key_specs:?}") };
+        let (key_spec, latch) = match key_specs.as_slice() {
+            [key_spec] => (key_spec, None),
+            [key_spec, latch] if name == "RLOCK.RELEASE" => (key_spec, Some(latch)),
+            _ => panic!("{name}: one key spec, got {key_specs:?}"),
+        };
         assert_eq!(strings(field(key_spec, "flags")), key_flags, "{name} key spec flags");
+        if let Some(latch) = latch {
+            // `LATCH latch_key`: found after the keyword, read and written.
+            assert_eq!(strings(field(latch, "flags")), ["RW", "access", "insert"], "{name} latch key spec");
+            let search: Vec<Value> = redis::from_redis_value(field(latch, "begin_search").clone()).unwrap();
+            let search_type: String = redis::from_redis_value(field(&search, "type").clone()).unwrap();
+            assert_eq!(search_type, "keyword", "{name} latch key spec");
+        }
 
         let docs: Vec<Value> = redis::cmd("COMMAND").arg("DOCS").arg(name).query(&mut con).unwrap();
         let docs: Vec<Value> = redis::from_redis_value(docs[1].clone()).unwrap();

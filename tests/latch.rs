@@ -1,6 +1,6 @@
-//! RLOCK.RELEASE with a request id (Redisson's unlock latch): replies and
-//! effects, replays, bad input, ACL on the derived key, cluster slots and
-//! keyspace notifications.
+//! RLOCK.RELEASE with a request id or a declared latch key (Redisson's
+//! unlock latch): replies and effects, replays, bad input, ACL on the
+//! derived and the declared key, cluster slots and keyspace notifications.
 
 use redis::{Commands, Connection, RedisResult, Value};
 use std::collections::HashMap;
@@ -108,12 +108,19 @@ fn bad_latch_arguments_are_refused_without_touching_anything() {
             concat!(
                 "ERR syntax error: ",
                 $misfit,
-                "; syntax: RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]] [VIA PUBLISH|SPUBLISH|NONE]"
+                "; syntax: RLOCK.RELEASE key owner [lease_ms] [ID request_id | LATCH latch_key [PX latch_ms]] \
+                 [VIA PUBLISH|SPUBLISH|NONE]"
             )
         };
     }
     const NOT_POSITIVE: &str = "ERR latch_ms must be a positive integer";
-    let cases: [(&[&[u8]], &str); 14] = [
+    let cases: [(&[&[u8]], &str); 20] = [
+        (&[b"LATCH"], "ERR LATCH needs a non-empty latch_key"),
+        (&[b"1000", b"LATCH", b""], "ERR LATCH needs a non-empty latch_key"),
+        (&[b"LATCH", b"res"], "ERR LATCH latch_key must be another key than the lock's"),
+        (&[b"ID", b"latch"], "ERR request_id may not be the word LATCH"),
+        (&[b"LATCH", b"l", b"ID", b"r"], syntax!("unexpected argument 5 ('ID')")),
+        (&[b"LATCH", b"l", b"PX", b"0"], NOT_POSITIVE),
         (&[b"ID"], "ERR ID needs a non-empty request_id"),
         (&[b"1000", b"ID"], "ERR ID needs a non-empty request_id"),
         (&[b"ID", b""], "ERR ID needs a non-empty request_id"),
@@ -198,6 +205,80 @@ fn in_cluster_mode_a_latch_key_in_another_slot_is_refused() {
     }
 }
 
+/// `LATCH latch_key` is the latch `ID` derives, named: the same replies,
+/// the same key and replays across the two forms; any other key serves
+/// too, as Redisson's script writes whatever key it is given.
+#[test]
+fn a_declared_latch_key_is_the_latch_its_request_id_names() {
+    let server = Server::shared();
+    let mut con = server.connection();
+    for _ in 0..2 {
+        run(&mut con, &[b"RLOCK.ACQUIRE", b"decl", b"a", b"60000"]).unwrap();
+    }
+    let key = unlock_latch_key(b"decl", b"r1");
+    assert_eq!(
+        run(&mut con, &[b"RLOCK.RELEASE", b"decl", b"a", b"LATCH", &key, b"PX", b"5000"]).unwrap(),
+        Value::Int(0)
+    );
+    let (value, pttl) = latch(&mut con, b"decl", b"r1");
+    assert_eq!(value.as_deref(), Some("0"));
+    assert!(4_000 < pttl && pttl <= 5_000, "latch PTTL {pttl}");
+    // Replayed by either form: 0 again, nothing released.
+    assert_eq!(run(&mut con, &[b"RLOCK.RELEASE", b"decl", b"a", b"ID", b"r1"]).unwrap(), Value::Int(0));
+    assert_eq!(run(&mut con, &[b"RLOCK.RELEASE", b"decl", b"a", b"latch", &key]).unwrap(), Value::Int(0));
+    assert_eq!(fields(&mut con, b"decl"), HashMap::from([(b"a".to_vec(), b"1".to_vec())]));
+    // Any key, with the default latch time; the owner may be named LATCH.
+    assert_eq!(run(&mut con, &[b"RLOCK.RELEASE", b"decl", b"a", b"LATCH", b"my-latch"]).unwrap(), Value::Int(1));
+    assert_eq!(con.get::<_, String>("my-latch").unwrap(), "1");
+    let pttl: i64 = con.pttl("my-latch").unwrap();
+    assert!(19_000 < pttl && pttl <= 20_000, "latch PTTL {pttl}");
+    run(&mut con, &[b"RLOCK.ACQUIRE", b"decl", b"LATCH", b"60000"]).unwrap();
+    assert_eq!(
+        run(&mut con, &[b"RLOCK.RELEASE", b"decl", b"LATCH", b"LATCH", b"owners-latch"]).unwrap(),
+        Value::Int(1)
+    );
+    // Redis is told the keys: the lock's, and the latch after LATCH only.
+    for (call, keys) in [
+        (&[b"RLOCK.RELEASE".as_slice(), b"l", b"LATCH", b"LATCH", b"k", b"PX", b"5"][..], &[b"l".as_slice(), b"k"][..]),
+        (&[b"RLOCK.RELEASE", b"l", b"o", b"ID", b"r", b"VIA", b"NONE"], &[b"l"]),
+    ] {
+        let found: Vec<Vec<u8>> = redis::cmd("COMMAND").arg("GETKEYS").arg(call).query(&mut con).unwrap();
+        assert_eq!(found, keys, "{call:?}");
+    }
+}
+
+/// A declared latch key is checked as a key in argv: the caller's ACL by
+/// Redis, the slot (Redis 7.0 routes by the first key) by the module, with
+/// Redis's reply; refused, nothing is released or written.
+#[test]
+fn a_declared_latch_key_is_checked_by_redis() {
+    let server = Server::shared();
+    let mut admin = server.connection();
+    let mut limited = server.login("declared", &["~locks:*"]);
+    run(&mut limited, &[b"RLOCK.ACQUIRE", b"locks:d", b"o", b"60000"]).unwrap();
+    let text = error_text(run(&mut limited, &[b"RLOCK.RELEASE", b"locks:d", b"o", b"LATCH", b"elsewhere"]));
+    assert_eq!(text, "NOPERM this user has no permissions to access one of the keys used as arguments");
+    assert_eq!(fields(&mut admin, b"locks:d"), HashMap::from([(b"o".to_vec(), b"1".to_vec())]), "nothing released");
+    assert!(!admin.exists::<_, bool>("elsewhere").unwrap(), "no latch written");
+    assert_eq!(
+        run(&mut limited, &[b"RLOCK.RELEASE", b"locks:d", b"o", b"LATCH", b"locks:latch"]).unwrap(),
+        Value::Int(1)
+    );
+
+    let cluster = Server::builder().cluster().start();
+    let mut con = cluster.connection();
+    let _: () = redis::cmd("CLUSTER").arg(&["ADDSLOTSRANGE", "0", "16383"]).query(&mut con).unwrap();
+    testkit::eventually("cluster_state:ok", Duration::from_secs(20), || {
+        let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
+        info.contains("cluster_state:ok")
+    });
+    run(&mut con, &[b"RLOCK.ACQUIRE", b"{t}l", b"o"]).unwrap();
+    let text = error_text(run(&mut con, &[b"RLOCK.RELEASE", b"{t}l", b"o", b"LATCH", b"{u}latch"]));
+    assert!(text.starts_with("CROSSSLOT"), "{text}");
+    assert_eq!(fields(&mut con, b"{t}l"), HashMap::from([(b"o".to_vec(), b"1".to_vec())]), "nothing released");
+    assert_eq!(run(&mut con, &[b"RLOCK.RELEASE", b"{t}l", b"o", b"LATCH", b"{t}latch"]).unwrap(), Value::Int(1));
+}
+
 /// The latch key gets the events Redis's own `SET L v PX n` sends (`set`,
 /// then `expire`), like the script's; replays send none.
 #[test]
@@ -207,13 +288,17 @@ fn latch_notifications_match_the_script() {
     let mut replies: HashMap<&str, Vec<Value>> = HashMap::new();
     let all = keyspace_events(&server, |con| {
         scripts.load(con).unwrap();
-        for (side, name) in [("script", b"s:lock".as_slice()), ("command", b"c:lock")] {
+        for (side, name) in [("script", b"s:lock".as_slice()), ("command", b"c:lock"), ("declared", b"d:lock")] {
             for _ in 0..2 {
                 run(con, &[b"RLOCK.ACQUIRE", name, b"a"]).unwrap();
             }
             for id in [b"r1".as_slice(), b"r1", b"r2", b"r2", b"r3"] {
                 let reply: Value = match side {
                     "script" => scripts.release_latched(name, b"a", 30_000, id, 20_000).query(con).unwrap(),
+                    "declared" => {
+                        let key = unlock_latch_key(name, id);
+                        run(con, &[b"RLOCK.RELEASE", name, b"a", b"30000", b"LATCH", &key, b"PX", b"20000"]).unwrap()
+                    }
                     _ => run(con, &[b"RLOCK.RELEASE", name, b"a", b"30000", b"ID", id, b"PX", b"20000"]).unwrap(),
                 };
                 replies.entry(side).or_default().push(reply);
@@ -221,14 +306,21 @@ fn latch_notifications_match_the_script() {
         }
     });
     let expected = [Value::Int(0), Value::Int(0), Value::Int(1), Value::Int(1), Value::Nil];
-    assert_eq!((&replies["script"][..], &replies["command"][..]), (&expected[..], &expected[..]));
+    for side in ["script", "command", "declared"] {
+        assert_eq!(replies[side], expected, "{side}");
+    }
     let mut events: HashMap<String, Vec<String>> = HashMap::new();
     for (key, event) in all {
-        let side = if key.contains("s:lock") { "script" } else { "command" };
+        let side = ["script", "command", "declared"]
+            .into_iter()
+            .find(|side| key.contains(&format!("{}:lock", &side[..1])))
+            .unwrap();
         let what = if key.contains("redisson_unlock_latch") { "latch" } else { "lock" };
         events.entry(format!("{side} {what}")).or_default().push(event);
     }
     assert_eq!(events["script latch"], ["set", "expire", "set", "expire"], "the script's own events");
     assert_eq!(events["command latch"], events["script latch"]);
     assert_eq!(events["command lock"], events["script lock"], "the lock key's events");
+    assert_eq!(events["declared latch"], events["script latch"]);
+    assert_eq!(events["declared lock"], events["script lock"]);
 }

@@ -40,7 +40,8 @@ async fn main() {
 
     // `rlock-bench cost family synchronizers handoff fair e2e redisson introspection` runs only those
     // sections (for development; `make bench` runs them all). `RLOCK_BENCH_COUNTS_ONLY=DIR` makes
-    // `redisson` count only its pairs' instructions, keeping callgrind's dumps in DIR.
+    // `redisson` count only its pairs' instructions, keeping callgrind's dumps in DIR, and `e2e`
+    // only its cycles' instructions.
     let only: Vec<String> = std::env::args().skip(1).collect();
     if only.iter().any(|s| s == "introspection") {
         introspection_section();
@@ -57,8 +58,10 @@ async fn main() {
                 }
             }
             if only.iter().any(|s| s == "e2e") {
-                let (table, latency, ratios) = client_e2e::run(&server).await;
-                println!("{table}\n{latency}\n- {}", ratios.summary());
+                if std::env::var_os("RLOCK_BENCH_COUNTS_ONLY").is_none() {
+                    let (table, latency, ratios) = client_e2e::run(&server).await;
+                    println!("{table}\n{latency}\n- {}", ratios.summary());
+                }
                 if !aof {
                     print_counted_cycles();
                 }

@@ -76,28 +76,47 @@ pub fn parse_wait(mut args: impl Iterator<Item = RedisString>) -> Result<Option<
     Ok(wait_ms)
 }
 
-/// The rest of the arguments as `[ID request_id [PX latch_ms]]`: the
-/// request id and how long its latch lives. Nothing may follow.
-pub fn parse_latch(mut args: impl Iterator<Item = RedisString>) -> Result<Option<(RedisString, i64)>, RedisError> {
-    let latch = match args.next() {
-        None => None,
+/// Whose unlock latch a release keeps: named by its request id (the key
+/// derived from the lock's name), or the key itself, declared to Redis
+/// (`RLOCK.RELEASE … LATCH latch_key`: Redis checks its ACL and slot).
+pub enum LatchName {
+    Request(RedisString),
+    Key(RedisString),
+}
+
+/// The rest of the arguments as `[ID request_id [PX latch_ms]]` (or, where
+/// `declared_key`, `[LATCH latch_key [PX latch_ms]]`): the latch and how
+/// long it lives. Nothing may follow.
+pub fn parse_latch(
+    mut args: impl Iterator<Item = RedisString>,
+    declared_key: bool,
+) -> Result<Option<(LatchName, i64)>, RedisError> {
+    let nonempty = |arg: Option<RedisString>| arg.filter(|arg| !arg.as_slice().is_empty());
+    let name = match args.next() {
+        None => return Ok(None),
         Some(arg) if is_keyword(&arg, b"ID") => {
-            let request_id = args.next().filter(|id| !id.as_slice().is_empty()).ok_or(LockError::RequestIdMissing)?;
-            let latch_ms = match args.next() {
-                None => DEFAULT_LATCH_MS,
-                Some(arg) if is_keyword(&arg, b"PX") => {
-                    lease::parse_latch_ms(args.next().ok_or(LockError::LatchMissing)?.as_slice())?
-                }
-                Some(_) => return Err(LockError::ReleaseSyntax.into()),
-            };
-            Some((request_id, latch_ms))
+            let request_id = nonempty(args.next()).ok_or(LockError::RequestIdMissing)?;
+            if declared_key && is_keyword(&request_id, b"LATCH") {
+                return Err(LockError::RequestIdIsLatch.into());
+            }
+            LatchName::Request(request_id)
+        }
+        Some(arg) if declared_key && is_keyword(&arg, b"LATCH") => {
+            LatchName::Key(nonempty(args.next()).ok_or(LockError::LatchKeyMissing)?)
+        }
+        Some(_) => return Err(LockError::ReleaseSyntax.into()),
+    };
+    let latch_ms = match args.next() {
+        None => DEFAULT_LATCH_MS,
+        Some(arg) if is_keyword(&arg, b"PX") => {
+            lease::parse_latch_ms(args.next().ok_or(LockError::LatchMissing)?.as_slice())?
         }
         Some(_) => return Err(LockError::ReleaseSyntax.into()),
     };
     if args.next().is_some() {
         return Err(LockError::ReleaseSyntax.into());
     }
-    Ok(latch)
+    Ok(Some((name, latch_ms)))
 }
 
 /// The tail of a family release, `[lease_ms] [ID request_id [PX
@@ -109,7 +128,12 @@ pub fn parse_release_tail<I: Iterator<Item = RedisString>>(
     keywords: &[&[u8]],
 ) -> Result<(i64, Option<UnlockLatch>), RedisError> {
     let lease_ms = parse_optional_lease(&mut args, keywords)?;
-    let request = parse_latch(args)?;
+    let request = match parse_latch(args, false)? {
+        Some((LatchName::Request(id), latch_ms)) => Some((id, latch_ms)),
+        // Not parsed where no latch key is declared.
+        Some((LatchName::Key(_), _)) => return Err(LockError::ReleaseSyntax.into()),
+        None => None,
+    };
     let request = request.as_ref().map(|(id, latch_ms)| (id.as_slice(), *latch_ms));
     Ok((lease_ms, UnlockLatch::for_request(name, request, now_ms)?))
 }
@@ -324,6 +348,23 @@ pub const LATCH: Arg = Arg::block(
     c"latch",
     &[
         Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
+        Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
+    ],
+);
+/// `[ID request_id | LATCH latch_key [PX latch_ms]]`: RLock's release,
+/// whose latch may be a key declared to Redis.
+pub const LATCH_OR_KEY: Arg = Arg::block(
+    c"latch",
+    &[
+        Arg {
+            name: c"name",
+            kind: ArgKind::OneOf(&[
+                Arg { name: c"request_id", kind: ArgKind::String, optional: false, token: Some(c"ID") },
+                Arg { name: c"latch_key", kind: ArgKind::Key, optional: false, token: Some(c"LATCH") },
+            ]),
+            optional: false,
+            token: None,
+        },
         Arg { name: c"latch_ms", kind: ArgKind::Integer, optional: true, token: Some(c"PX") },
     ],
 );

@@ -59,7 +59,10 @@ pub fn set(ctx: &Context, info: &CommandInfo, keys: Keys) -> Result<(), String> 
         return Err(format!("{name} is not registered"));
     }
     // Both arrays end with an all-zero entry. Redis copies everything.
-    let mut key_specs = [key_spec(info.key_flags, keys), unsafe { std::mem::zeroed() }];
+    let mut key_specs = [key_spec(info.key_flags, keys), unsafe { std::mem::zeroed() }, unsafe { std::mem::zeroed() }];
+    if let Some(keyword) = keyword_key(info.args) {
+        key_specs[1] = latch_key_spec(keyword, info.args);
+    }
     let keyless = info.key_flags == KEYLESS;
     let mut arrays = Vec::new();
     let grammar = info.grammar(keys);
@@ -111,6 +114,34 @@ fn key_spec(flags: u32, keys: Keys) -> raw::RedisModuleCommandKeySpec {
     spec
 }
 
+/// The keyword of the one key an argument names after a keyword
+/// (`LATCH latch_key`), if any.
+fn keyword_key(args: &[Arg]) -> Option<&'static CStr> {
+    args.iter().find_map(|arg| match arg.kind {
+        ArgKind::Key => arg.token,
+        ArgKind::Block(parts) | ArgKind::OneOf(parts) => keyword_key(parts),
+        _ => None,
+    })
+}
+
+/// The unlock latch key after `keyword`: read, and written with an
+/// expiry. Searched for after the required arguments that precede any
+/// keyword (an owner spelled like the keyword is not taken for it).
+fn latch_key_spec(keyword: &'static CStr, args: &[Arg]) -> raw::RedisModuleCommandKeySpec {
+    let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
+    spec.flags =
+        u64::from(raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_INSERT);
+    spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_KEYWORD;
+    let leading = args.iter().take_while(|arg| !arg.optional && arg.token.is_none()).count();
+    spec.bs.keyword = raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_2 {
+        keyword: keyword.as_ptr(),
+        startfrom: 2 + leading as c_int,
+    };
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+    spec.fk.range = raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 { lastkey: 0, keystep: 1, limit: 0 };
+    spec
+}
+
 /// The zero-terminated array of `args`, block arguments pointing to their
 /// own arrays; `arrays` keeps them all alive until Redis has copied them.
 fn arguments<'a>(
@@ -126,7 +157,12 @@ fn arguments<'a>(
                 ArgKind::Repeated(_) => (&arg.kind, true),
                 _ => (&arg.kind, false),
             };
-            raw_arg.key_spec_index = if matches!(kind, ArgKind::Key) { 0 } else { -1 };
+            // A key after a keyword is the latch's, the second spec.
+            raw_arg.key_spec_index = match (kind, arg.token) {
+                (ArgKind::Key, None) => 0,
+                (ArgKind::Key, Some(_)) => 1,
+                _ => -1,
+            };
             raw_arg.type_ = match kind {
                 ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
                 ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,

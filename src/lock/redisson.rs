@@ -2,7 +2,7 @@
 //! becomes (see `redisson::scripts`).
 
 use crate::lease::{parse_latch_ms, parse_lease_ms};
-use crate::redisson::scripts::{is_release_channel, is_time, latch_request_id, native, publish_command};
+use crate::redisson::scripts::{is_release_channel, is_time, native, publish_command};
 use crate::redisson::scripts::{Call, Family, Known, Rewrite};
 use crate::redisson::via::{last_names_publish, rewrite_via, text_names_publish, Publishing};
 
@@ -79,11 +79,10 @@ fn renew_all<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
 /// KEYS name, latch; ARGV lease, owner, latch px (nothing published).
 fn spin_release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
     let ([name, latch], [lease, owner, latch_ms]) = (call.keys, call.argv) else { return None };
-    if !(is_time(lease, parse_lease_ms) && is_time(latch_ms, parse_latch_ms) && call.same_slot(name, latch)) {
+    if !(is_time(lease, parse_lease_ms) && is_time(latch_ms, parse_latch_ms) && is_latch_of(call, name, latch)) {
         return None;
     }
-    let request_id = latch_request_id(name, latch)?;
-    let argv = native(&[b"RLOCK.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms, b"VIA", b"NONE"]);
+    let argv = native(&[b"RLOCK.RELEASE", name, owner, lease, b"LATCH", latch, b"PX", latch_ms, b"VIA", b"NONE"]);
     Some(Rewrite { argv, channel: None })
 }
 
@@ -126,13 +125,19 @@ fn release<'a>(call: &Call<'a>) -> Option<Rewrite<'a>> {
         && is_time(lease, parse_lease_ms)
         && is_time(latch_ms, parse_latch_ms)
         && call.same_slot(name, channel)
-        && call.same_slot(name, latch))
+        && is_latch_of(call, name, latch))
     {
         return None;
     }
-    let request_id = latch_request_id(name, latch)?;
     let publish = publish_command(publish)?;
-    Some(rewrite_via(&[b"RLOCK.RELEASE", name, owner, lease, b"ID", request_id, b"PX", latch_ms], publish, channel))
+    Some(rewrite_via(&[b"RLOCK.RELEASE", name, owner, lease, b"LATCH", latch, b"PX", latch_ms], publish, channel))
+}
+
+/// Whether the script's `latch` can be the native release's declared latch
+/// key, as the script writes whatever key it is given: any other key than
+/// the lock's (whose script fails on the hash) and not empty, in its slot.
+fn is_latch_of(call: &Call, name: &[u8], latch: &[u8]) -> bool {
+    !latch.is_empty() && latch != name && call.same_slot(name, latch)
 }
 
 /// KEYS name, channel; ARGV message, publish command.

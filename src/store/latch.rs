@@ -55,12 +55,31 @@ impl<'a> RedisLatch<'a> {
     /// timer, where no caller runs): it was checked when the caller called.
     pub fn open_record_as_server(ctx: &'a Context, lock_name: &[u8], request_id: &[u8]) -> Self {
         let name = RedisString::create_from_slice(ctx.get_raw(), &acquire_record_key(lock_name, request_id));
+        Self::open_unchecked(ctx, name)
+    }
+
+    /// Opens an unlock latch key the command declared (`LATCH latch_key`):
+    /// Redis checked the caller's ACL for it. Its slot is checked here, as
+    /// for a derived key: Redis 7.0 routes a module's command by its first
+    /// key alone.
+    pub fn open_declared(ctx: &'a Context, lock_name: &RedisString, name: RedisString) -> Result<Self, RedisError> {
+        if name.as_slice() == lock_name.as_slice() {
+            return Err(LockError::LatchKeyIsLock.into());
+        }
+        if cluster_mode() && key_slot(name.as_slice()) != key_slot(lock_name.as_slice()) {
+            return Err(LockError::KeysCrossSlot.into());
+        }
+        on_one_node(ctx, lock_name.as_slice(), name.as_slice())?;
+        Ok(Self::open_unchecked(ctx, name))
+    }
+
+    fn open_unchecked(ctx: &'a Context, name: RedisString) -> Self {
         Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name }
     }
 
     fn open_checked(ctx: &'a Context, name: RedisString, what: &str) -> Result<Self, RedisError> {
         check_write_permission(ctx, &name, what)?;
-        Ok(Self { ctx, key: SignalOnWriteKey::open(ctx, name.inner), name })
+        Ok(Self::open_unchecked(ctx, name))
     }
 
     /// The string the key holds; [`LockError::WrongType`] for another type.

@@ -23,7 +23,7 @@ thread; parsing, the commands, replication to no replica, the replies; not the k
 server of its own, one connection, 100 locks per pipelined batch, each lock cycled 16 times in a
 row (the client's sweeper deletes 16 latch keys in one `DEL`), after an unmeasured batch on an
 emptied database. Scripts run as Lua (`rlock.redisson-scripts off`). The parts of the client's
-cycle are the differences between rows: `HOLDS` on the acquire, the release's unlock latch (`ID
+cycle are the differences between rows: `HOLDS` on the acquire, the release's unlock latch (`LATCH
 … PX …`: the latch key written with its expiry, replicated and announced), the latch's share of
 the sweeper's `DEL`.
 ";
@@ -44,8 +44,8 @@ const LATCH_PARTS: [(&str, &str); 5] = [
     ("???:RM_Replicate ", "replication (`SET … PXAT`)"),
     ("???:RM_StringSet ", "the latch's value written"),
     ("???:RM_SetAbsExpire ", "its expiry"),
-    ("rlock::store::latch::RedisLatch::open_checked ", "its key opened, the caller's ACL checked"),
-    ("rlock::commands::args::parse_latch ", "`ID … PX …` parsed"),
+    ("???:RM_OpenKey ", "its key opened"),
+    ("rlock::commands::args::parse_latch ", "`LATCH … PX …` parsed"),
 ];
 
 /// The counted table of the loops, and the table of the client cycle's
@@ -179,8 +179,8 @@ fn holds_acquire(key: &[u8]) -> Vec<u8> {
 
 /// The client's release with the unlock latch of cycle `cycle`.
 fn latched_release(key: &[u8], cycle: u64) -> Vec<u8> {
-    let lease = LEASE_MS.to_string();
-    encode(&[b"RLOCK.RELEASE", key, OWNER, lease.as_bytes(), b"ID", &request_id(cycle), b"PX", lease.as_bytes()])
+    let (lease, latch) = (LEASE_MS.to_string(), unlock_latch_key(key, &request_id(cycle)));
+    encode(&[b"RLOCK.RELEASE", key, OWNER, lease.as_bytes(), b"LATCH", &latch, b"PX", lease.as_bytes()])
 }
 
 fn request_id(cycle: u64) -> Vec<u8> {

@@ -128,10 +128,10 @@ pub fn bare_cycle(
             let mut keys = vec![];
             if as_client {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
-                let release_id = format!("{id}-r");
+                let latch = rlock_protocol::unlock_latch_key(name.as_bytes(), format!("{id}-r").as_bytes());
                 acquire.arg("HOLDS").arg(0);
-                release.arg("ID").arg(&release_id).arg("PX").arg(LEASE_MS);
-                keys.push(rlock_protocol::unlock_latch_key(name.as_bytes(), release_id.as_bytes()));
+                release.arg("LATCH").arg(&latch).arg("PX").arg(LEASE_MS);
+                keys.push(latch);
             }
             let _: redis::Value = acquire.query_async(&mut connection).await.expect("acquire");
             let _: redis::Value = release.query_async(&mut connection).await.expect("release");

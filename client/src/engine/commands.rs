@@ -76,16 +76,28 @@ impl LockId {
 
     /// The release, with Redisson's unlock latch when given a request id
     /// and its lifetime: a repeat with the same id within it replies what
-    /// the first one did.
+    /// the first one did. RLock's release takes the latch key itself,
+    /// declared to Redis (which then checks the caller's ACL for it, not
+    /// the module).
     pub fn release(&self, lease_ms: i64, latch: Option<(&[u8], Duration)>) -> Cmd {
         let mut cmd = self.cmd("RELEASE");
         if self.kind.release_sets_lease() {
             cmd.arg(lease_ms);
         }
         if let Some((request_id, lifetime)) = latch {
-            cmd.arg("ID").arg(request_id).arg("PX").arg(clamp_lease_ms(lifetime));
+            match self.declares_latch_key() {
+                true => cmd.arg("LATCH").arg(rlock_protocol::unlock_latch_key(&self.name, request_id)),
+                false => cmd.arg("ID").arg(request_id),
+            };
+            cmd.arg("PX").arg(clamp_lease_ms(lifetime));
         }
         cmd
+    }
+
+    /// Whether the release names its latch key (`LATCH`, RLock's release)
+    /// rather than its request id: Redis then checks the key's ACL.
+    pub fn declares_latch_key(&self) -> bool {
+        matches!(self.kind, Kind::Plain | Kind::Fenced)
     }
 
     /// The renewal: 1 renewed, 0 not held. On a read-write lock it renews

@@ -32,6 +32,7 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     let latch_key = protocol::unlock_latch_key(&id.name, request_id.as_bytes());
     let same_slot = !connection.is_cluster() || key_slot(&latch_key) == key_slot(&id.name);
     let mut latched = same_slot && !shared.latch_refused.load(Ordering::Relaxed);
+    let mut refused = false;
     let lifetime = latch_lifetime(retry, shared.options.reply_timeout, lease_ms);
     let reply = loop {
         let release = id.release(lease_ms, latched.then_some((request_id.as_bytes(), lifetime)));
@@ -43,16 +44,22 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
         };
         // Latched, a release is sent again: a repeat replies what it did.
         match retry.run(|err| latched && err.is_transient(), send).await {
-            // Only a refusal of the latch key itself (the module names it).
+            // A refusal that may be of the latch key: nothing ran, so the
+            // release goes again without it.
             Err(Error::Redis(err))
-                if latched && err.code() == Some("NOPERM") && err.detail().is_some_and(names_latch_key) =>
+                if latched
+                    && err.code() == Some("NOPERM")
+                    && err.detail().is_some_and(|detail| names_latch_key(detail, id.declares_latch_key())) =>
             {
-                shared.latch_refused.store(true, Ordering::Relaxed);
-                latched = false;
+                (latched, refused) = (false, true);
             }
             reply => break reply?,
         }
     };
+    // It was the latch's (the release without it ran): stop asking.
+    if refused {
+        shared.latch_refused.store(true, Ordering::Relaxed);
+    }
     if latched {
         // Done with the latch: drop it now rather than let it linger.
         shared.latch_sweeper.delete(latch_key);
@@ -79,10 +86,12 @@ fn latch_lifetime(retry: &RetryOptions, reply_timeout: Option<Duration>, lease_m
     window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window)
 }
 
-/// Whether a NOPERM refusal is about the unlock latch key: RLOCK.RELEASE
-/// names its role, the family's releases the key.
-fn names_latch_key(detail: &str) -> bool {
-    detail.contains("unlock latch key") || detail.contains("'redisson_unlock_latch:")
+/// Whether a NOPERM refusal may be about the unlock latch key: the
+/// family's releases name the key; a declared latch key is refused by
+/// Redis, which names no key (the lock's own, refused too, fails the
+/// release that follows without the latch).
+fn names_latch_key(detail: &str, declared: bool) -> bool {
+    detail.contains("'redisson_unlock_latch:") || (declared && detail.contains("one of the keys used as arguments"))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 use crate::commands::args::{
-    parse_latch, parse_optional_lease, take_release_via, Args, LATCH, LEASE_MS, OWNER, RELEASE_VIA,
+    parse_latch, parse_optional_lease, take_release_via, Args, LatchName, LATCH_OR_KEY, LEASE_MS, OWNER, RELEASE_VIA,
 };
 use crate::commands::info::CommandInfo;
 use crate::commands::registry::command;
@@ -11,12 +11,14 @@ use crate::store::{now_ms, RedisLatch, RedisLock, Via};
 use redis_module::raw;
 use redis_module::{Context, NextArg, RedisError, RedisResult, RedisString};
 
-/// `RLOCK.RELEASE key owner [lease_ms] [ID request_id [PX latch_ms]]
-/// [VIA PUBLISH|SPUBLISH|NONE]`: nil
+/// `RLOCK.RELEASE key owner [lease_ms] [ID request_id | LATCH latch_key
+/// [PX latch_ms]] [VIA PUBLISH|SPUBLISH|NONE]`: nil
 /// when `owner` does not hold the lock, 0 when one reentry level was
 /// released, 1 when fully released. With `ID`, the reply is recorded in
 /// Redisson's unlock latch key for `latch_ms`, and a release with the same
-/// request id replies it again and changes nothing. `VIA` announces a
+/// request id replies it again and changes nothing; `LATCH` names that
+/// key itself, declared to Redis (which checks its ACL and, in a cluster,
+/// its slot, as for Redisson's script). `VIA` announces a
 /// full release with that one command, as Redisson's script does (`NONE`:
 /// with nothing, as the spin lock's).
 pub fn release(ctx: &Context, args: Args) -> RedisResult {
@@ -24,8 +26,11 @@ pub fn release(ctx: &Context, args: Args) -> RedisResult {
     let mut key = RedisLock::open(ctx, &name).via(via);
     let outcome = match latch {
         None => lock::release(&mut key, &owner, lease_ms, now_ms())?,
-        Some((request_id, latch_ms)) => {
-            let mut latch = RedisLatch::open(ctx, &name, &request_id)?;
+        Some((latch_name, latch_ms)) => {
+            let mut latch = match latch_name {
+                LatchName::Request(request_id) => RedisLatch::open(ctx, &name, &request_id)?,
+                LatchName::Key(key) => RedisLatch::open_declared(ctx, &name, key)?,
+            };
             lock::latch::release_once(&mut key, &mut latch, &owner, lease_ms, latch_ms, now_ms())?
         }
     };
@@ -40,8 +45,8 @@ struct ReleaseArgs {
     name: RedisString,
     owner: RedisString,
     lease_ms: i64,
-    /// The request id and how long its latch lives.
-    latch: Option<(RedisString, i64)>,
+    /// The unlock latch and how long it lives.
+    latch: Option<(LatchName, i64)>,
     via: Via,
 }
 
@@ -53,8 +58,8 @@ impl ReleaseArgs {
         let mut args = args.into_iter().skip(1).peekable();
         let name = args.next_arg()?;
         let owner = args.next_arg()?;
-        let lease_ms = parse_optional_lease(&mut args, &[b"ID", b"PX", b"VIA"])?;
-        let latch = parse_latch(args)?;
+        let lease_ms = parse_optional_lease(&mut args, &[b"ID", b"LATCH", b"PX", b"VIA"])?;
+        let latch = parse_latch(args, true)?;
         Ok(Self { name, owner, lease_ms, latch, via })
     }
 }
@@ -68,6 +73,6 @@ command!(
         arity: -3,
         complexity: c"O(1)",
         key_flags: raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
-        args: &[OWNER, LEASE_MS, LATCH, RELEASE_VIA],
+        args: &[OWNER, LEASE_MS, LATCH_OR_KEY, RELEASE_VIA],
     },
 );

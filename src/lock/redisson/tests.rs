@@ -57,7 +57,7 @@ fn the_acquire_becomes_rlock_acquire() {
 }
 
 #[test]
-fn the_release_takes_its_request_id_from_the_latch_key_and_its_publish_command() {
+fn the_release_declares_the_latch_key_and_takes_its_publish_command() {
     let call: &[&[u8]] = &[
         b"EVALSHA",
         RELEASE,
@@ -72,7 +72,18 @@ fn the_release_takes_its_request_id_from_the_latch_key_and_its_publish_command()
         b"13500",
     ];
     let expected = Rewrite {
-        argv: argv(&["RLOCK.RELEASE", "n", "u:1", "30000", "ID", "0123abcd", "PX", "13500", "VIA", "SPUBLISH"]),
+        argv: argv(&[
+            "RLOCK.RELEASE",
+            "n",
+            "u:1",
+            "30000",
+            "LATCH",
+            "redisson_unlock_latch:{n}:0123abcd",
+            "PX",
+            "13500",
+            "VIA",
+            "SPUBLISH",
+        ]),
         channel: Some(b"redisson_lock__channel:{n}".as_slice().into()),
     };
     assert_eq!(rewritten(call, false), Some(expected));
@@ -84,8 +95,14 @@ fn the_release_takes_its_request_id_from_the_latch_key_and_its_publish_command()
         rewritten(&call, false)
     };
     assert_eq!(with(4, b"redisson_lock__channel:{m}"), None, "another channel");
-    assert_eq!(with(5, b"redisson_unlock_latch:{n}:"), None, "no request id");
-    assert_eq!(with(5, b"redisson_unlock_latch:{m}:0123"), None, "another lock's latch");
+    // The script writes whatever latch key it is given: so does the command.
+    assert!(with(5, b"redisson_unlock_latch:{n}:").is_some(), "no request id");
+    assert!(with(5, b"redisson_unlock_latch:{m}:0123").is_some(), "another lock's latch");
+    assert_eq!(with(5, b"n"), None, "the lock's own key: the script fails on the hash");
+    assert_eq!(with(5, b""), None, "an empty key");
+    let mut other_slot = call.to_vec();
+    other_slot[5] = b"redisson_unlock_latch:{m}:0123";
+    assert_eq!(rewritten(&other_slot, true), None, "cross-slot in a cluster stays with Lua");
     assert_eq!(with(6, b"1"), None, "another message");
     assert_eq!(with(7, b"0"), None, "a lease Redis would take but the command not");
     assert_eq!(with(9, b"del"), None, "not a publish command");
@@ -178,9 +195,20 @@ fn the_spin_locks_unlocks_publish_nothing() {
     let cases: &[Case] = &[
         (
             &[b"EVALSHA", SPIN_RELEASE, b"2", b"n", LATCH, b"30000", b"u:1", b"13500"],
-            Some(&["RLOCK.RELEASE", "n", "u:1", "30000", "ID", "0123abcd", "PX", "13500", "VIA", "NONE"]),
+            Some(&[
+                "RLOCK.RELEASE",
+                "n",
+                "u:1",
+                "30000",
+                "LATCH",
+                "redisson_unlock_latch:{n}:0123abcd",
+                "PX",
+                "13500",
+                "VIA",
+                "NONE",
+            ]),
         ),
-        (&[b"EVALSHA", SPIN_RELEASE, b"2", b"n", b"redisson_unlock_latch:{m}:0123", b"30000", b"u:1", b"13500"], None),
+        (&[b"EVALSHA", SPIN_RELEASE, b"2", b"n", b"n", b"30000", b"u:1", b"13500"], None),
         (&[b"EVALSHA", SPIN_RELEASE, b"2", b"n", LATCH, b"30000", b"u:1", b"0"], None),
         (
             &[b"EVALSHA", SPIN_RELEASE_3_15, b"1", b"n", b"30000", b"u:1"],

@@ -23,7 +23,10 @@ fn each_kind_sends_its_commands() {
         (id(Kind::Fair).acquire(100, None), "RFAIR.ACQUIRE orders u:1 100"),
         (id(Kind::Read).acquire(100, Some(7)), "RRW.ACQUIRE orders u:1 READ 100"),
         (id(Kind::Write).acquire(100, None), "RRW.ACQUIRE orders u:1 WRITE 100"),
-        (id(Kind::Plain).release(100, latch), "RLOCK.RELEASE orders u:1 100 ID r1 PX 5000"),
+        (
+            id(Kind::Plain).release(100, latch),
+            "RLOCK.RELEASE orders u:1 100 LATCH redisson_unlock_latch:{orders}:r1 PX 5000",
+        ),
         (id(Kind::Fair).release(100, None), "RFAIR.RELEASE orders u:1 100"),
         (id(Kind::Read).release(100, latch), "RRW.RELEASE orders u:1 READ ID r1 PX 5000"),
         (id(Kind::Write).release(100, latch), "RRW.RELEASE orders u:1 WRITE 100 ID r1 PX 5000"),
