@@ -257,7 +257,8 @@ fn a_declared_latch_key_is_checked_by_redis() {
     let mut limited = server.login("declared", &["~locks:*"]);
     run(&mut limited, &[b"RLOCK.ACQUIRE", b"locks:d", b"o", b"60000"]).unwrap();
     let text = error_text(run(&mut limited, &[b"RLOCK.RELEASE", b"locks:d", b"o", b"LATCH", b"elsewhere"]));
-    assert_eq!(text, "NOPERM this user has no permissions to access one of the keys used as arguments");
+    // Redis's own refusal (Redis 7.0's text; "No permissions to access a key" on Valkey, Redis 8).
+    assert!(text.starts_with("NOPERM") && !text.contains("latch"), "{text}");
     assert_eq!(fields(&mut admin, b"locks:d"), HashMap::from([(b"o".to_vec(), b"1".to_vec())]), "nothing released");
     assert!(!admin.exists::<_, bool>("elsewhere").unwrap(), "no latch written");
     assert_eq!(

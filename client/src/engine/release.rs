@@ -88,10 +88,10 @@ fn latch_lifetime(retry: &RetryOptions, reply_timeout: Option<Duration>, lease_m
 
 /// Whether a NOPERM refusal may be about the unlock latch key: the
 /// family's releases name the key; a declared latch key is refused by
-/// Redis, which names no key (the lock's own, refused too, fails the
-/// release that follows without the latch).
+/// Redis, which names no key, in words that differ by server (the lock's
+/// own, refused too, fails the release that follows without the latch).
 fn names_latch_key(detail: &str, declared: bool) -> bool {
-    detail.contains("'redisson_unlock_latch:") || (declared && detail.contains("one of the keys used as arguments"))
+    declared || detail.contains("'redisson_unlock_latch:")
 }
 
 #[cfg(test)]
