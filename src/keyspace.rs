@@ -127,13 +127,21 @@ pub trait Keyspace {
 /// PTTL as Redis reports it: -2 missing, -1 no expiry, else the remaining
 /// milliseconds, never negative.
 pub fn pttl<K: Keyspace>(keys: &mut K, key: &[u8], now_ms: i64) -> Result<i64> {
-    if keys.key_type(key)? == KeyType::Missing {
-        return Ok(-2);
+    let missing = keys.key_type(key)? == KeyType::Missing;
+    let expire_at = if missing { None } else { keys.expire_at(key)? };
+    Ok(pttl_of(missing, expire_at, now_ms))
+}
+
+/// PTTL of a key, `missing` or else expiring at `expire_at` (`None`: no
+/// expiry), at `now_ms`.
+pub fn pttl_of(missing: bool, expire_at: Option<i64>, now_ms: i64) -> i64 {
+    if missing {
+        return -2;
     }
-    Ok(match keys.expire_at(key)? {
+    match expire_at {
         None => -1,
         Some(at_ms) => at_ms.saturating_sub(now_ms).max(0),
-    })
+    }
 }
 
 /// A string counter's value as INCRBY reads it: the bytes of `key`'s string.

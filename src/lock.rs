@@ -239,16 +239,9 @@ pub(crate) fn held_count<S: LockStore>(store: &S, owner: &S::Owner) -> Result<Op
     }
 }
 
-/// PTTL as Redis reports it: -2 missing, -1 no expiry, else the remaining
-/// milliseconds, never negative.
+/// PTTL as Redis reports it ([`crate::keyspace::pttl_of`]).
 pub fn pttl<S: LockStore>(store: &S, now_ms: i64) -> i64 {
-    if store.kind() == KeyType::Missing {
-        return -2;
-    }
-    match store.expire_at() {
-        None => -1,
-        Some(at_ms) => at_ms.saturating_sub(now_ms).max(0),
-    }
+    crate::keyspace::pttl_of(store.kind() == KeyType::Missing, store.expire_at(), now_ms)
 }
 
 #[cfg(test)]
