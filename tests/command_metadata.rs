@@ -189,7 +189,7 @@ fn a_keyword_where_an_optional_value_may_stand_is_read_as_the_keyword() {
         ),
         (
             &["RRW.RELEASE", "rw", "o", "WRITE", "MISSING"],
-            "ERR syntax error: 'MISSING' needs NIL|1; syntax: RRW.RELEASE",
+            "ERR syntax error: 'MISSING' needs NIL|1|NOTHELD; syntax: RRW.RELEASE",
         ),
         (
             &["RFENCED.ACQUIRE", "f", "o", "LIKESCRIPT"],

@@ -205,7 +205,7 @@ fn bad_input_is_refused_and_changes_nothing() {
         (
             &["RRW.RELEASE", "rw", "u:1", "READ", "PX", "5"],
             "ERR syntax error: unexpected argument 4 ('PX'); syntax: RRW.RELEASE key owner READ|WRITE [lease_ms] \
-             [ID request_id [PX latch_ms]] [MISSING NIL|1] [VIA PUBLISH|SPUBLISH]",
+             [ID request_id [PX latch_ms]] [MISSING NIL|1|NOTHELD] [VIA PUBLISH|SPUBLISH]",
         ),
         (
             &["RRW.FORCERELEASE", "plainhash"],

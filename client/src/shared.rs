@@ -33,6 +33,9 @@ pub(crate) struct Shared {
     pub record_refused: AtomicBool,
     /// The module refused `HOLDS` (one older than it): acquires name themselves.
     pub holds_refused: AtomicBool,
+    /// The module refused a fair or read-write release's `MISSING NOTHELD`
+    /// (one older than it): releases go without it.
+    pub missing_refused: AtomicBool,
     pub latch_sweeper: Arc<LatchSweeper>,
     pub watchdog: Watchdog,
     /// Where background work (acquire attempts, releases) runs, also when
@@ -80,6 +83,7 @@ impl Shared {
             latch_refused: AtomicBool::new(false),
             record_refused: AtomicBool::new(false),
             holds_refused: AtomicBool::new(false),
+            missing_refused: AtomicBool::new(false),
             latch_sweeper,
             watchdog,
             runtime: tokio::runtime::Handle::current(),

@@ -287,3 +287,87 @@ async fn an_unlatched_release_after_a_proxy_closed_its_idle_connection_goes_on_a
     let exists: bool = redis::cmd("EXISTS").arg(name).query(&mut node.connection()).unwrap();
     assert!(released.is_ok() && !exists, "the release after the cut: {released:?}, the lock still there: {exists}");
 }
+
+/// A client on one server through `proxy`, with a watchdog too slow to
+/// notice anything these tests do to a hold before its unlock.
+async fn proxied_client(proxy: &Proxy) -> Client {
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_secs(30))
+        .with_replica_sync(rlock_client::ReplicaSync::Off);
+    Client::connect(redis::Client::open(proxy.url()).unwrap(), options).await.unwrap()
+}
+
+/// A fair lock and both sides of a read-write lock named after `name`,
+/// each with the release command it sends and the field of the lock's
+/// hash that counts the handle's holds.
+fn latched_kinds(client: &Client, name: &str) -> [(rlock_client::Lock, &'static str, Vec<u8>); 3] {
+    let fair = client.fair_lock(format!("{name}:fair"));
+    let rw = client.read_write_lock(format!("{name}:rw"));
+    let (read, write) = (rw.read(), rw.write());
+    let write_field = rlock_protocol::rwlock_write_field(write.owner());
+    let (fair_field, read_field) = (fair.owner().to_vec(), read.owner().to_vec());
+    [(fair, "RFAIR.RELEASE", fair_field), (read, "RRW.RELEASE", read_field), (write, "RRW.RELEASE", write_field)]
+}
+
+/// A fair or read-write release whose reply is lost (the proxy cuts the
+/// connection once the server ran it) is sent again under its request id:
+/// the re-entry's release leaves the outer level, the outer's frees the
+/// lock, each answered Ok, and the server shows exactly that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_or_read_write_release_whose_reply_was_lost_is_applied_once() {
+    let server = Server::shared();
+    let proxy = Proxy::start(server.port()).await;
+    let client = proxied_client(&proxy).await;
+    for (lock, release, field) in latched_kinds(&client, "lost-release-reply") {
+        let (kind, name) = (lock.kind(), String::from_utf8(lock.name().to_vec()).unwrap());
+        let count = || {
+            let count: Option<i64> = redis::cmd("HGET").arg(&name).arg(&field).query(&mut server.connection()).unwrap();
+            count
+        };
+        let releases = || common::stalls::calls(&server, &release.to_lowercase());
+        let outer = lock.lock().await.unwrap();
+        let inner = lock.lock().await.unwrap();
+        let before = releases();
+        *proxy.cut_after.lock().unwrap() = Some(release.as_bytes().to_vec());
+        let unlocked = inner.unlock().await;
+        assert_eq!(
+            (unlocked.is_ok(), count(), outer.is_lost(), releases() - before),
+            (true, Some(1), false, 2),
+            "{kind:?}: the inner unlock ({unlocked:?}), the owner's count, the outer guard lost, releases run"
+        );
+        *proxy.cut_after.lock().unwrap() = Some(release.as_bytes().to_vec());
+        let unlocked = outer.unlock().await;
+        let exists: bool = redis::cmd("EXISTS").arg(&name).query(&mut server.connection()).unwrap();
+        assert!(unlocked.is_ok() && !exists, "{kind:?}: the outer unlock {unlocked:?}, the lock left: {exists}");
+    }
+}
+
+/// A fair or read-write hold that ended on the server unseen (its key
+/// deleted, the watchdog not yet round) is not released by its unlock,
+/// which says so, `NotOwner`: also when the release's reply is lost and
+/// its resend would find a latch the first one left. A fair release of a
+/// missing lock answered "released" (Redisson's script does), and a
+/// read-write one recorded "released" in its latch while it answered
+/// "not held", which the resend then replayed: both `Ok`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlock_of_a_fair_or_read_write_hold_already_gone_reports_not_owner() {
+    let server = Server::shared();
+    let proxy = Proxy::start(server.port()).await;
+    let client = proxied_client(&proxy).await;
+    for cut in [false, true] {
+        for (lock, release, _) in latched_kinds(&client, &format!("gone-before-unlock:{cut}")) {
+            let (kind, name) = (lock.kind(), String::from_utf8(lock.name().to_vec()).unwrap());
+            let guard = lock.lock().await.unwrap();
+            let _: i64 = redis::cmd("DEL").arg(&name).query(&mut server.connection()).unwrap();
+            if cut {
+                *proxy.cut_after.lock().unwrap() = Some(release.as_bytes().to_vec());
+            }
+            let unlocked = guard.unlock().await;
+            assert!(
+                matches!(unlocked, Err(rlock_client::Error::NotOwner)),
+                "{kind:?}, reply lost: {cut}: the unlock of a hold already gone answered {unlocked:?}"
+            );
+            assert!(!proxy.cut_after.lock().unwrap().is_some(), "{kind:?}: the release went through the proxy");
+        }
+    }
+}

@@ -50,6 +50,9 @@ pub struct FairLock {
     /// Where the name ends and the queue's name begins, and where that ends.
     name_end: usize,
     queue_end: usize,
+    /// A release of a missing lock is "not held" (nil, no latch recorded),
+    /// not Redisson's "released": see [`FairLock::missing_not_held`].
+    missing_not_held: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +95,15 @@ impl FairLock {
         queue.iter().for_each(|part| names.extend_from_slice(part));
         let queue_end = names.len();
         timeouts.iter().for_each(|part| names.extend_from_slice(part));
-        Self { names, name_end, queue_end }
+        Self { names, name_end, queue_end, missing_not_held: false }
+    }
+
+    /// Releases of a missing lock reply "not held" and record no latch
+    /// (`MISSING NOTHELD`), as `RLOCK.RELEASE`'s do: Redisson's "released",
+    /// recorded, tells a holder whose hold ended unseen that it released
+    /// it, and a resend after a lost reply replays that too.
+    pub fn missing_not_held(self) -> Self {
+        Self { missing_not_held: true, ..self }
     }
 
     pub fn name(&self) -> &[u8] {
@@ -320,11 +331,14 @@ impl FairLock {
                 Release::Released
             }
         };
-        if let Some(latch) = latch {
+        // The head was told all the same: only the reply and the latch differ.
+        let not_held = free && self.missing_not_held;
+        if let Some(latch) = latch.filter(|_| !not_held) {
             latch.record(keys, outcome == Release::Released)?;
         }
         waits.sync(&waiters);
-        Ok((outcome, outcome == Release::Released && waiters.head().is_some()))
+        let head_told = outcome == Release::Released && waiters.head().is_some();
+        Ok((if not_held { Release::NotHeld } else { outcome }, head_told))
     }
 
     /// `RFAIR.FORCERELEASE`: delete the lock whoever holds it and wake the

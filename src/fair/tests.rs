@@ -271,6 +271,25 @@ fn releases_wake_the_head_on_its_own_channel() {
     }
 }
 
+/// `MISSING NOTHELD` (rlock-client's): a missing lock is not held, nil,
+/// and no latch records "released" for a resend to replay; the head is
+/// woken as without it.
+#[test]
+fn a_missing_lock_is_not_held_when_asked_and_records_no_latch() {
+    let latch = UnlockLatch::for_request(b"f", Some((b"r", 20_000)), NOW).unwrap().expect("a latch");
+    let mut waits = Waits::default();
+    waits.record(b"b", Wait::native(2_000));
+    let lock = lock().missing_not_held();
+    let mut keys = Keys::at(queue(&[("b", NOW + 6_000)]), NOW);
+    let released = lock.release(&mut keys, &mut waits, b"a", (LEASE, Some(&latch)), NOW);
+    assert_eq!(released, Ok((Release::NotHeld, true)));
+    assert_eq!(keys.effects, ["PUBLISH redisson_lock__channel:{f}:b 0"]);
+    let mut keys = Keys::at(vec![held_by("a", "1")], NOW);
+    let released = lock.release(&mut keys, &mut Waits::default(), b"a", (LEASE, Some(&latch)), NOW);
+    assert_eq!(released, Ok((Release::Released, false)), "a held lock as without it");
+    assert_eq!(keys.effects, ["DEL f", "SET redisson_unlock_latch:{f}:r 1 PXAT 1020000"]);
+}
+
 #[test]
 fn cancel_force_release_and_status() {
     // A head giving up on a free lock passes the turn on at once.

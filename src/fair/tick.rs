@@ -50,10 +50,11 @@ impl Change {
         }
     }
 
-    /// A release, and whether anyone is left queued.
+    /// A release, and whether anyone is left queued (then the head was
+    /// told: a release that freed the lock, or found it missing).
     pub fn of_release(released: Release, waiters_left: bool) -> Self {
         match released {
-            Release::Released if waiters_left => Self::HeadTold,
+            Release::Released | Release::NotHeld if waiters_left => Self::HeadTold,
             Release::Decremented { .. } => Self::Lease,
             _ => Self::None,
         }

@@ -76,6 +76,8 @@ pub struct ReadWriteLock<'a> {
     /// Set when acquires act as Redisson's scripts (`LIKESCRIPT`): a write
     /// re-entry grows the TTL, a read one sets it to the lease.
     like_script: Option<LuaNumberText>,
+    /// A release of a missing lock records no latch (`MISSING NOTHELD`).
+    missing_not_held: bool,
 }
 
 /// Most read holds one lock takes, all readers together: each is a key
@@ -103,7 +105,15 @@ const WRITE_RELEASED: &[u8] = b"1";
 
 impl<'a> ReadWriteLock<'a> {
     pub fn new(name: &'a [u8]) -> Self {
-        Self { name, like_script: None }
+        Self { name, like_script: None, missing_not_held: false }
+    }
+
+    /// Releases of a missing lock record no latch (`MISSING NOTHELD`), as
+    /// `RLOCK.RELEASE`'s do: Redisson's script records 1 while it replies
+    /// nil, so a resend after a lost reply would answer "released" to a
+    /// holder whose hold had ended unseen.
+    pub fn missing_not_held(self) -> Self {
+        Self { missing_not_held: true, ..self }
     }
 
     /// Redisson's acquires (`LIKESCRIPT`): a write re-entry sets the TTL to
@@ -236,9 +246,12 @@ impl<'a> ReadWriteLock<'a> {
             Side::Read => self.release_read(keys, &hash, owner, now_ms)?,
             Side::Write => self.release_write(keys, &hash, owner, expire_at)?,
         };
-        if let (Some(latch), Release::StillHeld | Release::Released | Release::NotHeld { published: true }) =
-            (latch, outcome)
-        {
+        let records = match outcome {
+            Release::StillHeld | Release::Released => true,
+            Release::NotHeld { published } => published && !self.missing_not_held,
+            Release::Latched { .. } => false,
+        };
+        if let (Some(latch), true) = (latch, records) {
             latch.record(keys, outcome != Release::StillHeld)?;
         }
         Ok(outcome)

@@ -250,6 +250,28 @@ fn releases_follow_redissons_scripts() {
     }
 }
 
+/// `MISSING NOTHELD` (rlock-client's): a missing lock is announced as
+/// without it, but no latch records "released", which a resend after a
+/// lost reply would replay to a holder whose hold had ended.
+#[test]
+fn a_missing_lock_records_no_latch_when_not_held_is_asked() {
+    let latch = UnlockLatch::new(b"rw", b"r", 20_000, NOW).unwrap();
+    for side in [Side::Read, Side::Write] {
+        let mut keys = Keys::at(vec![], NOW);
+        let released = lock().missing_not_held().release(&mut keys, b"a", side, LEASE, Some(&latch), NOW);
+        assert_eq!(released, Ok(Release::NotHeld { published: true }), "{side:?}");
+        let message = if side == Side::Read { "0" } else { "1" };
+        assert_eq!(keys.effects, [format!("PUBLISH redisson_rwlock:{{rw}} {message}")], "{side:?}");
+    }
+    let mut keys = Keys::at(vec![hash(&[("mode", "write"), ("a:write", "1")], NOW + 1_000)], NOW);
+    let released = lock().missing_not_held().release(&mut keys, b"a", Side::Write, LEASE, Some(&latch), NOW);
+    assert_eq!(released, Ok(Release::Released), "a held lock as without it");
+    assert_eq!(
+        keys.effects,
+        ["DEL rw", "PUBLISH redisson_rwlock:{rw} 1", "SET redisson_unlock_latch:{rw}:r 1 PXAT 1020000"]
+    );
+}
+
 #[test]
 fn renew_force_release_and_status() {
     let state = vec![

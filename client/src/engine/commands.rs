@@ -76,10 +76,14 @@ impl LockId {
 
     /// The release, with Redisson's unlock latch when given a request id
     /// and its lifetime: a repeat with the same id within it replies what
-    /// the first one did. RLock's release takes the latch key itself,
-    /// declared to Redis (which then checks the caller's ACL for it, not
-    /// the module).
-    pub fn release(&self, lease_ms: i64, latch: Option<(&[u8], Duration)>) -> Cmd {
+    /// the first one did. `missing_not_held`: a fair or read-write release
+    /// of a missing lock answers "not held" and records no latch
+    /// (`MISSING NOTHELD`), as a plain lock's does; without it the server
+    /// answers as Redisson's scripts, "released" (fair) or, to a resend,
+    /// the 1 the latch recorded (read-write), to a holder whose hold ended.
+    /// RLock's release takes the latch key itself, declared to Redis
+    /// (which then checks the caller's ACL for it, not the module).
+    pub fn release(&self, lease_ms: i64, latch: Option<(&[u8], Duration)>, missing_not_held: bool) -> Cmd {
         let mut cmd = self.cmd("RELEASE");
         if self.kind.release_sets_lease() {
             cmd.arg(lease_ms);
@@ -90,6 +94,9 @@ impl LockId {
                 false => cmd.arg("ID").arg(request_id),
             };
             cmd.arg("PX").arg(clamp_lease_ms(lifetime));
+        }
+        if missing_not_held && self.kind.answers_missing_as_released() {
+            cmd.arg("MISSING").arg("NOTHELD");
         }
         cmd
     }

@@ -42,6 +42,13 @@ impl Kind {
         self != Kind::Read
     }
 
+    /// Whether the kind's release, as Redisson's script, answers a missing
+    /// lock "released" (fair) or records that in its latch (read-write)
+    /// unless sent `MISSING NOTHELD`.
+    pub(crate) fn answers_missing_as_released(self) -> bool {
+        matches!(self, Kind::Fair | Kind::Read | Kind::Write)
+    }
+
     /// Which messages on the kind's channel wake its waiters: a read
     /// waiter wakes on any (a `0` is a read release that freed the lock,
     /// which every reader may share); the others as Redisson's.

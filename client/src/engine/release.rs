@@ -33,9 +33,10 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     let same_slot = !connection.is_cluster() || key_slot(&latch_key) == key_slot(&id.name);
     let mut latched = same_slot && !shared.latch_refused.load(Ordering::Relaxed);
     let mut refused = false;
+    let mut not_held = id.kind.answers_missing_as_released() && !shared.missing_refused.load(Ordering::Relaxed);
     let lifetime = latch_lifetime(retry, shared.options.reply_timeout, lease_ms);
     let reply = loop {
-        let release = id.release(lease_ms, latched.then_some((request_id.as_bytes(), lifetime)));
+        let release = id.release(lease_ms, latched.then_some((request_id.as_bytes(), lifetime)), not_held);
         let send = || async {
             Ok(match latched {
                 true => release.query_async::<Option<i64>>(&mut connection.clone()).await?,
@@ -52,6 +53,12 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
                     && err.detail().is_some_and(|detail| names_latch_key(detail, id.declares_latch_key())) =>
             {
                 (latched, refused) = (false, true);
+            }
+            // A module older than `MISSING NOTHELD` refuses it while parsing,
+            // before anything runs: sent again without it.
+            Err(Error::Redis(err)) if not_held && is_syntax_error(&err) => {
+                shared.missing_refused.store(true, Ordering::Relaxed);
+                not_held = false;
             }
             reply => break reply?,
         }
@@ -84,6 +91,11 @@ fn latch_lifetime(retry: &RetryOptions, reply_timeout: Option<Duration>, lease_m
     let response_bound = reply_timeout.map_or(RESPONSE_BOUND, |timeout| timeout.max(RESPONSE_BOUND));
     let window = retry.delay.saturating_add(response_bound).saturating_mul(retry.attempts.saturating_add(1));
     window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window)
+}
+
+/// Whether the server refused a request's arguments.
+fn is_syntax_error(err: &redis::RedisError) -> bool {
+    err.code() == Some("ERR") && err.detail().is_some_and(|detail| detail.starts_with("syntax error"))
 }
 
 /// Whether a NOPERM refusal may be about the unlock latch key: the

@@ -10,15 +10,17 @@ use crate::store::{now_ms, on_one_node, RedisKeyspace};
 use redis_module::{raw, Context, NextArg, RedisResult, RedisValue};
 
 /// `RRW.RELEASE key owner READ|WRITE [lease_ms] [ID request_id [PX latch_ms]]
-/// [MISSING NIL|1] [VIA PUBLISH|SPUBLISH]`: Redisson's read or write unlock:
+/// [MISSING NIL|1|NOTHELD] [VIA PUBLISH|SPUBLISH]`: Redisson's read or write unlock:
 /// nil when owner holds nothing that way, 0 when the lock is still held (by
 /// owner or others), 1 when released. The lease applies to a write release
 /// that leaves the writer holding. A missing lock is announced all the
 /// same, and replies what `MISSING` says (nil; Redisson before 3.44 replies
-/// 1). `VIA` publishes with that one command, as Redisson's script does.
+/// 1); its latch records 1, as Redisson's script does, but with `NOTHELD`
+/// (nil, nothing recorded: a resend answers "not held" too).
+/// `VIA` publishes with that one command, as Redisson's script does.
 fn release(ctx: &Context, mut args: Args) -> RedisResult {
     let via = take_via(&mut args, 4)?;
-    let missing = take_missing_reply(&mut args)?;
+    let (missing, not_held) = take_missing_reply(&mut args)?;
     let mut args = args.into_iter().skip(1).peekable();
     let name = args.next_arg()?;
     let owner = args.next_arg()?;
@@ -30,6 +32,7 @@ fn release(ctx: &Context, mut args: Args) -> RedisResult {
     }
     let mut keys = RedisKeyspace::open(ctx, &name).via(via);
     let lock = ReadWriteLock::new(name.as_slice());
+    let lock = if not_held { lock.missing_not_held() } else { lock };
     let released = lock.release(&mut keys, owner.as_slice(), side, lease_ms, latch.as_ref(), now)?;
     drop(keys);
     // A release may let a waiter in without deleting the key (a writer
@@ -44,20 +47,26 @@ fn release(ctx: &Context, mut args: Args) -> RedisResult {
     })
 }
 
-/// A trailing `MISSING NIL|1` (before `VIA`): the reply for a missing lock.
-fn take_missing_reply(args: &mut Args) -> Result<RedisValue, LockError> {
+/// A trailing `MISSING NIL|1|NOTHELD` (before `VIA`): the reply for a
+/// missing lock, and whether it is "not held" (no latch recorded).
+fn take_missing_reply(args: &mut Args) -> Result<(RedisValue, bool), LockError> {
     match take_trailing(args, 4, b"MISSING") {
-        None => Ok(RedisValue::Null),
-        Some(arg) if is_keyword(&arg, b"NIL") => Ok(RedisValue::Null),
-        Some(arg) if arg.as_slice() == b"1" => Ok(RedisValue::Integer(1)),
-        Some(_) => Err(LockError::Syntax("MISSING takes NIL or 1")),
+        None => Ok((RedisValue::Null, false)),
+        Some(arg) if is_keyword(&arg, b"NIL") => Ok((RedisValue::Null, false)),
+        Some(arg) if is_keyword(&arg, b"NOTHELD") => Ok((RedisValue::Null, true)),
+        Some(arg) if arg.as_slice() == b"1" => Ok((RedisValue::Integer(1), false)),
+        Some(_) => Err(LockError::Syntax("MISSING takes NIL, 1 or NOTHELD")),
     }
 }
 
-/// `[MISSING NIL|1]`
+/// `[MISSING NIL|1|NOTHELD]`
 const MISSING: Arg = Arg {
     name: c"missing_reply",
-    kind: ArgKind::OneOf(&[Arg::keyword(c"nil", c"NIL"), Arg::keyword(c"one", c"1")]),
+    kind: ArgKind::OneOf(&[
+        Arg::keyword(c"nil", c"NIL"),
+        Arg::keyword(c"one", c"1"),
+        Arg::keyword(c"notheld", c"NOTHELD"),
+    ]),
     optional: true,
     token: Some(c"MISSING"),
 };

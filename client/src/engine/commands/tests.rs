@@ -17,19 +17,21 @@ fn args(cmd: &Cmd) -> Vec<String> {
 #[test]
 fn each_kind_sends_its_commands() {
     let latch = Some((b"r1".as_slice(), Duration::from_millis(5000)));
-    let cases: [(Cmd, &str); 18] = [
+    let cases: [(Cmd, &str); 20] = [
         (id(Kind::Plain).acquire(100, Some(7)), "RLOCK.ACQUIRE orders u:1 100"),
         (id(Kind::Fair).acquire(100, Some(7)), "RFAIR.ACQUIRE orders u:1 100 WAIT 7"),
         (id(Kind::Fair).acquire(100, None), "RFAIR.ACQUIRE orders u:1 100"),
         (id(Kind::Read).acquire(100, Some(7)), "RRW.ACQUIRE orders u:1 READ 100"),
         (id(Kind::Write).acquire(100, None), "RRW.ACQUIRE orders u:1 WRITE 100"),
         (
-            id(Kind::Plain).release(100, latch),
+            id(Kind::Plain).release(100, latch, true),
             "RLOCK.RELEASE orders u:1 100 LATCH redisson_unlock_latch:{orders}:r1 PX 5000",
         ),
-        (id(Kind::Fair).release(100, None), "RFAIR.RELEASE orders u:1 100"),
-        (id(Kind::Read).release(100, latch), "RRW.RELEASE orders u:1 READ ID r1 PX 5000"),
-        (id(Kind::Write).release(100, latch), "RRW.RELEASE orders u:1 WRITE 100 ID r1 PX 5000"),
+        (id(Kind::Fair).release(100, None, false), "RFAIR.RELEASE orders u:1 100"),
+        (id(Kind::Fair).release(100, latch, true), "RFAIR.RELEASE orders u:1 100 ID r1 PX 5000 MISSING NOTHELD"),
+        (id(Kind::Read).release(100, latch, false), "RRW.RELEASE orders u:1 READ ID r1 PX 5000"),
+        (id(Kind::Read).release(100, latch, true), "RRW.RELEASE orders u:1 READ ID r1 PX 5000 MISSING NOTHELD"),
+        (id(Kind::Write).release(100, latch, true), "RRW.RELEASE orders u:1 WRITE 100 ID r1 PX 5000 MISSING NOTHELD"),
         (id(Kind::Read).renew(100), "RRW.RENEW orders u:1 100"),
         (id(Kind::Fair).status(), "RFAIR.STATUS orders u:1"),
         (id(Kind::Write).status(), "RRW.STATUS orders u:1"),
@@ -37,7 +39,7 @@ fn each_kind_sends_its_commands() {
         (id(Kind::Fair).cancel(300), "RFAIR.CANCEL orders u:1 WAIT 300"),
         (id(Kind::Plain).cancel_request(b"r-7"), "RLOCK.CANCEL orders u:1 r-7"),
         (id(Kind::Fenced).acquire(100, Some(7)), "RFENCED.ACQUIRE orders u:1 100"),
-        (id(Kind::Fenced).release(100, None), "RLOCK.RELEASE orders u:1 100"),
+        (id(Kind::Fenced).release(100, None, true), "RLOCK.RELEASE orders u:1 100"),
         (id(Kind::Fenced).renew(100), "RLOCK.RENEW orders u:1 100"),
     ];
     for (cmd, expected) in cases {
