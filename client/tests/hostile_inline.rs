@@ -113,6 +113,82 @@ async fn raced_and_cancelled_unlock_and_lock_on_one_handle_keep_counts_in_step()
     eventually!("no latch key left", latch_keys(&server).await == 0);
 }
 
+/// The lock's keys on the server that outlive its holds when a call is
+/// dropped mid-way: the lock itself and a fair lock's queue.
+async fn left_behind(server: &Server, name: &str) -> Vec<String> {
+    let queue = rlock_protocol::fair_queue_key(name.as_bytes());
+    let mut left = Vec::new();
+    for key in [name.as_bytes(), &queue] {
+        if redis::cmd("EXISTS").arg(key).query_async::<i64>(&mut common::admin(server).await).await.unwrap() == 1 {
+            left.push(String::from_utf8_lossy(key).into_owned());
+        }
+    }
+    left
+}
+
+/// `lock()`, `unlock()` and `try_lock()` of a fair lock and of both sides
+/// of a read-write lock, and a `MultiLock` over every kind, dropped after
+/// timeouts of growing length (each lands on another await point), with
+/// the watchdog's lease long enough that a hold left behind would stay
+/// for the whole test: every hold is given back, a dropped waiter leaves
+/// the fair queue and is granted nothing once the holder goes, the
+/// watchdog renews nothing, and the handles go on working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_of_every_kind_dropped_at_growing_deadlines_leave_nothing() {
+    let server = Server::shared();
+    let client = client(&server, options().with_watchdog_timeout(Duration::from_secs(60))).await;
+    let holder = client.owned_by("the-holder");
+    let rw = client.read_write_lock("dropped:rw");
+    let kinds = [
+        (client.fair_lock("dropped:fair"), holder.fair_lock("dropped:fair")),
+        (rw.read(), holder.read_write_lock("dropped:rw").write()),
+        (rw.write(), holder.read_write_lock("dropped:rw").write()),
+    ];
+    for (lock, other) in &kinds {
+        let (kind, name) = (lock.kind(), String::from_utf8(lock.name().to_vec()).unwrap());
+        for micros in (0..3000).step_by(200) {
+            let cut = Duration::from_micros(micros);
+            drop(tokio::time::timeout(cut, lock.lock()).await);
+            let guard = lock.lock().await.unwrap();
+            drop(tokio::time::timeout(cut, guard.unlock()).await);
+            let outer = lock.lock().await.unwrap();
+            if let Ok(Ok(inner)) = tokio::time::timeout(cut, lock.lock()).await {
+                drop(tokio::time::timeout(cut, inner.unlock()).await);
+            }
+            outer.unlock().await.unwrap();
+            eventually!(format!("{kind:?}, {micros} µs: nothing left"), left_behind(&server, &name).await.is_empty());
+            // Contended: the waiter is dropped while it waits (blocked on the
+            // server, or queued), then the holder goes.
+            let held = other.lock().await.unwrap();
+            drop(tokio::time::timeout(cut * 20, lock.try_lock(Duration::from_secs(5), None)).await);
+            held.unlock().await.unwrap();
+            eventually!(format!("{kind:?}, {micros} µs contended: nothing left"), {
+                left_behind(&server, &name).await.is_empty()
+            });
+        }
+        eventually!(format!("{kind:?}: nothing renewed"), client.watchdog_stats().locks == 0);
+        let guard = lock.try_lock(Duration::ZERO, None).await.unwrap().expect("the handle still takes its lock");
+        guard.unlock().await.unwrap();
+    }
+    let multi = rlock_client::MultiLock::new([
+        client.lock("dropped:multi:plain"),
+        client.fair_lock("dropped:multi:fair"),
+        client.read_write_lock("dropped:multi:rw").write(),
+    ]);
+    let names = ["dropped:multi:plain", "dropped:multi:fair", "dropped:multi:rw"];
+    for micros in (0..6000).step_by(200) {
+        let cut = Duration::from_micros(micros);
+        drop(tokio::time::timeout(cut, multi.lock()).await);
+        let guard = multi.lock().await.unwrap();
+        drop(tokio::time::timeout(cut, guard.unlock()).await);
+        for name in names {
+            eventually!(format!("MultiLock, {micros} µs: {name} left"), left_behind(&server, name).await.is_empty());
+        }
+    }
+    eventually!("nothing renewed", client.watchdog_stats().locks == 0);
+    eventually!("no latch key left", latch_keys(&server).await == 0);
+}
+
 /// A `lock()` future polled until its acquire is on the server, then parked
 /// (kept, not polled, not dropped) as `select!` on `&mut fut` leaves it.
 /// Requests run in their caller's task, so the parked call holds up the
