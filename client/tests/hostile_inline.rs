@@ -189,6 +189,47 @@ async fn calls_of_every_kind_dropped_at_growing_deadlines_leave_nothing() {
     eventually!("no latch key left", latch_keys(&server).await == 0);
 }
 
+/// Two `lock()`s on clones of one fair or read-write handle, then their
+/// two `unlock()`s, each pair at once, while a watchdog renews every 50 ms
+/// (its renewals land between and beside them; a shorter lease than its
+/// 150 ms lost read holds to a late round: each read hold has a timeout
+/// key of its own, see the client guide's limits): both grants are counted,
+/// no guard is reported lost, the count follows the guards, and the last
+/// release frees the lock for good (no renewal brings it back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_calls_at_once_on_clones_of_a_handle_beside_the_watchdog_keep_counts_in_step() {
+    let server = Server::shared();
+    let client = client(&server, options().with_watchdog_timeout(Duration::from_millis(150))).await;
+    let rw = client.read_write_lock("raced:rw");
+    for lock in [client.fair_lock("raced:fair"), rw.read(), rw.write()] {
+        let (kind, name) = (lock.kind(), String::from_utf8(lock.name().to_vec()).unwrap());
+        let field = match kind {
+            rlock_client::Kind::Write => rlock_protocol::rwlock_write_field(lock.owner()),
+            _ => lock.owner().to_vec(),
+        };
+        let rounds = client.watchdog_stats().rounds;
+        for round in 0..150 {
+            let other = lock.clone();
+            let (first, second) = tokio::join!(lock.lock(), other.lock());
+            let (first, second) = (first.unwrap(), second.unwrap());
+            assert_eq!(count_of(&server, &name, &field).await, Some(2), "{kind:?}, round {round}: two grants");
+            let (unlocked, other_unlocked) = tokio::join!(first.unlock(), second.unlock());
+            assert!(
+                unlocked.is_ok() && other_unlocked.is_ok(),
+                "{kind:?}, round {round}: {unlocked:?}, {other_unlocked:?}"
+            );
+            assert!(!exists(&server, &name).await, "{kind:?}, round {round}: the lock left after both unlocks");
+        }
+        assert!(client.watchdog_stats().rounds > rounds, "{kind:?}: the watchdog ran meanwhile");
+        assert_eq!(client.watchdog_stats().lost, 0, "{kind:?}: a hold reported lost");
+    }
+    // Renewals sent while the last release ran found nothing to renew.
+    let rounds = client.watchdog_stats().rounds;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(client.watchdog_stats().rounds, rounds, "the watchdog renews a lock nobody holds");
+    assert!(!exists(&server, "raced:fair").await && !exists(&server, "raced:rw").await);
+}
+
 /// A `lock()` future polled until its acquire is on the server, then parked
 /// (kept, not polled, not dropped) as `select!` on `&mut fut` leaves it.
 /// Requests run in their caller's task, so the parked call holds up the
