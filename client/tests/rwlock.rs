@@ -249,3 +249,41 @@ async fn java_readers_and_rlock_readers_share_and_a_writer_excludes_both() {
     assert!(java_read.is_some(), "the rlock writer excludes Java readers");
     write.unlock().await.unwrap();
 }
+
+/// A reader's two holds, a short fixed lease and then a long one: the
+/// server counts each read hold by a timeout key numbered by the owner's
+/// count, and a read release drops the last numbered (the long one's, here)
+/// whichever hold it was, the lock then living as long as the keys left.
+/// The short hold's release must leave the long hold its lease, or the
+/// long one must be told lost: not a lock that ends under a hold the client
+/// still counts as good, with a writer let in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releasing_a_readers_earlier_hold_leaves_the_later_one_its_lease() {
+    let server = Server::shared();
+    // A watchdog whose checks of fixed holds come long after these leases.
+    let options = ClientOptions::default().with_watchdog_timeout(LONG_LEASE);
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let read = client.read_write_lock("rw-two-leases").read();
+    let short = read.lock_with_lease(Duration::from_millis(800)).await.unwrap();
+    let long = read.lock_with_lease(LONG_LEASE).await.unwrap();
+    short.unlock().await.unwrap();
+    let pttl: i64 = redis::cmd("PTTL").arg("rw-two-leases").query_async(&mut admin(&server).await).await.unwrap();
+    let writer = client.read_write_lock("rw-two-leases").write();
+    if pttl < 2_000 {
+        // The lock ends with the short lease: a writer gets in, beside a
+        // read hold that nothing reported lost.
+        let mut taken = None;
+        eventually!("the lock's end", Duration::from_secs(3), {
+            taken = writer.try_lock(Duration::ZERO, Some(LONG_LEASE)).await.unwrap();
+            taken.is_some()
+        });
+        assert!(
+            long.is_lost(),
+            "the lock lived {pttl} ms after the short hold's release, then a writer took it; the long hold not lost"
+        );
+    }
+    assert!(pttl > LONG_LEASE.as_millis() as i64 - 5_000, "the lock's lease after the release: {pttl} ms");
+    assert!(writer.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "a writer beside the reader");
+    assert!(!long.is_lost(), "the long read hold was lost");
+    long.unlock().await.unwrap();
+}

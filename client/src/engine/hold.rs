@@ -4,6 +4,7 @@
 
 use crate::engine::handle::Handle;
 use crate::engine::holds::{Released, Ticket};
+use crate::engine::kind::Kind;
 use crate::engine::protocol;
 use crate::engine::release::release;
 use crate::engine::run_to_end::run_to_end;
@@ -73,9 +74,25 @@ async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Resul
     };
     let lease_sent = state.at_least_siblings_lease(lease_sent, requested_at, watchdog);
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
+    // A read release drops the owner's last numbered timeout key, whichever
+    // hold it was, and the lock then lives as long as the keys left, which
+    // may be an earlier, shorter hold's: first give them the lease the holds
+    // left need (RENEW sets each key; retried, it sets the same again).
+    let renews = state.id.kind == Kind::Read && state.read(|holds| holds.count() > 1);
+    if renews {
+        let renew = state.id.renew(lease_ms);
+        let renewed = shared
+            .options
+            .retry
+            .run(Error::is_transient, || async { Ok(renew.query_async::<i64>(&mut shared.connection.clone()).await?) });
+        if let Err(err) = renewed.await {
+            state.update(|holds| ((), holds.forget(&ticket)));
+            return Err(err);
+        }
+    }
     match release(shared, &shared.connection, &state.id, lease_ms).await {
         Ok(reply) => {
-            let lease_set = state.id.kind.release_sets_lease().then_some(lease_sent);
+            let lease_set = (state.id.kind.release_sets_lease() || renews).then_some(lease_sent);
             let lease_end = state.update(|holds| {
                 let ended = holds.released(&ticket, reply, lease_set, requested_at);
                 (holds.expires_at(), ended)
