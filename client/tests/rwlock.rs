@@ -5,7 +5,7 @@ mod common;
 
 use common::{admin, numsub};
 use redis::AsyncCommands;
-use rlock_client::{Client, ClientOptions};
+use rlock_client::{Client, ClientOptions, Kind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -272,10 +272,8 @@ async fn releasing_a_readers_earlier_hold_leaves_the_later_one_its_lease() {
     if pttl < 2_000 {
         // The lock ends with the short lease: a writer gets in, beside a
         // read hold that nothing reported lost.
-        let mut taken = None;
         eventually!("the lock's end", Duration::from_secs(3), {
-            taken = writer.try_lock(Duration::ZERO, Some(LONG_LEASE)).await.unwrap();
-            taken.is_some()
+            writer.try_lock(Duration::ZERO, Some(LONG_LEASE)).await.unwrap().is_some()
         });
         assert!(
             long.is_lost(),
@@ -286,4 +284,36 @@ async fn releasing_a_readers_earlier_hold_leaves_the_later_one_its_lease() {
     assert!(writer.try_lock(Duration::ZERO, None).await.unwrap().is_none(), "a writer beside the reader");
     assert!(!long.is_lost(), "the long read hold was lost");
     long.unlock().await.unwrap();
+}
+
+/// A writer that also reads: the two sides count apart but share the
+/// lock's one expiry, which a release of either sets (a read release to
+/// the read keys left, a write release to its lease). Releasing a short
+/// hold of one side must not cut the other side's long hold short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_of_one_side_leaves_the_other_sides_holds_their_lease() {
+    let server = Server::shared();
+    let options = ClientOptions::default().with_watchdog_timeout(LONG_LEASE);
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let short = Duration::from_millis(800);
+    for (long_side, name) in [(Kind::Write, "rw-sides:read-released"), (Kind::Read, "rw-sides:write-released")] {
+        let rw = client.read_write_lock(name);
+        let (long, short_side) = match long_side {
+            Kind::Write => (rw.write(), rw.read()),
+            _ => (rw.read(), rw.write()),
+        };
+        // The write side first (a reader cannot take it), then the others.
+        let first = rw.write().lock_with_lease(if long_side == Kind::Write { LONG_LEASE } else { short }).await;
+        let held = long.lock_with_lease(LONG_LEASE).await.unwrap();
+        let outer = short_side.lock_with_lease(short).await.unwrap();
+        let inner = short_side.lock_with_lease(short).await.unwrap();
+        inner.unlock().await.unwrap();
+        let pttl: i64 = redis::cmd("PTTL").arg(name).query_async(&mut admin(&server).await).await.unwrap();
+        assert!(
+            pttl > LONG_LEASE.as_millis() as i64 - 5_000 || held.is_lost(),
+            "{long_side:?} held for 60 s: the lock's lease after a release of the other side: {pttl} ms"
+        );
+        drop((first, outer));
+        held.unlock().await.unwrap();
+    }
 }

@@ -73,11 +73,15 @@ async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Resul
         return Err(Error::NotOwner);
     };
     let lease_sent = state.at_least_siblings_lease(lease_sent, requested_at, watchdog);
+    // Nor may it cut the other side's holds of a read-write lock short.
+    let other_side = shared.registry.other_side_lease_needed(&state.id, requested_at, watchdog);
+    let lease_sent = other_side.map_or(lease_sent, |needed| needed.max(lease_sent));
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     // A read release drops the owner's last numbered timeout key, whichever
     // hold it was, and the lock then lives as long as the keys left, which
     // may be an earlier, shorter hold's: first give them the lease the holds
-    // left need (RENEW sets each key; retried, it sets the same again).
+    // left need, and the write side's holds (RENEW sets each key; retried,
+    // it sets the same again).
     let renews = state.id.kind == Kind::Read && state.read(|holds| holds.count() > 1);
     if renews {
         let renew = state.id.renew(lease_ms);

@@ -274,6 +274,27 @@ impl Registry {
         state
     }
 
+    /// The lease the holds of the other side of `id`'s read-write lock (the
+    /// same name and owner id) need from `now`: the two sides count apart but
+    /// share the lock's one expiry, which a release of either side sets (a
+    /// write release to its lease, a read release to the read keys left).
+    pub fn other_side_lease_needed(
+        &self,
+        id: &LockId,
+        now: Instant,
+        watchdog: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        let kind = match id.kind {
+            Kind::Read => Kind::Write,
+            Kind::Write => Kind::Read,
+            Kind::Plain | Kind::Fair | Kind::Fenced => return None,
+        };
+        let states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        let other = states.get(&LockId { kind, ..id.clone() }).and_then(Weak::upgrade)?;
+        drop(states);
+        other.read(|holds| holds.lease_needed(now, watchdog))
+    }
+
     /// The live states of other kinds whose holds the server counts with
     /// `id`'s (the same name and owner id), looked up kind by kind.
     fn counted_with<'a>(
