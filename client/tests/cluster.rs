@@ -326,3 +326,38 @@ async fn a_release_after_its_idle_node_connection_was_closed_goes_on_a_new_one()
     let exists: bool = redis::cmd("EXISTS").arg(name).query(&mut node.connection()).unwrap();
     assert!(released.is_ok() && !exists, "the release after CLIENT KILL: {released:?}, the lock still there: {exists}");
 }
+
+/// A node killed (SIGKILL, no persistence) and started again on its port
+/// under holds of every kind, with a watchdog too slow to notice first:
+/// each unlock then says the hold is gone (`NotOwner`, or an error), never
+/// `Ok` (a fair release of the missing lock answered "released", as
+/// Redisson's script), and the client takes and frees each lock again there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlocks_after_their_node_restarted_empty_release_nothing_and_say_so() {
+    let mut cluster = Cluster::start(3, 0);
+    let options = ClientOptions::default()
+        .with_watchdog_timeout(Duration::from_secs(60))
+        .with_replica_sync(rlock_client::ReplicaSync::Off);
+    let client = client(&cluster, options).await;
+    let rw = client.read_write_lock("{restarted}rw");
+    let locks = [client.lock("{restarted}plain"), client.fair_lock("{restarted}fair"), rw.write(), rw.read()];
+    let mut guards = Vec::new();
+    for lock in &locks {
+        guards.push(lock.lock().await.unwrap());
+    }
+    let port = cluster.primary_for(b"{restarted}").port();
+    let node = cluster.nodes.iter().position(|node| node.port() == port).unwrap();
+    tokio::task::block_in_place(|| {
+        cluster.nodes[node].restart();
+        cluster.wait_until_healthy(3);
+    });
+    for (lock, guard) in locks.iter().zip(guards).rev() {
+        let unlocked = guard.unlock().await;
+        assert!(unlocked.is_err(), "{:?}: the unlock of a hold its node lost answered {unlocked:?}", lock.kind());
+    }
+    for lock in &locks {
+        let guard = lock.try_lock(Duration::from_secs(5), None).await.unwrap().expect("taken again");
+        guard.unlock().await.unwrap();
+        assert!(!lock.is_locked().await.unwrap(), "{:?}", lock.kind());
+    }
+}
