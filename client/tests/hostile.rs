@@ -191,3 +191,41 @@ async fn the_reply_timeout_is_the_clients_to_set() {
         assert!(pong.is_ok(), "the pause waited out: {pong:?}");
     }
 }
+
+/// A fair or read-write release sent while every client's commands are
+/// paused past the reply timeout (`CLIENT PAUSE … ALL`): it times out, is
+/// sent again under its request id behind the first, and the two together
+/// drop one level (the latch answers the second); the outer hold lives on
+/// and its release frees the lock. A reader's release that leaves a hold
+/// is preceded by a renewal of its keys, retried through the pause too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_or_read_write_release_through_a_pause_drops_one_level() {
+    let server = Server::start();
+    // Replies wait 200 ms, and the pause lasts 600: the first send times out.
+    let options =
+        options().with_watchdog_timeout(Duration::from_secs(60)).with_reply_timeout(Duration::from_millis(200));
+    let client = Client::connect(server.client(), options).await.unwrap();
+    let rw = client.read_write_lock("paused:rw");
+    for lock in [client.fair_lock("paused:fair"), rw.read(), rw.write()] {
+        let (kind, name) = (lock.kind(), String::from_utf8(lock.name().to_vec()).unwrap());
+        let outer = lock.lock().await.unwrap();
+        let inner = lock.lock().await.unwrap();
+        // A reader's renewal, sent first, meets the pause in its place.
+        let commands: &[&str] = match kind {
+            rlock_client::Kind::Fair => &["rfair.release"],
+            rlock_client::Kind::Read => &["rrw.renew", "rrw.release"],
+            _ => &["rrw.release"],
+        };
+        let runs = || commands.iter().map(|command| testkit::calls(&mut server.connection(), command)).sum::<u64>();
+        let before = runs();
+        pause_all(&server, 0.6).await;
+        inner.unlock().await.expect("released once the pause ends");
+        let sent = runs() - before;
+        assert!(sent >= 3 || kind != rlock_client::Kind::Read && sent >= 2, "{kind:?}: {sent} runs: no resend to test");
+        assert_eq!(lock.hold_count().await.unwrap(), 1, "{kind:?}: the levels left");
+        assert!(!outer.is_lost(), "{kind:?}");
+        outer.unlock().await.unwrap();
+        let exists: i64 = redis::cmd("EXISTS").arg(&name).query_async(&mut admin(&server).await).await.unwrap();
+        assert_eq!(exists, 0, "{kind:?}: the lock left after the last unlock");
+    }
+}
