@@ -317,3 +317,32 @@ async fn a_release_of_one_side_leaves_the_other_sides_holds_their_lease() {
         held.unlock().await.unwrap();
     }
 }
+
+/// The watchdog renews a writer's write hold with `RRW.RENEW`, which sets
+/// every read key of the owner to the lease it sends: it must not cut the
+/// writer's long fixed read hold to the watchdog's lease, or that read key
+/// runs out once the write goes, and another reader's release then frees
+/// the lock under the read hold (a release counts a hold by its key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watchdogs_write_renewals_leave_the_writers_read_hold_its_lease() {
+    let server = Server::shared();
+    let client = client(&server).await; // a 600 ms watchdog, renewing every 200 ms
+    let rw = client.read_write_lock("rw-renewed-sides");
+    let write = rw.write().lock().await.unwrap();
+    let read = rw.read().lock_with_lease(LONG_LEASE).await.unwrap();
+    let rounds = client.watchdog_stats().rounds;
+    common::stalls::wait_for_rounds(&client, rounds + 2).await;
+    write.unlock().await.unwrap();
+    let key = format!("{{rw-renewed-sides}}:{}:rwlock_timeout:1", String::from_utf8_lossy(rw.read().owner()));
+    let pttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut admin(&server).await).await.unwrap();
+    if pttl < 2_000 {
+        // Once the key is gone, another reader's release frees the lock.
+        eventually!("the read key's end", { !common::hostile::exists(&server, &key).await });
+        let other = client.read_write_lock("rw-renewed-sides");
+        other.read().lock().await.unwrap().unlock().await.unwrap();
+        let writer = other.write().try_lock(Duration::ZERO, None).await.unwrap();
+        assert!(read.is_lost(), "a writer got in: {}, beside a 60 s read hold not lost", writer.is_some());
+    }
+    assert!(pttl > LONG_LEASE.as_millis() as i64 - 5_000, "the read hold's key after the write's renewals: {pttl} ms");
+    read.unlock().await.unwrap();
+}
