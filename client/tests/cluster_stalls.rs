@@ -195,3 +195,34 @@ async fn a_hold_in_a_migrating_rerouted_slot_is_renewed() {
     let lost = client.watchdog_stats().lost;
     assert!(!held.is_lost(), "a renewable hold in a MIGRATING slot was reported lost (watchdog lost {lost})");
 }
+
+/// A primary hung (SIGSTOP) while re-entered fair and read-write holds on
+/// it are released, then resumed: each release waits for the node, runs
+/// there once (one level dropped, the outer hold not lost), and the outer
+/// release frees the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_on_a_hung_primary_run_once_when_it_resumes() {
+    // A lease that outlasts the hang: only the releases are in question.
+    let (cluster, client) = stallable_cluster(Duration::from_secs(30)).await;
+    let node = cluster.primary_for(b"{hung-release}");
+    let rw = client.read_write_lock("{hung-release}rw");
+    for lock in [client.fair_lock("{hung-release}fair"), rw.read(), rw.write()] {
+        let kind = lock.kind();
+        let outer = lock.lock().await.unwrap();
+        let inner = lock.lock().await.unwrap();
+        node.pause();
+        let resume = Resume(node);
+        let mut unlocking = tokio::spawn(inner.unlock());
+        // Past twice the client's bound on acquires (300 ms): a release is
+        // not bounded, and is neither given up nor sent elsewhere.
+        let early = tokio::time::timeout(Duration::from_millis(600), &mut unlocking).await;
+        assert!(early.is_err(), "{kind:?}: the release answered while its node hung: {early:?}");
+        drop(resume);
+        let unlocked = unlocking.await.unwrap();
+        assert!(unlocked.is_ok(), "{kind:?}: {unlocked:?}");
+        assert_eq!(lock.hold_count().await.unwrap(), 1, "{kind:?}: the levels left");
+        assert!(!outer.is_lost(), "{kind:?}: the outer hold");
+        outer.unlock().await.unwrap();
+        assert!(!lock.is_locked().await.unwrap(), "{kind:?}");
+    }
+}
