@@ -114,11 +114,13 @@ fn bad_latch_arguments_are_refused_without_touching_anything() {
         };
     }
     const NOT_POSITIVE: &str = "ERR latch_ms must be a positive integer";
-    let cases: [(&[&[u8]], &str); 20] = [
+    let cases: [(&[&[u8]], &str); 21] = [
         (&[b"LATCH"], "ERR LATCH needs a non-empty latch_key"),
         (&[b"1000", b"LATCH", b""], "ERR LATCH needs a non-empty latch_key"),
         (&[b"LATCH", b"res"], "ERR LATCH latch_key must be another key than the lock's"),
         (&[b"ID", b"latch"], "ERR request_id may not be the word LATCH"),
+        // Redis's keyword search reads it up to the NUL: LATCH, too.
+        (&[b"1000", b"ID", b"LATCH\0r", b"PX", b"5"], "ERR request_id may not be the word LATCH"),
         (&[b"LATCH", b"l", b"ID", b"r"], syntax!("unexpected argument 5 ('ID')")),
         (&[b"LATCH", b"l", b"PX", b"0"], NOT_POSITIVE),
         (&[b"ID"], "ERR ID needs a non-empty request_id"),

@@ -96,7 +96,9 @@ pub fn parse_latch(
         None => return Ok(None),
         Some(arg) if is_keyword(&arg, b"ID") => {
             let request_id = nonempty(args.next()).ok_or(LockError::RequestIdMissing)?;
-            if declared_key && is_keyword(&request_id, b"LATCH") {
+            // Redis's keyword search compares as C strings, up to a NUL.
+            let as_redis_reads = request_id.as_slice().split(|&byte| byte == 0).next().unwrap_or_default();
+            if declared_key && matches_keyword(as_redis_reads, b"LATCH") {
                 return Err(LockError::RequestIdIsLatch.into());
             }
             LatchName::Request(request_id)
