@@ -162,3 +162,38 @@ async fn a_noperm_on_the_lock_key_does_not_disable_latches() {
     let unlocked = unlock_through_a_stall(&server, &client, "review2:ok").await;
     assert!(unlocked.is_ok(), "after an unrelated NOPERM, a release during a stall failed: {unlocked:?}");
 }
+
+/// A user whose key patterns leave out `redisson_unlock_latch:*` (as
+/// docs/client.md allows) still unlocks RLocks and fenced locks: the
+/// server refuses the declared latch key in its own words, which Redis
+/// 7.2 and Valkey changed ("No permissions to access a key"), and the
+/// client releases again without the latch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_without_the_latch_pattern_unlocks_without_a_latch() {
+    let server = Server::builder().start();
+    let mut con = server.connection();
+    let patterns = ["~latchless:*", "~redisson_lock_token:*"];
+    for (user, fenced) in [("latchless-plain", false), ("latchless-fenced", true)] {
+        // A fresh client each: the first release is the one that finds out.
+        let client = Client::open(&acl_user_url(&server, user, &patterns)).await.unwrap();
+        let name = format!("latchless:{user}");
+        let unlocked = match fenced {
+            false => client.lock(name.as_str()).lock().await.unwrap().unlock().await,
+            true => client.fenced_lock(name.as_str()).lock().await.unwrap().unlock().await,
+        };
+        assert!(unlocked.is_ok(), "{user}: the release without a latch failed: {unlocked:?}");
+        assert!(!con.exists::<_, bool>(&name).unwrap(), "{user}: the lock was released");
+    }
+    // The latch taken away between the lock and its unlock.
+    let client =
+        Client::open(&acl_user_url(&server, "narrowed", &["~latchless:*", "~redisson_unlock_latch:*"])).await.unwrap();
+    let guard = client.lock("latchless:narrowed").lock().await.unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "narrowed", "resetkeys", "~latchless:*"])
+        .query_async(&mut admin(&server).await)
+        .await
+        .unwrap();
+    let unlocked = guard.unlock().await;
+    assert!(unlocked.is_ok(), "narrowed: the release without a latch failed: {unlocked:?}");
+    assert!(!con.exists::<_, bool>("latchless:narrowed").unwrap(), "narrowed: the lock was released");
+}
