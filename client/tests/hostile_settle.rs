@@ -197,3 +197,23 @@ async fn a_user_without_the_latch_pattern_unlocks_without_a_latch() {
     assert!(unlocked.is_ok(), "narrowed: the release without a latch failed: {unlocked:?}");
     assert!(!con.exists::<_, bool>("latchless:narrowed").unwrap(), "narrowed: the lock was released");
 }
+
+/// The same in a cluster: each release refused its latch key on whichever
+/// primary holds the lock is sent again without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_cluster_a_user_without_the_latch_pattern_unlocks_without_a_latch() {
+    let cluster = testkit::Cluster::start(3, 0);
+    let port = |url: &String| url.trim_end_matches('/').rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    let mut urls = Vec::new();
+    for url in cluster.urls() {
+        let user_url = acl_user_url(cluster.node(port(&url)), "latchless", &["~latchless:*", "~redisson_lock_token:*"]);
+        urls.push(user_url);
+    }
+    let client = Client::connect_cluster(urls, ClientOptions::default()).await.unwrap();
+    for name in ["latchless:a", "latchless:b", "latchless:c", "latchless:d"] {
+        let unlocked = client.lock(name).lock().await.unwrap().unlock().await;
+        assert!(unlocked.is_ok(), "{name}: the release without a latch failed: {unlocked:?}");
+        let unlocked = client.fenced_lock(format!("{name}:fenced")).lock().await.unwrap().unlock().await;
+        assert!(unlocked.is_ok(), "{name} (fenced): the release without a latch failed: {unlocked:?}");
+    }
+}
