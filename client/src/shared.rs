@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     /// The module refused a fair or read-write release's `MISSING NOTHELD`
     /// (one older than it): releases go without it.
     pub missing_refused: AtomicBool,
+    /// Set when the module refused `LATCH` (one older than it): RLock's
+    /// releases name their latch by its request id.
+    pub latch_key_refused: AtomicBool,
     pub latch_sweeper: Arc<LatchSweeper>,
     pub watchdog: Watchdog,
     /// Where background work (acquire attempts, releases) runs, also when
@@ -84,6 +87,7 @@ impl Shared {
             record_refused: AtomicBool::new(false),
             holds_refused: AtomicBool::new(false),
             missing_refused: AtomicBool::new(false),
+            latch_key_refused: AtomicBool::new(false),
             latch_sweeper,
             watchdog,
             runtime: tokio::runtime::Handle::current(),

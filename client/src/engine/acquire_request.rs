@@ -13,6 +13,7 @@ use crate::engine::commands::FullReply;
 use crate::engine::kind::Kind;
 use crate::engine::lock_state::{LockId, LockState};
 use crate::engine::named::{refuses_record, Named};
+use crate::engine::protocol::is_syntax_error;
 use crate::error::{Error, Result};
 use crate::shared::Shared;
 use crate::transport::connection::{within, Connection, ReplyBound};
@@ -163,8 +164,7 @@ pub(crate) fn stale_holds(err: &Error) -> Option<usize> {
 /// acquire knows no such keyword): the client then names its acquires
 /// (sets `refused`).
 fn refuses_holds(refused: &AtomicBool, err: &Error) -> bool {
-    let refusal = matches!(err, Error::Redis(err)
-        if err.code() == Some("ERR") && err.detail().is_some_and(|detail| detail.starts_with("syntax error")));
+    let refusal = matches!(err, Error::Redis(err) if is_syntax_error(err));
     if refusal {
         refused.store(true, Ordering::Relaxed);
     }

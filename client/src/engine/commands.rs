@@ -44,6 +44,14 @@ impl Kind {
     }
 }
 
+/// How a release names its unlock latch: by the request id (the module
+/// derives the key) or by the key itself, declared to Redis.
+#[derive(Clone, Copy)]
+pub enum Latch<'a> {
+    Request(&'a [u8]),
+    Key(&'a [u8]),
+}
+
 impl LockId {
     /// The channel this lock's waiters listen on.
     pub fn channel(&self) -> Vec<u8> {
@@ -74,24 +82,22 @@ impl LockId {
         cmd
     }
 
-    /// The release, with Redisson's unlock latch when given a request id
-    /// and its lifetime: a repeat with the same id within it replies what
-    /// the first one did. `missing_not_held`: a fair or read-write release
+    /// The release, with Redisson's unlock latch when given one and its
+    /// lifetime: a repeat with the same latch within it replies what the
+    /// first one did. `missing_not_held`: a fair or read-write release
     /// of a missing lock answers "not held" and records no latch
     /// (`MISSING NOTHELD`), as a plain lock's does; without it the server
     /// answers as Redisson's scripts, "released" (fair) or, to a resend,
     /// the 1 the latch recorded (read-write), to a holder whose hold ended.
-    /// RLock's release takes the latch key itself, declared to Redis
-    /// (which then checks the caller's ACL for it, not the module).
-    pub fn release(&self, lease_ms: i64, latch: Option<(&[u8], Duration)>, missing_not_held: bool) -> Cmd {
+    pub fn release(&self, lease_ms: i64, latch: Option<(Latch<'_>, Duration)>, missing_not_held: bool) -> Cmd {
         let mut cmd = self.cmd("RELEASE");
         if self.kind.release_sets_lease() {
             cmd.arg(lease_ms);
         }
-        if let Some((request_id, lifetime)) = latch {
-            match self.declares_latch_key() {
-                true => cmd.arg("LATCH").arg(rlock_protocol::unlock_latch_key(&self.name, request_id)),
-                false => cmd.arg("ID").arg(request_id),
+        if let Some((latch, lifetime)) = latch {
+            match latch {
+                Latch::Key(key) => cmd.arg("LATCH").arg(key),
+                Latch::Request(request_id) => cmd.arg("ID").arg(request_id),
             };
             cmd.arg("PX").arg(clamp_lease_ms(lifetime));
         }
@@ -101,9 +107,9 @@ impl LockId {
         cmd
     }
 
-    /// Whether the release names its latch key (`LATCH`, RLock's release)
-    /// rather than its request id: Redis then checks the key's ACL.
-    pub fn declares_latch_key(&self) -> bool {
+    /// Whether the release may name its latch key (`LATCH`, RLock's
+    /// release) rather than its request id: Redis then checks the key's ACL.
+    pub fn takes_latch_key(&self) -> bool {
         matches!(self.kind, Kind::Plain | Kind::Fenced)
     }
 

@@ -53,6 +53,13 @@ impl RequestId {
     }
 }
 
+/// Whether the server refused a request's arguments: what a module older
+/// than a keyword the client sends (`HOLDS`, `LATCH`, `MISSING NOTHELD`)
+/// replies, before anything runs.
+pub(crate) fn is_syntax_error(err: &redis::RedisError) -> bool {
+    err.code() == Some("ERR") && err.detail().is_some_and(|detail| detail.starts_with("syntax error"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,9 +2,10 @@
 //! a release whose reply was lost can be sent again with the same request
 //! id and answers as the first one did (never dropping a second level).
 
+use crate::engine::commands::Latch;
 use crate::engine::holds::Released;
 use crate::engine::lock_state::LockId;
-use crate::engine::protocol;
+use crate::engine::protocol::{self, is_syntax_error};
 use crate::error::{Error, Result};
 use crate::options::RetryOptions;
 use crate::shared::Shared;
@@ -34,9 +35,14 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
     let mut latched = same_slot && !shared.latch_refused.load(Ordering::Relaxed);
     let mut refused = false;
     let mut not_held = id.kind.answers_missing_as_released() && !shared.missing_refused.load(Ordering::Relaxed);
+    let mut by_key = id.takes_latch_key() && !shared.latch_key_refused.load(Ordering::Relaxed);
     let lifetime = latch_lifetime(retry, shared.options.reply_timeout, lease_ms);
     let reply = loop {
-        let release = id.release(lease_ms, latched.then_some((request_id.as_bytes(), lifetime)), not_held);
+        let latch = match by_key {
+            true => Latch::Key(&latch_key),
+            false => Latch::Request(request_id.as_bytes()),
+        };
+        let release = id.release(lease_ms, latched.then_some((latch, lifetime)), not_held);
         let send = || async {
             Ok(match latched {
                 true => release.query_async::<Option<i64>>(&mut connection.clone()).await?,
@@ -50,9 +56,15 @@ pub(crate) async fn release(shared: &Shared, connection: &Connection, id: &LockI
             Err(Error::Redis(err))
                 if latched
                     && err.code() == Some("NOPERM")
-                    && err.detail().is_some_and(|detail| names_latch_key(detail, id.declares_latch_key())) =>
+                    && err.detail().is_some_and(|detail| names_latch_key(detail, by_key)) =>
             {
                 (latched, refused) = (false, true);
+            }
+            // A module older than `LATCH` refuses it while parsing, before
+            // anything runs: sent again with the request id.
+            Err(Error::Redis(err)) if latched && by_key && is_syntax_error(&err) => {
+                shared.latch_key_refused.store(true, Ordering::Relaxed);
+                by_key = false;
             }
             // A module older than `MISSING NOTHELD` refuses it while parsing,
             // before anything runs: sent again without it.
@@ -91,11 +103,6 @@ fn latch_lifetime(retry: &RetryOptions, reply_timeout: Option<Duration>, lease_m
     let response_bound = reply_timeout.map_or(RESPONSE_BOUND, |timeout| timeout.max(RESPONSE_BOUND));
     let window = retry.delay.saturating_add(response_bound).saturating_mul(retry.attempts.saturating_add(1));
     window.saturating_add(Duration::from_millis(lease_ms.max(0) as u64)).saturating_add(window)
-}
-
-/// Whether the server refused a request's arguments.
-fn is_syntax_error(err: &redis::RedisError) -> bool {
-    err.code() == Some("ERR") && err.detail().is_some_and(|detail| detail.starts_with("syntax error"))
 }
 
 /// Whether a NOPERM refusal may be about the unlock latch key: the

@@ -16,15 +16,16 @@ fn args(cmd: &Cmd) -> Vec<String> {
 
 #[test]
 fn each_kind_sends_its_commands() {
-    let latch = Some((b"r1".as_slice(), Duration::from_millis(5000)));
-    let cases: [(Cmd, &str); 20] = [
+    let latch = Some((Latch::Request(b"r1"), Duration::from_millis(5000)));
+    let latch_key = Some((Latch::Key(b"redisson_unlock_latch:{orders}:r1"), Duration::from_millis(5000)));
+    let cases: [(Cmd, &str); 21] = [
         (id(Kind::Plain).acquire(100, Some(7)), "RLOCK.ACQUIRE orders u:1 100"),
         (id(Kind::Fair).acquire(100, Some(7)), "RFAIR.ACQUIRE orders u:1 100 WAIT 7"),
         (id(Kind::Fair).acquire(100, None), "RFAIR.ACQUIRE orders u:1 100"),
         (id(Kind::Read).acquire(100, Some(7)), "RRW.ACQUIRE orders u:1 READ 100"),
         (id(Kind::Write).acquire(100, None), "RRW.ACQUIRE orders u:1 WRITE 100"),
         (
-            id(Kind::Plain).release(100, latch, true),
+            id(Kind::Plain).release(100, latch_key, true),
             "RLOCK.RELEASE orders u:1 100 LATCH redisson_unlock_latch:{orders}:r1 PX 5000",
         ),
         (id(Kind::Fair).release(100, None, false), "RFAIR.RELEASE orders u:1 100"),
@@ -40,6 +41,7 @@ fn each_kind_sends_its_commands() {
         (id(Kind::Plain).cancel_request(b"r-7"), "RLOCK.CANCEL orders u:1 r-7"),
         (id(Kind::Fenced).acquire(100, Some(7)), "RFENCED.ACQUIRE orders u:1 100"),
         (id(Kind::Fenced).release(100, None, true), "RLOCK.RELEASE orders u:1 100"),
+        (id(Kind::Fenced).release(100, latch, true), "RLOCK.RELEASE orders u:1 100 ID r1 PX 5000"),
         (id(Kind::Fenced).renew(100), "RLOCK.RENEW orders u:1 100"),
     ];
     for (cmd, expected) in cases {
