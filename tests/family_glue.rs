@@ -5,7 +5,6 @@
 //! keyspace notifications of the scripts.
 
 use redis::{Connection, Value};
-use std::time::Duration;
 use testkit::{error_text, keyspace_events, FairScripts, RwScripts, Server};
 
 fn run(con: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
@@ -133,13 +132,7 @@ fn derived_keys_are_checked_against_the_callers_acl_and_channels_are_not() {
 
 #[test]
 fn in_cluster_mode_names_whose_derived_keys_hash_elsewhere_are_refused() {
-    let server = Server::builder().cluster().start();
-    let mut con = server.connection();
-    let _: () = redis::cmd("CLUSTER").arg(&["ADDSLOTSRANGE", "0", "16383"]).query(&mut con).unwrap();
-    testkit::eventually("cluster_state:ok", Duration::from_secs(20), || {
-        let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
-        info.contains("cluster_state:ok")
-    });
+    let (_server, mut con) = Server::single_node_cluster();
     let text = error_text(run(&mut con, &["RFAIR.ACQUIRE", "a{b", "u"]));
     assert!(text.starts_with("ERR the derived key 'redisson_lock_queue:a{b'"), "{text}");
     let text = error_text(run(&mut con, &["RRW.ACQUIRE", "a{b", "u", "READ"]));

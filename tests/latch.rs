@@ -180,13 +180,7 @@ fn the_latch_key_is_checked_against_the_callers_acl() {
 
 #[test]
 fn in_cluster_mode_a_latch_key_in_another_slot_is_refused() {
-    let server = Server::builder().cluster().start();
-    let mut con = server.connection();
-    let _: () = redis::cmd("CLUSTER").arg(&["ADDSLOTSRANGE", "0", "16383"]).query(&mut con).unwrap();
-    testkit::eventually("cluster_state:ok", Duration::from_secs(20), || {
-        let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
-        info.contains("cluster_state:ok")
-    });
+    let (_server, mut con) = Server::single_node_cluster();
     // "a{b" has no proper hash tag: its latch key hashes elsewhere.
     run(&mut con, &[b"RLOCK.ACQUIRE", b"a{b", b"o"]).unwrap();
     let text = error_text(run(&mut con, &[b"RLOCK.RELEASE", b"a{b", b"o", b"ID", b"r"]));
@@ -268,13 +262,7 @@ fn a_declared_latch_key_is_checked_by_redis() {
         Value::Int(1)
     );
 
-    let cluster = Server::builder().cluster().start();
-    let mut con = cluster.connection();
-    let _: () = redis::cmd("CLUSTER").arg(&["ADDSLOTSRANGE", "0", "16383"]).query(&mut con).unwrap();
-    testkit::eventually("cluster_state:ok", Duration::from_secs(20), || {
-        let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
-        info.contains("cluster_state:ok")
-    });
+    let (_cluster, mut con) = Server::single_node_cluster();
     run(&mut con, &[b"RLOCK.ACQUIRE", b"{t}l", b"o"]).unwrap();
     let text = error_text(run(&mut con, &[b"RLOCK.RELEASE", b"{t}l", b"o", b"LATCH", b"{u}latch"]));
     assert!(text.starts_with("CROSSSLOT"), "{text}");

@@ -191,6 +191,18 @@ impl Server {
         self.client().get_connection().unwrap_or_else(|e| panic!("connect: {e}\n{}", self.log()))
     }
 
+    /// A cluster of this one node, serving every slot, once it says so.
+    pub fn single_node_cluster() -> (Server, redis::Connection) {
+        let server = Server::builder().cluster().start();
+        let mut con = server.connection();
+        let _: () = redis::cmd("CLUSTER").arg(&["ADDSLOTSRANGE", "0", "16383"]).query(&mut con).unwrap();
+        crate::eventually("cluster_state:ok", std::time::Duration::from_secs(20), || {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
+            info.contains("cluster_state:ok")
+        });
+        (server, con)
+    }
+
     /// A connection as `user` (password `pw`), created or reset with every
     /// command and only the key and channel `rules` given (`~locks:*`, `&*`).
     pub fn login(&self, user: &str, rules: &[&str]) -> redis::Connection {
