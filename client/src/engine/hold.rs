@@ -72,10 +72,10 @@ async fn release_hold(handle: &Handle, ticket: Ticket, lease: Duration) -> Resul
     }) else {
         return Err(Error::NotOwner);
     };
-    let lease_sent = state.at_least_siblings_lease(lease_sent, requested_at, watchdog);
-    // Nor may it cut the other side's holds of a read-write lock short.
-    let other_side = shared.registry.other_side_lease_needed(&state.id, requested_at, watchdog);
-    let lease_sent = other_side.map_or(lease_sent, |needed| needed.max(lease_sent));
+    // The release sets the lock's one expiry: not shorter than the other
+    // holds on it need (other kinds counted with it, a read-write lock's
+    // other side).
+    let lease_sent = shared.registry.at_least_shared_expiry_lease(state, lease_sent, requested_at, watchdog);
     let lease_ms = protocol::clamp_lease_ms(lease_sent);
     // A read release drops the owner's last numbered timeout key, whichever
     // hold it was, and the lock then lives as long as the keys left, which

@@ -274,11 +274,26 @@ impl Registry {
         state
     }
 
+    /// `lease`, or longer where other holds on the lock's one expiry need
+    /// more: those of the kinds counted with `state`'s
+    /// ([`LockState::at_least_siblings_lease`]) and those of the other side
+    /// of a read-write lock, which RRW.RENEW and either side's release set too.
+    pub fn at_least_shared_expiry_lease(
+        &self,
+        state: &LockState,
+        lease: std::time::Duration,
+        now: Instant,
+        watchdog: std::time::Duration,
+    ) -> std::time::Duration {
+        let lease = state.at_least_siblings_lease(lease, now, watchdog);
+        self.other_side_lease_needed(&state.id, now, watchdog).map_or(lease, |needed| needed.max(lease))
+    }
+
     /// The lease the holds of the other side of `id`'s read-write lock (the
     /// same name and owner id) need from `now`: the two sides count apart but
     /// share the lock's one expiry, which a release of either side sets (a
     /// write release to its lease, a read release to the read keys left).
-    pub fn other_side_lease_needed(
+    fn other_side_lease_needed(
         &self,
         id: &LockId,
         now: Instant,

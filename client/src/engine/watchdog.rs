@@ -160,11 +160,9 @@ impl Watchdog {
                 // keeps what the other kinds' holds need too.
                 let upkeep = match upkeep {
                     Some(Upkeep::Renew(lease)) => {
-                        let lease = state.at_least_siblings_lease(lease, now, timeout);
                         // RRW.RENEW sets every read key of the owner, the
                         // other side's holds' too: never shorter than they need.
-                        let other_side = self.registry.other_side_lease_needed(&state.id, now, timeout);
-                        Some(Upkeep::Renew(other_side.map_or(lease, |needed| needed.max(lease))))
+                        Some(Upkeep::Renew(self.registry.at_least_shared_expiry_lease(&state, lease, now, timeout)))
                     }
                     other => other,
                 };
